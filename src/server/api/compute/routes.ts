@@ -1,0 +1,7 @@
+/** The compute API. Its routes are filled in by the compute issue; until then every path answers 404 in the family's shape. */
+import type { FastifyInstance } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+
+export function computeRoutes(_deps: AppDeps) {
+  return async (_scope: FastifyInstance): Promise<void> => {}
+}

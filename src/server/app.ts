@@ -1,0 +1,62 @@
+/**
+ * Builds the Fastify application from its dependencies: request ids, logging, metrics, the operations routes
+ * and every API family under its prefix. Used by the server process and by tests (inject or real listen).
+ */
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import swagger from '@fastify/swagger'
+import type { AppDeps } from './deps.js'
+import { registerFamily, toPublicError } from './http/api-family.js'
+import { renderPlainError } from './http/error-renderers.js'
+import { createMetrics, instrumentRequests } from './http/metrics.js'
+import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
+import { apiFamilies } from './api/families.js'
+
+export interface BuildOptions {
+  https?: { key: Buffer; cert: Buffer }
+  state?: OpsState
+}
+
+/** Nova's request id form, which clients print and operators grep for. */
+const newRequestId = () => `req-${randomUUID()}`
+
+export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const serverOptions: FastifyServerOptions & { https?: { key: Buffer; cert: Buffer } } = {
+    loggerInstance: deps.logger,
+    genReqId: newRequestId,
+    bodyLimit: deps.config.bodyLimitBytes,
+    // Clients such as Tempest send Connection: close; Node honours it. Keep-alive sockets idle out.
+    keepAliveTimeout: 65_000,
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+    https: options.https,
+  }
+  const app = Fastify(serverOptions) as unknown as FastifyInstance
+  const metrics = createMetrics(deps.queue)
+  instrumentRequests(app, metrics)
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-openstack-request-id', request.id)
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'pcc', description: 'Private-cloud control plane: OpenStack-compatible compute, identity, network, volume and image APIs, resource manager and OIDC provider', version: '0.1.0' },
+      servers: [{ url: deps.urls.base }],
+    },
+  })
+
+  registerOpsRoutes(app, deps, metrics, options.state ?? { migrated: true })
+  for (const family of apiFamilies(deps)) await registerFamily(app, family)
+
+  // Outside every family's prefix: the plain error shape.
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send(renderPlainError({ status: 404, code: 'not_found', message: `The resource could not be found: ${request.url.split('?')[0]}` })),
+  )
+  app.setErrorHandler((err, request, reply) => {
+    const error = toPublicError(err, request)
+    return reply.code(error.status).send(renderPlainError(error))
+  })
+  return app
+}

@@ -1,0 +1,39 @@
+/**
+ * Who is calling: what a validated identity token says. Every authenticated request carries one
+ * (`request.principal`); policy rules and project scoping read it and nothing else.
+ */
+export type TokenScope =
+  | { type: 'project'; projectId: string; projectName: string; domainId: string; domainName: string }
+  | { type: 'domain'; domainId: string; domainName: string }
+  | { type: 'system' }
+  | { type: 'unscoped' }
+
+export interface Principal {
+  userId: string
+  userName: string
+  userDomainId: string
+  userDomainName: string
+  scope: TokenScope
+  /** Effective role names on the scope, implied roles included (admin ⊃ member ⊃ reader). */
+  roles: string[]
+  methods: string[]
+  auditIds: string[]
+  issuedAt: number
+  expiresAt: number
+  /** Set when the token came from an application credential. */
+  applicationCredentialId?: string
+}
+
+/** Turns a bearer token into a principal. Throws AppError 'unauthorized' for anything not currently valid. */
+export interface Authenticator {
+  authenticate(token: string): Promise<Principal>
+}
+
+export function hasRole(principal: Principal, role: string): boolean {
+  return principal.roles.includes(role)
+}
+
+/** The project a project-scoped principal works in, or undefined for other scopes. */
+export function projectOf(principal: Principal): string | undefined {
+  return principal.scope.type === 'project' ? principal.scope.projectId : undefined
+}

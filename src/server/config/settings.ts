@@ -1,0 +1,171 @@
+/**
+ * The table of every pcc-server setting. One row per setting: its config-file key, environment variable,
+ * command-line flag, default and parser. The loader (load.ts) applies them in the order
+ * flags > environment > config file > default, and stops the start on anything unknown or invalid.
+ */
+
+/** Thrown for a setting that cannot be used; the message names the setting and what is wrong. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+export type TlsSetting = { mode: 'off' } | { mode: 'auto' } | { mode: 'files'; certFile: string; keyFile: string }
+
+export interface Config {
+  listen: { host: string; port: number }
+  publicUrl: string
+  dataDir: string
+  databaseUrl: string
+  adminPassword: string | undefined
+  simulatedHosts: number
+  tls: TlsSetting
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  bodyLimitBytes: number
+  taskLeaseSeconds: number
+  taskWorkers: number
+  masterKey: string | undefined
+}
+
+interface SettingSpec<K extends keyof Config> {
+  key: K
+  env: string
+  flag: string
+  help: string
+  /** Parses a raw string (from a flag, the environment or a config file value) or throws a ConfigError message. */
+  parse: (raw: string) => Config[K]
+  /** Default when no source sets it; may depend on settings already resolved. */
+  fallback: (partial: Partial<Config>) => Config[K]
+  secret?: boolean
+}
+
+function integer(min: number, max: number) {
+  return (raw: string): number => {
+    if (!/^\d+$/.test(raw.trim())) throw new Error(`expected a whole number from ${min} to ${max}, got "${raw}"`)
+    const value = Number(raw)
+    if (value < min || value > max) throw new Error(`expected a whole number from ${min} to ${max}, got ${value}`)
+    return value
+  }
+}
+
+function parseListen(raw: string): Config['listen'] {
+  const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(raw.trim())
+  if (!match) throw new Error(`expected HOST:PORT (for example 127.0.0.1:8080), got "${raw}"`)
+  const port = Number(match[2])
+  if (port > 65535) throw new Error(`port ${port} is above 65535`)
+  return { host: match[1].replace(/^\[|\]$/g, ''), port }
+}
+
+function parseUrl(raw: string): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new Error(`expected an http:// or https:// URL, got "${raw}"`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`expected an http:// or https:// URL, got "${raw}"`)
+  return url.toString().replace(/\/+$/, '')
+}
+
+function parseDatabaseUrl(raw: string): string {
+  if (raw === '') return ''
+  if (!/^postgres(ql)?:\/\//.test(raw)) throw new Error('expected empty (SQLite in the data dir) or a postgres:// URL')
+  return raw
+}
+
+function parseTls(raw: string): TlsSetting {
+  if (raw === 'off' || raw === '') return { mode: 'off' }
+  if (raw === 'auto') return { mode: 'auto' }
+  const parts = raw.split(',')
+  if (parts.length === 2 && parts[0] && parts[1]) return { mode: 'files', certFile: parts[0], keyFile: parts[1] }
+  throw new Error('expected off, auto, or CERT_FILE,KEY_FILE')
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+function oneOf<T extends string>(values: readonly T[]) {
+  return (raw: string): T => {
+    if (!(values as readonly string[]).includes(raw)) throw new Error(`expected one of ${values.join(', ')}, got "${raw}"`)
+    return raw as T
+  }
+}
+
+export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
+  listen: {
+    key: 'listen', env: 'PCC_LISTEN', flag: '--listen', help: 'address and port to listen on',
+    parse: parseListen, fallback: () => ({ host: '127.0.0.1', port: 8080 }),
+  },
+  tls: {
+    key: 'tls', env: 'PCC_TLS', flag: '--tls',
+    help: 'off, auto (self-signed CA and certificate in the data dir), or CERT_FILE,KEY_FILE',
+    parse: parseTls, fallback: () => ({ mode: 'off' }),
+  },
+  publicUrl: {
+    key: 'publicUrl', env: 'PCC_PUBLIC_URL', flag: '--public-url',
+    help: 'URL clients use to reach this server (default: derived from the listen address)',
+    parse: parseUrl,
+    fallback: (c) => {
+      const host = c.listen!.host === '0.0.0.0' || c.listen!.host === '::' ? '127.0.0.1' : c.listen!.host
+      const scheme = c.tls!.mode === 'off' ? 'http' : 'https'
+      return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${c.listen!.port}`
+    },
+  },
+  dataDir: {
+    key: 'dataDir', env: 'PCC_DATA_DIR', flag: '--data-dir', help: 'folder for the SQLite file, keys and blobs',
+    parse: (raw) => {
+      if (raw.trim() === '') throw new Error('must not be empty')
+      return raw
+    },
+    fallback: () => './data',
+  },
+  databaseUrl: {
+    key: 'databaseUrl', env: 'PCC_DATABASE_URL', flag: '--database-url',
+    help: 'empty for SQLite in the data dir, or postgres://user:pass@host:port/db', secret: true,
+    parse: parseDatabaseUrl, fallback: () => '',
+  },
+  adminPassword: {
+    key: 'adminPassword', env: 'PCC_ADMIN_PASSWORD', flag: '--admin-password',
+    help: 'password of the bootstrap admin (generated and printed once when unset)', secret: true,
+    parse: (raw) => {
+      if (raw.length < 8) throw new Error('must be at least 8 characters long')
+      return raw
+    },
+    fallback: () => undefined,
+  },
+  simulatedHosts: {
+    key: 'simulatedHosts', env: 'PCC_SIMULATED_HOSTS', flag: '--simulated-hosts',
+    help: 'number of built-in simulated hypervisor hosts', parse: integer(0, 1000), fallback: () => 3,
+  },
+  logLevel: {
+    key: 'logLevel', env: 'PCC_LOG_LEVEL', flag: '--log-level', help: LOG_LEVELS.join(', '),
+    parse: oneOf(LOG_LEVELS), fallback: () => 'info',
+  },
+  bodyLimitBytes: {
+    key: 'bodyLimitBytes', env: 'PCC_BODY_LIMIT_BYTES', flag: '--body-limit-bytes',
+    help: 'largest JSON request body accepted (image uploads stream and are not bound by it)',
+    parse: integer(1024, 1 << 30), fallback: () => 1 << 20,
+  },
+  taskLeaseSeconds: {
+    key: 'taskLeaseSeconds', env: 'PCC_TASK_LEASE_SECONDS', flag: '--task-lease-seconds',
+    help: 'how long a claimed task stays with a process that stops heartbeating', parse: integer(1, 3600),
+    fallback: () => 30,
+  },
+  taskWorkers: {
+    key: 'taskWorkers', env: 'PCC_TASK_WORKERS', flag: '--task-workers',
+    help: 'tasks this process runs at once', parse: integer(1, 1000), fallback: () => 16,
+  },
+  masterKey: {
+    key: 'masterKey', env: 'PCC_MASTER_KEY', flag: '--master-key',
+    help: 'base64 32-byte key for secrets at rest (default: data-dir/master.key, created on first start)', secret: true,
+    parse: (raw) => {
+      if (Buffer.from(raw, 'base64').length !== 32) throw new Error('must be 32 bytes, base64-encoded')
+      return raw
+    },
+    fallback: () => undefined,
+  },
+}
+
+/** Settings in resolution order: a fallback may read only settings listed before it. */
+export const SETTING_ORDER: (keyof Config)[] = [
+  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
+  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey',
+]

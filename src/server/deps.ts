@@ -1,0 +1,47 @@
+/**
+ * Everything the HTTP layer and the services share, built once by the composition root (runtime.ts) and
+ * passed down explicitly. No module-level singletons.
+ */
+import type { Logger } from 'pino'
+import type { Config } from './config/settings.js'
+import type { SecretBox } from './crypto/secret-box.js'
+import type { TokenService } from './identity/token-service.js'
+import type { Store } from './storage/store.js'
+import type { TaskQueue } from './tasks/queue.js'
+import type { TaskRunner } from './tasks/runner.js'
+
+export interface AppDeps {
+  config: Config
+  logger: Logger
+  store: Store
+  box: SecretBox
+  queue: TaskQueue
+  runner: TaskRunner
+  tokens: TokenService
+  /** The URL prefix of each service, built from the public URL. */
+  urls: ServiceUrls
+}
+
+export interface ServiceUrls {
+  base: string
+  identity: string
+  compute: string
+  network: string
+  volume: string
+  image: string
+  resmgr: string
+  idp: string
+}
+
+export function serviceUrls(publicUrl: string): ServiceUrls {
+  return {
+    base: publicUrl,
+    identity: `${publicUrl}/identity/v3`,
+    compute: `${publicUrl}/compute/v2.1`,
+    network: `${publicUrl}/network`,
+    volume: `${publicUrl}/volume/v3`,
+    image: `${publicUrl}/image`,
+    resmgr: `${publicUrl}/resmgr`,
+    idp: `${publicUrl}/idp`,
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Registers one API family (identity, compute, network…) as an encapsulated Fastify plugin under its path
+ * prefix, with the family's own error envelope for every failure: thrown AppErrors, schema validation, bodies
+ * that are too large or malformed, unknown routes (404) and known routes called with another method (405).
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { AppError, ERROR_STATUS, type ErrorCode } from '../../contracts/errors.js'
+import type { ErrorRenderer, PublicError } from './error-renderers.js'
+
+export interface ApiFamily {
+  name: string
+  prefix: string
+  renderError: ErrorRenderer
+  /** Headers every response of the family carries (Nova's x-compute-request-id). */
+  requestIdHeaders?: string[]
+  routes: (scope: FastifyInstance) => Promise<void> | void
+}
+
+const STATUS_TO_CODE = new Map<number, ErrorCode>(
+  (Object.entries(ERROR_STATUS) as [ErrorCode, number][]).filter(([code]) => code !== 'over_limit').map(([code, status]) => [status, code]),
+)
+
+const GENERIC_500 = 'The server has either erred or is incapable of performing the requested operation.'
+
+/** Turns anything thrown into the public part of an error; unexpected errors are logged and hidden. */
+export function toPublicError(err: unknown, request: FastifyRequest): PublicError {
+  if (err instanceof AppError) {
+    return { status: err.status, code: err.code, message: err.message, details: err.options.details, type: err.options.type, extra: err.options.extra }
+  }
+  const fe = err as FastifyError
+  if (fe.validation) {
+    // Fastify names the failing field in its message, e.g. "body/server must have required property 'name'".
+    return { status: 400, code: 'bad_request', message: `Invalid input: ${fe.message}` }
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    const code = STATUS_TO_CODE.get(fe.statusCode) ?? 'bad_request'
+    return { status: fe.statusCode, code, message: fe.message }
+  }
+  request.log.error({ err }, 'unexpected error')
+  return { status: 500, code: 'internal', message: GENERIC_500, details: `request id ${request.id}` }
+}
+
+/** Route patterns of a family, to tell 405 (path exists with another method) from 404. */
+class RouteIndex {
+  private readonly routes: { pattern: RegExp; methods: Set<string> }[] = []
+
+  add(url: string, methods: string[]): void {
+    const source = url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+').replace(/\*/g, '.*')
+    this.routes.push({ pattern: new RegExp(`^${source}/?$`), methods: new Set(methods) })
+  }
+
+  allowed(path: string): string[] {
+    const methods = new Set<string>()
+    for (const r of this.routes) if (r.pattern.test(path)) for (const m of r.methods) methods.add(m)
+    return [...methods]
+  }
+}
+
+export async function registerFamily(app: FastifyInstance, family: ApiFamily): Promise<void> {
+  await app.register(
+    async (scope) => {
+      const index = new RouteIndex()
+      scope.addHook('onRoute', (route) => {
+        index.add(route.url, ([] as string[]).concat(route.method))
+      })
+      const send = (reply: FastifyReply, error: PublicError, headers?: Record<string, string>) => {
+        if (headers) reply.headers(headers)
+        return reply.code(error.status).type('application/json').send(family.renderError(error))
+      }
+      scope.setErrorHandler((err, request, reply) => {
+        const headers = err instanceof AppError ? err.options.headers : undefined
+        return send(reply, toPublicError(err, request), headers)
+      })
+      scope.setNotFoundHandler((request, reply) => {
+        const path = request.url.split('?')[0]
+        const allowed = index.allowed(path)
+        if (allowed.length > 0) {
+          return send(reply, { status: 405, code: 'method_not_allowed', message: `The method ${request.method} is not allowed for ${path}.` }, { allow: allowed.join(', ') })
+        }
+        return send(reply, { status: 404, code: 'not_found', message: `The resource could not be found: ${path}` })
+      })
+      if (family.requestIdHeaders?.length) {
+        scope.addHook('onSend', async (request, reply) => {
+          for (const header of family.requestIdHeaders!) reply.header(header, request.id)
+        })
+      }
+      await family.routes(scope)
+    },
+    { prefix: family.prefix },
+  )
+}

@@ -1,0 +1,41 @@
+/**
+ * Prometheus metrics of one server process: request counts and latencies per route and status, the task
+ * queue's depth (read from the store when scraped) and Node's own metrics, event-loop lag among them.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { FastifyInstance } from 'fastify'
+import type { TaskQueue } from '../tasks/queue.js'
+
+export function createMetrics(queue: TaskQueue): Registry {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 })
+  new Gauge({
+    name: 'pcc_task_queue_depth',
+    help: 'Tasks in the durable queue by status',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const depth = await queue.depth()
+      this.set({ status: 'queued' }, depth.queued)
+      this.set({ status: 'running' }, depth.running)
+    },
+  })
+  return registry
+}
+
+export function instrumentRequests(app: FastifyInstance, registry: Registry): void {
+  const requests = new Counter({ name: 'pcc_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'], registers: [registry] })
+  const latency = new Histogram({
+    name: 'pcc_http_request_duration_seconds',
+    help: 'HTTP request latency by route, method and status',
+    labelNames: ['route', 'method', 'status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    // The route pattern, not the URL, so ids do not explode the label set.
+    const labels = { route: request.routeOptions.url ?? 'unmatched', method: request.method, status: String(reply.statusCode) }
+    requests.inc(labels)
+    latency.observe(labels, reply.elapsedTime / 1000)
+  })
+}

@@ -1,0 +1,122 @@
+/**
+ * The composition root: from a Config to a listening server. Order matters and each step can fail with a
+ * clear message: data dir → store → migrations → master key → bootstrap → token keys → HTTP → task runner.
+ * main.ts (the process) and the tests both start servers through here.
+ */
+import { mkdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { buildApp } from './app.js'
+import type { Config } from './config/settings.js'
+import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
+import { SecretBox } from './crypto/secret-box.js'
+import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
+import { serviceUrls, type AppDeps } from './deps.js'
+import { TokenService } from './identity/token-service.js'
+import { migrate } from './storage/migrations/index.js'
+import { openStore, StoreOpenError, type Store } from './storage/store.js'
+import { SqlTaskQueue } from './tasks/sql-queue.js'
+import { TaskRunner, type TaskHandler } from './tasks/runner.js'
+
+/** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
+export class StartupError extends Error {
+  override name = 'StartupError'
+}
+
+export interface RunningServer {
+  app: FastifyInstance
+  deps: AppDeps
+  /** The address it actually listens on (port 0 resolved). */
+  url: string
+  bootstrap: BootstrapResult
+  /** Path of the generated CA certificate, when PCC_TLS=auto. */
+  caFile?: string
+  /** Graceful stop: no new connections, in-flight requests finish, task leases are handed back. */
+  stop(): Promise<void>
+}
+
+const TOKEN_TTL_MS = 3600_000
+
+function ensureDataDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true })
+  } catch (err) {
+    throw new StartupError(`data directory ${dir} cannot be created: ${(err as NodeJS.ErrnoException).code ?? String(err)}`)
+  }
+}
+
+export async function startServer(config: Config, logger: Logger, handlers: Map<string, TaskHandler> = new Map()): Promise<RunningServer> {
+  ensureDataDir(config.dataDir)
+  let store: Store
+  try {
+    store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl })
+  } catch (err) {
+    throw err instanceof StoreOpenError ? new StartupError(err.message) : err
+  }
+  try {
+    const report = await migrate(store)
+    logger.info({ applied: report.applied, alreadyApplied: report.alreadyApplied, dialect: store.dialect }, 'migrations done')
+
+    let box: SecretBox
+    try {
+      box = new SecretBox(loadMasterKey(config.dataDir, config.masterKey))
+      await verifyMasterKey(store, box)
+    } catch (err) {
+      throw new StartupError((err as Error).message)
+    }
+    const result = await bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword })
+    const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
+    await tokens.load()
+
+    const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
+    const runner = new TaskRunner(queue, handlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, urls: serviceUrls(config.publicUrl) }
+
+    let https: { key: Buffer; cert: Buffer } | undefined
+    let caFile: string | undefined
+    if (config.tls.mode === 'auto') {
+      const hosts = [new URL(config.publicUrl).hostname.replace(/^\[|\]$/g, ''), '127.0.0.1', 'localhost']
+      // Loaded only when needed: the X.509 library adds start-up time every other configuration can skip.
+      const { ensureAutoTls } = await import('./tls/auto-tls.js')
+      const files = await ensureAutoTls(join(config.dataDir, 'tls'), hosts)
+      https = { key: readFileSync(files.keyFile), cert: readFileSync(files.certFile) }
+      caFile = files.caFile
+    } else if (config.tls.mode === 'files') {
+      try {
+        https = { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
+      } catch (err) {
+        throw new StartupError(`PCC_TLS: cannot read the certificate or key: ${(err as Error).message}`)
+      }
+    }
+
+    const app = await buildApp(deps, { https })
+    try {
+      await app.listen({ host: config.listen.host, port: config.listen.port })
+    } catch (err) {
+      throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+    runner.start()
+    const address = app.server.address()
+    const port = typeof address === 'object' && address ? address.port : config.listen.port
+    const scheme = https ? 'https' : 'http'
+    const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host
+    let stopping: Promise<void> | undefined
+    return {
+      app,
+      deps,
+      url: `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+      bootstrap: result,
+      caFile,
+      stop: () =>
+        (stopping ??= (async () => {
+          await app.close()
+          await runner.stop(10_000)
+          await store.close()
+        })()),
+    }
+  } catch (err) {
+    await store.close().catch(() => {})
+    throw err
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * The ordered list of migrations. A migration is applied once, in order, inside a transaction; the list only
+ * ever grows at the end (an applied migration is never edited). Several processes starting at once on one
+ * PostgreSQL serialise on an advisory lock, so each migration runs exactly once.
+ */
+import { sql, type Kysely } from 'kysely'
+import type { Store } from '../store.js'
+import * as m0001 from './0001-foundation.js'
+
+export interface Migration {
+  id: string
+  name: string
+  up(db: Kysely<unknown>): Promise<void>
+}
+
+export const MIGRATIONS: Migration[] = [{ id: '0001', name: 'foundation', up: m0001.up }]
+
+/** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
+const MIGRATION_LOCK_KEY = 7_243_001
+
+export interface MigrationReport {
+  applied: string[]
+  alreadyApplied: number
+}
+
+/** Applies every migration not yet applied. Throws if the store has migrations this build does not know. */
+export async function migrate(store: Store, migrations: Migration[] = MIGRATIONS): Promise<MigrationReport> {
+  return store.db.connection().execute(async (conn) => {
+    if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn)
+    try {
+      await conn.schema
+        .createTable('pcc_migrations')
+        .ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('applied_at', 'bigint', (c) => c.notNull())
+        .execute()
+      const done = new Set((await conn.selectFrom('pcc_migrations').select('id').execute()).map((r) => r.id))
+      const known = new Set(migrations.map((m) => m.id))
+      const unknown = [...done].filter((id) => !known.has(id))
+      if (unknown.length > 0) {
+        throw new Error(`the database has migrations this pcc version does not know (${unknown.join(', ')}): run a newer pcc-server`)
+      }
+      const applied: string[] = []
+      for (const migration of migrations) {
+        if (done.has(migration.id)) continue
+        await conn.transaction().execute(async (trx) => {
+          await migration.up(trx as unknown as Kysely<unknown>)
+          await trx.insertInto('pcc_migrations').values({ id: migration.id, name: migration.name, applied_at: Date.now() }).execute()
+        })
+        applied.push(`${migration.id}-${migration.name}`)
+      }
+      return { applied, alreadyApplied: done.size }
+    } finally {
+      if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn)
+    }
+  })
+}

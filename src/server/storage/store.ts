@@ -1,0 +1,106 @@
+/**
+ * Opens the store: Kysely over better-sqlite3 (a WAL-mode file in the data dir) or over pg (PostgreSQL).
+ * One implementation serves both; what differs is declared in capabilities.ts.
+ */
+import { mkdirSync, accessSync, constants as fsConstants } from 'node:fs'
+import { join } from 'node:path'
+import SqliteDatabase from 'better-sqlite3'
+import pg from 'pg'
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import type { Database } from './schema.js'
+import { POSTGRES_CAPABILITIES, SQLITE_CAPABILITIES, type Capabilities } from './capabilities.js'
+
+export type Db = Kysely<Database>
+
+export interface Store {
+  db: Db
+  dialect: 'sqlite' | 'postgres'
+  capabilities: Capabilities
+  /** Throws when the database cannot answer a trivial query. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+/** Thrown when the store cannot be opened; the message says which file or server and why. */
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError'
+}
+
+export interface StoreOptions {
+  dataDir: string
+  databaseUrl: string
+  /** Connections in the PostgreSQL pool. */
+  poolSize?: number
+}
+
+export async function openStore(options: StoreOptions): Promise<Store> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openSqlite(options.dataDir)
+}
+
+function openSqlite(dataDir: string): Store {
+  const file = join(dataDir, 'pcc.sqlite')
+  let raw: SqliteDatabase.Database
+  try {
+    mkdirSync(dataDir, { recursive: true })
+    accessSync(dataDir, fsConstants.W_OK)
+    raw = new SqliteDatabase(file)
+    raw.pragma('journal_mode = WAL')
+    raw.pragma('synchronous = NORMAL')
+    raw.pragma('busy_timeout = 5000')
+    raw.pragma('foreign_keys = ON')
+    // Reads the schema, so a file that is not a database fails here and not on the first request.
+    raw.prepare('SELECT count(*) FROM sqlite_master').get()
+  } catch (err) {
+    throw new StoreOpenError(`cannot open the SQLite database ${file}: ${(err as Error).message}`)
+  }
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) })
+  return {
+    db,
+    dialect: 'sqlite',
+    capabilities: SQLITE_CAPABILITIES,
+    ping: async () => {
+      await sql`SELECT 1`.execute(db)
+    },
+    close: () => db.destroy(),
+  }
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<Store> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: 5000,
+    // BIGINT (int8) columns hold epoch milliseconds: parse them as numbers, not strings.
+    types: { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as 'text')) } as pg.CustomTypesConfig,
+  })
+  // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
+  pool.on('error', () => {})
+  try {
+    const client = await pool.connect()
+    client.release()
+  } catch (err) {
+    await pool.end().catch(() => {})
+    throw new StoreOpenError(`cannot reach the PostgreSQL database ${redactUrl(url)}: ${(err as Error).message}`)
+  }
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  return {
+    db,
+    dialect: 'postgres',
+    capabilities: POSTGRES_CAPABILITIES,
+    ping: async () => {
+      await sql`SELECT 1`.execute(db)
+    },
+    close: () => db.destroy(),
+  }
+}
+
+/** A database URL with its password removed, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return '(unparseable URL)'
+  }
+}

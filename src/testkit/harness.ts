@@ -1,0 +1,64 @@
+/**
+ * Starts a real pcc server for a test: real HTTP on 127.0.0.1 (port chosen by the OS), a fresh SQLite data
+ * dir or a fresh PostgreSQL database, the real bootstrap. Helpers log in as the bootstrap admin and call the
+ * APIs with plain fetch.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../server/config/load.js'
+import type { Config } from '../server/config/settings.js'
+import { createLogger } from '../server/logger.js'
+import { startServer, type RunningServer } from '../server/runtime.js'
+import type { TaskHandler } from '../server/tasks/runner.js'
+import { freshDatabase } from './postgres.js'
+
+export type Dialect = 'sqlite' | 'postgres'
+export const DIALECTS: Dialect[] = ['sqlite', 'postgres']
+
+export const ADMIN_PASSWORD = 'admin-test-password'
+
+export interface TestServer extends RunningServer {
+  dataDir: string
+  config: Config
+  /** Stops the server and removes its data dir. */
+  close(): Promise<void>
+}
+
+export interface TestServerOptions {
+  dialect?: Dialect
+  /** Settings as environment variables (PCC_*), applied on top of the test defaults. */
+  env?: Record<string, string>
+  /** Reuse a data dir / database (restart tests). */
+  dataDir?: string
+  databaseUrl?: string
+  handlers?: Map<string, TaskHandler>
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'pcc-test-'))
+  const databaseUrl = options.databaseUrl ?? (options.dialect === 'postgres' ? await freshDatabase() : '')
+  const config = loadConfig({
+    argv: [],
+    env: {
+      PCC_LISTEN: '127.0.0.1:0',
+      PCC_PUBLIC_URL: 'http://127.0.0.1:1',
+      PCC_DATA_DIR: dataDir,
+      PCC_DATABASE_URL: databaseUrl,
+      PCC_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      PCC_SIMULATED_HOSTS: '0',
+      PCC_LOG_LEVEL: process.env.PCC_TEST_LOG_LEVEL ?? 'silent',
+      ...options.env,
+    },
+  })
+  const server = await startServer(config, createLogger(config.logLevel), options.handlers)
+  return {
+    ...server,
+    dataDir,
+    config,
+    close: async () => {
+      await server.stop()
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
