@@ -1,0 +1,138 @@
+/** Tables of the identity service (Keystone v3 model). */
+
+/** Keys of the identity token key ring, sealed with the master key. */
+export interface TokenKeyTable {
+  /** 16 hex characters: the key id that tokens carry. */
+  id: string
+  sealed_secret: string
+  /** primary signs new tokens; secondary keys still open tokens; staged keys become primary at the next rotation. */
+  state: 'staged' | 'primary' | 'secondary'
+  created_at: number
+}
+
+export interface DomainTable {
+  id: string
+  name: string
+  description: string
+  enabled: number
+  options: string
+  extra: string
+  created_at: number
+}
+
+export interface ProjectTable {
+  id: string
+  domain_id: string
+  parent_id: string | null
+  name: string
+  description: string
+  enabled: number
+  options: string
+  extra: string
+  created_at: number
+}
+
+export interface ProjectTagTable {
+  project_id: string
+  tag: string
+}
+
+export interface UserTable {
+  id: string
+  domain_id: string
+  name: string
+  enabled: number
+  default_project_id: string | null
+  description: string
+  email: string | null
+  options: string
+  extra: string
+  password_hash: string | null
+  password_created_at: number | null
+  password_expires_at: number | null
+  failed_auth_count: number
+  failed_auth_at: number | null
+  last_active_at: number | null
+  created_at: number
+}
+
+export interface GroupTable {
+  id: string
+  domain_id: string
+  name: string
+  description: string
+  created_at: number
+}
+
+export interface GroupMemberTable {
+  group_id: string
+  user_id: string
+}
+
+export interface RoleTable {
+  id: string
+  name: string
+  /** '' for a global role (so the unique (name, domain_id) index works on both dialects). */
+  domain_id: string
+  description: string
+  options: string
+  created_at: number
+}
+
+export interface ImpliedRoleTable {
+  prior_role_id: string
+  implied_role_id: string
+}
+
+export type ActorType = 'user' | 'group'
+
+export type TargetType = 'project' | 'domain' | 'system'
+
+export interface RoleAssignmentTable {
+  actor_type: ActorType
+  actor_id: string
+  target_type: TargetType
+  /** A project or domain id; 'all' for the system scope. */
+  target_id: string
+  role_id: string
+  inherited: number
+}
+
+export interface RegionTable {
+  id: string
+  description: string
+  parent_region_id: string | null
+}
+
+export interface ServiceTable {
+  id: string
+  type: string
+  name: string
+  description: string
+  enabled: number
+}
+
+export interface EndpointTable {
+  id: string
+  service_id: string
+  interface: 'public' | 'internal' | 'admin'
+  region_id: string | null
+  url: string
+  enabled: number
+}
+
+export interface IdentityTables {
+  token_keys: TokenKeyTable
+  domains: DomainTable
+  projects: ProjectTable
+  project_tags: ProjectTagTable
+  users: UserTable
+  groups: GroupTable
+  group_members: GroupMemberTable
+  roles: RoleTable
+  implied_roles: ImpliedRoleTable
+  role_assignments: RoleAssignmentTable
+  regions: RegionTable
+  services: ServiceTable
+  endpoints: EndpointTable
+}
