@@ -5,6 +5,7 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { loadConfig } from '../server/config/load.js'
 import type { Config } from '../server/config/settings.js'
@@ -33,16 +34,31 @@ export interface TestServerOptions {
   dataDir?: string
   databaseUrl?: string
   handlers?: Map<string, TaskHandler>
+  /** Listen on a free port chosen first and make it the public URL, so catalog URLs work for real clients. */
+  publicUrlFromListen?: boolean
+}
+
+/** A port free right now on 127.0.0.1 (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const port = (probe.address() as AddressInfo).port
+      probe.close(() => resolve(port))
+    })
+  })
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'pcc-test-'))
   const databaseUrl = options.databaseUrl ?? (options.dialect === 'postgres' ? await freshDatabase() : '')
+  const port = options.publicUrlFromListen ? await freePort() : 0
   const config = loadConfig({
     argv: [],
     env: {
-      PCC_LISTEN: '127.0.0.1:0',
-      PCC_PUBLIC_URL: 'http://127.0.0.1:1',
+      PCC_LISTEN: `127.0.0.1:${port}`,
+      PCC_PUBLIC_URL: port ? `http://127.0.0.1:${port}` : 'http://127.0.0.1:1',
       PCC_DATA_DIR: dataDir,
       PCC_DATABASE_URL: databaseUrl,
       PCC_ADMIN_PASSWORD: ADMIN_PASSWORD,
