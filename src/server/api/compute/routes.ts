@@ -1,7 +1,15 @@
-/** The compute API. Its routes are filled in by the compute issue; until then every path answers 404 in the family's shape. */
+/**
+ * The compute API (Nova v2.1). Servers, flavors, key pairs and the other project-facing resources are in
+ * server-routes.ts and its neighbours; the host views (os-hypervisors, os-services) in hosts-routes.ts.
+ */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { serverRoutes } from './server-routes.js'
+import { hostRoutes } from './hosts-routes.js'
 
-export function computeRoutes(_deps: AppDeps) {
-  return async (_scope: FastifyInstance): Promise<void> => {}
+export function computeRoutes(deps: AppDeps) {
+  return async (scope: FastifyInstance): Promise<void> => {
+    await serverRoutes(deps)(scope)
+    await hostRoutes(deps)(scope)
+  }
 }

@@ -1,0 +1,7 @@
+/** Compute hosts routes; filled in by the compute issues. */
+import type { FastifyInstance } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+
+export function hostRoutes(_deps: AppDeps) {
+  return async (_scope: FastifyInstance): Promise<void> => {}
+}
