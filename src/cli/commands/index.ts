@@ -2,5 +2,25 @@
 import type { CommandSpec } from '../spec.js'
 import { checkUrl } from './check-url.js'
 import { configGet, configSet } from './config.js'
+import { catalogList, projectList, tokenIssue, tokenRevoke, userList } from './cloud/identity.js'
+import { flavorList, hypervisorList, keypairList, serverList, serverShow } from './cloud/compute.js'
+import { imageList, networkList, volumeList } from './cloud/other.js'
 
-export const COMMANDS: CommandSpec[] = [checkUrl, configSet, configGet]
+export const COMMANDS: CommandSpec[] = [
+  checkUrl,
+  configSet,
+  configGet,
+  tokenIssue,
+  tokenRevoke,
+  catalogList,
+  projectList,
+  userList,
+  serverList,
+  serverShow,
+  flavorList,
+  keypairList,
+  hypervisorList,
+  imageList,
+  networkList,
+  volumeList,
+]
