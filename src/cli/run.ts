@@ -8,12 +8,17 @@ import { CliFailure } from './commands/config.js'
 import { OPENSTACK_GROUPS, runOpenstack } from './commands/passthrough.js'
 import { commandHelp, mainHelp } from './help.js'
 import { nearest, parse, UsageError } from './parse.js'
+import { VERSION } from './version.js'
 
 export async function runCli(argv: string[], context: Omit<CliContext, 'global'>): Promise<number> {
   const full: CliContext = { ...context, global: {} }
   try {
     const parsed = parse(argv, COMMANDS)
     full.global = parsed.global
+    if (parsed.global.version) {
+      context.stdout.write(`pcctl ${VERSION}\n`)
+      return 0
+    }
     if (!parsed.command) {
       const words = parsed.rest.filter((w) => !w.startsWith('-'))
       if (words.length === 0) {

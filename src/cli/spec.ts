@@ -37,4 +37,5 @@ export const GLOBAL_FLAGS: FlagSpec[] = [
   { name: 'insecure', type: 'boolean', help: 'do not verify the server TLS certificate (self-signed setups)' },
   { name: 'os-cacert', type: 'string', help: 'CA certificate file to verify the server with', placeholder: '<file>' },
   { name: 'help', short: 'h', type: 'boolean', help: 'show help' },
+  { name: 'version', type: 'boolean', help: 'print the version of pcctl' },
 ]
