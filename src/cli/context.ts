@@ -21,7 +21,7 @@ export interface CliContext {
   prompt: (question: string, options?: { secret?: boolean }) => Promise<string>
 }
 
-const SECRET_KEYS = /pass(word)?|secret|token|key|authorization/i
+const SECRET_KEYS = /pass(word|code)?|secret|token|key|credential|authorization/i
 
 /** Replaces the values of secret-looking fields, recursively. */
 export function redact(value: unknown): unknown {

@@ -69,7 +69,7 @@ export class Transport {
       const requestId = response.headers.get('x-openstack-request-id') ?? undefined
       throw new ApiError(response.status, `${errorMessage(json) ?? (text.slice(0, 200) || response.statusText)} (HTTP ${response.status})${requestId ? ` (Request-ID: ${requestId})` : ''}`, requestId)
     }
-    return { status: response.status, headers: response.headers, body: json }
+    return { status: response.status, headers: response.headers, body: json, text }
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,7 @@
 import type { CommandSpec } from '../spec.js'
 import { checkUrl } from './check-url.js'
 import { configGet, configSet } from './config.js'
+import { generateSupportBundle } from './support-bundle.js'
 import { catalogList, projectList, tokenIssue, tokenRevoke, userList } from './cloud/identity.js'
 import { flavorList, hypervisorList, keypairList, serverList, serverShow } from './cloud/compute.js'
 import { imageList, networkList, volumeList } from './cloud/other.js'
@@ -10,6 +11,7 @@ export const COMMANDS: CommandSpec[] = [
   checkUrl,
   configSet,
   configGet,
+  generateSupportBundle,
   tokenIssue,
   tokenRevoke,
   catalogList,
