@@ -97,7 +97,7 @@ export class SigningKeys {
   }
 
   private async fresh(): Promise<void> {
-    if (this.now() - this.loadedAt < (this.options.reloadMs ?? 10_000)) return
+    if (this.now() - this.loadedAt < (this.options.reloadMs ?? 5_000)) return
     await (this.loading ??= this.reload().finally(() => (this.loading = undefined)))
   }
 
