@@ -161,21 +161,20 @@ export class OidcProvider {
   private async refreshGrant(form: TokenForm, clientId: string): Promise<TokenResponse> {
     if (!form.refresh_token) throw oauthError('invalid_request', 'Required param: refresh_token.')
     let claims: UserClaims | undefined
-    const { token, grant } = await this.deps.refreshTokens.rotate(form.refresh_token, clientId, async (g) => {
-      claims = await userClaims(this.deps.store.db, g.userId)
+    let scopes: string[] = []
+    const requested = parseScopes(form.scope)
+    // Everything that can refuse the request runs before the token is rotated, so a refusal changes nothing.
+    const { token } = await this.deps.refreshTokens.rotate(form.refresh_token, clientId, async (grant) => {
+      const extra = requested.filter((s) => !grant.scopes.includes(s))
+      if (extra.length) throw oauthError('invalid_request', `Requested scopes did not contain the original scopes: ${extra.join(' ')}.`)
+      scopes = requested.length > 0 ? requested : grant.scopes
+      claims = await userClaims(this.deps.store.db, grant.userId)
       // A disabled user or a changed password ends every session the user had.
-      if (!claims || !claims.enabled || claims.passwordStamp !== g.passwordStamp) {
-        await this.deps.refreshTokens.revokeFamily(g.familyId)
+      if (!claims || !claims.enabled || claims.passwordStamp !== grant.passwordStamp) {
+        await this.deps.refreshTokens.revokeFamily(grant.familyId)
         throw invalidRefresh('The user is disabled or its password changed; log in again.')
       }
     })
-    let scopes = grant.scopes
-    const requested = parseScopes(form.scope)
-    if (requested.length > 0) {
-      const extra = requested.filter((s) => !grant.scopes.includes(s))
-      if (extra.length) throw oauthError('invalid_request', `Requested scopes did not contain the original scopes: ${extra.join(' ')}.`)
-      scopes = requested
-    }
     const response = await this.issue(claims!, clientId, scopes, form.nonce)
     response.refresh_token = token
     return response
