@@ -183,6 +183,20 @@ for (const dialect of DIALECTS) {
       assert.equal(reset.failed_auth_count, 0)
     })
 
+    it('decodes form-encoded HTTP Basic credentials (RFC 6749 2.3.1) and passes the nonce through', async () => {
+      const special = 'a+b:c%/ é'
+      await server.deps.store.db.insertInto('idp_clients').values({ id: 'odd client', sealed_secret: server.deps.box.seal(special), previous_sealed_secret: null, previous_valid_until: null, created_at: Date.now(), rotated_at: null }).execute()
+      const form = { grant_type: 'password', scope: 'openid', username: 'admin', password: ADMIN_PASSWORD, nonce: 'n-123' }
+      const res = await tokenCall(server, form, { id: 'odd client', secret: special })
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      const claims = JSON.parse(Buffer.from((res.body.id_token as string).split('.')[1], 'base64url').toString())
+      assert.equal(claims.aud, 'odd client')
+      assert.equal(claims.nonce, 'n-123')
+      // Basic wins over form fields.
+      const mixed = await tokenCall(server, { ...form, client_id: 'kubernetes', client_secret: secret }, { id: 'odd client', secret: 'wrong' })
+      assert.equal(mixed.status, 401)
+    })
+
     it('refuses a refresh token issued to another client', async () => {
       const login = await tokenCall(server, { grant_type: 'password', client_id: 'kubernetes', client_secret: secret, scope: FULL_SCOPE, username: 'admin', password: ADMIN_PASSWORD })
       await server.deps.store.db.insertInto('idp_clients').values({ id: 'other', sealed_secret: server.deps.box.seal('other-secret'), previous_sealed_secret: null, previous_valid_until: null, created_at: Date.now(), rotated_at: null }).execute()
