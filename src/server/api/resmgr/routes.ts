@@ -1,10 +1,12 @@
-/** The resource manager API (Platform9 resmgr): support-bundle keys; IdP clients and hosts are added by their issues. */
+/** The resource manager API ({base}/resmgr): IdP client secrets (idp-clients.ts), support-bundle keys (support.ts); hosts and roles join here. */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { idpClientRoutes } from './idp-clients.js'
 import { supportRoutes } from './support.js'
 
 export function resmgrRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
+    await idpClientRoutes(deps)(scope)
     await supportRoutes(deps)(scope)
   }
 }
