@@ -36,6 +36,17 @@ export function errorMessage(body: unknown): string | undefined {
   return undefined
 }
 
+/** No HTTP answer at all (refused, timed out, DNS, TLS): the URL, the network or the proxy is wrong. */
+export class UnreachableError extends Error {
+  override name = 'UnreachableError'
+  constructor(
+    message: string,
+    readonly reason: string,
+  ) {
+    super(message)
+  }
+}
+
 export class Transport {
   private readonly dispatcher: Dispatcher
 
@@ -51,13 +62,20 @@ export class Transport {
       headers['content-type'] ??= 'application/json'
       body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body)
     }
-    const response = await undiciFetch(url, {
-      method,
-      headers,
-      body,
-      dispatcher: this.dispatcher,
-      signal: AbortSignal.timeout(init.timeoutMs ?? this.options.timeoutMs ?? 30_000),
-    })
+    let response
+    try {
+      response = await undiciFetch(url, {
+        method,
+        headers,
+        body,
+        dispatcher: this.dispatcher,
+        signal: AbortSignal.timeout(init.timeoutMs ?? this.options.timeoutMs ?? 30_000),
+      })
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string; message?: string } }
+      const reason = e.name === 'TimeoutError' ? 'timed out' : (e.cause?.code ?? e.cause?.message ?? e.message)
+      throw new UnreachableError(`cannot reach ${new URL(url).origin}: ${reason}`, reason)
+    }
     const text = await response.text()
     let json: unknown
     try {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { cliSandbox } from '../../src/testkit/cli.js'
-import { ADMIN_PASSWORD, startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { ADMIN_PASSWORD, freePort, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { renderList, renderShow, rich } from '../../src/cli/output/format.js'
 
 describe('pcctl command line', () => {
@@ -34,6 +34,13 @@ describe('pcctl command line', () => {
     assert.match(stderr, /unknown flag --acount-url for 'config set' \(did you mean --account-url\?\)/)
   })
 
+  it('says which address it could not reach and what to check', async () => {
+    const closed = await freePort()
+    const { code, stderr } = await cliSandbox().run(['server', 'list'], { OS_AUTH_URL: `http://127.0.0.1:${closed}/identity/v3`, OS_USERNAME: 'u', OS_PASSWORD: 'p' })
+    assert.equal(code, 1)
+    assert.match(stderr, new RegExp(`cannot reach http://127\\.0\\.0\\.1:${closed}: ECONNREFUSED`))
+  })
+
   it('tells the user to run config set when nothing is configured', async () => {
     const { code, stderr } = await cliSandbox().run(['config', 'get'])
     assert.equal(code, 1)
@@ -50,7 +57,7 @@ describe('pcctl command line', () => {
 
   it('explains how to install the openstack client for a passthrough command when it is absent', async () => {
     const sandbox = cliSandbox()
-    const { code, stderr } = await sandbox.run(['volume', 'list'], { PATH: '/nonexistent', OS_AUTH_URL: 'http://127.0.0.1:1/identity/v3', OS_USERNAME: 'u', OS_PASSWORD: 'p' })
+    const { code, stderr } = await sandbox.run(['aggregate', 'list'], { PATH: '/nonexistent', OS_AUTH_URL: 'http://127.0.0.1:1/identity/v3', OS_USERNAME: 'u', OS_PASSWORD: 'p' })
     assert.equal(code, 1)
     assert.match(stderr, /apt-get install python3-openstackclient/)
   })
@@ -121,12 +128,13 @@ describe('pcctl against a server', () => {
     const sandbox = cliSandbox()
     const env = { OS_AUTH_URL: `${server.url}/identity/v3`, OS_USERNAME: 'admin', OS_PASSWORD: ADMIN_PASSWORD, OS_PROJECT_NAME: 'admin' }
     // A private repository on a closed local port stands for an unreachable mirror (no traffic leaves the machine).
-    const set = await sandbox.run(['config', 'set', '--no-prompt', '-u', server.url, '-e', 'admin', '-p', ADMIN_PASSWORD, '--private-package-repo', 'http://127.0.0.1:1/repo'])
+    const mirror = `http://127.0.0.1:${await freePort()}/repo`
+    const set = await sandbox.run(['config', 'set', '--no-prompt', '-u', server.url, '-e', 'admin', '-p', ADMIN_PASSWORD, '--private-package-repo', mirror])
     assert.equal(set.code, 0, set.stderr)
     const result = await sandbox.run(['check-url'], env)
     assert.equal(result.code, 1)
     assert.match(result.stdout, new RegExp(`${server.url}/compute/v2.1 +\\| compute +\\| OK`))
-    assert.match(result.stdout, /http:\/\/127\.0\.0\.1:1\/repo +\| package repository +\| FAIL \(ECONNREFUSED\)/)
+    assert.match(result.stdout, new RegExp(`${mirror} +\\| package repository +\\| FAIL \\(ECONNREFUSED\\)`))
     assert.match(result.stderr, /expected in air-gapped environments/)
   })
 })

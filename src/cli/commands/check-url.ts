@@ -76,10 +76,10 @@ export const checkUrl: CommandSpec = {
           const response = await transport.request('GET', check.url, { timeoutMs: TIMEOUT_MS })
           ;[result, ok] = [`OK (HTTP ${response.status})`, true]
         } catch (err) {
-          const e = err as Error & { status?: number; cause?: { code?: string } }
+          const e = err as Error & { status?: number; reason?: string }
           // Any HTTP answer below 500 proves the URL is reachable (a 401 or 404 is the server talking).
           if (e.status !== undefined && e.status < 500) [result, ok] = [`OK (HTTP ${e.status})`, true]
-          else result = `FAIL (${e.status ? `HTTP ${e.status}` : (e.cause?.code ?? e.name === 'TimeoutError' ? 'timeout' : e.message)})`
+          else result = `FAIL (${e.status ? `HTTP ${e.status}` : (e.reason ?? e.message)})`
         }
         return { ...check, result, ok, ms: Math.round(performance.now() - started) }
       }),

@@ -1,6 +1,6 @@
 /** `pcctl config set` and `pcctl config get`: the saved account that onboarding and cloud commands use. */
 import { Session } from '../../client/session.js'
-import { ApiError } from '../../client/transport.js'
+import { ApiError, UnreachableError } from '../../client/transport.js'
 import type { CliContext } from '../context.js'
 import type { CommandSpec, FlagValues } from '../spec.js'
 import { CONFIG_DEFAULTS, configPath, readConfig, sealPassword, writeConfig, type CliConfig } from '../config/store.js'
@@ -42,7 +42,10 @@ async function verify(context: CliContext, config: Omit<CliConfig, 'password'> &
       throw new CliFailure(`Invalid Credentials${mfa ? '' : ' (if this account uses multi-factor authentication, pass --mfa <code>)'}`)
     }
     if (err instanceof CliFailure) throw err
-    throw new CliFailure(`cannot reach ${config.accountUrl}: ${(err as Error).message}. Check --account-url, --proxy-url, and --insecure or --os-cacert for self-signed certificates`)
+    if (err instanceof UnreachableError) {
+      throw new CliFailure(`${err.message}. Check --account-url and --proxy-url; for a self-signed certificate use --os-cacert <ca file> or --insecure`)
+    }
+    throw new CliFailure(`${config.accountUrl} did not answer as a pcc control plane (${(err as Error).message}): check --account-url`)
   } finally {
     await session.transport.close()
   }
