@@ -21,6 +21,9 @@ export const domainReader: Rule = (p, t) => p.scope.type === 'domain' && p.roles
 /** The token is scoped to the target project. */
 export const ownProject: Rule = (p, t) => p.scope.type === 'project' && t.projectId !== undefined && p.scope.projectId === t.projectId
 
+/** Any domain-scoped reader: global roles are readable by domain administrators, who grant them. */
+const domainScopedReader: Rule = (p, t) => p.scope.type === 'domain' && p.roles.includes('reader') && (t.domainId === undefined || t.domainId === p.scope.domainId)
+
 const admin = cloudAdmin
 const adminOrDomainAdmin = anyOf(cloudAdmin, domainAdmin)
 const reader = anyOf(cloudAdmin, systemReader, domainReader)
@@ -61,8 +64,8 @@ export const IDENTITY_POLICY = {
   'identity:add_user_to_group': adminOrDomainAdmin,
   'identity:remove_user_from_group': adminOrDomainAdmin,
 
-  'identity:list_roles': reader,
-  'identity:get_role': reader,
+  'identity:list_roles': anyOf(cloudAdmin, systemReader, domainScopedReader),
+  'identity:get_role': anyOf(cloudAdmin, systemReader, domainScopedReader),
   'identity:create_role': admin,
   'identity:update_role': admin,
   'identity:delete_role': admin,
