@@ -4,7 +4,8 @@
  *   everything;
  * - a domain-scoped admin manages the projects, users and groups of its own domain (and grants roles there);
  * - a system reader reads everything, a domain reader reads its own domain;
- * - a user reads itself, its own groups and projects, and changes its own password;
+ * - a user reads itself, its own groups and projects, and changes its own password (a public route proven
+ *   by the original password, see below);
  * - a project-scoped user reads its own project;
  * - regions are readable by anyone with a token.
  * Targets carry the domain (and project, user) the operation acts on; handlers fill them from the record.
@@ -50,8 +51,8 @@ export const IDENTITY_POLICY = {
   'identity:create_user': adminOrDomainAdmin,
   'identity:update_user': adminOrDomainAdmin,
   'identity:delete_user': adminOrDomainAdmin,
-  /** Proven by the original password in the body, like Keystone (no token needed, so expired passwords can change). */
-  'identity:change_password': anyone,
+  // POST /users/{id}/password (change_password) is not in this table: like Keystone it needs no token (so an
+  // expired password can still be changed) and is authorised by the original password in the body.
 
   'identity:list_groups': reader,
   'identity:get_group': reader,

@@ -164,6 +164,29 @@ for (const dialect of DIALECTS) {
       assert.equal(row.failed_auth_count, 0)
     })
 
+    it('refuses a self-service change of a locked password', async () => {
+      const u = (await f.call('POST', '/users', { body: { user: { name: 'locked', password: 'pw-locked', options: { lock_password: true } } } })).body.user
+      const res = await f.call('POST', `/users/${u.id}/password`, { token: null, body: { user: { original_password: 'pw-locked', password: 'other' } } })
+      assert.equal(res.status, 403)
+      assert.match(errorMessage(res), /locked/)
+    })
+
+    it('answers concurrent creations of one name with one 201 and 409s, never a 500', async () => {
+      const statuses = await Promise.all(Array.from({ length: 6 }, () => f.call('POST', '/projects', { body: { project: { name: 'racy' } } }).then((r) => r.status)))
+      assert.deepEqual(statuses.sort(), [201, 409, 409, 409, 409, 409])
+    })
+
+    it('disabling the domain invalidates tokens of its users', async () => {
+      const d = (await f.call('POST', '/domains', { body: { domain: { name: 'dom-tokens' } } })).body.domain
+      const p = (await f.call('POST', '/projects', { body: { project: { name: 'p', domain_id: d.id } } })).body.project
+      const u = (await f.call('POST', '/users', { body: { user: { name: 'u', domain_id: d.id } } })).body.user
+      await f.call('PUT', `/projects/${p.id}/users/${u.id}/roles/${await roleId(f, 'reader')}`)
+      const token = await f.tokenFor(u.id, { p: p.id })
+      assert.equal((await f.call('GET', `/projects/${p.id}`, { token })).status, 200)
+      await f.call('PATCH', `/domains/${d.id}`, { body: { domain: { enabled: false } } })
+      assert.equal((await f.call('GET', `/projects/${p.id}`, { token })).status, 401)
+    })
+
     it('disabling a user or project, or removing the role, invalidates tokens', async () => {
       const p = (await f.call('POST', '/projects', { body: { project: { name: 'revoke-me' } } })).body.project
       const u = (await f.call('POST', '/users', { body: { user: { name: 'carol', password: 'pw-carol-1' } } })).body.user

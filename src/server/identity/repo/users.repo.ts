@@ -2,12 +2,12 @@
  * Users: owned by a domain, with options (MFA rules, lockout and expiry exemptions) and a password hash.
  * Setting a password stamps password_created_at: token validation treats tokens issued before it as revoked.
  */
-import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
+import { badRequest, conflict, forbidden, notFound } from '../../../contracts/errors.js'
 import { hashPassword, verifyPassword } from '../../crypto/passwords.js'
 import type { UserTable } from '../../storage/tables/identity.js'
 import type { Db } from '../../storage/store.js'
 import { mergeOptions, requireDomainRef } from './domains.repo.js'
-import { extraOf, newIdentityId } from './write.js'
+import { extraOf, newIdentityId, parseJson } from './write.js'
 
 export type UserRow = UserTable
 
@@ -127,6 +127,9 @@ async function passwordColumns(password: string | null, now: number): Promise<Pi
  */
 export async function changePassword(db: Db, id: string, original: string, password: string, now: number): Promise<'changed' | 'denied'> {
   const row = await findUser(db, id)
+  if (row && parseJson<Record<string, unknown>>(row.options, {}).lock_password === true) {
+    throw forbidden(`You are not allowed to change the password of user ${id}: the password is locked.`)
+  }
   const ok = row?.password_hash ? await verifyPassword(original, row.password_hash) : false
   if (!row || !ok || !row.enabled) {
     // Returned, not thrown, so the caller's transaction commits the failure count.

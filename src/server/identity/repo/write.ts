@@ -3,15 +3,29 @@
  * token-validation caches reload (a disabled user, a new password, a removed role take effect everywhere).
  */
 import { randomUUID } from 'node:crypto'
+import { conflict } from '../../../contracts/errors.js'
 import type { Db, Store } from '../../storage/store.js'
 import { touchIdentity } from '../generation.js'
 
-export function identityWrite<T>(store: Store, fn: (tx: Db) => Promise<T>): Promise<T> {
-  return store.db.transaction().execute(async (tx) => {
-    const result = await fn(tx)
-    await touchIdentity(tx)
-    return result
-  })
+export async function identityWrite<T>(store: Store, fn: (tx: Db) => Promise<T>): Promise<T> {
+  try {
+    return await store.db.transaction().execute(async (tx) => {
+      const result = await fn(tx)
+      await touchIdentity(tx)
+      return result
+    })
+  } catch (err) {
+    // Repositories check names and references first; a concurrent writer can still win the race, and the
+    // database's constraint then speaks. That is a conflict, not a server error.
+    if (isConstraintViolation(err)) throw conflict('Conflict occurred attempting to store the record: a concurrent change got there first.', { cause: err })
+    throw err
+  }
+}
+
+/** Unique or foreign-key violation, on PostgreSQL (SQLSTATE 23505/23503) or SQLite (SQLITE_CONSTRAINT_*). */
+function isConstraintViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code
+  return code === '23505' || code === '23503' || (typeof code === 'string' && /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY|FOREIGNKEY)$/.test(code))
 }
 
 /** Keystone-style ids: a UUID4 as 32 hex characters. */
