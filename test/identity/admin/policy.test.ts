@@ -20,6 +20,7 @@ interface World {
   dom: string
   target: string
   targetDom: string
+  groupDom: string
   self: Record<Persona, string>
   roles: Record<string, string>
 }
@@ -59,6 +60,9 @@ const OPS: Op[] = [
   ['grant on dom1 project', (c, w) => c('PUT', `/projects/${w.projectDom}/users/${w.targetDom}/roles/${w.roles.member}`), only({ admin: 204, domAdmin: 204 })],
   ['grant on dom1', (c, w) => c('PUT', `/domains/${w.dom}/users/${w.targetDom}/roles/${w.roles.reader}`), only({ admin: 204, domAdmin: 204 })],
   ['grant on the system', (c, w) => c('PUT', `/system/users/${w.target}/roles/${w.roles.reader}`), only({ admin: 204 })],
+  ['grant on dom1 project to a user of another domain', (c, w) => c('PUT', `/projects/${w.projectDom}/users/${w.self.memberB}/roles/${w.roles.reader}`), only({ admin: 204 })],
+  ['add a user of another domain to a dom1 group', (c, w) => c('PUT', `/groups/${w.groupDom}/users/${w.self.memberB}`), only({ admin: 204 })],
+  ['add a dom1 user to a dom1 group', (c, w) => c('PUT', `/groups/${w.groupDom}/users/${w.targetDom}`), only({ admin: 204, domAdmin: 204 })],
   ['check grant on project A', (c, w) => c('HEAD', `/projects/${w.projectA}/users/${w.self.memberA}/roles/${w.roles.member}`), only({ admin: 204, sysReader: 204 })],
   ['revoke on project A', (c, w) => c('DELETE', `/projects/${w.projectA}/users/${w.target}/roles/${w.roles.member}`), only({ admin: 204 })],
   ['list role assignments', (c) => c('GET', '/role_assignments'), only({ admin: 200, sysReader: 200, domAdmin: 200 })],
@@ -107,7 +111,8 @@ describe('identity admin policy (personas × operations)', () => {
     await ok('PUT', `/projects/${projectB}/users/${self.memberB}/roles/${roles.member}`)
     await ok('PUT', `/domains/${dom}/users/${self.domAdmin}/roles/${roles.admin}`)
     await ok('PUT', `/system/users/${self.sysReader}/roles/${roles.reader}`)
-    world = { projectA, projectB, projectDom, dom, target: await user('target'), targetDom: await user('targetDom', dom), self, roles }
+    const groupDom = (await ok('POST', '/groups', { group: { name: 'G', domain_id: dom } })).group.id
+    world = { projectA, projectB, projectDom, dom, target: await user('target'), targetDom: await user('targetDom', dom), groupDom, self, roles }
     tokens.admin = f.adminToken
     tokens.memberA = await f.tokenFor(self.memberA, { p: projectA })
     tokens.readerA = await f.tokenFor(self.readerA, { p: projectA })

@@ -54,8 +54,12 @@ export function grantRoutes(scope: FastifyInstance, ctx: AdminContext): void {
           domainId = (await getDomain(ctx.db, request.params.id!)).id
           targetId = domainId
         }
-        const actorId = actor.type === 'user' ? (await getUser(ctx.db, request.params.actorId)).id : (await getGroup(ctx.db, request.params.actorId)).id
-        guard(request, target.type === 'system' ? OPS[op].system : OPS[op].scoped, { domainId, projectId: target.type === 'project' ? targetId : undefined })
+        const actorRow = actor.type === 'user' ? await getUser(ctx.db, request.params.actorId) : await getGroup(ctx.db, request.params.actorId)
+        const actorId = actorRow.id
+        const operation = target.type === 'system' ? OPS[op].system : OPS[op].scoped
+        guard(request, operation, { domainId, projectId: target.type === 'project' ? targetId : undefined })
+        // A domain admin grants only to users and groups of its own domain (Keystone checks both sides too).
+        if (target.type !== 'system') guard(request, operation, { domainId: actorRow.domain_id })
         return { domainId, grant: { actorType: actor.type, actorId, targetType: target.type, targetId, roleId: request.params.roleId ?? '' } }
       }
 

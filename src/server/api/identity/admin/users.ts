@@ -119,6 +119,7 @@ export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return collection(ctx, request, 'users', (await groups.groupUsers(ctx.db, group.id)).map((u) => userView(ctx, u)))
   })
 
+  /** Both sides are checked: a domain admin manages membership only when group and user are in its domain. */
   const member = async (request: FastifyRequest<MemberParams>) => {
     const group = await groups.getGroup(ctx.db, request.params.id)
     const user = await users.getUser(ctx.db, request.params.userId)
@@ -131,6 +132,7 @@ export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     handler: async (request, reply) => {
       const { group, user } = await member(request)
       guard(request, 'identity:check_user_in_group', { domainId: group.domain_id })
+      guard(request, 'identity:check_user_in_group', { domainId: user.domain_id })
       if (!(await groups.isMember(ctx.db, group.id, user.id))) throw notFound(`User ${user.id} is not a member of group ${group.id}.`)
       return reply.code(204).send()
     },
@@ -139,6 +141,7 @@ export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   scope.put<MemberParams>('/groups/:id/users/:userId', async (request, reply) => {
     const { group, user } = await member(request)
     guard(request, 'identity:add_user_to_group', { domainId: group.domain_id })
+      guard(request, 'identity:add_user_to_group', { domainId: user.domain_id })
     await ctx.write((tx) => groups.addMember(tx, group.id, user.id))
     return reply.code(204).send()
   })
@@ -146,6 +149,7 @@ export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   scope.delete<MemberParams>('/groups/:id/users/:userId', async (request, reply) => {
     const { group, user } = await member(request)
     guard(request, 'identity:remove_user_from_group', { domainId: group.domain_id })
+      guard(request, 'identity:remove_user_from_group', { domainId: user.domain_id })
     await ctx.write((tx) => groups.removeMember(tx, group.id, user.id))
     return reply.code(204).send()
   })
