@@ -411,6 +411,77 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await counts(), before)
     })
 
+    it('answers 404 for every unknown id in updates, deletes, grants and membership', async () => {
+      const member = await roleId(f, 'member')
+      const admin = f.server.bootstrap.adminUserId
+      const project = f.server.bootstrap.adminProjectId
+      const cases: [string, string, unknown?][] = [
+        ['PATCH', '/projects/nope', { project: { description: 'x' } }],
+        ['PATCH', '/users/nope', { user: { description: 'x' } }],
+        ['PATCH', '/groups/nope', { group: { description: 'x' } }],
+        ['PATCH', '/roles/nope', { role: { description: 'x' } }],
+        ['PATCH', '/domains/nope', { domain: { description: 'x' } }],
+        ['PATCH', '/services/nope', { service: { description: 'x' } }],
+        ['PATCH', '/endpoints/nope', { endpoint: { enabled: false } }],
+        ['PATCH', '/regions/nope', { region: { description: 'x' } }],
+        ['DELETE', '/users/nope'],
+        ['DELETE', '/groups/nope'],
+        ['DELETE', '/roles/nope'],
+        ['DELETE', '/domains/nope'],
+        ['DELETE', '/services/nope'],
+        ['DELETE', '/endpoints/nope'],
+        ['DELETE', '/regions/nope'],
+        ['GET', '/projects/nope/tags'],
+        ['GET', '/users/nope/projects'],
+        ['GET', '/users/nope/groups'],
+        ['GET', '/groups/nope/users'],
+        ['PUT', `/groups/nope/users/${admin}`],
+        ['PUT', `/domains/nope/users/${admin}/roles/${member}`],
+        ['PUT', `/domains/default/groups/nope/roles/${member}`],
+        ['PUT', `/system/groups/nope/roles/${member}`],
+        ['DELETE', `/system/users/${admin}/roles/${member}`],
+        ['HEAD', `/projects/${project}/groups/nope/roles/${member}`],
+        ['PUT', `/roles/nope/implies/${member}`],
+        ['GET', `/roles/${member}/implies/nope`],
+        ['POST', '/users/nope/password', { user: { original_password: 'a', password: 'b' } }],
+      ]
+      for (const [method, path, body] of cases) {
+        const res = await f.call(method, path, { body, token: path.endsWith('/password') ? null : undefined })
+        const expected = path.endsWith('/password') ? 401 : 404
+        assert.equal(res.status, expected, `${method} ${path}`)
+        if (method !== 'HEAD') errorMessage(res)
+      }
+    })
+
+    it('grants to groups on the system and domains, and answers HEAD checks', async () => {
+      const g = (await f.call('POST', '/groups', { body: { group: { name: 'sys-group' } } })).body.group
+      const reader = await roleId(f, 'reader')
+      assert.equal((await f.call('PUT', `/system/groups/${g.id}/roles/${reader}`)).status, 204)
+      assert.equal((await f.call('HEAD', `/system/groups/${g.id}/roles/${reader}`)).status, 204)
+      assert.equal((await f.call('PUT', `/domains/default/groups/${g.id}/roles/${reader}`)).status, 204)
+      assert.deepEqual((await f.call('GET', `/domains/default/groups/${g.id}/roles`)).body.roles.map((r: { name: string }) => r.name), ['reader'])
+      const listed = (await f.call('GET', `/role_assignments?group.id=${g.id}`)).body.role_assignments
+      assert.deepEqual(listed.map((a: { scope: Record<string, unknown> }) => Object.keys(a.scope)[0]).sort(), ['domain', 'system'])
+      assert.equal((await f.call('DELETE', `/system/groups/${g.id}/roles/${reader}`)).status, 204)
+      assert.equal((await f.call('HEAD', `/system/groups/${g.id}/roles/${reader}`)).status, 404)
+      assert.equal((await f.call('DELETE', `/groups/${g.id}`)).status, 204)
+      assert.equal((await f.call('GET', `/role_assignments?group.id=${g.id}`)).body.role_assignments.length, 0, 'grants go with the group')
+    })
+
+    it('rejects bad updates without changing the record', async () => {
+      const p = (await f.call('POST', '/projects', { body: { project: { name: 'stable', description: 'keep' } } })).body.project
+      for (const body of [{ project: { name: 'x'.repeat(65) } }, { project: { enabled: 1 } }, { project: { description: 5 } }, { project: { tags: 'a' } }, {}]) {
+        const res = await f.call('PATCH', `/projects/${p.id}`, { body })
+        assert.equal(res.status, 400, JSON.stringify(body))
+        assert.match(errorMessage(res), /project/)
+      }
+      assert.equal((await f.call('PATCH', `/projects/${p.id}`, { body: { project: {} } })).status, 200, 'an empty update is a no-op')
+      assert.deepEqual((await f.call('GET', `/projects/${p.id}`)).body.project, p)
+      const wrongMethod = await f.call('GET', `/users/${f.server.bootstrap.adminUserId}/password`)
+      assert.equal(wrongMethod.status, 405)
+      errorMessage(wrongMethod)
+    })
+
     it('answers 401 without a token, 404 for unknown routes and ids, 405 for wrong methods, all as identity errors', async () => {
       const noToken = await f.call('GET', '/projects', { token: null })
       assert.equal(noToken.status, 401)
