@@ -301,6 +301,7 @@ for (const dialect of DIALECTS) {
 
       assert.deepEqual((await list(`group.id=${g.id}`)).map((a) => [a.group?.id, a.scope.project?.id, a.role.id]), [[g.id, sub.id, admin]])
       assert.equal((await list(`scope.project.id=${top.id}`)).length, 1)
+      assert.deepEqual(await list('scope.project.id=unknown'), [], 'a filter on an unknown project lists nothing')
       assert.equal((await list(`scope.project.id=${top.id}&include_subtree=true`)).length, 2)
       assert.ok((await list('scope.system=all')).every((a) => a.scope.system?.all === true))
       assert.ok((await list('scope.domain.id=default')).every((a) => a.scope.domain?.id === 'default'))

@@ -9,7 +9,7 @@ import type { ActorType, TargetType } from '../../../storage/tables/identity.js'
 import * as assignments from '../../../identity/repo/assignments.repo.js'
 import { getDomain, listDomains } from '../../../identity/repo/domains.repo.js'
 import { getGroup, listGroups } from '../../../identity/repo/groups.repo.js'
-import { getProject, listProjects, subtreeIds } from '../../../identity/repo/projects.repo.js'
+import { findProject, getProject, listProjects, subtreeIds } from '../../../identity/repo/projects.repo.js'
 import { getRole, rolesById, type RoleRow } from '../../../identity/repo/roles.repo.js'
 import { getUser, listUsers } from '../../../identity/repo/users.repo.js'
 import { cloudAdmin, systemReader } from '../../../policy/identity.policy.js'
@@ -128,7 +128,8 @@ function assignmentListRoute(scope: FastifyInstance, ctx: AdminContext): void {
     const p = request.principal
     const privileged = cloudAdmin(p, {}) || systemReader(p, {})
     let domainId: string | undefined
-    if (q['scope.project.id'] !== undefined) domainId = (await getProject(ctx.db, q['scope.project.id'])).domain_id
+    // A filter naming an unknown project lists nothing (it is a filter, not a lookup).
+    if (q['scope.project.id'] !== undefined) domainId = (await findProject(ctx.db, q['scope.project.id']))?.domain_id
     else if (q['scope.domain.id'] !== undefined) domainId = q['scope.domain.id']
     else if (!privileged && p.scope.type === 'domain') domainId = p.scope.domainId
     guard(request, 'identity:list_role_assignments', { domainId })
