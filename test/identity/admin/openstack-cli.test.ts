@@ -70,6 +70,11 @@ describe('openstack CLI against the identity admin API', () => {
     assert.ok(await verifyPassword('second-pass', afterSet.password_hash!))
     assert.ok(afterSet.password_created_at! > before.password_created_at!)
 
+    const mfa = await openstack(['user', 'set', 'e2e-user', '--enable-multi-factor-auth', '--multi-factor-auth-rule', 'password,totp', '--ignore-lockout-failure-attempts'], env)
+    assert.equal(mfa.code, 0, mfa.stderr)
+    const shown = await openstackJson<Row>(['user', 'show', 'e2e-user'], env)
+    assert.deepEqual(shown.options, { multi_factor_auth_enabled: true, multi_factor_auth_rules: [['password', 'totp']], ignore_lockout_failure_attempts: true })
+
     const add = await openstack(['role', 'add', '--user', 'e2e-user', '--project', 'team', 'member'], env)
     assert.equal(add.code, 0, add.stderr)
     const assignments = await openstackJson<Row[]>(['role', 'assignment', 'list', '--user', 'e2e-user', '--project', 'team', '--names'], env)
