@@ -259,6 +259,14 @@ for (const dialect of DIALECTS) {
       assert.equal((await f.call('DELETE', `/roles/${auditor}/implies/${reader}`)).status, 204)
       assert.equal((await f.call('GET', `/roles/${auditor}/implies/${reader}`)).status, 404)
 
+      const other = (await f.call('POST', '/domains', { body: { domain: { name: 'role-dom' } } })).body.domain
+      const otherProject = (await f.call('POST', '/projects', { body: { project: { name: 'rp', domain_id: other.id } } })).body.project
+      const homeProject = (await f.call('POST', '/projects', { body: { project: { name: 'rp-home' } } })).body.project
+      const admin = f.server.bootstrap.adminUserId
+      assert.equal((await f.call('PUT', `/projects/${homeProject.id}/users/${admin}/roles/${local.body.role.id}`)).status, 204, 'a domain role inside its domain')
+      const outside = await f.call('PUT', `/projects/${otherProject.id}/users/${admin}/roles/${local.body.role.id}`)
+      assert.equal(outside.status, 403, 'a domain role outside its domain')
+      assert.match(errorMessage(outside), /specific to domain/)
       assert.equal((await f.call('PATCH', `/roles/${auditor}`, { body: { role: { description: 'audits' } } })).body.role.description, 'audits')
       assert.equal((await f.call('DELETE', `/roles/${auditor}`)).status, 204)
       assert.equal((await f.call('GET', `/roles/${auditor}`)).status, 404)

@@ -58,8 +58,8 @@ export function grantRoutes(scope: FastifyInstance, ctx: AdminContext): void {
         const actorId = actorRow.id
         const operation = target.type === 'system' ? OPS[op].system : OPS[op].scoped
         guard(request, operation, { domainId, projectId: target.type === 'project' ? targetId : undefined })
-        // A domain admin grants only to users and groups of its own domain (Keystone checks both sides too).
-        if (target.type !== 'system') guard(request, operation, { domainId: actorRow.domain_id })
+        // A domain admin grants and revokes only for users and groups of its own domain (Keystone checks both sides).
+        if (target.type !== 'system' && (op === 'create' || op === 'revoke')) guard(request, operation, { domainId: actorRow.domain_id })
         return { domainId, grant: { actorType: actor.type, actorId, targetType: target.type, targetId, roleId: request.params.roleId ?? '' } }
       }
 
