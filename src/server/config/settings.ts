@@ -24,6 +24,7 @@ export interface Config {
   taskLeaseSeconds: number
   taskWorkers: number
   masterKey: string | undefined
+  imageMaxBytes: number
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -153,6 +154,11 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'taskWorkers', env: 'PCC_TASK_WORKERS', flag: '--task-workers',
     help: 'tasks this process runs at once', parse: integer(1, 1000), fallback: () => 16,
   },
+  imageMaxBytes: {
+    key: 'imageMaxBytes', env: 'PCC_IMAGE_MAX_BYTES', flag: '--image-max-bytes',
+    help: 'largest image an upload may store, in bytes (default 64 GiB)', parse: integer(1, Number.MAX_SAFE_INTEGER),
+    fallback: () => 64 * 1024 ** 3,
+  },
   masterKey: {
     key: 'masterKey', env: 'PCC_MASTER_KEY', flag: '--master-key',
     help: 'base64 32-byte key for secrets at rest (default: data-dir/master.key, created on first start)', secret: true,
@@ -167,5 +173,5 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
-  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey',
+  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'imageMaxBytes',
 ]

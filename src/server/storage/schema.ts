@@ -9,8 +9,12 @@
  */
 import type { FoundationTables } from './tables/foundation.js'
 import type { IdentityTables } from './tables/identity.js'
+import type { ImageTables } from './tables/image.js'
+import type { VolumeTables } from './tables/volume.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
+export type * from './tables/image.js'
+export type * from './tables/volume.js'
 
-export interface Database extends FoundationTables, IdentityTables {}
+export interface Database extends FoundationTables, IdentityTables, ImageTables, VolumeTables {}

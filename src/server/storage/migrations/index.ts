@@ -6,6 +6,8 @@
 import { sql, type Kysely } from 'kysely'
 import type { Store } from '../store.js'
 import * as m0001 from './0001-foundation.js'
+import * as m0040 from './0040-images.js'
+import * as m0041 from './0041-volumes.js'
 
 export interface Migration {
   id: string
@@ -13,7 +15,11 @@ export interface Migration {
   up(db: Kysely<unknown>): Promise<void>
 }
 
-export const MIGRATIONS: Migration[] = [{ id: '0001', name: 'foundation', up: m0001.up }]
+export const MIGRATIONS: Migration[] = [
+  { id: '0001', name: 'foundation', up: m0001.up },
+  { id: '0040', name: 'images', up: m0040.up },
+  { id: '0041', name: 'volumes', up: m0041.up },
+]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
 const MIGRATION_LOCK_KEY = 7_243_001
