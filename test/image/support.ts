@@ -40,6 +40,8 @@ export async function projectSession(server: TestServer, role: 'member' | 'reade
   return { token, projectId, userId }
 }
 
+// Test bodies are read loosely; each assertion names the field it needs.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface Reply<T = any> {
   status: number
   headers: Headers
@@ -47,6 +49,7 @@ export interface Reply<T = any> {
 }
 
 /** fetch with the session's token; JSON bodies in and out. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function call<T = any>(server: TestServer, session: Session | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
   const init: RequestInit = { method, headers: { ...(session ? { 'x-auth-token': session.token } : {}), ...headers } }
   if (body !== undefined) {
