@@ -1,9 +1,10 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
+import { request } from 'node:http'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { DEFAULT_IMAGE_NAME } from '../../src/server/image/default-image.js'
-import { adminSession, call, projectSession, type Session } from './support.js'
+import { adminSession, call, eventually, projectSession, type Session } from './support.js'
 
 const PATCH = { 'content-type': 'application/openstack-images-v2.1-json-patch' }
 
@@ -101,6 +102,20 @@ for (const dialect of DIALECTS) {
       const shown = await call(server, alice, 'GET', `/image/v2/images/${created.body.id}`)
       assert.equal(shown.body.status, 'killed')
       assert.equal(shown.body.size, null)
+      assert.equal(await server.deps.blobs.exists(`images/${created.body.id}`), false)
+    })
+
+    it('kills an image whose client goes away mid-upload', async () => {
+      const created = await call(server, alice, 'POST', '/image/v2/images', { name: 'cut', disk_format: 'raw', container_format: 'bare' })
+      const req = request(`${server.url}/image/v2/images/${created.body.id}/file`, {
+        method: 'PUT',
+        headers: { 'x-auth-token': alice.token, 'content-type': 'application/octet-stream', 'content-length': String(4 << 20) },
+      })
+      req.on('error', () => {})
+      req.write(Buffer.alloc(1 << 20, 2))
+      await eventually(async () => (await call(server, alice, 'GET', `/image/v2/images/${created.body.id}`)).body.status === 'saving', 10_000, 'saving')
+      req.destroy()
+      await eventually(async () => (await call(server, alice, 'GET', `/image/v2/images/${created.body.id}`)).body.status === 'killed', 10_000, 'killed')
       assert.equal(await server.deps.blobs.exists(`images/${created.body.id}`), false)
     })
 
@@ -249,6 +264,18 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?sort_key=bogus')).status, 400)
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?marker=00000000-0000-0000-0000-000000000000')).status, 400)
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?limit=-1')).status, 400)
+    })
+
+    it('keeps one default image across restarts', async () => {
+      const again = await startTestServer({ dialect, dataDir: server.dataDir, databaseUrl: server.config.databaseUrl || undefined, env: { PCC_LISTEN: '127.0.0.1:0' } })
+      try {
+        const rows = await again.deps.store.db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).execute()
+        assert.equal(rows.length, 1)
+        const types = await again.deps.store.db.selectFrom('volume_types').select('id').where('name', '=', '__DEFAULT__').execute()
+        assert.equal(types.length, 1)
+      } finally {
+        await again.stop()
+      }
     })
 
     it('serves the schemas clients read', async () => {
