@@ -173,6 +173,14 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, bob, 'PATCH', `/image/v2/images/${img.id}`, [{ op: 'replace', path: '/name', value: 'x' }], PATCH)).status, 404)
     })
 
+    it('lets admins, and only admins, create an image for another project', async () => {
+      const forAlice = await call(server, admin, 'POST', '/image/v2/images', { name: 'given', owner: alice.projectId, visibility: 'private' })
+      assert.equal(forAlice.status, 201)
+      assert.equal(forAlice.body.owner, alice.projectId)
+      assert.equal((await call(server, alice, 'GET', `/image/v2/images/${forAlice.body.id}`)).status, 200)
+      assert.equal((await call(server, bob, 'POST', '/image/v2/images', { name: 'steal', owner: alice.projectId })).status, 403)
+    })
+
     it('adds and removes tags', async () => {
       const img = (await call(server, alice, 'POST', '/image/v2/images', { name: 't' })).body
       assert.equal((await call(server, alice, 'PUT', `/image/v2/images/${img.id}/tags/blue`)).status, 204)

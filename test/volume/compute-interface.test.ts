@@ -70,7 +70,7 @@ for (const dialect of DIALECTS) {
       await rejectsWith(db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: vol.id, projectId: bob.projectId, serverId: 's-b' })), 404)
       const { attachmentId } = await db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: vol.id, projectId: alice.projectId, serverId: 's-1' }))
       assert.ok(attachmentId)
-      assert.equal((await volumes.getForProject(db, { volumeId: vol.id, projectId: alice.projectId })).status, 'reserved')
+      assert.equal((await volumes.getForProject(db, { volumeId: vol.id, projectId: alice.projectId })).status, 'attaching')
       await rejectsWith(db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: vol.id, projectId: alice.projectId, serverId: 's-2' })), 409)
       await db.transaction().execute((tx) => volumes.attach(tx, { volumeId: vol.id, serverId: 's-1', device: '/dev/vdb', deleteOnTermination: true }))
       const attached = await server.deps.volumeServices.volumes.attachmentsOfServer(db, 's-1')

@@ -237,6 +237,13 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, dave, 'GET', `${V}/volumes?sort_key=colour`)).status, 400)
     })
 
+    it('lists zones for everyone and services for admins', async () => {
+      assert.equal((await call(server, alice, 'GET', `${V}/os-availability-zone`)).body.availabilityZoneInfo[0].zoneName, 'nova')
+      assert.equal((await call(server, alice, 'GET', `${V}/os-services`)).status, 403)
+      const services = await call(server, admin, 'GET', `${V}/os-services`)
+      assert.ok(services.body.services.some((s: { binary: string; state: string }) => s.binary === 'cinder-volume' && s.state === 'up'))
+    })
+
     it('manages volume types (admin) and lists the default', async () => {
       const types = await call(server, alice, 'GET', `${V}/types`)
       assert.ok(types.body.volume_types.some((t: { name: string }) => t.name === '__DEFAULT__'))

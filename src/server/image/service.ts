@@ -136,7 +136,15 @@ export class ImageService {
     authorize(imagePolicy, 'add_image', principal)
     const viewer = viewerOf(principal)
     if (!viewer.projectId && !viewer.isAdmin) throw new AppError('forbidden', 'Creating an image needs a project-scoped token.')
-    for (const key of Object.keys(body)) if (READ_ONLY_ATTRIBUTES.has(key)) throw new AppError('forbidden', `Attribute '${key}' is read-only.`)
+    // Admins may create an image for another project (openstack image create --project); otherwise owner is read-only.
+    let owner = viewer.projectId ?? null
+    if ('owner' in body && viewer.isAdmin) {
+      if (typeof body.owner !== 'string' || body.owner === '' || body.owner.length > 255) throw badRequest("Invalid value for 'owner': expected a project id.")
+      owner = body.owner
+    }
+    for (const key of Object.keys(body)) {
+      if (READ_ONLY_ATTRIBUTES.has(key) && !(key === 'owner' && viewer.isAdmin)) throw new AppError('forbidden', `Attribute '${key}' is read-only.`)
+    }
     const core = validateCore(body)
     const properties = validateProperties(Object.fromEntries(Object.entries(body).filter(([k]) => !CORE_ATTRIBUTES.has(k))))
     if (core.visibility === 'public') authorize(imagePolicy, 'publicize_image', principal)
@@ -155,7 +163,7 @@ export class ImageService {
         .values({
           id,
           name: core.name ?? null,
-          owner: viewer.projectId ?? null,
+          owner,
           status: 'queued',
           visibility: core.visibility ?? 'shared',
           protected: core.protected ? 1 : 0,

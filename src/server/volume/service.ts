@@ -6,7 +6,7 @@
  *
  * Status machine (volume `status`):
  *   creating → available | error          (task volume.create)
- *   available → reserved → in-use          (reserveForAttach, attach — called by compute)
+ *   available → attaching → in-use         (reserveForAttach, attach — called by compute)
  *   in-use → detaching → available         (beginDetach, detach)
  *   available | error → deleting → gone    (task volume.delete)
  *   available → extending → available      (task volume.extend)
@@ -425,7 +425,7 @@ export class VolumeService {
   // ---- for compute ----
 
   /**
-   * Reserves an available volume of `projectId` for a server: available → reserved, with an attachment record
+   * Reserves an available volume of `projectId` for a server: available → attaching, with an attachment record
    * in status reserved. 404 when the volume is not the project's; 409 when it is not available (in use).
    */
   async reserveForAttach(tx: Db, request: { volumeId: string; projectId: string; serverId: string; isAdmin?: boolean }): Promise<{ attachmentId: string; volume: VolumeRecord }> {
@@ -435,7 +435,7 @@ export class VolumeService {
     }
     const claimed = await tx
       .updateTable('volumes')
-      .set({ status: 'reserved', updated_at: this.now() })
+      .set({ status: 'attaching', updated_at: this.now() })
       .where('id', '=', volume.id)
       .where('status', '=', 'available')
       .executeTakeFirst()
@@ -448,7 +448,7 @@ export class VolumeService {
     return { attachmentId, volume: (await loadVolume(tx, volume.id))! }
   }
 
-  /** Completes an attachment: reserved → in-use, recording the device and host. */
+  /** Completes an attachment: attaching → in-use, recording the device and host. */
   async attach(tx: Db, request: { volumeId: string; serverId: string; device?: string | null; hostName?: string | null; deleteOnTermination?: boolean }): Promise<void> {
     const attachment = await tx.selectFrom('volume_attachments').selectAll().where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
     if (!attachment) throw conflict(`Volume ${request.volumeId} was not reserved for server ${request.serverId}.`)

@@ -506,6 +506,18 @@ export function volumeRoutes(deps: AppDeps) {
           }
         })
         r.get('/os-availability-zone', async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
+        r.get('/extensions', async () => ({ extensions: [] }))
+        // The simulated backend, as `openstack volume service list` shows it (admins).
+        r.get('/os-services', async (request) => {
+          authorize(volumePolicy, 'volume:all_tenants', request.principal)
+          const updated_at = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000')
+          return {
+            services: [
+              { binary: 'cinder-scheduler', host: 'pcc', zone: 'nova', status: 'enabled', state: 'up', updated_at, disabled_reason: null },
+              { binary: 'cinder-volume', host: 'pcc@simulated', zone: 'nova', status: 'enabled', state: 'up', updated_at, disabled_reason: null },
+            ],
+          }
+        })
       })
     }
 
