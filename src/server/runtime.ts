@@ -78,6 +78,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const blobs = new FsBlobStore(join(config.dataDir, 'blobs'))
     const images = new ImageService(store, blobs, { maxImageBytes: config.imageMaxBytes })
     await ensureDefaultImage(store, blobs, result.adminProjectId)
+    await images.sweepStaleUploads()
     const allHandlers = new Map(handlers)
     let wakeRunner = () => {}
     const volumeServices = createVolumeServices(store, queue, images, { wake: () => wakeRunner() })

@@ -62,6 +62,18 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, alice, 'GET', `/image/v2/images/${failed.id}`)).body.status, 'killed')
     })
 
+    it('kills images left saving by a dead upload, and only those', async () => {
+      const images = server.deps.images
+      const db = server.deps.store.db
+      const stale = await images.createSnapshotImage({ projectId: alice.projectId, name: 'stale' })
+      const fresh = await images.createSnapshotImage({ projectId: alice.projectId, name: 'fresh' })
+      await db.updateTable('images').set({ status: 'saving', updated_at: Date.now() - 10 * 60_000 }).where('id', '=', stale.id).execute()
+      await db.updateTable('images').set({ status: 'saving', updated_at: Date.now() }).where('id', '=', fresh.id).execute()
+      assert.equal(await images.sweepStaleUploads(), 1)
+      assert.equal((await images.getById(stale.id))!.status, 'killed')
+      assert.equal((await images.getById(fresh.id))!.status, 'saving')
+    })
+
     it('reserves, attaches and detaches; a volume in use cannot be reserved again (409)', async () => {
       const { volumes } = server.deps.volumeServices
       const db = server.deps.store.db

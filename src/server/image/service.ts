@@ -21,6 +21,9 @@ import { CORE_ATTRIBUTES, MEMBER_STATUSES, READ_ONLY_ATTRIBUTES, rowToImage, typ
 import { applyPatch, type ImageDraft } from './patch.js'
 import { validateCore, validateProperties } from './validate.js'
 
+/** How often a running upload refreshes its image's updated_at. */
+export const UPLOAD_HEARTBEAT_MS = 15_000
+
 export interface ImageServiceOptions {
   /** Largest image accepted by an upload, in bytes. */
   maxImageBytes: number
@@ -313,6 +316,12 @@ export class ImageService {
     })
     const blobKey = `images/${id}`
     let digests
+    // While bytes arrive, updated_at is kept fresh: an image left in saving with a stale one belongs to an
+    // upload whose process died (see sweepStaleUploads).
+    const beat = setInterval(() => {
+      void db.updateTable('images').set({ updated_at: this.now() }).where('id', '=', id).where('status', '=', 'saving').execute().catch(() => {})
+    }, UPLOAD_HEARTBEAT_MS)
+    beat.unref()
     try {
       digests = await this.blobs.put(blobKey, source, { maxBytes: this.options.maxImageBytes })
     } catch (err) {
@@ -321,6 +330,8 @@ export class ImageService {
         throw new AppError('payload_too_large', `Image exceeds the storage quota: the largest image accepted is ${err.maxBytes} bytes.`)
       }
       throw badRequest(`The image data could not be received: ${(err as Error).message}`, { cause: err })
+    } finally {
+      clearInterval(beat)
     }
     const updated = await db
       .updateTable('images')
@@ -461,6 +472,20 @@ export class ImageService {
   /** Stores the snapshot's bytes (from the compute driver) and makes the image active. */
   async completeSnapshotImage(imageId: string, data: Readable): Promise<ImageRecord> {
     return this.receive(imageId, data)
+  }
+
+  /**
+   * Kills images left in `saving` by uploads whose process died: their heartbeat (updated_at) is older than
+   * four beats. Run at start; safe with other processes uploading, whose images stay fresh.
+   */
+  async sweepStaleUploads(): Promise<number> {
+    const result = await this.store.db
+      .updateTable('images')
+      .set({ status: 'killed', updated_at: this.now() })
+      .where('status', '=', 'saving')
+      .where('updated_at', '<', this.now() - 4 * UPLOAD_HEARTBEAT_MS)
+      .executeTakeFirst()
+    return Number(result.numUpdatedRows)
   }
 
   /** Marks a snapshot image that could not be made as killed (Nova deletes it; keeping it tells the user why). */
