@@ -237,6 +237,22 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, dave, 'GET', `${V}/volumes?sort_key=colour`)).status, 400)
     })
 
+    it('retypes, edits image metadata and force-deletes (admin)', async () => {
+      await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'slow' } })
+      const vol = (await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, name: 'rt' } })).body.volume
+      await waitStatus(server, alice, vol.id, 'available')
+      assert.equal((await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-retype': { new_type: 'slow' } })).status, 202)
+      assert.equal((await call(server, alice, 'GET', `${V}/volumes/${vol.id}`)).body.volume.volume_type, 'slow')
+      assert.equal((await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-retype': { new_type: 'nope' } })).status, 404)
+      const set = await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-set_image_metadata': { metadata: { hw_disk_bus: 'scsi' } } })
+      assert.deepEqual(set.body.metadata, { hw_disk_bus: 'scsi' })
+      assert.equal((await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-unset_image_metadata': { key: 'hw_disk_bus' } })).status, 200)
+      assert.equal((await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-frobnicate': {} })).status, 400)
+      assert.equal((await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-force_delete': {} })).status, 403)
+      assert.equal((await call(server, admin, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-force_delete': {} })).status, 202)
+      await waitGone(server, alice, `${V}/volumes/${vol.id}`)
+    })
+
     it('lists zones for everyone and services for admins', async () => {
       assert.equal((await call(server, alice, 'GET', `${V}/os-availability-zone`)).body.availabilityZoneInfo[0].zoneName, 'nova')
       assert.equal((await call(server, alice, 'GET', `${V}/os-services`)).status, 403)

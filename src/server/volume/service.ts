@@ -347,6 +347,48 @@ export class VolumeService {
     this.wake()
   }
 
+  /** Changes the volume type of an available volume (simulated: no data moves). */
+  async retype(principal: Principal, id: string, typeRef: string): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      if (!['available', 'in-use'].includes(volume.status)) throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use to retype, but it is ${volume.status}.`)
+      const type = await resolveType(tx, typeRef)
+      if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)
+      await tx.updateTable('volumes').set({ volume_type_id: type.id, updated_at: this.now() }).where('id', '=', id).execute()
+    })
+  }
+
+  /** Sets (merge) or removes keys of the volume's image metadata (os-set_image_metadata / os-unset_image_metadata). */
+  async changeImageMetadata(principal: Principal, id: string, change: { set?: Record<string, string>; unset?: string }): Promise<Record<string, string>> {
+    const caller = callerOf(principal)
+    return this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      const next = { ...(volume.imageMetadata ?? {}), ...(change.set ?? {}) }
+      if (change.unset !== undefined) {
+        if (!(change.unset in next)) throw notFound(`Glance metadata not found for key ${change.unset}.`)
+        delete next[change.unset]
+      }
+      await tx.updateTable('volumes').set({ image_metadata: JSON.stringify(next), updated_at: this.now() }).where('id', '=', id).execute()
+      return next
+    })
+  }
+
+  /** Admins delete a volume whatever its status, attachments included (os-force_delete). */
+  async forceDelete(principal: Principal, id: string): Promise<void> {
+    authorize(volumePolicy, 'volume:reset_status', principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      await this.find(callerOf(principal), id, tx)
+      await tx.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
+      await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('volume_id', '=', id).execute()
+      await tx.updateTable('volumes').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).execute()
+      await this.enqueue(tx, VOLUME_TASKS.delete, id)
+    })
+    this.wake()
+  }
+
   async setBootable(principal: Principal, id: string, bootable: boolean): Promise<void> {
     const caller = callerOf(principal)
     await this.store.db.transaction().execute(async (tx) => {

@@ -257,6 +257,28 @@ export function volumeRoutes(deps: AppDeps) {
               await volumes.setMetadata(request.principal, id, { readonly: flag ? 'True' : 'False' }, false)
               return reply.code(202).send()
             }
+            case 'os-retype': {
+              if (typeof a.new_type !== 'string') throw badRequest("Invalid input received: 'new_type' is required.")
+              await volumes.retype(request.principal, id, a.new_type)
+              return reply.code(202).send()
+            }
+            case 'os-set_image_metadata': {
+              const metadata = a.metadata
+              if (!metadata || typeof metadata !== 'object' || Object.values(metadata).some((v) => typeof v !== 'string')) {
+                throw badRequest("Invalid input received: 'metadata' must be an object of strings.")
+              }
+              return { metadata: await volumes.changeImageMetadata(request.principal, id, { set: metadata as Record<string, string> }) }
+            }
+            case 'os-unset_image_metadata': {
+              if (typeof a.key !== 'string') throw badRequest("Invalid input received: 'key' is required.")
+              await volumes.changeImageMetadata(request.principal, id, { unset: a.key })
+              return reply.code(200).send()
+            }
+            case 'os-show_image_metadata':
+              return { metadata: (await volumes.get(request.principal, id)).imageMetadata ?? {} }
+            case 'os-force_delete':
+              await volumes.forceDelete(request.principal, id)
+              return reply.code(202).send()
             default:
               throw badRequest(`There is no such action: ${action}`)
           }
@@ -393,6 +415,21 @@ export function volumeRoutes(deps: AppDeps) {
         r.put('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
           const { id } = request.params as { id: string }
           return { metadata: await snapshots.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, true) }
+        })
+
+        r.get('/snapshots/:id/metadata/:key', { schema: { params: keyParams } }, async (request) => {
+          const { id, key } = request.params as { id: string; key: string }
+          const metadata = (await snapshots.get(request.principal, id)).metadata
+          if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
+          return { meta: { [key]: metadata[key] } }
+        })
+        r.delete('/snapshots/:id/metadata/:key', { schema: { params: keyParams } }, async (request, reply) => {
+          const { id, key } = request.params as { id: string; key: string }
+          const metadata = { ...(await snapshots.get(request.principal, id)).metadata }
+          if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
+          delete metadata[key]
+          await snapshots.setMetadata(request.principal, id, metadata, true)
+          return reply.code(200).send()
         })
 
         // ---- volume types ----
