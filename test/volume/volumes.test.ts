@@ -194,6 +194,14 @@ for (const dialect of DIALECTS) {
       assert.match(del.body.badRequest.message, /in-use/)
       assert.equal((await call(server, alice, 'GET', `${V}/volumes/${vol.id}`)).body.volume.status, 'in-use')
       assert.equal((await call(server, alice, 'POST', `${V}/snapshots`, { snapshot: { volume_id: vol.id } })).status, 400, 'in-use needs force')
+      // The attachments API shows it from 3.27 on, to its project only.
+      const mv = { 'openstack-api-version': 'volume 3.27' }
+      assert.equal((await call(server, alice, 'GET', `${V}/attachments`)).status, 404)
+      const mine = await call(server, alice, 'GET', `${V}/attachments?volume_id=${vol.id}`, undefined, mv)
+      assert.deepEqual(mine.body.attachments.map((a: { instance: string; status: string }) => [a.instance, a.status]), [['server-1', 'attached']])
+      const one = await call(server, alice, 'GET', `${V}/attachments/${mine.body.attachments[0].id}`, undefined, mv)
+      assert.equal(one.body.attachment.volume_id, vol.id)
+      assert.equal((await call(server, bob, 'GET', `${V}/attachments/${mine.body.attachments[0].id}`, undefined, mv)).status, 404)
       assert.equal((await call(server, alice, 'POST', `${V}/snapshots`, { snapshot: { volume_id: vol.id, force: true } })).status, 202)
     })
 

@@ -23,7 +23,7 @@ import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue, TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
-import { AVAILABILITY_ZONES, type VolumeRecord } from './model.js'
+import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type VolumeRecord } from './model.js'
 import { checkQuota } from './quotas.js'
 import { hydrate, loadVolume, resolveType } from './repo.js'
 
@@ -406,6 +406,23 @@ export class VolumeService {
       await this.find(callerOf(principal), id, tx)
       await tx.updateTable('volumes').set({ status, updated_at: this.now() }).where('id', '=', id).execute()
     })
+  }
+
+  /** Attachments of the caller's volumes (all projects' with `allTenants` for admins), oldest first. */
+  async listAttachments(principal: Principal, query: { allTenants: boolean; volumeId?: string; serverId?: string }): Promise<(VolumeAttachment & { projectId: string })[]> {
+    const caller = callerOf(principal)
+    authorize(volumePolicy, 'volume:get_all', principal)
+    if (query.allTenants) authorize(volumePolicy, 'volume:all_tenants', principal)
+    let q = this.store.db
+      .selectFrom('volume_attachments')
+      .innerJoin('volumes', 'volumes.id', 'volume_attachments.volume_id')
+      .selectAll('volume_attachments')
+      .select('volumes.project_id')
+    if (!query.allTenants) q = q.where('volumes.project_id', '=', caller.projectId)
+    if (query.volumeId !== undefined) q = q.where('volume_attachments.volume_id', '=', query.volumeId)
+    if (query.serverId !== undefined) q = q.where('volume_attachments.server_id', '=', query.serverId)
+    const rows = await q.orderBy('volume_attachments.created_at').execute()
+    return rows.map((r) => ({ ...rowToAttachment(r), projectId: r.project_id }))
   }
 
   // ---- task handlers (simulated backend) ----

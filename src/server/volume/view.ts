@@ -3,7 +3,7 @@
  * resource (`since` inclusive), applied by `gated`; nothing else compares versions.
  */
 import { atLeast, type VolumeVersion } from './microversion.js'
-import { cinderTime, type SnapshotRecord, type VolumeRecord, type VolumeTypeRecord } from './model.js'
+import { cinderTime, type SnapshotRecord, type VolumeAttachment, type VolumeRecord, type VolumeTypeRecord } from './model.js'
 
 interface Gate<T> {
   since: string
@@ -125,5 +125,23 @@ export function typeView(t: VolumeTypeRecord, isAdmin: boolean): Record<string, 
     'os-volume-type-access:is_public': t.isPublic,
     // Extra specs are an operator's business.
     ...(isAdmin ? { extra_specs: t.extraSpecs, qos_specs_id: null } : {}),
+  }
+}
+
+/** Cinder's attachment record (the /attachments API, 3.27+). */
+export function attachmentView(a: VolumeAttachment, detail: boolean): Record<string, unknown> {
+  return {
+    id: a.id,
+    volume_id: a.volumeId,
+    instance: a.serverId,
+    status: a.attachStatus,
+    ...(detail
+      ? {
+          attach_mode: 'rw',
+          attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
+          detached_at: null,
+          connection_info: null,
+        }
+      : {}),
   }
 }

@@ -9,10 +9,10 @@ import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
 import { authorize } from '../../policy/rules.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
-import { formatVersion, MAX_VOLUME_VERSION, MIN_VOLUME_VERSION, requestedVersion, type VolumeVersion } from '../../volume/microversion.js'
+import { atLeast, formatVersion, MAX_VOLUME_VERSION, MIN_VOLUME_VERSION, requestedVersion, type VolumeVersion } from '../../volume/microversion.js'
 import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage } from '../../volume/quotas.js'
 import { callerOf, type VolumeListQuery } from '../../volume/service.js'
-import { snapshotDetail, snapshotSummary, typeView, volumeDetail, volumeSummary, type ViewContext } from '../../volume/view.js'
+import { attachmentView, snapshotDetail, snapshotSummary, typeView, volumeDetail, volumeSummary, type ViewContext } from '../../volume/view.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -430,6 +430,23 @@ export function volumeRoutes(deps: AppDeps) {
           delete metadata[key]
           await snapshots.setMetadata(request.principal, id, metadata, true)
           return reply.code(200).send()
+        })
+
+        // ---- attachments (3.27+): read-only here; attaching is compute's business ----
+        const listAttachments = (detail: boolean) => async (request: FastifyRequest) => {
+          if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
+          const q = request.query as Record<string, unknown>
+          const rows = await volumes.listAttachments(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, volumeId: one(q.volume_id), serverId: one(q.instance_id) })
+          return { attachments: rows.map((a) => attachmentView(a, detail)) }
+        }
+        r.get('/attachments', listAttachments(false))
+        r.get('/attachments/detail', listAttachments(true))
+        r.get('/attachments/:id', { schema: { params: idParams } }, async (request) => {
+          if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
+          const { id } = request.params as { id: string }
+          const found = (await volumes.listAttachments(request.principal, { allTenants: request.principal.roles.includes('admin') })).find((a) => a.id === id)
+          if (!found) throw new AppError('not_found', `VolumeAttachment ${id} could not be found.`)
+          return { attachment: attachmentView(found, true) }
         })
 
         // ---- volume types ----
