@@ -225,6 +225,15 @@ for (const dialect of DIALECTS) {
       assert.equal(limits.body.limits.absolute.totalVolumesUsed, 2)
     })
 
+    it('never lets concurrent creates pass the quota', async () => {
+      const erin = await projectSession(server)
+      await call(server, admin, 'PUT', `${V}/os-quota-sets/${erin.projectId}`, { quota_set: { volumes: 3 } })
+      const results = await Promise.all(Array.from({ length: 8 }, (_, n) => call(server, erin, 'POST', `${V}/volumes`, { volume: { size: 1, name: `c${n}` } })))
+      const statuses = results.map((r) => r.status).sort()
+      assert.deepEqual(statuses, [202, 202, 202, 413, 413, 413, 413, 413])
+      assert.equal(await volumeCount(server, erin), 3)
+    })
+
     it('filters, sorts and pages volumes with volumes_links', async () => {
       const dave = await projectSession(server)
       for (const [name, size] of [['c', 1], ['a', 2], ['b', 3]] as const) await call(server, dave, 'POST', `${V}/volumes`, { volume: { name, size, metadata: { tier: size > 1 ? 'hi' : 'lo' } } })

@@ -2,8 +2,14 @@
  * Block storage quotas (Cinder's volumes, gigabytes, snapshots): per-project limits with defaults, usage
  * counted from the rows themselves (creating and deleting volumes count until they are gone), checked inside
  * the transaction that adds the usage. Exceeding is 413 overLimit, as Cinder answers.
+ *
+ * Concurrent requests of one project are serialised so two of them cannot both pass the last unit of quota:
+ * SQLite runs one write transaction at a time anyway; on PostgreSQL a transaction-scoped advisory lock keyed by
+ * the project is taken first.
  */
+import { sql } from 'kysely'
 import { AppError } from '../../contracts/errors.js'
+import type { Capabilities } from '../storage/capabilities.js'
 import type { Db } from '../storage/store.js'
 
 export const QUOTA_RESOURCES = ['volumes', 'gigabytes', 'snapshots'] as const
@@ -36,8 +42,9 @@ export async function quotaUsage(db: Db, projectId: string): Promise<Record<Quot
   }
 }
 
-/** Throws 413 when adding `delta` would pass a limit (-1 means unlimited). */
-export async function checkQuota(db: Db, projectId: string, delta: Partial<Record<QuotaResource, number>>): Promise<void> {
+/** Throws 413 when adding `delta` would pass a limit (-1 means unlimited). Call inside the writing transaction. */
+export async function checkQuota(db: Db, capabilities: Capabilities, projectId: string, delta: Partial<Record<QuotaResource, number>>): Promise<void> {
+  if (capabilities.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(7243041, hashtext(${projectId}))`.execute(db)
   const [limits, usage] = await Promise.all([quotaLimits(db, projectId), quotaUsage(db, projectId)])
   for (const resource of QUOTA_RESOURCES) {
     const want = delta[resource] ?? 0

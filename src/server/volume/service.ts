@@ -238,7 +238,7 @@ export class VolumeService {
     }
     if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
     const type = await resolveType(tx, typeRef)
-    await checkQuota(tx, caller.projectId, { volumes: 1, gigabytes: size })
+    await checkQuota(tx, this.store.capabilities, caller.projectId, { volumes: 1, gigabytes: size })
     const id = randomUUID()
     const now = this.now()
     await tx
@@ -340,7 +340,7 @@ export class VolumeService {
       if (!Number.isInteger(newSize) || newSize <= volume.size) {
         throw badRequest(`Invalid input received: New size for extend must be greater than current size. (current: ${volume.size}, extended: ${newSize}).`)
       }
-      await checkQuota(tx, volume.projectId, { gigabytes: newSize - volume.size })
+      await checkQuota(tx, this.store.capabilities, volume.projectId, { gigabytes: newSize - volume.size })
       await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).execute()
       await this.enqueue(tx, VOLUME_TASKS.extend, id, { newSize })
     })

@@ -73,7 +73,7 @@ export class SnapshotService {
             : `Invalid volume: Volume ${volume.id} status must be available, but it is ${volume.status}.`,
         )
       }
-      await checkQuota(tx, volume.projectId, { snapshots: 1, gigabytes: volume.size })
+      await checkQuota(tx, this.store.capabilities, volume.projectId, { snapshots: 1, gigabytes: volume.size })
       const snapshotId = randomUUID()
       const now = this.now()
       await tx
