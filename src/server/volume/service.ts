@@ -325,7 +325,9 @@ export class VolumeService {
       for (const snap of snapshots) {
         await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', snap.id).execute()
       }
-      await tx.updateTable('volumes').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).execute()
+      // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
+      const moved = await tx.updateTable('volumes').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
       await this.enqueue(tx, VOLUME_TASKS.delete, id)
     })
     this.wake()
@@ -341,7 +343,9 @@ export class VolumeService {
         throw badRequest(`Invalid input received: New size for extend must be greater than current size. (current: ${volume.size}, extended: ${newSize}).`)
       }
       await checkQuota(tx, this.store.capabilities, volume.projectId, { gigabytes: newSize - volume.size })
-      await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).execute()
+      // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
+      const moved = await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
       await this.enqueue(tx, VOLUME_TASKS.extend, id, { newSize })
     })
     this.wake()
