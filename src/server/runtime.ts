@@ -18,10 +18,7 @@ import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
-import { FsBlobStore } from './blobs/fs-blob-store.js'
-import { ImageService } from './image/service.js'
-import { ensureDefaultImage } from './image/default-image.js'
-import { createVolumeServices } from './volume/services.js'
+import { setUpImageAndVolume } from './volume/wiring.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -74,19 +71,10 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await tokens.load()
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
-    // Image and block storage: blobs under the data dir, the default image and volume type, volume task handlers.
-    const blobs = new FsBlobStore(join(config.dataDir, 'blobs'))
-    const images = new ImageService(store, blobs, { maxImageBytes: config.imageMaxBytes })
-    await ensureDefaultImage(store, blobs, result.adminProjectId)
-    await images.sweepStaleUploads()
-    const allHandlers = new Map(handlers)
-    let wakeRunner = () => {}
-    const volumeServices = createVolumeServices(store, queue, images, { wake: () => wakeRunner() })
-    await volumeServices.volumeTypes.ensureDefault()
-    for (const [kind, handler] of volumeServices.volumes.handlers()) if (!allHandlers.has(kind)) allHandlers.set(kind, handler)
-    const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    wakeRunner = () => runner.wake()
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, urls: serviceUrls(config.publicUrl), blobs, images, volumeServices }
+    const imageVolume = await setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId })
+    const runner = new TaskRunner(queue, new Map([...imageVolume.handlers, ...handlers]), { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
+    imageVolume.attachRunner(runner)
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, urls: serviceUrls(config.publicUrl), ...imageVolume.deps }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
