@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { TestServer } from '../../src/testkit/harness.js'
+import { touchIdentity } from '../../src/server/identity/generation.js'
 
 export interface Session {
   token: string
@@ -19,23 +20,26 @@ export async function adminSession(server: TestServer): Promise<Session> {
 
 /** A new project with a user holding `role` on it (member by default), and a token scoped to it. */
 export async function projectSession(server: TestServer, role: 'member' | 'reader' = 'member'): Promise<Session> {
-  const db = server.deps.store.db
   const projectId = randomUUID().replaceAll('-', '')
   const userId = randomUUID().replaceAll('-', '')
   const now = Date.now()
-  await db
-    .insertInto('projects')
-    .values({ id: projectId, domain_id: 'default', parent_id: 'default', name: `p-${projectId.slice(0, 8)}`, description: '', enabled: 1, options: '{}', extra: '{}', created_at: now })
-    .execute()
-  await db
-    .insertInto('users')
-    .values({
-      id: userId, domain_id: 'default', name: `u-${userId.slice(0, 8)}`, enabled: 1, default_project_id: projectId, description: '', email: null, options: '{}', extra: '{}',
-      password_hash: null, password_created_at: null, password_expires_at: null, failed_auth_count: 0, failed_auth_at: null, last_active_at: null, created_at: now,
-    })
-    .execute()
-  const roleRow = await db.selectFrom('roles').select('id').where('name', '=', role).executeTakeFirstOrThrow()
-  await db.insertInto('role_assignments').values({ actor_type: 'user', actor_id: userId, target_type: 'project', target_id: projectId, role_id: roleRow.id, inherited: 0 }).execute()
+  // Identity writes bump the identity generation, so token services that cache identity see them.
+  await server.deps.store.db.transaction().execute(async (db) => {
+    await db
+      .insertInto('projects')
+      .values({ id: projectId, domain_id: 'default', parent_id: 'default', name: `p-${projectId.slice(0, 8)}`, description: '', enabled: 1, options: '{}', extra: '{}', created_at: now })
+      .execute()
+    await db
+      .insertInto('users')
+      .values({
+        id: userId, domain_id: 'default', name: `u-${userId.slice(0, 8)}`, enabled: 1, default_project_id: projectId, description: '', email: null, options: '{}', extra: '{}',
+        password_hash: null, password_created_at: null, password_expires_at: null, failed_auth_count: 0, failed_auth_at: null, last_active_at: null, created_at: now,
+      })
+      .execute()
+    const roleRow = await db.selectFrom('roles').select('id').where('name', '=', role).executeTakeFirstOrThrow()
+    await db.insertInto('role_assignments').values({ actor_type: 'user', actor_id: userId, target_type: 'project', target_id: projectId, role_id: roleRow.id, inherited: 0 }).execute()
+    await touchIdentity(db)
+  })
   const { token } = await server.deps.tokens.issue({ userId, methods: ['password'], scope: { p: projectId } })
   return { token, projectId, userId }
 }
