@@ -30,6 +30,7 @@ export interface Config {
   idpRefreshIdleSeconds: number
   idpRefreshAbsoluteSeconds: number
   idpSecretGraceSeconds: number
+  imageMaxBytes: number
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -159,6 +160,11 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'taskWorkers', env: 'PCC_TASK_WORKERS', flag: '--task-workers',
     help: 'tasks this process runs at once', parse: integer(1, 1000), fallback: () => 16,
   },
+  imageMaxBytes: {
+    key: 'imageMaxBytes', env: 'PCC_IMAGE_MAX_BYTES', flag: '--image-max-bytes',
+    help: 'largest image an upload may store, in bytes (default 64 GiB)', parse: integer(1, Number.MAX_SAFE_INTEGER),
+    fallback: () => 64 * 1024 ** 3,
+  },
   masterKey: {
     key: 'masterKey', env: 'PCC_MASTER_KEY', flag: '--master-key',
     help: 'base64 32-byte key for secrets at rest (default: data-dir/master.key, created on first start)', secret: true,
@@ -199,4 +205,5 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey',
   'idpIdTokenSeconds', 'idpKeyRotationSeconds', 'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
+  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'imageMaxBytes',
 ]
