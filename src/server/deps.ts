@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino'
 import type { Config } from './config/settings.js'
+import type { Conductor } from './conductor/conductor.js'
 import type { SecretBox } from './crypto/secret-box.js'
 import type { TokenService } from './identity/token-service.js'
 import type { Store } from './storage/store.js'
@@ -18,6 +19,8 @@ export interface AppDeps {
   queue: TaskQueue
   runner: TaskRunner
   tokens: TokenService
+  /** Server lifecycle: scheduler, hypervisor drivers, reconciliation. */
+  conductor: Conductor
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
 }

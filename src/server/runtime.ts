@@ -18,6 +18,7 @@ import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
+import { Conductor } from './conductor/conductor.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -70,8 +71,11 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await tokens.load()
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
-    const runner = new TaskRunner(queue, handlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, urls: serviceUrls(config.publicUrl) }
+    const conductor = new Conductor(store, queue, config, logger.child({ component: 'conductor' }))
+    const allHandlers = new Map(handlers)
+    conductor.register(allHandlers)
+    const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, conductor, urls: serviceUrls(config.publicUrl) }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
@@ -96,6 +100,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     } catch (err) {
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
+    await conductor.start()
     runner.start()
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.listen.port
@@ -111,6 +116,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           await app.close()
+          conductor.stop()
           await runner.stop(10_000)
           await store.close()
         })()),

@@ -1,0 +1,133 @@
+/**
+ * Nova's JsonFilter language (the `query` scheduler hint): a JSON list `[op, arg, …]` where an argument is a
+ * literal, a nested expression or a `$variable` naming a host-state attribute (dotted for nested objects).
+ * Operators: = < > in <= >= not or and. Semantics follow nova/scheduler/filters/json_filter.py, including
+ * its quirks: comparisons hold when the first argument compares true with every other one, arguments
+ * resolving to null are dropped, and a list result (from `not`) passes when any element is true.
+ */
+import type { HostState } from './host-state.js'
+
+type Value = unknown
+
+const OPERATORS = ['=', '<', '>', 'in', '<=', '>=', 'not', 'or', 'and'] as const
+type Operator = (typeof OPERATORS)[number]
+
+/** Thrown for a query that is not valid JSON or uses an unknown operator; the API answers 400 with it. */
+export class JsonQueryError extends Error {
+  override name = 'JsonQueryError'
+}
+
+/** Parses and checks a query string; returns the expression. */
+export function parseJsonQuery(query: string): unknown[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(query)
+  } catch {
+    throw new JsonQueryError(`scheduler hint query is not valid JSON: ${query}`)
+  }
+  if (!Array.isArray(parsed)) throw new JsonQueryError('scheduler hint query must be a JSON list such as [">=", "$free_ram_mb", 1024]')
+  check(parsed)
+  return parsed
+}
+
+function check(expr: unknown[]): void {
+  if (expr.length === 0) return
+  if (!OPERATORS.includes(expr[0] as Operator)) throw new JsonQueryError(`scheduler hint query uses an unknown operator: ${JSON.stringify(expr[0])}`)
+  for (const arg of expr.slice(1)) if (Array.isArray(arg)) check(arg)
+}
+
+/** The `$` variables a query can read, named as in Nova's HostState. */
+export function queryVariables(h: HostState): Record<string, Value> {
+  return {
+    host: h.hostname,
+    nodename: h.hostname,
+    hypervisor_hostname: h.hostname,
+    hypervisor_type: h.hypervisorType,
+    availability_zone: h.availabilityZone,
+    cell: h.cell,
+    host_ip: h.ips[0] ?? null,
+    free_ram_mb: h.memoryMb - h.memoryMbUsed,
+    free_disk_mb: (h.diskGb - h.diskGbUsed) * 1024,
+    total_usable_ram_mb: h.memoryMb,
+    total_usable_disk_gb: h.diskGb,
+    disk_mb_used: h.diskGbUsed * 1024,
+    vcpus_total: h.vcpus,
+    vcpus_used: h.vcpusUsed,
+    num_instances: h.runningVms,
+    cpu_allocation_ratio: h.cpuRatio,
+    ram_allocation_ratio: h.ramRatio,
+    disk_allocation_ratio: h.diskRatio,
+    capabilities: { enabled: h.enabled, hypervisor_type: h.hypervisorType },
+  }
+}
+
+function resolve(arg: string, vars: Record<string, Value>): Value {
+  if (!arg) return null
+  if (!arg.startsWith('$')) return arg
+  let obj: Value = vars
+  for (const part of arg.slice(1).split('.')) {
+    if (obj === null || typeof obj !== 'object') return null
+    obj = (obj as Record<string, Value>)[part]
+    if (obj === undefined) return null
+  }
+  return obj
+}
+
+function compare(args: Value[], op: (a: Value, b: Value) => boolean): boolean {
+  if (args.length < 2) throw new JsonQueryError('a comparison needs at least two arguments')
+  return args.slice(1).every((b) => op(args[0], b))
+}
+
+// Python compares numbers with numbers and strings with strings; mixed comparisons are false here.
+const comparable = (a: Value, b: Value) => (typeof a === 'number' && typeof b === 'number') || (typeof a === 'string' && typeof b === 'string')
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const lt = (a: Value, b: Value) => comparable(a, b) && (a as any) < (b as any)
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const gt = (a: Value, b: Value) => comparable(a, b) && (a as any) > (b as any)
+const eq = (a: Value, b: Value) => a === b || (typeof a === 'number' && typeof b === 'string' && String(a) === b) || (typeof a === 'string' && typeof b === 'number' && a === String(b))
+
+function evaluate(expr: unknown[], vars: Record<string, Value>): Value {
+  if (expr.length === 0) return true
+  const op = expr[0] as Operator
+  const args: Value[] = []
+  for (const raw of expr.slice(1)) {
+    const arg = Array.isArray(raw) ? evaluate(raw, vars) : typeof raw === 'string' ? resolve(raw, vars) : raw
+    if (arg !== null && arg !== undefined) args.push(arg)
+  }
+  switch (op) {
+    case '=':
+      return compare(args, eq)
+    case '<':
+      return compare(args, lt)
+    case '>':
+      return compare(args, gt)
+    case '<=':
+      return compare(args, (a, b) => lt(a, b) || eq(a, b))
+    case '>=':
+      return compare(args, (a, b) => gt(a, b) || eq(a, b))
+    case 'in':
+      if (args.length < 2) throw new JsonQueryError('in needs at least two arguments')
+      return args.slice(1).some((b) => eq(args[0], b))
+    case 'not':
+      return args.map((a) => !truthy(a))
+    case 'or':
+      return args.some(truthy)
+    case 'and':
+      return args.every(truthy)
+  }
+}
+
+function truthy(v: Value): boolean {
+  if (Array.isArray(v)) return v.length > 0
+  return Boolean(v)
+}
+
+/** True when the host passes the query (a list result passes when any element is true). */
+export function hostPassesQuery(expr: unknown[], h: HostState): boolean {
+  try {
+    const result = evaluate(expr, queryVariables(h))
+    return Array.isArray(result) ? result.some(Boolean) : Boolean(result)
+  } catch {
+    return false
+  }
+}

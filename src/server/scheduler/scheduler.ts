@@ -1,0 +1,169 @@
+/**
+ * The scheduler: builds a request spec from a server row, filters and weighs the hosts, and claims capacity
+ * on the best host in one transaction with the caller's own writes (the server's host columns). A failed
+ * claim means another scheduler got there first: the next host is tried, and the view is reloaded.
+ */
+import type { Store, Db } from '../storage/store.js'
+import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
+import { filterHosts } from './filters.js'
+import { loadHostStates, type HostState, type Resources } from './host-state.js'
+import { claim } from './claims.js'
+import { asList, parseAvailabilityZone, type GroupInfo, type RequestSpec, type SchedulerHints } from './request-spec.js'
+import { weighHosts, type WeigherName } from './weighers.js'
+
+export const NO_VALID_HOST = 'No valid host was found. There are not enough hosts available.'
+
+export class NoValidHost extends Error {
+  override name = 'NoValidHost'
+  constructor(readonly details: string) {
+    super(NO_VALID_HOST)
+  }
+}
+
+/** Thrown by a claim callback when the server can no longer be placed (deleted meanwhile): the claim rolls back. */
+export class PlacementVoid extends Error {
+  override name = 'PlacementVoid'
+}
+
+export function flavorResources(flavor: FlavorSnapshot): Resources {
+  return { vcpus: flavor.vcpus, memoryMb: flavor.ram, diskGb: flavor.disk + (flavor.ephemeral ?? 0) + Math.ceil((flavor.swap ?? 0) / 1024) }
+}
+
+export interface SchedulerOptions {
+  downAfterMs: number
+  weigher: WeigherName
+  /** Rounds of reload-and-retry after lost claims before giving up. */
+  claimRounds?: number
+}
+
+export type OnClaim = (tx: Db, spec: RequestSpec, host: HostState) => Promise<void>
+
+export class Scheduler {
+  constructor(
+    private readonly store: Store,
+    readonly options: SchedulerOptions,
+  ) {}
+
+  loadHosts(): Promise<HostState[]> {
+    return loadHostStates(this.store.db, this.options.downAfterMs)
+  }
+
+  /** The request spec of a server as its row says (flavor, zone, hints, group). */
+  async specFor(server: ServerTable, overrides: Partial<Pick<RequestSpec, 'resources' | 'forcedHost' | 'availabilityZone'>> & { ignoreHosts?: string[] } = {}): Promise<RequestSpec> {
+    const db = this.store.db
+    const hints = (server.scheduler_hints ? JSON.parse(server.scheduler_hints) : {}) as SchedulerHints
+    const az = parseAvailabilityZone(server.pinned_availability_zone ?? server.availability_zone)
+    const named = [...asList(hints.same_host), ...asList(hints.different_host)]
+    const instanceHosts = new Map<string, string>()
+    if (named.length > 0) {
+      const rows = await db.selectFrom('servers').select(['id', 'host_id']).where('id', 'in', named).where('deleted', '=', 0).execute()
+      for (const r of rows) if (r.host_id) instanceHosts.set(r.id, r.host_id)
+    }
+    let group: GroupInfo | null = null
+    const membership = await db.selectFrom('server_group_members').select('group_id').where('server_id', '=', server.id).executeTakeFirst()
+    const groupId = membership?.group_id ?? hints.group
+    if (groupId) {
+      const row = await db.selectFrom('server_groups').selectAll().where('id', '=', groupId).executeTakeFirst()
+      if (row) {
+        const rules = JSON.parse(row.rules || '{}') as { max_server_per_host?: number }
+        const members = await db
+          .selectFrom('server_group_members')
+          .innerJoin('servers', 'servers.id', 'server_group_members.server_id')
+          .select('servers.host_id')
+          .where('server_group_members.group_id', '=', groupId)
+          .where('servers.deleted', '=', 0)
+          .where('servers.id', '!=', server.id)
+          .where('servers.host_id', 'is not', null)
+          .execute()
+        const hosts = new Map<string, number>()
+        for (const m of members) hosts.set(m.host_id!, (hosts.get(m.host_id!) ?? 0) + 1)
+        group = { id: row.id, policy: row.policy as GroupInfo['policy'], maxPerHost: Number(rules.max_server_per_host ?? 1), hosts }
+      }
+    }
+    return {
+      serverId: server.id,
+      projectId: server.project_id,
+      resources: overrides.resources ?? flavorResources(JSON.parse(server.flavor) as FlavorSnapshot),
+      availabilityZone: overrides.availabilityZone !== undefined ? overrides.availabilityZone : az.zone,
+      forcedHost: overrides.forcedHost !== undefined ? overrides.forcedHost : az.host,
+      forcedNode: overrides.forcedHost !== undefined ? null : az.node,
+      hints,
+      group,
+      instanceHosts,
+      ignoreHosts: new Set(overrides.ignoreHosts ?? []),
+    }
+  }
+
+  /** Filters and weighs: the candidate hosts, best first (no claim). */
+  select(hosts: HostState[], spec: RequestSpec): { hosts: HostState[]; emptiedBy?: string } {
+    const result = filterHosts(hosts, spec)
+    if (result.hosts.length === 0) return result
+    return { hosts: weighHosts(result.hosts, spec, this.options.weigher) }
+  }
+
+  /**
+   * Places every spec, in order, each in its own claim transaction (with `onClaim`'s writes). Specs of one
+   * server group see the hosts the earlier ones got. Stops at the first spec that cannot be placed and
+   * throws NoValidHost; the claims already made stay, and the caller releases them (all or nothing).
+   * Returns the host of each spec placed; a spec whose onClaim voided is left out.
+   */
+  async placeAll(specs: RequestSpec[], onClaim: OnClaim, hosts?: HostState[]): Promise<Map<string, HostState>> {
+    let view = hosts ?? (await this.loadHosts())
+    const placed = new Map<string, HostState>()
+    const rounds = this.options.claimRounds ?? 8
+    for (const spec of specs) {
+      let done = false
+      let lastReason = ''
+      for (let round = 0; round < rounds && !done; round++) {
+        const { hosts: candidates, emptiedBy } = this.select(view, spec)
+        if (candidates.length === 0) {
+          lastReason = `Filter ${emptiedBy} returned 0 hosts`
+          // A fresh view can only help when it might differ: reload once before giving up.
+          if (round > 0) break
+          view = await this.loadHosts()
+          const again = this.select(view, spec)
+          if (again.hosts.length === 0) {
+            lastReason = `Filter ${again.emptiedBy} returned 0 hosts`
+            break
+          }
+          continue
+        }
+        for (const host of candidates.slice(0, 3)) {
+          let voided = false
+          const ok = await this.store.db
+            .transaction()
+            .execute(async (tx) => {
+              if (!(await claim(tx, host.id, spec.serverId, spec.resources))) return false
+              await onClaim(tx, spec, host)
+              return true
+            })
+            .catch((err: unknown) => {
+              if (err instanceof PlacementVoid) {
+                voided = true
+                return false
+              }
+              throw err
+            })
+          if (voided) {
+            done = true
+            break
+          }
+          if (ok) {
+            host.vcpusUsed += spec.resources.vcpus
+            host.memoryMbUsed += spec.resources.memoryMb
+            host.diskGbUsed += spec.resources.diskGb
+            host.runningVms += 1
+            for (const other of specs) if (other.group && spec.group && other.group.id === spec.group.id) other.group.hosts.set(host.id, (other.group.hosts.get(host.id) ?? 0) + 1)
+            placed.set(spec.serverId, host)
+            done = true
+            break
+          }
+          lastReason = 'claims lost to concurrent schedulers'
+        }
+        if (!done) view = await this.loadHosts()
+      }
+      if (!done) throw new NoValidHost(lastReason)
+    }
+    return placed
+  }
+}
