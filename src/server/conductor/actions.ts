@@ -71,6 +71,7 @@ export class ActionRun {
     const ok = await moveServer(this.ctx.store.db, this.server.id, { taskStates: this.chain }, { task_state: taskState, ...(progress !== undefined && { progress }) })
     if (!ok) throw new Abandoned()
     this.server = (await loadServer(this.ctx.store.db, this.server.id))!
+    if (this.server.host_id) await this.ctx.drivers.get(this.server.host_id)?.beginStep(this.server.id, taskState)
   }
 
   /** The other host the server holds an allocation on (a migration's target before it finishes). */
@@ -149,6 +150,8 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
 async function confirmResize(run: ActionRun): Promise<Outcome> {
   const old = snapshotOf(run.server.old_flavor)
   const source = await run.otherAllocation()
+  // Cleaning the guest's copy off the source is the confirm's work on the hypervisor.
+  await run.driver(source ?? run.server.host_id).beginStep(run.server.id, 'resize_confirming')
   await run.ctx.store.db.transaction().execute(async (tx) => {
     if (source) await releaseAll(tx, run.server.id, source)
     else if (old && run.server.host_id) await releasePart(tx, run.server.id, run.server.host_id, flavorResources(old))
@@ -331,10 +334,12 @@ export async function runAction(ctx: ConductorContext, payload: ActionTaskPayloa
     const hostId = outcome.host_id !== undefined ? outcome.host_id : run.server.host_id
     const guest = hostId ? await ctx.drivers.get(hostId)?.info(run.server.id) : undefined
     const power = outcome.power_state ?? guest?.powerState ?? RESTING_POWER[vmState]
-    const ok = await moveServer(db, run.server.id, { taskStates: chain }, { ...outcome, vm_state: vmState, task_state: null, power_state: power })
-    if (!ok) return
-    await finishEvent(db, eventId, 'Success')
-    await finishAction(db, actionId)
+    // The final state, the event and the action's finish commit together: whoever sees the server idle sees the action done.
+    await db.transaction().execute(async (tx) => {
+      if (!(await moveServer(tx, run.server.id, { taskStates: chain }, { ...outcome, vm_state: vmState, task_state: null, power_state: power }))) return
+      await finishEvent(tx, eventId, 'Success')
+      await finishAction(tx, actionId)
+    })
   } catch (err) {
     if (err instanceof Abandoned) return
     if (!(err instanceof DriverError) && !(err instanceof StepFailure)) throw err

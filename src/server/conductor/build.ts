@@ -71,14 +71,19 @@ async function buildOne(ctx: ConductorContext, serverId: string, actionId: strin
     for (const step of ['networking', 'block_device_mapping', 'spawning']) {
       if (signal.aborted) return
       if (!(await moveServer(db, serverId, { vmStates: ['building'] }, { task_state: step, progress: BUILD_PROGRESS[step] }))) return abandon(ctx, serverId, driver)
+      if (step !== 'spawning') await driver.beginStep(serverId, step)
     }
     server = (await loadServer(db, serverId))!
     const guest = await driver.spawn(guestSpec(server))
     const now = Date.now()
-    const done = await moveServer(db, serverId, { vmStates: ['building'] }, { vm_state: 'active', task_state: null, power_state: guest.powerState ?? POWER.RUNNING, progress: 100, launched_at: now, updated_at: now })
+    const done = await db.transaction().execute(async (tx) => {
+      const moved = await moveServer(tx, serverId, { vmStates: ['building'] }, { vm_state: 'active', task_state: null, power_state: guest.powerState ?? POWER.RUNNING, progress: 100, launched_at: now, updated_at: now })
+      if (!moved) return false
+      await finishEvent(tx, eventId, 'Success')
+      await finishAction(tx, actionId)
+      return true
+    })
     if (!done) return abandon(ctx, serverId, driver)
-    await finishEvent(db, eventId, 'Success')
-    await finishAction(db, actionId)
   } catch (err) {
     if (!(err instanceof DriverError)) throw err
     await db.transaction().execute(async (tx) => {

@@ -9,6 +9,7 @@ import type { DeleteTaskPayload } from '../compute/tasks.js'
 import { DriverError } from '../drivers/compute/driver.js'
 import { isUp } from '../hosts/host-status.js'
 import { releaseAll } from '../scheduler/claims.js'
+import type { Db } from '../storage/store.js'
 import { loadServer, moveServer, type ConductorContext } from './context.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 
@@ -41,14 +42,16 @@ export async function runDelete(ctx: ConductorContext, payload: DeleteTaskPayloa
       }
     }
   }
-  await markDeleted(ctx, server.id)
-  await finishEvent(db, eventId, 'Success')
-  await finishAction(db, actionId)
+  await markDeleted(ctx, server.id, async (tx) => {
+    await finishEvent(tx, eventId, 'Success')
+    await finishAction(tx, actionId)
+  })
 }
 
-export async function markDeleted(ctx: ConductorContext, serverId: string): Promise<void> {
+export async function markDeleted(ctx: ConductorContext, serverId: string, alsoInTx?: (tx: Db) => Promise<void>): Promise<void> {
   const now = Date.now()
   await ctx.store.db.transaction().execute(async (tx) => {
+    await alsoInTx?.(tx)
     await tx
       .updateTable('servers')
       .set({ deleted: 1, vm_state: 'deleted', task_state: null, power_state: POWER.NOSTATE, deleted_at: now, terminated_at: now, updated_at: now })

@@ -67,6 +67,12 @@ export interface ComputeDriver {
   /** Every guest the host holds, with its power state. */
   listGuests(): Promise<GuestInfo[]>
   info(serverId: string): Promise<GuestInfo | undefined>
+  /**
+   * The work of one task state before the next (plugging networks during `networking`, attaching volumes
+   * during `block_device_mapping`, the guest acknowledging `reboot_pending`…). A step's state is visible
+   * for as long as this takes.
+   */
+  beginStep(serverId: string, taskState: string): Promise<void>
   spawn(spec: GuestSpec): Promise<GuestInfo>
   destroy(serverId: string): Promise<void>
   reboot(serverId: string, type: 'SOFT' | 'HARD'): Promise<void>

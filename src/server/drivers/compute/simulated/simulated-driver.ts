@@ -89,6 +89,10 @@ export class SimulatedDriver implements ComputeDriver {
     return guest && this.view(guest)
   }
 
+  async beginStep(_serverId: string, taskState: string): Promise<void> {
+    await this.operate(`step:${taskState}`)
+  }
+
   async spawn(spec: GuestSpec): Promise<GuestInfo> {
     await this.operate('spawn')
     this.gone.delete(spec.serverId)
