@@ -36,36 +36,56 @@ function check(expr: unknown[]): void {
   for (const arg of expr.slice(1)) if (Array.isArray(arg)) check(arg)
 }
 
-/** The `$` variables a query can read, named as in Nova's HostState. */
-export function queryVariables(h: HostState): Record<string, Value> {
-  return {
-    host: h.hostname,
-    nodename: h.hostname,
-    hypervisor_hostname: h.hostname,
-    hypervisor_type: h.hypervisorType,
-    availability_zone: h.availabilityZone,
-    cell: h.cell,
-    host_ip: h.ips[0] ?? null,
-    free_ram_mb: h.memoryMb - h.memoryMbUsed,
-    free_disk_mb: (h.diskGb - h.diskGbUsed) * 1024,
-    total_usable_ram_mb: h.memoryMb,
-    total_usable_disk_gb: h.diskGb,
-    disk_mb_used: h.diskGbUsed * 1024,
-    vcpus_total: h.vcpus,
-    vcpus_used: h.vcpusUsed,
-    num_instances: h.runningVms,
-    cpu_allocation_ratio: h.cpuRatio,
-    ram_allocation_ratio: h.ramRatio,
-    disk_allocation_ratio: h.diskRatio,
-    capabilities: { enabled: h.enabled, hypervisor_type: h.hypervisorType },
+/** The `$` variables a query can read, named as in Nova's HostState (read lazily: a query names few). */
+export function queryVariable(h: HostState, name: string): Value {
+  switch (name) {
+    case 'host':
+    case 'nodename':
+    case 'hypervisor_hostname':
+      return h.hostname
+    case 'hypervisor_type':
+      return h.hypervisorType
+    case 'availability_zone':
+      return h.availabilityZone
+    case 'cell':
+      return h.cell
+    case 'host_ip':
+      return h.ips[0] ?? null
+    case 'free_ram_mb':
+      return h.memoryMb - h.memoryMbUsed
+    case 'free_disk_mb':
+      return (h.diskGb - h.diskGbUsed) * 1024
+    case 'total_usable_ram_mb':
+      return h.memoryMb
+    case 'total_usable_disk_gb':
+      return h.diskGb
+    case 'disk_mb_used':
+      return h.diskGbUsed * 1024
+    case 'vcpus_total':
+      return h.vcpus
+    case 'vcpus_used':
+      return h.vcpusUsed
+    case 'num_instances':
+      return h.runningVms
+    case 'cpu_allocation_ratio':
+      return h.cpuRatio
+    case 'ram_allocation_ratio':
+      return h.ramRatio
+    case 'disk_allocation_ratio':
+      return h.diskRatio
+    case 'capabilities':
+      return { enabled: h.enabled, hypervisor_type: h.hypervisorType }
+    default:
+      return null
   }
 }
 
-function resolve(arg: string, vars: Record<string, Value>): Value {
+function resolve(arg: string, h: HostState): Value {
   if (!arg) return null
   if (!arg.startsWith('$')) return arg
-  let obj: Value = vars
-  for (const part of arg.slice(1).split('.')) {
+  const [first, ...rest] = arg.slice(1).split('.')
+  let obj: Value = queryVariable(h, first)
+  for (const part of rest) {
     if (obj === null || typeof obj !== 'object') return null
     obj = (obj as Record<string, Value>)[part]
     if (obj === undefined) return null
@@ -86,12 +106,12 @@ const lt = (a: Value, b: Value) => comparable(a, b) && (a as any) < (b as any)
 const gt = (a: Value, b: Value) => comparable(a, b) && (a as any) > (b as any)
 const eq = (a: Value, b: Value) => a === b || (typeof a === 'number' && typeof b === 'string' && String(a) === b) || (typeof a === 'string' && typeof b === 'number' && a === String(b))
 
-function evaluate(expr: unknown[], vars: Record<string, Value>): Value {
+function evaluate(expr: unknown[], h: HostState): Value {
   if (expr.length === 0) return true
   const op = expr[0] as Operator
   const args: Value[] = []
   for (const raw of expr.slice(1)) {
-    const arg = Array.isArray(raw) ? evaluate(raw, vars) : typeof raw === 'string' ? resolve(raw, vars) : raw
+    const arg = Array.isArray(raw) ? evaluate(raw, h) : typeof raw === 'string' ? resolve(raw, h) : raw
     if (arg !== null && arg !== undefined) args.push(arg)
   }
   switch (op) {
@@ -125,7 +145,7 @@ function truthy(v: Value): boolean {
 /** True when the host passes the query (a list result passes when any element is true). */
 export function hostPassesQuery(expr: unknown[], h: HostState): boolean {
   try {
-    const result = evaluate(expr, queryVariables(h))
+    const result = evaluate(expr, h)
     return Array.isArray(result) ? result.some(Boolean) : Boolean(result)
   } catch {
     return false

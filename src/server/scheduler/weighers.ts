@@ -12,6 +12,8 @@ export function weighHosts(hosts: HostState[], spec: RequestSpec, weigher: Weigh
   const ram = weigher === 'spread' ? 1 : -1
   const group = spec.group
   const soft = group?.policy === 'soft-affinity' ? 1 : group?.policy === 'soft-anti-affinity' ? -1 : 0
-  const score = (h: HostState) => (soft !== 0 ? soft * (group!.hosts.get(h.id) ?? 0) : 0)
-  return [...hosts].sort((a, b) => score(b) - score(a) || ram * (freeRamMb(b) - freeRamMb(a)) || a.hostname.localeCompare(b.hostname))
+  // Keys computed once per host, then one sort: this runs for every decision over every candidate.
+  const keyed = hosts.map((h) => ({ h, g: soft !== 0 ? soft * (group!.hosts.get(h.id) ?? 0) : 0, r: ram * freeRamMb(h) }))
+  keyed.sort((a, b) => b.g - a.g || b.r - a.r || (a.h.hostname < b.h.hostname ? -1 : a.h.hostname > b.h.hostname ? 1 : 0))
+  return keyed.map((k) => k.h)
 }
