@@ -259,6 +259,9 @@ for (const dialect of DIALECTS) {
       assert.match(second, /boot 2/)
       assert.ok(second.length > first.length)
       assert.equal((await driver.consoleOutput(id, 1)).trim().split('\n').length, 1)
+      assert.equal(await server.deps.conductor.consoleOutput(id), second, 'what the API serves for os-getConsoleOutput')
+      assert.equal(await server.deps.conductor.consoleOutput('no-such-server'), undefined)
+      assert.equal(await server.deps.conductor.hostUp(row.host!), true)
     })
   })
 }

@@ -9,6 +9,7 @@ import type { Config } from '../config/settings.js'
 import { DriverRegistry } from '../drivers/compute/registry.js'
 import { startSimulatedHost, startSimulatedHosts, type SimulatedHost, type SimulatedHostSpec } from '../hosts/simulated-hosts.js'
 import { Scheduler } from '../scheduler/scheduler.js'
+import { isUp } from '../hosts/host-status.js'
 import type { Store } from '../storage/store.js'
 import type { TaskQueue, TaskRecord } from '../tasks/queue.js'
 import type { TaskContext, TaskHandler } from '../tasks/runner.js'
@@ -85,6 +86,27 @@ export class Conductor {
   stop(): void {
     clearInterval(this.timer)
     for (const h of this.simulatedHosts) h.stop()
+  }
+
+  /**
+   * The console log of a server's guest for os-getConsoleOutput (`lines` < 0 or absent: all of it).
+   * Undefined when the host cannot be reached or has no such guest (the API answers 404).
+   */
+  async consoleOutput(serverId: string, lines?: number): Promise<string | undefined> {
+    const row = await this.store.db.selectFrom('servers').select('host_id').where('id', '=', serverId).where('deleted', '=', 0).executeTakeFirst()
+    const driver = row?.host_id ? this.drivers.get(row.host_id) : undefined
+    if (!driver) return undefined
+    // Nova strips control characters other than newlines and tabs.
+    return driver.consoleOutput(serverId, lines).then(
+      (text) => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ''),
+      () => undefined,
+    )
+  }
+
+  /** Whether a host's compute service is up (heartbeat within the timeout, not forced down). */
+  async hostUp(hostname: string): Promise<boolean> {
+    const host = await this.store.db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()
+    return !!host && isUp(host, Date.now(), this.config.hostDownAfterSeconds * 1000)
   }
 
   /** Marks a server deleted without a task (used when the API deletes a server that never reached a host). */
