@@ -98,6 +98,7 @@ export class Conductor {
     if (!driver) return undefined
     // Nova strips control characters other than newlines and tabs.
     return driver.consoleOutput(serverId, lines).then(
+      // eslint-disable-next-line no-control-regex
       (text) => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ''),
       () => undefined,
     )
