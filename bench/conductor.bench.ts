@@ -19,7 +19,7 @@ import type { HostState } from '../src/server/scheduler/host-state.js'
 import type { RequestSpec } from '../src/server/scheduler/request-spec.js'
 import type { Store } from '../src/server/storage/store.js'
 
-async function activePerSecond(total: number): Promise<BenchRow> {
+async function activePerSecond(total: number): Promise<BenchRow[]> {
   const dialect = process.env.PCC_BENCH_DIALECT === 'postgres' ? 'postgres' : 'sqlite'
   const dataDir = mkdtempSync(join(tmpdir(), 'pcc-bench-'))
   const databaseUrl = dialect === 'postgres' ? await freshDatabase() : ''
@@ -36,11 +36,18 @@ async function activePerSecond(total: number): Promise<BenchRow> {
     const db = server.deps.store.db
     const count = async (vm: string) => Number((await db.selectFrom('servers').select((eb) => eb.fn.countAll<number>().as('n')).where('vm_state', '=', vm).executeTakeFirstOrThrow()).n)
     const started = Date.now()
+    const cpuStart = process.cpuUsage()
     const activeAtStart = await count('active')
     await waitFor(async () => ((await count('building')) === 0 ? true : undefined), 20_000, 20)
     const seconds = (Date.now() - started) / 1000
+    const cpu = process.cpuUsage(cpuStart)
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6
     const active = (await count('active')) - activeAtStart
-    return { figure: `servers reaching ACTIVE, ${total} accepted creates, zero driver delay, ${dialect}`, value: Math.round(active / seconds), unit: 'servers/s', target: '>= 300 servers/s' }
+    // The machine is shared: the CPU time this process used tells what one idle core would do.
+    return [
+      { figure: `servers reaching ACTIVE, ${total} accepted creates (requests of 10), zero driver delay, ${dialect}`, value: Math.round(active / seconds), unit: 'servers/s', target: '>= 300 servers/s' },
+      { figure: `same, per CPU-second of the server process (${dialect})`, value: Math.round(active / cpuSeconds), unit: 'servers/CPU-s', note: 'wall-clock figure depends on the load of the shared machine' },
+    ]
   } finally {
     await server.close()
     rmSync(dataDir, { recursive: true, force: true })
@@ -106,7 +113,7 @@ async function placementsPerSecond(): Promise<BenchRow> {
 
 export const run: BenchRun = async () => {
   const hosts = syntheticHosts(1000)
-  return [await activePerSecond(Number(process.env.PCC_BENCH_SERVERS ?? 2000)), decisionsPerSecond(hosts, false), decisionsPerSecond(hosts, true), await placementsPerSecond()]
+  return [...(await activePerSecond(Number(process.env.PCC_BENCH_SERVERS ?? 2000))), decisionsPerSecond(hosts, false), decisionsPerSecond(hosts, true), await placementsPerSecond()]
 }
 
 // Run directly: node dist/bench/conductor.bench.js
