@@ -55,4 +55,26 @@ describe('concurrent schedulers in two processes on one PostgreSQL', () => {
     const owners = await db.selectFrom('instance_action_events').select('host').where('event', '=', 'compute__do_build_and_run_instance').execute()
     assert.ok(owners.length >= 150)
   })
+
+  it('an anti-affinity group placed from both processes at once never shares a host', async () => {
+    for (const server of [a, b]) {
+      for (const hostname of ['grp-host-1', 'grp-host-2', 'grp-host-3']) {
+        await server.deps.conductor.addSimulatedHost({ hostname, availabilityZone: 'grp', vcpus: 16, memoryMb: 65536, diskGb: 1000 })
+      }
+    }
+    const db = a.deps.store.db
+    await db.insertInto('server_groups').values({ id: 'race-group', name: 'race', project_id: 'project-test', user_id: 'user-test', policy: 'anti-affinity', rules: '{}', created_at: Date.now() }).execute()
+    const creates = await Promise.all(Array.from({ length: 8 }, (_, i) => seedCreate(i % 2 === 0 ? a.deps : b.deps, { name: `g${i}`, groupId: 'race-group', availabilityZone: 'grp' })))
+    const ids = creates.map((c) => c.serverIds[0])
+    await waitFor(async () => {
+      const left = await db.selectFrom('servers').select('id').where('id', 'in', ids).where('vm_state', '=', 'building').execute()
+      return left.length === 0 ? true : undefined
+    }, 60_000, 50)
+    const rows = await db.selectFrom('servers').selectAll().where('id', 'in', ids).execute()
+    const active = rows.filter((r) => r.vm_state === 'active')
+    assert.equal(active.length, 3)
+    assert.equal(new Set(active.map((r) => r.host)).size, 3, 'one member per host')
+    assert.equal(rows.filter((r) => r.vm_state === 'error').length, 5)
+    assert.deepEqual(await capacityProblems(db), [])
+  })
 })

@@ -3,6 +3,7 @@
  * on the best host in one transaction with the caller's own writes (the server's host columns). A failed
  * claim means another scheduler got there first: the next host is tried, and the view is reloaded.
  */
+import { sql } from 'kysely'
 import type { Store, Db } from '../storage/store.js'
 import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
 import { filterHosts } from './filters.js'
@@ -23,6 +24,38 @@ export class NoValidHost extends Error {
 /** Thrown by a claim callback when the server can no longer be placed (deleted meanwhile): the claim rolls back. */
 export class PlacementVoid extends Error {
   override name = 'PlacementVoid'
+}
+
+/** The group's members moved since the view was built (another scheduler placed one). */
+class GroupConflict extends Error {
+  override name = 'GroupConflict'
+  constructor(readonly hosts: Map<string, number>) {
+    super('server group conflict')
+  }
+}
+
+/**
+ * Checks a hard (anti-)affinity group against its members as committed now. The no-op UPDATE of the group
+ * row holds it until this transaction ends, so placements of one group serialise across processes and two
+ * schedulers cannot both put a member on the same host (Nova re-checks late on the compute host instead).
+ */
+async function checkGroup(tx: Db, spec: RequestSpec, hostId: string): Promise<void> {
+  const g = spec.group
+  if (!g || (g.policy !== 'affinity' && g.policy !== 'anti-affinity')) return
+  await tx.updateTable('server_groups').set({ name: sql<string>`name` }).where('id', '=', g.id).execute()
+  const rows = await tx
+    .selectFrom('server_group_members')
+    .innerJoin('servers', 'servers.id', 'server_group_members.server_id')
+    .select('servers.host_id')
+    .where('server_group_members.group_id', '=', g.id)
+    .where('servers.deleted', '=', 0)
+    .where('servers.id', '!=', spec.serverId)
+    .where('servers.host_id', 'is not', null)
+    .execute()
+  const hosts = new Map<string, number>()
+  for (const r of rows) hosts.set(r.host_id!, (hosts.get(r.host_id!) ?? 0) + 1)
+  const here = hosts.get(hostId) ?? 0
+  if (g.policy === 'anti-affinity' ? here >= g.maxPerHost : hosts.size > 0 && here === 0) throw new GroupConflict(hosts)
 }
 
 export function flavorResources(flavor: FlavorSnapshot): Resources {
@@ -130,9 +163,11 @@ export class Scheduler {
         }
         for (const host of candidates.slice(0, 3)) {
           let voided = false
+          let conflict = false
           const ok = await this.store.db
             .transaction()
             .execute(async (tx) => {
+              await checkGroup(tx, spec, host.id)
               if (!(await claim(tx, host.id, spec.serverId, spec.resources))) return false
               await onClaim(tx, spec, host)
               return true
@@ -140,6 +175,12 @@ export class Scheduler {
             .catch((err: unknown) => {
               if (err instanceof PlacementVoid) {
                 voided = true
+                return false
+              }
+              if (err instanceof GroupConflict) {
+                // Another scheduler placed a member meanwhile: filter again with the group as it is now.
+                spec.group!.hosts = err.hosts
+                conflict = true
                 return false
               }
               throw err
@@ -158,7 +199,8 @@ export class Scheduler {
             done = true
             break
           }
-          lastReason = 'claims lost to concurrent schedulers'
+          lastReason = conflict ? 'server group policy conflicts with concurrent placements' : 'claims lost to concurrent schedulers'
+          if (conflict) break
         }
         if (!done) view = await this.loadHosts()
       }
