@@ -138,7 +138,9 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
     extra: { old_flavor: JSON.stringify(current), new_flavor: JSON.stringify(target) },
   })
   await run.step('resize_migrating', 25)
-  await run.driver().migrateDiskAndPowerOff(run.server.id, target)
+  // A repeated run may find the guest already gone from the source (the first run got past the copy).
+  const onSource = dest === run.server.host_id || (await run.driver().info(run.server.id)) !== undefined
+  if (onSource) await run.driver().migrateDiskAndPowerOff(run.server.id, target)
   await run.step('resize_migrated', 50)
   await run.step('resize_finish', 75)
   const destName = await run.hostname(dest)
@@ -192,7 +194,9 @@ async function evacuate(run: ActionRun): Promise<Outcome> {
 
 async function liveMigrate(run: ActionRun): Promise<Outcome> {
   const dest = await run.claimDestination({ flavor: JSON.parse(run.server.flavor) as FlavorSnapshot, sameHostAllowed: false, forcedHost: (run.params.host as string | null | undefined) ?? null, vmStateOnFailure: run.payload.before.vmState })
-  await run.driver().liveMigrate(run.server.id, run.driver(dest))
+  // A repeated run may find the guest already on the destination.
+  const arrived = (await run.driver().info(run.server.id)) === undefined && (await run.driver(dest).info(run.server.id)) !== undefined
+  if (!arrived) await run.driver().liveMigrate(run.server.id, run.driver(dest))
   return moveClaim(run, dest)
 }
 
