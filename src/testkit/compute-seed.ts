@@ -46,6 +46,9 @@ export async function seedCreate(deps: SeedDeps, options: SeedCreateOptions = {}
   const projectId = options.projectId ?? 'project-test'
   const userId = options.userId ?? 'user-test'
   const groupId = options.groupId ?? (options.hints?.group as string | undefined)
+  // As the API stores it: the zone in availability_zone (and pinned), a forced host/node among the hints.
+  const [zone, forceHost, forceNode] = (options.availabilityZone ?? '').split(':')
+  const hints = { ...options.hints, ...(forceHost && { force_host: forceHost }), ...(forceNode && { force_node: forceNode }) }
   for (let attempt = 0; ; attempt++) {
     const serverIds: string[] = []
     try {
@@ -63,11 +66,11 @@ export async function seedCreate(deps: SeedDeps, options: SeedCreateOptions = {}
             vm_state: 'building', task_state: 'scheduling', power_state: 0,
             flavor: JSON.stringify(flavor), old_flavor: null, new_flavor: null,
             image_id: options.imageId ?? 'image-cirros', key_name: null, key_data: null, metadata: '{}',
-            access_ip_v4: '', access_ip_v6: '', availability_zone: options.availabilityZone ?? null, pinned_availability_zone: null,
+            access_ip_v4: '', access_ip_v6: '', availability_zone: zone || null, pinned_availability_zone: zone || null,
             config_drive: 0, disk_config: 'MANUAL', user_data: null, hostname: null,
             locked: 0, locked_by: null, locked_reason: null, launch_index: i, reservation_id: reservationId,
             root_device_name: '/dev/vda', kernel_id: null, ramdisk_id: null, progress: 0, trusted_image_certificates: null,
-            scheduler_hints: options.hints ? JSON.stringify(options.hints) : null,
+            scheduler_hints: Object.keys(hints).length ? JSON.stringify(hints) : null,
             security_groups: '["default"]', requested_networks: '"auto"', block_devices: '[]',
             created_at: now, updated_at: now, launched_at: null, terminated_at: null, deleted_at: null, deleted: 0,
           }

@@ -35,6 +35,11 @@ for (const dialect of DIALECTS) {
       for (const s of await create({ count: 3, availabilityZone: 'az-b' })) assert.equal(s.host, 'p-b1')
       for (const s of await create({ count: 2, availabilityZone: 'az-a:p-a2' })) assert.equal(s.host, 'p-a2')
       for (const s of await create({ availabilityZone: 'az-a::p-a1' })) assert.equal(s.host, 'p-a1')
+      // The API's host / hypervisor_hostname fields (2.74) arrive as force_host / force_node hints.
+      for (const s of await create({ hints: { force_host: 'p-b1' } })) assert.equal(s.host, 'p-b1')
+      for (const s of await create({ hints: { force_node: 'p-a2' } })) assert.equal(s.host, 'p-a2')
+      const [wrong] = await create({ availabilityZone: 'az-b:p-a1' })
+      assert.equal(wrong.vm_state, 'error', 'a forced host outside the zone')
     })
 
     it('a multiple create in an anti-affinity group lands on distinct hosts; one more than hosts fails them all', async () => {

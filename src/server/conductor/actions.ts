@@ -209,7 +209,9 @@ async function shelveOffload(run: ActionRun): Promise<Outcome> {
 async function unshelve(run: ActionRun): Promise<Outcome> {
   let hostId = run.server.host_id
   if (!hostId) {
-    const az = (run.params.availability_zone as string | null | undefined) ?? undefined
+    // The API passes {availabilityZone, host}; null unpins the zone.
+    const raw = 'availabilityZone' in run.params ? run.params.availabilityZone : run.params.availability_zone
+    const az = raw === undefined ? undefined : ((raw as string | null) ?? null)
     const spec = await run.ctx.scheduler.specFor(run.server, { forcedHost: (run.params.host as string | undefined) ?? null, ...(az !== undefined && { availabilityZone: az }) })
     try {
       const placed = await run.ctx.scheduler.placeAll([spec], async (tx, _s, host) => {
@@ -301,7 +303,7 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
     return {}
   },
   rescue: async (run) => {
-    await run.driver().rescue(run.server.id, (run.params.rescue_image_ref as string | undefined) ?? null)
+    await run.driver().rescue(run.server.id, ((run.params.rescueImageRef ?? run.params.rescue_image_ref) as string | null | undefined) ?? null)
     return {}
   },
   unrescue: async (run) => {

@@ -10,6 +10,9 @@ export interface SchedulerHints {
   cidr?: string
   different_cell?: string | string[]
   target_cell?: string
+  /** Written by the API for `az:host[:node]`, `host` and `hypervisor_hostname` (admin only). */
+  force_host?: string
+  force_node?: string
 }
 
 export interface GroupInfo {
