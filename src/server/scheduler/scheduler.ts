@@ -8,7 +8,7 @@ import type { Store, Db } from '../storage/store.js'
 import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
 import { filterHosts } from './filters.js'
 import { loadHostStates, type HostState, type Resources } from './host-state.js'
-import { claim } from './claims.js'
+import { claim, releaseAll } from './claims.js'
 import { asList, parseAvailabilityZone, type GroupInfo, type RequestSpec, type SchedulerHints } from './request-spec.js'
 import { weighHosts, type WeigherName } from './weighers.js'
 
@@ -40,8 +40,14 @@ class GroupConflict extends Error {
  * schedulers cannot both put a member on the same host (Nova re-checks late on the compute host instead).
  */
 async function checkGroup(tx: Db, spec: RequestSpec, hostId: string): Promise<void> {
+  const conflict = await groupConflict(tx, spec, hostId)
+  if (conflict) throw new GroupConflict(conflict)
+}
+
+/** The group's hosts as committed now when placing on `hostId` would break its policy; undefined when it may. */
+async function groupConflict(tx: Db, spec: RequestSpec, hostId: string): Promise<Map<string, number> | undefined> {
   const g = spec.group
-  if (!g || (g.policy !== 'affinity' && g.policy !== 'anti-affinity')) return
+  if (!g || (g.policy !== 'affinity' && g.policy !== 'anti-affinity')) return undefined
   await tx.updateTable('server_groups').set({ name: sql<string>`name` }).where('id', '=', g.id).execute()
   const rows = await tx
     .selectFrom('server_group_members')
@@ -55,7 +61,7 @@ async function checkGroup(tx: Db, spec: RequestSpec, hostId: string): Promise<vo
   const hosts = new Map<string, number>()
   for (const r of rows) hosts.set(r.host_id!, (hosts.get(r.host_id!) ?? 0) + 1)
   const here = hosts.get(hostId) ?? 0
-  if (g.policy === 'anti-affinity' ? here >= g.maxPerHost : hosts.size > 0 && here === 0) throw new GroupConflict(hosts)
+  return (g.policy === 'anti-affinity' ? here >= g.maxPerHost : hosts.size > 0 && here === 0) ? hosts : undefined
 }
 
 export function flavorResources(flavor: FlavorSnapshot): Resources {
@@ -77,8 +83,8 @@ export class Scheduler {
     readonly options: SchedulerOptions,
   ) {}
 
-  loadHosts(): Promise<HostState[]> {
-    return loadHostStates(this.store.db, this.options.downAfterMs)
+  loadHosts(db: Db = this.store.db): Promise<HostState[]> {
+    return loadHostStates(db, this.options.downAfterMs)
   }
 
   /** The request spec of a server as its row says (flavor, zone, hints, group). */
@@ -141,6 +147,7 @@ export class Scheduler {
    * Returns the host of each spec placed; a spec whose onClaim voided is left out.
    */
   async placeAll(specs: RequestSpec[], onClaim: OnClaim, hosts?: HostState[]): Promise<Map<string, HostState>> {
+    if (specs.length > 1) return this.placeTogether(specs, onClaim, hosts)
     let view = hosts ?? (await this.loadHosts())
     const placed = new Map<string, HostState>()
     const rounds = this.options.claimRounds ?? 8
@@ -207,5 +214,82 @@ export class Scheduler {
       if (!done) throw new NoValidHost(lastReason)
     }
     return placed
+  }
+
+  /**
+   * A multiple create in one transaction: every claim and server update commits together or not at all, so
+   * all-or-nothing needs no compensation, and the request pays for one commit instead of one per server.
+   */
+  private async placeTogether(specs: RequestSpec[], onClaim: OnClaim, hosts?: HostState[]): Promise<Map<string, HostState>> {
+    // Two requests locking the same hosts in different orders can deadlock on PostgreSQL: the database aborts
+    // one of them, which then simply runs again.
+    const groups = specs.map((spec) => (spec.group ? new Map(spec.group.hosts) : undefined))
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.placeTogetherOnce(specs, onClaim, hosts)
+      } catch (err) {
+        const code = (err as { code?: string }).code
+        if (attempt >= 5 || (code !== '40P01' && code !== '40001')) throw err
+        // The rolled-back attempt counted its placements in memory: start again from the saved view.
+        specs.forEach((spec, i) => {
+          if (spec.group) spec.group.hosts = new Map(groups[i])
+        })
+        hosts = undefined
+      }
+    }
+  }
+
+  private async placeTogetherOnce(specs: RequestSpec[], onClaim: OnClaim, hosts?: HostState[]): Promise<Map<string, HostState>> {
+    const rounds = this.options.claimRounds ?? 8
+    return this.store.db.transaction().execute(async (tx) => {
+      let view = hosts ?? (await this.loadHosts(tx))
+      const placed = new Map<string, HostState>()
+      for (const spec of specs) {
+        let done = false
+        let lastReason = ''
+        for (let round = 0; round < rounds && !done; round++) {
+          const { hosts: candidates, emptiedBy } = this.select(view, spec)
+          if (candidates.length === 0) {
+            lastReason = `Filter ${emptiedBy} returned 0 hosts`
+            if (round > 0) break
+            view = await this.loadHosts(tx)
+            continue
+          }
+          for (const host of candidates.slice(0, 3)) {
+            const conflict = await groupConflict(tx, spec, host.id)
+            if (conflict) {
+              spec.group!.hosts = conflict
+              lastReason = 'server group policy conflicts with concurrent placements'
+              break
+            }
+            if (!(await claim(tx, host.id, spec.serverId, spec.resources))) {
+              lastReason = 'claims lost to concurrent schedulers'
+              continue
+            }
+            try {
+              await onClaim(tx, spec, host)
+            } catch (err) {
+              if (!(err instanceof PlacementVoid)) throw err
+              // Deleted meanwhile: give this claim back and go on with the others.
+              await releaseAll(tx, spec.serverId, host.id)
+              done = true
+              break
+            }
+            host.vcpusUsed += spec.resources.vcpus
+            host.memoryMbUsed += spec.resources.memoryMb
+            host.diskGbUsed += spec.resources.diskGb
+            host.runningVms += 1
+            for (const other of specs) if (other.group && spec.group && other.group.id === spec.group.id) other.group.hosts.set(host.id, (other.group.hosts.get(host.id) ?? 0) + 1)
+            placed.set(spec.serverId, host)
+            done = true
+            break
+          }
+          if (!done) view = await this.loadHosts(tx)
+        }
+        // Rolls the whole request back: none of its servers keeps a claim.
+        if (!done) throw new NoValidHost(lastReason)
+      }
+      return placed
+    })
   }
 }
