@@ -77,4 +77,37 @@ describe('concurrent schedulers in two processes on one PostgreSQL', () => {
     assert.equal(rows.filter((r) => r.vm_state === 'error').length, 5)
     assert.deepEqual(await capacityProblems(db), [])
   })
+
+  it('multiple creates from both processes at once are each all or nothing, and never over-commit', async () => {
+    for (const server of [a, b]) {
+      for (const [hostname, vcpus] of [['mc-host-1', 34], ['mc-host-2', 33], ['mc-host-3', 33]] as const) {
+        await server.deps.conductor.addSimulatedHost({ hostname, availabilityZone: 'mc', vcpus, memoryMb: 1_000_000, diskGb: 100_000, cpuAllocationRatio: 1 })
+      }
+    }
+    const db = a.deps.store.db
+    // 40 requests of 5 servers for 100 vCPUs: at most 20 requests fit. (Claims of a request that fails are
+    // given back, so two requests racing for the last slots may both fail: "at most", not "exactly".)
+    const creates = await Promise.all(Array.from({ length: 40 }, (_, i) => seedCreate(i % 2 === 0 ? a.deps : b.deps, { name: `mc${i}`, count: 5, availabilityZone: 'mc' })))
+    const ids = creates.flatMap((c) => c.serverIds)
+    await waitFor(async () => {
+      const left = await db.selectFrom('servers').select('id').where('id', 'in', ids).where('vm_state', '=', 'building').execute()
+      return left.length === 0 ? true : undefined
+    }, 120_000, 100)
+    const rows = await db.selectFrom('servers').selectAll().where('id', 'in', ids).execute()
+    const state = new Map(rows.map((r) => [r.id, r.vm_state]))
+    let fullRequests = 0
+    for (const c of creates) {
+      const states = new Set(c.serverIds.map((id) => state.get(id)))
+      assert.equal(states.size, 1, `request ${c.requestId} is all or nothing: ${[...states].join(', ')}`)
+      if (states.has('active')) fullRequests++
+    }
+    assert.ok(fullRequests >= 15 && fullRequests <= 20, `${fullRequests} requests placed`)
+    const hosts = await db.selectFrom('hosts').selectAll().where('availability_zone', '=', 'mc').execute()
+    assert.equal(hosts.reduce((n, h) => n + h.vcpus_used, 0), fullRequests * 5)
+    const errored = rows.filter((r) => r.vm_state === 'error')
+    const faults = await db.selectFrom('instance_faults').select('message').where('server_id', 'in', errored.map((r) => r.id)).execute()
+    assert.equal(faults.length, errored.length)
+    for (const f of faults) assert.match(f.message, /^No valid host was found/)
+    assert.deepEqual(await capacityProblems(db), [])
+  })
 })

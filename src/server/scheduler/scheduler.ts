@@ -147,7 +147,10 @@ export class Scheduler {
    * Returns the host of each spec placed; a spec whose onClaim voided is left out.
    */
   async placeAll(specs: RequestSpec[], onClaim: OnClaim, hosts?: HostState[]): Promise<Map<string, HostState>> {
-    if (specs.length > 1) return this.placeTogether(specs, onClaim, hosts)
+    // One transaction per request only where one process owns the store (SQLite): on PostgreSQL, requests from
+    // several processes would hold host locks across their whole placement, waiting on one another with their
+    // pool connections; there each claim commits alone and a failed request gives its claims back.
+    if (specs.length > 1 && !this.store.capabilities.multiProcess) return this.placeTogether(specs, onClaim, hosts)
     let view = hosts ?? (await this.loadHosts())
     const placed = new Map<string, HostState>()
     const rounds = this.options.claimRounds ?? 8
