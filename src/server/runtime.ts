@@ -94,13 +94,15 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       }
     }
 
+    // Simulated hosts registered and the store reconciled before the first request or task.
+    await conductor.start()
     const app = await buildApp(deps, { https })
     try {
       await app.listen({ host: config.listen.host, port: config.listen.port })
     } catch (err) {
+      conductor.stop()
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
-    await conductor.start()
     runner.start()
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.listen.port
