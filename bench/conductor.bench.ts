@@ -113,7 +113,7 @@ async function placementsPerSecond(): Promise<BenchRow> {
 
 export const run: BenchRun = async () => {
   const hosts = syntheticHosts(1000)
-  return [...(await activePerSecond(Number(process.env.PCC_BENCH_SERVERS ?? 2000))), decisionsPerSecond(hosts, false), decisionsPerSecond(hosts, true), await placementsPerSecond()]
+  return [...(await activePerSecond(Number(process.env.PCC_BENCH_SERVERS ?? 1000))), decisionsPerSecond(hosts, false), decisionsPerSecond(hosts, true), await placementsPerSecond()]
 }
 
 // Run directly: node dist/bench/conductor.bench.js
