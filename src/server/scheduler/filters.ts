@@ -3,7 +3,7 @@
  * in-memory host states; the last one that empties the list is named in the no-valid-host fault.
  */
 import { fits, type HostState } from './host-state.js'
-import { hostPassesQuery, parseJsonQuery } from './json-filter.js'
+import { compileJsonQuery, hostPassesQuery, parseJsonQuery } from './json-filter.js'
 import { asList, type RequestSpec } from './request-spec.js'
 
 export interface Filter {
@@ -81,13 +81,13 @@ export const FILTERS: Filter[] = [
     name: 'JsonFilter',
     applies: (s) => typeof s.hints.query === 'string' && s.hints.query !== '',
     prepare: (s) => {
-      let expr: unknown[]
+      let compiled: ReturnType<typeof compileJsonQuery>
       try {
-        expr = parseJsonQuery(s.hints.query!)
+        compiled = compileJsonQuery(parseJsonQuery(s.hints.query!))
       } catch {
         return () => false
       }
-      return (h) => hostPassesQuery(expr, h)
+      return (h) => hostPassesQuery(compiled, h)
     },
   },
   {

@@ -80,22 +80,28 @@ export function queryVariable(h: HostState, name: string): Value {
   }
 }
 
-function resolve(arg: string, h: HostState): Value {
-  if (!arg) return null
-  if (!arg.startsWith('$')) return arg
+type Compiled = (h: HostState) => Value
+
+/** A `$variable` (dotted for nested objects) or a literal string, resolved to a getter once. */
+function compileString(arg: string): Compiled | undefined {
+  if (!arg) return undefined
+  if (!arg.startsWith('$')) return () => arg
   const [first, ...rest] = arg.slice(1).split('.')
-  let obj: Value = queryVariable(h, first)
-  for (const part of rest) {
-    if (obj === null || typeof obj !== 'object') return null
-    obj = (obj as Record<string, Value>)[part]
-    if (obj === undefined) return null
+  return (h) => {
+    let obj: Value = queryVariable(h, first)
+    for (const part of rest) {
+      if (obj === null || typeof obj !== 'object') return null
+      obj = (obj as Record<string, Value>)[part]
+      if (obj === undefined) return null
+    }
+    return obj
   }
-  return obj
 }
 
 function compare(args: Value[], op: (a: Value, b: Value) => boolean): boolean {
   if (args.length < 2) throw new JsonQueryError('a comparison needs at least two arguments')
-  return args.slice(1).every((b) => op(args[0], b))
+  for (let i = 1; i < args.length; i++) if (!op(args[0], args[i])) return false
+  return true
 }
 
 // Python compares numbers with numbers and strings with strings; mixed comparisons are false here.
@@ -106,34 +112,35 @@ const lt = (a: Value, b: Value) => comparable(a, b) && (a as any) < (b as any)
 const gt = (a: Value, b: Value) => comparable(a, b) && (a as any) > (b as any)
 const eq = (a: Value, b: Value) => a === b || (typeof a === 'number' && typeof b === 'string' && String(a) === b) || (typeof a === 'string' && typeof b === 'number' && a === String(b))
 
-function evaluate(expr: unknown[], h: HostState): Value {
-  if (expr.length === 0) return true
-  const op = expr[0] as Operator
-  const args: Value[] = []
-  for (const raw of expr.slice(1)) {
-    const arg = Array.isArray(raw) ? evaluate(raw, h) : typeof raw === 'string' ? resolve(raw, h) : raw
-    if (arg !== null && arg !== undefined) args.push(arg)
-  }
-  switch (op) {
-    case '=':
-      return compare(args, eq)
-    case '<':
-      return compare(args, lt)
-    case '>':
-      return compare(args, gt)
-    case '<=':
-      return compare(args, (a, b) => lt(a, b) || eq(a, b))
-    case '>=':
-      return compare(args, (a, b) => gt(a, b) || eq(a, b))
-    case 'in':
-      if (args.length < 2) throw new JsonQueryError('in needs at least two arguments')
-      return args.slice(1).some((b) => eq(args[0], b))
-    case 'not':
-      return args.map((a) => !truthy(a))
-    case 'or':
-      return args.some(truthy)
-    case 'and':
-      return args.every(truthy)
+const OPS: Record<Operator, (args: Value[]) => Value> = {
+  '=': (args) => compare(args, eq),
+  '<': (args) => compare(args, lt),
+  '>': (args) => compare(args, gt),
+  '<=': (args) => compare(args, (a, b) => lt(a, b) || eq(a, b)),
+  '>=': (args) => compare(args, (a, b) => gt(a, b) || eq(a, b)),
+  in: (args) => {
+    if (args.length < 2) throw new JsonQueryError('in needs at least two arguments')
+    for (let i = 1; i < args.length; i++) if (eq(args[0], args[i])) return true
+    return false
+  },
+  not: (args) => args.map((a) => !truthy(a)),
+  or: (args) => args.some(truthy),
+  and: (args) => args.every(truthy),
+}
+
+/** Compiles an expression once per request into a function of the host (the scheduler runs it per host). */
+export function compileJsonQuery(expr: unknown[]): Compiled {
+  if (expr.length === 0) return () => true
+  const op = OPS[expr[0] as Operator]
+  const parts = expr.slice(1).map((raw): Compiled | undefined => (Array.isArray(raw) ? compileJsonQuery(raw) : typeof raw === 'string' ? compileString(raw) : () => raw))
+  return (h) => {
+    // Arguments that resolve to nothing are dropped, as Nova's _process_filter does.
+    const args: Value[] = []
+    for (const part of parts) {
+      const v = part?.(h)
+      if (v !== null && v !== undefined) args.push(v)
+    }
+    return op(args)
   }
 }
 
@@ -143,9 +150,9 @@ function truthy(v: Value): boolean {
 }
 
 /** True when the host passes the query (a list result passes when any element is true). */
-export function hostPassesQuery(expr: unknown[], h: HostState): boolean {
+export function hostPassesQuery(expr: unknown[] | Compiled, h: HostState): boolean {
   try {
-    const result = evaluate(expr, h)
+    const result = (typeof expr === 'function' ? expr : compileJsonQuery(expr))(h)
     return Array.isArray(result) ? result.some(Boolean) : Boolean(result)
   } catch {
     return false
