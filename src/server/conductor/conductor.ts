@@ -9,7 +9,7 @@ import type { Config } from '../config/settings.js'
 import { DriverRegistry } from '../drivers/compute/registry.js'
 import { startSimulatedHost, startSimulatedHosts, type SimulatedHost, type SimulatedHostSpec } from '../hosts/simulated-hosts.js'
 import { Scheduler } from '../scheduler/scheduler.js'
-import { isUp } from '../hosts/host-status.js'
+import { hostStatus, isUp, type HostStatus } from '../hosts/host-status.js'
 import type { Store } from '../storage/store.js'
 import type { TaskQueue, TaskRecord } from '../tasks/queue.js'
 import type { TaskContext, TaskHandler } from '../tasks/runner.js'
@@ -108,6 +108,13 @@ export class Conductor {
   async hostUp(hostname: string): Promise<boolean> {
     const host = await this.store.db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()
     return !!host && isUp(host, Date.now(), this.config.hostDownAfterSeconds * 1000)
+  }
+
+  /** Nova's `host_status` of a server's host for the server view (2.16+): UP, DOWN, MAINTENANCE, UNKNOWN, or '' without a host. */
+  async hostStatus(hostname: string | null): Promise<HostStatus | ''> {
+    if (!hostname) return ''
+    const host = await this.store.db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()
+    return host ? hostStatus(host, Date.now(), this.config.hostDownAfterSeconds * 1000) : 'UNKNOWN'
   }
 
   /** Marks a server deleted without a task (used when the API deletes a server that never reached a host). */
