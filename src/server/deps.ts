@@ -6,6 +6,7 @@ import type { Logger } from 'pino'
 import type { Config } from './config/settings.js'
 import type { SecretBox } from './crypto/secret-box.js'
 import type { TokenService } from './identity/token-service.js'
+import type { NetworkService } from './network/service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -18,6 +19,8 @@ export interface AppDeps {
   queue: TaskQueue
   runner: TaskRunner
   tokens: TokenService
+  /** Networks, ports and addresses (the network API and the compute service use it). */
+  network: NetworkService
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
 }

@@ -14,6 +14,7 @@ import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { serviceUrls, type AppDeps } from './deps.js'
 import { TokenService } from './identity/token-service.js'
+import { NetworkService } from './network/service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
@@ -71,7 +72,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const runner = new TaskRunner(queue, handlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, urls: serviceUrls(config.publicUrl) }
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, network: new NetworkService(store), urls: serviceUrls(config.publicUrl) }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
