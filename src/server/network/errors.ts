@@ -65,4 +65,5 @@ export const neutron = {
   policyNotAuthorized: (action: string) => err('forbidden', 'PolicyNotAuthorized', `(rule:${action}) is disallowed by policy`),
   conflict: (type: string, message: string) => err('conflict', type, message),
   invalid: (type: string, message: string) => err('bad_request', type, message),
+  notFound: (type: string, message: string) => err('not_found', type, message),
 }

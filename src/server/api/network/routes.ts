@@ -108,7 +108,7 @@ export function networkRoutes(deps: AppDeps) {
       api.get('/v2.0/extensions', async () => ({ extensions: EXTENSIONS.map(extensionView) }))
       api.get<{ Params: { alias: string } }>('/v2.0/extensions/:alias', async (request) => {
         const ext = EXTENSIONS.find((e) => e.alias === request.params.alias)
-        if (!ext) throw neutron.invalid('ExtensionNotFound', `Extension with alias ${request.params.alias} does not exist`)
+        if (!ext) throw neutron.notFound('ExtensionNotFound', `Extension with alias ${request.params.alias} does not exist`)
         return { extension: extensionView(ext) }
       })
 
