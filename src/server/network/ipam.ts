@@ -71,15 +71,17 @@ export function usableInSubnet(subnet: SubnetTable, ip: string): boolean {
 }
 
 /**
- * Picks and records the addresses of a port. `requests` undefined means Neutron's default: one address from
- * the first IPv4 subnet with room, one from the first stateful IPv6 subnet with room, and the EUI-64 address
- * on every SLAAC subnet. The caller holds the network's row lock.
+ * Picks the addresses of a port. `requests` undefined means Neutron's default: one address from the first
+ * IPv4 subnet with room, one from the first stateful IPv6 subnet with room, and the EUI-64 address on every
+ * SLAAC subnet. Explicit requests get exactly what they ask for, plus (with `implicitAutoAddresses`) the
+ * EUI-64 address of every SLAAC subnet they do not name. The caller holds the network's row lock.
  */
 export async function allocateIps(
   ctx: NetCtx,
   networkId: string,
   port: { id: string; mac: string },
   requests: FixedIpRequest[] | undefined,
+  options: { implicitAutoAddresses?: boolean } = {},
 ): Promise<FixedIp[]> {
   const subnets = await ctx.db.selectFrom('subnets').selectAll().where('network_id', '=', networkId).orderBy('created_at').orderBy('id').execute()
   const chosen: FixedIp[] = []
@@ -135,6 +137,12 @@ export async function allocateIps(
         if (holder && holder.port_id !== port.id) throw neutron.ipAddressAlreadyAllocated(ip, subnet.id)
       }
       claim(subnet, ip)
+    }
+    // As Neutron: explicit fixed_ips still get the SLAAC address of every auto-address subnet (router ports excepted).
+    if (options.implicitAutoAddresses) {
+      for (const subnet of subnets.filter(isAutoAddressSubnet)) {
+        if (!chosen.some((c) => c.subnet_id === subnet.id)) claim(subnet, slaacAddress(subnet, port.mac))
+      }
     }
   }
   return chosen

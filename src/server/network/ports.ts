@@ -111,7 +111,7 @@ export async function insertPort(ctx: NetCtx, network: NetworkTable, projectId: 
     throw neutron.invalid('PortSecurityAndIPRequiredForSecurityGroups', 'Port security must be enabled and port must have an IP address in order to use security groups.')
   }
   const id = newUuid()
-  const ips = await allocateIps(ctx, network.id, { id, mac }, spec.fixed_ips)
+  const ips = await allocateIps(ctx, network.id, { id, mac }, spec.fixed_ips, { implicitAutoAddresses: !owner.startsWith('network:router') })
   const row: PortTable = {
     id,
     network_id: network.id,

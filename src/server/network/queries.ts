@@ -30,11 +30,14 @@ export async function fixedIpsByPort(db: Db, portIds: string[]): Promise<Map<str
     if (ids.length === 0) continue
     const rows = await db
       .selectFrom('ip_allocations')
-      .select(['port_id', 'subnet_id', 'ip_address'])
-      .where('port_id', 'in', ids)
-      .orderBy('created_at')
-      .orderBy('subnet_id')
-      .orderBy('ip_address')
+      .innerJoin('subnets', 'subnets.id', 'ip_allocations.subnet_id')
+      .select(['ip_allocations.port_id', 'ip_allocations.subnet_id', 'ip_allocations.ip_address'])
+      .where('ip_allocations.port_id', 'in', ids)
+      // A port's addresses in a stable order: as allocated, then in the order the subnets were created.
+      .orderBy('ip_allocations.created_at')
+      .orderBy('subnets.created_at')
+      .orderBy('subnets.id')
+      .orderBy('ip_allocations.ip_address')
       .execute()
     for (const r of rows) out.get(r.port_id)!.push({ subnet_id: r.subnet_id, ip_address: r.ip_address })
   }
