@@ -60,8 +60,8 @@ export function client(server: TestServer, caller: Caller) {
     put: <T = Record<string, unknown>>(path: string, body: unknown) => call<T>('PUT', path, body),
     del: (path: string) => call('DELETE', path),
     /** POST that must succeed; returns the created member object. */
-    async create(collection: string, member: string, attrs: Record<string, unknown>): Promise<Record<string, any>> {
-      const reply = await call<Record<string, Record<string, any>>>('POST', `/v2.0/${collection}`, { [member]: attrs })
+    async create(collection: string, member: string, attrs: Record<string, unknown>): Promise<Record<string, Json>> {
+      const reply = await call<Record<string, Record<string, Json>>>('POST', `/v2.0/${collection}`, { [member]: attrs })
       assert.equal(reply.status, 201, `create ${member}: ${JSON.stringify(reply.body)}`)
       return reply.body[member]
     },
@@ -71,7 +71,7 @@ export function client(server: TestServer, caller: Caller) {
 export type Client = ReturnType<typeof client>
 
 /** Asserts a Neutron error: status, `NeutronError.type`, and optionally a message fragment. */
-export function assertNeutronError(reply: Reply<any>, status: number, type: string, message?: RegExp): void {
+export function assertNeutronError(reply: Reply<Json>, status: number, type: string, message?: RegExp): void {
   assert.equal(reply.status, status, JSON.stringify(reply.body))
   assert.ok(reply.body?.NeutronError, `Neutron error shape expected: ${JSON.stringify(reply.body)}`)
   assert.equal(reply.body.NeutronError.type, type, JSON.stringify(reply.body))
@@ -90,3 +90,7 @@ export async function tableCounts(server: TestServer): Promise<Record<string, nu
   }
   return out
 }
+
+/** Parsed JSON bodies of the API under test, read field by field in assertions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = any

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { freePort, startTestServer, ADMIN_PASSWORD, type TestServer } from '../../src/testkit/harness.js'
-import { client, projectMember, type Caller } from './helpers.js'
+import { client, projectMember, type Caller, type Json } from './helpers.js'
 
 const MAIN = fileURLToPath(new URL('../../src/server/main.js', import.meta.url))
 
@@ -69,7 +69,7 @@ describe('IPAM across two server processes on one PostgreSQL', () => {
     const subnet = await viaFirst.create('subnets', 'subnet', { network_id: net.id, ip_version: 4, cidr: '10.20.30.0/28' })
     const poolSize = 13 // .2 … .14: the gateway is .1, .0 and .15 are the network and broadcast addresses
     const extra = 5
-    const attempts = Array.from({ length: poolSize + extra }, (_, i) => (i % 2 === 0 ? viaFirst : viaSecond).post<any>('/v2.0/ports', { port: { network_id: net.id, name: `p${i}` } }))
+    const attempts = Array.from({ length: poolSize + extra }, (_, i) => (i % 2 === 0 ? viaFirst : viaSecond).post<Json>('/v2.0/ports', { port: { network_id: net.id, name: `p${i}` } }))
     const replies = await Promise.all(attempts)
     const created = replies.filter((r) => r.status === 201)
     const refused = replies.filter((r) => r.status !== 201)
@@ -91,7 +91,7 @@ describe('IPAM across two server processes on one PostgreSQL', () => {
     // A freed address goes back to the pool and is taken again exactly once, even when both race for it.
     const victim = created[0].body.port
     assert.equal((await viaSecond.del(`/v2.0/ports/${victim.id}`)).status, 204)
-    const again = await Promise.all([viaFirst, viaSecond, viaFirst, viaSecond].map((c) => c.post<any>('/v2.0/ports', { port: { network_id: net.id } })))
+    const again = await Promise.all([viaFirst, viaSecond, viaFirst, viaSecond].map((c) => c.post<Json>('/v2.0/ports', { port: { network_id: net.id } })))
     const winners = again.filter((r) => r.status === 201)
     assert.equal(winners.length, 1)
     assert.equal(winners[0].body.port.fixed_ips[0].ip_address, victim.fixed_ips[0].ip_address)
@@ -101,9 +101,9 @@ describe('IPAM across two server processes on one PostgreSQL', () => {
     const caller = await projectMember(first, 'fresh')
     const viaFirst = client(first, caller)
     const viaSecond = client({ ...first, url: secondUrl } as TestServer, caller)
-    const lists = await Promise.all([viaFirst, viaSecond, viaFirst, viaSecond].map((c) => c.get<any>('/v2.0/security-groups')))
+    const lists = await Promise.all([viaFirst, viaSecond, viaFirst, viaSecond].map((c) => c.get<Json>('/v2.0/security-groups')))
     for (const l of lists) assert.equal(l.status, 200, JSON.stringify(l.body))
-    const ids = new Set(lists.map((l) => l.body.security_groups.filter((g: any) => g.name === 'default').map((g: any) => g.id).join()))
+    const ids = new Set(lists.map((l) => l.body.security_groups.filter((g: Json) => g.name === 'default').map((g: Json) => g.id).join()))
     assert.equal(ids.size, 1)
     assert.equal([...ids][0].split(',').length, 1)
   })

@@ -96,6 +96,12 @@ for (const dialect of DIALECTS) {
       assertNeutronError(await alice.post('/v2.0/networks', { network: 'x' }), 400, 'BadRequest')
       assertNeutronError(await alice.post('/v2.0/networks', '{not json'), 400, 'BadRequest')
       assertNeutronError(await alice.post('/v2.0/networks', { network: { mtu: 20 } }), 400, 'InvalidInput')
+      assertNeutronError(await alice.post('/v2.0/networks', { network: { mtu: 1500.5 } }), 400, 'BadRequest')
+      // Neutron's converters: integers and booleans may come as strings.
+      const converted = await alice.create('networks', 'network', { name: 'conv', mtu: '1400', admin_state_up: 'False', shared: 0 })
+      assert.equal(converted.mtu, 1400)
+      assert.equal(converted.admin_state_up, false)
+      assert.equal(converted.shared, false)
     })
 
     it('filters, selects fields, sorts and paginates like Neutron', async () => {

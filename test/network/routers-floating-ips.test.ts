@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { admin, assertNeutronError, client, projectMember, type Client } from './helpers.js'
+import { admin, assertNeutronError, client, projectMember, type Client, type Json } from './helpers.js'
 
 for (const dialect of DIALECTS) {
   describe(`network API: routers and floating IPs (${dialect})`, () => {
@@ -9,8 +9,8 @@ for (const dialect of DIALECTS) {
     let alice: Client
     let bob: Client
     let root: Client
-    let ext: Record<string, any>
-    let extSubnet: Record<string, any>
+    let ext: Record<string, Json>
+    let extSubnet: Record<string, Json>
 
     before(async () => {
       server = await startTestServer({ dialect })
@@ -38,19 +38,19 @@ for (const dialect of DIALECTS) {
 
       const router = await alice.create('routers', 'router', { name: 'r1' })
       assert.equal(router.external_gateway_info, null)
-      const withGw = await alice.put<{ router: any }>(`/v2.0/routers/${router.id}`, { router: { external_gateway_info: { network_id: ext.id } } })
+      const withGw = await alice.put<{ router: Json }>(`/v2.0/routers/${router.id}`, { router: { external_gateway_info: { network_id: ext.id } } })
       assert.equal(withGw.status, 200, JSON.stringify(withGw.body))
       assert.equal(withGw.body.router.external_gateway_info.network_id, ext.id)
       assert.equal(withGw.body.router.external_gateway_info.enable_snat, true)
       assert.equal(withGw.body.router.external_gateway_info.external_fixed_ips[0].subnet_id, extSubnet.id)
-      const iface = await alice.put<any>(`/v2.0/routers/${router.id}/add_router_interface`, { subnet_id: subnet.id })
+      const iface = await alice.put<Json>(`/v2.0/routers/${router.id}/add_router_interface`, { subnet_id: subnet.id })
       assert.equal(iface.status, 200)
       assert.equal(iface.body.id, router.id)
       assert.deepEqual(iface.body.subnet_ids, [subnet.id])
       assert.equal(iface.body.network_id, net.id)
       assertNeutronError(await alice.put(`/v2.0/routers/${router.id}/add_router_interface`, { subnet_id: subnet.id }), 400, 'BadRequest')
 
-      const assoc = await alice.put<{ floatingip: any }>(`/v2.0/floatingips/${fip.id}`, { floatingip: { port_id: port.id } })
+      const assoc = await alice.put<{ floatingip: Json }>(`/v2.0/floatingips/${fip.id}`, { floatingip: { port_id: port.id } })
       assert.equal(assoc.status, 200, JSON.stringify(assoc.body))
       assert.equal(assoc.body.floatingip.port_id, port.id)
       assert.equal(assoc.body.floatingip.fixed_ip_address, port.fixed_ips[0].ip_address)
@@ -66,16 +66,16 @@ for (const dialect of DIALECTS) {
       assertNeutronError(await alice.del(`/v2.0/routers/${router.id}`), 409, 'RouterInUse')
 
       // Disassociate, release, unplug, clear, delete.
-      const dis = await alice.put<{ floatingip: any }>(`/v2.0/floatingips/${fip.id}`, { floatingip: { port_id: null } })
+      const dis = await alice.put<{ floatingip: Json }>(`/v2.0/floatingips/${fip.id}`, { floatingip: { port_id: null } })
       assert.equal(dis.body.floatingip.port_id, null)
       assert.equal(dis.body.floatingip.status, 'DOWN')
       assert.equal((await alice.del(`/v2.0/floatingips/${fip.id}`)).status, 204)
       assert.equal((await alice.del(`/v2.0/floatingips/${fip2.id}`)).status, 204)
       assertNeutronError(await alice.get(`/v2.0/floatingips/${fip.id}`), 404, 'FloatingIPNotFound')
-      const removed = await alice.put<any>(`/v2.0/routers/${router.id}/remove_router_interface`, { subnet_id: subnet.id })
+      const removed = await alice.put<Json>(`/v2.0/routers/${router.id}/remove_router_interface`, { subnet_id: subnet.id })
       assert.equal(removed.status, 200)
       assertNeutronError(await alice.put(`/v2.0/routers/${router.id}/remove_router_interface`, { subnet_id: subnet.id }), 404, 'RouterInterfaceNotFoundForSubnet')
-      const cleared = await alice.put<{ router: any }>(`/v2.0/routers/${router.id}`, { router: { external_gateway_info: {} } })
+      const cleared = await alice.put<{ router: Json }>(`/v2.0/routers/${router.id}`, { router: { external_gateway_info: {} } })
       assert.equal(cleared.body.router.external_gateway_info, null)
       assert.equal((await alice.del(`/v2.0/routers/${router.id}`)).status, 204)
       // Every external address is back in the pool.
@@ -92,7 +92,7 @@ for (const dialect of DIALECTS) {
       const fip = await alice.create('floatingips', 'floatingip', { floating_network_id: ext.id, port_id: port.id })
       assert.equal(fip.port_id, port.id)
       assert.equal((await alice.del(`/v2.0/ports/${port.id}`)).status, 204)
-      const after = await alice.get<{ floatingip: any }>(`/v2.0/floatingips/${fip.id}`)
+      const after = await alice.get<{ floatingip: Json }>(`/v2.0/floatingips/${fip.id}`)
       assert.equal(after.body.floatingip.port_id, null)
     })
 

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { admin, assertNeutronError, client, projectMember, tableCounts, type Client } from './helpers.js'
+import { admin, assertNeutronError, client, projectMember, tableCounts, type Client, type Json } from './helpers.js'
 
 for (const dialect of DIALECTS) {
   describe(`network API: security groups and rules (${dialect})`, () => {
@@ -19,14 +19,14 @@ for (const dialect of DIALECTS) {
     after(() => server.close())
 
     it("gives each project a default group with Neutron's default rules on first use", async () => {
-      const list = await alice.get<{ security_groups: any[] }>('/v2.0/security-groups')
+      const list = await alice.get<{ security_groups: Json[] }>('/v2.0/security-groups')
       assert.equal(list.status, 200)
       const defaults = list.body.security_groups.filter((g) => g.name === 'default')
       assert.equal(defaults.length, 1)
       const group = defaults[0]
-      const rules = group.security_group_rules.map((r: any) => `${r.direction}/${r.ethertype}/${r.remote_group_id === group.id ? 'self' : r.remote_group_id}/${r.protocol}`).sort()
+      const rules = group.security_group_rules.map((r: Json) => `${r.direction}/${r.ethertype}/${r.remote_group_id === group.id ? 'self' : r.remote_group_id}/${r.protocol}`).sort()
       assert.deepEqual(rules, ['egress/IPv4/null/null', 'egress/IPv6/null/null', 'ingress/IPv4/self/null', 'ingress/IPv6/self/null'])
-      const again = await alice.get<{ security_groups: any[] }>('/v2.0/security-groups')
+      const again = await alice.get<{ security_groups: Json[] }>('/v2.0/security-groups')
       assert.equal(again.body.security_groups.filter((g) => g.name === 'default').length, 1, 'created once')
       assertNeutronError(await alice.post('/v2.0/security-groups', { security_group: { name: 'default' } }), 409, 'SecurityGroupDefaultAlreadyExists')
       assertNeutronError(await alice.del(`/v2.0/security-groups/${group.id}`), 409, 'SecurityGroupCannotRemoveDefault')
@@ -35,7 +35,7 @@ for (const dialect of DIALECTS) {
     it('creates groups with egress rules only, and rules by protocol, ports, prefix and remote group', async () => {
       const web = await alice.create('security-groups', 'security_group', { name: 'web', description: 'web servers' })
       assert.equal(web.security_group_rules.length, 2)
-      assert.ok(web.security_group_rules.every((r: any) => r.direction === 'egress'))
+      assert.ok(web.security_group_rules.every((r: Json) => r.direction === 'egress'))
       const ssh = await alice.create('security-group-rules', 'security_group_rule', {
         security_group_id: web.id, direction: 'ingress', ethertype: 'IPv4', protocol: 'tcp', port_range_min: 22, port_range_max: 22, remote_ip_prefix: '10.0.0.0/8',
       })
@@ -48,9 +48,9 @@ for (const dialect of DIALECTS) {
       assert.equal(icmp.ethertype, 'IPv4')
       const host = await alice.create('security-group-rules', 'security_group_rule', { security_group_id: web.id, direction: 'ingress', protocol: '47', remote_ip_prefix: '192.0.2.7' })
       assert.equal(host.remote_ip_prefix, '192.0.2.7/32')
-      const shown = await alice.get<{ security_group: any }>(`/v2.0/security-groups/${web.id}`)
+      const shown = await alice.get<{ security_group: Json }>(`/v2.0/security-groups/${web.id}`)
       assert.equal(shown.body.security_group.security_group_rules.length, 6)
-      const filtered = await alice.get<{ security_group_rules: any[] }>(`/v2.0/security-group-rules?security_group_id=${web.id}&direction=ingress`)
+      const filtered = await alice.get<{ security_group_rules: Json[] }>(`/v2.0/security-group-rules?security_group_id=${web.id}&direction=ingress`)
       assert.equal(filtered.body.security_group_rules.length, 4)
       assert.equal((await alice.del(`/v2.0/security-group-rules/${host.id}`)).status, 204)
       assertNeutronError(await alice.get(`/v2.0/security-group-rules/${host.id}`), 404, 'SecurityGroupRuleNotFound')
@@ -74,10 +74,10 @@ for (const dialect of DIALECTS) {
       assertNeutronError(await rule({ remote_group_id: '00000000-0000-4000-8000-000000000000' }), 404, 'SecurityGroupNotFound')
       assertNeutronError(await rule({ direction: 'sideways' }), 400, 'BadRequest')
       assertNeutronError(await rule({ ethertype: 'IPv5' }), 400, 'BadRequest')
-      assertNeutronError(await rule({ port_range_min: '22', protocol: 'tcp', port_range_max: 22 }), 400, 'BadRequest')
+      assertNeutronError(await rule({ port_range_min: 'ssh', protocol: 'tcp', port_range_max: 22 }), 400, 'BadRequest')
       assertNeutronError(await alice.post('/v2.0/security-group-rules', { security_group_rule: { security_group_id: '00000000-0000-4000-8000-000000000000', direction: 'ingress' } }), 404, 'SecurityGroupNotFound')
       // Egress any/IPv4 exists already in every new group.
-      const dup = await alice.post<any>('/v2.0/security-group-rules', { security_group_rule: { security_group_id: g.id, direction: 'egress', ethertype: 'IPv4', remote_ip_prefix: '0.0.0.0/0' } })
+      const dup = await alice.post<Json>('/v2.0/security-group-rules', { security_group_rule: { security_group_id: g.id, direction: 'egress', ethertype: 'IPv4', remote_ip_prefix: '0.0.0.0/0' } })
       assertNeutronError(dup, 409, 'SecurityGroupRuleExists')
       assert.deepEqual(await tableCounts(server), before)
     })
@@ -86,8 +86,8 @@ for (const dialect of DIALECTS) {
       const g = await alice.create('security-groups', 'security_group', { name: 'private' })
       assertNeutronError(await bob.get(`/v2.0/security-groups/${g.id}`), 404, 'SecurityGroupNotFound')
       assertNeutronError(await bob.post('/v2.0/security-group-rules', { security_group_rule: { security_group_id: g.id, direction: 'ingress' } }), 404, 'SecurityGroupNotFound')
-      assert.ok(!(await bob.get<{ security_groups: any[] }>('/v2.0/security-groups')).body.security_groups.some((x) => x.id === g.id))
-      assert.ok((await root.get<{ security_groups: any[] }>('/v2.0/security-groups')).body.security_groups.some((x) => x.id === g.id))
+      assert.ok(!(await bob.get<{ security_groups: Json[] }>('/v2.0/security-groups')).body.security_groups.some((x) => x.id === g.id))
+      assert.ok((await root.get<{ security_groups: Json[] }>('/v2.0/security-groups')).body.security_groups.some((x) => x.id === g.id))
       const net = await alice.create('networks', 'network', { name: 'sg-net' })
       await alice.create('subnets', 'subnet', { network_id: net.id, ip_version: 4, cidr: '10.5.0.0/24' })
       // Bob cannot put Alice's group on his port.
@@ -96,7 +96,7 @@ for (const dialect of DIALECTS) {
       const port = await alice.create('ports', 'port', { network_id: net.id, security_groups: [g.id] })
       assert.deepEqual(port.security_groups, [g.id])
       assertNeutronError(await alice.del(`/v2.0/security-groups/${g.id}`), 409, 'SecurityGroupInUse')
-      const cleared = await alice.put<{ port: any }>(`/v2.0/ports/${port.id}`, { port: { security_groups: [] } })
+      const cleared = await alice.put<{ port: Json }>(`/v2.0/ports/${port.id}`, { port: { security_groups: [] } })
       assert.deepEqual(cleared.body.port.security_groups, [])
       assert.equal((await alice.del(`/v2.0/security-groups/${g.id}`)).status, 204)
     })

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import { AppError } from '../../src/contracts/errors.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import type { AllocateRequest, NetworkService } from '../../src/server/network/service.js'
-import { admin, client, projectMember, type Caller, type Client } from './helpers.js'
+import { admin, client, projectMember, type Caller, type Client, type Json } from './helpers.js'
 
 async function rejects(promise: Promise<unknown>, code: string, message?: RegExp): Promise<void> {
   await assert.rejects(promise, (err: unknown) => {
@@ -57,14 +57,14 @@ for (const dialect of DIALECTS) {
       const [p2] = await allocate({ serverId: s2, request: 'auto' })
       assert.equal(p2.networkId, p1.networkId)
       assert.equal(p2.fixedIps[0].ip_address, '10.0.0.3')
-      const nets = (await api.get<{ networks: any[] }>('/v2.0/networks?name=auto_allocated_network')).body.networks
+      const nets = (await api.get<{ networks: Json[] }>('/v2.0/networks?name=auto_allocated_network')).body.networks
       assert.equal(nets.length, 1)
-      const routers = (await api.get<{ routers: any[] }>('/v2.0/routers')).body.routers
+      const routers = (await api.get<{ routers: Json[] }>('/v2.0/routers')).body.routers
       assert.equal(routers.length, 1)
       assert.equal(routers[0].name, 'auto_allocated_router')
       assert.ok(routers[0].external_gateway_info)
       // The server's port is a Nova port: bound, in the default group, visible through the port API.
-      const ports = (await api.get<{ ports: any[] }>(`/v2.0/ports?device_id=${s1}`)).body.ports
+      const ports = (await api.get<{ ports: Json[] }>(`/v2.0/ports?device_id=${s1}`)).body.ports
       assert.equal(ports.length, 1)
       assert.equal(ports[0].device_owner, 'compute:nova')
       assert.equal(ports[0].status, 'ACTIVE')
@@ -86,7 +86,7 @@ for (const dialect of DIALECTS) {
       assert.ok(ports[0].fixedIps.some((f) => f.ip_address.startsWith('fd00:50::')), 'SLAAC address too')
       assert.equal(ports[1].id, userPort.id)
       assert.equal(ports[1].autoDelete, false)
-      const adminView = (await root.get<{ port: any }>(`/v2.0/ports/${ports[0].id}`)).body.port
+      const adminView = (await root.get<{ port: Json }>(`/v2.0/ports/${ports[0].id}`)).body.port
       assert.equal(adminView['binding:host_id'], 'host-1')
 
       const other = randomUUID()
@@ -94,10 +94,10 @@ for (const dialect of DIALECTS) {
       await rejects(allocate({ serverId: other, request: [{ uuid: net.id, fixed_ip: '192.168.50.10' }] }), 'bad_request', /already/)
       await rejects(allocate({ serverId: other, request: [{ uuid: randomUUID() }] }), 'bad_request', /could not be found/)
       await rejects(allocate({ serverId: other, request: [{ uuid: net.id }], securityGroups: ['nope'] }), 'bad_request')
-      const ext = (await api.get<{ networks: any[] }>('/v2.0/networks?name=public')).body.networks[0]
+      const ext = (await api.get<{ networks: Json[] }>('/v2.0/networks?name=public')).body.networks[0]
       await rejects(allocate({ serverId: other, request: [{ uuid: ext.id }] }), 'forbidden')
       // Nothing of the failed requests was kept.
-      assert.equal((await api.get<{ ports: any[] }>(`/v2.0/ports?device_id=${other}`)).body.ports.length, 0)
+      assert.equal((await api.get<{ ports: Json[] }>(`/v2.0/ports?device_id=${other}`)).body.ports.length, 0)
 
       // Ambiguous "auto": the project now has two networks of its own.
       const bob = await projectMember(server, 'bob')
@@ -108,7 +108,7 @@ for (const dialect of DIALECTS) {
 
       // Release: created ports go, the user's port stays, unbound; addresses return to the pool.
       await release(server1)
-      const left = (await api.get<{ ports: any[] }>(`/v2.0/ports?network_id=${net.id}`)).body.ports
+      const left = (await api.get<{ ports: Json[] }>(`/v2.0/ports?network_id=${net.id}`)).body.ports
       assert.deepEqual(left.map((p) => p.id), [userPort.id])
       assert.equal(left[0].device_id, '')
       const again = await allocate({ serverId: randomUUID(), request: [{ uuid: net.id, fixed_ip: '192.168.50.10' }] })
@@ -119,7 +119,7 @@ for (const dialect of DIALECTS) {
       const net = await api.create('networks', 'network', { name: 'web' })
       const subnet = await api.create('subnets', 'subnet', { network_id: net.id, ip_version: 4, cidr: '10.77.0.0/24' })
       const v6 = await api.create('subnets', 'subnet', { network_id: net.id, ip_version: 6, cidr: 'fd77::/64', ipv6_address_mode: 'slaac', ipv6_ra_mode: 'slaac' })
-      const ext = (await api.get<{ networks: any[] }>('/v2.0/networks?name=public')).body.networks[0]
+      const ext = (await api.get<{ networks: Json[] }>('/v2.0/networks?name=public')).body.networks[0]
       const router = await api.create('routers', 'router', { name: 'edge', external_gateway_info: { network_id: ext.id } })
       await api.put(`/v2.0/routers/${router.id}/add_router_interface`, { subnet_id: subnet.id })
       const sa = randomUUID()
@@ -151,7 +151,7 @@ for (const dialect of DIALECTS) {
 
       // Deleting the server's ports disassociates its floating IP and frees its addresses.
       await release(sa)
-      assert.equal((await api.get<{ floatingip: any }>(`/v2.0/floatingips/${fip.id}`)).body.floatingip.port_id, null)
+      assert.equal((await api.get<{ floatingip: Json }>(`/v2.0/floatingips/${fip.id}`)).body.floatingip.port_id, null)
       assert.deepEqual((await svc.serverAddresses([sa])).get(sa), {})
     })
 
@@ -160,7 +160,7 @@ for (const dialect of DIALECTS) {
       await api.create('subnets', 'subnet', { network_id: net.id, ip_version: 4, cidr: '10.88.0.0/24' })
       const web = await api.create('security-groups', 'security_group', { name: 'web' })
       const s = randomUUID()
-      const tx = <T>(fn: (db: any) => Promise<T>) => server.deps.store.db.transaction().execute(fn)
+      const tx = <T>(fn: (db: Json) => Promise<T>) => server.deps.store.db.transaction().execute(fn)
       const attached = await tx((db) => svc.attachInterface(db, { projectId: alice.projectId, serverId: s, networkId: net.id, fixedIp: '10.88.0.9' }))
       assert.equal(attached.fixedIps[0].ip_address, '10.88.0.9')
       const userPort = await api.create('ports', 'port', { network_id: net.id })
@@ -178,7 +178,7 @@ for (const dialect of DIALECTS) {
       await rejects(tx((db) => svc.detachInterface(db, { serverId: s, portId: attached.id })), 'not_found')
       assert.equal((await api.get(`/v2.0/ports/${attached.id}`)).status, 404)
       await tx((db) => svc.detachInterface(db, { serverId: s, portId: userPort.id }))
-      const kept = (await api.get<{ port: any }>(`/v2.0/ports/${userPort.id}`)).body.port
+      const kept = (await api.get<{ port: Json }>(`/v2.0/ports/${userPort.id}`)).body.port
       assert.equal(kept.device_id, '')
     })
 

@@ -66,8 +66,10 @@ for (const dialect of DIALECTS) {
         [{ network_id: net.id, ip_version: 4, cidr: '10.3.0.0/24', dns_nameservers: ['not-an-ip'] }, 400, 'InvalidInput'],
         [{ network_id: net.id, ip_version: 4, cidr: '10.3.0.0/24', ipv6_address_mode: 'slaac' }, 400, 'InvalidInput'],
         [{ network_id: '00000000-0000-4000-8000-000000000000', ip_version: 4, cidr: '10.3.0.0/24' }, 404, 'NetworkNotFound'],
-        [{ network_id: net.id, ip_version: 5, cidr: '10.3.0.0/24' }, 400, 'BadRequest'],
-        [{ network_id: net.id, ip_version: '4', cidr: '10.3.0.0/24' }, 400, 'BadRequest'],
+        [{ network_id: net.id, ip_version: 5, cidr: '10.3.0.0/24' }, 400, 'InvalidInput'],
+        [{ network_id: net.id, ip_version: 'four', cidr: '10.3.0.0/24' }, 400, 'BadRequest'],
+        [{ network_id: net.id, ip_version: 4, cidr: 10 }, 400, 'BadRequest'],
+        
         [{ network_id: net.id, ip_version: 4, cidr: '10.3.0.0/24', enable_dhcp: 'maybe' }, 400, 'BadRequest'],
       ]
       for (const [attrs, status, type, message] of bad) assertNeutronError(await alice.post('/v2.0/subnets', { subnet: attrs }), status, type, message)

@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Ajv } from 'ajv'
+import { networkBodyAjv } from './validator.js'
 import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
 import type { Actor, NetCtx } from '../../network/context.js'
@@ -83,12 +84,9 @@ const RESOURCES: Resource[] = [
   },
 ]
 
-/**
- * Bodies are validated strictly (no coercion: Neutron rejects "yes" for a boolean); query strings and path
- * parameters keep the usual string coercion.
- */
+/** Bodies get Neutron's conversions and nothing more (validator.ts); query strings and path parameters the usual coercion. */
 function strictValidators(scope: FastifyInstance): void {
-  const strict = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false, removeAdditional: false, strict: false })
+  const strict = networkBodyAjv()
   const loose = new Ajv({ allErrors: false, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false })
   scope.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict.compile(schema) : loose.compile(schema)))
 }

@@ -1,14 +1,15 @@
 /**
- * JSON Schemas of the network API's request bodies. Attribute names and types follow Neutron v2.0; bodies are
- * validated without type coercion (a string where Neutron wants a boolean is a 400, as in Neutron). Accepted
+ * JSON Schemas of the network API's request bodies. Attribute names and types follow Neutron v2.0; integers
+ * and booleans accept the string forms Neutron converts (validator.ts), everything else is strict. Accepted
  * but ignored: availability-zone hints, DNS and QoS attributes, provider attributes (one flat network type).
  */
 const str = (max = 255) => ({ type: 'string', maxLength: max })
 const nullableStr = (max = 255) => ({ type: ['string', 'null'], maxLength: max })
-const bool = { type: 'boolean' }
+const bool = { neutronBool: {} }
+const int = (spec: { min?: number; max?: number; nullable?: boolean } = {}) => ({ neutronInt: spec })
 const tags = { type: 'array', items: str(255), maxItems: 50 }
 const uuidish = str(36)
-const port = { type: ['integer', 'null'], minimum: 0, maximum: 65535 }
+const port = int({ min: 0, max: 65535, nullable: true })
 
 const owner = { project_id: str(64), tenant_id: str(64) }
 const ignored = {
@@ -27,13 +28,13 @@ const networkAttrs = {
   shared: bool,
   'router:external': bool,
   is_default: bool,
-  mtu: { type: 'integer' },
+  mtu: int(),
   port_security_enabled: bool,
   tags,
   vlan_transparent: bool,
   'provider:network_type': nullableStr(),
   'provider:physical_network': nullableStr(),
-  'provider:segmentation_id': { type: ['integer', 'null'] },
+  'provider:segmentation_id': int({ nullable: true }),
   ...ignored,
 }
 export const networkCreate = wrap('network', object({ ...networkAttrs, ...owner }))
@@ -59,12 +60,12 @@ export const subnetCreate = wrap(
     {
       ...subnetMutable,
       network_id: uuidish,
-      ip_version: { type: 'integer', enum: [4, 6] },
+      ip_version: int({ min: 4, max: 6 }),
       cidr: str(64),
       ipv6_ra_mode: { type: ['string', 'null'], enum: ['slaac', 'dhcpv6-stateful', 'dhcpv6-stateless', null] },
       ipv6_address_mode: { type: ['string', 'null'], enum: ['slaac', 'dhcpv6-stateful', 'dhcpv6-stateless', null] },
       subnetpool_id: { type: 'null' },
-      use_default_subnetpool: { type: 'boolean', const: false },
+      use_default_subnetpool: { const: false },
       ...owner,
     },
     ['network_id', 'ip_version'],
@@ -149,7 +150,7 @@ export const floatingIpCreate = wrap(
 )
 export const floatingIpUpdate = wrap('floatingip', object({ ...fipAttrs, floating_network_id: uuidish, floating_ip_address: str(64), subnet_id: uuidish, ...owner }))
 
-const limit = { type: 'integer', minimum: -1 }
+const limit = int({ min: -1 })
 export const quotaUpdate = wrap(
   'quota',
   object({ network: limit, subnet: limit, port: limit, router: limit, floatingip: limit, security_group: limit, security_group_rule: limit, rbac_policy: limit, subnetpool: limit }),
