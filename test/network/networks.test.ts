@@ -155,6 +155,24 @@ for (const dialect of DIALECTS) {
       assert.equal((await d.get<{ quota: Record<string, number> }>(`/v2.0/quotas/${dave.projectId}`)).body.quota.network, 100)
     })
 
+    it('manages tags through the tags sub-resource and filters by them', async () => {
+      const net = await alice.create('networks', 'network', { name: 'tagged' })
+      const put = await alice.put<{ tags: string[] }>(`/v2.0/networks/${net.id}/tags`, { tags: ['red', 'blue', 'red'] })
+      assert.equal(put.status, 200)
+      assert.deepEqual([...put.body.tags].sort(), ['blue', 'red'])
+      assert.equal((await alice.call('PUT', `/v2.0/networks/${net.id}/tags/green`)).status, 201)
+      assert.equal((await alice.get(`/v2.0/networks/${net.id}/tags/green`)).status, 204)
+      assertNeutronError(await alice.get(`/v2.0/networks/${net.id}/tags/purple`), 404, 'TagNotFound')
+      const tagged = await alice.get<{ networks: { id: string }[] }>('/v2.0/networks?tags=red,green')
+      assert.deepEqual(tagged.body.networks.map((n) => n.id), [net.id])
+      assert.deepEqual((await alice.get<{ networks: { id: string }[] }>('/v2.0/networks?not-tags-any=red')).body.networks.filter((n) => n.id === net.id), [])
+      assert.equal((await alice.del(`/v2.0/networks/${net.id}/tags/red`)).status, 204)
+      assert.deepEqual([...(await alice.get<{ tags: string[] }>(`/v2.0/networks/${net.id}/tags`)).body.tags].sort(), ['blue', 'green'])
+      assert.equal((await alice.del(`/v2.0/networks/${net.id}/tags`)).status, 204)
+      assert.deepEqual((await alice.get<{ network: { tags: string[] } }>(`/v2.0/networks/${net.id}`)).body.network.tags, [])
+      assertNeutronError(await bob.put(`/v2.0/networks/${net.id}/tags`, { tags: ['x'] }), 404, 'NetworkNotFound')
+    })
+
     it('answers 405 for a known path with another method, 404 for unknown paths', async () => {
       const res = await alice.call('PATCH', '/v2.0/networks')
       assert.equal(res.status, 405)

@@ -39,8 +39,9 @@ for (const way of ways) {
     after(() => server.close())
 
     it('network create/list/show/delete', async () => {
-      const net = await json('network', 'create', 'cli-net', '--mtu', '1450')
+      const net = await json('network', 'create', 'cli-net', '--mtu', '1450', '--tag', 'blue')
       assert.equal(net.name, 'cli-net')
+      assert.deepEqual(net.tags, ['blue'])
       assert.equal(net.mtu, 1450)
       const list = await json<Json[]>('network', 'list')
       assert.ok(list.some((n) => n.ID === net.id && n.Name === 'cli-net'))

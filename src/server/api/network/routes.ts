@@ -23,6 +23,7 @@ import * as fips from '../../network/floating-ips.js'
 import * as quotas from '../../network/quotas.js'
 import { EXTENSIONS, extensionView, resourcesDocument, versionsDocument } from './discovery.js'
 import * as schemas from './schemas.js'
+import { tagRoutes, type TaggedResource } from './tag-routes.js'
 
 type Body = Record<string, Record<string, unknown>>
 type IdParams = { id: string }
@@ -138,6 +139,9 @@ export function networkRoutes(deps: AppDeps) {
           return reply.code(204).send()
         })
       }
+
+      const tagged = RESOURCES.filter((r) => r.update).map((r) => ({ path: r.path, show: r.show, update: r.update }) as TaggedResource)
+      tagRoutes(api, service, tagged)
 
       api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface } }, async (request) =>
         service.run(request.principal, (ctx, actor) => routers.addInterface(ctx, actor, request.params.id, request.body)),
