@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import assert from 'node:assert/strict'
 import type { TestServer } from '../../src/testkit/harness.js'
+import { touchIdentity } from '../../src/server/identity/generation.js'
 
 export interface Caller {
   token: string
@@ -33,6 +34,8 @@ export async function projectMember(server: TestServer, name: string, role: 'mem
     .execute()
   const roleRow = await db.selectFrom('roles').select('id').where('name', '=', role).executeTakeFirstOrThrow()
   await db.insertInto('role_assignments').values({ actor_type: 'user', actor_id: userId, target_type: 'project', target_id: projectId, role_id: roleRow.id, inherited: 0 }).execute()
+  // Identity writes bump the generation, so every process's token validation sees the new user and project.
+  await touchIdentity(db)
   const { token } = await server.deps.tokens.issue({ userId, methods: ['password'], scope: { p: projectId } })
   return { token, projectId, userId }
 }

@@ -29,9 +29,14 @@ describe('IPAM across two server processes on one PostgreSQL', () => {
   let first: TestServer
   let second: ChildProcess
   let secondUrl: string
+  let racer: Caller
+  let fresh: Caller
 
   before(async () => {
     first = await startTestServer({ dialect: 'postgres' })
+    // Users first: the second process then starts with them in its identity snapshot.
+    racer = await projectMember(first, 'racer')
+    fresh = await projectMember(first, 'fresh')
     const port = await freePort()
     secondUrl = `http://127.0.0.1:${port}`
     let err = ''
@@ -62,7 +67,7 @@ describe('IPAM across two server processes on one PostgreSQL', () => {
   })
 
   it('hands out every address of a /28 once, then IpAddressGenerationFailure', async () => {
-    const caller: Caller = await projectMember(first, 'racer')
+    const caller = racer
     const viaFirst = client(first, caller)
     const viaSecond = client({ ...first, url: secondUrl } as TestServer, caller)
     const net = await viaFirst.create('networks', 'network', { name: 'race' })
@@ -98,7 +103,7 @@ describe('IPAM across two server processes on one PostgreSQL', () => {
   })
 
   it('creates one default security group when both processes use it first at once', async () => {
-    const caller = await projectMember(first, 'fresh')
+    const caller = fresh
     const viaFirst = client(first, caller)
     const viaSecond = client({ ...first, url: secondUrl } as TestServer, caller)
     const lists = await Promise.all([viaFirst, viaSecond, viaFirst, viaSecond].map((c) => c.get<Json>('/v2.0/security-groups')))
