@@ -11,6 +11,7 @@ import type { IdpServices } from './oidc/services.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import type { ImageService } from './image/service.js'
 import type { VolumeServices } from './volume/services.js'
+import type { NetworkService } from './network/service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -27,6 +28,8 @@ export interface AppDeps {
   idp: IdpServices
   /** Server lifecycle: scheduler, hypervisor drivers, reconciliation. */
   conductor: Conductor
+  /** Networks, ports and addresses (the network API and the compute service use it). */
+  network: NetworkService
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
   /** Image bytes (data-dir/blobs). */

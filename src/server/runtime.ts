@@ -15,6 +15,7 @@ import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { serviceUrls, type AppDeps } from './deps.js'
 import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
+import { NetworkService } from './network/service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
@@ -81,7 +82,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, conductor, urls: serviceUrls(config.publicUrl), ...imageVolume.deps }
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, conductor, network: new NetworkService(store), urls: serviceUrls(config.publicUrl), ...imageVolume.deps }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
