@@ -5,6 +5,7 @@
 import type { Logger } from 'pino'
 import type { Config } from './config/settings.js'
 import type { SecretBox } from './crypto/secret-box.js'
+import type { AuthFlow } from './identity/auth-flow.js'
 import type { TokenService } from './identity/token-service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
@@ -18,6 +19,8 @@ export interface AppDeps {
   queue: TaskQueue
   runner: TaskRunner
   tokens: TokenService
+  /** Keystone authentication (methods, MFA, scopes); `verifyUserPassword` serves other login surfaces. */
+  identityAuth: AuthFlow
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
 }

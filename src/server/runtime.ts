@@ -13,6 +13,7 @@ import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { serviceUrls, type AppDeps } from './deps.js'
+import { AuthFlow } from './identity/auth-flow.js'
 import { TokenService } from './identity/token-service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
@@ -36,8 +37,6 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
-const TOKEN_TTL_MS = 3600_000
-
 function ensureDataDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true })
@@ -54,6 +53,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
   } catch (err) {
     throw err instanceof StoreOpenError ? new StartupError(err.message) : err
   }
+  let tokensStarted: TokenService | undefined
   try {
     const report = await migrate(store)
     logger.info({ applied: report.applied, alreadyApplied: report.alreadyApplied, dialect: store.dialect }, 'migrations done')
@@ -66,12 +66,23 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       throw new StartupError((err as Error).message)
     }
     const result = await bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword })
-    const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
+    const tokens = new TokenService(store, box, {
+      ttlMs: config.tokenExpirationSeconds * 1000,
+      allowExpiredWindowMs: config.tokenAllowExpiredWindowSeconds * 1000,
+      rotationMs: config.tokenKeyRotationSeconds * 1000,
+      identityUrl: serviceUrls(config.publicUrl).identity,
+    })
     await tokens.load()
+    tokens.start()
+    tokensStarted = tokens
+    const identityAuth = new AuthFlow(store, box, tokens, {
+      lockoutFailureAttempts: config.lockoutFailureAttempts,
+      lockoutDurationMs: config.lockoutDurationSeconds * 1000,
+    })
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const runner = new TaskRunner(queue, handlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, urls: serviceUrls(config.publicUrl) }
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, identityAuth, urls: serviceUrls(config.publicUrl) }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
@@ -111,11 +122,13 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           await app.close()
+          tokens.stop()
           await runner.stop(10_000)
           await store.close()
         })()),
     }
   } catch (err) {
+    tokensStarted?.stop()
     await store.close().catch(() => {})
     throw err
   }

@@ -19,6 +19,8 @@ export interface TokenPayload {
   a: string[]
   /** application credential id */
   ac?: string
+  /** 'r' for an MFA auth receipt (never accepted as a token); absent for tokens */
+  k?: 'r'
 }
 
 export interface TokenKey {

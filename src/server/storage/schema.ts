@@ -9,8 +9,10 @@
  */
 import type { FoundationTables } from './tables/foundation.js'
 import type { IdentityTables } from './tables/identity.js'
+import type { IdentityAuthTables } from './tables/identity-auth.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
+export type * from './tables/identity-auth.js'
 
-export interface Database extends FoundationTables, IdentityTables {}
+export interface Database extends FoundationTables, IdentityTables, IdentityAuthTables {}

@@ -6,6 +6,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { Store } from '../store.js'
 import * as m0001 from './0001-foundation.js'
+import * as m0010 from './0010-identity-auth.js'
 
 export interface Migration {
   id: string
@@ -13,7 +14,10 @@ export interface Migration {
   up(db: Kysely<unknown>): Promise<void>
 }
 
-export const MIGRATIONS: Migration[] = [{ id: '0001', name: 'foundation', up: m0001.up }]
+export const MIGRATIONS: Migration[] = [
+  { id: '0001', name: 'foundation', up: m0001.up },
+  { id: '0010', name: 'identity-auth', up: m0010.up },
+]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
 const MIGRATION_LOCK_KEY = 7_243_001
