@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, notFound } from '../../../contracts/errors.js'
-import { authHook } from '../../auth/http-auth.js'
+import { authChallenge, authHook } from '../../auth/http-auth.js'
 import type { AppDeps } from '../../deps.js'
 import type { AuthRequest } from '../../identity/auth-flow.js'
 import { authorize } from '../../policy/rules.js'
@@ -51,7 +51,8 @@ const authBody = {
           required: ['methods'],
           properties: { methods: { type: 'array', minItems: 1, items: { type: 'string' } } },
         },
-        scope: { type: ['object', 'string'] },
+        // An object, or the string "unscoped"; the flow checks it (a union type would need Ajv's allowUnionTypes).
+        scope: {},
       },
     },
   },
@@ -76,7 +77,14 @@ export function authRoutes(deps: AppDeps) {
       { schema: { body: authBody, querystring: flagQuery } },
       async (request, reply) => {
         const receiptHeader = request.headers['openstack-auth-receipt']
-        const outcome = await flow.authenticate(request.body.auth, typeof receiptHeader === 'string' ? receiptHeader : undefined)
+        let outcome
+        try {
+          outcome = await flow.authenticate(request.body.auth, typeof receiptHeader === 'string' ? receiptHeader : undefined)
+        } catch (err) {
+          // Every 401 tells the client where to authenticate (Keystone's WWW-Authenticate).
+          if (err instanceof AppError && err.code === 'unauthorized') throw new AppError('unauthorized', err.message, { headers: authChallenge(identityUrl) })
+          throw err
+        }
         if (outcome.kind === 'receipt') {
           return reply.code(401).header('openstack-auth-receipt', outcome.receipt).type(JSON_TYPE).send(JSON.stringify(outcome.body))
         }
