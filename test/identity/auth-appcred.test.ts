@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- JSON response bodies, checked field by field */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'

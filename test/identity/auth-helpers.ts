@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- JSON response bodies, checked field by field */
 /**
  * Helpers of the identity authentication tests: log in over HTTP, and seed identity records straight into the
  * store (the admin API is another area), bumping the identity generation like every identity writer does.
