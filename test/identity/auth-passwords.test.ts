@@ -65,6 +65,18 @@ for (const dialect of DIALECTS) {
       assert.equal((await post(server, passwordAuth({ id: userId, password: 'some-password' }))).status, 201)
     })
 
+    it('verifyLogin (for other login surfaces) accepts a name or an e-mail in a domain and counts failures', async () => {
+      const userId = await createUser(server, { name: 'oidc-user', password: 'oidc-password' })
+      await identityWrite(server, (db) => db.updateTable('users').set({ email: 'oidc@example.com' }).where('id', '=', userId).execute())
+      const flow = server.deps.identityAuth
+      assert.equal(await flow.verifyLogin('oidc-user', { name: 'Default' }, 'oidc-password'), userId)
+      assert.equal(await flow.verifyLogin('oidc@example.com', { id: 'default' }, 'oidc-password'), userId)
+      await assert.rejects(flow.verifyLogin('oidc@example.com', { id: 'default' }, 'wrong'), (err: Error & { code?: string }) => err.code === 'unauthorized' && err.message === GENERIC_401)
+      await assert.rejects(flow.verifyLogin('nobody@example.com', { id: 'default' }, 'x'), (err: Error & { code?: string }) => err.code === 'unauthorized' && err.message === GENERIC_401)
+      const row = await server.deps.store.db.selectFrom('users').select('failed_auth_count').where('id', '=', userId).executeTakeFirstOrThrow()
+      assert.equal(row.failed_auth_count, 1)
+    })
+
     it('refuses a user of a disabled domain', async () => {
       await identityWrite(server, (db) =>
         db.insertInto('domains').values({ id: 'closed', name: 'Closed', description: '', enabled: 0, options: '{}', extra: '{}', created_at: Date.now() }).execute(),

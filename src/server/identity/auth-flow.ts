@@ -72,9 +72,7 @@ export class AuthFlow {
    * Answers the user id or throws 401. Reusable by other login surfaces (the OIDC password grant).
    */
   async verifyUserPassword(ref: UserRef, password: string): Promise<string> {
-    const userId = await this.findUserId(ref, 'password').catch((err) => {
-      throw err
-    })
+    const userId = await this.findUserId(ref, 'password')
     const db = this.store.db
     const user = userId
       ? await db
@@ -115,6 +113,22 @@ export class AuthFlow {
       await db.updateTable('users').set(update).where('id', '=', user.id).execute()
     }
     return user.id
+  }
+
+  /**
+   * A login by user name or e-mail within a domain (id or name), for surfaces such as the OIDC password grant:
+   * the name is tried first, then the e-mail when exactly one user of the domain has it. Same checks and the same
+   * 401 as verifyUserPassword.
+   */
+  async verifyLogin(nameOrEmail: string, domain: { id?: string; name?: string }, password: string): Promise<string> {
+    let userId = await this.findUserId({ name: nameOrEmail, domain }, 'login')
+    if (!userId && nameOrEmail.includes('@')) {
+      let q = this.store.db.selectFrom('users').innerJoin('domains', 'domains.id', 'users.domain_id').select('users.id').where('users.email', '=', nameOrEmail)
+      q = domain.id !== undefined ? q.where('domains.id', '=', domain.id) : q.where('domains.name', '=', domain.name ?? '')
+      const rows = await q.limit(2).execute()
+      if (rows.length === 1) userId = rows[0].id
+    }
+    return this.verifyUserPassword({ id: userId ?? '' }, password)
   }
 
   private async totp(body: unknown): Promise<string> {
