@@ -6,7 +6,12 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
-import { adminToken, call } from './auth-helpers.js'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
+import { adminToken, call, createUser, identityWrite, roleId } from './auth-helpers.js'
 
 describe('openstack CLI: tokens, catalog, application credentials', () => {
   let server: TestServer
@@ -70,5 +75,50 @@ describe('openstack CLI: tokens, catalog, application credentials', () => {
     const revoked = await openstack(['token', 'revoke', issued.id], env)
     assert.equal(revoked.code, 0, revoked.stderr)
     assert.equal((await call(server, 'GET', '/auth/tokens', { 'x-auth-token': admin, 'x-subject-token': issued.id })).status, 404)
+  })
+
+  it('a TOTP credential, then MFA logins: password alone is refused, v3multifactor password+totp works', async () => {
+    const userId = await createUser(server, { name: 'mfa-cli', password: 'mfa-cli-password', defaultProjectId: server.bootstrap.adminProjectId })
+    const member = await roleId(server, 'member')
+    await identityWrite(server, async (db) => {
+      await db
+        .insertInto('role_assignments')
+        .values({ actor_type: 'user', actor_id: userId, target_type: 'project', target_id: server.bootstrap.adminProjectId, role_id: member, inherited: 0 })
+        .execute()
+      await db
+        .updateTable('users')
+        .set({ options: JSON.stringify({ multi_factor_auth_enabled: true, multi_factor_auth_rules: [['password', 'totp']] }) })
+        .where('id', '=', userId)
+        .execute()
+    })
+    const seed = randomBytes(20)
+    // Created over HTTP: `openstack credential create` first looks the user up through the admin user API.
+    const created = await call(server, 'POST', '/credentials', { 'x-auth-token': await adminToken(server) }, { credential: { type: 'totp', user_id: userId, blob: base32Encode(seed) } })
+    assert.equal(created.status, 201)
+    const userEnv = { ...env, OS_USERNAME: 'mfa-cli', OS_PASSWORD: 'mfa-cli-password' }
+    const passwordOnly = await openstack(['token', 'issue'], userEnv)
+    assert.notEqual(passwordOnly.code, 0)
+    // keystoneauth read the receipt (MissingAuthMethods), not an ordinary 401.
+    assert.match(passwordOnly.stderr, /Not all required auth rules were satisfied: \[\['password', 'totp'\]\]/)
+    // OS_AUTH_METHODS reaches this keystoneauth as a string, not a list: a clouds.yaml carries the list instead.
+    const dir = mkdtempSync(join(tmpdir(), 'pcc-clouds-'))
+    const file = join(dir, 'clouds.yaml')
+    const cloud = {
+      auth_type: 'v3multifactor',
+      auth_methods: ['v3password', 'v3totp'],
+      auth: {
+        auth_url: env.OS_AUTH_URL, username: 'mfa-cli', password: 'mfa-cli-password', passcode: totpCode(seed, Date.now()),
+        user_domain_name: 'Default', project_name: 'admin', project_domain_name: 'Default',
+      },
+      identity_api_version: '3',
+      interface: 'public',
+      region_name: 'RegionOne',
+    }
+    writeFileSync(file, JSON.stringify({ clouds: { mfa: cloud } }))
+    const mfa = await openstackJson<{ user_id: string; project_id: string }>(['token', 'issue'], { OS_CLIENT_CONFIG_FILE: file, OS_CLOUD: 'mfa' }).finally(() =>
+      rmSync(dir, { recursive: true, force: true }),
+    )
+    assert.equal(mfa.user_id, userId)
+    assert.equal(mfa.project_id, server.bootstrap.adminProjectId)
   })
 })
