@@ -86,13 +86,14 @@ for (const dialect of DIALECTS) {
     })
 
     it('clips token expiry to the credential expiry and refuses an expired credential', async () => {
-      const soon = new Date(Date.now() + 1500).toISOString()
+      // Room for two scrypt operations on a loaded machine before it expires.
+      const soon = new Date(Date.now() + 5000).toISOString()
       const created = await call(server, 'POST', path(), { 'x-auth-token': userToken }, { application_credential: { name: 'short', secret: 'short-secret', expires_at: soon } })
       assert.equal(created.status, 201)
       const login = await post(server, { auth: { identity: { methods: ['application_credential'], application_credential: { id: created.body.application_credential.id, secret: 'short-secret' } } } })
       assert.equal(login.status, 201)
       assert.ok(Date.parse(login.body.token.expires_at) <= Date.parse(soon))
-      await new Promise((r) => setTimeout(r, 1700))
+      await new Promise((r) => setTimeout(r, Date.parse(soon) + 300 - Date.now()))
       const late = await post(server, { auth: { identity: { methods: ['application_credential'], application_credential: { id: created.body.application_credential.id, secret: 'short-secret' } } } })
       assert.equal(late.status, 401)
     })
