@@ -247,6 +247,12 @@ for (const dialect of DIALECTS) {
       await identityWrite(server, (db) => db.updateTable('projects').set({ enabled: 1 }).where('id', '=', p).execute())
 
       t = await login()
+      await server.deps.tokens.revokeUser(dave)
+      assert.equal(await status(t), 404, 'revoked by user')
+      const after = await login()
+      assert.equal(await status(after), 200, 'a token issued after the event is valid')
+
+      t = await login()
       const member = await roleId(server, 'member')
       await identityWrite(server, (db) => db.deleteFrom('role_assignments').where('actor_id', '=', dave).where('role_id', '=', member).execute())
       assert.equal(await status(t), 404, 'role removed')
@@ -259,6 +265,7 @@ for (const dialect of DIALECTS) {
       const wrongMethod = await call(server, 'PUT', '/auth/tokens')
       assert.equal(wrongMethod.status, 405)
       assert.equal(wrongMethod.body.error.code, 405)
+      assert.equal(unknown.headers.get('vary'), 'X-Auth-Token')
     })
   })
 }

@@ -65,6 +65,11 @@ export function authRoutes(deps: AppDeps) {
     const identityUrl = deps.urls.identity
     const requireAuth = authHook(tokens, identityUrl)
 
+    // Keystone's answers depend on the caller's token: every identity response says so to caches.
+    scope.addHook('onSend', async (_request, reply) => {
+      reply.header('vary', 'X-Auth-Token')
+    })
+
     scope.get('/', async (_request, reply) => {
       reply.code(300).header('location', `${identityUrl}/`)
       return { versions: { values: [versionDocument(identityUrl)] } }
@@ -89,7 +94,7 @@ export function authRoutes(deps: AppDeps) {
           return reply.code(401).header('openstack-auth-receipt', outcome.receipt).type(JSON_TYPE).send(JSON.stringify(outcome.body))
         }
         const body = tokens.body(outcome, !queryFlag(request.query.nocatalog))
-        return reply.code(201).header('x-subject-token', outcome.token).header('vary', 'X-Auth-Token').type(JSON_TYPE).send(body)
+        return reply.code(201).header('x-subject-token', outcome.token).type(JSON_TYPE).send(body)
       },
     )
 
@@ -104,7 +109,7 @@ export function authRoutes(deps: AppDeps) {
       async function (request: FastifyRequest<{ Querystring: { nocatalog?: string; allow_expired?: string } }>, reply: FastifyReply) {
         const { token, checked } = subject(request, queryFlag(request.query.allow_expired))
         authorize(identityAuthPolicy, operation, request.principal, { userId: checked.payload.u })
-        reply.header('x-subject-token', token).header('vary', 'X-Auth-Token')
+        reply.header('x-subject-token', token)
         if (!withBody) return reply.code(200).send()
         return reply.type(JSON_TYPE).send(tokens.body(checked, !queryFlag(request.query.nocatalog)))
       }
