@@ -316,8 +316,8 @@ export class AuthFlow {
       if (typeof value.name !== 'string') throw badRequest('scope.project needs an id, or a name and a domain.')
       const d = value.domain as { id?: unknown; name?: unknown } | undefined
       if (!d || (typeof d.id !== 'string' && typeof d.name !== 'string')) throw badRequest('scope.project.domain (id or name) is required with a project name.')
-      const domain = typeof d.id === 'string' ? this.snap.domains.get(d.id) : [...this.snap.domains.values()].find((x) => x.name === d.name)
-      const project = domain && [...this.snap.projects.values()].find((p) => p.domainId === domain.id && p.name === value.name)
+      const domain = typeof d.id === 'string' ? this.snap.domains.get(d.id) : this.snap.domainNamed(d.name as string)
+      const project = domain && this.snap.projectNamed(domain.id, value.name)
       if (!project) throw fail()
       return { p: project.id }
     }
@@ -326,7 +326,7 @@ export class AuthFlow {
         typeof value.id === 'string'
           ? this.snap.domains.get(value.id)
           : typeof value.name === 'string'
-            ? [...this.snap.domains.values()].find((x) => x.name === value.name)
+            ? this.snap.domainNamed(value.name)
             : undefined
       if (typeof value.id !== 'string' && typeof value.name !== 'string') throw badRequest('scope.domain needs an id or a name.')
       if (!domain) throw fail()

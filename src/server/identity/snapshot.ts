@@ -123,6 +123,10 @@ export class IdentitySnapshot {
   private services: ServiceRecord[] = []
   private readonly roleMemo = new Map<string, RoleRecord[]>()
   private readonly catalogMemo = new Map<string, { entries: unknown[]; json: string }>()
+  /** Serialized token body parts per (user, scope, application credential); see token-body.ts. */
+  readonly bodyParts = new Map<string, { user: string; scoped: string }>()
+  private readonly domainByName = new Map<string, DomainRecord>()
+  private readonly projectByName = new Map<string, ProjectRecord>()
 
   constructor(readonly generation: number) {}
 
@@ -155,6 +159,8 @@ export class IdentitySnapshot {
       })
     }
     for (const t of tags) snap.projects.get(t.project_id)?.tags.push(t.tag)
+    for (const d of snap.domains.values()) snap.domainByName.set(d.name, d)
+    for (const p of snap.projects.values()) snap.projectByName.set(`${p.domainId}/${p.name}`, p)
     for (const u of users) {
       snap.users.set(u.id, {
         id: u.id, name: u.name, domainId: u.domain_id, enabled: u.enabled === 1, defaultProjectId: u.default_project_id, description: u.description,
@@ -203,6 +209,14 @@ export class IdentitySnapshot {
       if (k.state === 'primary') snap.primary = record
     }
     return snap
+  }
+
+  domainNamed(name: string): DomainRecord | undefined {
+    return this.domainByName.get(name)
+  }
+
+  projectNamed(domainId: string, name: string): ProjectRecord | undefined {
+    return this.projectByName.get(`${domainId}/${name}`)
   }
 
   /** True when a revocation event matches a token with this audit chain, user, scope and issue time. */

@@ -7,8 +7,18 @@ import type { ResolvedToken } from './principal-resolver.js'
 import type { DomainRecord, IdentitySnapshot, ProjectRecord } from './snapshot.js'
 import type { TokenPayload } from './token-format.js'
 
+const timeTexts = new Map<number, string>()
+
+/** Keystone's token time form; a burst of tokens shares a few seconds (issue and expiry), so those are kept. */
 export function keystoneTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, '.000000Z')
+  const second = Math.floor(ms / 1000)
+  let text = timeTexts.get(second)
+  if (text === undefined) {
+    if (timeTexts.size >= 256) timeTexts.clear()
+    text = new Date(second * 1000).toISOString().replace(/\.\d{3}Z$/, '.000000Z')
+    timeTexts.set(second, text)
+  }
+  return text
 }
 
 export function passwordExpiryTime(ms: number | null): string | null {
@@ -36,12 +46,41 @@ export function projectBody(p: ProjectRecord, snap: IdentitySnapshot, identityUr
   }
 }
 
-export function renderToken(snap: IdentitySnapshot, payload: TokenPayload, resolved: ResolvedToken, withCatalog: boolean, identityUrl: string): string {
+/** The parts of a token body that depend only on (user, scope, application credential), serialized once per snapshot. */
+function stableParts(snap: IdentitySnapshot, payload: TokenPayload, resolved: ResolvedToken, identityUrl: string): { user: string; scoped: string } {
+  const s = payload.s
+  const scopeKey = s === null ? '-' : 'p' in s ? `p:${s.p}` : 'd' in s ? `d:${s.d}` : 's'
+  const key = `${payload.u}|${scopeKey}|${payload.ac ?? ''}`
+  const memo = snap.bodyParts.get(key)
+  if (memo) return memo
   const user = snap.users.get(payload.u)!
   const userDomain = snap.domains.get(user.domainId)!
-  const token: Record<string, unknown> = {
-    methods: payload.m,
-    user: {
+  const scoped: Record<string, unknown> = {}
+  if (s && 'p' in s) {
+    scoped.project = projectBody(snap.projects.get(s.p)!, snap, identityUrl)
+    scoped.is_domain = false
+  } else if (s && 'd' in s) {
+    scoped.domain = domainBody(snap.domains.get(s.d)!, identityUrl)
+  } else if (s && 'sys' in s) {
+    scoped.system = { all: true }
+  }
+  if (s) {
+    scoped.roles = resolved.roles.map((r) => ({
+      id: r.id,
+      name: r.name,
+      description: r.description,
+      domain_id: r.domainId,
+      options: r.options,
+      links: { self: `${identityUrl}/roles/${r.id}` },
+    }))
+  }
+  if (payload.ac) {
+    const cred = snap.appCreds.get(payload.ac)
+    if (cred) scoped.application_credential = { id: cred.id, name: cred.name, restricted: !cred.unrestricted }
+  }
+  const scopedJson = JSON.stringify(scoped)
+  const parts = {
+    user: JSON.stringify({
       id: user.id,
       name: user.name,
       description: user.description,
@@ -53,38 +92,23 @@ export function renderToken(snap: IdentitySnapshot, payload: TokenPayload, resol
       password_expires_at: passwordExpiryTime(user.passwordExpiresAt),
       options: user.options,
       links: { self: `${identityUrl}/users/${user.id}` },
-    },
-    audit_ids: payload.a,
-    expires_at: keystoneTime(payload.e),
-    issued_at: keystoneTime(payload.i),
+    }),
+    scoped: scopedJson === '{}' ? '' : `,${scopedJson.slice(1, -1)}`,
   }
+  if (snap.bodyParts.size < 100_000) snap.bodyParts.set(key, parts)
+  return parts
+}
+
+/**
+ * The serialized `{"token": …}` body. What depends on the user and scope is serialized once per snapshot and the
+ * catalog once per scope; per token only methods, audit ids and times are written.
+ */
+export function renderToken(snap: IdentitySnapshot, payload: TokenPayload, resolved: ResolvedToken, withCatalog: boolean, identityUrl: string): string {
+  const parts = stableParts(snap, payload, resolved, identityUrl)
   const s = payload.s
-  let projectId: string | undefined
-  if (s && 'p' in s) {
-    projectId = s.p
-    token.project = projectBody(snap.projects.get(s.p)!, snap, identityUrl)
-    token.is_domain = false
-  } else if (s && 'd' in s) {
-    token.domain = domainBody(snap.domains.get(s.d)!, identityUrl)
-  } else if (s && 'sys' in s) {
-    token.system = { all: true }
-  }
-  if (s) {
-    token.roles = resolved.roles.map((r) => ({
-      id: r.id,
-      name: r.name,
-      description: r.description,
-      domain_id: r.domainId,
-      options: r.options,
-      links: { self: `${identityUrl}/roles/${r.id}` },
-    }))
-  }
-  if (payload.ac) {
-    const cred = snap.appCreds.get(payload.ac)
-    if (cred) token.application_credential = { id: cred.id, name: cred.name, restricted: !cred.unrestricted }
-  }
-  if (!s || !withCatalog) return JSON.stringify({ token })
-  // The catalog is serialized once per scope and snapshot and spliced in, not re-serialized per response.
-  const head = JSON.stringify({ token })
-  return `${head.slice(0, -2)},"catalog":${snap.catalog(projectId, user.id).json}}}`
+  const catalog = s && withCatalog ? `,"catalog":${snap.catalog('p' in s ? s.p : undefined, payload.u).json}` : ''
+  return (
+    `{"token":{"methods":${JSON.stringify(payload.m)},"user":${parts.user},"audit_ids":${JSON.stringify(payload.a)},` +
+    `"expires_at":"${keystoneTime(payload.e)}","issued_at":"${keystoneTime(payload.i)}"${parts.scoped}${catalog}}}`
+  )
 }

@@ -19,6 +19,7 @@ import { identityGeneration, touchIdentity } from './generation.js'
 import { resolveToken, type ResolvedToken } from './principal-resolver.js'
 import { IdentitySnapshot } from './snapshot.js'
 import { renderToken } from './token-body.js'
+import { pooledRandom } from './random-pool.js'
 import { decodeToken, encodeToken, tokenKeyId, type TokenPayload } from './token-format.js'
 
 export interface IssueRequest {
@@ -189,7 +190,7 @@ export class TokenService implements Authenticator {
       s: request.scope,
       i: now,
       e: request.expiresAt ?? now + this.ttlMs,
-      a: [randomBytes(16).toString('base64url'), ...(request.parentAuditIds ?? []).slice(-1)],
+      a: [pooledRandom(16).toString('base64url'), ...(request.parentAuditIds ?? []).slice(-1)],
       ...(request.applicationCredentialId ? { ac: request.applicationCredentialId } : {}),
     }
     let resolved: ResolvedToken
