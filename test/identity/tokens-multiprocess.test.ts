@@ -84,8 +84,13 @@ describe('tokens across two server processes on one PostgreSQL', () => {
   it('sees on B a user disabled through A within 1 s', async () => {
     const projectId = await createProject(a, 'shared')
     const userId = await createUser(a, { name: 'shared-user', password: 'shared-secret', roles: [[projectId, 'member']] })
-    // The user was just written through A: B issues for it too (it refreshes when it does not know the user yet).
-    const onB = await fetch(`${bUrl}/identity/v3/auth/tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(passwordAuth({ id: userId, password: 'shared-secret' })) })
+    // The project, user and grant were just written through A: B issues a token scoped to it at once (it looks
+    // again when its snapshot does not know them yet).
+    const onB = await fetch(`${bUrl}/identity/v3/auth/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(passwordAuth({ id: userId, password: 'shared-secret' }, { project: { id: projectId } })),
+    })
     assert.equal(onB.status, 201)
     const subject = onB.headers.get('x-subject-token')!
     assert.equal(await status(bUrl, admin, subject), 200)

@@ -151,11 +151,12 @@ export class AuthFlow {
       for (const offset of [0, -30_000]) if (/^\d{6}$/.test(passcode) && totpCode(secret, now + offset) === passcode) ok = true
     }
     if (!ok) throw fail()
-    this.requireEnabled(userId)
+    await this.requireEnabled(userId)
     return userId
   }
 
-  private requireEnabled(userId: string): void {
+  private async requireEnabled(userId: string): Promise<void> {
+    if (!this.snap.users.has(userId)) await this.tokens.refresh()
     const user = this.snap.users.get(userId)
     const domain = user && this.snap.domains.get(user.domainId)
     if (!user || !domain) throw fail()
@@ -181,7 +182,7 @@ export class AuthFlow {
     }
     if (!(await verifyPassword(b.secret, row.secret_hash))) throw fail()
     if (row.expires_at !== null && Number(row.expires_at) <= this.now()) throw fail()
-    this.requireEnabled(row.user_id)
+    await this.requireEnabled(row.user_id)
     if (!this.snap.appCreds.has(row.id)) await this.tokens.refresh()
     const cred = this.snap.appCreds.get(row.id)
     if (!cred) throw fail()
@@ -259,8 +260,21 @@ export class AuthFlow {
       }
     }
 
-    const scope = cred ? { p: cred.projectId } : this.resolveScope(auth.scope, user.id, user.defaultProjectId)
-    if (scope) this.requireAccess(user.id, scope, cred?.id)
+    const decide = () => {
+      const u = this.snap.users.get(userId) ?? user
+      const chosen = cred ? { p: cred.projectId } : this.resolveScope(auth.scope, u.id, u.defaultProjectId)
+      if (chosen) this.requireAccess(u.id, chosen, cred?.id)
+      return chosen
+    }
+    let scope: ScopeRef
+    try {
+      scope = decide()
+    } catch (err) {
+      // The project or the grant may have been written by another process since the last poll: look once more.
+      if (!(err instanceof AppError && err.code === 'unauthorized')) throw err
+      await this.tokens.refresh()
+      scope = decide()
+    }
     let expiresAt = parent ? parent.e : this.now() + this.tokens.ttlMs
     if (cred?.expiresAt != null) expiresAt = Math.min(expiresAt, cred.expiresAt)
     const issued = await this.tokens.issue({
