@@ -137,13 +137,13 @@ export class AuthFlow {
     const passcode = ref?.passcode
     if (typeof passcode !== 'string') throw badRequest('totp.user.passcode (a string) is required.')
     if (!userId) throw fail()
-    const creds = await this.store.db.selectFrom('credentials').select('sealed_blob').where('user_id', '=', userId).where('type', '=', 'totp').execute()
+    const creds = await this.store.db.selectFrom('credentials').select('blob').where('user_id', '=', userId).where('type', '=', 'totp').execute()
     const now = this.now()
     let ok = false
     for (const cred of creds) {
       let secret: Buffer
       try {
-        secret = base32Decode(this.box.openText(cred.sealed_blob))
+        secret = base32Decode(this.box.openText(cred.blob))
       } catch {
         continue
       }

@@ -8,7 +8,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
     .addColumn('project_id', 'text')
     .addColumn('type', 'text', (c) => c.notNull())
-    .addColumn('sealed_blob', 'text', (c) => c.notNull())
+    .addColumn('blob', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute()
   await db.schema.createIndex('credentials_user').on('credentials').columns(['user_id', 'type']).execute()

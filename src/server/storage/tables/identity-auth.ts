@@ -6,8 +6,8 @@ export interface CredentialTable {
   project_id: string | null
   /** 'totp', 'ec2', 'cert'…: only 'totp' takes part in authentication. */
   type: string
-  /** The blob, sealed with the master key (a TOTP blob is the base32 seed). */
-  sealed_blob: string
+  /** The blob sealed with the master key (SecretBox, 'v1.' prefix); a TOTP blob is the base32 seed. The IdP reads it too. */
+  blob: string
   created_at: number
 }
 

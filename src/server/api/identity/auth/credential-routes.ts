@@ -55,7 +55,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
     type: row.type,
     user_id: row.user_id,
     project_id: row.project_id,
-    blob: deps.box.openText(row.sealed_blob),
+    blob: deps.box.openText(row.blob),
     links: { self: url(row.id) },
   })
   /** A credential the caller may see, else 404 (another user's credential does not exist for them). */
@@ -80,7 +80,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
           user_id: input.user_id,
           project_id: input.project_id ?? null,
           type: input.type,
-          sealed_blob: deps.box.seal(checkBlob(input.type, input.blob)),
+          blob: deps.box.seal(checkBlob(input.type, input.blob)),
           created_at: Date.now(),
         }
         await db.insertInto('credentials').values(row).execute()
@@ -119,15 +119,15 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
           if (!user) throw notFound(`Could not find user: ${input.user_id}.`)
         }
         const type = input.type ?? row.type
-        const blob = input.blob ?? deps.box.openText(row.sealed_blob)
+        const blob = input.blob ?? deps.box.openText(row.blob)
         const next: CredentialTable = {
           ...row,
           type,
           user_id: input.user_id ?? row.user_id,
           project_id: input.project_id !== undefined ? input.project_id : row.project_id,
-          sealed_blob: deps.box.seal(checkBlob(type, blob)),
+          blob: deps.box.seal(checkBlob(type, blob)),
         }
-        await db.updateTable('credentials').set({ type: next.type, user_id: next.user_id, project_id: next.project_id, sealed_blob: next.sealed_blob }).where('id', '=', row.id).execute()
+        await db.updateTable('credentials').set({ type: next.type, user_id: next.user_id, project_id: next.project_id, blob: next.blob }).where('id', '=', row.id).execute()
         return { credential: render(next) }
       },
     )
