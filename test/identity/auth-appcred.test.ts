@@ -85,6 +85,20 @@ for (const dialect of DIALECTS) {
       assert.equal((await post(server, { auth: { identity: { methods: ['application_credential'], application_credential: { id: credId, secret: 'my-own-secret' } } } })).status, 401)
     })
 
+    it('lets an unrestricted credential create and delete credentials with its token', async () => {
+      const created = await call(server, 'POST', path(), { 'x-auth-token': userToken }, { application_credential: { name: 'free', secret: 'free-secret', unrestricted: true } })
+      assert.equal(created.status, 201)
+      assert.equal(created.body.application_credential.unrestricted, true)
+      // Without roles named, it delegates every role the token holds.
+      assert.deepEqual(created.body.application_credential.roles.map((r: any) => r.name).sort(), ['member', 'reader'])
+      const login = await post(server, { auth: { identity: { methods: ['application_credential'], application_credential: { id: created.body.application_credential.id, secret: 'free-secret' } } } })
+      assert.equal(login.status, 201)
+      assert.equal(login.body.token.application_credential.restricted, false)
+      const nested = await call(server, 'POST', path(), { 'x-auth-token': login.token! }, { application_credential: { name: 'nested-ok' } })
+      assert.equal(nested.status, 201)
+      assert.equal((await call(server, 'DELETE', `${path()}/${nested.body.application_credential.id}`, { 'x-auth-token': login.token! })).status, 204)
+    })
+
     it('clips token expiry to the credential expiry and refuses an expired credential', async () => {
       // Room for two scrypt operations on a loaded machine before it expires.
       const soon = new Date(Date.now() + 5000).toISOString()

@@ -83,6 +83,11 @@ for (const dialect of DIALECTS) {
       const garbage = await post(server, { auth: { identity: { methods: ['totp'], totp: totpAuth(passcode()) } } }, { headers: { 'openstack-auth-receipt': 'garbage' } })
       assert.equal(garbage.status, 401)
       assert.equal(garbage.body.error.code, 401)
+      // The receipt belongs to its user: another user's method with it is refused.
+      const other = await createUser(server, { name: 'other-user', password: 'other-secret' })
+      const mismatch = await post(server, { auth: { identity: { methods: ['password'], password: { user: { id: other, password: 'other-secret' } } } } }, { headers: { 'openstack-auth-receipt': receipt! } })
+      assert.equal(mismatch.status, 401)
+      assert.equal(mismatch.token, null)
       // A receipt is not a token.
       assert.equal((await call(server, 'GET', '/auth/tokens', { 'x-auth-token': admin, 'x-subject-token': receipt! })).status, 404)
     })
