@@ -162,7 +162,9 @@ export class TokenService implements Authenticator {
       }
       const keys = await tx.selectFrom('token_keys').select(['id', 'state', 'created_at']).orderBy('created_at', 'asc').orderBy('id', 'asc').execute()
       const staged = keys.filter((k) => k.state === 'staged').at(-1)
-      await tx.updateTable('token_keys').set({ state: 'secondary' }).where('state', '=', 'primary').execute()
+      // Processes that started together may each have staged a key: the newest is promoted, the others (known to
+      // every process already) join the secondaries and age out with them.
+      await tx.updateTable('token_keys').set({ state: 'secondary' }).where('state', 'in', ['primary', 'staged']).execute()
       if (staged) await tx.updateTable('token_keys').set({ state: 'primary' }).where('id', '=', staged.id).execute()
       await tx.insertInto('token_keys').values({ id: randomBytes(8).toString('hex'), sealed_secret: this.box.seal(randomBytes(32)), state: 'staged', created_at: now }).execute()
       const secondaries = keys.filter((k) => k.state !== 'staged' && k.id !== staged?.id)
