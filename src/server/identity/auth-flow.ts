@@ -233,7 +233,10 @@ export class AuthFlow {
     }
     if (users.size !== 1) throw fail()
     const userId = [...users][0]
-    if (!this.snap.users.has(userId)) await this.tokens.refresh()
+    // A login that read the store anyway (password, totp, application credential) also makes sure the snapshot is
+    // current, so MFA rules, grants and scopes written a moment ago by any process apply; a rescope stays off the
+    // database unless the snapshot does not know the user.
+    if (methods.some((m) => m !== 'token') || !this.snap.users.has(userId)) await this.tokens.refresh()
     const user = this.snap.users.get(userId)
     if (!user) throw fail()
 
