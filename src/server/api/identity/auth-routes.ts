@@ -66,8 +66,9 @@ export function authRoutes(deps: AppDeps) {
     const requireAuth = authHook(tokens, identityUrl)
 
     // Keystone's answers depend on the caller's token: every identity response says so to caches.
-    scope.addHook('onSend', async (_request, reply) => {
+    scope.addHook('onSend', (_request, reply, payload, done) => {
       reply.header('vary', 'X-Auth-Token')
+      done(null, payload)
     })
 
     scope.get('/', async (_request, reply) => {
