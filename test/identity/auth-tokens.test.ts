@@ -263,6 +263,36 @@ for (const dialect of DIALECTS) {
       assert.equal(await status(t), 404, 'role removed')
     })
 
+    it('validates and rescopes without reading the database, and the token reveals nothing to its holder', async () => {
+      const alice = (await post(server, passwordAuth({ id: aliceId, password: 'alice-secret' }, { project: { id: projectId } }))).token!
+      const raw = Buffer.from(alice, 'base64url').toString('latin1')
+      assert.ok(!raw.includes(aliceId) && !raw.includes(projectId) && !raw.includes('password'), 'the payload is encrypted')
+      const store = server.deps.store
+      const real = store.db
+      let reads = 0
+      store.db = new Proxy(real, {
+        get(target, property, receiver) {
+          reads++
+          return Reflect.get(target, property, receiver)
+        },
+      })
+      // The generation poll is the one periodic reader: paused, so any access counted comes from requests.
+      server.deps.tokens.stop()
+      try {
+        reads = 0
+        for (let i = 0; i < 20; i++) {
+          assert.equal((await call(server, 'GET', '/auth/tokens', { 'x-auth-token': admin, 'x-subject-token': alice })).status, 200)
+          assert.equal((await call(server, 'GET', '/auth/catalog', { 'x-auth-token': alice })).status, 200)
+        }
+        const rescoped = await post(server, { auth: { identity: { methods: ['token'], token: { id: alice } }, scope: { project: { id: projectId } } } })
+        assert.equal(rescoped.status, 201)
+        assert.equal(reads, 0, `${reads} database accesses`)
+      } finally {
+        store.db = real
+        server.deps.tokens.start()
+      }
+    })
+
     it('answers JSON errors for unknown routes (404) and wrong methods (405)', async () => {
       const unknown = await call(server, 'GET', '/no/such/thing')
       assert.equal(unknown.status, 404)
