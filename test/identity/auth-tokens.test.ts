@@ -2,6 +2,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { ADMIN_PASSWORD, DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { touchIdentity } from '../../src/server/identity/generation.js'
 import { adminToken, call, createProject, createUser, identityWrite, passwordAuth, post, roleId } from './auth-helpers.js'
 
 const GENERIC_401 = 'The request you have made requires authentication.'
@@ -289,6 +290,25 @@ for (const dialect of DIALECTS) {
         assert.equal(reads, 0, `${reads} database accesses`)
       } finally {
         store.db = real
+        server.deps.tokens.start()
+      }
+    })
+
+    it('sees its own process’s identity writes on the next request, without waiting for the poll', async () => {
+      const p = await createProject(server, 'epsilon')
+      const erin = await createUser(server, { name: 'erin', password: 'erin-secret', roles: [[p, 'member']] })
+      const t = (await post(server, passwordAuth({ id: erin, password: 'erin-secret' }, { project: { id: p } }))).token!
+      assert.equal((await call(server, 'GET', '/auth/projects', { 'x-auth-token': t })).status, 200)
+      server.deps.tokens.stop()
+      try {
+        // A writer as the admin API is one: a transaction that bumps the generation, and nothing else.
+        await server.deps.store.db.transaction().execute(async (tx) => {
+          await tx.updateTable('users').set({ enabled: 0 }).where('id', '=', erin).execute()
+          await touchIdentity(tx)
+        })
+        assert.equal((await call(server, 'GET', '/auth/projects', { 'x-auth-token': t })).status, 401)
+        assert.equal((await call(server, 'GET', '/auth/tokens', { 'x-auth-token': admin, 'x-subject-token': t })).status, 404)
+      } finally {
         server.deps.tokens.start()
       }
     })

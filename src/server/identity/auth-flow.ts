@@ -190,6 +190,7 @@ export class AuthFlow {
   }
 
   async authenticate(auth: AuthRequest, receiptHeader: string | undefined): Promise<AuthOutcome> {
+    await this.tokens.fresh()
     const methods = auth.identity.methods
     if (new Set(methods).size !== methods.length) throw badRequest('identity.methods lists a method twice.')
     const satisfied = new Set<string>()

@@ -8,7 +8,7 @@
  */
 import type { Db } from '../storage/store.js'
 import type { SecretBox } from '../crypto/secret-box.js'
-import { identityGeneration } from './generation.js'
+import { identityGeneration, localIdentityWrites } from './generation.js'
 import type { TokenKey } from './token-format.js'
 
 export interface UserRecord {
@@ -128,11 +128,16 @@ export class IdentitySnapshot {
   private readonly domainByName = new Map<string, DomainRecord>()
   private readonly projectByName = new Map<string, ProjectRecord>()
 
+  /** How many local identity writes had happened when this snapshot started loading. */
+  localWrites = 0
+
   constructor(readonly generation: number) {}
 
   static async load(db: Db, box: SecretBox): Promise<IdentitySnapshot> {
     // The generation is read first: a write landing during the load bumps it again, so the next poll reloads.
+    const localWrites = localIdentityWrites().seq
     const snap = new IdentitySnapshot(await identityGeneration(db))
+    snap.localWrites = localWrites
     const [domains, projects, tags, users, roles, implied, assignments, members, services, endpoints, appCreds, revocations, keys] = await Promise.all([
       db.selectFrom('domains').selectAll().execute(),
       db.selectFrom('projects').selectAll().execute(),

@@ -15,7 +15,7 @@ import { AppError } from '../../contracts/errors.js'
 import type { Authenticator, Principal } from '../auth/principal.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { Store } from '../storage/store.js'
-import { identityGeneration, touchIdentity } from './generation.js'
+import { identityGeneration, localIdentityWrites, touchIdentity } from './generation.js'
 import { resolveToken, type ResolvedToken } from './principal-resolver.js'
 import { IdentitySnapshot } from './snapshot.js'
 import { renderToken } from './token-body.js'
@@ -117,6 +117,17 @@ export class TokenService implements Authenticator {
   stop(): void {
     for (const t of this.timers) clearInterval(t)
     this.timers = []
+  }
+
+  /**
+   * Makes sure the snapshot includes this process's own identity writes (touchIdentity counts them). Free when it
+   * does; otherwise one generation read per request until the write has committed and been loaded (2 s at most,
+   * for a write that rolled back or went to another store of this process).
+   */
+  async fresh(): Promise<void> {
+    const local = localIdentityWrites()
+    if (this.snap.localWrites >= local.seq || Date.now() - local.at > 2000) return
+    await this.refresh()
   }
 
   /** Reloads the snapshot when the store's identity generation moved; call after your own identity writes to see them at once. */
@@ -243,10 +254,12 @@ export class TokenService implements Authenticator {
   }
 
   async validate(token: string, options: { allowExpired?: boolean } = {}): Promise<Principal> {
+    await this.fresh()
     return this.check(token, options).resolved.principal
   }
 
   async authenticate(token: string): Promise<Principal> {
+    await this.fresh()
     try {
       return this.check(token).resolved.principal
     } catch (err) {
