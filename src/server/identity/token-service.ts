@@ -194,7 +194,7 @@ export class TokenService implements Authenticator {
     return encodeToken(payload, primary)
   }
 
-  /** Issues a token from the snapshot; refreshes it once when it does not know the user or scope yet (written moments ago elsewhere). */
+  /** Issues a token from the snapshot; reloads it once when it does not know the user, scope or grant yet. */
   async issue(request: IssueRequest): Promise<{ token: string; payload: TokenPayload; principal: Principal; resolved: ResolvedToken }> {
     const now = this.now()
     const payload: TokenPayload = {
@@ -210,7 +210,8 @@ export class TokenService implements Authenticator {
     try {
       resolved = resolveToken(this.snap, payload)
     } catch {
-      await this.refresh()
+      // Written moments ago (by another process, or by a writer that did not bump the generation): load again.
+      await this.reload()
       resolved = resolveToken(this.snap, payload)
     }
     return { token: this.seal(payload), payload, principal: resolved.principal, resolved }
