@@ -13,6 +13,7 @@ import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { serviceUrls, type AppDeps } from './deps.js'
+import { AuthFlow } from './identity/auth-flow.js'
 import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
 import { NetworkService } from './network/service.js'
@@ -40,8 +41,6 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
-const TOKEN_TTL_MS = 3600_000
-
 function ensureDataDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true })
@@ -58,6 +57,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
   } catch (err) {
     throw err instanceof StoreOpenError ? new StartupError(err.message) : err
   }
+  let tokensStarted: TokenService | undefined
   try {
     const report = await migrate(store)
     logger.info({ applied: report.applied, alreadyApplied: report.alreadyApplied, dialect: store.dialect }, 'migrations done')
@@ -70,8 +70,19 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       throw new StartupError((err as Error).message)
     }
     const result = await bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword })
-    const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
+    const tokens = new TokenService(store, box, {
+      ttlMs: config.tokenExpirationSeconds * 1000,
+      allowExpiredWindowMs: config.tokenAllowExpiredWindowSeconds * 1000,
+      rotationMs: config.tokenKeyRotationSeconds * 1000,
+      identityUrl: serviceUrls(config.publicUrl).identity,
+    })
     await tokens.load()
+    tokens.start()
+    tokensStarted = tokens
+    const identityAuth = new AuthFlow(store, box, tokens, {
+      lockoutFailureAttempts: config.lockoutFailureAttempts,
+      lockoutDurationMs: config.lockoutDurationSeconds * 1000,
+    })
     const idp = createIdp(store, box, tokens, config)
     await idp.clients.ensureBuiltins()
 
@@ -82,7 +93,12 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, conductor, network: new NetworkService(store), urls: serviceUrls(config.publicUrl), ...imageVolume.deps }
+    const deps: AppDeps = {
+      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor,
+      network: new NetworkService(store),
+      urls: serviceUrls(config.publicUrl),
+      ...imageVolume.deps,
+    }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
@@ -126,11 +142,13 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
         (stopping ??= (async () => {
           await app.close()
           conductor.stop()
+          tokens.stop()
           await runner.stop(10_000)
           await store.close()
         })()),
     }
   } catch (err) {
+    tokensStarted?.stop()
     await store.close().catch(() => {})
     throw err
   }

@@ -14,6 +14,7 @@ import type { NetworkTables } from './tables/network.js'
 import type { ImageTables } from './tables/image.js'
 import type { VolumeTables } from './tables/volume.js'
 import type { IdpTables } from './tables/idp.js'
+import type { IdentityAuthTables } from './tables/identity-auth.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
@@ -22,6 +23,7 @@ export type * from './tables/network.js'
 export type * from './tables/image.js'
 export type * from './tables/volume.js'
 export type * from './tables/idp.js'
+export type * from './tables/identity-auth.js'
 
 export interface Database
   extends FoundationTables,
@@ -30,4 +32,5 @@ export interface Database
     NetworkTables,
     ImageTables,
     VolumeTables,
-    IdpTables {}
+    IdpTables,
+    IdentityAuthTables {}
