@@ -54,6 +54,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
   } catch (err) {
     throw err instanceof StoreOpenError ? new StartupError(err.message) : err
   }
+  for (const warning of store.warnings) logger.warn({ dialect: store.dialect }, warning)
   try {
     const report = await migrate(store)
     logger.info({ applied: report.applied, alreadyApplied: report.alreadyApplied, dialect: store.dialect }, 'migrations done')
