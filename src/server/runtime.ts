@@ -72,6 +72,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const runner = new TaskRunner(queue, handlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
+    queue.onEnqueue(() => runner.wake())
     const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, urls: serviceUrls(config.publicUrl) }
 
     let https: { key: Buffer; cert: Buffer } | undefined

@@ -67,8 +67,11 @@ export class TaskRunner {
     this.stopped = true
     clearTimeout(this.timer)
     const all = Promise.all([...this.running.values()].map((r) => r.done))
-    const timeout = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref())
+    // A referenced timer: while handlers wait on nothing else, it is what keeps the process alive to release.
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))
     await Promise.race([all, timeout])
+    clearTimeout(timer)
     for (const r of this.running.values()) r.abort.abort(new Error('runner stopping'))
     const released = await this.queue.releaseAll(this.owner)
     if (released > 0) this.options.logger.info({ released }, 'released task leases on shutdown')
