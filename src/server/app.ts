@@ -35,8 +35,11 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   const metrics = createMetrics(deps.queue)
   instrumentRequests(app, metrics)
 
+  const state = options.state ?? { migrated: true }
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-openstack-request-id', request.id)
+    // Keep-alive connections would otherwise hold a graceful stop open until they idle out.
+    if (state.closing) reply.header('connection', 'close')
   })
 
   await app.register(swagger, {
@@ -47,7 +50,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     },
   })
 
-  registerOpsRoutes(app, deps, metrics, options.state ?? { migrated: true })
+  registerOpsRoutes(app, deps, metrics, state)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
 
   // Outside every family's prefix: the plain error shape.

@@ -3,11 +3,12 @@
  * clear message: data dir → store → migrations → master key → bootstrap → token keys → HTTP → task runner.
  * main.ts (the process) and the tests both start servers through here.
  */
-import { mkdirSync, readFileSync } from 'node:fs'
+import { accessSync, constants as fsConstants, mkdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { buildApp } from './app.js'
+import type { OpsState } from './http/ops-routes.js'
 import type { Config } from './config/settings.js'
 import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
@@ -38,11 +39,32 @@ export interface RunningServer {
 
 const TOKEN_TTL_MS = 3600_000
 
+const FS_REASONS: Record<string, string> = {
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EEXIST: 'it exists and is not a directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on the device',
+}
+
+function fsReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code
+  return code && FS_REASONS[code] ? `${FS_REASONS[code]} (${code})` : ((err as Error).message ?? String(err))
+}
+
+/** The data dir must be a directory this process can write: checked first, so the message names it plainly. */
 function ensureDataDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true })
   } catch (err) {
-    throw new StartupError(`data directory ${dir} cannot be created: ${(err as NodeJS.ErrnoException).code ?? String(err)}`)
+    throw new StartupError(`data directory ${dir} cannot be created: ${fsReason(err)}`)
+  }
+  try {
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'EEXIST' })
+    accessSync(dir, fsConstants.W_OK)
+  } catch (err) {
+    throw new StartupError(`data directory ${dir} is not writable: ${fsReason(err)}`)
   }
 }
 
@@ -92,7 +114,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       }
     }
 
-    const app = await buildApp(deps, { https })
+    const state: OpsState = { migrated: true, closing: false }
+    const app = await buildApp(deps, { https, state })
     try {
       await app.listen({ host: config.listen.host, port: config.listen.port })
     } catch (err) {
@@ -112,6 +135,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       caFile,
       stop: () =>
         (stopping ??= (async () => {
+          state.closing = true
           await app.close()
           await runner.stop(10_000)
           await store.close()

@@ -6,6 +6,8 @@ import type { AppDeps } from '../deps.js'
 export interface OpsState {
   /** Set once migrations and bootstrap have finished. */
   migrated: boolean
+  /** Set when a graceful stop began: responses then close their connection so the drain ends. */
+  closing?: boolean
 }
 
 export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: Registry, state: OpsState): void {
