@@ -3,7 +3,7 @@
  * and every API family under its prefix. Used by the server process and by tests (inject or real listen).
  */
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifySchema, type FastifyServerOptions } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { AppDeps } from './deps.js'
 import { registerFamily, toPublicError } from './http/api-family.js'
@@ -15,6 +15,10 @@ import { apiFamilies } from './api/families.js'
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }
   state?: OpsState
+}
+
+function hasSchema(schema: FastifySchema | undefined): boolean {
+  return !!schema && ['body', 'querystring', 'params', 'headers', 'response'].some((part) => (schema as Record<string, unknown>)[part] !== undefined)
 }
 
 /** Nova's request id form, which clients print and operators grep for. */
@@ -48,6 +52,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       info: { title: 'pcc', description: 'Private-cloud control plane: OpenStack-compatible compute, identity, network, volume and image APIs, resource manager and OIDC provider', version: '0.1.0' },
       servers: [{ url: deps.urls.base }],
     },
+    // The document lists what it can describe: routes declared with a schema (the one that validates them).
+    transform: ({ schema, url }) => ({ schema: hasSchema(schema) ? schema : { ...schema, hide: true }, url }),
   })
 
   registerOpsRoutes(app, deps, metrics, state)

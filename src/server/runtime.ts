@@ -137,7 +137,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
         (stopping ??= (async () => {
           state.closing = true
           await app.close()
-          await runner.stop(10_000)
+          // Handlers get a while to finish; past a lease's length a dead process's work would move anyway.
+          await runner.stop(Math.min(10_000, config.taskLeaseSeconds * 1000))
           await store.close()
         })()),
     }
