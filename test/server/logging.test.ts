@@ -95,7 +95,7 @@ describe('secrets in logs', () => {
     }
     const output = server.stdout() + server.stderr()
     // The log is really there: each request was logged coming in, with its URL.
-    assert.match(output, /"msg":"incoming request"/)
+    assert.equal(output.match(/"msg":"request completed"/g)?.length, 7, 'one line per request')
     assert.match(output, /"url":"\/idp\/auth\?client_id=kubectl&client_secret=\[redacted\]&token=\[redacted\]"/)
     for (const [name, secret] of Object.entries(SECRETS)) {
       assert.ok(!output.includes(secret), `${name} appears in the output`)
