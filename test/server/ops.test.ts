@@ -264,6 +264,9 @@ describe('readiness follows the database (postgres)', () => {
       assert.equal(down.status, 503)
       assert.equal(down.body.database, 'unreachable')
       assert.equal((await fetch(`${server.url}/healthz`)).status, 200, 'liveness does not depend on the database')
+      const metrics = await fetch(`${server.url}/metrics`)
+      assert.equal(metrics.status, 200, 'metrics are still served')
+      assert.match(await metrics.text(), /^pcc_http_requests_total\{route="\/readyz",method="GET",status="503"\} 1$/m)
 
       // Accepts connections but never answers: the probe still answers, within its timeout.
       relay.mode = 'blackhole'
