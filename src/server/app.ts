@@ -3,7 +3,7 @@
  * and every API family under its prefix. Used by the server process and by tests (inject or real listen).
  */
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifySchema, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifySchema, type FastifyServerOptions } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { AppDeps } from './deps.js'
 import { registerFamily, toPublicError } from './http/api-family.js'
@@ -29,7 +29,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     loggerInstance: deps.logger,
     genReqId: newRequestId,
     // One line per request (below) instead of Fastify's two: logging is a large share of a small request's cost.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.config.bodyLimitBytes,
     // Clients such as Tempest send Connection: close; Node honours it. Keep-alive sockets idle out.
     keepAliveTimeout: 65_000,

@@ -110,6 +110,7 @@ describe('pcc-server process: start-up failures', () => {
         const first = spawnServer({ PCC_DATA_DIR: dir, PCC_LISTEN: '127.0.0.1:0', PCC_ADMIN_PASSWORD: 'admin-password-1' })
         await first.listening()
         assert.equal(await first.stop(), 0)
+      assert.equal(first.stderr(), '', 'a normal start and stop write nothing to stderr (no warnings)')
         return { env: { PCC_DATA_DIR: dir, PCC_LISTEN: '127.0.0.1:0', PCC_MASTER_KEY: Buffer.alloc(32, 7).toString('base64') } }
       },
       /the master key does not match this database/,
