@@ -7,6 +7,7 @@ import type { Config } from './config/settings.js'
 import type { Conductor } from './conductor/conductor.js'
 import type { SecretBox } from './crypto/secret-box.js'
 import type { TokenService } from './identity/token-service.js'
+import type { IdpServices } from './oidc/services.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -19,8 +20,13 @@ export interface AppDeps {
   queue: TaskQueue
   runner: TaskRunner
   tokens: TokenService
+<<<<<<< HEAD
   /** Server lifecycle: scheduler, hypervisor drivers, reconciliation. */
   conductor: Conductor
+=======
+  /** The OIDC provider: client secrets, signing keys, refresh tokens, the token endpoint. */
+  idp: IdpServices
+>>>>>>> main
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
 }

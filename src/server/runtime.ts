@@ -14,6 +14,7 @@ import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { serviceUrls, type AppDeps } from './deps.js'
 import { TokenService } from './identity/token-service.js'
+import { createIdp } from './oidc/services.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
@@ -69,13 +70,15 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const result = await bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword })
     const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
     await tokens.load()
+    const idp = createIdp(store, box, tokens, config)
+    await idp.clients.ensureBuiltins()
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const conductor = new Conductor(store, queue, config, logger.child({ component: 'conductor' }))
     const allHandlers = new Map(handlers)
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, conductor, urls: serviceUrls(config.publicUrl) }
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, conductor, urls: serviceUrls(config.publicUrl) }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined

@@ -24,6 +24,7 @@ export interface Config {
   taskLeaseSeconds: number
   taskWorkers: number
   masterKey: string | undefined
+<<<<<<< HEAD
   /** A host with no heartbeat for this long is DOWN (os-services state, host_status, the scheduler skips it). */
   hostDownAfterSeconds: number
   /** How often in-process simulated hosts heartbeat. */
@@ -38,6 +39,14 @@ export interface Config {
   reconcileSeconds: number
   /** What reconciliation does with a server whose host is gone or DOWN beyond the timeout: error or evacuate. */
   lostHostPolicy: 'error' | 'evacuate'
+=======
+  idpIdTokenSeconds: number
+  idpKeyRotationSeconds: number
+  idpRefreshReuseSeconds: number
+  idpRefreshIdleSeconds: number
+  idpRefreshAbsoluteSeconds: number
+  idpSecretGraceSeconds: number
+>>>>>>> main
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -182,6 +191,7 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     },
     fallback: () => undefined,
   },
+<<<<<<< HEAD
   hostDownAfterSeconds: {
     key: 'hostDownAfterSeconds', env: 'PCC_HOST_DOWN_AFTER_SECONDS', flag: '--host-down-after-seconds',
     help: 'a host without a heartbeat for this long is DOWN (Nova service_down_time)', parse: integer(1, 86400), fallback: () => 60,
@@ -210,6 +220,31 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'lostHostPolicy', env: 'PCC_LOST_HOST_POLICY', flag: '--lost-host-policy',
     help: 'servers of a vanished or long-DOWN host: error (ERROR with a fault) or evacuate (rebuild elsewhere)',
     parse: oneOf(['error', 'evacuate'] as const), fallback: () => 'error',
+=======
+  idpIdTokenSeconds: {
+    key: 'idpIdTokenSeconds', env: 'PCC_IDP_ID_TOKEN_SECONDS', flag: '--idp-id-token-seconds',
+    help: 'lifetime of an OIDC ID token (expires_in)', parse: integer(60, 7 * 86400), fallback: () => 86399,
+  },
+  idpKeyRotationSeconds: {
+    key: 'idpKeyRotationSeconds', env: 'PCC_IDP_KEY_ROTATION_SECONDS', flag: '--idp-key-rotation-seconds',
+    help: 'how often the OIDC signing key is replaced', parse: integer(60, 365 * 86400), fallback: () => 6 * 3600,
+  },
+  idpRefreshReuseSeconds: {
+    key: 'idpRefreshReuseSeconds', env: 'PCC_IDP_REFRESH_REUSE_SECONDS', flag: '--idp-refresh-reuse-seconds',
+    help: 'window in which a just-rotated refresh token is still accepted (concurrent kubectl)', parse: integer(0, 300), fallback: () => 3,
+  },
+  idpRefreshIdleSeconds: {
+    key: 'idpRefreshIdleSeconds', env: 'PCC_IDP_REFRESH_IDLE_SECONDS', flag: '--idp-refresh-idle-seconds',
+    help: 'a refresh token not used for this long expires', parse: integer(60, 10 * 365 * 86400), fallback: () => 2160 * 3600,
+  },
+  idpRefreshAbsoluteSeconds: {
+    key: 'idpRefreshAbsoluteSeconds', env: 'PCC_IDP_REFRESH_ABSOLUTE_SECONDS', flag: '--idp-refresh-absolute-seconds',
+    help: 'a login\'s refresh tokens expire this long after the login', parse: integer(60, 10 * 365 * 86400), fallback: () => 3960 * 3600,
+  },
+  idpSecretGraceSeconds: {
+    key: 'idpSecretGraceSeconds', env: 'PCC_IDP_SECRET_GRACE_SECONDS', flag: '--idp-secret-grace-seconds',
+    help: 'how long a rotated IdP client secret stays valid', parse: integer(0, 30 * 86400), fallback: () => 86400,
+>>>>>>> main
   },
 }
 
@@ -217,5 +252,9 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey',
+<<<<<<< HEAD
   'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate', 'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy',
+=======
+  'idpIdTokenSeconds', 'idpKeyRotationSeconds', 'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
+>>>>>>> main
 ]
