@@ -20,13 +20,10 @@ export interface AppDeps {
   queue: TaskQueue
   runner: TaskRunner
   tokens: TokenService
-<<<<<<< HEAD
   /** Server lifecycle: scheduler, hypervisor drivers, reconciliation. */
   conductor: Conductor
-=======
   /** The OIDC provider: client secrets, signing keys, refresh tokens, the token endpoint. */
   idp: IdpServices
->>>>>>> main
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
 }

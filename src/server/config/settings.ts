@@ -24,7 +24,6 @@ export interface Config {
   taskLeaseSeconds: number
   taskWorkers: number
   masterKey: string | undefined
-<<<<<<< HEAD
   /** A host with no heartbeat for this long is DOWN (os-services state, host_status, the scheduler skips it). */
   hostDownAfterSeconds: number
   /** How often in-process simulated hosts heartbeat. */
@@ -39,14 +38,12 @@ export interface Config {
   reconcileSeconds: number
   /** What reconciliation does with a server whose host is gone or DOWN beyond the timeout: error or evacuate. */
   lostHostPolicy: 'error' | 'evacuate'
-=======
   idpIdTokenSeconds: number
   idpKeyRotationSeconds: number
   idpRefreshReuseSeconds: number
   idpRefreshIdleSeconds: number
   idpRefreshAbsoluteSeconds: number
   idpSecretGraceSeconds: number
->>>>>>> main
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -191,7 +188,6 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     },
     fallback: () => undefined,
   },
-<<<<<<< HEAD
   hostDownAfterSeconds: {
     key: 'hostDownAfterSeconds', env: 'PCC_HOST_DOWN_AFTER_SECONDS', flag: '--host-down-after-seconds',
     help: 'a host without a heartbeat for this long is DOWN (Nova service_down_time)', parse: integer(1, 86400), fallback: () => 60,
@@ -220,7 +216,7 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'lostHostPolicy', env: 'PCC_LOST_HOST_POLICY', flag: '--lost-host-policy',
     help: 'servers of a vanished or long-DOWN host: error (ERROR with a fault) or evacuate (rebuild elsewhere)',
     parse: oneOf(['error', 'evacuate'] as const), fallback: () => 'error',
-=======
+  },
   idpIdTokenSeconds: {
     key: 'idpIdTokenSeconds', env: 'PCC_IDP_ID_TOKEN_SECONDS', flag: '--idp-id-token-seconds',
     help: 'lifetime of an OIDC ID token (expires_in)', parse: integer(60, 7 * 86400), fallback: () => 86399,
@@ -244,7 +240,6 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
   idpSecretGraceSeconds: {
     key: 'idpSecretGraceSeconds', env: 'PCC_IDP_SECRET_GRACE_SECONDS', flag: '--idp-secret-grace-seconds',
     help: 'how long a rotated IdP client secret stays valid', parse: integer(0, 30 * 86400), fallback: () => 86400,
->>>>>>> main
   },
 }
 
@@ -252,9 +247,6 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey',
-<<<<<<< HEAD
   'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate', 'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy',
-=======
   'idpIdTokenSeconds', 'idpKeyRotationSeconds', 'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
->>>>>>> main
 ]
