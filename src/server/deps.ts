@@ -8,6 +8,7 @@ import type { Conductor } from './conductor/conductor.js'
 import type { SecretBox } from './crypto/secret-box.js'
 import type { TokenService } from './identity/token-service.js'
 import type { IdpServices } from './oidc/services.js'
+import type { OnboardingService } from './onboarding/onboarding-service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -24,6 +25,8 @@ export interface AppDeps {
   conductor: Conductor
   /** The OIDC provider: client secrets, signing keys, refresh tokens, the token endpoint. */
   idp: IdpServices
+  /** Host onboarding: registration, host credentials, agent heartbeats and commands. */
+  onboarding: OnboardingService
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
 }

@@ -20,6 +20,7 @@ import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { Conductor } from './conductor/conductor.js'
+import { OnboardingService } from './onboarding/onboarding-service.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -78,7 +79,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const allHandlers = new Map(handlers)
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, conductor, urls: serviceUrls(config.publicUrl) }
+    const onboarding = new OnboardingService(store, conductor.drivers, config, logger.child({ component: 'onboarding' }))
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, conductor, onboarding, urls: serviceUrls(config.publicUrl) }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
@@ -103,6 +105,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     } catch (err) {
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
+    await onboarding.start()
     await conductor.start()
     runner.start()
     const address = app.server.address()
@@ -118,6 +121,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       caFile,
       stop: () =>
         (stopping ??= (async () => {
+          onboarding.stop()
           await app.close()
           conductor.stop()
           await runner.stop(10_000)

@@ -1,0 +1,312 @@
+/**
+ * Host onboarding: registration tokens, host registration and credentials, the agents' heartbeats and role
+ * convergence, and the AgentDriver of every agent host in this process's driver registry. Agent hosts are the
+ * same `hosts` rows simulated hosts are (host-protocol.ts), so the scheduler, os-hypervisors and the host-status
+ * rules treat them alike.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import { AppError, conflict, notFound, unauthorized } from '../../contracts/errors.js'
+import type { Config } from '../config/settings.js'
+import { AgentDriver } from '../drivers/compute/agent/agent-driver.js'
+import type { DriverRegistry } from '../drivers/compute/registry.js'
+import { heartbeat, registerHost, setHostRole } from '../hosts/host-protocol.js'
+import type { Store } from '../storage/store.js'
+import type { HostTable } from '../storage/tables/compute.js'
+import { CommandChannel } from './command-channel.js'
+import { hostView, type HostFacts, type HostView, type ReportedNic } from './host-view.js'
+import { CONVERGING, ROLES } from './roles.js'
+
+export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+const secret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`
+
+export interface RegistrationRequest {
+  registration_token: string
+  host_id: string
+  hostname: string
+  os_info: { id: string; version_id: string; pretty_name: string }
+  arch: string
+  cpu: { count: number; model: string; virtualization: boolean }
+  memory_mb: number
+  disk_gb: number
+  nics: ReportedNic[]
+  agent_version: string
+  /** The compute driver the agent runs (agent.json `driver`); simulated by default. */
+  driver?: string
+}
+
+export interface HeartbeatRequest {
+  facts?: Record<string, unknown>
+  capacity?: { vcpus: number; memory_mb: number; disk_gb: number }
+  guests?: unknown[]
+}
+
+/** How long a credential lookup is remembered in this process; a removed host is refused by its missing row anyway. */
+const CREDENTIAL_CACHE_MS = 10_000
+
+export class OnboardingService {
+  readonly channel: CommandChannel
+  private readonly credentialCache = new Map<string, { hostId: string; at: number }>()
+  /** What this process last wrote for each host, so an unchanged report costs no write. */
+  private readonly lastCapacity = new Map<string, string>()
+  private readonly lastGuests = new Map<string, string>()
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly store: Store,
+    private readonly drivers: DriverRegistry,
+    private readonly config: Config,
+    private readonly logger: Logger,
+    /** How long a driver call waits for the agent. */
+    private readonly commandTimeoutMs = 60_000,
+  ) {
+    this.channel = new CommandChannel(store, { pollMs: 100 })
+  }
+
+  get downAfterMs(): number {
+    return this.config.hostDownAfterSeconds * 1000
+  }
+
+  /** Registers the AgentDriver of every agent host now and keeps doing so for hosts other processes register. */
+  async start(): Promise<void> {
+    await this.syncDrivers()
+    this.timer = setInterval(() => {
+      this.syncDrivers().catch((err: unknown) => this.logger.warn({ err }, 'agent driver sync failed'))
+      this.channel.purge(3600_000).catch(() => {})
+    }, 2000)
+    this.timer.unref()
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+    this.channel.stop()
+  }
+
+  async syncDrivers(): Promise<void> {
+    const hosts = await this.store.db.selectFrom('hosts').select(['id', 'hostname']).where('kind', '=', 'agent').execute()
+    const live = new Set(hosts.map((h) => h.id))
+    for (const h of hosts) this.ensureDriver(h.id, h.hostname)
+    for (const [id, driver] of this.drivers.entries()) if (driver instanceof AgentDriver && !live.has(id)) this.drivers.delete(id)
+  }
+
+  private ensureDriver(hostId: string, hostname: string): void {
+    const existing = this.drivers.get(hostId)
+    if (existing instanceof AgentDriver && existing.options.hostname === hostname) return
+    this.drivers.set(
+      hostId,
+      new AgentDriver({ hostId, hostname, store: this.store, channel: this.channel, timeoutMs: this.commandTimeoutMs, staleAfterMs: this.downAfterMs }),
+    )
+  }
+
+  async createRegistrationToken(userId: string, expiresInSeconds: number, note: string | undefined): Promise<{ token: string; id: string; expires_at: string }> {
+    const token = secret('pccr_')
+    const now = Date.now()
+    const id = randomUUID()
+    const expiresAt = now + expiresInSeconds * 1000
+    await this.store.db
+      .insertInto('registration_tokens')
+      .values({ id, token_hash: sha256(token), note: note ?? null, created_by: userId, created_at: now, expires_at: expiresAt, used_at: null, used_by_host: null })
+      .execute()
+    return { token, id, expires_at: new Date(expiresAt).toISOString() }
+  }
+
+  /** Registers (or re-registers) a host with a one-time token; answers its view and a fresh credential. */
+  async register(req: RegistrationRequest): Promise<{ host: HostView; credential: string }> {
+    const now = Date.now()
+    const credential = secret('pcch_')
+    const refused = () => unauthorized('The registration token is unknown, already used or expired.')
+    const hostId = req.host_id.toLowerCase()
+    await this.store.db.transaction().execute(async (tx) => {
+      const token = await tx.selectFrom('registration_tokens').selectAll().where('token_hash', '=', sha256(req.registration_token)).executeTakeFirst()
+      if (!token || token.used_at !== null || token.expires_at <= now) throw refused()
+      const used = await tx.updateTable('registration_tokens').set({ used_at: now, used_by_host: hostId }).where('id', '=', token.id).where('used_at', 'is', null).executeTakeFirst()
+      if (used.numUpdatedRows === 0n) throw refused()
+      const byName = await tx.selectFrom('hosts').select(['id']).where('hostname', '=', req.hostname).executeTakeFirst()
+      if (byName && byName.id !== hostId) throw conflict(`Another host (${byName.id}) is already registered with hostname ${req.hostname}.`)
+      const byId = await tx.selectFrom('hosts').select(['hostname', 'kind']).where('id', '=', hostId).executeTakeFirst()
+      if (byId && byId.kind !== 'agent') throw conflict(`Host ${hostId} is not an agent host.`)
+      if (byId && byId.hostname !== req.hostname) await tx.updateTable('hosts').set({ hostname: req.hostname, updated_at: now }).where('id', '=', hostId).execute()
+      const facts: HostFacts = {
+        os_info: req.os_info,
+        arch: req.arch,
+        cpu: req.cpu,
+        memory_mb: req.memory_mb,
+        disk_gb: req.disk_gb,
+        nics: req.nics,
+        agent_version: req.agent_version,
+        cpu_info: { arch: req.arch, model: req.cpu.model, topology: { sockets: 1, cores: req.cpu.count, threads: 1 } },
+      }
+      await registerHost(
+        tx,
+        {
+          id: hostId,
+          hostname: req.hostname,
+          kind: 'agent',
+          driver: req.driver ?? 'simulated',
+          ipAddresses: req.nics.flatMap((n) => n.ips),
+          facts: facts as Record<string, unknown>,
+          vcpus: req.cpu.count,
+          memoryMb: req.memory_mb,
+          diskGb: req.disk_gb,
+        },
+        now,
+      )
+      await tx.deleteFrom('host_credentials').where('host_id', '=', hostId).execute()
+      await tx.insertInto('host_credentials').values({ host_id: hostId, credential_hash: sha256(credential), created_at: now }).execute()
+      const agent = await tx.selectFrom('agent_hosts').select('host_id').where('host_id', '=', hostId).executeTakeFirst()
+      if (agent) await tx.updateTable('agent_hosts').set({ agent_version: req.agent_version }).where('host_id', '=', hostId).execute()
+      else await tx.insertInto('agent_hosts').values({ host_id: hostId, agent_version: req.agent_version, guests: '[]', guests_at: now, message: null, registered_at: now }).execute()
+    })
+    for (const [hash, entry] of this.credentialCache) if (entry.hostId === hostId) this.credentialCache.delete(hash)
+    this.ensureDriver(hostId, req.hostname)
+    this.logger.info({ hostId, hostname: req.hostname, agentVersion: req.agent_version }, 'host registered')
+    return { host: await this.view(hostId), credential }
+  }
+
+  /** The host a credential belongs to, or 401. */
+  async authenticateHost(credential: string | undefined): Promise<string> {
+    if (!credential) throw unauthorized('A host credential is required (Authorization: Bearer <credential>).')
+    const hash = sha256(credential)
+    const cached = this.credentialCache.get(hash)
+    if (cached && Date.now() - cached.at < CREDENTIAL_CACHE_MS) return cached.hostId
+    const row = await this.store.db.selectFrom('host_credentials').select('host_id').where('credential_hash', '=', hash).executeTakeFirst()
+    if (!row) {
+      this.credentialCache.delete(hash)
+      throw unauthorized('The host credential is not valid.')
+    }
+    if (this.credentialCache.size > 50_000) this.credentialCache.clear()
+    this.credentialCache.set(hash, { hostId: row.host_id, at: Date.now() })
+    return row.host_id
+  }
+
+  /** Records the agent's heartbeat and report; answers the roles the host should converge to. */
+  async heartbeat(hostId: string, hb: HeartbeatRequest): Promise<{ roles: Record<string, string> }> {
+    const db = this.store.db
+    const now = Date.now()
+    if (!(await heartbeat(db, hostId, now))) throw notFound(`Host ${hostId} is not registered.`)
+    if (hb.capacity || hb.facts) {
+      const key = JSON.stringify([hb.capacity, hb.facts])
+      if (this.lastCapacity.get(hostId) !== key) {
+        const set: Partial<HostTable> = { updated_at: now }
+        if (hb.capacity) Object.assign(set, { vcpus: hb.capacity.vcpus, memory_mb: hb.capacity.memory_mb, disk_gb: hb.capacity.disk_gb })
+        if (hb.facts) {
+          const current = await db.selectFrom('hosts').select('facts').where('id', '=', hostId).executeTakeFirst()
+          const merged = { ...(JSON.parse(current?.facts ?? '{}') as Record<string, unknown>), ...hb.facts }
+          set.facts = JSON.stringify(merged)
+          const nics = merged.nics as ReportedNic[] | undefined
+          if (Array.isArray(nics)) set.ip_addresses = JSON.stringify(nics.flatMap((n) => n.ips ?? []))
+        }
+        await db.updateTable('hosts').set(set).where('id', '=', hostId).execute()
+        this.lastCapacity.set(hostId, key)
+      }
+    }
+    if (hb.guests) {
+      const text = JSON.stringify(hb.guests)
+      if (this.lastGuests.get(hostId) !== text) {
+        await db.updateTable('agent_hosts').set({ guests: text, guests_at: now }).where('host_id', '=', hostId).execute()
+        this.lastGuests.set(hostId, text)
+      }
+    }
+    const roles = await db.selectFrom('host_roles').select(['role', 'state']).where('host_id', '=', hostId).execute()
+    return { roles: Object.fromEntries(roles.map((r) => [r.role, r.state])) }
+  }
+
+  /** The agent's report on a role: ok or failed after applying, removed after removing. */
+  async roleStatus(hostId: string, role: string, state: 'ok' | 'failed' | 'removed', message?: string): Promise<{ role: string; state: string }> {
+    const db = this.store.db
+    const current = await db.selectFrom('host_roles').select('state').where('host_id', '=', hostId).where('role', '=', role).executeTakeFirst()
+    if (!current) throw notFound(`Role ${role} is not assigned to host ${hostId}.`)
+    if (state === 'removed') {
+      if (current.state !== 'removing') throw conflict(`Role ${role} of host ${hostId} is ${current.state}, not removing.`)
+      await db.deleteFrom('host_roles').where('host_id', '=', hostId).where('role', '=', role).where('state', '=', 'removing').execute()
+    } else {
+      if (current.state === 'removing') throw conflict(`Role ${role} of host ${hostId} is being removed.`)
+      await setHostRole(db, hostId, role, state)
+    }
+    await db.updateTable('agent_hosts').set({ message: state === 'failed' ? (message ?? `role ${role} failed`) : null }).where('host_id', '=', hostId).execute()
+    return { role, state }
+  }
+
+  async assignRole(hostId: string, role: string): Promise<HostView> {
+    const host = await this.requireHost(hostId)
+    if (!ROLES.some((r) => r.name === role)) throw notFound(`Role ${role} does not exist.`)
+    const roles = await this.store.db.selectFrom('host_roles').select(['role', 'state']).where('host_id', '=', host.id).execute()
+    const moving = roles.find((r) => CONVERGING.includes(r.state))
+    if (moving) throw conflict(`Host ${host.id} is converging (role ${moving.role} is ${moving.state}); try again when it is done.`)
+    if (roles.find((r) => r.role === role)?.state !== 'ok') await setHostRole(this.store.db, host.id, role, 'applying')
+    this.logger.info({ hostId, role }, 'role assigned')
+    return this.view(host.id)
+  }
+
+  async removeRole(hostId: string, role: string, force: boolean): Promise<HostView> {
+    const host = await this.requireHost(hostId)
+    const roles = await this.store.db.selectFrom('host_roles').select(['role', 'state']).where('host_id', '=', host.id).execute()
+    if (!roles.some((r) => r.role === role)) throw notFound(`Role ${role} is not assigned to host ${hostId}.`)
+    const moving = roles.find((r) => CONVERGING.includes(r.state))
+    if (moving) throw conflict(`Host ${host.id} is converging (role ${moving.role} is ${moving.state}); try again when it is done.`)
+    if (role === 'hypervisor' && !force) await this.refuseWhileServers(host)
+    await setHostRole(this.store.db, host.id, role, 'removing')
+    this.logger.info({ hostId, role, force }, 'role removal started')
+    return this.view(host.id)
+  }
+
+  async deleteHost(hostId: string, force: boolean): Promise<void> {
+    const host = await this.requireHost(hostId)
+    if (!force) {
+      const roles = await this.store.db.selectFrom('host_roles').select(['role', 'state']).where('host_id', '=', host.id).execute()
+      const moving = roles.find((r) => CONVERGING.includes(r.state))
+      if (moving) throw conflict(`Host ${host.id} is converging (role ${moving.role} is ${moving.state}); try again when it is done, or force.`)
+      await this.refuseWhileServers(host)
+    }
+    await this.store.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('allocations').where('host_id', '=', host.id).execute()
+      await tx.deleteFrom('host_roles').where('host_id', '=', host.id).execute()
+      await tx.deleteFrom('host_credentials').where('host_id', '=', host.id).execute()
+      await tx.deleteFrom('agent_hosts').where('host_id', '=', host.id).execute()
+      await tx.deleteFrom('host_commands').where('host_id', '=', host.id).execute()
+      await tx.deleteFrom('hosts').where('id', '=', host.id).execute()
+    })
+    for (const [hash, entry] of this.credentialCache) if (entry.hostId === host.id) this.credentialCache.delete(hash)
+    this.drivers.delete(host.id)
+    this.logger.info({ hostId, force }, 'host removed')
+  }
+
+  async list(): Promise<HostView[]> {
+    const db = this.store.db
+    const [hosts, roles, agents] = await Promise.all([
+      db.selectFrom('hosts').selectAll().orderBy('created_at').orderBy('hostname').execute(),
+      db.selectFrom('host_roles').select(['host_id', 'role', 'state']).execute(),
+      db.selectFrom('agent_hosts').select(['host_id', 'message']).execute(),
+    ])
+    const now = Date.now()
+    const agentBy = new Map(agents.map((a) => [a.host_id, a]))
+    return hosts.map((h) =>
+      hostView(
+        h,
+        roles.filter((r) => r.host_id === h.id),
+        agentBy.get(h.id),
+        now,
+        this.downAfterMs,
+      ),
+    )
+  }
+
+  async view(hostId: string): Promise<HostView> {
+    const db = this.store.db
+    const host = await this.requireHost(hostId)
+    const roles = await db.selectFrom('host_roles').select(['role', 'state']).where('host_id', '=', host.id).execute()
+    const agent = await db.selectFrom('agent_hosts').select(['message']).where('host_id', '=', host.id).executeTakeFirst()
+    return hostView(host, roles, agent, Date.now(), this.downAfterMs)
+  }
+
+  private async requireHost(hostId: string): Promise<HostTable> {
+    const host = await this.store.db.selectFrom('hosts').selectAll().where('id', '=', hostId).executeTakeFirst()
+    if (!host) throw notFound(`Host ${hostId} does not exist.`)
+    return host
+  }
+
+  private async refuseWhileServers(host: HostTable): Promise<void> {
+    const busy = await this.store.db.selectFrom('servers').select('id').where('host_id', '=', host.id).where('deleted', '=', 0).executeTakeFirst()
+    if (busy) throw new AppError('conflict', `Servers still run on host ${host.hostname}: migrate or delete them first, or force.`)
+  }
+}
