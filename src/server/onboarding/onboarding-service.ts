@@ -47,9 +47,8 @@ const CREDENTIAL_CACHE_MS = 10_000
 export class OnboardingService {
   readonly channel: CommandChannel
   private readonly credentialCache = new Map<string, { hostId: string; at: number }>()
-  /** What this process last wrote for each host, so an unchanged report costs no write. */
-  private readonly lastCapacity = new Map<string, string>()
-  private readonly lastGuests = new Map<string, string>()
+  /** What this process last wrote for each host (and when), so an unchanged report costs no write. */
+  private readonly lastCapacity = new Map<string, { key: string; at: number }>()
   private timer: NodeJS.Timeout | undefined
 
   constructor(
@@ -186,7 +185,9 @@ export class OnboardingService {
     if (!(await heartbeat(db, hostId, now))) throw notFound(`Host ${hostId} is not registered.`)
     if (hb.capacity || hb.facts) {
       const key = JSON.stringify([hb.capacity, hb.facts])
-      if (this.lastCapacity.get(hostId) !== key) {
+      const last = this.lastCapacity.get(hostId)
+      // Rewritten at least once a minute: another process may have written other values meanwhile.
+      if (last?.key !== key || now - last.at > 60_000) {
         const set: Partial<HostTable> = { updated_at: now }
         if (hb.capacity) Object.assign(set, { vcpus: hb.capacity.vcpus, memory_mb: hb.capacity.memory_mb, disk_gb: hb.capacity.disk_gb })
         if (hb.facts) {
@@ -197,15 +198,13 @@ export class OnboardingService {
           if (Array.isArray(nics)) set.ip_addresses = JSON.stringify(nics.flatMap((n) => n.ips ?? []))
         }
         await db.updateTable('hosts').set(set).where('id', '=', hostId).execute()
-        this.lastCapacity.set(hostId, key)
+        this.lastCapacity.set(hostId, { key, at: now })
       }
     }
     if (hb.guests) {
+      // Compared in the row, not in a cache: another process may have written the previous report.
       const text = JSON.stringify(hb.guests)
-      if (this.lastGuests.get(hostId) !== text) {
-        await db.updateTable('agent_hosts').set({ guests: text, guests_at: now }).where('host_id', '=', hostId).execute()
-        this.lastGuests.set(hostId, text)
-      }
+      await db.updateTable('agent_hosts').set({ guests: text, guests_at: now }).where('host_id', '=', hostId).where('guests', '<>', text).execute()
     }
     const roles = await db.selectFrom('host_roles').select(['role', 'state']).where('host_id', '=', hostId).execute()
     return { roles: Object.fromEntries(roles.map((r) => [r.role, r.state])) }

@@ -5,6 +5,7 @@
  * Which guests the host holds comes from the agent's last heartbeat, so reconciliation does not wait on a host
  * that is DOWN.
  */
+import { isUp } from '../../../hosts/host-status.js'
 import type { CommandChannel } from '../../../onboarding/command-channel.js'
 import type { Store } from '../../../storage/store.js'
 import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
@@ -42,6 +43,13 @@ export class AgentDriver implements ComputeDriver {
   /** Sends one command to the agent and waits for its result. */
   async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string): Promise<T> {
     const { channel, hostId, hostname } = this.options
+    // A DOWN host answers nothing: fail at once rather than after the timeout (evacuation steps go on without it).
+    const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status']).where('id', '=', hostId).executeTakeFirst()
+    if (!host) throw new DriverError(`Compute host ${hostname} is not registered.`)
+    if (!isUp(host, Date.now(), this.options.staleAfterMs)) {
+      if (op === 'beginStep') return undefined as T
+      throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
+    }
     const id = await channel.enqueue(hostId, op, args, dedupeKey)
     const outcome = await channel.waitResult(id, this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
     if (!outcome.ok) throw new DriverError(`${outcome.error.message} (host ${hostname}, ${op})`, outcome.error.code && outcome.error.code < 500 ? outcome.error.code : 500)
@@ -64,8 +72,13 @@ export class AgentDriver implements ComputeDriver {
 
   /** The guests the agent last reported; none when that report is stale. */
   async listGuests(): Promise<GuestInfo[]> {
-    const row = await this.options.store.db.selectFrom('agent_hosts').select(['guests', 'guests_at']).where('host_id', '=', this.options.hostId).executeTakeFirst()
-    if (!row || Date.now() - row.guests_at > this.options.staleAfterMs) return []
+    const row = await this.options.store.db
+      .selectFrom('agent_hosts')
+      .innerJoin('hosts', 'hosts.id', 'agent_hosts.host_id')
+      .select(['agent_hosts.guests', 'hosts.last_heartbeat_at'])
+      .where('agent_hosts.host_id', '=', this.options.hostId)
+      .executeTakeFirst()
+    if (!row || row.last_heartbeat_at === null || Date.now() - row.last_heartbeat_at > this.options.staleAfterMs) return []
     return JSON.parse(row.guests) as GuestInfo[]
   }
 
