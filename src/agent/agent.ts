@@ -258,11 +258,18 @@ export class PccAgent {
   }
 
   private async commandLoop(): Promise<void> {
+    // After a start or any failed poll, ask for commands already marked delivered too: the answer that carried
+    // them may have been lost with the connection (the control plane died after marking them).
     let redeliver = true
     while (!this.stopped) {
-      const got = await this.withBackoff('command poll', () =>
-        this.api<{ commands: { id: string; op: string; args: Record<string, unknown> }[] }>('GET', `/commands?wait=25${redeliver ? '&redeliver=true' : ''}`, undefined, 40_000),
-      )
+      const got = await this.withBackoff('command poll', async () => {
+        try {
+          return await this.api<{ commands: { id: string; op: string; args: Record<string, unknown> }[] }>('GET', `/commands?wait=25${redeliver ? '&redeliver=true' : ''}`, undefined, 40_000)
+        } catch (err) {
+          redeliver = true
+          throw err
+        }
+      })
       if (!got) continue
       redeliver = false
       for (const c of got.commands) {
