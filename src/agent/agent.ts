@@ -13,7 +13,6 @@ import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { DriverError, type GuestInfo, type GuestSpec } from '../server/drivers/compute/driver.js'
 import { SimulatedDriver } from '../server/drivers/compute/simulated/simulated-driver.js'
-import type { FlavorSnapshot } from '../server/storage/tables/compute.js'
 import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
 
@@ -39,7 +38,6 @@ interface AgentState {
 }
 
 const DONE_KEPT = 5000
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 export class PccAgent {
   readonly configFile: string
@@ -53,6 +51,7 @@ export class PccAgent {
   private hypervisor = false
   private stopped = false
   private factsSentAt = 0
+  private factsReadAt = 0
   private readonly wake: (() => void)[] = []
 
   constructor(
@@ -229,8 +228,14 @@ export class PccAgent {
   async heartbeat(): Promise<void> {
     const cap = await this.driver.capacity()
     const guests = await this.driver.listGuests()
-    const sendFacts = Date.now() - this.factsSentAt > 60_000
-    if (sendFacts) this.facts = gatherFacts(this.root)
+    // Facts go with the first heartbeat, then when they change (read every minute) or every half hour.
+    let sendFacts = Date.now() - this.factsSentAt > 1_800_000
+    if (Date.now() - this.factsReadAt > 60_000) {
+      const fresh = gatherFacts(this.root)
+      this.factsReadAt = Date.now()
+      if (JSON.stringify(fresh) !== JSON.stringify(this.facts)) sendFacts = true
+      this.facts = fresh
+    }
     const answer = await this.api<{ roles: Record<string, string> }>('POST', '/heartbeat', {
       capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
       guests,
@@ -388,4 +393,4 @@ export class PccAgent {
   }
 }
 
-export type { FlavorSnapshot }
+

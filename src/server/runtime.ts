@@ -121,7 +121,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       caFile,
       stop: () =>
         (stopping ??= (async () => {
-          onboarding.stop()
+          await onboarding.stop()
           await app.close()
           conductor.stop()
           await runner.stop(10_000)

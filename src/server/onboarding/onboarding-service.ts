@@ -10,7 +10,7 @@ import { AppError, conflict, notFound, unauthorized } from '../../contracts/erro
 import type { Config } from '../config/settings.js'
 import { AgentDriver } from '../drivers/compute/agent/agent-driver.js'
 import type { DriverRegistry } from '../drivers/compute/registry.js'
-import { heartbeat, registerHost, setHostRole } from '../hosts/host-protocol.js'
+import { registerHost, setHostRole } from '../hosts/host-protocol.js'
 import type { Store } from '../storage/store.js'
 import type { HostTable } from '../storage/tables/compute.js'
 import { CommandChannel } from './command-channel.js'
@@ -42,14 +42,20 @@ export interface HeartbeatRequest {
 }
 
 /** How long a credential lookup is remembered in this process; a removed host is refused by its missing row anyway. */
-const CREDENTIAL_CACHE_MS = 10_000
+const CREDENTIAL_CACHE_MS = 30_000
+const BEAT_FLUSH_MS = 1000
 
 export class OnboardingService {
   readonly channel: CommandChannel
   private readonly credentialCache = new Map<string, { hostId: string; at: number }>()
-  /** What this process last wrote for each host (and when), so an unchanged report costs no write. */
-  private readonly lastCapacity = new Map<string, { key: string; at: number }>()
   private timer: NodeJS.Timeout | undefined
+  /**
+   * Heartbeats not yet written: one UPDATE per 500 hosts a second instead of a write per heartbeat (on SQLite a
+   * write is a sync to disk). A host looks alive at most a second later than it is; the DOWN timeout is far longer.
+   */
+  private beats = new Map<string, number>()
+  private beatTimer: NodeJS.Timeout | undefined
+  private flushing: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly store: Store,
@@ -76,9 +82,44 @@ export class OnboardingService {
     this.timer.unref()
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     clearInterval(this.timer)
     this.channel.stop()
+    await this.flushBeats().catch(() => {})
+  }
+
+  private recordBeat(hostId: string, now: number): void {
+    if (!this.beats.has(hostId)) this.beats.set(hostId, now)
+    if (this.beats.size >= 5000) void this.flushBeats()
+    else if (!this.beatTimer) {
+      this.beatTimer = setTimeout(() => void this.flushBeats(), BEAT_FLUSH_MS)
+      this.beatTimer.unref()
+    }
+  }
+
+  /** Writes the pending heartbeats, oldest time of each chunk for all of it (never makes a host look fresher). */
+  flushBeats(): Promise<void> {
+    clearTimeout(this.beatTimer)
+    this.beatTimer = undefined
+    const batch = this.beats
+    this.beats = new Map()
+    if (batch.size === 0) return this.flushing
+    this.flushing = this.flushing.then(async () => {
+      const entries = [...batch.entries()]
+      try {
+        await this.store.db.transaction().execute(async (tx) => {
+          for (let i = 0; i < entries.length; i += 500) {
+            const chunk = entries.slice(i, i + 500)
+            const at = Math.min(...chunk.map(([, t]) => t))
+            await tx.updateTable('hosts').set({ last_heartbeat_at: at }).where('id', 'in', chunk.map(([id]) => id)).execute()
+          }
+        })
+      } catch (err) {
+        this.logger.warn({ err, hosts: entries.length }, 'writing heartbeats failed; they count again with the next ones')
+        for (const [id, t] of entries) if (!this.beats.has(id)) this.beats.set(id, t)
+      }
+    })
+    return this.flushing
   }
 
   async syncDrivers(): Promise<void> {
@@ -168,7 +209,13 @@ export class OnboardingService {
     const hash = sha256(credential)
     const cached = this.credentialCache.get(hash)
     if (cached && Date.now() - cached.at < CREDENTIAL_CACHE_MS) return cached.hostId
-    const row = await this.store.db.selectFrom('host_credentials').select('host_id').where('credential_hash', '=', hash).executeTakeFirst()
+    // Joined with hosts: a host whose record was removed elsewhere (os-services delete) is refused too.
+    const row = await this.store.db
+      .selectFrom('host_credentials')
+      .innerJoin('hosts', 'hosts.id', 'host_credentials.host_id')
+      .select('host_credentials.host_id')
+      .where('host_credentials.credential_hash', '=', hash)
+      .executeTakeFirst()
     if (!row) {
       this.credentialCache.delete(hash)
       throw unauthorized('The host credential is not valid.')
@@ -178,33 +225,41 @@ export class OnboardingService {
     return row.host_id
   }
 
-  /** Records the agent's heartbeat and report; answers the roles the host should converge to. */
+  /**
+   * Records the agent's heartbeat and report; answers the roles the host should converge to. Steady state costs
+   * two indexed reads: what the agent reports is compared with the row and written only when it changed.
+   */
   async heartbeat(hostId: string, hb: HeartbeatRequest): Promise<{ roles: Record<string, string> }> {
     const db = this.store.db
     const now = Date.now()
-    if (!(await heartbeat(db, hostId, now))) throw notFound(`Host ${hostId} is not registered.`)
-    if (hb.capacity || hb.facts) {
-      const key = JSON.stringify([hb.capacity, hb.facts])
-      const last = this.lastCapacity.get(hostId)
-      // Rewritten at least once a minute: another process may have written other values meanwhile.
-      if (last?.key !== key || now - last.at > 60_000) {
-        const set: Partial<HostTable> = { updated_at: now }
-        if (hb.capacity) Object.assign(set, { vcpus: hb.capacity.vcpus, memory_mb: hb.capacity.memory_mb, disk_gb: hb.capacity.disk_gb })
-        if (hb.facts) {
-          const current = await db.selectFrom('hosts').select('facts').where('id', '=', hostId).executeTakeFirst()
-          const merged = { ...(JSON.parse(current?.facts ?? '{}') as Record<string, unknown>), ...hb.facts }
-          set.facts = JSON.stringify(merged)
-          const nics = merged.nics as ReportedNic[] | undefined
-          if (Array.isArray(nics)) set.ip_addresses = JSON.stringify(nics.flatMap((n) => n.ips ?? []))
-        }
-        await db.updateTable('hosts').set(set).where('id', '=', hostId).execute()
-        this.lastCapacity.set(hostId, { key, at: now })
+    const current = await db
+      .selectFrom('hosts')
+      .leftJoin('agent_hosts', 'agent_hosts.host_id', 'hosts.id')
+      .select(['hosts.vcpus', 'hosts.memory_mb', 'hosts.disk_gb', 'agent_hosts.guests'])
+      .$if(hb.facts !== undefined, (q) => q.select('hosts.facts'))
+      .where('hosts.id', '=', hostId)
+      .executeTakeFirst()
+    if (!current) throw notFound(`Host ${hostId} is not registered.`)
+    this.recordBeat(hostId, now)
+    const set: Partial<HostTable> = {}
+    const cap = hb.capacity
+    if (cap && (cap.vcpus !== current.vcpus || cap.memory_mb !== current.memory_mb || cap.disk_gb !== current.disk_gb)) {
+      Object.assign(set, { vcpus: cap.vcpus, memory_mb: cap.memory_mb, disk_gb: cap.disk_gb })
+    }
+    if (hb.facts) {
+      const before = (current as { facts?: string }).facts ?? '{}'
+      const merged = { ...(JSON.parse(before) as Record<string, unknown>), ...hb.facts }
+      const text = JSON.stringify(merged)
+      if (text !== before) {
+        set.facts = text
+        const nics = merged.nics as ReportedNic[] | undefined
+        if (Array.isArray(nics)) set.ip_addresses = JSON.stringify(nics.flatMap((n) => n.ips ?? []))
       }
     }
+    if (Object.keys(set).length > 0) await db.updateTable('hosts').set({ ...set, updated_at: now }).where('id', '=', hostId).execute()
     if (hb.guests) {
-      // Compared in the row, not in a cache: another process may have written the previous report.
       const text = JSON.stringify(hb.guests)
-      await db.updateTable('agent_hosts').set({ guests: text, guests_at: now }).where('host_id', '=', hostId).where('guests', '<>', text).execute()
+      if (text !== current.guests) await db.updateTable('agent_hosts').set({ guests: text, guests_at: now }).where('host_id', '=', hostId).execute()
     }
     const roles = await db.selectFrom('host_roles').select(['role', 'state']).where('host_id', '=', hostId).execute()
     return { roles: Object.fromEntries(roles.map((r) => [r.role, r.state])) }
