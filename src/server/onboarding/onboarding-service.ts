@@ -232,13 +232,16 @@ export class OnboardingService {
   async heartbeat(hostId: string, hb: HeartbeatRequest): Promise<{ roles: Record<string, string> }> {
     const db = this.store.db
     const now = Date.now()
-    const current = await db
+    // One query: the host, its agent report and its roles (a row per role).
+    const rows = await db
       .selectFrom('hosts')
       .leftJoin('agent_hosts', 'agent_hosts.host_id', 'hosts.id')
-      .select(['hosts.vcpus', 'hosts.memory_mb', 'hosts.disk_gb', 'agent_hosts.guests'])
+      .leftJoin('host_roles', 'host_roles.host_id', 'hosts.id')
+      .select(['hosts.vcpus', 'hosts.memory_mb', 'hosts.disk_gb', 'agent_hosts.guests', 'host_roles.role', 'host_roles.state'])
       .$if(hb.facts !== undefined, (q) => q.select('hosts.facts'))
       .where('hosts.id', '=', hostId)
-      .executeTakeFirst()
+      .execute()
+    const current = rows[0]
     if (!current) throw notFound(`Host ${hostId} is not registered.`)
     this.recordBeat(hostId, now)
     const set: Partial<HostTable> = {}
@@ -261,8 +264,9 @@ export class OnboardingService {
       const text = JSON.stringify(hb.guests)
       if (text !== current.guests) await db.updateTable('agent_hosts').set({ guests: text, guests_at: now }).where('host_id', '=', hostId).execute()
     }
-    const roles = await db.selectFrom('host_roles').select(['role', 'state']).where('host_id', '=', hostId).execute()
-    return { roles: Object.fromEntries(roles.map((r) => [r.role, r.state])) }
+    const roles: Record<string, string> = {}
+    for (const r of rows) if (r.role !== null && r.state !== null) roles[r.role] = r.state
+    return { roles }
   }
 
   /** The agent's report on a role: ok or failed after applying, removed after removing. */
