@@ -8,7 +8,7 @@
  * and asked for its undelivered work) is answered from memory, never executed twice; unposted outcomes are
  * posted again until the control plane takes them.
  */
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync, appendFileSync, existsSync } from 'node:fs'
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { DriverError, type GuestInfo, type GuestSpec } from '../server/drivers/compute/driver.js'
@@ -104,6 +104,7 @@ export class PccAgent {
     this.client.close()
     try {
       this.saveState()
+      rmSync(join(this.root, 'run/pcc-agent.pid'), { force: true })
     } catch {
       // best effort on the way out
     }

@@ -150,6 +150,10 @@ describe('pcc-agent end to end: onboarding, servers, loss and return of the host
     assert.equal((await call('DELETE', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor?force=true`)).status, 200)
     await waitFor(async () => ((await call('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.roles.length === 0 ? true : undefined), 10_000, 100)
     assert.equal((await call('DELETE', `/resmgr/v1/hosts/${host.hostId}?force=true`)).status, 200)
+    // A graceful stop removes the pid file.
+    await killAgent(agent!, 'SIGTERM')
+    agent = undefined
+    assert.equal(existsSync(join(host.root, 'run/pcc-agent.pid')), false)
     assert.equal((await call('GET', `/resmgr/v1/hosts/${host.hostId}`)).status, 404)
     assert.equal(server.deps.conductor.drivers.get(host.hostId), undefined)
   })
