@@ -3,7 +3,7 @@
  * process enqueues work for a host; the agent long-polling any process receives it; the agent posts the result
  * to any process, and the process waiting for it finds it in the row. Waiting is one shared loop per process
  * that reads the table every `pollMs` while someone waits (two small indexed queries, whatever the number of
- * waiters); a command enqueued or finished in this process wakes its waiters at once.
+ * waiting agents); a command enqueued or finished in this process wakes its waiters at once.
  */
 import { randomUUID } from 'node:crypto'
 import type { Store } from '../storage/store.js'
@@ -187,10 +187,11 @@ export class CommandChannel {
     this.ticking = true
     try {
       const db = this.store.db
-      const hosts = [...this.hostWaiters.keys()]
-      for (let i = 0; i < hosts.length; i += CHUNK) {
-        const rows = await db.selectFrom('host_commands').select('host_id').distinct().where('status', '=', 'queued').where('host_id', 'in', hosts.slice(i, i + CHUNK)).execute()
-        for (const r of rows) this.wakeHost(r.host_id)
+      if (this.hostWaiters.size > 0) {
+        // Queued commands are few at any moment: read them all and wake the hosts waiting here, rather than
+        // asking about every waiting host (thousands of idle agents long-poll at once).
+        const rows = await db.selectFrom('host_commands').select('host_id').distinct().where('status', '=', 'queued').execute()
+        for (const r of rows) if (this.hostWaiters.has(r.host_id)) this.wakeHost(r.host_id)
       }
       const ids = [...this.resultWaiters.keys()]
       for (let i = 0; i < ids.length; i += CHUNK) {
