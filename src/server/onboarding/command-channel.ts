@@ -113,7 +113,8 @@ export class CommandChannel {
     if (FINISHED.includes(row.status) && row.status !== 'expired') return true // a re-posted result: already recorded
     await this.store.db
       .updateTable('host_commands')
-      .set({ status: outcome.ok ? 'done' : 'failed', result: JSON.stringify(outcome.ok ? (outcome.result ?? null) : outcome.error), finished_at: Date.now() })
+      // The arguments are dropped once answered: they may carry a secret (setAdminPassword) nobody needs any more.
+      .set({ status: outcome.ok ? 'done' : 'failed', result: JSON.stringify(outcome.ok ? (outcome.result ?? null) : outcome.error), args: 'null', finished_at: Date.now() })
       .where('id', '=', commandId)
       .where('status', 'in', ['queued', 'delivered', 'expired'])
       .execute()
@@ -126,7 +127,7 @@ export class CommandChannel {
   async expire(commandId: string): Promise<boolean> {
     const r = await this.store.db
       .updateTable('host_commands')
-      .set({ status: 'expired', result: JSON.stringify({ message: 'expired before the agent took it' }), finished_at: Date.now() })
+      .set({ status: 'expired', result: JSON.stringify({ message: 'expired before the agent took it' }), args: 'null', finished_at: Date.now() })
       .where('id', '=', commandId)
       .where('status', '=', 'queued')
       .executeTakeFirst()
