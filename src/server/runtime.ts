@@ -24,6 +24,7 @@ import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
 import { Conductor } from './conductor/conductor.js'
+import { OnboardingService } from './onboarding/onboarding-service.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -117,8 +118,9 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
     queue.onEnqueue(() => runner.wake())
+    const onboarding = new OnboardingService(store, conductor.drivers, config, logger.child({ component: 'onboarding' }))
     const deps: AppDeps = {
-      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor,
+      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding,
       network: new NetworkService(store),
       urls: serviceUrls(config.publicUrl),
       ...imageVolume.deps,
@@ -141,7 +143,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       }
     }
 
-    // Simulated hosts registered and the store reconciled before the first request or task.
+    // Agent drivers and simulated hosts registered, and the store reconciled, before the first request or task.
+    await onboarding.start()
     await conductor.start()
     const state: OpsState = { migrated: true, closing: false }
     const app = await buildApp(deps, { https, state })
@@ -166,6 +169,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           state.closing = true
+          await onboarding.stop()
           await app.close()
           conductor.stop()
           tokens.stop()

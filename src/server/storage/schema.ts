@@ -15,6 +15,7 @@ import type { ImageTables } from './tables/image.js'
 import type { VolumeTables } from './tables/volume.js'
 import type { IdpTables } from './tables/idp.js'
 import type { IdentityAuthTables } from './tables/identity-auth.js'
+import type { OnboardingTables } from './tables/onboarding.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
@@ -24,6 +25,7 @@ export type * from './tables/image.js'
 export type * from './tables/volume.js'
 export type * from './tables/idp.js'
 export type * from './tables/identity-auth.js'
+export type * from './tables/onboarding.js'
 
 export interface Database
   extends FoundationTables,
@@ -33,4 +35,5 @@ export interface Database
     ImageTables,
     VolumeTables,
     IdpTables,
-    IdentityAuthTables {}
+    IdentityAuthTables,
+    OnboardingTables {}

@@ -12,6 +12,7 @@ import * as m0030 from './0030-network.js'
 import * as m0040 from './0040-images.js'
 import * as m0041 from './0041-volumes.js'
 import * as m0050 from './0050-idp.js'
+import * as m0060 from './0060-onboarding.js'
 
 export interface Migration {
   id: string
@@ -27,6 +28,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0040', name: 'images', up: m0040.up },
   { id: '0041', name: 'volumes', up: m0041.up },
   { id: '0050', name: 'idp', up: m0050.up },
+  { id: '0060', name: 'onboarding', up: m0060.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
