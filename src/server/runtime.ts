@@ -12,6 +12,7 @@ import type { Config } from './config/settings.js'
 import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
+import { ensureDefaultFlavors } from './compute/flavors.js'
 import { serviceUrls, type AppDeps } from './deps.js'
 import { TokenService } from './identity/token-service.js'
 import { migrate } from './storage/migrations/index.js'
@@ -66,6 +67,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       throw new StartupError((err as Error).message)
     }
     const result = await bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword })
+    await ensureDefaultFlavors(store.db)
     const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
     await tokens.load()
 
