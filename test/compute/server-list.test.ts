@@ -219,7 +219,7 @@ test('limit, marker and servers_links', async () => {
     assert.equal(next.searchParams.get('marker'), first.body.servers[3].id)
     assert.ok(next.href.startsWith(tb.server.deps.urls.compute + '/servers?'), 'absolute, on the public compute URL')
     const second = await call(tb, tb.member, 'GET', `/servers${next.search}`, undefined, '2.96')
-    assert.deepEqual(second.body.servers.map((s: { name: string }) => s.name), ['alpha2', 'alpha'])
+    assert.deepEqual(second.body.servers.map((s: { name: string }) => s.name), ['alpha'])
     assert.ok(!('servers_links' in second.body))
     const bad = await call(tb, tb.member, 'GET', `/servers?marker=${randomUUID()}`)
     assert.equal(bad.status, 400)

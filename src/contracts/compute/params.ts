@@ -39,7 +39,13 @@ export function check(name: string, version: VersionNumber, build: (version: Ver
   if (!checker) compiled.set(key, (checker = TypeCompiler.Compile(build(version))))
   if (checker.Check(value)) return
   const first = checker.Errors(value).First()!
-  const segments = first.path.split('/').filter(Boolean)
+  const segments = first.path.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+  if (first.message === 'Unexpected property') {
+    // Name the object that has the extra key, and the key, as Nova does.
+    const key = segments.pop() ?? ''
+    const parent = segments.length ? segments[segments.length - 1] : name
+    throw badRequest(`Invalid input for field/attribute ${parent}. Additional properties are not allowed ('${key}' was unexpected)`)
+  }
   const field = segments.length ? segments[segments.length - 1] : name
   const shown = first.value === undefined ? '' : ` Value: ${typeof first.value === 'object' ? JSON.stringify(first.value) : String(first.value)}.`
   throw badRequest(`Invalid input for field/attribute ${field}.${shown} ${first.message}`)
