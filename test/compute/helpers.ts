@@ -99,7 +99,14 @@ export function createBody(name: string, extra: Record<string, unknown> = {}, ne
 
 /** Sets a server's states directly, as the conductor would have (for action tests without a conductor). */
 export async function setState(tb: ComputeTestbed, id: string, changes: Record<string, unknown>): Promise<void> {
+  if (Object.keys(changes).length === 0) return
   await tb.server.deps.store.db.updateTable('servers').set(changes).where('id', '=', id).execute()
 }
 
 export const ACTIVE = { vm_state: 'active', task_state: null, power_state: 1, launched_at: Date.now(), host: 'sim-1', node: 'sim-1' }
+
+/** Lifts the instance/cores/ram quotas of a project (-1 = unlimited). */
+export async function unlimited(tb: ComputeTestbed, projectId: string): Promise<void> {
+  const r = await call(tb, tb.admin, 'PUT', `/os-quota-sets/${projectId}`, { quota_set: { instances: -1, cores: -1, ram: -1 } })
+  if (r.status !== 200) throw new Error(`quota update failed: ${JSON.stringify(r.body)}`)
+}
