@@ -154,9 +154,6 @@ export function flavorRoutes(deps: AppDeps) {
         deleted: 0,
       }
       await db.insertInto('flavors').values(row).execute()
-      if (!isPublic && callerOf(request).projectId) {
-        await db.insertInto('flavor_access').values({ flavor_id: id, project_id: callerOf(request).projectId }).onConflict((oc) => oc.doNothing()).execute()
-      }
       return { flavor: render(request, row, 'detail') }
     })
     scope.put<{ Params: { id: string } }>('/v2.1/flavors/:id', async (request) => {
