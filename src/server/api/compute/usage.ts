@@ -21,7 +21,7 @@ export function usageRoutes(deps: AppDeps) {
     const now = Date.now()
     const start = parseTime('start', q.start, now)
     const end = parseTime('end', q.end, now)
-    if (start >= end) throw badRequest('Invalid start time. The start time cannot occur after the end time.')
+    if (start > end) throw badRequest('Invalid start time. The start time cannot occur after the end time.')
     return { start, end, detailed: q.detailed === '1' }
   }
   const usageOf = (projectId: string, rows: ServerTable[], start: number, end: number, withServers: boolean) => {
