@@ -51,12 +51,21 @@ export function fieldsFor<T, V extends string>(table: FieldTable<T, V>, options:
 
 /** Builds the wire object for `source`. */
 export function project<T, V extends string>(table: FieldTable<T, V>, source: T, options: ProjectOptions<V>): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const f of fieldsFor(table, options)) {
-    if (f.omit && f.omit(source)) continue
-    out[f.key] = f.read(source)
+  return projector(table, options)(source)
+}
+
+/** A function that projects many objects for one (version, view, admin): resolve the fields once per page. */
+export function projector<T, V extends string>(table: FieldTable<T, V>, options: ProjectOptions<V>): (source: T) => Record<string, unknown> {
+  const fields = fieldsFor(table, options)
+  return (source) => {
+    const out: Record<string, unknown> = {}
+    for (let i = 0; i < fields.length; i++) {
+      const f = fields[i]
+      if (f.omit !== undefined && f.omit(source)) continue
+      out[f.key] = f.read(source)
+    }
+    return out
   }
-  return out
 }
 
 /** Every (key, entry) of a table, for meta-tests (no overlapping ranges per key and view). */

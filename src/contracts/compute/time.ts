@@ -2,13 +2,13 @@
 
 /** `2026-01-02T03:04:05Z` — created, updated. */
 export function isoSeconds(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
+  return new Date(ms).toISOString().slice(0, 19) + 'Z'
 }
 
 /** `2026-01-02T03:04:05.000000` — launched_at, terminated_at, instance actions, key pairs. */
 export function isoMicros(ms: number | null | undefined): string | null {
   if (ms === null || ms === undefined) return null
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000')
+  return new Date(ms).toISOString().slice(0, 23) + '000'
 }
 
 /**

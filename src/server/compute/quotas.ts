@@ -63,8 +63,15 @@ export function quotaExceeded(resource: string, requested: number, used: number,
  * How many servers of `flavor` fit (between min and max), or throws Nova's 403 when fewer than `min` do.
  * Cores and RAM count only when limited.
  */
-export async function checkServerQuota(db: Db, projectId: string, flavor: { vcpus: number; ram: number }, min: number, max: number): Promise<number> {
-  const limits = await quotaLimits(db, projectId)
+export async function checkServerQuota(
+  db: Db,
+  projectId: string,
+  flavor: { vcpus: number; ram: number },
+  min: number,
+  max: number,
+  known?: Record<QuotaResource, number>,
+): Promise<number> {
+  const limits = known ?? (await quotaLimits(db, projectId))
   if (limits.instances < 0 && limits.cores < 0 && limits.ram < 0) return max
   const used = await serverUsage(db, projectId)
   let allowed = max
@@ -82,7 +89,8 @@ export async function checkServerQuota(db: Db, projectId: string, flavor: { vcpu
   return Math.max(min, Math.min(allowed, max))
 }
 
-export async function checkMetadataQuota(db: Db, projectId: string, count: number): Promise<void> {
-  const limits = await quotaLimits(db, projectId)
+export async function checkMetadataQuota(db: Db, projectId: string, count: number, known?: Record<QuotaResource, number>): Promise<void> {
+  if (count === 0) return
+  const limits = known ?? (await quotaLimits(db, projectId))
   if (limits.metadata_items >= 0 && count > limits.metadata_items) throw forbidden(`Quota exceeded for metadata_items: Requested ${count}, but already used 0 of ${limits.metadata_items} metadata_items`)
 }

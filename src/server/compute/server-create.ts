@@ -13,7 +13,7 @@ import type { TaskQueue } from '../tasks/queue.js'
 import { COMPUTE_TASK_KINDS, type BuildTaskPayload } from './tasks.js'
 import { flavorSnapshot, requireFlavorForServer } from './flavors.js'
 import type { ImageLookup } from './images.js'
-import { checkMetadataQuota, checkServerQuota } from './quotas.js'
+import { checkMetadataQuota, checkServerQuota, quotaLimits } from './quotas.js'
 
 export interface CreateCaller {
   admin: boolean
@@ -146,8 +146,9 @@ export async function createServers(db: Db, queue: TaskQueue, images: ImageLooku
   const placement = forcedHost || forcedNode ? { ...(forcedHost ? { force_host: forcedHost } : {}), ...(forcedNode ? { force_node: forcedNode } : {}) } : undefined
 
   const metadata = (s.metadata ?? {}) as Record<string, string>
-  await checkMetadataQuota(db, caller.projectId, Object.keys(metadata).length)
-  const count = await checkServerQuota(db, caller.projectId, flavor, minCount, maxCount)
+  const limits = await quotaLimits(db, caller.projectId)
+  await checkMetadataQuota(db, caller.projectId, Object.keys(metadata).length, limits)
+  const count = await checkServerQuota(db, caller.projectId, flavor, minCount, maxCount, limits)
 
   const securityGroups = [...new Set(((s.security_groups ?? [{ name: 'default' }]) as { name: string }[]).map((g) => g.name))]
   const adminPass = (s.adminPass as string | undefined) ?? generatePassword()

@@ -87,11 +87,25 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
   await Promise.all(loads)
 
   const base = bookmarkBase(ctx.computeUrl)
+  // Pages repeat the same flavors and hosts: parse and hash each once.
+  const flavors = new Map<string, { model: ServerModel['flavor']; links: ServerModel['flavorLinks'] }>()
+  const hostIds = new Map<string, string>()
   return rows.map((r) => {
-    const flavor = parseFlavor(r.flavor)
+    let flavorEntry = flavors.get(r.flavor)
+    if (!flavorEntry) {
+      const f = parseFlavor(r.flavor)
+      flavorEntry = {
+        model: { id: f.id, name: f.name, vcpus: f.vcpus, ram: f.ram, disk: f.disk, ephemeral: f.ephemeral, swap: f.swap, extraSpecs: f.extra_specs ?? {} },
+        links: [{ rel: 'bookmark', href: `${base}/flavors/${f.id}` }],
+      }
+      flavors.set(r.flavor, flavorEntry)
+    }
+    const hostKey = `${r.project_id}\u0000${r.host ?? ''}`
+    let hostId = hostIds.get(hostKey)
+    if (hostId === undefined) hostIds.set(hostKey, (hostId = hostIdOf(r.project_id, r.host)))
     const status = serverStatus(r.vm_state, r.task_state, r.deleted === 1)
     const fault = faults.get(r.id)
-    const bdms = JSON.parse(r.block_devices) as { source_type?: string; destination_type?: string; uuid?: string; delete_on_termination?: boolean }[]
+    const bdms = (r.block_devices === '[]' ? [] : JSON.parse(r.block_devices)) as { source_type?: string; destination_type?: string; uuid?: string; delete_on_termination?: boolean }[]
     return {
       id: r.id,
       name: r.name,
@@ -104,12 +118,12 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
         { rel: 'self', href: `${ctx.computeUrl}/servers/${r.id}` },
         { rel: 'bookmark', href: `${base}/servers/${r.id}` },
       ],
-      hostId: hostIdOf(r.project_id, r.host),
+      hostId,
       image: r.image_id ? { id: r.image_id, links: [{ rel: 'bookmark', href: `${base}/images/${r.image_id}` }] } : null,
-      flavor: { id: flavor.id, name: flavor.name, vcpus: flavor.vcpus, ram: flavor.ram, disk: flavor.disk, ephemeral: flavor.ephemeral, swap: flavor.swap, extraSpecs: flavor.extra_specs ?? {} },
-      flavorLinks: [{ rel: 'bookmark', href: `${base}/flavors/${flavor.id}` }],
+      flavor: flavorEntry.model,
+      flavorLinks: flavorEntry.links,
       addresses: {},
-      metadata: JSON.parse(r.metadata) as Record<string, string>,
+      metadata: (r.metadata === '{}' ? {} : JSON.parse(r.metadata)) as Record<string, string>,
       accessIPv4: r.access_ip_v4,
       accessIPv6: r.access_ip_v6,
       diskConfig: r.disk_config,

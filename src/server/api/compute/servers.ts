@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { conflict, notFound } from '../../../contracts/errors.js'
-import { project } from '../../../contracts/compute/fields.js'
+import { projector } from '../../../contracts/compute/fields.js'
 import { serverFields, type ServerView } from '../../../contracts/compute/server.fields.js'
 import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../../storage/schema.js'
@@ -38,7 +38,8 @@ export async function renderServers(deps: AppDeps, request: FastifyRequest, rows
     computeUrl: deps.urls.compute,
     needs: { tags: view !== 'summary' && request.api.has('serverTags'), groups: view !== 'summary' && view !== 'detail', hostStatus: view !== 'summary' && admin },
   })
-  return models.map((m) => project(serverFields, extra ? { ...m, ...extra } : m, { version, view, admin }))
+  const shape = projector(serverFields, { version, view, admin })
+  return models.map((m) => shape(extra ? { ...m, ...extra } : m))
 }
 
 export function serverRoutes(deps: ServerRouteDeps) {
