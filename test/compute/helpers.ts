@@ -68,6 +68,8 @@ export async function computeTestbed(dialect: Dialect = 'sqlite', env: Record<st
   }
 }
 
+// Test bodies are arbitrary JSON that assertions walk freely.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface CallResult<T = any> {
   status: number
   body: T
@@ -75,6 +77,7 @@ export interface CallResult<T = any> {
 }
 
 /** Calls the compute API as `who` at microversion `version` (undefined: no header). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function call<T = any>(tb: ComputeTestbed, who: Persona, method: string, path: string, body?: unknown, version?: string): Promise<CallResult<T>> {
   const headers: Record<string, string> = { 'x-auth-token': who.token }
   if (version) headers['openstack-api-version'] = `compute ${version}`
