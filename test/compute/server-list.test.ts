@@ -234,3 +234,17 @@ test('limit, marker and servers_links', async () => {
     await tb.close()
   }
 })
+
+test('the page size cap is a setting (PCC_COMPUTE_MAX_LIMIT)', async () => {
+  const tb = await computeTestbed('sqlite', { PCC_COMPUTE_MAX_LIMIT: '4' })
+  try {
+    await seed(tb)
+    const page = await call(tb, tb.member, 'GET', '/servers?limit=50')
+    assert.equal(page.body.servers.length, 4)
+    assert.ok(page.body.servers_links[0].href.includes('limit=50'))
+    const all = await call(tb, tb.member, 'GET', '/servers')
+    assert.equal(all.body.servers.length, 4)
+  } finally {
+    await tb.close()
+  }
+})

@@ -24,6 +24,8 @@ export interface Config {
   taskLeaseSeconds: number
   taskWorkers: number
   masterKey: string | undefined
+  /** Largest page of compute lists (Nova's max_limit). */
+  computeMaxLimit: number
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -153,6 +155,10 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'taskWorkers', env: 'PCC_TASK_WORKERS', flag: '--task-workers',
     help: 'tasks this process runs at once', parse: integer(1, 1000), fallback: () => 16,
   },
+  computeMaxLimit: {
+    key: 'computeMaxLimit', env: 'PCC_COMPUTE_MAX_LIMIT', flag: '--compute-max-limit',
+    help: 'largest page the compute API returns (servers, instance actions)', parse: integer(1, 100000), fallback: () => 1000,
+  },
   masterKey: {
     key: 'masterKey', env: 'PCC_MASTER_KEY', flag: '--master-key',
     help: 'base64 32-byte key for secrets at rest (default: data-dir/master.key, created on first start)', secret: true,
@@ -167,5 +173,5 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
-  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey',
+  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'computeMaxLimit',
 ]

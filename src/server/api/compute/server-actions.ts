@@ -80,7 +80,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       }
       if (paging && q.limit !== undefined) {
         if (!/^\d+$/.test(q.limit)) throw badRequest(`Invalid input for query parameters limit. Value: ${q.limit}.`)
-        limit = Math.min(Number(q.limit), 1000)
+        limit = Math.min(Number(q.limit), deps.config.computeMaxLimit)
       }
       const page = rows.slice(0, limit)
       const body: Record<string, unknown> = {

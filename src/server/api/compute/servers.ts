@@ -14,9 +14,6 @@ import type { ImageLookup } from '../../compute/images.js'
 import { bodyObject, callerOf, can, must, validate } from './context.js'
 import { randomUUID } from 'node:crypto'
 
-/** Largest page of servers (Nova's max_limit). */
-export const SERVER_MAX_LIMIT = 1000
-
 export interface ServerRouteDeps extends AppDeps {
   images: ImageLookup
 }
@@ -48,7 +45,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
     const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest) => {
       const caller = callerOf(request)
       must(request, 'servers:index', { projectId: caller.projectId })
-      const plan = planServerList(request.query as Query, caller, request.api, SERVER_MAX_LIMIT)
+      const plan = planServerList(request.query as Query, caller, request.api, deps.config.computeMaxLimit)
       const result = await listServers(db, plan)
       const servers = await renderServers(deps, request, result.rows, view)
       const body: Record<string, unknown> = { servers }
