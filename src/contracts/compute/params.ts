@@ -30,13 +30,17 @@ export function objectAt(table: ParamTable, version: VersionNumber): TSchema {
   return T.Object(props, { additionalProperties: false })
 }
 
-const compiled = new Map<string, TypeCheck<TSchema>>()
+const compiled = new WeakMap<(version: VersionNumber) => TSchema, Map<VersionNumber, TypeCheck<TSchema>>>()
 
-/** Validates `value` against a schema built per version by `build`; cached under `name` and the version. */
+/**
+ * Validates `value` against the schema `build` makes for `version`; compiled once per (builder, version).
+ * `name` is the field named when the value itself (not a key inside it) is wrong.
+ */
 export function check(name: string, version: VersionNumber, build: (version: VersionNumber) => TSchema, value: unknown): void {
-  const key = `${name}@${version}`
-  let checker = compiled.get(key)
-  if (!checker) compiled.set(key, (checker = TypeCompiler.Compile(build(version))))
+  let perVersion = compiled.get(build)
+  if (!perVersion) compiled.set(build, (perVersion = new Map()))
+  let checker = perVersion.get(version)
+  if (!checker) perVersion.set(version, (checker = TypeCompiler.Compile(build(version))))
   if (checker.Check(value)) return
   const first = checker.Errors(value).First()!
   const segments = first.path.split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
