@@ -1,7 +1,10 @@
 /**
  * End to end with the real `openstack` client (python3-openstackclient) against a fresh server with three
- * simulated hosts: the server lifecycle, flavors and key pairs, at the client's default microversion and at
- * 2.96. Needs identity's POST /auth/tokens, the conductor and the image service (merged separately).
+ * simulated hosts: the server lifecycle, flavors and key pairs, at the client's default microversion and at the
+ * highest it can speak. Debian's openstackclient 6.0 (novaclient 18.1) refuses `--os-compute-api-version 2.96`
+ * before sending anything ("versions supported by client: 2.1 - 2.92"); `2.latest` is its way to ask for the
+ * newest, which it turns into 2.92. 2.93–2.96 are covered over REST by the other compute tests.
+ * Needs identity's POST /auth/tokens, the conductor and the image service (merged separately).
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -13,7 +16,7 @@ import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.
 
 type Row = Record<string, unknown>
 
-for (const version of [undefined, '2.96']) {
+for (const version of [undefined, '2.latest']) {
   test(`openstack server lifecycle, flavors and key pairs (compute ${version ?? 'default'})`, { timeout: 600_000 }, async () => {
     const server = await startTestServer({ publicUrlFromListen: true, env: { PCC_SIMULATED_HOSTS: '3' } })
     const env = { ...adminEnv(server), ...(version ? { OS_COMPUTE_API_VERSION: version } : {}) }
