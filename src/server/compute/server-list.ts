@@ -252,7 +252,11 @@ function after(plan: Plan, row: ServerTable): Cond {
     )
 }
 
-export async function listServers(db: Db, plan: Plan): Promise<ListResult> {
+/**
+ * Runs the plan. `columns` limits what is read (the summary view needs only id and name); rows then carry only
+ * those columns plus the sort columns. Post-filters always read whole rows.
+ */
+export async function listServers(db: Db, plan: Plan, columns?: (keyof ServerTable)[]): Promise<ListResult> {
   if (plan.limit === 0) return { rows: [] }
   let cursor: ServerTable | undefined
   if (plan.marker !== undefined) {
@@ -262,11 +266,12 @@ export async function listServers(db: Db, plan: Plan): Promise<ListResult> {
   const rows: ServerTable[] = []
   const batch = plan.post.length ? BATCH : plan.limit
   for (;;) {
-    let q = db.selectFrom('servers').selectAll()
+    const wanted = columns && plan.post.length === 0 ? [...new Set([...columns, ...plan.order.map((o) => o.column)])] : undefined
+    let q = wanted ? db.selectFrom('servers').select(wanted) : db.selectFrom('servers').selectAll()
     for (const c of plan.conds) q = q.where(c)
     if (cursor) q = q.where(after(plan, cursor))
     for (const o of plan.order) q = q.orderBy(o.expr as never, o.dir)
-    const page = await q.limit(batch).execute()
+    const page = (await q.limit(batch).execute()) as ServerTable[]
     for (const row of page) {
       if (plan.post.every((p) => p(row))) rows.push(row)
       if (rows.length === plan.limit) break

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { conflict, notFound } from '../../../contracts/errors.js'
 import { projector } from '../../../contracts/compute/fields.js'
-import { serverFields, type ServerView } from '../../../contracts/compute/server.fields.js'
+import { serverFields, type ServerModel, type ServerView } from '../../../contracts/compute/server.fields.js'
 import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { listServers, planServerList, type Query } from '../../compute/server-list.js'
@@ -39,6 +39,22 @@ export async function renderServers(deps: AppDeps, request: FastifyRequest, rows
   return models.map((m) => shape(extra ? { ...m, ...extra } : m))
 }
 
+/** The summary view reads only id, name and links: no model loading for GET /servers. */
+function renderSummaries(deps: AppDeps, request: FastifyRequest, rows: Pick<ServerTable, 'id' | 'name'>[]) {
+  const shape = projector(serverFields, { version: request.api.version, view: 'summary', admin: callerOf(request).admin })
+  const base = bookmarkBase(deps.urls.compute)
+  return rows.map((r) =>
+    shape({
+      id: r.id,
+      name: r.name,
+      links: [
+        { rel: 'self', href: `${deps.urls.compute}/servers/${r.id}` },
+        { rel: 'bookmark', href: `${base}/servers/${r.id}` },
+      ],
+    } as ServerModel),
+  )
+}
+
 export function serverRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
   return async (scope: FastifyInstance): Promise<void> => {
@@ -46,8 +62,8 @@ export function serverRoutes(deps: ServerRouteDeps) {
       const caller = callerOf(request)
       must(request, 'servers:index', { projectId: caller.projectId })
       const plan = planServerList(request.query as Query, caller, request.api, deps.config.computeMaxLimit)
-      const result = await listServers(db, plan)
-      const servers = await renderServers(deps, request, result.rows, view)
+      const result = await listServers(db, plan, view === 'summary' ? ['id', 'name'] : undefined)
+      const servers = view === 'summary' ? renderSummaries(deps, request, result.rows) : await renderServers(deps, request, result.rows, view)
       const body: Record<string, unknown> = { servers }
       if (result.next) body.servers_links = [{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }]
       return body
