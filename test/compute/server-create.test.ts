@@ -179,3 +179,19 @@ test('create policy: forced hosts and requested destinations are for admins; met
     await tb.close()
   }
 })
+
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  test(`concurrent creates all succeed with distinct instance names (${dialect})`, async () => {
+    const tb = await computeTestbed(dialect)
+    try {
+      await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { instances: -1, cores: -1, ram: -1 } })
+      const results = await Promise.all(Array.from({ length: 16 }, (_, i) => call(tb, tb.member, 'POST', '/servers', createBody(`c${i}`), '2.96')))
+      assert.deepEqual(results.map((r) => r.status), Array(16).fill(202))
+      const detail = await call(tb, tb.admin, 'GET', `/servers/detail?all_tenants=1&project_id=${tb.member.projectId}`, undefined, '2.96')
+      const names = new Set(detail.body.servers.map((s: Record<string, string>) => s['OS-EXT-SRV-ATTR:instance_name']))
+      assert.equal(names.size, 16)
+    } finally {
+      await tb.close()
+    }
+  })
+}

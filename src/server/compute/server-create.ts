@@ -4,6 +4,7 @@
  * membership and `create` instance actions, and enqueues one compute.build task.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
 import { badRequest, forbidden } from '../../contracts/errors.js'
 import { boolWord } from '../../contracts/compute/params.js'
 import type { ApiVersion } from '../../contracts/compute/versions.js'
@@ -84,7 +85,17 @@ function parseZone(raw: string | undefined): { zone?: string; host?: string; nod
   return { zone: zone || undefined, host: host || undefined, node: node || undefined }
 }
 
-export async function createServers(db: Db, queue: TaskQueue, images: ImageLookup, api: ApiVersion, caller: CreateCaller, body: Body, requestId: string): Promise<CreateResult> {
+export interface CreateStore {
+  db: Db
+  /** PostgreSQL: serialise display_id allocation with a transaction-scoped advisory lock. */
+  advisoryLocks: boolean
+}
+
+/** Any constant shared by every pcc process: the advisory lock that serialises display_id allocation. */
+const DISPLAY_ID_LOCK = 7_243_020
+
+export async function createServers(store: CreateStore, queue: TaskQueue, images: ImageLookup, api: ApiVersion, caller: CreateCaller, body: Body, requestId: string): Promise<CreateResult> {
+  const db = store.db
   const s = body.server as Body
   const hints = (body['os:scheduler_hints'] ?? body['OS-SCH-HNT:scheduler_hints'] ?? null) as Body | null
 
@@ -163,6 +174,8 @@ export async function createServers(db: Db, queue: TaskQueue, images: ImageLooku
   for (let attempt = 0; ; attempt++) {
     try {
       return await db.transaction().execute(async (tx) => {
+        // Two processes (or pool connections) would otherwise both read the same max(display_id).
+        if (store.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(${DISPLAY_ID_LOCK})`.execute(tx)
         const top = await tx.selectFrom('servers').select((eb) => eb.fn.max('display_id').as('m')).executeTakeFirst()
         let displayId = Number(top?.m ?? 0)
         const servers: ServerTable[] = []
@@ -230,8 +243,8 @@ export async function createServers(db: Db, queue: TaskQueue, images: ImageLooku
         return { servers, adminPass, reservationId, securityGroups }
       })
     } catch (err) {
-      // Two creates on PostgreSQL can pick the same display_id; the unique index refuses one, which retries.
-      if (attempt < 8 && /display_id|unique/i.test(String((err as Error).message))) continue
+      // A row seeded behind our back can still collide on display_id; the unique index refuses it and we retry.
+      if (attempt < 3 && /display_id|unique/i.test(String((err as Error).message))) continue
       throw err
     }
   }

@@ -84,7 +84,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       validate('server', request, createBodySchema, body)
       must(request, 'servers:create', { projectId: caller.projectId })
       const result = await createServers(
-        db,
+        { db, advisoryLocks: deps.store.capabilities.advisoryLocks },
         deps.queue,
         deps.images,
         request.api,
