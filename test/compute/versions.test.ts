@@ -107,6 +107,17 @@ test('errors carry the request id and Nova fault keys; no token is 401', async (
     assert.equal(byName.status, 404)
     const flavorByName = await call(tb, tb.member, 'GET', '/flavors/m1.tiny')
     assert.equal(flavorByName.status, 404)
+    // Bodies are JSON whatever the Content-Type says, within Nova's accepted types.
+    const body = JSON.stringify({ keypair: { name: 'plain' } })
+    for (const type of ['text/plain', 'application/vnd.openstack.compute+json']) {
+      const r = await fetch(`${tb.compute}/os-keypairs`, { method: 'POST', headers: { 'x-auth-token': tb.member.token, 'content-type': type }, body: body.replace('plain', type.length.toString()) })
+      assert.equal(r.status, 200, type)
+    }
+    const garbage = await fetch(`${tb.compute}/os-keypairs`, { method: 'POST', headers: { 'x-auth-token': tb.member.token, 'content-type': 'application/json' }, body: '{nope' })
+    assert.equal(garbage.status, 400)
+    assert.ok(((await garbage.json()) as Record<string, unknown>).badRequest)
+    const xml = await fetch(`${tb.compute}/os-keypairs`, { method: 'POST', headers: { 'x-auth-token': tb.member.token, 'content-type': 'application/xml' }, body: '<a/>' })
+    assert.equal(xml.status, 415)
   } finally {
     await tb.close()
   }

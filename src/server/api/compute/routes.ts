@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { AppError } from '../../../contracts/errors.js'
 import { authHook } from '../../auth/http-auth.js'
 import { serverRoutes } from './server-routes.js'
 import { hostRoutes } from './hosts-routes.js'
@@ -17,6 +18,15 @@ export function computeRoutes(deps: AppDeps) {
     await versionRoutes(deps)(scope)
     await scope.register(async (api) => {
       useMicroversions(api)
+      // Nova reads JSON whatever the client calls it: text/plain (curl's default) and Nova's own media type too.
+      api.removeContentTypeParser('text/plain')
+      api.addContentTypeParser(['text/plain', 'application/vnd.openstack.compute+json'], { parseAs: 'string' }, (_request, body, done) => {
+        try {
+          done(null, body === '' ? undefined : JSON.parse(body as string))
+        } catch {
+          done(new AppError('bad_request', 'Malformed request body'), undefined)
+        }
+      })
       api.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
       await serverRoutes(deps)(api)
       await hostRoutes(deps)(api)
