@@ -10,6 +10,7 @@ import { registerFamily, toPublicError } from './http/api-family.js'
 import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
 import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
+import { registerDownloadRoutes } from './http/downloads-routes.js'
 import { apiFamilies } from './api/families.js'
 
 export interface BuildOptions {
@@ -48,6 +49,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   })
 
   registerOpsRoutes(app, deps, metrics, options.state ?? { migrated: true })
+  registerDownloadRoutes(app, deps)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
 
   // Outside every family's prefix: the plain error shape.

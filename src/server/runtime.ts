@@ -15,6 +15,7 @@ import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { ensureDefaultFlavors } from './compute/flavors.js'
 import { serviceUrls, type AppDeps } from './deps.js'
 import { TokenService } from './identity/token-service.js'
+import { createIdp } from './oidc/services.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
@@ -70,10 +71,12 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await ensureDefaultFlavors(store.db)
     const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
     await tokens.load()
+    const idp = createIdp(store, box, tokens, config)
+    await idp.clients.ensureBuiltins()
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const runner = new TaskRunner(queue, handlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, urls: serviceUrls(config.publicUrl) }
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, urls: serviceUrls(config.publicUrl) }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined

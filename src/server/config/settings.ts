@@ -26,6 +26,12 @@ export interface Config {
   masterKey: string | undefined
   /** Largest page of compute lists (Nova's max_limit). */
   computeMaxLimit: number
+  idpIdTokenSeconds: number
+  idpKeyRotationSeconds: number
+  idpRefreshReuseSeconds: number
+  idpRefreshIdleSeconds: number
+  idpRefreshAbsoluteSeconds: number
+  idpSecretGraceSeconds: number
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -168,10 +174,35 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     },
     fallback: () => undefined,
   },
+  idpIdTokenSeconds: {
+    key: 'idpIdTokenSeconds', env: 'PCC_IDP_ID_TOKEN_SECONDS', flag: '--idp-id-token-seconds',
+    help: 'lifetime of an OIDC ID token (expires_in)', parse: integer(60, 7 * 86400), fallback: () => 86399,
+  },
+  idpKeyRotationSeconds: {
+    key: 'idpKeyRotationSeconds', env: 'PCC_IDP_KEY_ROTATION_SECONDS', flag: '--idp-key-rotation-seconds',
+    help: 'how often the OIDC signing key is replaced', parse: integer(60, 365 * 86400), fallback: () => 6 * 3600,
+  },
+  idpRefreshReuseSeconds: {
+    key: 'idpRefreshReuseSeconds', env: 'PCC_IDP_REFRESH_REUSE_SECONDS', flag: '--idp-refresh-reuse-seconds',
+    help: 'window in which a just-rotated refresh token is still accepted (concurrent kubectl)', parse: integer(0, 300), fallback: () => 3,
+  },
+  idpRefreshIdleSeconds: {
+    key: 'idpRefreshIdleSeconds', env: 'PCC_IDP_REFRESH_IDLE_SECONDS', flag: '--idp-refresh-idle-seconds',
+    help: 'a refresh token not used for this long expires', parse: integer(60, 10 * 365 * 86400), fallback: () => 2160 * 3600,
+  },
+  idpRefreshAbsoluteSeconds: {
+    key: 'idpRefreshAbsoluteSeconds', env: 'PCC_IDP_REFRESH_ABSOLUTE_SECONDS', flag: '--idp-refresh-absolute-seconds',
+    help: 'a login\'s refresh tokens expire this long after the login', parse: integer(60, 10 * 365 * 86400), fallback: () => 3960 * 3600,
+  },
+  idpSecretGraceSeconds: {
+    key: 'idpSecretGraceSeconds', env: 'PCC_IDP_SECRET_GRACE_SECONDS', flag: '--idp-secret-grace-seconds',
+    help: 'how long a rotated IdP client secret stays valid', parse: integer(0, 30 * 86400), fallback: () => 86400,
+  },
 }
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'computeMaxLimit',
+  'idpIdTokenSeconds', 'idpKeyRotationSeconds', 'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
 ]

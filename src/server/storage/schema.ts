@@ -10,9 +10,11 @@
 import type { FoundationTables } from './tables/foundation.js'
 import type { IdentityTables } from './tables/identity.js'
 import type { ComputeTables } from './tables/compute.js'
+import type { IdpTables } from './tables/idp.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
 export type * from './tables/compute.js'
+export type * from './tables/idp.js'
 
-export interface Database extends FoundationTables, IdentityTables, ComputeTables {}
+export interface Database extends FoundationTables, IdentityTables, ComputeTables, IdpTables {}

@@ -1,7 +1,12 @@
-/** The resmgr API. Its routes are filled in by the resmgr issue; until then every path answers 404 in the family's shape. */
+/** The resource manager API ({base}/resmgr): IdP client secrets (idp-clients.ts), support-bundle keys (support.ts); hosts and roles join here. */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { idpClientRoutes } from './idp-clients.js'
+import { supportRoutes } from './support.js'
 
-export function resmgrRoutes(_deps: AppDeps) {
-  return async (_scope: FastifyInstance): Promise<void> => {}
+export function resmgrRoutes(deps: AppDeps) {
+  return async (scope: FastifyInstance): Promise<void> => {
+    await idpClientRoutes(deps)(scope)
+    await supportRoutes(deps)(scope)
+  }
 }

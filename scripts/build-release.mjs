@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// Bundles pcctl into one file (dist/release/pcctl.mjs) that runs with only Node 20 installed, and publishes its
+// SHA-256 next to it (sha256sum format). The control plane serves both, with install.sh, under /downloads.
+import { createHash } from 'node:crypto'
+import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs'
+import { build } from 'esbuild'
+
+const version = JSON.parse(readFileSync('package.json', 'utf8')).version
+mkdirSync('dist/release', { recursive: true })
+await build({
+  entryPoints: ['dist/src/cli/main.js'],
+  outfile: 'dist/release/pcctl.mjs',
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  logLevel: 'warning',
+  define: { PCCTL_VERSION: JSON.stringify(version) },
+  // CommonJS dependencies bundled into ESM still call require for Node's built-ins.
+  banner: { js: "import { createRequire as __pcctlRequire } from 'node:module'; const require = __pcctlRequire(import.meta.url);" },
+})
+chmodSync('dist/release/pcctl.mjs', 0o755)
+const digest = createHash('sha256').update(readFileSync('dist/release/pcctl.mjs')).digest('hex')
+writeFileSync('dist/release/pcctl.mjs.sha256', `${digest}  pcctl.mjs\n`)

@@ -1,0 +1,101 @@
+/**
+ * `pcctl prep-node`, run on the host being onboarded: checks the host, configures the package repository,
+ * installs the pcc agent from the control plane (checksum verified), registers the host with a one-time token
+ * and starts the agent service. Re-running it on an onboarded host changes nothing and says so.
+ */
+import { createHash } from 'node:crypto'
+import type { HostView } from '../../../client/resmgr.js'
+import { Transport } from '../../../client/transport.js'
+import type { CliContext } from '../../context.js'
+import { Host } from '../../host/host.js'
+import { osRelease, preflight } from '../../onboarding/preflight.js'
+import { readConfig } from '../../config/store.js'
+import type { CommandSpec } from '../../spec.js'
+import { CliFailure } from '../config.js'
+import { AGENT_BINARY, AGENT_CONFIG_FILE, AGENT_SERVICE, MFA_FLAG, connect, hostId, waitFor } from './common.js'
+
+const REGISTRATION_TIMEOUT_MS = 120_000
+
+/** Ubuntu's cloud archive for the release's codename: where hypervisor packages come from. */
+function cloudArchiveLine(host: Host): string | undefined {
+  const os = osRelease(host)
+  if (os.ID !== 'ubuntu' || !os.VERSION_CODENAME) return undefined
+  return `deb http://ubuntu-cloud.archive.canonical.com/ubuntu ${os.VERSION_CODENAME}-updates/caracal main`
+}
+
+function configureRepositories(context: CliContext, host: Host, skip: boolean, privateRepo: string | undefined): void {
+  if (privateRepo && !skip) {
+    throw new CliFailure('a private package repository is configured: run prep-node with --skip-repo-config (and make sure no unreachable apt sources remain, rule 4)')
+  }
+  if (privateRepo) {
+    host.write('/etc/apt/sources.list.d/pcc-private.list', `deb ${privateRepo} ./\n`)
+    context.stderr.write(`✓ package repository: ${privateRepo} (private; trust its CA certificate yourself if it is self-signed)\n`)
+    return
+  }
+  if (skip) {
+    context.stderr.write('- package repository: left as it is (--skip-repo-config)\n')
+    return
+  }
+  const line = cloudArchiveLine(host)
+  if (line) host.write('/etc/apt/sources.list.d/pcc-cloud-archive.list', line + '\n')
+  context.stderr.write(`✓ package repository: ${line ? 'Ubuntu cloud archive configured' : 'distribution repositories'}\n`)
+}
+
+async function downloadAgent(context: CliContext, base: string, host: Host): Promise<void> {
+  const transport = new Transport({ insecure: Boolean(context.global.insecure), caFile: context.global['os-cacert'] as string | undefined, proxyUrl: readConfig(context.configDir)?.proxyUrl, timeoutMs: 60_000 })
+  try {
+    const binary = (await transport.request('GET', `${base}/downloads/pcc-agent`, { headers: { accept: 'application/octet-stream' } })).text
+    const published = (await transport.request('GET', `${base}/downloads/pcc-agent.sha256`, { headers: { accept: 'text/plain' } })).text.split(/\s+/)[0]
+    const actual = createHash('sha256').update(binary).digest('hex')
+    if (!published || published !== actual) throw new CliFailure(`the agent download does not match its published checksum (${published || 'none'} ≠ ${actual}): nothing was installed`)
+    host.write(AGENT_BINARY, binary, 0o755)
+  } finally {
+    await transport.close()
+  }
+}
+
+export const prepNode: CommandSpec = {
+  words: ['prep-node'],
+  summary: 'prepare this host for onboarding: checks, package repository, agent installation, registration',
+  flags: [
+    { name: 'skip-repo-config', type: 'boolean', default: false, help: 'do not configure the distribution cloud-archive repository (required with --private-package-repo)' },
+    MFA_FLAG,
+  ],
+  async run(context, flags) {
+    const host = Host.fromEnv(context.env)
+    context.stderr.write(`Preparing ${host.hostname()} for onboarding\n`)
+    const checks = preflight(host)
+    for (const c of checks) context.stderr.write(`${c.ok ? '✓' : c.required ? '✗' : '!'} ${c.name}: ${c.detail}\n`)
+    const failed = checks.filter((c) => !c.ok && c.required)
+    if (failed.length) throw new CliFailure(`${failed.length} required check(s) failed: ${failed.map((c) => c.name).join(', ')}. Fix them and run prep-node again`)
+
+    configureRepositories(context, host, Boolean(flags['skip-repo-config']), readConfig(context.configDir)?.privatePackageRepo)
+    const api = await connect(context, flags.mfa as string | undefined)
+    try {
+      const id = hostId(host, true)!
+      const known = await api.resmgr.host(id)
+      if (known && host.serviceRunning(AGENT_SERVICE)) {
+        context.stdout.write(`Host ${id} is already onboarded and its agent is running; nothing to do.\n`)
+        return 0
+      }
+      context.stderr.write('… installing the pcc agent\n')
+      await downloadAgent(context, api.base, host)
+      context.stderr.write(`✓ agent installed at ${AGENT_BINARY} (checksum verified)\n`)
+      if (!known) {
+        const { token } = await api.resmgr.createRegistrationToken()
+        const agentConfig = { controller: api.base, host_id: id, registration_token: token, driver: 'simulated', ...(context.global.insecure ? { insecure: true } : {}), ...(context.global['os-cacert'] ? { ca_file: context.global['os-cacert'] } : {}) }
+        host.write(AGENT_CONFIG_FILE, JSON.stringify(agentConfig, null, 2) + '\n', 0o600)
+      }
+      host.startService(AGENT_SERVICE, [process.execPath, host.path(AGENT_BINARY), '--root', host.root])
+      context.stderr.write('✓ agent service started\n')
+      const registered = await waitFor<HostView>(context, 'the host to register', REGISTRATION_TIMEOUT_MS, async () => {
+        const view = await api.resmgr.host(id)
+        return view?.info.responding ? { done: view } : { status: view ? 'registered, waiting for its first heartbeat' : 'waiting for the agent to register' }
+      })
+      context.stdout.write(`Host ${registered.info.hostname} is onboarded with id ${id}. Assign roles with \`pcctl authorize-node --role hypervisor\` or through the resource manager.\n`)
+      return 0
+    } finally {
+      await api.close()
+    }
+  },
+}

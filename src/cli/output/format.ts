@@ -1,0 +1,106 @@
+/**
+ * Output in openstackclient's (cliff's) formats, so scripts written for `openstack … -f json -c ID` work with
+ * pcctl unchanged. Lists: table (default), csv, json, value, yaml. Shows: table, json, value, yaml, shell.
+ * A cell may carry a human form (tables, value) and a machine form (json, yaml), as cliff's formattable columns do.
+ */
+import { stringify as toYaml } from 'yaml'
+import { UsageError } from '../parse.js'
+
+export interface RichCell {
+  human: string
+  machine: unknown
+}
+export type Cell = string | number | boolean | null | RichCell
+
+export function rich(human: string, machine: unknown): RichCell {
+  return { human, machine }
+}
+
+function isRich(cell: Cell): cell is RichCell {
+  return typeof cell === 'object' && cell !== null && 'human' in cell
+}
+
+const human = (cell: Cell): string => (isRich(cell) ? cell.human : cell === null ? '' : String(cell))
+const machine = (cell: Cell): unknown => (isRich(cell) ? cell.machine : cell)
+
+export const LIST_FORMATS = ['table', 'csv', 'json', 'value', 'yaml'] as const
+export const SHOW_FORMATS = ['table', 'json', 'value', 'yaml', 'shell'] as const
+
+export interface OutputOptions {
+  format?: string
+  columns?: string[]
+}
+
+const normalise = (name: string) => name.toLowerCase().replace(/[\s_-]+/g, '_')
+
+/** Indexes of the selected columns, in the command's order (as cliff does), or a UsageError naming the valid ones. */
+function select(headers: string[], wanted: string[] | undefined): number[] {
+  if (!wanted || wanted.length === 0) return headers.map((_, i) => i)
+  const keys = new Set(wanted.map(normalise))
+  for (const w of wanted) {
+    if (!headers.some((h) => normalise(h) === normalise(w))) {
+      throw new UsageError(`No recognized column names in ['${w}']. Recognized columns are ${headers.map((h) => `'${h}'`).join(', ')}`)
+    }
+  }
+  return headers.map((h, i) => (keys.has(normalise(h)) ? i : -1)).filter((i) => i >= 0)
+}
+
+function drawTable(headers: string[], rows: string[][], alignRight: boolean[] = []): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.flatMap((r) => r[i].split('\n').map((l) => l.length))))
+  const rule = '+' + widths.map((w) => '-'.repeat(w + 2)).join('+') + '+'
+  const line = (cells: string[]) => {
+    const split = cells.map((c) => c.split('\n'))
+    const height = Math.max(...split.map((s) => s.length))
+    const out: string[] = []
+    for (let k = 0; k < height; k++) {
+      out.push('| ' + split.map((s, i) => (alignRight[i] ? (s[k] ?? '').padStart(widths[i]) : (s[k] ?? '').padEnd(widths[i]))).join(' | ') + ' |')
+    }
+    return out.join('\n')
+  }
+  if (rows.length === 0) return ''
+  return [rule, line(headers), rule, ...rows.map(line), rule].join('\n') + '\n'
+}
+
+function csvField(value: string): string {
+  return /^-?\d+(\.\d+)?$/.test(value) ? value : `"${value.replace(/"/g, '""')}"`
+}
+
+export function renderList(headers: string[], rows: Cell[][], options: OutputOptions = {}): string {
+  const format = options.format ?? 'table'
+  if (!(LIST_FORMATS as readonly string[]).includes(format)) throw new UsageError(`invalid format ${format}: choose from ${LIST_FORMATS.join(', ')}`)
+  const picked = select(headers, options.columns)
+  const hs = picked.map((i) => headers[i])
+  const cells = rows.map((r) => picked.map((i) => r[i]))
+  switch (format) {
+    case 'json':
+      return JSON.stringify(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], machine(c)]))), null, 2) + '\n'
+    case 'yaml':
+      return cells.length ? toYaml(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], machine(c)])))) : '[]\n'
+    case 'value':
+      return cells.map((r) => r.map(human).join(' ') + '\n').join('')
+    case 'csv':
+      return [hs.map(csvField).join(','), ...cells.map((r) => r.map((c) => csvField(human(c))).join(','))].join('\n') + '\n'
+    default: {
+      const align = cells.length ? cells[0].map((c) => typeof c === 'number') : []
+      return drawTable(hs, cells.map((r) => r.map(human)), align)
+    }
+  }
+}
+
+export function renderShow(fields: [string, Cell][], options: OutputOptions & { prefix?: string } = {}): string {
+  const format = options.format ?? 'table'
+  if (!(SHOW_FORMATS as readonly string[]).includes(format)) throw new UsageError(`invalid format ${format}: choose from ${SHOW_FORMATS.join(', ')}`)
+  const picked = select(fields.map(([name]) => name), options.columns).map((i) => fields[i])
+  switch (format) {
+    case 'json':
+      return JSON.stringify(Object.fromEntries(picked.map(([k, v]) => [k, machine(v)])), null, 2) + '\n'
+    case 'yaml':
+      return toYaml(Object.fromEntries(picked.map(([k, v]) => [k, machine(v)])))
+    case 'value':
+      return picked.map(([, v]) => human(v) + '\n').join('')
+    case 'shell':
+      return picked.map(([k, v]) => `${options.prefix ?? ''}${k.toLowerCase().replace(/[\s:-]/g, '_')}="${human(v).replace(/"/g, '\\"')}"\n`).join('')
+    default:
+      return drawTable(['Field', 'Value'], picked.map(([k, v]) => [k, human(v)]))
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * An authenticated session against pcc (or any Keystone v3 cloud): logs in once with a password (plus a TOTP
+ * passcode for MFA users, in one request as Platform9's CLI does), keeps the token and the catalog, and finds
+ * service endpoints in it by type, interface and region.
+ */
+import { ApiError, Transport, type TransportOptions } from './transport.js'
+
+export interface PasswordAuth {
+  authUrl: string
+  username: string
+  password: string
+  userDomain?: string
+  projectName?: string
+  projectId?: string
+  projectDomain?: string
+  region?: string
+  interface?: 'public' | 'internal' | 'admin'
+  /** TOTP passcode for users with multi-factor authentication. */
+  passcode?: string
+}
+
+export interface CatalogEndpoint {
+  id: string
+  interface: string
+  region: string | null
+  region_id: string | null
+  url: string
+}
+
+export interface CatalogEntry {
+  id: string
+  type: string
+  name: string
+  endpoints: CatalogEndpoint[]
+}
+
+export interface TokenInfo {
+  id: string
+  expires_at: string
+  project?: { id: string; name: string }
+  user: { id: string; name: string }
+  roles?: { id: string; name: string }[]
+  catalog?: CatalogEntry[]
+}
+
+const UUID_HEX = /^[0-9a-f]{32}$|^[0-9a-f-]{36}$/i
+
+/** The identity v3 root for an auth URL given with or without `/v3`. */
+export function identityRoot(authUrl: string): string {
+  const trimmed = authUrl.replace(/\/+$/, '')
+  return trimmed.endsWith('/v3') ? trimmed : `${trimmed}/v3`
+}
+
+export class Session {
+  token?: TokenInfo
+
+  constructor(
+    readonly auth: PasswordAuth,
+    readonly transport: Transport,
+  ) {}
+
+  static create(auth: PasswordAuth, transportOptions: TransportOptions = {}): Session {
+    return new Session(auth, new Transport(transportOptions))
+  }
+
+  async login(): Promise<TokenInfo> {
+    const a = this.auth
+    const domain = (name?: string) => (name && UUID_HEX.test(name) ? { id: name } : name && name !== 'Default' ? { name } : { id: 'default' })
+    const user = { name: a.username, domain: domain(a.userDomain) }
+    const methods = a.passcode ? ['password', 'totp'] : ['password']
+    const scope = a.projectId
+      ? { project: { id: a.projectId } }
+      : a.projectName
+        ? UUID_HEX.test(a.projectName)
+          ? { project: { id: a.projectName } }
+          : { project: { name: a.projectName, domain: domain(a.projectDomain) } }
+        : undefined
+    const body = {
+      auth: {
+        identity: { methods, password: { user: { ...user, password: a.password } }, ...(a.passcode ? { totp: { user: { ...user, passcode: a.passcode } } } : {}) },
+        ...(scope ? { scope } : {}),
+      },
+    }
+    const response = await this.transport.request('POST', `${identityRoot(a.authUrl)}/auth/tokens`, { body })
+    const id = response.headers.get('x-subject-token')
+    const token = (response.body as { token?: Omit<TokenInfo, 'id'> } | undefined)?.token
+    if (response.status !== 201 || !id || !token) throw new ApiError(response.status, 'the identity service answered without a token')
+    this.token = { ...token, id }
+    return this.token
+  }
+
+  async ensureToken(): Promise<TokenInfo> {
+    return this.token ?? this.login()
+  }
+
+  /** The URL of a service of `type`, by interface and region; throws naming what is missing. */
+  async endpoint(type: string | string[]): Promise<string> {
+    const token = await this.ensureToken()
+    const types = Array.isArray(type) ? type : [type]
+    const iface = this.auth.interface ?? 'public'
+    for (const t of types) {
+      const entry = token.catalog?.find((e) => e.type === t)
+      const endpoint = entry?.endpoints.find((e) => e.interface === iface && (!this.auth.region || e.region_id === this.auth.region || e.region === this.auth.region))
+      if (endpoint) return endpoint.url.replace(/\/+$/, '')
+    }
+    throw new Error(`no ${iface} endpoint of type ${types.join(' or ')}${this.auth.region ? ` in region ${this.auth.region}` : ''} in the catalog`)
+  }
+
+  async get<T>(url: string, headers: Record<string, string> = {}): Promise<T> {
+    const token = await this.ensureToken()
+    return (await this.transport.request('GET', url, { headers: { 'x-auth-token': token.id, ...headers } })).body as T
+  }
+
+  async send<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: T }> {
+    const token = await this.ensureToken()
+    const r = await this.transport.request(method, url, { body, headers: { 'x-auth-token': token.id, ...headers } })
+    return r as { status: number; headers: Headers; body: T }
+  }
+}

@@ -1,0 +1,156 @@
+/** /v3/users, the self-service password change, and group membership (/v3/groups/{g}/users/{u}). */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Static } from '@sinclair/typebox'
+import { badRequest, notFound, unauthorized } from '../../../../contracts/errors.js'
+import { DEFAULT_DOMAIN_ID } from '../../../bootstrap/bootstrap.js'
+import * as users from '../../../identity/repo/users.repo.js'
+import * as groups from '../../../identity/repo/groups.repo.js'
+import { listDomainFor } from '../../../policy/identity.policy.js'
+import { collection, guard, queryFlag, type AdminContext } from './common.js'
+import { GroupCreate, GroupUpdate, PasswordChange, UserCreate, UserUpdate, query } from './schemas.js'
+import { groupView, userView } from './views.js'
+
+type IdParams = { Params: { id: string } }
+type MemberParams = { Params: { id: string; userId: string } }
+
+function callerDomain(request: FastifyRequest): string {
+  const s = request.principal.scope
+  return s.type === 'project' || s.type === 'domain' ? s.domainId : DEFAULT_DOMAIN_ID
+}
+
+export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
+  scope.get<{ Querystring: { name?: string; domain_id?: string; enabled?: string } }>(
+    '/users',
+    { schema: { querystring: query(['name', 'domain_id', 'enabled']) } },
+    async (request) => {
+      const domainId = listDomainFor(request.principal, request.query.domain_id)
+      guard(request, 'identity:list_users', { domainId })
+      const rows = await users.listUsers(ctx.db, { name: request.query.name, domainId, enabled: queryFlag(request.query.enabled) })
+      return collection(ctx, request, 'users', rows.map((u) => userView(ctx, u)))
+    },
+  )
+
+  scope.get<IdParams>('/users/:id', async (request) => {
+    const row = await users.getUser(ctx.db, request.params.id)
+    guard(request, 'identity:get_user', { userId: row.id, domainId: row.domain_id })
+    return { user: userView(ctx, row) }
+  })
+
+  scope.post<{ Body: Static<typeof UserCreate> }>('/users', { schema: { body: UserCreate } }, async (request, reply) => {
+    const domainId = request.body.user.domain_id ?? callerDomain(request)
+    guard(request, 'identity:create_user', { domainId })
+    const row = await ctx.write((tx) => users.createUser(tx, request.body.user, domainId, ctx.now()))
+    return reply.code(201).send({ user: userView(ctx, row) })
+  })
+
+  scope.patch<IdParams & { Body: Static<typeof UserUpdate> }>('/users/:id', { schema: { body: UserUpdate } }, async (request) => {
+    const current = await users.getUser(ctx.db, request.params.id)
+    guard(request, 'identity:update_user', { userId: current.id, domainId: current.domain_id })
+    const row = await ctx.write((tx) => users.updateUser(tx, current.id, request.body.user, ctx.now()))
+    return { user: userView(ctx, row) }
+  })
+
+  scope.delete<IdParams>('/users/:id', async (request, reply) => {
+    const current = await users.getUser(ctx.db, request.params.id)
+    guard(request, 'identity:delete_user', { userId: current.id, domainId: current.domain_id })
+    await ctx.write((tx) => users.deleteUser(tx, current.id))
+    return reply.code(204).send()
+  })
+
+  scope.post<IdParams & { Body: Static<typeof PasswordChange> }>(
+    '/users/:id/password',
+    { schema: { body: PasswordChange }, config: { public: true } },
+    async (request, reply) => {
+      const { password, original_password } = request.body.user
+      const outcome = await ctx.write((tx) => users.changePassword(tx, request.params.id, original_password, password, ctx.now()))
+      if (outcome === 'denied') throw unauthorized('The request you have made requires authentication.')
+      return reply.code(204).send()
+    },
+  )
+
+  scope.get<IdParams>('/users/:id/groups', async (request) => {
+    const user = await users.getUser(ctx.db, request.params.id)
+    guard(request, 'identity:list_groups_for_user', { userId: user.id, domainId: user.domain_id })
+    return collection(ctx, request, 'groups', (await groups.userGroups(ctx.db, user.id)).map((g) => groupView(ctx, g)))
+  })
+}
+
+export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
+  scope.get<{ Querystring: { name?: string; domain_id?: string } }>('/groups', { schema: { querystring: query(['name', 'domain_id']) } }, async (request) => {
+    const domainId = listDomainFor(request.principal, request.query.domain_id)
+    guard(request, 'identity:list_groups', { domainId })
+    const rows = await groups.listGroups(ctx.db, { name: request.query.name, domainId })
+    return collection(ctx, request, 'groups', rows.map((g) => groupView(ctx, g)))
+  })
+
+  scope.get<IdParams>('/groups/:id', async (request) => {
+    const row = await groups.getGroup(ctx.db, request.params.id)
+    guard(request, 'identity:get_group', { domainId: row.domain_id })
+    return { group: groupView(ctx, row) }
+  })
+
+  scope.post<{ Body: Static<typeof GroupCreate> }>('/groups', { schema: { body: GroupCreate } }, async (request, reply) => {
+    const domainId = request.body.group.domain_id ?? callerDomain(request)
+    guard(request, 'identity:create_group', { domainId })
+    const row = await ctx.write((tx) => groups.createGroup(tx, request.body.group, domainId, ctx.now()))
+    return reply.code(201).send({ group: groupView(ctx, row) })
+  })
+
+  scope.patch<IdParams & { Body: Static<typeof GroupUpdate> }>('/groups/:id', { schema: { body: GroupUpdate } }, async (request) => {
+    const current = await groups.getGroup(ctx.db, request.params.id)
+    guard(request, 'identity:update_group', { domainId: current.domain_id })
+    if (request.body.group.domain_id !== undefined && request.body.group.domain_id !== current.domain_id) {
+      throw badRequest(`Invalid input for field 'domain_id': the domain of a group cannot change.`)
+    }
+    const row = await ctx.write((tx) => groups.updateGroup(tx, current.id, request.body.group))
+    return { group: groupView(ctx, row) }
+  })
+
+  scope.delete<IdParams>('/groups/:id', async (request, reply) => {
+    const current = await groups.getGroup(ctx.db, request.params.id)
+    guard(request, 'identity:delete_group', { domainId: current.domain_id })
+    await ctx.write((tx) => groups.deleteGroup(tx, current.id))
+    return reply.code(204).send()
+  })
+
+  scope.get<IdParams>('/groups/:id/users', async (request) => {
+    const group = await groups.getGroup(ctx.db, request.params.id)
+    guard(request, 'identity:list_users_in_group', { domainId: group.domain_id })
+    return collection(ctx, request, 'users', (await groups.groupUsers(ctx.db, group.id)).map((u) => userView(ctx, u)))
+  })
+
+  /** Both sides are checked: a domain admin manages membership only when group and user are in its domain. */
+  const member = async (request: FastifyRequest<MemberParams>) => {
+    const group = await groups.getGroup(ctx.db, request.params.id)
+    const user = await users.getUser(ctx.db, request.params.userId)
+    return { group, user }
+  }
+
+  scope.route<MemberParams>({
+    method: ['GET', 'HEAD'],
+    url: '/groups/:id/users/:userId',
+    handler: async (request, reply) => {
+      const { group, user } = await member(request)
+      guard(request, 'identity:check_user_in_group', { domainId: group.domain_id })
+      guard(request, 'identity:check_user_in_group', { domainId: user.domain_id })
+      if (!(await groups.isMember(ctx.db, group.id, user.id))) throw notFound(`User ${user.id} is not a member of group ${group.id}.`)
+      return reply.code(204).send()
+    },
+  })
+
+  scope.put<MemberParams>('/groups/:id/users/:userId', async (request, reply) => {
+    const { group, user } = await member(request)
+    guard(request, 'identity:add_user_to_group', { domainId: group.domain_id })
+      guard(request, 'identity:add_user_to_group', { domainId: user.domain_id })
+    await ctx.write((tx) => groups.addMember(tx, group.id, user.id))
+    return reply.code(204).send()
+  })
+
+  scope.delete<MemberParams>('/groups/:id/users/:userId', async (request, reply) => {
+    const { group, user } = await member(request)
+    guard(request, 'identity:remove_user_from_group', { domainId: group.domain_id })
+      guard(request, 'identity:remove_user_from_group', { domainId: user.domain_id })
+    await ctx.write((tx) => groups.removeMember(tx, group.id, user.id))
+    return reply.code(204).send()
+  })
+}

@@ -1,0 +1,29 @@
+/**
+ * Open downloads for hosts being onboarded: the pcctl release bundle, its published SHA-256, and install.sh
+ * with this server's public URL filled in. The files come from the build (scripts/build-release.mjs).
+ */
+import { createReadStream, existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import type { FastifyInstance } from 'fastify'
+import type { AppDeps } from '../deps.js'
+
+const RELEASE_DIR = fileURLToPath(new URL('../../../release/', import.meta.url))
+const INSTALLER = fileURLToPath(new URL('../../../../install.sh', import.meta.url))
+
+export function registerDownloadRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const hidden = { schema: { hide: true } }
+  const release = (name: string) => `${RELEASE_DIR}${name}`
+  const missing = { error: { code: 404, title: 'Not Found', message: 'The pcctl release is not built on this server: run `npm run build`.' } }
+
+  app.get('/downloads/pcctl', hidden, async (_request, reply) => {
+    if (!existsSync(release('pcctl.mjs'))) return reply.code(404).send(missing)
+    return reply.type('application/octet-stream').header('content-disposition', 'attachment; filename="pcctl.mjs"').send(createReadStream(release('pcctl.mjs')))
+  })
+  app.get('/downloads/pcctl.sha256', hidden, async (_request, reply) => {
+    if (!existsSync(release('pcctl.mjs.sha256'))) return reply.code(404).send(missing)
+    return reply.type('text/plain').send(readFileSync(release('pcctl.mjs.sha256'), 'utf8'))
+  })
+  app.get('/downloads/install.sh', hidden, async (_request, reply) =>
+    reply.type('text/x-shellscript').send(readFileSync(INSTALLER, 'utf8').replace('@PCC_URL@', deps.config.publicUrl)),
+  )
+}

@@ -1,0 +1,46 @@
+/** Builds the IdP's services from the configuration; the composition root calls this once per process. */
+import type { Authenticator } from '../auth/principal.js'
+import type { Config } from '../config/settings.js'
+import type { SecretBox } from '../crypto/secret-box.js'
+import type { Store } from '../storage/store.js'
+import { IdpClients } from './clients.js'
+import type { LockoutPolicy } from './login.js'
+import { OidcProvider } from './provider.js'
+import { RefreshTokens } from './refresh-tokens.js'
+import { SigningKeys } from './signing-keys.js'
+
+export interface IdpServices {
+  clients: IdpClients
+  keys: SigningKeys
+  refreshTokens: RefreshTokens
+  provider: OidcProvider
+}
+
+/**
+ * Identity owns the lockout settings (Keystone's lockout_failure_attempts / lockout_duration); the IdP applies
+ * the same ones when identity's configuration has them, and none otherwise (Keystone's default).
+ */
+export function lockoutFrom(config: Config): LockoutPolicy {
+  const c = config as Config & { lockoutFailureAttempts?: number; lockoutDurationSeconds?: number }
+  return {
+    attempts: c.lockoutFailureAttempts || undefined,
+    durationMs: c.lockoutDurationSeconds ? c.lockoutDurationSeconds * 1000 : undefined,
+  }
+}
+
+export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, config: Config, now: () => number = Date.now): IdpServices {
+  const idTokenTtlMs = config.idpIdTokenSeconds * 1000
+  const clients = new IdpClients(store, box, { graceMs: config.idpSecretGraceSeconds * 1000, now })
+  const keys = new SigningKeys(store, box, { rotationMs: config.idpKeyRotationSeconds * 1000, idTokenTtlMs, now })
+  const refreshTokens = new RefreshTokens(store, box, {
+    reuseMs: config.idpRefreshReuseSeconds * 1000,
+    idleMs: config.idpRefreshIdleSeconds * 1000,
+    absoluteMs: config.idpRefreshAbsoluteSeconds * 1000,
+    now,
+  })
+  const provider = new OidcProvider(
+    { store, box, tokens, clients, keys, refreshTokens },
+    { issuer: `${config.publicUrl}/idp`, idTokenSeconds: config.idpIdTokenSeconds, lockout: lockoutFrom(config), now },
+  )
+  return { clients, keys, refreshTokens, provider }
+}

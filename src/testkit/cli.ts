@@ -1,0 +1,51 @@
+/** Runs pcctl in-process with captured output, a scratch config folder and no terminal. */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PassThrough, Writable } from 'node:stream'
+import { fileLogger } from '../cli/context.js'
+import { runCli } from '../cli/run.js'
+
+export interface CliRun {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+class Capture extends Writable {
+  text = ''
+  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
+    this.text += chunk.toString()
+    done()
+  }
+}
+
+export interface CliSandbox {
+  configDir: string
+  logDir: string
+  run(argv: string[], env?: Record<string, string>): Promise<CliRun>
+}
+
+export function cliSandbox(): CliSandbox {
+  const root = mkdtempSync(join(tmpdir(), 'pcctl-test-'))
+  const configDir = join(root, 'config')
+  const logDir = join(root, 'log')
+  return {
+    configDir,
+    logDir,
+    async run(argv, env = {}) {
+      const stdout = new Capture()
+      const stderr = new Capture()
+      const code = await runCli(argv, {
+        stdout,
+        stderr,
+        stdin: new PassThrough(),
+        env: { PATH: process.env.PATH, HOME: root, ...env },
+        configDir,
+        log: fileLogger(logDir, false, stderr),
+        prompt: async (q) => Promise.reject(new Error(`no terminal to ask "${q.trim()}": pass it as a flag`)),
+      })
+      return { code, stdout: stdout.text, stderr: stderr.text }
+    },
+  }
+}
