@@ -181,7 +181,7 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
     }
     case 'createImage': {
       if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
-      const imageId = randomUUID()
+      const imageId = await deps.images.reserveSnapshot({ projectId: row.project_id, name: v.name as string, metadata: (v.metadata ?? {}) as Record<string, string>, serverId: row.id })
       await accept(deps, row, action, { imageId, name: v.name, metadata: v.metadata ?? {} }, requestId, caller)
       if (api.has('createImageReturnsId')) return { status: 202, body: { image_id: imageId } }
       return { status: 202, headers: { location: `${deps.imageUrl}/v2/images/${imageId}` } }
