@@ -154,7 +154,7 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       return { status: 202 }
     }
     case 'rebuild': {
-      const image = await deps.images.find(v.imageRef as string, row.project_id)
+      const image = await deps.images.find(v.imageRef as string, row.project_id, caller.admin)
       if (!image) throw badRequest('Can not find requested image')
       if (v.metadata) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
       const changes: Partial<ServerTable> = { image_id: v.imageRef as string }

@@ -13,7 +13,7 @@ import type { Db } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import { COMPUTE_TASK_KINDS, type BuildTaskPayload } from './tasks.js'
 import { flavorSnapshot, requireFlavorForServer } from './flavors.js'
-import type { ImageLookup } from './images.js'
+import type { BootImage, ImageLookup } from './images.js'
 import { checkMetadataQuota, checkServerQuota, quotaLimits } from './quotas.js'
 
 export interface CreateCaller {
@@ -112,10 +112,12 @@ export async function createServers(store: CreateStore, queue: TaskQueue, images
   const bootsFromBdm = bdms.some((b) => Number(b.boot_index) === 0) || ((s.block_device_mapping as unknown[] | undefined)?.length ?? 0) > 0
   if (!imageRef && !bootsFromBdm) throw badRequest('Missing imageRef attribute')
   checkBdms(bdms, imageRef)
+  let bootImage: BootImage | undefined
   if (imageRef) {
-    const image = await images.find(imageRef, caller.projectId)
+    const image = await images.find(imageRef, caller.projectId, caller.admin)
     if (!image) throw badRequest('Can not find requested image')
     if (image.status !== 'active') throw badRequest(`Image ${imageRef} is not active.`)
+    bootImage = image
   }
 
   // Placement requests.
@@ -140,6 +142,10 @@ export async function createServers(store: CreateStore, queue: TaskQueue, images
 
   // Flavor, key pair, server group.
   const flavor = await requireFlavorForServer(db, s.flavorRef as string, caller.projectId, caller.admin)
+  if (bootImage && !bootsFromBdm) {
+    if (flavor.disk > 0 && bootImage.minDiskGb > flavor.disk) throw badRequest("Flavor's disk is too small for requested image.")
+    if (bootImage.minRamMb > flavor.ram) throw badRequest("Flavor's memory is too small for requested image.")
+  }
   let keyData: string | null = null
   if (s.key_name !== undefined) {
     const kp = await db.selectFrom('keypairs').select('public_key').where('user_id', '=', caller.userId).where('name', '=', s.key_name as string).executeTakeFirst()

@@ -17,7 +17,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
   const actionDeps: ActionDeps = {
     db,
     queue: deps.queue,
-    images: deps.images,
+    images: deps.imageLookup,
     imageUrl: deps.urls.image,
     hostUp: async (hostname) => {
       const h = await db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at']).where('hostname', '=', hostname).executeTakeFirst()

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
-import { acceptAnyImage } from '../../compute/images.js'
+import { acceptAnyImage, imageServiceLookup, type ImageServiceLike } from '../../compute/images.js'
 import { serverRoutes as serversResource } from './servers.js'
 import { serverActionRoutes } from './server-actions.js'
 import { serverSubresourceRoutes } from './server-subresources.js'
@@ -16,8 +16,9 @@ import { serverGroupRoutes } from './server-groups.js'
 import { usageRoutes } from './usage.js'
 
 export function serverRoutes(deps: AppDeps) {
-  // TODO(#4): use the image service's lookup once src/server/image/service.ts is merged.
-  const withImages = { ...deps, images: acceptAnyImage }
+  // The image service (deps.images) arrives with its own branch; until then every UUID is an active image.
+  const service = (deps as { images?: ImageServiceLike }).images
+  const withImages = { ...deps, imageLookup: service ? imageServiceLookup(service) : acceptAnyImage }
   return async (scope: FastifyInstance): Promise<void> => {
     await serversResource(withImages)(scope)
     await serverActionRoutes(withImages)(scope)

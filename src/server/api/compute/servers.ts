@@ -15,7 +15,7 @@ import { bodyObject, callerOf, can, must, validate } from './context.js'
 import { randomUUID } from 'node:crypto'
 
 export interface ServerRouteDeps extends AppDeps {
-  images: ImageLookup
+  imageLookup: ImageLookup
 }
 
 /** The live server `id` as the caller may see it, or 404. */
@@ -86,7 +86,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       const result = await createServers(
         { db, advisoryLocks: deps.store.capabilities.advisoryLocks },
         deps.queue,
-        deps.images,
+        deps.imageLookup,
         request.api,
         { ...caller, canForceHost: can(request, 'servers:create:forced_host') },
         body,
