@@ -8,6 +8,7 @@ import { createRequire } from 'node:module'
 import { randomUUID } from 'node:crypto'
 import { startTestServer } from '../src/testkit/harness.js'
 import { newId } from '../src/server/bootstrap/bootstrap.js'
+import { DEFAULT_IMAGE_NAME } from '../src/server/image/default-image.js'
 import type { ServerTable } from '../src/server/storage/schema.js'
 import type { Db } from '../src/server/storage/store.js'
 import type { BenchRow, BenchRun } from './harness.js'
@@ -81,7 +82,8 @@ export const run: BenchRun = async () => {
     rows.push(row('GET /servers/detail?limit=1000, 10,000 servers', await autocannon({ url: `${compute}/servers/detail?limit=1000`, connections: CONNECTIONS, duration: SECONDS, headers: detailHeaders }), 'ms p50', '< 60 ms p50'))
     rows.push(row('GET /servers?limit=100, 100,000 servers', await autocannon({ url: `${compute}/servers?limit=100`, connections: CONNECTIONS, duration: SECONDS, headers: listHeaders }), 'ms p50', '< 5 ms p50'))
     rows.push(row('GET /servers/{id}', await autocannon({ url: `${compute}/servers/${oneId}`, connections: CONNECTIONS, duration: SECONDS, headers: listHeaders }), 'ms p50'))
-    const body = JSON.stringify({ server: { name: 'bench-new', imageRef: '70a599e0-31e7-49b7-b260-868f441e862b', flavorRef: '1', networks: 'none' } })
+    const image = await db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirstOrThrow()
+    const body = JSON.stringify({ server: { name: 'bench-new', imageRef: image.id, flavorRef: '1', networks: 'none' } })
     const creates = await autocannon({ url: `${compute}/servers`, method: 'POST', connections: CONNECTIONS, duration: SECONDS, headers: { ...listHeaders, 'content-type': 'application/json' }, body })
     rows.push(row('POST /servers accepted (202)', creates, 'req/s', '>= 1000 creates/s'))
     return rows

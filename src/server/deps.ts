@@ -7,6 +7,9 @@ import type { Config } from './config/settings.js'
 import type { SecretBox } from './crypto/secret-box.js'
 import type { TokenService } from './identity/token-service.js'
 import type { IdpServices } from './oidc/services.js'
+import type { BlobStore } from './blobs/blob-store.js'
+import type { ImageService } from './image/service.js'
+import type { VolumeServices } from './volume/services.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -23,6 +26,12 @@ export interface AppDeps {
   idp: IdpServices
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
+  /** Image bytes (data-dir/blobs). */
+  blobs: BlobStore
+  /** Glance-compatible image service; compute calls getVisibleImage / createSnapshotImage. */
+  images: ImageService
+  /** Cinder-compatible block storage; compute calls volumes.reserveForAttach / attach / detach / createForBoot. */
+  volumeServices: VolumeServices
 }
 
 export interface ServiceUrls {

@@ -20,6 +20,7 @@ import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
+import { setUpImageAndVolume } from './volume/wiring.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -75,8 +76,10 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await idp.clients.ensureBuiltins()
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
-    const runner = new TaskRunner(queue, handlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, urls: serviceUrls(config.publicUrl) }
+    const imageVolume = await setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId })
+    const runner = new TaskRunner(queue, new Map([...imageVolume.handlers, ...handlers]), { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
+    imageVolume.attachRunner(runner)
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, urls: serviceUrls(config.publicUrl), ...imageVolume.deps }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined

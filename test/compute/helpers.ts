@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { startTestServer, type Dialect, type TestServer } from '../../src/testkit/harness.js'
 import { newId } from '../../src/server/bootstrap/bootstrap.js'
+import { DEFAULT_IMAGE_NAME } from '../../src/server/image/default-image.js'
 
 export interface Persona {
   token: string
@@ -52,6 +53,8 @@ export async function computeTestbed(dialect: Dialect = 'sqlite', env: Record<st
   const server = await startTestServer({ dialect, env })
   const adminUser = await server.deps.store.db.selectFrom('users').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()
   const adminIssued = await server.deps.tokens.issue({ userId: adminUser.id, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })
+  const image = await server.deps.store.db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirst()
+  if (image) IMAGE = image.id
   const projectA = await makeProject(server, `proj-a-${randomUUID().slice(0, 6)}`)
   const projectB = await makeProject(server, `proj-b-${randomUUID().slice(0, 6)}`)
   const member = await makeUser(server, 'alice', projectA, 'member')
@@ -93,7 +96,8 @@ export async function call<T = any>(tb: ComputeTestbed, who: Persona, method: st
   return { status: res.status, body: parsed as T, headers: res.headers }
 }
 
-export const IMAGE = '70a599e0-31e7-49b7-b260-868f441e862b'
+/** The bootable image of the current testbed: the image service's default image (set by computeTestbed). */
+export let IMAGE = '70a599e0-31e7-49b7-b260-868f441e862b'
 
 /** A minimal valid create body at 2.37+ (networks required there; harmless below). */
 export function createBody(name: string, extra: Record<string, unknown> = {}, networks: unknown = 'none') {

@@ -32,6 +32,7 @@ export interface Config {
   idpRefreshIdleSeconds: number
   idpRefreshAbsoluteSeconds: number
   idpSecretGraceSeconds: number
+  imageMaxBytes: number
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -165,6 +166,11 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'computeMaxLimit', env: 'PCC_COMPUTE_MAX_LIMIT', flag: '--compute-max-limit',
     help: 'largest page the compute API returns (servers, instance actions)', parse: integer(1, 100000), fallback: () => 1000,
   },
+  imageMaxBytes: {
+    key: 'imageMaxBytes', env: 'PCC_IMAGE_MAX_BYTES', flag: '--image-max-bytes',
+    help: 'largest image an upload may store, in bytes (default 64 GiB)', parse: integer(1, Number.MAX_SAFE_INTEGER),
+    fallback: () => 64 * 1024 ** 3,
+  },
   masterKey: {
     key: 'masterKey', env: 'PCC_MASTER_KEY', flag: '--master-key',
     help: 'base64 32-byte key for secrets at rest (default: data-dir/master.key, created on first start)', secret: true,
@@ -203,6 +209,6 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
-  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'computeMaxLimit',
+  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'imageMaxBytes', 'computeMaxLimit',
   'idpIdTokenSeconds', 'idpKeyRotationSeconds', 'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
 ]

@@ -7,6 +7,8 @@ import { sql, type Kysely } from 'kysely'
 import type { Store } from '../store.js'
 import * as m0001 from './0001-foundation.js'
 import * as m0020 from './0020-compute.js'
+import * as m0040 from './0040-images.js'
+import * as m0041 from './0041-volumes.js'
 import * as m0050 from './0050-idp.js'
 
 export interface Migration {
@@ -18,6 +20,8 @@ export interface Migration {
 export const MIGRATIONS: Migration[] = [
   { id: '0001', name: 'foundation', up: m0001.up },
   { id: '0020', name: 'compute', up: m0020.up },
+  { id: '0040', name: 'images', up: m0040.up },
+  { id: '0041', name: 'volumes', up: m0041.up },
   { id: '0050', name: 'idp', up: m0050.up },
 ]
 
