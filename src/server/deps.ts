@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino'
 import type { Config } from './config/settings.js'
+import type { Conductor } from './conductor/conductor.js'
 import type { SecretBox } from './crypto/secret-box.js'
 import type { TokenService } from './identity/token-service.js'
 import type { IdpServices } from './oidc/services.js'
@@ -24,6 +25,8 @@ export interface AppDeps {
   tokens: TokenService
   /** The OIDC provider: client secrets, signing keys, refresh tokens, the token endpoint. */
   idp: IdpServices
+  /** Server lifecycle: scheduler, hypervisor drivers, reconciliation. */
+  conductor: Conductor
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
   /** Image bytes (data-dir/blobs). */

@@ -21,6 +21,7 @@ import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
+import { Conductor } from './conductor/conductor.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -77,9 +78,12 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const imageVolume = await setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId })
-    const runner = new TaskRunner(queue, new Map([...imageVolume.handlers, ...handlers]), { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
+    const conductor = new Conductor(store, queue, config, logger.child({ component: 'conductor' }))
+    const allHandlers = new Map([...imageVolume.handlers, ...handlers])
+    conductor.register(allHandlers)
+    const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, urls: serviceUrls(config.publicUrl), ...imageVolume.deps }
+    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, conductor, urls: serviceUrls(config.publicUrl), ...imageVolume.deps }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
@@ -98,10 +102,13 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       }
     }
 
+    // Simulated hosts registered and the store reconciled before the first request or task.
+    await conductor.start()
     const app = await buildApp(deps, { https })
     try {
       await app.listen({ host: config.listen.host, port: config.listen.port })
     } catch (err) {
+      conductor.stop()
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
     runner.start()
@@ -119,6 +126,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           await app.close()
+          conductor.stop()
           await runner.stop(10_000)
           await store.close()
         })()),

@@ -33,6 +33,20 @@ export interface Config {
   idpRefreshAbsoluteSeconds: number
   idpSecretGraceSeconds: number
   imageMaxBytes: number
+  /** A host with no heartbeat for this long is DOWN (os-services state, host_status, the scheduler skips it). */
+  hostDownAfterSeconds: number
+  /** How often in-process simulated hosts heartbeat. */
+  hostHeartbeatSeconds: number
+  /** Base duration of each simulated-driver operation (0: instant, for benchmarks). */
+  simulatedDelayMs: number
+  /** Probability (0–1) that a simulated-driver operation fails; injectable per host too. */
+  simulatedFailureRate: number
+  /** Scheduler weigher: spread (most free RAM first) or pack (least free RAM first). */
+  schedulerWeigher: 'spread' | 'pack'
+  /** How often the conductor reconciles the store with what hosts report (0: only at start). */
+  reconcileSeconds: number
+  /** What reconciliation does with a server whose host is gone or DOWN beyond the timeout: error or evacuate. */
+  lostHostPolicy: 'error' | 'evacuate'
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -90,6 +104,12 @@ function parseTls(raw: string): TlsSetting {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+function fraction(raw: string): number {
+  const value = Number(raw)
+  if (raw.trim() === '' || !Number.isFinite(value) || value < 0 || value > 1) throw new Error(`expected a number from 0 to 1, got "${raw}"`)
+  return value
+}
 
 function oneOf<T extends string>(values: readonly T[]) {
   return (raw: string): T => {
@@ -204,11 +224,42 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'idpSecretGraceSeconds', env: 'PCC_IDP_SECRET_GRACE_SECONDS', flag: '--idp-secret-grace-seconds',
     help: 'how long a rotated IdP client secret stays valid', parse: integer(0, 30 * 86400), fallback: () => 86400,
   },
+  hostDownAfterSeconds: {
+    key: 'hostDownAfterSeconds', env: 'PCC_HOST_DOWN_AFTER_SECONDS', flag: '--host-down-after-seconds',
+    help: 'a host without a heartbeat for this long is DOWN (Nova service_down_time)', parse: integer(1, 86400), fallback: () => 60,
+  },
+  hostHeartbeatSeconds: {
+    key: 'hostHeartbeatSeconds', env: 'PCC_HOST_HEARTBEAT_SECONDS', flag: '--host-heartbeat-seconds',
+    help: 'heartbeat interval of the in-process simulated hosts', parse: integer(1, 3600), fallback: () => 10,
+  },
+  simulatedDelayMs: {
+    key: 'simulatedDelayMs', env: 'PCC_SIMULATED_DELAY_MS', flag: '--simulated-delay-ms',
+    help: 'base duration of each simulated hypervisor operation in ms (0: instant)', parse: integer(0, 600_000), fallback: () => 300,
+  },
+  simulatedFailureRate: {
+    key: 'simulatedFailureRate', env: 'PCC_SIMULATED_FAILURE_RATE', flag: '--simulated-failure-rate',
+    help: 'probability 0-1 that a simulated hypervisor operation fails', parse: fraction, fallback: () => 0,
+  },
+  schedulerWeigher: {
+    key: 'schedulerWeigher', env: 'PCC_SCHEDULER_WEIGHER', flag: '--scheduler-weigher',
+    help: 'spread (most free RAM first) or pack (least free RAM first)', parse: oneOf(['spread', 'pack'] as const), fallback: () => 'spread',
+  },
+  reconcileSeconds: {
+    key: 'reconcileSeconds', env: 'PCC_RECONCILE_SECONDS', flag: '--reconcile-seconds',
+    help: 'interval of the conductor reconciliation with the hosts (0: only at start)', parse: integer(0, 86400), fallback: () => 60,
+  },
+  lostHostPolicy: {
+    key: 'lostHostPolicy', env: 'PCC_LOST_HOST_POLICY', flag: '--lost-host-policy',
+    help: 'servers of a vanished or long-DOWN host: error (ERROR with a fault) or evacuate (rebuild elsewhere)',
+    parse: oneOf(['error', 'evacuate'] as const), fallback: () => 'error',
+  },
 }
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
-  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'imageMaxBytes', 'computeMaxLimit',
-  'idpIdTokenSeconds', 'idpKeyRotationSeconds', 'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
+  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'idpIdTokenSeconds', 'idpKeyRotationSeconds',
+  'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
+  'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
+  'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'computeMaxLimit',
 ]
