@@ -49,8 +49,16 @@ async function makeUser(server: TestServer, name: string, projectId: string, rol
   return { token: issued.token, userId, projectId }
 }
 
-export async function computeTestbed(dialect: Dialect = 'sqlite', env: Record<string, string> = {}): Promise<ComputeTestbed> {
-  const server = await startTestServer({ dialect, env })
+/**
+ * A server whose task runner and conductor are stopped (unless `withConductor`), so API tests see exactly the
+ * state the API wrote (BUILD/scheduling, start task states, queued tasks) without the lifecycle moving on.
+ */
+export async function computeTestbed(dialect: Dialect = 'sqlite', env: Record<string, string> = {}, withConductor = false): Promise<ComputeTestbed> {
+  const server = await startTestServer({ dialect, env: { PCC_RECONCILE_SECONDS: '0', ...env } })
+  if (!withConductor) {
+    await server.deps.runner.stop(0)
+    server.deps.conductor.stop()
+  }
   const adminUser = await server.deps.store.db.selectFrom('users').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()
   const adminIssued = await server.deps.tokens.issue({ userId: adminUser.id, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })
   const image = await server.deps.store.db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirst()

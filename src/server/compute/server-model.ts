@@ -7,6 +7,7 @@ import type { ServerModel } from '../../contracts/compute/server.fields.js'
 import type { FlavorSnapshot, ServerTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
 import { serverStatus } from './server-states.js'
+import { hostStatus } from '../hosts/host-status.js'
 
 export interface ModelContext {
   admin: boolean
@@ -14,10 +15,9 @@ export interface ModelContext {
   computeUrl: string
   /** What the server view needs beyond the rows. */
   needs: { tags: boolean; groups: boolean; hostStatus: boolean }
+  /** A host whose heartbeat is older than this is DOWN (the conductor's setting). */
+  hostDownAfterMs: number
 }
-
-/** A host is UNKNOWN when it has not reported for this long. */
-const HEARTBEAT_STALE_MS = 5 * 60_000
 
 export function instanceName(displayId: number): string {
   return `instance-${displayId.toString(16).padStart(8, '0')}`
@@ -78,8 +78,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       (async () => {
         const now = Date.now()
         for (const h of await db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']).execute()) {
-          const state = h.forced_down ? 'DOWN' : h.service_status === 'disabled' ? 'MAINTENANCE' : h.last_heartbeat_at !== null && now - h.last_heartbeat_at > HEARTBEAT_STALE_MS ? 'UNKNOWN' : 'UP'
-          hostStates.set(h.hostname, state)
+          hostStates.set(h.hostname, hostStatus(h, now, ctx.hostDownAfterMs))
         }
       })(),
     )

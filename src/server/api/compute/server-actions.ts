@@ -7,6 +7,7 @@ import { isoMicros } from '../../../contracts/compute/time.js'
 import { SERVER_ACTIONS } from '../../compute/server-states.js'
 import { actionNameOf, runAction, type ActionDeps } from '../../compute/server-actions.js'
 import { hostIdOf } from '../../compute/server-model.js'
+import { isUp } from '../../hosts/host-status.js'
 import { parseIsoTime } from '../../../contracts/compute/time.js'
 import type { ServerRouteDeps } from './servers.js'
 import { renderServers, visibleServer } from './servers.js'
@@ -20,9 +21,9 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     images: deps.imageLookup,
     imageUrl: deps.urls.image,
     hostUp: async (hostname) => {
-      const h = await db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at']).where('hostname', '=', hostname).executeTakeFirst()
+      const h = await db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()
       if (!h) return undefined
-      return !h.forced_down && (h.last_heartbeat_at === null || Date.now() - h.last_heartbeat_at < 5 * 60_000)
+      return isUp(h, Date.now(), deps.config.hostDownAfterSeconds * 1000)
     },
   }
   return async (scope: FastifyInstance): Promise<void> => {

@@ -34,6 +34,7 @@ export async function renderServers(deps: AppDeps, request: FastifyRequest, rows
     admin,
     computeUrl: deps.urls.compute,
     needs: { tags: view !== 'summary' && request.api.has('serverTags'), groups: view !== 'summary' && view !== 'detail', hostStatus: view !== 'summary' && admin },
+    hostDownAfterMs: deps.config.hostDownAfterSeconds * 1000,
   })
   const shape = projector(serverFields, { version, view, admin })
   return models.map((m) => shape(extra ? { ...m, ...extra } : m))
