@@ -6,11 +6,13 @@ import type { Logger } from 'pino'
 import type { Config } from './config/settings.js'
 import type { Conductor } from './conductor/conductor.js'
 import type { SecretBox } from './crypto/secret-box.js'
+import type { AuthFlow } from './identity/auth-flow.js'
 import type { TokenService } from './identity/token-service.js'
 import type { IdpServices } from './oidc/services.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import type { ImageService } from './image/service.js'
 import type { VolumeServices } from './volume/services.js'
+import type { NetworkService } from './network/service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -27,6 +29,10 @@ export interface AppDeps {
   idp: IdpServices
   /** Server lifecycle: scheduler, hypervisor drivers, reconciliation. */
   conductor: Conductor
+  /** Networks, ports and addresses (the network API and the compute service use it). */
+  network: NetworkService
+  /** Keystone authentication (methods, MFA, scopes); `verifyUserPassword` serves other login surfaces. */
+  identityAuth: AuthFlow
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
   /** Image bytes (data-dir/blobs). */

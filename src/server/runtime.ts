@@ -3,19 +3,22 @@
  * clear message: data dir → store → migrations → master key → bootstrap → token keys → HTTP → task runner.
  * main.ts (the process) and the tests both start servers through here.
  */
-import { mkdirSync, readFileSync } from 'node:fs'
+import { accessSync, constants as fsConstants, mkdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { buildApp } from './app.js'
+import type { OpsState } from './http/ops-routes.js'
 import type { Config } from './config/settings.js'
 import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { ensureDefaultFlavors } from './compute/flavors.js'
 import { serviceUrls, type AppDeps } from './deps.js'
+import { AuthFlow } from './identity/auth-flow.js'
 import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
+import { NetworkService } from './network/service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
@@ -40,13 +43,32 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
-const TOKEN_TTL_MS = 3600_000
+const FS_REASONS: Record<string, string> = {
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EEXIST: 'it exists and is not a directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on the device',
+}
 
+function fsReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code
+  return code && FS_REASONS[code] ? `${FS_REASONS[code]} (${code})` : ((err as Error).message ?? String(err))
+}
+
+/** The data dir must be a directory this process can write: checked first, so the message names it plainly. */
 function ensureDataDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true })
   } catch (err) {
-    throw new StartupError(`data directory ${dir} cannot be created: ${(err as NodeJS.ErrnoException).code ?? String(err)}`)
+    throw new StartupError(`data directory ${dir} cannot be created: ${fsReason(err)}`)
+  }
+  try {
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'EEXIST' })
+    accessSync(dir, fsConstants.W_OK)
+  } catch (err) {
+    throw new StartupError(`data directory ${dir} is not writable: ${fsReason(err)}`)
   }
 }
 
@@ -58,6 +80,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
   } catch (err) {
     throw err instanceof StoreOpenError ? new StartupError(err.message) : err
   }
+  let tokensStarted: TokenService | undefined
+  for (const warning of store.warnings) logger.warn({ dialect: store.dialect }, warning)
   try {
     const report = await migrate(store)
     logger.info({ applied: report.applied, alreadyApplied: report.alreadyApplied, dialect: store.dialect }, 'migrations done')
@@ -71,8 +95,19 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     }
     const result = await bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword })
     await ensureDefaultFlavors(store.db)
-    const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
+    const tokens = new TokenService(store, box, {
+      ttlMs: config.tokenExpirationSeconds * 1000,
+      allowExpiredWindowMs: config.tokenAllowExpiredWindowSeconds * 1000,
+      rotationMs: config.tokenKeyRotationSeconds * 1000,
+      identityUrl: serviceUrls(config.publicUrl).identity,
+    })
     await tokens.load()
+    tokens.start()
+    tokensStarted = tokens
+    const identityAuth = new AuthFlow(store, box, tokens, {
+      lockoutFailureAttempts: config.lockoutFailureAttempts,
+      lockoutDurationMs: config.lockoutDurationSeconds * 1000,
+    })
     const idp = createIdp(store, box, tokens, config)
     await idp.clients.ensureBuiltins()
 
@@ -83,7 +118,13 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, conductor, urls: serviceUrls(config.publicUrl), ...imageVolume.deps }
+    queue.onEnqueue(() => runner.wake())
+    const deps: AppDeps = {
+      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor,
+      network: new NetworkService(store),
+      urls: serviceUrls(config.publicUrl),
+      ...imageVolume.deps,
+    }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
@@ -104,7 +145,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
 
     // Simulated hosts registered and the store reconciled before the first request or task.
     await conductor.start()
-    const app = await buildApp(deps, { https })
+    const state: OpsState = { migrated: true, closing: false }
+    const app = await buildApp(deps, { https, state })
     try {
       await app.listen({ host: config.listen.host, port: config.listen.port })
     } catch (err) {
@@ -125,13 +167,17 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       caFile,
       stop: () =>
         (stopping ??= (async () => {
+          state.closing = true
           await app.close()
           conductor.stop()
-          await runner.stop(10_000)
+          tokens.stop()
+          // Handlers get a while to finish; past a lease's length a dead process's work would move anyway.
+          await runner.stop(Math.min(10_000, config.taskLeaseSeconds * 1000))
           await store.close()
         })()),
     }
   } catch (err) {
+    tokensStarted?.stop()
     await store.close().catch(() => {})
     throw err
   }

@@ -47,6 +47,11 @@ export interface Config {
   reconcileSeconds: number
   /** What reconciliation does with a server whose host is gone or DOWN beyond the timeout: error or evacuate. */
   lostHostPolicy: 'error' | 'evacuate'
+  tokenExpirationSeconds: number
+  tokenAllowExpiredWindowSeconds: number
+  tokenKeyRotationSeconds: number
+  lockoutFailureAttempts: number
+  lockoutDurationSeconds: number
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -253,6 +258,27 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     help: 'servers of a vanished or long-DOWN host: error (ERROR with a fault) or evacuate (rebuild elsewhere)',
     parse: oneOf(['error', 'evacuate'] as const), fallback: () => 'error',
   },
+  tokenExpirationSeconds: {
+    key: 'tokenExpirationSeconds', env: 'PCC_TOKEN_EXPIRATION_SECONDS', flag: '--token-expiration-seconds',
+    help: 'lifetime of identity tokens (keep well above 120 s: clients re-authenticate below that)',
+    parse: integer(1, 30 * 86400), fallback: () => 3600,
+  },
+  tokenAllowExpiredWindowSeconds: {
+    key: 'tokenAllowExpiredWindowSeconds', env: 'PCC_TOKEN_ALLOW_EXPIRED_WINDOW_SECONDS', flag: '--token-allow-expired-window-seconds',
+    help: 'how long after expiry a token still validates with ?allow_expired=1', parse: integer(0, 30 * 86400), fallback: () => 172800,
+  },
+  tokenKeyRotationSeconds: {
+    key: 'tokenKeyRotationSeconds', env: 'PCC_TOKEN_KEY_ROTATION_SECONDS', flag: '--token-key-rotation-seconds',
+    help: 'how often the token key ring rotates (staged → primary → secondary)', parse: integer(1, 365 * 86400), fallback: () => 86400,
+  },
+  lockoutFailureAttempts: {
+    key: 'lockoutFailureAttempts', env: 'PCC_LOCKOUT_FAILURE_ATTEMPTS', flag: '--lockout-failure-attempts',
+    help: 'failed password logins in a row that lock a user (0: never)', parse: integer(0, 1000), fallback: () => 6,
+  },
+  lockoutDurationSeconds: {
+    key: 'lockoutDurationSeconds', env: 'PCC_LOCKOUT_DURATION_SECONDS', flag: '--lockout-duration-seconds',
+    help: 'how long a locked user stays locked', parse: integer(1, 365 * 86400), fallback: () => 1800,
+  },
 }
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
@@ -261,5 +287,6 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'idpIdTokenSeconds', 'idpKeyRotationSeconds',
   'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
-  'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'computeMaxLimit',
+  'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'tokenExpirationSeconds', 'tokenAllowExpiredWindowSeconds',
+  'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit',
 ]
