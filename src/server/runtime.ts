@@ -145,9 +145,6 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       }
     }
 
-    // Agent drivers and simulated hosts registered, and the store reconciled, before the first request or task.
-    await onboarding.start()
-    await conductor.start()
     const state: OpsState = { migrated: true, closing: false }
     const app = await buildApp(deps, { https, state })
     try {
@@ -156,6 +153,10 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       conductor.stop()
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
+    // After listening: reconciliation asks agent hosts for their guests, and agents reach us only once we listen.
+    // Tasks start after it, so none runs before the hosts and drivers are known.
+    await onboarding.start()
+    await conductor.start()
     runner.start()
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.listen.port
