@@ -21,7 +21,7 @@ const tagsBody = {
   required: ['tags'],
   properties: { tags: { type: 'array', maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^,]*$' } } },
 }
-const tagParam = { type: 'object', properties: { tag: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^,]*$' } } }
+const tagParam = { type: 'object', properties: { id: { type: 'string' }, tag: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^,]*$' } } }
 
 type Params = { id: string; tag: string }
 
