@@ -19,6 +19,8 @@ import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
+import { ClusterJobRunner } from './tasks/cluster-jobs.js'
+import { purgeJob } from './tasks/purge-job.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -31,6 +33,8 @@ export interface RunningServer {
   /** The address it actually listens on (port 0 resolved). */
   url: string
   bootstrap: BootstrapResult
+  /** Periodic jobs that run once across every process on the store (purge, reconciliation). */
+  clusterJobs: ClusterJobRunner
   /** Path of the generated CA certificate, when PCC_TLS=auto. */
   caFile?: string
   /** Graceful stop: no new connections, in-flight requests finish, task leases are handed back. */
@@ -100,6 +104,16 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
     runner.start()
+    const clusterJobs = new ClusterJobRunner(store, { logger: logger.child({ component: 'cluster-jobs' }), owner: runner.owner, leaseMs: config.taskLeaseSeconds * 1000 })
+    const purgeLog = logger.child({ component: 'purge' })
+    clusterJobs.add(
+      purgeJob(store, {
+        retentionMs: config.purgeRetentionDays * 86_400_000,
+        intervalMs: config.purgeIntervalSeconds * 1000,
+        onReport: (report) => (report.tasks + report.servers > 0 ? purgeLog.info({ report }, 'purged old rows') : undefined),
+      }),
+    )
+    clusterJobs.start()
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.listen.port
     const scheme = https ? 'https' : 'http'
@@ -111,9 +125,11 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       url: `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
       bootstrap: result,
       caFile,
+      clusterJobs,
       stop: () =>
         (stopping ??= (async () => {
           await app.close()
+          await clusterJobs.stop()
           await runner.stop(10_000)
           await store.close()
         })()),

@@ -30,6 +30,10 @@ export interface Config {
   idpRefreshIdleSeconds: number
   idpRefreshAbsoluteSeconds: number
   idpSecretGraceSeconds: number
+  /** Finished tasks and soft-deleted servers older than this are purged (0: at the next purge). */
+  purgeRetentionDays: number
+  /** How often the cluster-wide purge job runs. */
+  purgeIntervalSeconds: number
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -192,6 +196,14 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'idpSecretGraceSeconds', env: 'PCC_IDP_SECRET_GRACE_SECONDS', flag: '--idp-secret-grace-seconds',
     help: 'how long a rotated IdP client secret stays valid', parse: integer(0, 30 * 86400), fallback: () => 86400,
   },
+  purgeRetentionDays: {
+    key: 'purgeRetentionDays', env: 'PCC_PURGE_RETENTION_DAYS', flag: '--purge-retention-days',
+    help: 'finished tasks and deleted servers (with their instance actions) are kept this many days', parse: integer(0, 3650), fallback: () => 7,
+  },
+  purgeIntervalSeconds: {
+    key: 'purgeIntervalSeconds', env: 'PCC_PURGE_INTERVAL_SECONDS', flag: '--purge-interval-seconds',
+    help: 'how often one process of the cluster purges old rows', parse: integer(1, 7 * 86400), fallback: () => 3600,
+  },
 }
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
@@ -199,4 +211,5 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey',
   'idpIdTokenSeconds', 'idpKeyRotationSeconds', 'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
+  'purgeRetentionDays', 'purgeIntervalSeconds',
 ]

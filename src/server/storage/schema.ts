@@ -11,10 +11,12 @@ import type { FoundationTables } from './tables/foundation.js'
 import type { IdentityTables } from './tables/identity.js'
 import type { ComputeTables } from './tables/compute.js'
 import type { IdpTables } from './tables/idp.js'
+import type { ClusterTables } from './tables/cluster.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
 export type * from './tables/compute.js'
 export type * from './tables/idp.js'
+export type * from './tables/cluster.js'
 
-export interface Database extends FoundationTables, IdentityTables, ComputeTables, IdpTables {}
+export interface Database extends FoundationTables, IdentityTables, ComputeTables, IdpTables, ClusterTables {}

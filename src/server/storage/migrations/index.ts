@@ -8,6 +8,7 @@ import type { Store } from '../store.js'
 import * as m0001 from './0001-foundation.js'
 import * as m0020 from './0020-compute.js'
 import * as m0050 from './0050-idp.js'
+import * as m0070 from './0070-cluster-jobs.js'
 
 export interface Migration {
   id: string
@@ -19,6 +20,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0001', name: 'foundation', up: m0001.up },
   { id: '0020', name: 'compute', up: m0020.up },
   { id: '0050', name: 'idp', up: m0050.up },
+  { id: '0070', name: 'cluster-jobs', up: m0070.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
