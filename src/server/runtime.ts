@@ -17,6 +17,7 @@ import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
+import { retryStartupRace } from './storage/startup-race.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
@@ -70,7 +71,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     } catch (err) {
       throw new StartupError((err as Error).message)
     }
-    const result = await bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword })
+    const result = await retryStartupRace(() => bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword }))
     const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
     await tokens.load()
     const idp = createIdp(store, box, tokens, config)
