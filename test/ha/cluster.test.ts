@@ -40,6 +40,8 @@ test('three processes, round-robin: tokens validate everywhere, revocations reac
   const store = await openDb(cluster)
   const db = store.db
   const [a, b, c] = cluster.nodes
+  let watching = true
+  let watcher: Promise<void> = Promise.resolve()
   try {
     // A token issued by A validates on B and C (and on A).
     const { token: adminToken, projectId } = await issueToken(a, cluster.adminPassword)
@@ -70,8 +72,7 @@ test('three processes, round-robin: tokens validate everywhere, revocations reac
     const image = await bootImage(cluster, adminToken)
     await liftQuotas(c, adminToken, projectId)
     const holders = new Set<number>()
-    let watching = true
-    const watcher = (async () => {
+    watcher = (async () => {
       while (watching) {
         const rows = await db.selectFrom('tasks').select('lease_owner').where('status', '=', 'running').execute()
         for (const row of rows) {
@@ -137,6 +138,8 @@ test('three processes, round-robin: tokens validate everywhere, revocations reac
     })
     for (const node of cluster.nodes) assert.equal((await call(compute(node), 'GET', `/servers/${gone}`, { token: adminToken })).status, 404)
   } finally {
+    watching = false
+    await watcher.catch(() => {})
     await store.close()
     await cluster.close({ keepLogs: !!process.env.PCC_TEST_KEEP_LOGS })
   }

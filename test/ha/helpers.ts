@@ -12,7 +12,8 @@ export interface Reply<T = any> {
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function call<T = any>(base: string, method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
-  const headers: Record<string, string> = { ...options.headers }
+  // Compute calls at 2.60 unless told otherwise: networks 'none' needs 2.37 or later.
+  const headers: Record<string, string> = base.endsWith('/compute/v2.1') ? { 'openstack-api-version': 'compute 2.60', ...options.headers } : { ...options.headers }
   if (options.token) headers['x-auth-token'] = options.token
   if (options.body !== undefined) headers['content-type'] = 'application/json'
   const res = await fetch(`${base}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(30_000) })
@@ -74,7 +75,7 @@ export function createBody(name: string, flavorRef: string, imageRef: string) {
 
 /** Every live server of the caller's project, as one node sees it (id → status). */
 export async function serverStatuses(node: ClusterNode, token: string): Promise<Map<string, string>> {
-  const r = await call(compute(node), 'GET', '/servers/detail?limit=1000', { token, headers: { 'openstack-api-version': 'compute 2.60' } })
+  const r = await call(compute(node), 'GET', '/servers/detail?limit=1000', { token })
   if (r.status !== 200) throw new Error(`server list on node ${node.index}: ${r.status} ${JSON.stringify(r.body)}`)
   return new Map((r.body.servers as { id: string; status: string }[]).map((s) => [s.id, s.status]))
 }
