@@ -24,6 +24,8 @@ export interface ClusterOptions {
   envFor?: (index: number) => Record<string, string>
   /** An existing database instead of a fresh one. */
   databaseUrl?: string
+  /** `sqlite`: one process on a SQLite file in its data dir (the embedded default, for comparisons). */
+  dialect?: 'postgres' | 'sqlite'
   /** How long to wait for each process's /readyz (default 60 s). */
   readyTimeoutMs?: number
 }
@@ -85,7 +87,8 @@ function tail(file: string, lines: number): string {
 
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const size = options.size ?? 3
-  const databaseUrl = options.databaseUrl ?? (await freshDatabase())
+  if (options.dialect === 'sqlite' && size !== 1) throw new Error('a SQLite store serves one process only')
+  const databaseUrl = options.dialect === 'sqlite' ? '' : (options.databaseUrl ?? (await freshDatabase()))
   const masterKey = randomBytes(32).toString('base64')
   const root = mkdtempSync(join(tmpdir(), 'pcc-cluster-'))
   const ports: number[] = []
