@@ -4,9 +4,15 @@
  */
 import type { Logger } from 'pino'
 import type { Config } from './config/settings.js'
+import type { Conductor } from './conductor/conductor.js'
 import type { SecretBox } from './crypto/secret-box.js'
+import type { AuthFlow } from './identity/auth-flow.js'
 import type { TokenService } from './identity/token-service.js'
 import type { IdpServices } from './oidc/services.js'
+import type { BlobStore } from './blobs/blob-store.js'
+import type { ImageService } from './image/service.js'
+import type { VolumeServices } from './volume/services.js'
+import type { NetworkService } from './network/service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -21,8 +27,20 @@ export interface AppDeps {
   tokens: TokenService
   /** The OIDC provider: client secrets, signing keys, refresh tokens, the token endpoint. */
   idp: IdpServices
+  /** Server lifecycle: scheduler, hypervisor drivers, reconciliation. */
+  conductor: Conductor
+  /** Networks, ports and addresses (the network API and the compute service use it). */
+  network: NetworkService
+  /** Keystone authentication (methods, MFA, scopes); `verifyUserPassword` serves other login surfaces. */
+  identityAuth: AuthFlow
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls
+  /** Image bytes (data-dir/blobs). */
+  blobs: BlobStore
+  /** Glance-compatible image service; compute calls getVisibleImage / createSnapshotImage. */
+  images: ImageService
+  /** Cinder-compatible block storage; compute calls volumes.reserveForAttach / attach / detach / createForBoot. */
+  volumeServices: VolumeServices
 }
 
 export interface ServiceUrls {

@@ -13,13 +13,17 @@ import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { serviceUrls, type AppDeps } from './deps.js'
+import { AuthFlow } from './identity/auth-flow.js'
 import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
+import { NetworkService } from './network/service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { retryStartupRace } from './storage/startup-race.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
+import { setUpImageAndVolume } from './volume/wiring.js'
+import { Conductor } from './conductor/conductor.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
 import { purgeJob } from './tasks/purge-job.js'
 
@@ -42,8 +46,6 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
-const TOKEN_TTL_MS = 3600_000
-
 function ensureDataDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true })
@@ -60,6 +62,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
   } catch (err) {
     throw err instanceof StoreOpenError ? new StartupError(err.message) : err
   }
+  let tokensStarted: TokenService | undefined
   try {
     const report = await migrate(store)
     logger.info({ applied: report.applied, alreadyApplied: report.alreadyApplied, dialect: store.dialect }, 'migrations done')
@@ -72,14 +75,36 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       throw new StartupError((err as Error).message)
     }
     const result = await retryStartupRace(() => bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword }))
-    const tokens = new TokenService(store, box, { ttlMs: TOKEN_TTL_MS })
+    const tokens = new TokenService(store, box, {
+      ttlMs: config.tokenExpirationSeconds * 1000,
+      allowExpiredWindowMs: config.tokenAllowExpiredWindowSeconds * 1000,
+      rotationMs: config.tokenKeyRotationSeconds * 1000,
+      identityUrl: serviceUrls(config.publicUrl).identity,
+    })
     await tokens.load()
+    tokens.start()
+    tokensStarted = tokens
+    const identityAuth = new AuthFlow(store, box, tokens, {
+      lockoutFailureAttempts: config.lockoutFailureAttempts,
+      lockoutDurationMs: config.lockoutDurationSeconds * 1000,
+    })
     const idp = createIdp(store, box, tokens, config)
-    await idp.clients.ensureBuiltins()
+    await retryStartupRace(() => idp.clients.ensureBuiltins())
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
-    const runner = new TaskRunner(queue, handlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
-    const deps: AppDeps = { config, logger, store, box, queue, runner, tokens, idp, urls: serviceUrls(config.publicUrl) }
+    const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId }))
+    // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
+    const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))
+    const allHandlers = new Map([...imageVolume.handlers, ...handlers])
+    conductor.register(allHandlers)
+    const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
+    imageVolume.attachRunner(runner)
+    const deps: AppDeps = {
+      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor,
+      network: new NetworkService(store),
+      urls: serviceUrls(config.publicUrl),
+      ...imageVolume.deps,
+    }
 
     let https: { key: Buffer; cert: Buffer } | undefined
     let caFile: string | undefined
@@ -98,10 +123,13 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       }
     }
 
+    // Simulated hosts registered and the store reconciled before the first request or task.
+    await conductor.start()
     const app = await buildApp(deps, { https })
     try {
       await app.listen({ host: config.listen.host, port: config.listen.port })
     } catch (err) {
+      conductor.stop()
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
     runner.start()
@@ -111,9 +139,14 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       purgeJob(store, {
         retentionMs: config.purgeRetentionDays * 86_400_000,
         intervalMs: config.purgeIntervalSeconds * 1000,
-        onReport: (report) => (report.tasks + report.servers > 0 ? purgeLog.info({ report }, 'purged old rows') : undefined),
+        onReport: (report) => {
+          if (report.tasks + report.servers > 0) purgeLog.info({ report }, 'purged old rows')
+        },
       }),
     )
+    if (config.reconcileSeconds > 0) {
+      clusterJobs.add({ name: 'reconcile', intervalMs: config.reconcileSeconds * 1000, run: async () => void (await conductor.reconcile()) })
+    }
     clusterJobs.start()
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.listen.port
@@ -131,11 +164,14 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
         (stopping ??= (async () => {
           await app.close()
           await clusterJobs.stop()
+          conductor.stop()
+          tokens.stop()
           await runner.stop(10_000)
           await store.close()
         })()),
     }
   } catch (err) {
+    tokensStarted?.stop()
     await store.close().catch(() => {})
     throw err
   }

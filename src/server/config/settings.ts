@@ -30,6 +30,26 @@ export interface Config {
   idpRefreshIdleSeconds: number
   idpRefreshAbsoluteSeconds: number
   idpSecretGraceSeconds: number
+  imageMaxBytes: number
+  /** A host with no heartbeat for this long is DOWN (os-services state, host_status, the scheduler skips it). */
+  hostDownAfterSeconds: number
+  /** How often in-process simulated hosts heartbeat. */
+  hostHeartbeatSeconds: number
+  /** Base duration of each simulated-driver operation (0: instant, for benchmarks). */
+  simulatedDelayMs: number
+  /** Probability (0–1) that a simulated-driver operation fails; injectable per host too. */
+  simulatedFailureRate: number
+  /** Scheduler weigher: spread (most free RAM first) or pack (least free RAM first). */
+  schedulerWeigher: 'spread' | 'pack'
+  /** How often the conductor reconciles the store with what hosts report (0: only at start). */
+  reconcileSeconds: number
+  /** What reconciliation does with a server whose host is gone or DOWN beyond the timeout: error or evacuate. */
+  lostHostPolicy: 'error' | 'evacuate'
+  tokenExpirationSeconds: number
+  tokenAllowExpiredWindowSeconds: number
+  tokenKeyRotationSeconds: number
+  lockoutFailureAttempts: number
+  lockoutDurationSeconds: number
   /** Finished tasks and soft-deleted servers older than this are purged (0: at the next purge). */
   purgeRetentionDays: number
   /** How often the cluster-wide purge job runs. */
@@ -91,6 +111,12 @@ function parseTls(raw: string): TlsSetting {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+function fraction(raw: string): number {
+  const value = Number(raw)
+  if (raw.trim() === '' || !Number.isFinite(value) || value < 0 || value > 1) throw new Error(`expected a number from 0 to 1, got "${raw}"`)
+  return value
+}
 
 function oneOf<T extends string>(values: readonly T[]) {
   return (raw: string): T => {
@@ -163,6 +189,11 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'taskWorkers', env: 'PCC_TASK_WORKERS', flag: '--task-workers',
     help: 'tasks this process runs at once', parse: integer(1, 1000), fallback: () => 16,
   },
+  imageMaxBytes: {
+    key: 'imageMaxBytes', env: 'PCC_IMAGE_MAX_BYTES', flag: '--image-max-bytes',
+    help: 'largest image an upload may store, in bytes (default 64 GiB)', parse: integer(1, Number.MAX_SAFE_INTEGER),
+    fallback: () => 64 * 1024 ** 3,
+  },
   masterKey: {
     key: 'masterKey', env: 'PCC_MASTER_KEY', flag: '--master-key',
     help: 'base64 32-byte key for secrets at rest (default: data-dir/master.key, created on first start)', secret: true,
@@ -196,6 +227,56 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'idpSecretGraceSeconds', env: 'PCC_IDP_SECRET_GRACE_SECONDS', flag: '--idp-secret-grace-seconds',
     help: 'how long a rotated IdP client secret stays valid', parse: integer(0, 30 * 86400), fallback: () => 86400,
   },
+  hostDownAfterSeconds: {
+    key: 'hostDownAfterSeconds', env: 'PCC_HOST_DOWN_AFTER_SECONDS', flag: '--host-down-after-seconds',
+    help: 'a host without a heartbeat for this long is DOWN (Nova service_down_time)', parse: integer(1, 86400), fallback: () => 60,
+  },
+  hostHeartbeatSeconds: {
+    key: 'hostHeartbeatSeconds', env: 'PCC_HOST_HEARTBEAT_SECONDS', flag: '--host-heartbeat-seconds',
+    help: 'heartbeat interval of the in-process simulated hosts', parse: integer(1, 3600), fallback: () => 10,
+  },
+  simulatedDelayMs: {
+    key: 'simulatedDelayMs', env: 'PCC_SIMULATED_DELAY_MS', flag: '--simulated-delay-ms',
+    help: 'base duration of each simulated hypervisor operation in ms (0: instant)', parse: integer(0, 600_000), fallback: () => 300,
+  },
+  simulatedFailureRate: {
+    key: 'simulatedFailureRate', env: 'PCC_SIMULATED_FAILURE_RATE', flag: '--simulated-failure-rate',
+    help: 'probability 0-1 that a simulated hypervisor operation fails', parse: fraction, fallback: () => 0,
+  },
+  schedulerWeigher: {
+    key: 'schedulerWeigher', env: 'PCC_SCHEDULER_WEIGHER', flag: '--scheduler-weigher',
+    help: 'spread (most free RAM first) or pack (least free RAM first)', parse: oneOf(['spread', 'pack'] as const), fallback: () => 'spread',
+  },
+  reconcileSeconds: {
+    key: 'reconcileSeconds', env: 'PCC_RECONCILE_SECONDS', flag: '--reconcile-seconds',
+    help: 'interval of the conductor reconciliation with the hosts (0: only at start)', parse: integer(0, 86400), fallback: () => 60,
+  },
+  lostHostPolicy: {
+    key: 'lostHostPolicy', env: 'PCC_LOST_HOST_POLICY', flag: '--lost-host-policy',
+    help: 'servers of a vanished or long-DOWN host: error (ERROR with a fault) or evacuate (rebuild elsewhere)',
+    parse: oneOf(['error', 'evacuate'] as const), fallback: () => 'error',
+  },
+  tokenExpirationSeconds: {
+    key: 'tokenExpirationSeconds', env: 'PCC_TOKEN_EXPIRATION_SECONDS', flag: '--token-expiration-seconds',
+    help: 'lifetime of identity tokens (keep well above 120 s: clients re-authenticate below that)',
+    parse: integer(1, 30 * 86400), fallback: () => 3600,
+  },
+  tokenAllowExpiredWindowSeconds: {
+    key: 'tokenAllowExpiredWindowSeconds', env: 'PCC_TOKEN_ALLOW_EXPIRED_WINDOW_SECONDS', flag: '--token-allow-expired-window-seconds',
+    help: 'how long after expiry a token still validates with ?allow_expired=1', parse: integer(0, 30 * 86400), fallback: () => 172800,
+  },
+  tokenKeyRotationSeconds: {
+    key: 'tokenKeyRotationSeconds', env: 'PCC_TOKEN_KEY_ROTATION_SECONDS', flag: '--token-key-rotation-seconds',
+    help: 'how often the token key ring rotates (staged → primary → secondary)', parse: integer(1, 365 * 86400), fallback: () => 86400,
+  },
+  lockoutFailureAttempts: {
+    key: 'lockoutFailureAttempts', env: 'PCC_LOCKOUT_FAILURE_ATTEMPTS', flag: '--lockout-failure-attempts',
+    help: 'failed password logins in a row that lock a user (0: never)', parse: integer(0, 1000), fallback: () => 6,
+  },
+  lockoutDurationSeconds: {
+    key: 'lockoutDurationSeconds', env: 'PCC_LOCKOUT_DURATION_SECONDS', flag: '--lockout-duration-seconds',
+    help: 'how long a locked user stays locked', parse: integer(1, 365 * 86400), fallback: () => 1800,
+  },
   purgeRetentionDays: {
     key: 'purgeRetentionDays', env: 'PCC_PURGE_RETENTION_DAYS', flag: '--purge-retention-days',
     help: 'finished tasks and deleted servers (with their instance actions) are kept this many days', parse: integer(0, 3650), fallback: () => 7,
@@ -209,7 +290,10 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
-  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey',
-  'idpIdTokenSeconds', 'idpKeyRotationSeconds', 'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
+  'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'idpIdTokenSeconds', 'idpKeyRotationSeconds',
+  'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
+  'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
+  'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'tokenExpirationSeconds', 'tokenAllowExpiredWindowSeconds',
+  'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds',
   'purgeRetentionDays', 'purgeIntervalSeconds',
 ]

@@ -9,6 +9,18 @@ import type { Db } from '../storage/store.js'
 
 const KEY = 'identity_generation'
 
+/**
+ * This process's identity writes, counted (with the time of the last one). A token service whose snapshot was
+ * loaded before the latest local write checks the store's generation on the next request instead of waiting for
+ * the poll, so a process sees its own writes at once. Process-wide on purpose: writers call touchIdentity with a
+ * transaction, not with a service.
+ */
+let localWrites = { seq: 0, at: 0 }
+
+export function localIdentityWrites(): { seq: number; at: number } {
+  return localWrites
+}
+
 /** Call inside the transaction of every write to identity tables. */
 export async function touchIdentity(db: Db): Promise<void> {
   await db
@@ -16,6 +28,7 @@ export async function touchIdentity(db: Db): Promise<void> {
     .values({ key: KEY, value: '1' })
     .onConflict((oc) => oc.column('key').doUpdateSet({ value: sql`CAST(CAST(pcc_meta.value AS INTEGER) + 1 AS TEXT)` }))
     .execute()
+  localWrites = { seq: localWrites.seq + 1, at: Date.now() }
 }
 
 export async function identityGeneration(db: Db): Promise<number> {

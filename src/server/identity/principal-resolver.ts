@@ -1,15 +1,81 @@
 /**
- * Builds the principal a token payload stands for: the user, the scope's names, and the effective roles
- * (direct and group assignments, closed over implied roles). Throws AppError 'not_found' when the token no
- * longer stands for anything valid (user, project or domain disabled or gone, no role left on the scope).
+ * Builds the principal a token payload stands for, from the in-process identity snapshot (no database): the
+ * user, the scope's names and the effective roles (direct, group and inherited assignments closed over implied
+ * roles, narrowed to an application credential's roles). Throws AppError 'not_found' when the token no longer
+ * stands for anything valid: user, project or domain disabled or gone, password changed since issue, no role
+ * left on the scope, application credential deleted, or a revocation event matches.
  */
 import { AppError } from '../../contracts/errors.js'
 import type { Principal, TokenScope } from '../auth/principal.js'
+import type { IdentitySnapshot, RoleRecord, ScopeRef } from './snapshot.js'
 import type { Db } from '../storage/store.js'
 import type { TokenPayload } from './token-format.js'
 
 const invalid = () => new AppError('not_found', 'The token is not valid any more.')
 
+export interface ResolvedToken {
+  principal: Principal
+  roles: RoleRecord[]
+}
+
+/** Roles a token on this scope carries: the user's effective roles, narrowed to an application credential's. */
+export function tokenRoles(snap: IdentitySnapshot, userId: string, scope: ScopeRef, appCredId?: string): RoleRecord[] {
+  const roles = snap.effectiveRoles(userId, scope)
+  if (!appCredId) return roles
+  const cred = snap.appCreds.get(appCredId)
+  if (!cred) return []
+  const allowed = snap.withImplied(cred.roleIds)
+  return roles.filter((r) => allowed.has(r.id))
+}
+
+export function resolveToken(snap: IdentitySnapshot, payload: TokenPayload): ResolvedToken {
+  const user = snap.users.get(payload.u)
+  const userDomain = user && snap.domains.get(user.domainId)
+  if (!user || !user.enabled || !userDomain || !userDomain.enabled) throw invalid()
+  // A password change ends every token issued before it (Keystone revokes by user on password change).
+  if (user.passwordCreatedAt !== null && payload.i < user.passwordCreatedAt) throw invalid()
+  if (payload.ac) {
+    const cred = snap.appCreds.get(payload.ac)
+    if (!cred || cred.userId !== user.id) throw invalid()
+  }
+
+  let scope: TokenScope = { type: 'unscoped' }
+  const s = payload.s
+  if (s && 'p' in s) {
+    const project = snap.projects.get(s.p)
+    const domain = project && snap.domains.get(project.domainId)
+    if (!project || !project.enabled || !domain || !domain.enabled) throw invalid()
+    scope = { type: 'project', projectId: project.id, projectName: project.name, domainId: domain.id, domainName: domain.name }
+  } else if (s && 'd' in s) {
+    const domain = snap.domains.get(s.d)
+    if (!domain || !domain.enabled) throw invalid()
+    scope = { type: 'domain', domainId: domain.id, domainName: domain.name }
+  } else if (s && 'sys' in s) {
+    scope = { type: 'system' }
+  }
+  const roles = scope.type === 'unscoped' ? [] : tokenRoles(snap, user.id, s, payload.ac)
+  if (scope.type !== 'unscoped' && roles.length === 0) throw invalid()
+  if (snap.isRevoked(payload.a, user.id, scope.type === 'project' ? scope.projectId : undefined, payload.i)) throw invalid()
+
+  return {
+    roles,
+    principal: {
+      userId: user.id,
+      userName: user.name,
+      userDomainId: user.domainId,
+      userDomainName: userDomain.name,
+      scope,
+      roles: roles.map((r) => r.name),
+      methods: payload.m,
+      auditIds: payload.a,
+      issuedAt: payload.i,
+      expiresAt: payload.e,
+      applicationCredentialId: payload.ac,
+    },
+  }
+}
+
+/** The user's effective role names on a target, read from the database (for callers outside the token hot path). */
 export async function effectiveRoleNames(db: Db, userId: string, targetType: 'project' | 'domain' | 'system', targetId: string): Promise<string[]> {
   const groupIds = (await db.selectFrom('group_members').select('group_id').where('user_id', '=', userId).execute()).map((r) => r.group_id)
   const direct = await db
@@ -38,51 +104,4 @@ export async function effectiveRoleNames(db: Db, userId: string, targetType: 'pr
   }
   const roles = await db.selectFrom('roles').select('name').where('id', 'in', [...ids]).execute()
   return roles.map((r) => r.name).sort()
-}
-
-export async function resolvePrincipal(db: Db, payload: TokenPayload): Promise<Principal> {
-  const user = await db
-    .selectFrom('users')
-    .innerJoin('domains', 'domains.id', 'users.domain_id')
-    .select(['users.id', 'users.name', 'users.enabled', 'users.domain_id', 'domains.name as domain_name', 'domains.enabled as domain_enabled'])
-    .where('users.id', '=', payload.u)
-    .executeTakeFirst()
-  if (!user || !user.enabled || !user.domain_enabled) throw invalid()
-
-  let scope: TokenScope = { type: 'unscoped' }
-  let roles: string[] = []
-  if (payload.s && 'p' in payload.s) {
-    const project = await db
-      .selectFrom('projects')
-      .innerJoin('domains', 'domains.id', 'projects.domain_id')
-      .select(['projects.id', 'projects.name', 'projects.enabled', 'projects.domain_id', 'domains.name as domain_name', 'domains.enabled as domain_enabled'])
-      .where('projects.id', '=', payload.s.p)
-      .executeTakeFirst()
-    if (!project || !project.enabled || !project.domain_enabled) throw invalid()
-    scope = { type: 'project', projectId: project.id, projectName: project.name, domainId: project.domain_id, domainName: project.domain_name }
-    roles = await effectiveRoleNames(db, user.id, 'project', project.id)
-  } else if (payload.s && 'd' in payload.s) {
-    const domain = await db.selectFrom('domains').select(['id', 'name', 'enabled']).where('id', '=', payload.s.d).executeTakeFirst()
-    if (!domain || !domain.enabled) throw invalid()
-    scope = { type: 'domain', domainId: domain.id, domainName: domain.name }
-    roles = await effectiveRoleNames(db, user.id, 'domain', domain.id)
-  } else if (payload.s && 'sys' in payload.s) {
-    scope = { type: 'system' }
-    roles = await effectiveRoleNames(db, user.id, 'system', 'all')
-  }
-  if (scope.type !== 'unscoped' && roles.length === 0) throw invalid()
-
-  return {
-    userId: user.id,
-    userName: user.name,
-    userDomainId: user.domain_id,
-    userDomainName: user.domain_name,
-    scope,
-    roles,
-    methods: payload.m,
-    auditIds: payload.a,
-    issuedAt: payload.i,
-    expiresAt: payload.e,
-    applicationCredentialId: payload.ac,
-  }
 }

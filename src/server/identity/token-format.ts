@@ -3,7 +3,8 @@
  * of the token key ring. The holder can read nothing from it; the server validates it without the database.
  * Layout, base64url: version (1 byte) | key id (8 bytes) | iv (12) | tag (16) | ciphertext.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv } from 'node:crypto'
+import { pooledRandom } from './random-pool.js'
 
 export interface TokenPayload {
   /** user id */
@@ -19,6 +20,8 @@ export interface TokenPayload {
   a: string[]
   /** application credential id */
   ac?: string
+  /** 'r' for an MFA auth receipt (never accepted as a token); absent for tokens */
+  k?: 'r'
 }
 
 export interface TokenKey {
@@ -29,7 +32,7 @@ export interface TokenKey {
 const VERSION = 1
 
 export function encodeToken(payload: TokenPayload, key: TokenKey): string {
-  const iv = randomBytes(12)
+  const iv = pooledRandom(12)
   const cipher = createCipheriv('aes-256-gcm', key.secret, iv)
   cipher.setAAD(key.id)
   const body = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()])

@@ -10,13 +10,30 @@
 import type { FoundationTables } from './tables/foundation.js'
 import type { IdentityTables } from './tables/identity.js'
 import type { ComputeTables } from './tables/compute.js'
+import type { NetworkTables } from './tables/network.js'
+import type { ImageTables } from './tables/image.js'
+import type { VolumeTables } from './tables/volume.js'
 import type { IdpTables } from './tables/idp.js'
+import type { IdentityAuthTables } from './tables/identity-auth.js'
 import type { ClusterTables } from './tables/cluster.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
 export type * from './tables/compute.js'
+export type * from './tables/network.js'
+export type * from './tables/image.js'
+export type * from './tables/volume.js'
 export type * from './tables/idp.js'
+export type * from './tables/identity-auth.js'
 export type * from './tables/cluster.js'
 
-export interface Database extends FoundationTables, IdentityTables, ComputeTables, IdpTables, ClusterTables {}
+export interface Database
+  extends FoundationTables,
+    IdentityTables,
+    ComputeTables,
+    NetworkTables,
+    ImageTables,
+    VolumeTables,
+    IdpTables,
+    IdentityAuthTables,
+    ClusterTables {}

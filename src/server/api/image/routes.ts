@@ -1,7 +1,181 @@
-/** The image API. Its routes are filled in by the image issue; until then every path answers 404 in the family's shape. */
-import type { FastifyInstance } from 'fastify'
+/**
+ * The image API (Glance v2 paths under {base}/image). Handlers are thin: they read the request, call the
+ * ImageService once and shape the answer. Uploads are streamed: the octet-stream parser of this scope hands
+ * the raw request through untouched, so the global body limit does not apply and nothing is buffered; the
+ * service enforces the image size limit instead.
+ */
+import { PassThrough } from 'node:stream'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { authHook } from '../../auth/http-auth.js'
+import type { ImageQuery } from '../../image/listing.js'
+import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../../image/schemas.js'
+import { imageView, memberView } from '../../image/view.js'
 
-export function imageRoutes(_deps: AppDeps) {
-  return async (_scope: FastifyInstance): Promise<void> => {}
+const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', 'application/openstack-images-v2.0-json-patch']
+const GLANCE_VERSIONS = ['2.9', '2.8', '2.7', '2.6', '2.5', '2.4', '2.3', '2.2', '2.1', '2.0']
+
+const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] } as const
+const createBody = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    name: { type: ['string', 'null'], maxLength: 255 },
+    visibility: { type: 'string' },
+    protected: { type: 'boolean' },
+    os_hidden: { type: 'boolean' },
+    disk_format: { type: ['string', 'null'] },
+    container_format: { type: ['string', 'null'] },
+    min_disk: { type: 'integer', minimum: 0 },
+    min_ram: { type: 'integer', minimum: 0 },
+    tags: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 255 } },
+  },
+} as const
+
+/** Consumes the request body as a stream of its own, so a failed upload can still be answered. */
+function uploadStream(request: FastifyRequest): PassThrough {
+  const raw = request.raw
+  const body = new PassThrough({ highWaterMark: 1 << 20 })
+  const abort = () => {
+    if (!raw.complete) body.destroy(new Error('the client closed the connection before the upload finished'))
+  }
+  raw.on('aborted', abort)
+  raw.on('error', (err) => body.destroy(err))
+  raw.on('close', abort)
+  raw.pipe(body)
+  return body
+}
+
+export function imageRoutes(deps: AppDeps) {
+  return async (scope: FastifyInstance): Promise<void> => {
+    const versionsDoc = () => ({
+      versions: GLANCE_VERSIONS.map((v, n) => ({ id: `v${v}`, status: n === 0 ? 'CURRENT' : 'SUPPORTED', links: [{ rel: 'self', href: `${deps.urls.image}/v2/` }] })),
+    })
+    // Glance answers its root with 300 Multiple Choices; keystoneauth's discovery reads either.
+    scope.get('/', async (_request, reply) => reply.code(300).send(versionsDoc()))
+    scope.get('/versions', async () => versionsDoc())
+
+    await scope.register(async (v2) => {
+      const images = deps.images
+      v2.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
+      v2.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined))
+      v2.addContentTypeParser(JSON_PATCH_TYPES, { parseAs: 'string', bodyLimit: deps.config.bodyLimitBytes }, (_request, body, done) => {
+        try {
+          done(null, JSON.parse(body as string))
+        } catch {
+          done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined)
+        }
+      })
+
+      v2.get('/v2', async (_request, reply) => reply.redirect(`${deps.urls.image}/v2/`))
+      v2.get('/v2/schemas/image', async () => IMAGE_SCHEMA)
+      v2.get('/v2/schemas/images', async () => IMAGES_SCHEMA)
+      v2.get('/v2/schemas/member', async () => MEMBER_SCHEMA)
+      v2.get('/v2/schemas/members', async () => MEMBERS_SCHEMA)
+
+      v2.get('/v2/images', async (request) => {
+        const page = await images.list(request.principal, request.query as ImageQuery)
+        return {
+          images: page.images.map(imageView),
+          first: '/v2/images',
+          schema: '/v2/schemas/images',
+          ...(page.nextQuery ? { next: `/v2/images?${page.nextQuery}` } : {}),
+        }
+      })
+
+      v2.post('/v2/images', { schema: { body: createBody } }, async (request, reply) => {
+        const image = await images.create(request.principal, request.body as Record<string, unknown>)
+        return reply.code(201).header('location', `${deps.urls.image}/v2/images/${image.id}`).send(imageView(image))
+      })
+
+      v2.get('/v2/images/:id', { schema: { params: idParams } }, async (request) => {
+        const { id } = request.params as { id: string }
+        return imageView(await images.get(request.principal, id))
+      })
+
+      v2.patch('/v2/images/:id', { schema: { params: idParams } }, async (request, reply) => {
+        const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim()
+        if (!JSON_PATCH_TYPES.includes(contentType)) {
+          return reply
+            .code(415)
+            .header('accept-patch', JSON_PATCH_TYPES[0])
+            .send({ message: `Unsupported Content-Type: use ${JSON_PATCH_TYPES[0]}`, code: '415 Unsupported Media Type', title: 'Unsupported Media Type' })
+        }
+        const { id } = request.params as { id: string }
+        return imageView(await images.update(request.principal, id, request.body))
+      })
+
+      v2.delete('/v2/images/:id', { schema: { params: idParams } }, async (request, reply) => {
+        const { id } = request.params as { id: string }
+        await images.delete(request.principal, id)
+        return reply.code(204).send()
+      })
+
+      v2.put('/v2/images/:id/file', { schema: { params: idParams } }, async (request, reply) => {
+        const { id } = request.params as { id: string }
+        await images.upload(request.principal, id, uploadStream(request))
+        return reply.code(204).send()
+      })
+
+      v2.get('/v2/images/:id/file', { schema: { params: idParams } }, async (request, reply) => {
+        const { id } = request.params as { id: string }
+        const result = await images.download(request.principal, id)
+        if (!result.stream) return reply.code(204).send()
+        reply.header('content-type', 'application/octet-stream').header('content-length', String(result.size))
+        if (result.image.checksum) reply.header('content-md5', result.image.checksum)
+        return reply.send(result.stream)
+      })
+
+      for (const action of ['deactivate', 'reactivate'] as const) {
+        v2.post(`/v2/images/:id/actions/${action}`, { schema: { params: idParams } }, async (request, reply) => {
+          const { id } = request.params as { id: string }
+          await images.setStatusAction(request.principal, id, action)
+          return reply.code(204).send()
+        })
+      }
+
+      const tagParams = { type: 'object', properties: { id: { type: 'string' }, tag: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['id', 'tag'] } as const
+      v2.put('/v2/images/:id/tags/:tag', { schema: { params: tagParams } }, async (request, reply) => {
+        const { id, tag } = request.params as { id: string; tag: string }
+        await images.addTag(request.principal, id, tag)
+        return reply.code(204).send()
+      })
+      v2.delete('/v2/images/:id/tags/:tag', { schema: { params: tagParams } }, async (request, reply) => {
+        const { id, tag } = request.params as { id: string; tag: string }
+        await images.deleteTag(request.principal, id, tag)
+        return reply.code(204).send()
+      })
+
+      const memberParams = { type: 'object', properties: { id: { type: 'string' }, member: { type: 'string' } }, required: ['id', 'member'] } as const
+      v2.get('/v2/images/:id/members', { schema: { params: idParams } }, async (request) => {
+        const { id } = request.params as { id: string }
+        return { members: (await images.listMembers(request.principal, id)).map(memberView), schema: '/v2/schemas/members' }
+      })
+      v2.post(
+        '/v2/images/:id/members',
+        { schema: { params: idParams, body: { type: 'object', properties: { member: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['member'] } } },
+        async (request) => {
+          const { id } = request.params as { id: string }
+          return memberView(await images.addMember(request.principal, id, (request.body as { member: string }).member))
+        },
+      )
+      v2.get('/v2/images/:id/members/:member', { schema: { params: memberParams } }, async (request) => {
+        const { id, member } = request.params as { id: string; member: string }
+        return memberView(await images.getMember(request.principal, id, member))
+      })
+      v2.put(
+        '/v2/images/:id/members/:member',
+        { schema: { params: memberParams, body: { type: 'object', properties: { status: { type: 'string' } }, required: ['status'] } } },
+        async (request) => {
+          const { id, member } = request.params as { id: string; member: string }
+          return memberView(await images.updateMember(request.principal, id, member, (request.body as { status: string }).status))
+        },
+      )
+      v2.delete('/v2/images/:id/members/:member', { schema: { params: memberParams } }, async (request, reply) => {
+        const { id, member } = request.params as { id: string; member: string }
+        await images.deleteMember(request.principal, id, member)
+        return reply.code(204).send()
+      })
+    })
+  }
 }

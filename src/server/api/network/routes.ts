@@ -1,7 +1,193 @@
-/** The network API. Its routes are filled in by the network issue; until then every path answers 404 in the family's shape. */
-import type { FastifyInstance } from 'fastify'
+/**
+ * The network API (Neutron v2.0) under `{base}/network`: version and extension documents, then networks,
+ * subnets, ports, security groups and rules, routers, floating IPs and quotas. Handlers are thin: they pick
+ * the domain operation, run it through NetworkService.run (one transaction, the caller's principal) and shape
+ * the list answer (filters, fields, sorting, pagination) with listing.ts.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Ajv } from 'ajv'
+import { networkBodyAjv } from './validator.js'
 import type { AppDeps } from '../../deps.js'
+import { authHook } from '../../auth/http-auth.js'
+import type { Actor, NetCtx } from '../../network/context.js'
+import { must } from '../../network/context.js'
+import { neutron } from '../../network/errors.js'
+import { fieldsOf, listResponse, projectFields, type CustomFilter, type Query } from '../../network/listing.js'
+import type { View } from '../../network/views.js'
+import * as networks from '../../network/networks.js'
+import * as subnets from '../../network/subnets.js'
+import * as ports from '../../network/ports.js'
+import * as groups from '../../network/security-groups.js'
+import * as routers from '../../network/routers.js'
+import * as fips from '../../network/floating-ips.js'
+import * as quotas from '../../network/quotas.js'
+import { EXTENSIONS, extensionView, resourcesDocument, versionsDocument } from './discovery.js'
+import * as schemas from './schemas.js'
+import { tagRoutes, type TaggedResource } from './tag-routes.js'
 
-export function networkRoutes(_deps: AppDeps) {
-  return async (_scope: FastifyInstance): Promise<void> => {}
+type Body = Record<string, Record<string, unknown>>
+type IdParams = { id: string }
+
+interface Resource {
+  /** URL segment: networks, security-groups… */
+  path: string
+  /** JSON key of the collection and of one member. */
+  collection: string
+  member: string
+  list: (ctx: NetCtx, actor: Actor, query: Query) => Promise<View[]>
+  show: (ctx: NetCtx, actor: Actor, id: string) => Promise<View>
+  create: (ctx: NetCtx, actor: Actor, body: never) => Promise<View>
+  update?: (ctx: NetCtx, actor: Actor, id: string, body: never) => Promise<View>
+  remove: (ctx: NetCtx, actor: Actor, id: string) => Promise<void>
+  createSchema: unknown
+  updateSchema?: unknown
+  custom?: Record<string, CustomFilter>
+}
+
+const asList = (v: unknown): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v.map(String) : [String(v)])
+
+const RESOURCES: Resource[] = [
+  {
+    path: 'networks', collection: 'networks', member: 'network',
+    list: (ctx, actor) => networks.listNetworks(ctx, actor), show: networks.showNetwork, create: networks.createNetwork, update: networks.updateNetwork, remove: networks.deleteNetwork,
+    createSchema: schemas.networkCreate, updateSchema: schemas.networkUpdate,
+  },
+  {
+    path: 'subnets', collection: 'subnets', member: 'subnet',
+    list: (ctx, actor) => subnets.listSubnets(ctx, actor), show: subnets.showSubnet, create: subnets.createSubnet, update: subnets.updateSubnet, remove: subnets.deleteSubnet,
+    createSchema: schemas.subnetCreate, updateSchema: schemas.subnetUpdate,
+  },
+  {
+    path: 'ports', collection: 'ports', member: 'port',
+    list: (ctx, actor, query) => ports.listPorts(ctx, actor, { device_id: asList(query.device_id), network_id: asList(query.network_id) }),
+    show: ports.showPort, create: ports.createPort, update: ports.updatePort, remove: ports.deletePort,
+    createSchema: schemas.portCreate, updateSchema: schemas.portUpdate, custom: { fixed_ips: ports.fixedIpsFilter },
+  },
+  {
+    path: 'security-groups', collection: 'security_groups', member: 'security_group',
+    list: (ctx, actor) => groups.listSecurityGroups(ctx, actor), show: groups.showSecurityGroup, create: groups.createSecurityGroup, update: groups.updateSecurityGroup, remove: groups.deleteSecurityGroup,
+    createSchema: schemas.securityGroupCreate, updateSchema: schemas.securityGroupUpdate,
+  },
+  {
+    path: 'security-group-rules', collection: 'security_group_rules', member: 'security_group_rule',
+    list: (ctx, actor) => groups.listRules(ctx, actor), show: groups.showRule, create: groups.createRule, remove: groups.deleteRule,
+    createSchema: schemas.ruleCreate,
+  },
+  {
+    path: 'routers', collection: 'routers', member: 'router',
+    list: (ctx, actor) => routers.listRouters(ctx, actor), show: routers.showRouter, create: routers.createRouter, update: routers.updateRouter, remove: routers.deleteRouter,
+    createSchema: schemas.routerCreate, updateSchema: schemas.routerUpdate,
+  },
+  {
+    path: 'floatingips', collection: 'floatingips', member: 'floatingip',
+    list: (ctx, actor) => fips.listFloatingIps(ctx, actor), show: fips.showFloatingIp, create: fips.createFloatingIp, update: fips.updateFloatingIp, remove: fips.deleteFloatingIp,
+    createSchema: schemas.floatingIpCreate, updateSchema: schemas.floatingIpUpdate,
+  },
+]
+
+/** Bodies get Neutron's conversions and nothing more (validator.ts); query strings and path parameters the usual coercion. */
+function strictValidators(scope: FastifyInstance): void {
+  const strict = networkBodyAjv()
+  const loose = new Ajv({ allErrors: false, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false })
+  scope.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict.compile(schema) : loose.compile(schema)))
+}
+
+export function networkRoutes(deps: AppDeps) {
+  const service = deps.network
+  const base = deps.urls.network
+  return async (scope: FastifyInstance): Promise<void> => {
+    strictValidators(scope)
+    scope.get('/', async () => versionsDocument(base))
+
+    await scope.register(async (api) => {
+      api.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
+      const resourceIndex = async () => resourcesDocument(base)
+      api.get('/v2.0', resourceIndex)
+      api.get('/v2.0/', resourceIndex)
+      api.get('/v2.0/extensions', async () => ({ extensions: EXTENSIONS.map(extensionView) }))
+      api.get<{ Params: { alias: string } }>('/v2.0/extensions/:alias', async (request) => {
+        const ext = EXTENSIONS.find((e) => e.alias === request.params.alias)
+        if (!ext) throw neutron.notFound('ExtensionNotFound', `Extension with alias ${request.params.alias} does not exist`)
+        return { extension: extensionView(ext) }
+      })
+
+      for (const r of RESOURCES) {
+        const url = `${base}/v2.0/${r.path}`
+        api.get(`/v2.0/${r.path}`, async (request: FastifyRequest) => {
+          const query = request.query as Query
+          const items = await service.run(request.principal, (ctx, actor) => r.list(ctx, actor, query))
+          const attributes = [...new Set(items.flatMap((i) => Object.keys(i)))]
+          return listResponse(items, query, { collection: r.collection, url, attributes, custom: r.custom })
+        })
+        api.get<{ Params: IdParams }>(`/v2.0/${r.path}/:id`, async (request) => {
+          const item = await service.run(request.principal, (ctx, actor) => r.show(ctx, actor, request.params.id))
+          return { [r.member]: projectFields(item, fieldsOf(request.query as Query)) }
+        })
+        api.post<{ Body: Body }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema } }, async (request, reply: FastifyReply) => {
+          const item = await service.run(request.principal, (ctx, actor) => r.create(ctx, actor, request.body[r.member] as never))
+          return reply.code(201).send({ [r.member]: item })
+        })
+        if (r.update) {
+          const update = r.update
+          api.put<{ Params: IdParams; Body: Body }>(`/v2.0/${r.path}/:id`, { schema: { body: r.updateSchema } }, async (request) => {
+            const item = await service.run(request.principal, (ctx, actor) => update(ctx, actor, request.params.id, request.body[r.member] as never))
+            return { [r.member]: item }
+          })
+        }
+        api.delete<{ Params: IdParams }>(`/v2.0/${r.path}/:id`, async (request, reply) => {
+          await service.run(request.principal, (ctx, actor) => r.remove(ctx, actor, request.params.id))
+          return reply.code(204).send()
+        })
+      }
+
+      const tagged = RESOURCES.filter((r) => r.update).map((r) => ({ path: r.path, show: r.show, update: r.update }) as TaggedResource)
+      tagRoutes(api, service, tagged)
+
+      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface } }, async (request) =>
+        service.run(request.principal, (ctx, actor) => routers.addInterface(ctx, actor, request.params.id, request.body)),
+      )
+      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/remove_router_interface', { schema: { body: schemas.routerInterface } }, async (request) =>
+        service.run(request.principal, (ctx, actor) => routers.removeInterface(ctx, actor, request.params.id, request.body)),
+      )
+
+      api.get('/v2.0/quotas', async (request) =>
+        service.run(request.principal, async (ctx, actor) => {
+          must(actor, 'list_quotas')
+          return { quotas: await quotas.listQuotas(ctx.db) }
+        }),
+      )
+      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project', async (request) =>
+        service.run(request.principal, async (ctx, actor) => {
+          must(actor, 'get_quota', { projectId: request.params.project })
+          return { quota: await quotas.quotaLimits(ctx.db, request.params.project) }
+        }),
+      )
+      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project/default', async (request) =>
+        service.run(request.principal, async (_ctx, actor) => {
+          must(actor, 'get_quota', { projectId: request.params.project })
+          return { quota: { ...quotas.QUOTA_DEFAULTS } }
+        }),
+      )
+      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project/details', async (request) =>
+        service.run(request.principal, async (ctx, actor) => {
+          must(actor, 'get_quota', { projectId: request.params.project })
+          return { quota: await quotas.quotaDetails(ctx.db, request.params.project) }
+        }),
+      )
+      api.put<{ Params: { project: string }; Body: { quota: Record<string, number> } }>('/v2.0/quotas/:project', { schema: { body: schemas.quotaUpdate } }, async (request) =>
+        service.run(request.principal, async (ctx, actor) => {
+          must(actor, 'update_quota', { projectId: request.params.project })
+          await quotas.setQuota(ctx.db, request.params.project, request.body.quota)
+          return { quota: await quotas.quotaLimits(ctx.db, request.params.project) }
+        }),
+      )
+      api.delete<{ Params: { project: string } }>('/v2.0/quotas/:project', async (request, reply) => {
+        await service.run(request.principal, async (ctx, actor) => {
+          must(actor, 'delete_quota', { projectId: request.params.project })
+          await quotas.resetQuota(ctx.db, request.params.project)
+        })
+        return reply.code(204).send()
+      })
+    })
+  }
 }

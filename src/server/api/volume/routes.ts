@@ -1,7 +1,73 @@
-/** The volume API. Its routes are filled in by the volume issue; until then every path answers 404 in the family's shape. */
-import type { FastifyInstance } from 'fastify'
+/**
+ * The block storage API (Cinder v3 under {base}/volume). The catalog URL is `{base}/volume/v3`; every route is
+ * also served under `/v3/{project_id}/…`, the form older clients build. Handlers are thin: parse, call the
+ * service once, shape the answer for the request's microversion.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { badRequest } from '../../../contracts/errors.js'
 import type { AppDeps } from '../../deps.js'
+import { authHook } from '../../auth/http-auth.js'
+import { formatVersion, MAX_VOLUME_VERSION, MIN_VOLUME_VERSION, requestedVersion, type VolumeVersion } from '../../volume/microversion.js'
+import { callerOf } from '../../volume/service.js'
+import type { ViewContext } from '../../volume/view.js'
+import { quotaRoutes } from './quota-routes.js'
+import { snapshotRoutes } from './snapshot-routes.js'
+import { volumeTypeRoutes } from './type-routes.js'
+import { volumeResourceRoutes } from './volume-routes.js'
 
-export function volumeRoutes(_deps: AppDeps) {
-  return async (_scope: FastifyInstance): Promise<void> => {}
+declare module 'fastify' {
+  interface FastifyRequest {
+    volumeVersion: VolumeVersion
+  }
+}
+
+function versionDoc(deps: AppDeps) {
+  return {
+    id: 'v3.0',
+    status: 'CURRENT',
+    version: MAX_VOLUME_VERSION,
+    min_version: MIN_VOLUME_VERSION,
+    updated: '2023-01-01T00:00:00Z',
+    links: [
+      { rel: 'describedby', type: 'text/html', href: 'https://docs.openstack.org/' },
+      { rel: 'self', href: `${deps.urls.volume}/` },
+    ],
+    'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.volume+json;version=3' }],
+  }
+}
+
+export function volumeRoutes(deps: AppDeps) {
+  return async (scope: FastifyInstance): Promise<void> => {
+    // cinderclient and keystoneauth read the unversioned root; Cinder answers it with 300.
+    scope.get('/', async (_request, reply) => reply.code(300).send({ versions: [versionDoc(deps)] }))
+
+    const v3 = async (api: FastifyInstance): Promise<void> => {
+      api.get('/', async () => ({ versions: [versionDoc(deps)] }))
+
+      await api.register(async (r) => {
+        r.decorateRequest('volumeVersion', null as unknown as VolumeVersion)
+        r.addHook('onRequest', async (request, reply) => {
+          request.volumeVersion = requestedVersion(request.headers['openstack-api-version'])
+          reply.header('openstack-api-version', `volume ${formatVersion(request.volumeVersion)}`).header('vary', 'OpenStack-API-Version')
+        })
+        r.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
+        r.addHook('preHandler', async (request) => {
+          const pathProject = (request.params as { project_id?: string }).project_id
+          if (pathProject !== undefined && !request.principal.roles.includes('admin')) {
+            const caller = callerOf(request.principal)
+            if (caller.projectId !== pathProject) throw badRequest('Malformed request url: the project in the path is not the project of the token.')
+          }
+        })
+        const ctx = (request: FastifyRequest): ViewContext => ({ version: request.volumeVersion, isAdmin: request.principal.roles.includes('admin'), baseUrl: deps.urls.volume })
+
+        volumeResourceRoutes(r, deps, ctx)
+        snapshotRoutes(r, deps, ctx)
+        volumeTypeRoutes(r, deps, ctx)
+        quotaRoutes(r, deps, ctx)
+      })
+    }
+
+    await scope.register(v3, { prefix: '/v3' })
+    await scope.register(v3, { prefix: '/v3/:project_id' })
+  }
 }

@@ -6,7 +6,11 @@
 import { sql, type Kysely } from 'kysely'
 import type { Store } from '../store.js'
 import * as m0001 from './0001-foundation.js'
+import * as m0010 from './0010-identity-auth.js'
 import * as m0020 from './0020-compute.js'
+import * as m0030 from './0030-network.js'
+import * as m0040 from './0040-images.js'
+import * as m0041 from './0041-volumes.js'
 import * as m0050 from './0050-idp.js'
 import * as m0070 from './0070-cluster-jobs.js'
 
@@ -18,7 +22,11 @@ export interface Migration {
 
 export const MIGRATIONS: Migration[] = [
   { id: '0001', name: 'foundation', up: m0001.up },
+  { id: '0010', name: 'identity-auth', up: m0010.up },
   { id: '0020', name: 'compute', up: m0020.up },
+  { id: '0030', name: 'network', up: m0030.up },
+  { id: '0040', name: 'images', up: m0040.up },
+  { id: '0041', name: 'volumes', up: m0041.up },
   { id: '0050', name: 'idp', up: m0050.up },
   { id: '0070', name: 'cluster-jobs', up: m0070.up },
 ]

@@ -1,0 +1,84 @@
+/**
+ * Identity token figures at concurrency 8 on 127.0.0.1: password issue (bounded by the scrypt cost), token-method
+ * issue (rescope), validation (GET /auth/tokens) and GET /auth/catalog. The server runs in this process and
+ * autocannon in a worker thread, so the load generator does not share the server's event loop.
+ * Run alone: `node dist/bench/identity-tokens.bench.js`.
+ */
+import { pathToFileURL } from 'node:url'
+import autocannon from 'autocannon'
+import { DEFAULT_COST } from '../src/server/crypto/passwords.js'
+import { ADMIN_PASSWORD, startTestServer } from '../src/testkit/harness.js'
+import type { BenchRow, BenchRun } from './harness.js'
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5)
+const CONNECTIONS = 8
+
+interface Load {
+  method: 'GET' | 'POST'
+  path: string
+  headers?: Record<string, string>
+  body?: unknown
+  expect: number
+}
+
+async function measure(url: string, load: Load): Promise<{ rps: number; errors: number; p50: number }> {
+  const result = await autocannon({
+    url: url + load.path,
+    method: load.method,
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+    workers: 1,
+    headers: { ...(load.body ? { 'content-type': 'application/json' } : {}), ...load.headers },
+    body: load.body ? JSON.stringify(load.body) : undefined,
+  })
+  const ok = load.expect === 201 ? result['2xx'] : result['2xx']
+  const errors = result.non2xx + result.errors + result.timeouts
+  return { rps: ok / DURATION_S, errors, p50: result.latency.p50 }
+}
+
+export const run: BenchRun = async () => {
+  const server = await startTestServer()
+  try {
+    const login = {
+      auth: {
+        identity: { methods: ['password'], password: { user: { name: 'admin', domain: { id: 'default' }, password: ADMIN_PASSWORD } } },
+        scope: { project: { name: 'admin', domain: { id: 'default' } } },
+      },
+    }
+    const first = await fetch(`${server.url}/identity/v3/auth/tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(login) })
+    const token = first.headers.get('x-subject-token')!
+    await first.arrayBuffer()
+    const rows: BenchRow[] = []
+    const cost = `scrypt N=2^${Math.log2(DEFAULT_COST.N)} r=${DEFAULT_COST.r} p=${DEFAULT_COST.p}`
+
+    const figures: [string, Load, string | undefined, string][] = [
+      [
+        'token issue, token method (rescope), concurrency 8',
+        { method: 'POST', path: '/identity/v3/auth/tokens', body: { auth: { identity: { methods: ['token'], token: { id: token } }, scope: login.auth.scope } }, expect: 201 },
+        '>= 5000 req/s',
+        'no database read; catalog included',
+      ],
+      [
+        'token validate (GET /auth/tokens), concurrency 8',
+        { method: 'GET', path: '/identity/v3/auth/tokens', headers: { 'x-auth-token': token, 'x-subject-token': token }, expect: 200 },
+        '>= 15000 req/s',
+        'no database read; body cached per snapshot',
+      ],
+      ['catalog (GET /auth/catalog), concurrency 8', { method: 'GET', path: '/identity/v3/auth/catalog', headers: { 'x-auth-token': token }, expect: 200 }, undefined, 'serialized catalog cached'],
+      // Last: scrypt work still queued when its window ends would otherwise weigh on the next figure.
+      ['token issue, password method (POST /auth/tokens), concurrency 8', { method: 'POST', path: '/identity/v3/auth/tokens', body: login, expect: 201 }, `bounded by ${cost}`, `one ${cost} hash per request`],
+    ]
+    for (const [figure, load, target, note] of figures) {
+      const r = await measure(server.url, load)
+      rows.push({ figure, value: Math.round(r.rps), unit: 'req/s', target, note: `${note}; p50 ${r.p50} ms; ${r.errors} errors` })
+    }
+    return rows
+  } finally {
+    await server.close()
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const rows = await run()
+  for (const row of rows) console.log(`${row.figure}: ${row.value} ${row.unit}${row.target ? ` (target ${row.target})` : ''} — ${row.note ?? ''}`)
+}

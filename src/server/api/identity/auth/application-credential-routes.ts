@@ -1,0 +1,190 @@
+/**
+ * /v3/users/{user_id}/application_credentials (Keystone): a user delegates some of its roles on the current
+ * project to a secret that automation logs in with. The secret is shown once and stored hashed; roles must be a
+ * subset of the creating token's roles; a restricted credential's tokens cannot create more credentials.
+ */
+import { randomBytes } from 'node:crypto'
+import type { FastifyInstance, preHandlerHookHandler } from 'fastify'
+import { AppError, badRequest, conflict, forbidden, notFound } from '../../../../contracts/errors.js'
+import type { Principal } from '../../../auth/principal.js'
+import { newId } from '../../../bootstrap/bootstrap.js'
+import { hashPassword } from '../../../crypto/passwords.js'
+import type { AppDeps } from '../../../deps.js'
+import { touchIdentity } from '../../../identity/generation.js'
+import { passwordExpiryTime } from '../../../identity/token-body.js'
+import { authorize } from '../../../policy/rules.js'
+import { identityAuthPolicy } from '../../../policy/identity-auth.policy.js'
+import type { ApplicationCredentialTable } from '../../../storage/schema.js'
+
+const createBody = {
+  type: 'object',
+  required: ['application_credential'],
+  properties: {
+    application_credential: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 255 },
+        description: { type: ['string', 'null'], maxLength: 4096 },
+        secret: { type: ['string', 'null'], minLength: 1, maxLength: 4096 },
+        expires_at: { type: ['string', 'null'] },
+        unrestricted: { type: ['boolean', 'null'] },
+        roles: {
+          type: 'array',
+          items: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, domain_id: { type: ['string', 'null'] } } },
+        },
+        access_rules: { type: 'array', maxItems: 0 },
+      },
+    },
+  },
+} as const
+
+interface CreateInput {
+  name: string
+  description?: string | null
+  secret?: string | null
+  expires_at?: string | null
+  unrestricted?: boolean | null
+  roles?: { id?: string; name?: string }[]
+}
+
+/** ISO times without a zone are UTC (Keystone's reading), not local time. */
+function parseExpiry(text: string): number {
+  const withZone = /(Z|[+-]\d\d:?\d\d)$/i.test(text) ? text : `${text}Z`
+  const ms = Date.parse(withZone)
+  if (Number.isNaN(ms)) throw badRequest(`application_credential.expires_at is not a date-time: ${text}`)
+  return ms
+}
+
+export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandler) {
+  const db = deps.store.db
+  const base = (userId: string) => `${deps.urls.identity}/users/${userId}/application_credentials`
+  const render = (row: ApplicationCredentialTable) => {
+    const snap = deps.tokens.snapshot
+    const roleIds = JSON.parse(row.roles) as string[]
+    return {
+      id: row.id,
+      name: row.name,
+      description: row.description,
+      user_id: row.user_id,
+      project_id: row.project_id,
+      expires_at: passwordExpiryTime(row.expires_at === null ? null : Number(row.expires_at)),
+      unrestricted: row.unrestricted === 1,
+      roles: roleIds.map((id) => snap.roles.get(id)).filter((r) => r !== undefined).map((r) => ({ id: r!.id, name: r!.name, domain_id: r!.domainId })),
+      access_rules: [],
+      links: { self: `${base(row.user_id)}/${row.id}` },
+    }
+  }
+  const requireUser = (userId: string) => {
+    if (!deps.tokens.snapshot.users.has(userId)) throw notFound(`Could not find user: ${userId}.`)
+  }
+  const find = async (principal: Principal, userId: string, id: string) => {
+    const row = await db.selectFrom('application_credentials').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+    if (!row) throw notFound(`Could not find application credential: ${id}.`)
+    return row
+  }
+
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.post<{ Params: { user_id: string }; Body: { application_credential: CreateInput } }>(
+      '/v3/users/:user_id/application_credentials',
+      { schema: { body: createBody }, preHandler: requireAuth },
+      async (request, reply) => {
+        const principal = request.principal
+        const userId = request.params.user_id
+        authorize(identityAuthPolicy, 'identity:create_application_credential', principal, { userId })
+        requireUser(userId)
+        if (principal.scope.type !== 'project') throw badRequest('An application credential is created with a project-scoped token.')
+        const snap = deps.tokens.snapshot
+        if (principal.applicationCredentialId && !snap.appCreds.get(principal.applicationCredentialId)?.unrestricted) {
+          throw forbidden('A restricted application credential cannot create application credentials.')
+        }
+        const input = request.body.application_credential
+        const held = snap.effectiveRoles(principal.userId, { p: principal.scope.projectId }).filter((r) => principal.roles.includes(r.name))
+        let roleIds = held.map((r) => r.id)
+        if (input.roles && input.roles.length > 0) {
+          roleIds = input.roles.map((wanted) => {
+            const role = held.find((r) => (wanted.id !== undefined ? r.id === wanted.id : r.name === wanted.name))
+            if (!wanted.id && !wanted.name) throw badRequest('Each application_credential.roles item needs an id or a name.')
+            if (!role) throw forbidden(`The role ${wanted.id ?? wanted.name} is not one the token holds on its project.`)
+            return role.id
+          })
+        }
+        const expiresAt = input.expires_at ? parseExpiry(input.expires_at) : null
+        const now = Date.now()
+        if (expiresAt !== null && expiresAt <= now) throw badRequest('application_credential.expires_at is in the past.')
+        const secret = input.secret ?? randomBytes(48).toString('base64url')
+        const row: ApplicationCredentialTable = {
+          id: newId(),
+          user_id: userId,
+          project_id: principal.scope.projectId,
+          name: input.name,
+          description: input.description ?? '',
+          secret_hash: await hashPassword(secret),
+          roles: JSON.stringify([...new Set(roleIds)]),
+          unrestricted: input.unrestricted ? 1 : 0,
+          expires_at: expiresAt,
+          created_at: now,
+        }
+        const existing = await db.selectFrom('application_credentials').select('id').where('user_id', '=', userId).where('name', '=', input.name).executeTakeFirst()
+        if (existing) throw conflict(`An application credential named ${input.name} already exists for this user.`)
+        try {
+          await db.transaction().execute(async (tx) => {
+            await tx.insertInto('application_credentials').values(row).execute()
+            await touchIdentity(tx)
+          })
+        } catch (err) {
+          if (await db.selectFrom('application_credentials').select('id').where('user_id', '=', userId).where('name', '=', input.name).executeTakeFirst()) {
+            throw conflict(`An application credential named ${input.name} already exists for this user.`)
+          }
+          throw err
+        }
+        await deps.tokens.refresh()
+        return reply.code(201).send({ application_credential: { ...render(row), secret } })
+      },
+    )
+
+    scope.get<{ Params: { user_id: string }; Querystring: { name?: string } }>(
+      '/v3/users/:user_id/application_credentials',
+      { schema: { querystring: { type: 'object', properties: { name: { type: 'string' } } } }, preHandler: requireAuth },
+      async (request) => {
+        const userId = request.params.user_id
+        authorize(identityAuthPolicy, 'identity:list_application_credentials', request.principal, { userId })
+        requireUser(userId)
+        let q = db.selectFrom('application_credentials').selectAll().where('user_id', '=', userId).orderBy('name', 'asc')
+        if (request.query.name !== undefined) q = q.where('name', '=', request.query.name)
+        const rows = await q.execute()
+        return { application_credentials: rows.map(render), links: { self: base(userId), previous: null, next: null } }
+      },
+    )
+
+    scope.get<{ Params: { user_id: string; credential_id: string } }>(
+      '/v3/users/:user_id/application_credentials/:credential_id',
+      { preHandler: requireAuth },
+      async (request) => {
+        const { user_id: userId, credential_id: id } = request.params
+        authorize(identityAuthPolicy, 'identity:get_application_credential', request.principal, { userId })
+        return { application_credential: render(await find(request.principal, userId, id)) }
+      },
+    )
+
+    scope.delete<{ Params: { user_id: string; credential_id: string } }>(
+      '/v3/users/:user_id/application_credentials/:credential_id',
+      { preHandler: requireAuth },
+      async (request, reply) => {
+        const { user_id: userId, credential_id: id } = request.params
+        authorize(identityAuthPolicy, 'identity:delete_application_credential', request.principal, { userId })
+        const row = await find(request.principal, userId, id)
+        if (request.principal.applicationCredentialId === row.id && !deps.tokens.snapshot.appCreds.get(row.id)?.unrestricted) {
+          throw new AppError('forbidden', 'A restricted application credential cannot delete itself.')
+        }
+        await db.transaction().execute(async (tx) => {
+          await tx.deleteFrom('application_credentials').where('id', '=', row.id).execute()
+          await touchIdentity(tx)
+        })
+        // Its tokens end with it, here at once and elsewhere at the next poll.
+        await deps.tokens.refresh()
+        return reply.code(204).send()
+      },
+    )
+  }
+}

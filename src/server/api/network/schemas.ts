@@ -1,0 +1,157 @@
+/**
+ * JSON Schemas of the network API's request bodies. Attribute names and types follow Neutron v2.0; integers
+ * and booleans accept the string forms Neutron converts (validator.ts), everything else is strict. Accepted
+ * but ignored: availability-zone hints, DNS and QoS attributes, provider attributes (one flat network type).
+ */
+const str = (max = 255) => ({ type: 'string', maxLength: max })
+const nullableStr = (max = 255) => ({ type: ['string', 'null'], maxLength: max })
+const bool = { neutronBool: {} }
+const int = (spec: { min?: number; max?: number; nullable?: boolean } = {}) => ({ neutronInt: spec })
+const tags = { type: 'array', items: str(255), maxItems: 50 }
+const uuidish = str(36)
+const port = int({ min: 0, max: 65535, nullable: true })
+
+const owner = { project_id: str(64), tenant_id: str(64) }
+const ignored = {
+  availability_zone_hints: { type: 'array', items: str() },
+  dns_domain: str(),
+  qos_policy_id: { type: 'null' },
+}
+
+const object = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', additionalProperties: false, properties, required })
+const wrap = (key: string, inner: unknown) => ({ type: 'object', additionalProperties: false, required: [key], properties: { [key]: inner } })
+
+const networkAttrs = {
+  name: str(),
+  description: str(),
+  admin_state_up: bool,
+  shared: bool,
+  'router:external': bool,
+  is_default: bool,
+  mtu: int(),
+  port_security_enabled: bool,
+  tags,
+  vlan_transparent: bool,
+  'provider:network_type': nullableStr(),
+  'provider:physical_network': nullableStr(),
+  'provider:segmentation_id': int({ nullable: true }),
+  ...ignored,
+}
+export const networkCreate = wrap('network', object({ ...networkAttrs, ...owner }))
+export const networkUpdate = wrap('network', object({ ...networkAttrs, ...owner }))
+
+const pool = object({ start: str(64), end: str(64) }, ['start', 'end'])
+const hostRoute = object({ destination: str(64), nexthop: str(64) }, ['destination', 'nexthop'])
+const subnetMutable = {
+  name: str(),
+  description: str(),
+  gateway_ip: nullableStr(64),
+  allocation_pools: { type: 'array', items: pool },
+  dns_nameservers: { type: 'array', items: str(64) },
+  host_routes: { type: 'array', items: hostRoute },
+  enable_dhcp: bool,
+  tags,
+  service_types: { type: 'array', maxItems: 0 },
+  segment_id: { type: 'null' },
+}
+export const subnetCreate = wrap(
+  'subnet',
+  object(
+    {
+      ...subnetMutable,
+      network_id: uuidish,
+      ip_version: int({ min: 4, max: 6 }),
+      cidr: str(64),
+      ipv6_ra_mode: { type: ['string', 'null'], enum: ['slaac', 'dhcpv6-stateful', 'dhcpv6-stateless', null] },
+      ipv6_address_mode: { type: ['string', 'null'], enum: ['slaac', 'dhcpv6-stateful', 'dhcpv6-stateless', null] },
+      subnetpool_id: { type: 'null' },
+      use_default_subnetpool: { const: false },
+      ...owner,
+    },
+    ['network_id', 'ip_version'],
+  ),
+)
+export const subnetUpdate = wrap('subnet', object(subnetMutable))
+
+const fixedIp = object({ subnet_id: uuidish, ip_address: str(64) })
+const portAttrs = {
+  name: str(),
+  description: str(),
+  admin_state_up: bool,
+  mac_address: str(32),
+  fixed_ips: { type: 'array', items: fixedIp },
+  device_id: str(255),
+  device_owner: str(255),
+  security_groups: { type: 'array', items: uuidish },
+  port_security_enabled: bool,
+  'binding:host_id': str(255),
+  'binding:vnic_type': { type: 'string', enum: ['normal', 'direct', 'macvtap', 'baremetal', 'direct-physical', 'virtio-forwarder', 'smart-nic', 'remote-managed'] },
+  'binding:profile': { type: 'object' },
+  allowed_address_pairs: { type: 'array', items: object({ ip_address: str(64), mac_address: str(32) }, ['ip_address']) },
+  extra_dhcp_opts: { type: 'array', maxItems: 0 },
+  dns_name: str(),
+  tags,
+  qos_policy_id: { type: 'null' },
+}
+export const portCreate = wrap('port', object({ ...portAttrs, network_id: uuidish, ...owner }, ['network_id']))
+export const portUpdate = wrap('port', object({ ...portAttrs, network_id: uuidish, ...owner }))
+
+const sgAttrs = { name: str(), description: str(), stateful: bool, tags }
+export const securityGroupCreate = wrap('security_group', object({ ...sgAttrs, ...owner }))
+export const securityGroupUpdate = wrap('security_group', object(sgAttrs))
+
+export const ruleCreate = wrap(
+  'security_group_rule',
+  object(
+    {
+      security_group_id: uuidish,
+      direction: { type: 'string', enum: ['ingress', 'egress'] },
+      ethertype: { type: 'string', enum: ['IPv4', 'IPv6'] },
+      protocol: { type: ['string', 'integer', 'null'] },
+      port_range_min: port,
+      port_range_max: port,
+      remote_ip_prefix: nullableStr(64),
+      remote_group_id: { type: ['string', 'null'], maxLength: 36 },
+      remote_address_group_id: { type: 'null' },
+      description: str(),
+      ...owner,
+    },
+    ['security_group_id', 'direction'],
+  ),
+)
+
+const gatewayInfo = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: { network_id: uuidish, enable_snat: bool, external_fixed_ips: { type: 'array', items: fixedIp }, qos_policy_id: { type: 'null' } },
+}
+const routerAttrs = {
+  name: str(),
+  description: str(),
+  admin_state_up: bool,
+  external_gateway_info: gatewayInfo,
+  routes: { type: 'array', items: hostRoute },
+  tags,
+  distributed: bool,
+  ha: bool,
+  availability_zone_hints: { type: 'array', items: str() },
+  flavor_id: { type: 'null' },
+}
+export const routerCreate = wrap('router', object({ ...routerAttrs, ...owner }))
+export const routerUpdate = wrap('router', object({ ...routerAttrs, ...owner }))
+export const routerInterface = object({ subnet_id: uuidish, port_id: uuidish })
+
+const fipAttrs = { port_id: { type: ['string', 'null'], maxLength: 36 }, fixed_ip_address: nullableStr(64), description: str(), tags }
+export const floatingIpCreate = wrap(
+  'floatingip',
+  object({ ...fipAttrs, floating_network_id: uuidish, floating_ip_address: str(64), subnet_id: uuidish, dns_domain: str(), dns_name: str(), qos_policy_id: { type: 'null' }, ...owner }, [
+    'floating_network_id',
+  ]),
+)
+export const floatingIpUpdate = wrap('floatingip', object({ ...fipAttrs, floating_network_id: uuidish, floating_ip_address: str(64), subnet_id: uuidish, ...owner }))
+
+const limit = int({ min: -1 })
+export const quotaUpdate = wrap(
+  'quota',
+  object({ network: limit, subnet: limit, port: limit, router: limit, floatingip: limit, security_group: limit, security_group_rule: limit, rbac_policy: limit, subnetpool: limit }),
+)

@@ -1,0 +1,63 @@
+/**
+ * Neutron's tag sub-resource (`standard-attr-tag`), which openstackclient uses for `--tag`/`--no-tag`:
+ * GET/PUT/DELETE `/{resources}/{id}/tags` and GET/PUT/DELETE `/{resources}/{id}/tags/{tag}`. Changes go
+ * through the resource's own update, so visibility (404) and policy (403) are the resource's.
+ */
+import type { FastifyInstance } from 'fastify'
+import type { Actor, NetCtx } from '../../network/context.js'
+import { neutron } from '../../network/errors.js'
+import type { NetworkService } from '../../network/service.js'
+import type { View } from '../../network/views.js'
+
+export interface TaggedResource {
+  path: string
+  show: (ctx: NetCtx, actor: Actor, id: string) => Promise<View>
+  update: (ctx: NetCtx, actor: Actor, id: string, body: { tags: string[] }) => Promise<View>
+}
+
+const tagsBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tags'],
+  properties: { tags: { type: 'array', maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^,]*$' } } },
+}
+const tagParam = { type: 'object', properties: { tag: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^,]*$' } } }
+
+type Params = { id: string; tag: string }
+
+export function tagRoutes(api: FastifyInstance, service: NetworkService, resources: TaggedResource[]): void {
+  for (const r of resources) {
+    const base = `/v2.0/${r.path}/:id/tags`
+    const tagsOf = async (ctx: NetCtx, actor: Actor, id: string) => (await r.show(ctx, actor, id)).tags as string[]
+    const setTags = async (ctx: NetCtx, actor: Actor, id: string, tags: string[]) => (await r.update(ctx, actor, id, { tags: [...new Set(tags)] })).tags as string[]
+
+    api.get<{ Params: Params }>(base, async (req) => ({ tags: await service.run(req.principal, (ctx, actor) => tagsOf(ctx, actor, req.params.id)) }))
+    api.put<{ Params: Params; Body: { tags: string[] } }>(base, { schema: { body: tagsBody } }, async (req) => ({
+      tags: await service.run(req.principal, (ctx, actor) => setTags(ctx, actor, req.params.id, req.body.tags)),
+    }))
+    api.delete<{ Params: Params }>(base, async (req, reply) => {
+      await service.run(req.principal, (ctx, actor) => setTags(ctx, actor, req.params.id, []))
+      return reply.code(204).send()
+    })
+    api.get<{ Params: Params }>(`${base}/:tag`, { schema: { params: tagParam } }, async (req, reply) => {
+      const tags = await service.run(req.principal, (ctx, actor) => tagsOf(ctx, actor, req.params.id))
+      if (!tags.includes(req.params.tag)) throw neutron.notFound('TagNotFound', `Tag ${req.params.tag} could not be found for ${r.path} ${req.params.id}.`)
+      return reply.code(204).send()
+    })
+    api.put<{ Params: Params }>(`${base}/:tag`, { schema: { params: tagParam } }, async (req, reply) => {
+      await service.run(req.principal, async (ctx, actor) => {
+        const tags = await tagsOf(ctx, actor, req.params.id)
+        if (!tags.includes(req.params.tag)) await setTags(ctx, actor, req.params.id, [...tags, req.params.tag])
+      })
+      return reply.code(201).send()
+    })
+    api.delete<{ Params: Params }>(`${base}/:tag`, { schema: { params: tagParam } }, async (req, reply) => {
+      await service.run(req.principal, async (ctx, actor) => {
+        const tags = await tagsOf(ctx, actor, req.params.id)
+        if (!tags.includes(req.params.tag)) throw neutron.notFound('TagNotFound', `Tag ${req.params.tag} could not be found for ${r.path} ${req.params.id}.`)
+        await setTags(ctx, actor, req.params.id, tags.filter((t) => t !== req.params.tag))
+      })
+      return reply.code(204).send()
+    })
+  }
+}

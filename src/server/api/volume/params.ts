@@ -1,0 +1,61 @@
+/** Request parsing shared by the block storage routes: schema fragments and Cinder's query conventions. */
+import { badRequest } from '../../../contracts/errors.js'
+import type { VolumeListQuery } from '../../volume/service.js'
+
+export const nullableString = (max = 255) => ({ type: ['string', 'null'], maxLength: max }) as const
+export const stringMap = { type: 'object', additionalProperties: { type: 'string', maxLength: 255 } } as const
+export const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] } as const
+
+export function one(value: unknown): string | undefined {
+  return Array.isArray(value) ? String(value[value.length - 1]) : value === undefined ? undefined : String(value)
+}
+
+export function intParam(name: string, value: unknown, min: number): number | undefined {
+  const raw = one(value)
+  if (raw === undefined) return undefined
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw badRequest(`Invalid value '${raw}' for '${name}': expected a whole number of at least ${min}.`)
+  return Number(raw)
+}
+
+export function boolParam(name: string, value: unknown): boolean | undefined {
+  const raw = one(value)?.toLowerCase()
+  if (raw === undefined) return undefined
+  if (['true', '1', 'yes', 'on'].includes(raw)) return true
+  if (['false', '0', 'no', 'off'].includes(raw)) return false
+  throw badRequest(`Invalid value '${raw}' for '${name}': expected true or false.`)
+}
+
+/** cinderclient sends metadata filters as a Python dict literal; accept JSON too. */
+export function metadataParam(value: unknown): Record<string, string> | undefined {
+  const raw = one(value)
+  if (raw === undefined) return undefined
+  for (const text of [raw, raw.replace(/'/g, '"')]) {
+    try {
+      const parsed = JSON.parse(text) as unknown
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, String(v)]))
+    } catch {
+      // try the next form
+    }
+  }
+  throw badRequest(`Invalid value for 'metadata': expected a JSON object, got '${raw}'.`)
+}
+
+export function sortParam(query: Record<string, unknown>): VolumeListQuery['sort'] {
+  const dirOf = (d: string | undefined): 'asc' | 'desc' => {
+    const dir = (d ?? 'desc').toLowerCase()
+    if (dir !== 'asc' && dir !== 'desc') throw badRequest(`Invalid sort direction '${d}': expected asc or desc.`)
+    return dir
+  }
+  const sort = one(query.sort)
+  if (sort !== undefined) {
+    if (query.sort_key !== undefined || query.sort_dir !== undefined) throw badRequest("The 'sort' parameter cannot be combined with 'sort_key' or 'sort_dir'.")
+    return sort.split(',').map((part) => {
+      const [key, dir] = part.split(':')
+      return { key: key.trim(), dir: dirOf(dir) }
+    })
+  }
+  const key = one(query.sort_key)
+  return [{ key: key ?? 'created_at', dir: dirOf(one(query.sort_dir)) }]
+}
+export const metadataBody = { type: 'object', required: ['metadata'], properties: { metadata: stringMap } } as const
+export const keyParams = { type: 'object', properties: { id: { type: 'string' }, key: { type: 'string', maxLength: 255 } }, required: ['id', 'key'] } as const

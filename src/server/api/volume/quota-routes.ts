@@ -1,0 +1,92 @@
+/** Quotas, absolute limits, availability zones, services and extensions. */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+import type { ViewContext } from '../../volume/view.js'
+import { badRequest } from '../../../contracts/errors.js'
+import { authorize } from '../../policy/rules.js'
+import { volumePolicy } from '../../policy/volume.policy.js'
+import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage } from '../../volume/quotas.js'
+import { callerOf } from '../../volume/service.js'
+import { boolParam } from './params.js'
+
+export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: FastifyRequest) => ViewContext): void {
+  // ---- quotas, limits, zones ----
+  const quotaParams = { type: 'object', properties: { target: { type: 'string', maxLength: 64 } }, required: ['target'] } as const
+  r.get('/os-quota-sets/:target', { schema: { params: quotaParams } }, async (request) => {
+    const { target } = request.params as { target: string }
+    authorize(volumePolicy, 'quota:show', request.principal, { projectId: target })
+    const usage = boolParam('usage', (request.query as Record<string, unknown>).usage) ?? false
+    const [limits, used] = await Promise.all([quotaLimits(deps.store.db, target), quotaUsage(deps.store.db, target)])
+    const quota_set: Record<string, unknown> = { id: target }
+    for (const resource of QUOTA_RESOURCES) quota_set[resource] = usage ? { limit: limits[resource], in_use: used[resource], reserved: 0, allocated: 0 } : limits[resource]
+    for (const [extra, value] of [['per_volume_gigabytes', -1], ['backups', 10], ['backup_gigabytes', 1000], ['groups', 10]] as const) {
+      quota_set[extra] = usage ? { limit: value, in_use: 0, reserved: 0, allocated: 0 } : value
+    }
+    return { quota_set }
+  })
+  r.get('/os-quota-sets/:target/defaults', { schema: { params: quotaParams } }, async (request) => {
+    const { target } = request.params as { target: string }
+    return { quota_set: { id: target, ...DEFAULT_QUOTAS, per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 } }
+  })
+  r.put(
+    '/os-quota-sets/:target',
+    { schema: { params: quotaParams, body: { type: 'object', required: ['quota_set'], properties: { quota_set: { type: 'object', additionalProperties: { anyOf: [{ type: 'integer' }, { type: 'string' }] } } } } } },
+    async (request) => {
+      const { target } = request.params as { target: string }
+      authorize(volumePolicy, 'quota:update', request.principal)
+      const set = (request.body as { quota_set: Record<string, unknown> }).quota_set
+      const updates: [string, number][] = []
+      for (const [key, value] of Object.entries(set)) {
+        if (key === 'tenant_id' || key === 'id') continue
+        if (!(QUOTA_RESOURCES as readonly string[]).includes(key)) continue
+        const n = Number(value)
+        if (!Number.isInteger(n) || n < -1) throw badRequest(`Invalid value for quota '${key}': expected a whole number of at least -1.`)
+        updates.push([key, n])
+      }
+      await deps.store.db.transaction().execute(async (tx) => {
+        for (const [resource, hard_limit] of updates) {
+          await tx
+            .insertInto('volume_quotas')
+            .values({ project_id: target, resource, hard_limit })
+            .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit }))
+            .execute()
+        }
+      })
+      return { quota_set: { ...(await quotaLimits(deps.store.db, target)) } }
+    },
+  )
+  r.get('/limits', async (request) => {
+    const caller = callerOf(request.principal)
+    const [limits, used] = await Promise.all([quotaLimits(deps.store.db, caller.projectId), quotaUsage(deps.store.db, caller.projectId)])
+    return {
+      limits: {
+        rate: [],
+        absolute: {
+          maxTotalVolumes: limits.volumes,
+          maxTotalSnapshots: limits.snapshots,
+          maxTotalVolumeGigabytes: limits.gigabytes,
+          maxTotalBackups: 10,
+          maxTotalBackupGigabytes: 1000,
+          totalVolumesUsed: used.volumes,
+          totalSnapshotsUsed: used.snapshots,
+          totalGigabytesUsed: used.gigabytes,
+          totalBackupsUsed: 0,
+          totalBackupGigabytesUsed: 0,
+        },
+      },
+    }
+  })
+  r.get('/os-availability-zone', async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
+  r.get('/extensions', async () => ({ extensions: [] }))
+  // The simulated backend, as `openstack volume service list` shows it (admins).
+  r.get('/os-services', async (request) => {
+    authorize(volumePolicy, 'volume:all_tenants', request.principal)
+    const updated_at = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000')
+    return {
+      services: [
+        { binary: 'cinder-scheduler', host: 'pcc', zone: 'nova', status: 'enabled', state: 'up', updated_at, disabled_reason: null },
+        { binary: 'cinder-volume', host: 'pcc@simulated', zone: 'nova', status: 'enabled', state: 'up', updated_at, disabled_reason: null },
+      ],
+    }
+  })
+}

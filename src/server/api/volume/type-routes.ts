@@ -1,0 +1,56 @@
+/** Volume types (admins manage, everyone lists) and their extra specs. */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+import type { ViewContext } from '../../volume/view.js'
+import { badRequest } from '../../../contracts/errors.js'
+import { authorize } from '../../policy/rules.js'
+import { volumePolicy } from '../../policy/volume.policy.js'
+import { typeView } from '../../volume/view.js'
+import { idParams, nullableString, stringMap } from './params.js'
+
+export function volumeTypeRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
+  const { volumeTypes } = deps.volumeServices
+  // ---- volume types ----
+  r.get('/types', async (request) => ({ volume_types: (await volumeTypes.list(request.principal)).map((t) => typeView(t, ctx(request).isAdmin)) }))
+  r.get('/types/default', async (request) => ({ volume_type: typeView(await volumeTypes.getDefault(), ctx(request).isAdmin) }))
+  r.get('/types/:id', { schema: { params: idParams } }, async (request) => {
+    const { id } = request.params as { id: string }
+    return { volume_type: typeView(await volumeTypes.get(request.principal, id), ctx(request).isAdmin) }
+  })
+  const typeBody = {
+    type: 'object',
+    required: ['volume_type'],
+    properties: {
+      volume_type: {
+        type: 'object',
+        properties: { name: { type: 'string', minLength: 1, maxLength: 255 }, description: nullableString(), 'os-volume-type-access:is_public': { type: 'boolean' }, is_public: { type: 'boolean' }, extra_specs: stringMap },
+      },
+    },
+  } as const
+  type TypeInput = { name?: string; description?: string | null; 'os-volume-type-access:is_public'?: boolean; is_public?: boolean; extra_specs?: Record<string, string> }
+  r.post('/types', { schema: { body: typeBody } }, async (request) => {
+    const t = (request.body as { volume_type: TypeInput }).volume_type
+    if (!t.name) throw badRequest("Invalid input received: 'name' is required.")
+    const type = await volumeTypes.create(request.principal, { name: t.name, description: t.description, is_public: t['os-volume-type-access:is_public'] ?? t.is_public, extra_specs: t.extra_specs })
+    return { volume_type: typeView(type, true) }
+  })
+  r.put('/types/:id', { schema: { params: idParams, body: typeBody } }, async (request) => {
+    const { id } = request.params as { id: string }
+    const t = (request.body as { volume_type: TypeInput }).volume_type
+    return { volume_type: typeView(await volumeTypes.update(request.principal, id, { name: t.name, description: t.description, is_public: t['os-volume-type-access:is_public'] ?? t.is_public }), true) }
+  })
+  r.delete('/types/:id', { schema: { params: idParams } }, async (request, reply) => {
+    const { id } = request.params as { id: string }
+    await volumeTypes.delete(request.principal, id)
+    return reply.code(202).send()
+  })
+  r.get('/types/:id/extra_specs', { schema: { params: idParams } }, async (request) => {
+    const { id } = request.params as { id: string }
+    authorize(volumePolicy, 'type:manage', request.principal)
+    return { extra_specs: (await volumeTypes.get(request.principal, id)).extraSpecs }
+  })
+  r.post('/types/:id/extra_specs', { schema: { params: idParams, body: { type: 'object', required: ['extra_specs'], properties: { extra_specs: stringMap } } } }, async (request) => {
+    const { id } = request.params as { id: string }
+    return { extra_specs: await volumeTypes.setExtraSpecs(request.principal, id, (request.body as { extra_specs: Record<string, string> }).extra_specs) }
+  })
+}

@@ -1,0 +1,228 @@
+/** Volumes: CRUD, actions, metadata, and the read-only attachments API (3.27+). */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+import type { ViewContext } from '../../volume/view.js'
+import { AppError, badRequest } from '../../../contracts/errors.js'
+import { atLeast } from '../../volume/microversion.js'
+import { attachmentView, volumeDetail, volumeSummary } from '../../volume/view.js'
+import { boolParam, idParams, intParam, keyParams, metadataBody, metadataParam, nullableString, one, sortParam, stringMap } from './params.js'
+
+const createVolumeBody = {
+  type: 'object',
+  required: ['volume'],
+  properties: {
+    volume: {
+      type: 'object',
+      properties: {
+        size: { type: ['integer', 'null'], minimum: 1, maximum: 2147483647 },
+        name: nullableString(),
+        description: nullableString(),
+        display_name: nullableString(),
+        display_description: nullableString(),
+        volume_type: nullableString(),
+        availability_zone: nullableString(),
+        snapshot_id: nullableString(64),
+        source_volid: nullableString(64),
+        imageRef: nullableString(64),
+        backup_id: nullableString(64),
+        metadata: { anyOf: [stringMap, { type: 'null' }] },
+        multiattach: { type: ['boolean', 'null'] },
+        consistencygroup_id: nullableString(64),
+        group_id: nullableString(64),
+      },
+    },
+  },
+} as const
+
+type CreateVolumeBody = { volume: Record<string, unknown> & { metadata?: Record<string, string> | null } }
+
+export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
+  const { volumes } = deps.volumeServices
+  // ---- volumes ----
+  const listVolumes = (detail: boolean) => async (request: FastifyRequest) => {
+    const q = request.query as Record<string, unknown>
+    const limit = intParam('limit', q.limit, 1)
+    const result = await volumes.list(request.principal, {
+      allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
+      projectId: one(q.project_id),
+      name: one(q.name) ?? one(q.display_name),
+      status: one(q.status),
+      bootable: boolParam('bootable', q.bootable),
+      availabilityZone: one(q.availability_zone),
+      metadata: metadataParam(q.metadata),
+      limit,
+      marker: one(q.marker),
+      offset: intParam('offset', q.offset, 0),
+      sort: sortParam(q),
+    })
+    const c = ctx(request)
+    const body: Record<string, unknown> = { volumes: result.volumes.map((v) => (detail ? volumeDetail(v, c) : volumeSummary(v, c))) }
+    if (result.more && limit !== undefined && result.volumes.length > 0) {
+      const params = new URLSearchParams()
+      for (const [k, v] of Object.entries(q)) if (k !== 'marker' && k !== 'offset' && v !== undefined) params.set(k, String(one(v)))
+      params.set('marker', result.volumes[result.volumes.length - 1].id)
+      body.volumes_links = [{ rel: 'next', href: `${deps.urls.volume}/volumes${detail ? '/detail' : ''}?${params}` }]
+    }
+    return body
+  }
+  r.get('/volumes', listVolumes(false))
+  r.get('/volumes/detail', listVolumes(true))
+
+  r.post('/volumes', { schema: { body: createVolumeBody } }, async (request, reply) => {
+    const v = (request.body as CreateVolumeBody).volume
+    const str = (x: unknown) => (typeof x === 'string' ? x : null)
+    const volume = await volumes.create(request.principal, {
+      size: typeof v.size === 'number' ? v.size : undefined,
+      name: str(v.name) ?? str(v.display_name),
+      description: str(v.description) ?? str(v.display_description),
+      volume_type: str(v.volume_type),
+      availability_zone: str(v.availability_zone),
+      snapshot_id: str(v.snapshot_id),
+      source_volid: str(v.source_volid),
+      imageRef: str(v.imageRef),
+      metadata: v.metadata ?? {},
+    })
+    if (str(v.backup_id)) throw badRequest('Restoring from backups is not supported.')
+    return reply.code(202).send({ volume: volumeDetail(volume, ctx(request)) })
+  })
+
+  r.get('/volumes/:id', { schema: { params: idParams } }, async (request) => {
+    const { id } = request.params as { id: string }
+    return { volume: volumeDetail(await volumes.get(request.principal, id), ctx(request)) }
+  })
+
+  r.put(
+    '/volumes/:id',
+    {
+      schema: {
+        params: idParams,
+        body: {
+          type: 'object',
+          required: ['volume'],
+          properties: { volume: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString(), metadata: stringMap } } },
+        },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string }
+      const v = (request.body as { volume: { name?: string | null; description?: string | null; display_name?: string | null; display_description?: string | null; metadata?: Record<string, string> } }).volume
+      const volume = await volumes.update(request.principal, id, {
+        name: v.name !== undefined ? v.name : v.display_name,
+        description: v.description !== undefined ? v.description : v.display_description,
+        metadata: v.metadata,
+      })
+      return { volume: volumeDetail(volume, ctx(request)) }
+    },
+  )
+
+  r.delete('/volumes/:id', { schema: { params: idParams } }, async (request, reply) => {
+    const { id } = request.params as { id: string }
+    const q = request.query as Record<string, unknown>
+    await volumes.delete(request.principal, id, { cascade: boolParam('cascade', q.cascade) ?? false })
+    return reply.code(202).send()
+  })
+
+  r.post('/volumes/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } } }, async (request, reply) => {
+    const { id } = request.params as { id: string }
+    const [action, args] = Object.entries(request.body as Record<string, unknown>)[0]
+    const a = (args ?? {}) as Record<string, unknown>
+    switch (action) {
+      case 'os-extend': {
+        const newSize = typeof a.new_size === 'string' && /^\d+$/.test(a.new_size) ? Number(a.new_size) : a.new_size
+        if (typeof newSize !== 'number' || !Number.isInteger(newSize)) throw badRequest("Invalid input received: 'new_size' must be a whole number.")
+        await volumes.extend(request.principal, id, newSize)
+        return reply.code(202).send()
+      }
+      case 'os-set_bootable': {
+        const flag = typeof a.bootable === 'boolean' ? a.bootable : boolParam('bootable', a.bootable)
+        if (flag === undefined) throw badRequest("Invalid input received: 'bootable' is required.")
+        await volumes.setBootable(request.principal, id, flag)
+        return reply.code(200).send()
+      }
+      case 'os-reset_status': {
+        if (typeof a.status !== 'string') throw badRequest("Invalid input received: 'status' is required.")
+        await volumes.resetStatus(request.principal, id, a.status)
+        return reply.code(202).send()
+      }
+      case 'os-update_readonly_flag': {
+        const flag = typeof a.readonly === 'boolean' ? a.readonly : boolParam('readonly', a.readonly)
+        if (flag === undefined) throw badRequest("Invalid input received: 'readonly' is required.")
+        await volumes.setMetadata(request.principal, id, { readonly: flag ? 'True' : 'False' }, false)
+        return reply.code(202).send()
+      }
+      case 'os-retype': {
+        if (typeof a.new_type !== 'string') throw badRequest("Invalid input received: 'new_type' is required.")
+        await volumes.retype(request.principal, id, a.new_type)
+        return reply.code(202).send()
+      }
+      case 'os-set_image_metadata': {
+        const metadata = a.metadata
+        if (!metadata || typeof metadata !== 'object' || Object.values(metadata).some((v) => typeof v !== 'string')) {
+          throw badRequest("Invalid input received: 'metadata' must be an object of strings.")
+        }
+        return { metadata: await volumes.changeImageMetadata(request.principal, id, { set: metadata as Record<string, string> }) }
+      }
+      case 'os-unset_image_metadata': {
+        if (typeof a.key !== 'string') throw badRequest("Invalid input received: 'key' is required.")
+        await volumes.changeImageMetadata(request.principal, id, { unset: a.key })
+        return reply.code(200).send()
+      }
+      case 'os-show_image_metadata':
+        return { metadata: (await volumes.get(request.principal, id)).imageMetadata ?? {} }
+      case 'os-force_delete':
+        await volumes.forceDelete(request.principal, id)
+        return reply.code(202).send()
+      default:
+        throw badRequest(`There is no such action: ${action}`)
+    }
+  })
+
+  // ---- volume metadata ----
+  r.get('/volumes/:id/metadata', { schema: { params: idParams } }, async (request) => {
+    const { id } = request.params as { id: string }
+    return { metadata: (await volumes.get(request.principal, id)).metadata }
+  })
+  r.post('/volumes/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
+    const { id } = request.params as { id: string }
+    return { metadata: await volumes.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, false) }
+  })
+  r.put('/volumes/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
+    const { id } = request.params as { id: string }
+    return { metadata: await volumes.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, true) }
+  })
+  r.get('/volumes/:id/metadata/:key', { schema: { params: keyParams } }, async (request) => {
+    const { id, key } = request.params as { id: string; key: string }
+    const metadata = (await volumes.get(request.principal, id)).metadata
+    if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
+    return { meta: { [key]: metadata[key] } }
+  })
+  r.put('/volumes/:id/metadata/:key', { schema: { params: keyParams, body: { type: 'object', required: ['meta'], properties: { meta: { ...stringMap, minProperties: 1, maxProperties: 1 } } } } }, async (request) => {
+    const { id, key } = request.params as { id: string; key: string }
+    const meta = (request.body as { meta: Record<string, string> }).meta
+    if (!(key in meta)) throw badRequest('Request body and URI mismatch')
+    await volumes.setMetadata(request.principal, id, meta, false)
+    return { meta }
+  })
+  r.delete('/volumes/:id/metadata/:key', { schema: { params: keyParams } }, async (request, reply) => {
+    const { id, key } = request.params as { id: string; key: string }
+    await volumes.deleteMetadataKey(request.principal, id, key)
+    return reply.code(200).send()
+  })
+
+  // ---- attachments (3.27+): read-only here; attaching is compute's business ----
+  const listAttachments = (detail: boolean) => async (request: FastifyRequest) => {
+    if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
+    const q = request.query as Record<string, unknown>
+    const rows = await volumes.listAttachments(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, volumeId: one(q.volume_id), serverId: one(q.instance_id) })
+    return { attachments: rows.map((a) => attachmentView(a, detail)) }
+  }
+  r.get('/attachments', listAttachments(false))
+  r.get('/attachments/detail', listAttachments(true))
+  r.get('/attachments/:id', { schema: { params: idParams } }, async (request) => {
+    if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
+    const { id } = request.params as { id: string }
+    const found = (await volumes.listAttachments(request.principal, { allTenants: request.principal.roles.includes('admin') })).find((a) => a.id === id)
+    if (!found) throw new AppError('not_found', `VolumeAttachment ${id} could not be found.`)
+    return { attachment: attachmentView(found, true) }
+  })
+}

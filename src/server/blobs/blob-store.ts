@@ -1,0 +1,44 @@
+/**
+ * Where image bytes live. The filesystem store (fs-blob-store.ts) is the embedded default; an object store can
+ * replace it behind this interface. Guarantees every implementation keeps:
+ *
+ * - `put` streams: it never holds the whole blob in memory, and it honours backpressure from the source.
+ * - `put` is all or nothing: a failed or too-large write leaves no blob under `key` (a previous blob under the
+ *   same key stays until a later put succeeds).
+ * - The digests `put` returns are those of exactly the bytes stored.
+ * - `open` of a missing key throws BlobNotFoundError; `delete` of a missing key is not an error.
+ */
+import type { Readable } from 'node:stream'
+
+export interface BlobDigests {
+  size: number
+  /** Hex MD5 of the bytes (Glance's legacy `checksum`). */
+  md5: string
+  /** Hex SHA-512 of the bytes (Glance's `os_hash_value` with `os_hash_algo` sha512). */
+  sha512: string
+}
+
+export interface PutOptions {
+  /** Stop and fail with BlobTooLargeError once more than this many bytes arrived. */
+  maxBytes: number
+}
+
+export interface BlobStore {
+  /** Stores everything `source` yields under `key`. */
+  put(key: string, source: Readable, options: PutOptions): Promise<BlobDigests>
+  /** A stream of the stored bytes. */
+  open(key: string): Promise<{ stream: Readable; size: number }>
+  delete(key: string): Promise<void>
+  exists(key: string): Promise<boolean>
+}
+
+export class BlobNotFoundError extends Error {
+  override name = 'BlobNotFoundError'
+}
+
+export class BlobTooLargeError extends Error {
+  override name = 'BlobTooLargeError'
+  constructor(readonly maxBytes: number) {
+    super(`the data is larger than the limit of ${maxBytes} bytes`)
+  }
+}

@@ -1,0 +1,367 @@
+/**
+ * compute.action: drives one accepted server action through the task states its row in SERVER_ACTIONS
+ * lists, calls the driver, and lands in the action's final state. A run repeated after a crash starts only
+ * if the server is still in one of the action's task states, and finds the claim it made before through the
+ * allocations (a migration target is the host the server holds an allocation on besides its own).
+ */
+import { finalVmState, POWER, RESTING_POWER, SERVER_ACTIONS, type ServerActionName, type VmState } from '../compute/server-states.js'
+import type { ActionTaskPayload } from '../compute/tasks.js'
+import { DriverError, type ComputeDriver } from '../drivers/compute/driver.js'
+import { releaseAll, releasePart } from '../scheduler/claims.js'
+import { flavorResources, NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
+import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
+import { driverFor, guestSpec, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
+import { runDelete } from './delete.js'
+import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
+
+/** The event Nova records for each action on the compute (or conductor) side. */
+const EVENTS: Partial<Record<ServerActionName, string>> = {
+  'reboot:SOFT': 'compute_reboot_instance',
+  'reboot:HARD': 'compute_reboot_instance',
+  rebuild: 'compute_rebuild_instance',
+  resize: 'compute_prep_resize',
+  migrate: 'compute_prep_resize',
+  confirmResize: 'compute_confirm_resize',
+  revertResize: 'compute_revert_resize',
+  createImage: 'compute_snapshot_instance',
+  changePassword: 'compute_set_admin_password',
+  'os-start': 'compute_start_instance',
+  'os-stop': 'compute_stop_instance',
+  shelve: 'compute_shelve_instance',
+  shelveOffload: 'compute_shelve_offload_instance',
+  unshelve: 'compute_unshelve_instance',
+  suspend: 'compute_suspend_instance',
+  resume: 'compute_resume_instance',
+  pause: 'compute_pause_instance',
+  unpause: 'compute_unpause_instance',
+  rescue: 'compute_rescue_instance',
+  unrescue: 'compute_unrescue_instance',
+  evacuate: 'compute_rebuild_instance',
+  'os-migrateLive': 'compute_live_migration',
+  restore: 'compute_restore_instance',
+}
+
+/** The run stopped because the server moved on (deleted, or another run finished it). */
+class Abandoned extends Error {}
+
+/** What an action implementation returns: extra columns for the final update, and overrides of the final state. */
+type Outcome = Partial<ServerTable>
+
+export class ActionRun {
+  server: ServerTable
+  constructor(
+    readonly ctx: ConductorContext,
+    server: ServerTable,
+    readonly payload: ActionTaskPayload,
+    readonly chain: string[],
+  ) {
+    this.server = server
+  }
+
+  get params(): Record<string, unknown> {
+    return this.payload.params ?? {}
+  }
+
+  driver(hostId = this.server.host_id): ComputeDriver {
+    return driverFor(this.ctx, hostId, this.server.host)
+  }
+
+  /** Moves to the next task state; stops the run if the server left the action's states. */
+  async step(taskState: string, progress?: number): Promise<void> {
+    const ok = await moveServer(this.ctx.store.db, this.server.id, { taskStates: this.chain }, { task_state: taskState, ...(progress !== undefined && { progress }) })
+    if (!ok) throw new Abandoned()
+    this.server = (await loadServer(this.ctx.store.db, this.server.id))!
+    if (this.server.host_id) await this.ctx.drivers.get(this.server.host_id)?.beginStep(this.server.id, taskState)
+  }
+
+  /** The other host the server holds an allocation on (a migration's target before it finishes). */
+  async otherAllocation(): Promise<string | undefined> {
+    const rows = await this.ctx.store.db.selectFrom('allocations').select('host_id').where('server_id', '=', this.server.id).execute()
+    return rows.find((r) => r.host_id !== this.server.host_id)?.host_id
+  }
+
+  /** Schedules and claims a destination for the server (once: a repeated run finds the earlier claim). */
+  async claimDestination(options: { flavor: FlavorSnapshot; sameHostAllowed: boolean; forcedHost: string | null; vmStateOnFailure: string | undefined; extra?: Partial<ServerTable> }): Promise<string> {
+    const existing = await this.otherAllocation()
+    if (existing) return existing
+    const spec = await this.ctx.scheduler.specFor(this.server, {
+      resources: flavorResources(options.flavor),
+      forcedHost: options.forcedHost,
+      ignoreHosts: options.sameHostAllowed || !this.server.host_id ? [] : [this.server.host_id],
+      ...(options.forcedHost !== null && { availabilityZone: null }),
+    })
+    try {
+      const placed = await this.ctx.scheduler.placeAll([spec], async (tx) => {
+        if (!(await moveServer(tx, this.server.id, { taskStates: this.chain }, { ...options.extra }))) throw new PlacementVoid(this.server.id)
+      })
+      const host = placed.get(this.server.id)
+      if (!host) throw new Abandoned()
+      return host.id
+    } catch (err) {
+      if (err instanceof NoValidHost) throw new StepFailure(err.message, 500, err.details, options.vmStateOnFailure)
+      throw err
+    }
+  }
+
+  async hostname(hostId: string): Promise<string> {
+    const row = await this.ctx.store.db.selectFrom('hosts').select('hostname').where('id', '=', hostId).executeTakeFirst()
+    return row?.hostname ?? hostId
+  }
+}
+
+function snapshotOf(json: string | null): FlavorSnapshot | undefined {
+  return json ? (JSON.parse(json) as FlavorSnapshot) : undefined
+}
+
+async function flavorFromRef(run: ActionRun, ref: unknown): Promise<FlavorSnapshot> {
+  const id = String(ref ?? '').split('/').pop() ?? ''
+  const row = await run.ctx.store.db.selectFrom('flavors').selectAll().where('id', '=', id).executeTakeFirst()
+  if (!row) throw new StepFailure(`Flavor ${id} could not be found.`, 400)
+  return {
+    id: row.id, name: row.name, vcpus: row.vcpus, ram: row.ram, disk: row.disk, ephemeral: row.ephemeral, swap: row.swap, rxtx_factor: row.rxtx_factor,
+    extra_specs: JSON.parse(row.extra_specs || '{}') as Record<string, string>,
+  }
+}
+
+const powerOf = (before: ActionTaskPayload['before']) => (before.vmState === 'stopped' || before.powerState === POWER.SHUTDOWN ? 'off' : 'on')
+
+/** Resize and cold migrate: claim on the destination, copy, finish there; the source claim stays until confirm. */
+async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
+  const current = JSON.parse(run.server.flavor) as FlavorSnapshot
+  const target = resize ? (snapshotOf(run.server.new_flavor) ?? (await flavorFromRef(run, run.params.flavorRef))) : current
+  const before = run.payload.before.vmState
+  const dest = await run.claimDestination({
+    flavor: target,
+    sameHostAllowed: resize,
+    forcedHost: (run.params.host as string | undefined) ?? null,
+    vmStateOnFailure: before,
+    extra: { old_flavor: JSON.stringify(current), new_flavor: JSON.stringify(target) },
+  })
+  await run.step('resize_migrating', 25)
+  // A repeated run may find the guest already gone from the source (the first run got past the copy).
+  const onSource = dest === run.server.host_id || (await run.driver().info(run.server.id)) !== undefined
+  if (onSource) await run.driver().migrateDiskAndPowerOff(run.server.id, target)
+  await run.step('resize_migrated', 50)
+  await run.step('resize_finish', 75)
+  const destName = await run.hostname(dest)
+  await run.driver(dest).finishMigration(guestSpec(run.server, target), powerOf(run.payload.before) === 'on')
+  if (dest !== run.server.host_id) await run.driver().forget(run.server.id).catch(() => {})
+  return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 100 }
+}
+
+async function confirmResize(run: ActionRun): Promise<Outcome> {
+  const old = snapshotOf(run.server.old_flavor)
+  const source = await run.otherAllocation()
+  // Cleaning the guest's copy off the source is the confirm's work on the hypervisor.
+  await run.driver(source ?? run.server.host_id).beginStep(run.server.id, 'resize_confirming')
+  await run.ctx.store.db.transaction().execute(async (tx) => {
+    if (source) await releaseAll(tx, run.server.id, source)
+    else if (old && run.server.host_id) await releasePart(tx, run.server.id, run.server.host_id, flavorResources(old))
+  })
+  return { old_flavor: null, new_flavor: null }
+}
+
+async function revertResize(run: ActionRun): Promise<Outcome> {
+  const old = snapshotOf(run.server.old_flavor) ?? (JSON.parse(run.server.flavor) as FlavorSnapshot)
+  const neu = snapshotOf(run.server.new_flavor)
+  const source = await run.otherAllocation()
+  const back = source ?? run.server.host_id
+  if (source) await run.driver().forget(run.server.id).catch(() => {})
+  await run.driver(back).finishMigration(guestSpec(run.server, old), powerOf(run.payload.before) === 'on')
+  await run.ctx.store.db.transaction().execute(async (tx) => {
+    if (source) await releaseAll(tx, run.server.id, run.server.host_id!)
+    else if (neu && run.server.host_id) await releasePart(tx, run.server.id, run.server.host_id, flavorResources(neu))
+  })
+  const name = back ? await run.hostname(back) : null
+  return { flavor: JSON.stringify(old), old_flavor: null, new_flavor: null, host_id: back, host: name, node: name }
+}
+
+/** Moves the server's claim to `dest` and lets the source one go, with the final update. */
+async function moveClaim(run: ActionRun, dest: string): Promise<Outcome> {
+  const name = await run.hostname(dest)
+  const from = run.server.host_id
+  if (from && from !== dest) await run.ctx.store.db.transaction().execute((tx) => releaseAll(tx, run.server.id, from).then(() => undefined))
+  return { host_id: dest, host: name, node: name }
+}
+
+async function evacuate(run: ActionRun): Promise<Outcome> {
+  const dest = await run.claimDestination({ flavor: JSON.parse(run.server.flavor) as FlavorSnapshot, sameHostAllowed: false, forcedHost: (run.params.host as string | undefined) ?? null, vmStateOnFailure: 'error' })
+  await run.step('rebuild_block_device_mapping', 33)
+  await run.step('rebuild_spawning', 66)
+  await run.driver(dest).evacuateTo(guestSpec(run.server), powerOf(run.payload.before) === 'on')
+  return { ...(await moveClaim(run, dest)), launched_at: Date.now() }
+}
+
+async function liveMigrate(run: ActionRun): Promise<Outcome> {
+  const dest = await run.claimDestination({ flavor: JSON.parse(run.server.flavor) as FlavorSnapshot, sameHostAllowed: false, forcedHost: (run.params.host as string | null | undefined) ?? null, vmStateOnFailure: run.payload.before.vmState })
+  // A repeated run may find the guest already on the destination.
+  const arrived = (await run.driver().info(run.server.id)) === undefined && (await run.driver(dest).info(run.server.id)) !== undefined
+  if (!arrived) await run.driver().liveMigrate(run.server.id, run.driver(dest))
+  return moveClaim(run, dest)
+}
+
+async function shelveOffload(run: ActionRun): Promise<Outcome> {
+  if (run.server.host_id) await run.driver().destroy(run.server.id)
+  await run.ctx.store.db.transaction().execute((tx) => releaseAll(tx, run.server.id).then(() => undefined))
+  return { host_id: null, host: null, node: null, power_state: POWER.SHUTDOWN }
+}
+
+async function unshelve(run: ActionRun): Promise<Outcome> {
+  let hostId = run.server.host_id
+  if (!hostId) {
+    // The API passes {availabilityZone, host}; null unpins the zone.
+    const raw = 'availabilityZone' in run.params ? run.params.availabilityZone : run.params.availability_zone
+    const az = raw === undefined ? undefined : ((raw as string | null) ?? null)
+    const spec = await run.ctx.scheduler.specFor(run.server, { forcedHost: (run.params.host as string | undefined) ?? null, ...(az !== undefined && { availabilityZone: az }) })
+    try {
+      const placed = await run.ctx.scheduler.placeAll([spec], async (tx, _s, host) => {
+        if (!(await moveServer(tx, run.server.id, { taskStates: run.chain }, { host_id: host.id, host: host.hostname, node: host.hostname, availability_zone: host.availabilityZone }))) throw new PlacementVoid(run.server.id)
+      })
+      hostId = placed.get(run.server.id)?.id ?? null
+    } catch (err) {
+      if (err instanceof NoValidHost) throw new StepFailure(err.message, 500, err.details, run.payload.before.vmState)
+      throw err
+    }
+    if (!hostId) throw new Abandoned()
+    run.server = (await loadServer(run.ctx.store.db, run.server.id))!
+  }
+  await run.step('spawning', 50)
+  await run.driver().spawn(guestSpec(run.server))
+  return {}
+}
+
+type Impl = (run: ActionRun) => Promise<Outcome>
+
+const IMPLS: Partial<Record<ServerActionName, Impl>> = {
+  'reboot:SOFT': async (run) => {
+    await run.step('reboot_pending')
+    await run.step('reboot_started')
+    await run.driver().reboot(run.server.id, 'SOFT')
+    return {}
+  },
+  'reboot:HARD': async (run) => {
+    await run.step('reboot_pending_hard')
+    await run.step('reboot_started_hard')
+    await run.driver().reboot(run.server.id, 'HARD')
+    return {}
+  },
+  rebuild: async (run) => {
+    const imageId = typeof run.params.imageRef === 'string' ? run.params.imageRef.split('/').pop()! : run.server.image_id
+    await run.step('rebuild_block_device_mapping', 33)
+    await run.step('rebuild_spawning', 66)
+    await run.driver().rebuild({ ...guestSpec(run.server), imageId })
+    if (powerOf(run.payload.before) === 'off') await run.driver().powerOff(run.server.id)
+    return { image_id: imageId, launched_at: Date.now(), progress: 100 }
+  },
+  resize: (run) => migrateCold(run, true),
+  migrate: (run) => migrateCold(run, false),
+  confirmResize,
+  revertResize,
+  createImage: async (run) => {
+    await run.step('image_snapshot')
+    await run.step('image_pending_upload')
+    await run.step('image_uploading')
+    await run.driver().snapshot(run.server.id, String(run.params.name ?? 'snapshot'))
+    return {}
+  },
+  changePassword: async (run) => {
+    await run.driver().setAdminPassword(run.server.id, String(run.params.adminPass ?? ''))
+    return {}
+  },
+  'os-start': async (run) => {
+    await run.driver().powerOn(run.server.id)
+    return {}
+  },
+  'os-stop': async (run) => {
+    await run.driver().powerOff(run.server.id)
+    return {}
+  },
+  shelve: async (run) => {
+    await run.step('shelving_image_pending_upload')
+    await run.step('shelving_image_uploading')
+    await run.driver().snapshot(run.server.id, `${run.server.name}-shelved`)
+    await run.driver().powerOff(run.server.id)
+    await run.step('shelving_offloading')
+    return shelveOffload(run)
+  },
+  shelveOffload,
+  unshelve,
+  suspend: async (run) => {
+    await run.driver().suspend(run.server.id)
+    return {}
+  },
+  resume: async (run) => {
+    await run.driver().resume(run.server.id)
+    return {}
+  },
+  pause: async (run) => {
+    await run.driver().pause(run.server.id)
+    return {}
+  },
+  unpause: async (run) => {
+    await run.driver().unpause(run.server.id)
+    return {}
+  },
+  rescue: async (run) => {
+    await run.driver().rescue(run.server.id, ((run.params.rescueImageRef ?? run.params.rescue_image_ref) as string | null | undefined) ?? null)
+    return {}
+  },
+  unrescue: async (run) => {
+    await run.driver().unrescue(run.server.id)
+    return {}
+  },
+  evacuate,
+  'os-migrateLive': liveMigrate,
+  restore: async (run) => {
+    await run.driver().powerOn(run.server.id)
+    return {}
+  },
+}
+
+export async function runAction(ctx: ConductorContext, payload: ActionTaskPayload): Promise<void> {
+  const db = ctx.store.db
+  const rule = SERVER_ACTIONS[payload.action]
+  if (!rule) return
+  const server = await loadServer(db, payload.serverId)
+  const actionId = (await findAction(db, payload.serverId, payload.requestId))?.id
+  if (payload.action === 'forceDelete') return runDelete(ctx, { serverId: payload.serverId, requestId: payload.requestId })
+  const impl = IMPLS[payload.action]
+  const chain: string[] = rule.startTask ? [rule.startTask, ...rule.steps] : []
+  // Gone, not an asynchronous action, or already finished by an earlier run of this task.
+  if (!server || server.deleted || !impl || !chain.includes(server.task_state ?? '')) {
+    await finishAction(db, actionId)
+    return
+  }
+  const eventId = await startEvent(db, actionId, EVENTS[payload.action] ?? `compute_${rule.instanceAction}`, server.host)
+  const run = new ActionRun(ctx, server, payload, chain)
+  try {
+    const outcome = await impl(run)
+    const vmState: VmState = (outcome.vm_state as VmState | undefined) ?? finalVmState(payload.action, payload.before)
+    const hostId = outcome.host_id !== undefined ? outcome.host_id : run.server.host_id
+    const guest = hostId ? await ctx.drivers.get(hostId)?.info(run.server.id) : undefined
+    const power = outcome.power_state ?? guest?.powerState ?? RESTING_POWER[vmState]
+    // The final state, the event and the action's finish commit together: whoever sees the server idle sees the action done.
+    await db.transaction().execute(async (tx) => {
+      if (!(await moveServer(tx, run.server.id, { taskStates: chain }, { ...outcome, vm_state: vmState, task_state: null, power_state: power }))) return
+      await finishEvent(tx, eventId, 'Success')
+      await finishAction(tx, actionId)
+    })
+  } catch (err) {
+    if (err instanceof Abandoned) return
+    if (!(err instanceof DriverError) && !(err instanceof StepFailure)) throw err
+    const vmState = err instanceof StepFailure && err.vmState ? err.vmState : 'error'
+    const details = err instanceof StepFailure ? err.details : (err.stack ?? '')
+    const moving = ['resize', 'migrate', 'os-migrateLive', 'evacuate'].includes(payload.action)
+    await db.transaction().execute(async (tx) => {
+      if (!(await moveServer(tx, run.server.id, { taskStates: chain }, { vm_state: vmState, task_state: null, ...(moving && { old_flavor: null, new_flavor: null }) }))) return
+      // A move that failed gives back the destination's claim; the server stays where it was.
+      if (moving) {
+        const others = await tx.selectFrom('allocations').select('host_id').where('server_id', '=', run.server.id).execute()
+        for (const o of others) if (o.host_id !== run.server.host_id) await releaseAll(tx, run.server.id, o.host_id)
+      }
+      await recordFault(tx, run.server.id, { code: (err as DriverError | StepFailure).code, message: err.message, details })
+      await finishEvent(tx, eventId, 'Error', { traceback: err.stack })
+      await finishAction(tx, actionId, true)
+    })
+  }
+}

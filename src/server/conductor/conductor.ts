@@ -1,0 +1,150 @@
+/**
+ * The conductor: registers the compute task handlers with the process's task runner, owns the driver
+ * registry and the scheduler, brings up the embedded simulated hosts and runs reconciliation on start and
+ * periodically. The compute API reaches drivers (console output) through it.
+ */
+import type { Logger } from 'pino'
+import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type BuildTaskPayload, type DeleteTaskPayload } from '../compute/tasks.js'
+import type { Config } from '../config/settings.js'
+import { DriverRegistry } from '../drivers/compute/registry.js'
+import { startSimulatedHost, startSimulatedHosts, type SimulatedHost, type SimulatedHostSpec } from '../hosts/simulated-hosts.js'
+import { Scheduler } from '../scheduler/scheduler.js'
+import { hostStatus, isUp, type HostStatus } from '../hosts/host-status.js'
+import type { Store } from '../storage/store.js'
+import type { TaskQueue, TaskRecord } from '../tasks/queue.js'
+import type { TaskContext, TaskHandler } from '../tasks/runner.js'
+import { runAction } from './actions.js'
+import { runBuild } from './build.js'
+import type { ConductorContext } from './context.js'
+import { runDelete, markDeleted } from './delete.js'
+import { reconcile, type ReconcileReport } from './reconciler.js'
+import { recordFault } from './records.js'
+
+export class Conductor {
+  readonly drivers = new DriverRegistry()
+  readonly scheduler: Scheduler
+  readonly simulatedHosts: SimulatedHost[] = []
+  private readonly ctx: ConductorContext
+  private timer: NodeJS.Timeout | undefined
+  private reconciling: Promise<ReconcileReport> | undefined
+
+  constructor(
+    private readonly store: Store,
+    private readonly queue: TaskQueue,
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {
+    this.scheduler = new Scheduler(store, { downAfterMs: config.hostDownAfterSeconds * 1000, weigher: config.schedulerWeigher, claimRounds: 20 })
+    this.ctx = { store, drivers: this.drivers, scheduler: this.scheduler, logger, config }
+  }
+
+  /** Adds the compute task handlers to the runner's map (before the runner starts). */
+  register(handlers: Map<string, TaskHandler>): void {
+    const mine: [string, TaskHandler][] = [
+      [COMPUTE_TASK_KINDS.build, (task, tc) => this.guard(task, tc, () => runBuild(this.ctx, task.payload as BuildTaskPayload, tc.signal))],
+      [COMPUTE_TASK_KINDS.action, (task, tc) => this.guard(task, tc, () => runAction(this.ctx, task.payload as ActionTaskPayload))],
+      [COMPUTE_TASK_KINDS.delete, (task, tc) => this.guard(task, tc, () => runDelete(this.ctx, task.payload as DeleteTaskPayload))],
+    ]
+    // A handler the caller passed for the same kind wins (tests that stand in for the conductor).
+    for (const [kind, handler] of mine) if (!handlers.has(kind)) handlers.set(kind, handler)
+  }
+
+  /** Registers the embedded simulated hosts and reconciles once. */
+  async start(): Promise<void> {
+    this.simulatedHosts.push(...(await startSimulatedHosts(this.hostContext(), this.config.simulatedHosts)))
+    await this.reconcile().catch((err: unknown) => this.logger.error({ err }, 'reconciliation at start failed'))
+    if (this.config.reconcileSeconds > 0) {
+      this.timer = setInterval(() => {
+        this.reconcile().catch((err: unknown) => this.logger.error({ err }, 'reconciliation failed'))
+      }, this.config.reconcileSeconds * 1000)
+      this.timer.unref()
+    }
+  }
+
+  /** Adds one more in-process simulated host (tests, demos). */
+  async addSimulatedHost(spec: SimulatedHostSpec): Promise<SimulatedHost> {
+    const host = await startSimulatedHost(this.hostContext(), spec)
+    this.simulatedHosts.push(host)
+    return host
+  }
+
+  reconcile(): Promise<ReconcileReport> {
+    this.reconciling ??= reconcile(this.ctx, this.queue).then(
+      (report) => {
+        this.reconciling = undefined
+        if (Object.values(report).some((n) => n > 0)) this.logger.info({ report }, 'reconciliation repaired the store')
+        return report
+      },
+      (err: unknown) => {
+        this.reconciling = undefined
+        throw err
+      },
+    )
+    return this.reconciling
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+    for (const h of this.simulatedHosts) h.stop()
+  }
+
+  /**
+   * The console log of a server's guest for os-getConsoleOutput (`lines` < 0 or absent: all of it).
+   * Undefined when the host cannot be reached or has no such guest (the API answers 404).
+   */
+  async consoleOutput(serverId: string, lines?: number): Promise<string | undefined> {
+    const row = await this.store.db.selectFrom('servers').select('host_id').where('id', '=', serverId).where('deleted', '=', 0).executeTakeFirst()
+    const driver = row?.host_id ? this.drivers.get(row.host_id) : undefined
+    if (!driver) return undefined
+    // Nova strips control characters other than newlines and tabs.
+    return driver.consoleOutput(serverId, lines).then(
+      // eslint-disable-next-line no-control-regex
+      (text) => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ''),
+      () => undefined,
+    )
+  }
+
+  /** Whether a host's compute service is up (heartbeat within the timeout, not forced down). */
+  async hostUp(hostname: string): Promise<boolean> {
+    const host = await this.store.db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()
+    return !!host && isUp(host, Date.now(), this.config.hostDownAfterSeconds * 1000)
+  }
+
+  /** Nova's `host_status` of a server's host for the server view (2.16+): UP, DOWN, MAINTENANCE, UNKNOWN, or '' without a host. */
+  async hostStatus(hostname: string | null): Promise<HostStatus | ''> {
+    if (!hostname) return ''
+    const host = await this.store.db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()
+    return host ? hostStatus(host, Date.now(), this.config.hostDownAfterSeconds * 1000) : 'UNKNOWN'
+  }
+
+  /** Marks a server deleted without a task (used when the API deletes a server that never reached a host). */
+  markDeleted(serverId: string): Promise<void> {
+    return markDeleted(this.ctx, serverId)
+  }
+
+  private hostContext() {
+    return { store: this.store, config: this.config, drivers: this.drivers, logger: this.logger }
+  }
+
+  /**
+   * Runs a handler; on its last attempt an unexpected error (the store failing, a bug) still leaves the
+   * servers in ERROR with a fault instead of in a task state forever.
+   */
+  private async guard(task: TaskRecord, tc: TaskContext, run: () => Promise<void>): Promise<void> {
+    try {
+      await run()
+    } catch (err) {
+      if (tc.signal.aborted || task.attempts < task.maxAttempts) throw err
+      this.logger.error({ err, task: task.id }, 'compute task failed for good')
+      const payload = task.payload as Partial<BuildTaskPayload & ActionTaskPayload>
+      const ids = payload.serverIds ?? (payload.serverId ? [payload.serverId] : [])
+      for (const id of ids) {
+        await this.store.db.transaction().execute(async (tx) => {
+          const moved = await tx.updateTable('servers').set({ vm_state: 'error', task_state: null, updated_at: Date.now() }).where('id', '=', id).where('deleted', '=', 0).executeTakeFirst()
+          if (moved.numUpdatedRows > 0n) await recordFault(tx, id, { code: 500, message: `${task.kind} failed: ${(err as Error).message}`, details: (err as Error).stack ?? '' })
+        }).catch(() => {})
+      }
+      throw err
+    }
+  }
+}

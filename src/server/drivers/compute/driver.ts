@@ -1,0 +1,105 @@
+/**
+ * The compute driver: what the conductor asks of a hypervisor host, whichever technology runs the guests.
+ * The simulated driver implements it in process; a real agent (qemu) will implement the same calls behind
+ * the host protocol. Every call is idempotent: the conductor may repeat one after a crash.
+ */
+import type { FlavorSnapshot } from '../../storage/tables/compute.js'
+
+/** What the driver needs to know about a guest. */
+export interface GuestSpec {
+  serverId: string
+  /** instance-%08x, the name the hypervisor knows the guest by. */
+  instanceName: string
+  flavor: FlavorSnapshot
+  imageId: string | null
+  hostname: string | null
+  userData: string | null
+}
+
+export interface GuestInfo {
+  serverId: string
+  /** Nova power_state integer (1 running, 3 paused, 4 shutdown, 7 suspended). */
+  powerState: number
+  rescued: boolean
+  vcpus: number
+  memoryMb: number
+  diskGb: number
+  /** Boots since the guest was created (each adds to the console log). */
+  boots: number
+}
+
+export interface HostCapacity {
+  vcpus: number
+  memoryMb: number
+  diskGb: number
+  hypervisorType: string
+  hypervisorVersion: number
+  cpuInfo: Record<string, unknown>
+}
+
+/** What a driver can do; the API answers 409/501 for what it cannot. */
+export interface DriverCapabilities {
+  supportsPause: boolean
+  supportsSuspend: boolean
+  supportsRescue: boolean
+  supportsLiveMigration: boolean
+  supportsConsoleOutput: boolean
+  supportsSetAdminPassword: boolean
+  supportsSnapshot: boolean
+}
+
+/** A failure of the hypervisor, recorded as the server's fault. */
+export class DriverError extends Error {
+  override name = 'DriverError'
+  constructor(
+    message: string,
+    /** Nova fault code: 500 for hypervisor errors. */
+    readonly code = 500,
+  ) {
+    super(message)
+  }
+}
+
+export interface ComputeDriver {
+  readonly type: string
+  readonly capabilities: DriverCapabilities
+  capacity(): Promise<HostCapacity>
+  /** Every guest the host holds, with its power state. */
+  listGuests(): Promise<GuestInfo[]>
+  info(serverId: string): Promise<GuestInfo | undefined>
+  /**
+   * The work of one task state before the next (plugging networks during `networking`, attaching volumes
+   * during `block_device_mapping`, the guest acknowledging `reboot_pending`…). A step's state is visible
+   * for as long as this takes.
+   */
+  beginStep(serverId: string, taskState: string): Promise<void>
+  spawn(spec: GuestSpec): Promise<GuestInfo>
+  destroy(serverId: string): Promise<void>
+  reboot(serverId: string, type: 'SOFT' | 'HARD'): Promise<void>
+  powerOff(serverId: string): Promise<void>
+  powerOn(serverId: string): Promise<void>
+  pause(serverId: string): Promise<void>
+  unpause(serverId: string): Promise<void>
+  suspend(serverId: string): Promise<void>
+  resume(serverId: string): Promise<void>
+  rescue(serverId: string, imageId: string | null): Promise<void>
+  unrescue(serverId: string): Promise<void>
+  rebuild(spec: GuestSpec): Promise<void>
+  setAdminPassword(serverId: string, password: string): Promise<void>
+  /** Returns the new image's id. */
+  snapshot(serverId: string, imageName: string): Promise<string>
+  /** Copies the guest's disk out for a migration or resize (source side). */
+  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot): Promise<void>
+  /** Starts a migrated or resized guest on this host (destination side); powerOn false keeps it off. */
+  finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void>
+  /** Moves a running guest to `target` without stopping it. */
+  liveMigrate(serverId: string, target: ComputeDriver): Promise<void>
+  /** Recreates on this host a guest whose host died (evacuate). */
+  evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void>
+  /** Whole console log, or its last `lines` lines. */
+  consoleOutput(serverId: string, lines?: number): Promise<string>
+  /** Lets go of a guest without touching it (after a live migration). */
+  forget(serverId: string): Promise<void>
+  /** Takes back guests the store says this host holds (a control-plane restart does not kill guests). */
+  adopt(guests: GuestInfo[]): void
+}

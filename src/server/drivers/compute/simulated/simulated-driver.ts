@@ -1,0 +1,319 @@
+/**
+ * A hypervisor simulated in memory: guests with a power state that moves as a real one does (booting takes
+ * time, a paused guest cannot be rebooted softly…), a console log that grows on each boot, operations that
+ * take a configurable time and fail at an injectable rate, and a capacity reported like a real host's.
+ */
+import { randomUUID } from 'node:crypto'
+import { POWER } from '../../../compute/server-states.js'
+import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity } from '../driver.js'
+
+export interface SimulatedOptions {
+  hostname: string
+  vcpus: number
+  memoryMb: number
+  diskGb: number
+  /** Base duration of an operation in ms; spawn and migrations take a few times longer. */
+  delayMs: number
+  /** Probability 0–1 that an operation fails. */
+  failureRate: number
+  /** Operations that always fail (tests): e.g. {spawn: 'disk full'}. */
+  failOps?: Record<string, string>
+  random?: () => number
+  /**
+   * Where a guest this driver has not seen is looked up: the simulated hypervisor's disk is the store, so a
+   * restarted process, or another process serving the same simulated host, finds the guests already running.
+   */
+  resolve?: (serverId: string) => Promise<GuestInfo | undefined>
+}
+
+interface Guest {
+  spec: GuestSpec
+  powerState: number
+  rescued: boolean
+  boots: number
+  console: string[]
+}
+
+const CAPABILITIES: DriverCapabilities = {
+  supportsPause: true,
+  supportsSuspend: true,
+  supportsRescue: true,
+  supportsLiveMigration: true,
+  supportsConsoleOutput: true,
+  supportsSetAdminPassword: true,
+  supportsSnapshot: true,
+}
+
+/** How long each operation takes, in multiples of the base delay. */
+const COST: Record<string, number> = { spawn: 3, rebuild: 3, migrate: 3, finishMigration: 2, liveMigrate: 3, evacuate: 3, snapshot: 2 }
+
+export class SimulatedDriver implements ComputeDriver {
+  readonly type = 'simulated'
+  readonly capabilities = CAPABILITIES
+  private readonly guests = new Map<string, Guest>()
+  /** Guests this driver destroyed or lost: never looked up again. */
+  private readonly gone = new Set<string>()
+  private readonly random: () => number
+
+  constructor(readonly options: SimulatedOptions) {
+    this.random = options.random ?? Math.random
+  }
+
+  /** Changes the failure injection at run time (tests, per host). */
+  injectFailures(failureRate: number, failOps: Record<string, string> = {}): void {
+    this.options.failureRate = failureRate
+    this.options.failOps = failOps
+  }
+
+  setDelay(delayMs: number): void {
+    this.options.delayMs = delayMs
+  }
+
+  async capacity(): Promise<HostCapacity> {
+    return {
+      vcpus: this.options.vcpus,
+      memoryMb: this.options.memoryMb,
+      diskGb: this.options.diskGb,
+      hypervisorType: 'QEMU',
+      hypervisorVersion: 8002000,
+      cpuInfo: { arch: 'x86_64', model: 'pcc-simulated', vendor: 'pcc', topology: { sockets: 1, cores: this.options.vcpus, threads: 1 } },
+    }
+  }
+
+  async listGuests(): Promise<GuestInfo[]> {
+    return [...this.guests.values()].map((g) => this.view(g))
+  }
+
+  async info(serverId: string): Promise<GuestInfo | undefined> {
+    const guest = await this.guest(serverId).catch(() => undefined)
+    return guest && this.view(guest)
+  }
+
+  async beginStep(_serverId: string, taskState: string): Promise<void> {
+    await this.operate(`step:${taskState}`)
+  }
+
+  async spawn(spec: GuestSpec): Promise<GuestInfo> {
+    await this.operate('spawn')
+    this.gone.delete(spec.serverId)
+    let guest = this.guests.get(spec.serverId)
+    if (!guest) {
+      guest = { spec, powerState: POWER.NOSTATE, rescued: false, boots: 0, console: [] }
+      this.guests.set(spec.serverId, guest)
+    }
+    if (guest.powerState !== POWER.RUNNING) this.boot(guest)
+    return this.view(guest)
+  }
+
+  async destroy(serverId: string): Promise<void> {
+    await this.operate('destroy')
+    this.guests.delete(serverId)
+    this.gone.add(serverId)
+  }
+
+  async reboot(serverId: string, type: 'SOFT' | 'HARD'): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate(type === 'SOFT' ? 'reboot' : 'rebootHard')
+    if (type === 'SOFT' && guest.powerState !== POWER.RUNNING) throw new DriverError(`guest ${serverId} is not running; a soft reboot needs a running guest`)
+    guest.console.push(type === 'SOFT' ? '[  OK  ] Reached target Reboot.' : '[ pcc ] hard reset')
+    guest.rescued = false
+    this.boot(guest)
+  }
+
+  async powerOff(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('powerOff')
+    if (guest.powerState !== POWER.SHUTDOWN) guest.console.push('[  OK  ] Reached target Power-Off.')
+    guest.powerState = POWER.SHUTDOWN
+  }
+
+  async powerOn(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('powerOn')
+    if (guest.powerState !== POWER.RUNNING) this.boot(guest)
+  }
+
+  async pause(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('pause')
+    if (guest.powerState === POWER.PAUSED) return
+    if (guest.powerState !== POWER.RUNNING) throw new DriverError(`guest ${serverId} is not running and cannot be paused`)
+    guest.powerState = POWER.PAUSED
+  }
+
+  async unpause(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('unpause')
+    if (guest.powerState === POWER.PAUSED) guest.powerState = POWER.RUNNING
+  }
+
+  async suspend(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('suspend')
+    if (guest.powerState === POWER.SUSPENDED) return
+    if (guest.powerState !== POWER.RUNNING && guest.powerState !== POWER.PAUSED) throw new DriverError(`guest ${serverId} is not running and cannot be suspended`)
+    guest.powerState = POWER.SUSPENDED
+  }
+
+  async resume(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('resume')
+    if (guest.powerState === POWER.SUSPENDED) guest.powerState = POWER.RUNNING
+  }
+
+  async rescue(serverId: string, imageId: string | null): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('rescue')
+    if (guest.rescued) return
+    guest.rescued = true
+    guest.console.push(`[ pcc ] booting rescue image ${imageId ?? guest.spec.imageId ?? 'default'}`)
+    this.boot(guest)
+  }
+
+  async unrescue(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('unrescue')
+    if (!guest.rescued) return
+    guest.rescued = false
+    this.boot(guest)
+  }
+
+  async rebuild(spec: GuestSpec): Promise<void> {
+    const guest = await this.guest(spec.serverId)
+    await this.operate('rebuild')
+    guest.spec = spec
+    guest.console.push(`[ pcc ] rebuilding from image ${spec.imageId ?? 'none'}`)
+    this.boot(guest)
+  }
+
+  async setAdminPassword(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('setAdminPassword')
+    if (guest.powerState !== POWER.RUNNING) throw new DriverError(`guest ${serverId} is not running; the password cannot be set`, 409)
+    guest.console.push('[ pcc ] admin password changed')
+  }
+
+  async snapshot(serverId: string): Promise<string> {
+    await this.guest(serverId)
+    await this.operate('snapshot')
+    return randomUUID()
+  }
+
+  async migrateDiskAndPowerOff(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('migrate')
+    guest.powerState = POWER.SHUTDOWN
+  }
+
+  async finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void> {
+    await this.operate('finishMigration')
+    this.gone.delete(spec.serverId)
+    const guest = this.guests.get(spec.serverId) ?? { spec, powerState: POWER.SHUTDOWN, rescued: false, boots: 0, console: [] }
+    guest.spec = spec
+    this.guests.set(spec.serverId, guest)
+    if (powerOn && guest.powerState !== POWER.RUNNING) this.boot(guest)
+  }
+
+  async liveMigrate(serverId: string, target: ComputeDriver): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('liveMigrate')
+    if (!(target instanceof SimulatedDriver)) throw new DriverError('live migration between different hypervisor types is not supported')
+    target.gone.delete(serverId)
+    target.guests.set(serverId, { ...guest, console: [...guest.console, `[ pcc ] live-migrated to ${target.options.hostname}`] })
+    this.guests.delete(serverId)
+    this.gone.add(serverId)
+  }
+
+  async evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void> {
+    await this.operate('evacuate')
+    this.gone.delete(spec.serverId)
+    const guest: Guest = this.guests.get(spec.serverId) ?? { spec, powerState: POWER.SHUTDOWN, rescued: false, boots: 0, console: [] }
+    guest.spec = spec
+    this.guests.set(spec.serverId, guest)
+    if (powerOn) this.boot(guest)
+  }
+
+  async consoleOutput(serverId: string, lines?: number): Promise<string> {
+    const guest = await this.guest(serverId)
+    const all = guest.console
+    return (lines === undefined || lines < 0 ? all : all.slice(Math.max(0, all.length - lines))).join('\n') + '\n'
+  }
+
+  async forget(serverId: string): Promise<void> {
+    this.guests.delete(serverId)
+    this.gone.add(serverId)
+  }
+
+  /** Simulates a guest vanishing from the hypervisor behind the control plane's back (tests, chaos). */
+  loseGuest(serverId: string): void {
+    this.guests.delete(serverId)
+    this.gone.add(serverId)
+  }
+
+  /** Simulates the guest changing power state on its own (a shutdown from inside, a crash). */
+  setGuestPower(serverId: string, powerState: number): void {
+    const guest = this.guests.get(serverId)
+    if (guest) guest.powerState = powerState
+  }
+
+  adopt(guests: GuestInfo[]): void {
+    for (const g of guests) {
+      if (this.guests.has(g.serverId)) continue
+      const spec: GuestSpec = {
+        serverId: g.serverId,
+        instanceName: g.serverId,
+        flavor: { id: '', name: '', vcpus: g.vcpus, ram: g.memoryMb, disk: g.diskGb, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} },
+        imageId: null,
+        hostname: null,
+        userData: null,
+      }
+      this.guests.set(g.serverId, { spec, powerState: g.powerState, rescued: g.rescued, boots: g.boots, console: [`[ pcc ] guest ${g.serverId} adopted by ${this.options.hostname}`] })
+    }
+  }
+
+  private async guest(serverId: string): Promise<Guest> {
+    let guest = this.guests.get(serverId)
+    if (!guest && this.options.resolve && !this.gone.has(serverId)) {
+      const found = await this.options.resolve(serverId)
+      if (found) this.adopt([found])
+      guest = this.guests.get(serverId)
+    }
+    if (!guest) throw new DriverError(`Instance ${serverId} could not be found on host ${this.options.hostname}.`, 404)
+    return guest
+  }
+
+  private boot(guest: Guest): void {
+    guest.boots += 1
+    const name = guest.spec.hostname ?? guest.spec.instanceName
+    guest.console.push(
+      `[    0.000000] Linux version 6.1.0-pcc (boot ${guest.boots})`,
+      `[    0.412345] Command line: root=/dev/vda1 console=ttyS0`,
+      `[    2.100000] cloud-init: instance ${guest.spec.serverId}`,
+      `${name} login: `,
+    )
+    guest.powerState = POWER.RUNNING
+  }
+
+  private async operate(op: string): Promise<void> {
+    const delay = this.options.delayMs * (COST[op] ?? 1)
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay))
+    const forced = this.options.failOps?.[op]
+    if (forced !== undefined) throw new DriverError(forced || `simulated failure of ${op} on ${this.options.hostname}`)
+    if (this.options.failureRate > 0 && this.random() < this.options.failureRate) {
+      throw new DriverError(`simulated failure of ${op} on ${this.options.hostname}`)
+    }
+  }
+
+  private view(guest: Guest): GuestInfo {
+    return {
+      serverId: guest.spec.serverId,
+      powerState: guest.powerState,
+      rescued: guest.rescued,
+      vcpus: guest.spec.flavor.vcpus,
+      memoryMb: guest.spec.flavor.ram,
+      diskGb: guest.spec.flavor.disk,
+      boots: guest.boots,
+    }
+  }
+}
+

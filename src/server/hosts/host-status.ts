@@ -1,0 +1,23 @@
+/**
+ * A host's state as the APIs show it, derived from its record and the clock, never stored: a heartbeat older
+ * than the timeout makes a host DOWN without anyone having to notice it first.
+ */
+import type { HostTable } from '../storage/tables/compute.js'
+
+/** Nova's host_status: UP, DOWN, MAINTENANCE (service disabled), UNKNOWN (never heard from). */
+export type HostStatus = 'UP' | 'DOWN' | 'MAINTENANCE' | 'UNKNOWN'
+
+type HostLiveness = Pick<HostTable, 'forced_down' | 'last_heartbeat_at' | 'service_status'>
+
+/** True when the host heartbeated within `downAfterMs` and is not forced down (os-services `state: up`). */
+export function isUp(host: HostLiveness, now: number, downAfterMs: number): boolean {
+  return !host.forced_down && host.last_heartbeat_at !== null && now - host.last_heartbeat_at <= downAfterMs
+}
+
+export function hostStatus(host: HostLiveness, now: number, downAfterMs: number): HostStatus {
+  if (host.forced_down) return 'DOWN'
+  if (host.last_heartbeat_at === null) return 'UNKNOWN'
+  if (now - host.last_heartbeat_at > downAfterMs) return 'DOWN'
+  if (host.service_status === 'disabled') return 'MAINTENANCE'
+  return 'UP'
+}

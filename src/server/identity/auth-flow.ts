@@ -1,0 +1,383 @@
+/**
+ * POST /auth/tokens as Keystone runs it: every listed method must succeed and name the same user; the methods
+ * of an auth receipt and of a rescoped token count as satisfied; the user's MFA rules decide between a token
+ * and a receipt (401 + Openstack-Auth-Receipt); then the scope is resolved (explicit, application credential,
+ * or the default project) and the token issued. Password checks apply Keystone's security_compliance order:
+ * locked → wrong password (counted) → disabled → expired.
+ */
+import { AppError, badRequest } from '../../contracts/errors.js'
+import { hashPassword, needsRehash, verifyPassword } from '../crypto/passwords.js'
+import type { SecretBox } from '../crypto/secret-box.js'
+import { base32Decode, totpCode } from '../crypto/totp.js'
+import type { Store } from '../storage/store.js'
+import { tokenRoles, type ResolvedToken } from './principal-resolver.js'
+import type { AppCredRecord, IdentitySnapshot, ScopeRef } from './snapshot.js'
+import { keystoneTime } from './token-body.js'
+import type { TokenPayload } from './token-format.js'
+import type { TokenService } from './token-service.js'
+
+export const AUTH_METHODS = ['password', 'token', 'totp', 'application_credential'] as const
+
+/** The one answer for a wrong password, an unknown user, an unknown project…: nothing to tell them apart. */
+export const GENERIC_401 = 'The request you have made requires authentication.'
+const fail = (message = GENERIC_401) => new AppError('unauthorized', message)
+
+export interface SecurityCompliance {
+  lockoutFailureAttempts: number
+  lockoutDurationMs: number
+}
+
+type UserRef = { id?: string; name?: string; domain?: { id?: string; name?: string } }
+
+export interface AuthRequest {
+  identity: { methods: string[]; [method: string]: unknown }
+  scope?: unknown
+}
+
+export type AuthOutcome =
+  | { kind: 'token'; token: string; payload: TokenPayload; resolved: ResolvedToken }
+  | { kind: 'receipt'; receipt: string; body: unknown }
+
+/** A dummy hash so that an unknown user costs as much time as a wrong password. */
+let dummyHash: Promise<string> | undefined
+
+export class AuthFlow {
+  constructor(
+    private readonly store: Store,
+    private readonly box: SecretBox,
+    private readonly tokens: TokenService,
+    private readonly compliance: SecurityCompliance,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private get snap(): IdentitySnapshot {
+    return this.tokens.snapshot
+  }
+
+  /** Finds a user id by id or by name within a domain given by id or name (name without domain: 400). */
+  private async findUserId(ref: UserRef | undefined, field: string): Promise<string | undefined> {
+    if (!ref || typeof ref !== 'object') throw badRequest(`${field}.user is required.`)
+    if (typeof ref.id === 'string') return ref.id
+    if (typeof ref.name !== 'string') throw badRequest(`${field}.user needs an id, or a name and a domain.`)
+    const domain = ref.domain
+    if (!domain || (typeof domain.id !== 'string' && typeof domain.name !== 'string')) throw badRequest(`${field}.user.domain (id or name) is required with a user name.`)
+    const db = this.store.db
+    let q = db.selectFrom('users').innerJoin('domains', 'domains.id', 'users.domain_id').select('users.id').where('users.name', '=', ref.name)
+    q = typeof domain.id === 'string' ? q.where('domains.id', '=', domain.id) : q.where('domains.name', '=', domain.name!)
+    return (await q.executeTakeFirst())?.id
+  }
+
+  /**
+   * Checks a password for a user given by id or by name (or e-mail) and domain, with lockout, expiry and rehash.
+   * Answers the user id or throws 401. Reusable by other login surfaces (the OIDC password grant).
+   */
+  async verifyUserPassword(ref: UserRef, password: string): Promise<string> {
+    const userId = await this.findUserId(ref, 'password')
+    const db = this.store.db
+    const user = userId
+      ? await db
+          .selectFrom('users')
+          .innerJoin('domains', 'domains.id', 'users.domain_id')
+          .select(['users.id', 'users.enabled', 'users.options', 'users.password_hash', 'users.password_expires_at', 'users.failed_auth_count', 'users.failed_auth_at', 'domains.enabled as domain_enabled'])
+          .where('users.id', '=', userId)
+          .executeTakeFirst()
+      : undefined
+    if (!user || !user.password_hash) {
+      await verifyPassword(password, await (dummyHash ??= hashPassword('not a password')))
+      throw fail()
+    }
+    const options = parseOptions(user.options)
+    const now = this.now()
+    const { lockoutFailureAttempts: attempts, lockoutDurationMs: duration } = this.compliance
+    const lockable = attempts > 0 && options.ignore_lockout_failure_attempts !== true
+    if (lockable && user.failed_auth_count >= attempts) {
+      if (user.failed_auth_at !== null && Number(user.failed_auth_at) + duration > now) throw fail(`The account is locked for user: ${user.id}.`)
+    }
+    if (!(await verifyPassword(password, user.password_hash))) {
+      // A lock that has run out starts a new count.
+      const expired = user.failed_auth_count >= attempts && attempts > 0
+      await db
+        .updateTable('users')
+        .set((eb) => ({ failed_auth_count: expired ? 1 : eb('failed_auth_count', '+', 1), failed_auth_at: now }))
+        .where('id', '=', user.id)
+        .execute()
+      throw fail()
+    }
+    if (!user.enabled || !user.domain_enabled) throw fail(`The account is disabled for user: ${user.id}.`)
+    if (user.password_expires_at !== null && Number(user.password_expires_at) <= now && options.ignore_password_expiry !== true) {
+      throw fail(`The password is expired and needs to be changed for user: ${user.id}.`)
+    }
+    if (user.failed_auth_count > 0 || needsRehash(user.password_hash)) {
+      const update: { failed_auth_count: number; failed_auth_at: null; password_hash?: string } = { failed_auth_count: 0, failed_auth_at: null }
+      if (needsRehash(user.password_hash)) update.password_hash = await hashPassword(password)
+      await db.updateTable('users').set(update).where('id', '=', user.id).execute()
+    }
+    return user.id
+  }
+
+  /**
+   * A login by user name or e-mail within a domain (id or name), for surfaces such as the OIDC password grant:
+   * the name is tried first, then the e-mail when exactly one user of the domain has it. Same checks and the same
+   * 401 as verifyUserPassword.
+   */
+  async verifyLogin(nameOrEmail: string, domain: { id?: string; name?: string }, password: string): Promise<string> {
+    let userId = await this.findUserId({ name: nameOrEmail, domain }, 'login')
+    if (!userId && nameOrEmail.includes('@')) {
+      let q = this.store.db.selectFrom('users').innerJoin('domains', 'domains.id', 'users.domain_id').select('users.id').where('users.email', '=', nameOrEmail)
+      q = domain.id !== undefined ? q.where('domains.id', '=', domain.id) : q.where('domains.name', '=', domain.name ?? '')
+      const rows = await q.limit(2).execute()
+      if (rows.length === 1) userId = rows[0].id
+    }
+    return this.verifyUserPassword({ id: userId ?? '' }, password)
+  }
+
+  private async totp(body: unknown): Promise<string> {
+    const ref = (body as { user?: UserRef & { passcode?: unknown } } | undefined)?.user
+    const userId = await this.findUserId(ref, 'totp')
+    const passcode = ref?.passcode
+    if (typeof passcode !== 'string') throw badRequest('totp.user.passcode (a string) is required.')
+    if (!userId) throw fail()
+    const creds = await this.store.db.selectFrom('credentials').select('blob').where('user_id', '=', userId).where('type', '=', 'totp').execute()
+    const now = this.now()
+    let ok = false
+    for (const cred of creds) {
+      let secret: Buffer
+      try {
+        secret = base32Decode(this.box.openText(cred.blob))
+      } catch {
+        continue
+      }
+      // Keystone's window: the current step and one before it, never a future one.
+      for (const offset of [0, -30_000]) if (/^\d{6}$/.test(passcode) && totpCode(secret, now + offset) === passcode) ok = true
+    }
+    if (!ok) throw fail()
+    await this.requireEnabled(userId)
+    return userId
+  }
+
+  private async requireEnabled(userId: string): Promise<void> {
+    if (!this.snap.users.has(userId)) await this.tokens.refresh()
+    const user = this.snap.users.get(userId)
+    const domain = user && this.snap.domains.get(user.domainId)
+    if (!user || !domain) throw fail()
+    if (!user.enabled || !domain.enabled) throw fail(`The account is disabled for user: ${userId}.`)
+  }
+
+  private async applicationCredential(body: unknown): Promise<{ userId: string; cred: AppCredRecord }> {
+    const b = body as { id?: unknown; name?: unknown; secret?: unknown; user?: UserRef } | undefined
+    if (!b || typeof b.secret !== 'string') throw badRequest('application_credential.secret is required.')
+    const db = this.store.db
+    let row
+    if (typeof b.id === 'string') {
+      row = await db.selectFrom('application_credentials').selectAll().where('id', '=', b.id).executeTakeFirst()
+    } else if (typeof b.name === 'string') {
+      const userId = await this.findUserId(b.user, 'application_credential')
+      row = userId ? await db.selectFrom('application_credentials').selectAll().where('user_id', '=', userId).where('name', '=', b.name).executeTakeFirst() : undefined
+    } else {
+      throw badRequest('application_credential needs an id, or a name and a user.')
+    }
+    if (!row) {
+      await verifyPassword(b.secret, await (dummyHash ??= hashPassword('not a password')))
+      throw fail()
+    }
+    if (!(await verifyPassword(b.secret, row.secret_hash))) throw fail()
+    if (row.expires_at !== null && Number(row.expires_at) <= this.now()) throw fail()
+    await this.requireEnabled(row.user_id)
+    if (!this.snap.appCreds.has(row.id)) await this.tokens.refresh()
+    const cred = this.snap.appCreds.get(row.id)
+    if (!cred) throw fail()
+    return { userId: row.user_id, cred }
+  }
+
+  async authenticate(auth: AuthRequest, receiptHeader: string | undefined): Promise<AuthOutcome> {
+    await this.tokens.fresh()
+    const methods = auth.identity.methods
+    if (new Set(methods).size !== methods.length) throw badRequest('identity.methods lists a method twice.')
+    const satisfied = new Set<string>()
+    const users = new Set<string>()
+    let parent: TokenPayload | undefined
+    let cred: AppCredRecord | undefined
+
+    if (receiptHeader) {
+      const receipt = this.tokens.openReceipt(receiptHeader)
+      users.add(receipt.u)
+      for (const m of receipt.m) satisfied.add(m)
+    }
+    for (const method of methods) {
+      if (!(AUTH_METHODS as readonly string[]).includes(method)) throw fail(`Attempted to authenticate with an unsupported method: ${method}.`)
+      const body = auth.identity[method]
+      if (body === undefined || body === null || typeof body !== 'object') throw badRequest(`identity.${method} is required when methods lists ${method}.`)
+    }
+    for (const method of methods) {
+      const body = auth.identity[method] as Record<string, unknown>
+      if (method === 'password') {
+        const user = body.user as (UserRef & { password?: unknown }) | undefined
+        if (!user || typeof user !== 'object') throw badRequest('password.user is required.')
+        if (typeof user.password !== 'string') throw badRequest('password.user.password (a string) is required.')
+        users.add(await this.verifyUserPassword(user, user.password))
+      } else if (method === 'totp') {
+        users.add(await this.totp(body))
+      } else if (method === 'token') {
+        if (typeof body.id !== 'string') throw badRequest('token.id is required.')
+        const checked = this.tokens.check(body.id)
+        parent = checked.payload
+        if (parent.ac) throw new AppError('forbidden', 'A token created from an application credential cannot be rescoped.')
+        users.add(parent.u)
+        for (const m of parent.m) satisfied.add(m)
+      } else {
+        if (auth.scope !== undefined) throw fail('An application credential login cannot ask for a scope.')
+        const found = await this.applicationCredential(body)
+        users.add(found.userId)
+        cred = found.cred
+      }
+      satisfied.add(method)
+    }
+    if (users.size !== 1) throw fail()
+    const userId = [...users][0]
+    // A login that read the store anyway (password, totp, application credential) also makes sure the snapshot is
+    // current, so MFA rules, grants and scopes written a moment ago by any process apply; a rescope stays off the
+    // database unless the snapshot does not know the user.
+    if (methods.some((m) => m !== 'token') || !this.snap.users.has(userId)) await this.tokens.refresh()
+    const user = this.snap.users.get(userId)
+    if (!user) throw fail()
+
+    // MFA rules (application credentials are for automation and skip them, as in Keystone).
+    const methodList = [...satisfied]
+    if (!cred) {
+      const rules = mfaRules(user.options)
+      if (rules.length > 0 && !rules.some((rule) => rule.every((m) => satisfied.has(m)))) {
+        const { receipt, payload } = this.tokens.issueReceipt(userId, methodList)
+        const domain = this.snap.domains.get(user.domainId)
+        return {
+          kind: 'receipt',
+          receipt,
+          body: {
+            receipt: {
+              methods: methodList,
+              user: { id: user.id, name: user.name, domain: { id: user.domainId, name: domain?.name ?? '' } },
+              expires_at: keystoneTime(payload.e),
+              issued_at: keystoneTime(payload.i),
+            },
+            required_auth_methods: rules.filter((rule) => rule.some((m) => satisfied.has(m))),
+          },
+        }
+      }
+    }
+
+    const decide = () => {
+      const u = this.snap.users.get(userId) ?? user
+      const chosen = cred ? { p: cred.projectId } : this.resolveScope(auth.scope, u.id, u.defaultProjectId)
+      if (chosen) this.requireAccess(u.id, chosen, cred?.id)
+      return chosen
+    }
+    let scope: ScopeRef
+    try {
+      scope = decide()
+    } catch (err) {
+      // The project or the grant may have been written by another process since the last poll: look once more.
+      if (!(err instanceof AppError && err.code === 'unauthorized')) throw err
+      await this.tokens.refresh()
+      scope = decide()
+    }
+    let expiresAt = parent ? parent.e : this.now() + this.tokens.ttlMs
+    if (cred?.expiresAt != null) expiresAt = Math.min(expiresAt, cred.expiresAt)
+    const issued = await this.tokens.issue({
+      userId,
+      methods: methodList,
+      scope,
+      expiresAt,
+      parentAuditIds: parent?.a,
+      applicationCredentialId: cred?.id,
+    })
+    return { kind: 'token', token: issued.token, payload: issued.payload, resolved: issued.resolved }
+  }
+
+  private requireAccess(userId: string, scope: NonNullable<ScopeRef>, appCredId?: string): void {
+    if ('p' in scope) {
+      const project = this.snap.projects.get(scope.p)
+      const domain = project && this.snap.domains.get(project.domainId)
+      if (!project || !domain) throw fail()
+      if (!project.enabled || !domain.enabled) throw fail(`The project ${project.id} is disabled.`)
+    } else if ('d' in scope) {
+      const domain = this.snap.domains.get(scope.d)
+      if (!domain) throw fail()
+      if (!domain.enabled) throw fail(`The domain ${domain.id} is disabled.`)
+    }
+    if (tokenRoles(this.snap, userId, scope, appCredId).length === 0) {
+      const what = 'p' in scope ? `project ${scope.p}` : 'd' in scope ? `domain ${scope.d}` : 'the system'
+      throw fail(`User ${userId} has no access to ${what}.`)
+    }
+  }
+
+  /** The scope a request asks for; no scope means the default project when usable, else unscoped. */
+  private resolveScope(raw: unknown, userId: string, defaultProjectId: string | null): ScopeRef {
+    if (raw === undefined || raw === null) {
+      if (!defaultProjectId) return null
+      const project = this.snap.projects.get(defaultProjectId)
+      const domain = project && this.snap.domains.get(project.domainId)
+      if (!project?.enabled || !domain?.enabled) return null
+      return tokenRoles(this.snap, userId, { p: project.id }).length > 0 ? { p: project.id } : null
+    }
+    if (raw === 'unscoped') return null
+    if (typeof raw !== 'object' || Array.isArray(raw)) throw badRequest('scope must be an object or "unscoped".')
+    const keys = Object.keys(raw)
+    if (keys.length !== 1) throw badRequest('scope must name exactly one of project, domain, system or unscoped.')
+    const [key] = keys
+    const value = (raw as Record<string, unknown>)[key] as Record<string, unknown> | undefined
+    if (key === 'unscoped') return null
+    if (!value || typeof value !== 'object') throw badRequest(`scope.${key} must be an object.`)
+    if (key === 'project') {
+      if (typeof value.id === 'string') {
+        if (!this.snap.projects.has(value.id)) throw fail()
+        return { p: value.id }
+      }
+      if (typeof value.name !== 'string') throw badRequest('scope.project needs an id, or a name and a domain.')
+      const d = value.domain as { id?: unknown; name?: unknown } | undefined
+      if (!d || (typeof d.id !== 'string' && typeof d.name !== 'string')) throw badRequest('scope.project.domain (id or name) is required with a project name.')
+      const domain = typeof d.id === 'string' ? this.snap.domains.get(d.id) : this.snap.domainNamed(d.name as string)
+      const project = domain && this.snap.projectNamed(domain.id, value.name)
+      if (!project) throw fail()
+      return { p: project.id }
+    }
+    if (key === 'domain') {
+      const domain =
+        typeof value.id === 'string'
+          ? this.snap.domains.get(value.id)
+          : typeof value.name === 'string'
+            ? this.snap.domainNamed(value.name)
+            : undefined
+      if (typeof value.id !== 'string' && typeof value.name !== 'string') throw badRequest('scope.domain needs an id or a name.')
+      if (!domain) throw fail()
+      return { d: domain.id }
+    }
+    if (key === 'system') {
+      if (value.all !== true) throw badRequest('scope.system must be {"all": true}.')
+      return { sys: 'all' }
+    }
+    if (key === 'OS-TRUST:trust') throw fail('Trusts are not supported.')
+    throw badRequest(`Unknown scope ${key}.`)
+  }
+}
+
+export function parseOptions(text: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text) as unknown
+    return v && typeof v === 'object' ? (v as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * The MFA rules that apply: none when explicitly disabled; rules keep only methods this server offers and empty
+ * rules are dropped (Keystone's anti-lockout).
+ */
+export function mfaRules(options: Record<string, unknown>): string[][] {
+  if (options.multi_factor_auth_enabled === false) return []
+  const raw = options.multi_factor_auth_rules
+  if (!Array.isArray(raw)) return []
+  return raw
+    .filter((r): r is unknown[] => Array.isArray(r))
+    .map((r) => r.filter((m): m is string => typeof m === 'string' && (AUTH_METHODS as readonly string[]).includes(m)))
+    .filter((r) => r.length > 0)
+}

@@ -1,0 +1,162 @@
+/** Networks: create, show, list, update, delete, with Neutron's visibility (own, shared, external). */
+import type { NetworkTable } from '../storage/schema.js'
+import type { NetworkPolicyTarget } from '../policy/network.policy.js'
+import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
+import { neutron } from './errors.js'
+import { checkQuota } from './quotas.js'
+import { subnetIdsByNetwork, touched } from './queries.js'
+import { networkView, type View } from './views.js'
+
+export const DEFAULT_MTU = 1500
+
+export interface NetworkBody {
+  name?: string
+  description?: string
+  admin_state_up?: boolean
+  shared?: boolean
+  'router:external'?: boolean
+  is_default?: boolean
+  mtu?: number
+  port_security_enabled?: boolean
+  project_id?: string
+  tenant_id?: string
+  tags?: string[]
+}
+
+export const networkTarget = (n: NetworkTable): NetworkPolicyTarget => ({
+  projectId: n.project_id,
+  networkProjectId: n.project_id,
+  shared: n.shared === 1,
+  external: n.external === 1,
+})
+
+/** The project a new resource belongs to: the caller's, or another one named in the body (admins only). */
+export function owningProject(ctx: Actor, body: { project_id?: string; tenant_id?: string }): string {
+  const requested = body.project_id ?? body.tenant_id
+  if (body.project_id !== undefined && body.tenant_id !== undefined && body.project_id !== body.tenant_id) {
+    throw neutron.invalidInput('project_id and tenant_id do not match')
+  }
+  if (requested === undefined || requested === ctx.projectId) {
+    if (ctx.projectId === '') throw neutron.invalidInput("'project_id' is required for a token not scoped to a project")
+    return ctx.projectId
+  }
+  must(ctx, 'create:other_project', { projectId: requested })
+  return requested
+}
+
+function checkMtu(mtu: number | undefined): void {
+  if (mtu !== undefined && (mtu < 68 || mtu > 9000)) throw neutron.invalidInput(`Requested MTU ${mtu} is outside the range 68 to 9000.`)
+}
+
+/** A network the actor may see, or NetworkNotFound (404) — also for another project's private network. */
+export async function visibleNetwork(ctx: NetCtx, actor: Actor, id: string): Promise<NetworkTable> {
+  const row = await ctx.db.selectFrom('networks').selectAll().where('id', '=', id).executeTakeFirst()
+  if (!row || !can(actor, 'get_network', networkTarget(row))) throw neutron.networkNotFound(id)
+  return row
+}
+
+export async function renderNetworks(ctx: NetCtx, rows: NetworkTable[]): Promise<View[]> {
+  const subnets = await subnetIdsByNetwork(ctx.db, rows.map((r) => r.id))
+  return rows.map((r) => networkView(r, subnets.get(r.id) ?? []))
+}
+
+export async function listNetworks(ctx: NetCtx, actor: Actor): Promise<View[]> {
+  let q = ctx.db.selectFrom('networks').selectAll()
+  if (!actor.admin) q = q.where((eb) => eb.or([eb('project_id', '=', actor.projectId), eb('shared', '=', 1), eb('external', '=', 1)]))
+  const rows = (await q.execute()).filter((r) => can(actor, 'get_network', networkTarget(r)))
+  return renderNetworks(ctx, rows)
+}
+
+export async function insertNetwork(ctx: NetCtx, projectId: string, body: NetworkBody): Promise<NetworkTable> {
+  const row: NetworkTable = {
+    id: newUuid(),
+    project_id: projectId,
+    name: body.name ?? '',
+    description: body.description ?? '',
+    admin_state_up: flag(body.admin_state_up, true),
+    shared: flag(body.shared, false),
+    external: flag(body['router:external'], false),
+    is_default: flag(body.is_default, false),
+    mtu: body.mtu ?? DEFAULT_MTU,
+    status: 'ACTIVE',
+    port_security_enabled: flag(body.port_security_enabled, true),
+    tags: JSON.stringify(body.tags ?? []),
+    revision_number: 1,
+    created_at: ctx.now,
+    updated_at: ctx.now,
+  }
+  await ctx.db.insertInto('networks').values(row).execute()
+  return row
+}
+
+export async function createNetwork(ctx: NetCtx, actor: Actor, body: NetworkBody): Promise<View> {
+  const projectId = owningProject(actor, body)
+  must(actor, 'create_network', { projectId })
+  if (body.shared) must(actor, 'create_network:shared', { projectId })
+  if (body['router:external']) must(actor, 'create_network:router:external', { projectId })
+  if (body.is_default) must(actor, 'create_network:is_default', { projectId })
+  if (body.is_default && !body['router:external']) throw neutron.invalidInput('is_default can only be set on an external network')
+  checkMtu(body.mtu)
+  await checkQuota(ctx.db, projectId, 'network')
+  const row = await insertNetwork(ctx, projectId, body)
+  return networkView(row, [])
+}
+
+export async function showNetwork(ctx: NetCtx, actor: Actor, id: string): Promise<View> {
+  const row = await visibleNetwork(ctx, actor, id)
+  return (await renderNetworks(ctx, [row]))[0]
+}
+
+export async function updateNetwork(ctx: NetCtx, actor: Actor, id: string, body: NetworkBody): Promise<View> {
+  const row = await visibleNetwork(ctx, actor, id)
+  const target = networkTarget(row)
+  must(actor, 'update_network', target)
+  if (body.project_id !== undefined || body.tenant_id !== undefined) throw neutron.invalidInput('Cannot update read-only attribute project_id')
+  if (body.shared !== undefined && body.shared !== (row.shared === 1)) {
+    must(actor, 'update_network:shared', target)
+    if (!body.shared) {
+      const foreign = await ctx.db.selectFrom('ports').select('id').where('network_id', '=', id).where('project_id', '!=', row.project_id).where('project_id', '!=', '').executeTakeFirst()
+      if (foreign) throw neutron.conflict('InvalidSharedSetting', `Unable to reconfigure sharing settings for network ${id}. Multiple tenants are using it.`)
+    }
+  }
+  if (body['router:external'] !== undefined && body['router:external'] !== (row.external === 1)) {
+    must(actor, 'update_network:router:external', target)
+    if (!body['router:external']) {
+      const inUse = await ctx.db.selectFrom('floating_ips').select('id').where('floating_network_id', '=', id).executeTakeFirst()
+      const gateway = await ctx.db.selectFrom('routers').select('id').where('gw_network_id', '=', id).executeTakeFirst()
+      if (inUse || gateway) throw neutron.conflict('ExternalNetworkInUse', `External network ${id} cannot be updated to be internal: it is in use by routers or floating IPs.`)
+    }
+  }
+  if (body.is_default !== undefined) must(actor, 'create_network:is_default', target)
+  checkMtu(body.mtu)
+  const external = body['router:external'] ?? row.external === 1
+  if ((body.is_default ?? row.is_default === 1) && !external) throw neutron.invalidInput('is_default can only be set on an external network')
+  const changes: Partial<NetworkTable> = {
+    ...(body.name !== undefined ? { name: body.name } : {}),
+    ...(body.description !== undefined ? { description: body.description } : {}),
+    ...(body.admin_state_up !== undefined ? { admin_state_up: flag(body.admin_state_up, true) } : {}),
+    ...(body.shared !== undefined ? { shared: flag(body.shared, false) } : {}),
+    ...(body['router:external'] !== undefined ? { external: flag(body['router:external'], false), is_default: external ? row.is_default : 0 } : {}),
+    ...(body.is_default !== undefined ? { is_default: flag(body.is_default, false) } : {}),
+    ...(body.mtu !== undefined ? { mtu: body.mtu } : {}),
+    ...(body.port_security_enabled !== undefined ? { port_security_enabled: flag(body.port_security_enabled, true) } : {}),
+    ...(body.tags !== undefined ? { tags: JSON.stringify(body.tags) } : {}),
+  }
+  await ctx.db.updateTable('networks').set({ ...changes, ...touched(ctx.now, row.revision_number) }).where('id', '=', id).execute()
+  return showNetwork(ctx, actor, id)
+}
+
+/** Deletes a network and its subnets; NetworkInUse (409) while any port remains on it. */
+export async function deleteNetwork(ctx: NetCtx, actor: Actor, id: string): Promise<void> {
+  const row = await visibleNetwork(ctx, actor, id)
+  must(actor, 'delete_network', networkTarget(row))
+  await removeNetwork(ctx, row)
+}
+
+export async function removeNetwork(ctx: NetCtx, row: NetworkTable): Promise<void> {
+  const port = await ctx.db.selectFrom('ports').select('id').where('network_id', '=', row.id).executeTakeFirst()
+  if (port) throw neutron.networkInUse(row.id)
+  await ctx.db.deleteFrom('subnets').where('network_id', '=', row.id).execute()
+  await ctx.db.deleteFrom('auto_allocated_networks').where('network_id', '=', row.id).execute()
+  await ctx.db.deleteFrom('networks').where('id', '=', row.id).execute()
+}

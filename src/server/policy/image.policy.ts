@@ -1,0 +1,44 @@
+/**
+ * The image service's policy, after Glance's defaults: readers see, members of the owning project change,
+ * only admins publicize, deactivate and reactivate. Visibility itself (who can see which image) is not a
+ * policy rule but the service's query: an image the caller cannot see is 404.
+ */
+import { anyOf, hasRole, isAdmin, projectMemberOrAdmin, type PolicyTable } from './rules.js'
+
+export type ImageOperation =
+  | 'get_images'
+  | 'get_image'
+  | 'add_image'
+  | 'modify_image'
+  | 'publicize_image'
+  | 'delete_image'
+  | 'upload_image'
+  | 'download_image'
+  | 'download_deactivated'
+  | 'deactivate'
+  | 'reactivate'
+  | 'add_member'
+  | 'delete_member'
+  | 'modify_member'
+
+const reader = anyOf(isAdmin, hasRole('reader'))
+const member = anyOf(isAdmin, hasRole('member'))
+
+export const imagePolicy: PolicyTable<ImageOperation> = {
+  get_images: reader,
+  get_image: reader,
+  add_image: member,
+  // Target: the image's owner project.
+  modify_image: projectMemberOrAdmin,
+  publicize_image: isAdmin,
+  delete_image: projectMemberOrAdmin,
+  upload_image: projectMemberOrAdmin,
+  download_image: reader,
+  download_deactivated: isAdmin,
+  deactivate: isAdmin,
+  reactivate: isAdmin,
+  add_member: projectMemberOrAdmin,
+  delete_member: projectMemberOrAdmin,
+  // Target: the member project (only the consumer accepts or rejects).
+  modify_member: projectMemberOrAdmin,
+}

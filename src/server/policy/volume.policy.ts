@@ -1,0 +1,44 @@
+/**
+ * The block storage service's policy, after Cinder's defaults: project readers see, members change, admins
+ * manage types, quotas and status resets and may act on every project. Another project's volume is 404
+ * (the service checks visibility before policy).
+ */
+import { anyOf, hasRole, isAdmin, projectMemberOrAdmin, projectReaderOrAdmin, type PolicyTable } from './rules.js'
+
+export type VolumeOperation =
+  | 'volume:get'
+  | 'volume:get_all'
+  | 'volume:create'
+  | 'volume:update'
+  | 'volume:delete'
+  | 'volume:extend'
+  | 'volume:reset_status'
+  | 'volume:all_tenants'
+  | 'snapshot:get'
+  | 'snapshot:create'
+  | 'snapshot:update'
+  | 'snapshot:delete'
+  | 'type:get'
+  | 'type:manage'
+  | 'quota:show'
+  | 'quota:update'
+
+export const volumePolicy: PolicyTable<VolumeOperation> = {
+  // Targets: the volume's (or snapshot's, or quota's) project.
+  'volume:get': projectReaderOrAdmin,
+  'volume:get_all': anyOf(isAdmin, hasRole('reader')),
+  'volume:create': projectMemberOrAdmin,
+  'volume:update': projectMemberOrAdmin,
+  'volume:delete': projectMemberOrAdmin,
+  'volume:extend': projectMemberOrAdmin,
+  'volume:reset_status': isAdmin,
+  'volume:all_tenants': isAdmin,
+  'snapshot:get': projectReaderOrAdmin,
+  'snapshot:create': projectMemberOrAdmin,
+  'snapshot:update': projectMemberOrAdmin,
+  'snapshot:delete': projectMemberOrAdmin,
+  'type:get': anyOf(isAdmin, hasRole('reader')),
+  'type:manage': isAdmin,
+  'quota:show': projectReaderOrAdmin,
+  'quota:update': isAdmin,
+}

@@ -1,0 +1,85 @@
+/**
+ * The scheduler's view of a host: capacity, usage and placement facts, loaded from the store in one query
+ * per batch and updated in memory as this scheduler claims. Another process's claims show up on reload; the
+ * claim itself (claims.ts) is what guarantees capacity, not this view.
+ */
+import type { Db } from '../storage/store.js'
+import type { HostTable } from '../storage/tables/compute.js'
+import { isUp } from '../hosts/host-status.js'
+
+export interface HostState {
+  id: string
+  hostname: string
+  availabilityZone: string
+  cell: string
+  ips: string[]
+  vcpus: number
+  memoryMb: number
+  diskGb: number
+  cpuRatio: number
+  ramRatio: number
+  diskRatio: number
+  vcpusUsed: number
+  memoryMbUsed: number
+  diskGbUsed: number
+  runningVms: number
+  up: boolean
+  enabled: boolean
+  /** The host carries the `hypervisor` role in state ok. */
+  hypervisor: boolean
+  hypervisorType: string
+}
+
+export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: number, downAfterMs: number): HostState {
+  let ips: string[] = []
+  try {
+    ips = JSON.parse(row.ip_addresses) as string[]
+  } catch {
+    ips = []
+  }
+  return {
+    id: row.id,
+    hostname: row.hostname,
+    availabilityZone: row.availability_zone,
+    cell: row.cell,
+    ips,
+    vcpus: row.vcpus,
+    memoryMb: row.memory_mb,
+    diskGb: row.disk_gb,
+    cpuRatio: row.cpu_allocation_ratio,
+    ramRatio: row.ram_allocation_ratio,
+    diskRatio: row.disk_allocation_ratio,
+    vcpusUsed: row.vcpus_used,
+    memoryMbUsed: row.memory_mb_used,
+    diskGbUsed: row.disk_gb_used,
+    runningVms: row.running_vms,
+    up: isUp(row, now, downAfterMs),
+    enabled: row.service_status === 'enabled',
+    hypervisor: hypervisorRoleOk,
+    hypervisorType: row.driver === 'simulated' ? 'QEMU' : row.driver,
+  }
+}
+
+export async function loadHostStates(db: Db, downAfterMs: number, now = Date.now()): Promise<HostState[]> {
+  const [rows, roles] = await Promise.all([
+    db.selectFrom('hosts').selectAll().orderBy('hostname').execute(),
+    db.selectFrom('host_roles').select('host_id').where('role', '=', 'hypervisor').where('state', '=', 'ok').execute(),
+  ])
+  const ok = new Set(roles.map((r) => r.host_id))
+  return rows.map((row) => toHostState(row, ok.has(row.id), now, downAfterMs))
+}
+
+/** What a flavor takes on a host: vCPUs, RAM and disk (root + ephemeral + swap rounded up to GB). */
+export interface Resources {
+  vcpus: number
+  memoryMb: number
+  diskGb: number
+}
+
+export function freeRamMb(h: HostState): number {
+  return h.memoryMb * h.ramRatio - h.memoryMbUsed
+}
+
+export function fits(h: HostState, r: Resources): boolean {
+  return h.vcpusUsed + r.vcpus <= h.vcpus * h.cpuRatio && h.memoryMbUsed + r.memoryMb <= h.memoryMb * h.ramRatio && h.diskGbUsed + r.diskGb <= h.diskGb * h.diskRatio
+}

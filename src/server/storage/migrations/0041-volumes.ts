@@ -1,0 +1,75 @@
+import type { Kysely } from 'kysely'
+
+/** The block storage service: volume types, volumes, attachments, snapshots, quotas. */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await db.schema
+    .createTable('volume_types')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('name', 'text', (c) => c.notNull().unique())
+    .addColumn('description', 'text')
+    .addColumn('is_public', 'integer', (c) => c.notNull().defaultTo(1))
+    .addColumn('extra_specs', 'text', (c) => c.notNull().defaultTo('{}'))
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .execute()
+
+  await db.schema
+    .createTable('volumes')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('project_id', 'text', (c) => c.notNull())
+    .addColumn('user_id', 'text', (c) => c.notNull())
+    .addColumn('name', 'text')
+    .addColumn('description', 'text')
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('size', 'integer', (c) => c.notNull())
+    .addColumn('volume_type_id', 'text', (c) => c.notNull().references('volume_types.id'))
+    .addColumn('availability_zone', 'text', (c) => c.notNull())
+    .addColumn('bootable', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('snapshot_id', 'text')
+    .addColumn('source_volid', 'text')
+    .addColumn('image_id', 'text')
+    .addColumn('image_metadata', 'text')
+    .addColumn('metadata', 'text', (c) => c.notNull().defaultTo('{}'))
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('updated_at', 'bigint', (c) => c.notNull())
+    .execute()
+  await db.schema.createIndex('volumes_project').on('volumes').columns(['project_id', 'created_at']).execute()
+
+  await db.schema
+    .createTable('volume_attachments')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('volume_id', 'text', (c) => c.notNull().references('volumes.id').onDelete('cascade'))
+    .addColumn('server_id', 'text', (c) => c.notNull())
+    .addColumn('attach_status', 'text', (c) => c.notNull())
+    .addColumn('device', 'text')
+    .addColumn('host_name', 'text')
+    .addColumn('delete_on_termination', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('attached_at', 'bigint')
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .execute()
+  await db.schema.createIndex('volume_attachments_volume').on('volume_attachments').columns(['volume_id']).execute()
+  await db.schema.createIndex('volume_attachments_server').on('volume_attachments').columns(['server_id']).execute()
+
+  await db.schema
+    .createTable('volume_snapshots')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('project_id', 'text', (c) => c.notNull())
+    .addColumn('user_id', 'text', (c) => c.notNull())
+    .addColumn('volume_id', 'text', (c) => c.notNull())
+    .addColumn('name', 'text')
+    .addColumn('description', 'text')
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('size', 'integer', (c) => c.notNull())
+    .addColumn('metadata', 'text', (c) => c.notNull().defaultTo('{}'))
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('updated_at', 'bigint', (c) => c.notNull())
+    .execute()
+  await db.schema.createIndex('volume_snapshots_volume').on('volume_snapshots').columns(['volume_id']).execute()
+
+  await db.schema
+    .createTable('volume_quotas')
+    .addColumn('project_id', 'text', (c) => c.notNull())
+    .addColumn('resource', 'text', (c) => c.notNull())
+    .addColumn('hard_limit', 'integer', (c) => c.notNull())
+    .addPrimaryKeyConstraint('volume_quotas_pk', ['project_id', 'resource'])
+    .execute()
+}

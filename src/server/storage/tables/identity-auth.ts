@@ -1,0 +1,47 @@
+/** Tables of identity authentication: credentials (TOTP seeds), application credentials, revocation events. */
+
+export interface CredentialTable {
+  id: string
+  user_id: string
+  project_id: string | null
+  /** 'totp', 'ec2', 'cert'…: only 'totp' takes part in authentication. */
+  type: string
+  /** The blob sealed with the master key (SecretBox, 'v1.' prefix); a TOTP blob is the base32 seed. The IdP reads it too. */
+  blob: string
+  created_at: number
+}
+
+export interface ApplicationCredentialTable {
+  id: string
+  user_id: string
+  project_id: string
+  name: string
+  description: string
+  secret_hash: string
+  /** JSON array of role ids the credential delegates (a subset of the creator's roles on the project). */
+  roles: string
+  unrestricted: number
+  expires_at: number | null
+  created_at: number
+}
+
+/**
+ * Revocation events (Keystone's model): a token matches an event when every non-null field matches and it was
+ * issued at or before `issued_before`. Kept until no token they could match can still validate.
+ */
+export interface RevocationEventTable {
+  id: string
+  audit_id: string | null
+  user_id: string | null
+  project_id: string | null
+  issued_before: number
+  /** After this time the event cannot match a token that still validates (expiry + allow_expired window). */
+  prune_after: number
+  revoked_at: number
+}
+
+export interface IdentityAuthTables {
+  credentials: CredentialTable
+  application_credentials: ApplicationCredentialTable
+  revocation_events: RevocationEventTable
+}

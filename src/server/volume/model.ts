@@ -1,0 +1,122 @@
+/** Volume, snapshot, attachment and type records as the service sees them, and their row mappings. */
+import type { VolumeAttachmentTable, VolumeSnapshotTable, VolumeTable, VolumeTypeTable } from '../storage/schema.js'
+
+export const DEFAULT_VOLUME_TYPE = '__DEFAULT__'
+export const AVAILABILITY_ZONES = ['nova'] as const
+
+export interface VolumeAttachment {
+  id: string
+  volumeId: string
+  serverId: string
+  attachStatus: string
+  device: string | null
+  hostName: string | null
+  deleteOnTermination: boolean
+  attachedAt: number | null
+}
+
+export interface VolumeRecord {
+  id: string
+  projectId: string
+  userId: string
+  name: string | null
+  description: string | null
+  status: string
+  size: number
+  volumeTypeId: string
+  volumeTypeName: string
+  availabilityZone: string
+  bootable: boolean
+  snapshotId: string | null
+  sourceVolid: string | null
+  imageId: string | null
+  imageMetadata: Record<string, string> | null
+  metadata: Record<string, string>
+  attachments: VolumeAttachment[]
+  createdAt: number
+  updatedAt: number
+}
+
+export interface SnapshotRecord {
+  id: string
+  projectId: string
+  userId: string
+  volumeId: string
+  name: string | null
+  description: string | null
+  status: string
+  size: number
+  metadata: Record<string, string>
+  createdAt: number
+  updatedAt: number
+}
+
+export interface VolumeTypeRecord {
+  id: string
+  name: string
+  description: string | null
+  isPublic: boolean
+  extraSpecs: Record<string, string>
+}
+
+export function rowToAttachment(row: VolumeAttachmentTable): VolumeAttachment {
+  return {
+    id: row.id,
+    volumeId: row.volume_id,
+    serverId: row.server_id,
+    attachStatus: row.attach_status,
+    device: row.device,
+    hostName: row.host_name,
+    deleteOnTermination: row.delete_on_termination === 1,
+    attachedAt: row.attached_at === null ? null : Number(row.attached_at),
+  }
+}
+
+export function rowToVolume(row: VolumeTable, typeName: string, attachments: VolumeAttachment[]): VolumeRecord {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    userId: row.user_id,
+    name: row.name,
+    description: row.description,
+    status: row.status,
+    size: row.size,
+    volumeTypeId: row.volume_type_id,
+    volumeTypeName: typeName,
+    availabilityZone: row.availability_zone,
+    bootable: row.bootable === 1,
+    snapshotId: row.snapshot_id,
+    sourceVolid: row.source_volid,
+    imageId: row.image_id,
+    imageMetadata: row.image_metadata ? (JSON.parse(row.image_metadata) as Record<string, string>) : null,
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    attachments,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  }
+}
+
+export function rowToSnapshot(row: VolumeSnapshotTable): SnapshotRecord {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    userId: row.user_id,
+    volumeId: row.volume_id,
+    name: row.name,
+    description: row.description,
+    status: row.status,
+    size: row.size,
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  }
+}
+
+export function rowToType(row: VolumeTypeTable): VolumeTypeRecord {
+  return { id: row.id, name: row.name, description: row.description, isPublic: row.is_public === 1, extraSpecs: JSON.parse(row.extra_specs) as Record<string, string> }
+}
+
+/** Cinder prints times with microseconds and no zone: 2024-05-01T10:00:00.000000. */
+export function cinderTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000')
+}

@@ -1,0 +1,37 @@
+/** Reads of volume rows with their type name and attachments, shared by the volume, snapshot and type code. */
+import { notFound } from '../../contracts/errors.js'
+import type { Db } from '../storage/store.js'
+import type { VolumeTable } from '../storage/schema.js'
+import { DEFAULT_VOLUME_TYPE, rowToAttachment, rowToType, rowToVolume, type VolumeRecord, type VolumeTypeRecord } from './model.js'
+
+export async function hydrate(db: Db, rows: VolumeTable[]): Promise<VolumeRecord[]> {
+  if (rows.length === 0) return []
+  const ids = rows.map((r) => r.id)
+  const [types, attachments] = await Promise.all([
+    db.selectFrom('volume_types').select(['id', 'name']).execute(),
+    db.selectFrom('volume_attachments').selectAll().where('volume_id', 'in', ids).orderBy('created_at').execute(),
+  ])
+  const typeNames = new Map(types.map((t) => [t.id, t.name]))
+  return rows.map((r) =>
+    rowToVolume(
+      r,
+      typeNames.get(r.volume_type_id) ?? r.volume_type_id,
+      attachments.filter((a) => a.volume_id === r.id).map(rowToAttachment),
+    ),
+  )
+}
+
+export async function loadVolume(db: Db, id: string): Promise<VolumeRecord | undefined> {
+  const row = await db.selectFrom('volumes').selectAll().where('id', '=', id).executeTakeFirst()
+  return row ? (await hydrate(db, [row]))[0] : undefined
+}
+
+/** A volume type by id or name; 404 in Cinder's words when there is none. */
+export async function resolveType(db: Db, idOrName: string | undefined | null): Promise<VolumeTypeRecord> {
+  const key = idOrName ?? DEFAULT_VOLUME_TYPE
+  const row =
+    (await db.selectFrom('volume_types').selectAll().where('id', '=', key).executeTakeFirst()) ??
+    (await db.selectFrom('volume_types').selectAll().where('name', '=', key).executeTakeFirst())
+  if (!row) throw notFound(`Volume type with name ${key} could not be found.`)
+  return rowToType(row)
+}

@@ -1,0 +1,596 @@
+/**
+ * The block storage service: Cinder's rules for volumes, their status machine and attachments. Volume data is
+ * simulated: sizes are accounted against quotas, no bytes are stored. Work Cinder does in its volume manager
+ * (create, delete, extend) goes through the durable task queue with a short delay, so a volume is `creating`
+ * for a moment and then `available`, and a process dying in between does not strand it.
+ *
+ * Status machine (volume `status`):
+ *   creating → available | error          (task volume.create)
+ *   available → attaching → in-use         (reserveForAttach, attach — called by compute)
+ *   in-use → detaching → available         (beginDetach, detach)
+ *   available | error → deleting → gone    (task volume.delete)
+ *   available → extending → available      (task volume.extend)
+ *
+ * Compute calls the methods under "for compute" inside its own transactions (pass `tx`), so a server and its
+ * volumes change together.
+ */
+import { randomUUID } from 'node:crypto'
+import { AppError, badRequest, conflict, notFound } from '../../contracts/errors.js'
+import type { Principal } from '../auth/principal.js'
+import type { ImageService } from '../image/service.js'
+import { authorize } from '../policy/rules.js'
+import { volumePolicy } from '../policy/volume.policy.js'
+import type { Db, Store } from '../storage/store.js'
+import type { TaskQueue, TaskRecord } from '../tasks/queue.js'
+import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
+import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type VolumeRecord } from './model.js'
+import { checkQuota } from './quotas.js'
+import { hydrate, loadVolume, resolveType } from './repo.js'
+
+export const VOLUME_TASKS = { create: 'volume.create', delete: 'volume.delete', extend: 'volume.extend', snapshotCreate: 'snapshot.create', snapshotDelete: 'snapshot.delete' } as const
+
+export interface VolumeServiceOptions {
+  /** How long simulated backend work takes, in ms (creation, deletion, extension, snapshots). */
+  workDelayMs?: number
+  now?: () => number
+  /** Called after a commit that enqueued work, so this process's runner claims it at once. */
+  wake?: () => void
+}
+
+export interface Caller {
+  projectId: string
+  userId: string
+  isAdmin: boolean
+}
+
+export function callerOf(principal: Principal): Caller {
+  if (principal.scope.type !== 'project') throw new AppError('forbidden', 'The block storage API needs a project-scoped token.')
+  return { projectId: principal.scope.projectId, userId: principal.userId, isAdmin: principal.roles.includes('admin') }
+}
+
+export interface CreateVolumeInput {
+  size?: number
+  name?: string | null
+  description?: string | null
+  volume_type?: string | null
+  availability_zone?: string | null
+  snapshot_id?: string | null
+  source_volid?: string | null
+  imageRef?: string | null
+  metadata?: Record<string, string>
+}
+
+export interface VolumeListQuery {
+  allTenants: boolean
+  projectId?: string
+  name?: string
+  status?: string
+  bootable?: boolean
+  availabilityZone?: string
+  metadata?: Record<string, string>
+  limit?: number
+  marker?: string
+  offset?: number
+  sort: { key: string; dir: 'asc' | 'desc' }[]
+}
+
+const GIB = 1024 ** 3
+const DELETABLE = new Set(['available', 'error', 'error_restoring', 'error_extending', 'error_managing'])
+const SORT_KEYS: Record<string, (v: VolumeRecord) => string | number | null> = {
+  created_at: (v) => v.createdAt,
+  updated_at: (v) => v.updatedAt,
+  id: (v) => v.id,
+  name: (v) => v.name,
+  status: (v) => v.status,
+  size: (v) => v.size,
+  availability_zone: (v) => v.availabilityZone,
+  bootable: (v) => Number(v.bootable),
+}
+
+export function sortKeys(): string[] {
+  return Object.keys(SORT_KEYS)
+}
+
+export class VolumeService {
+  private readonly now: () => number
+  readonly workDelayMs: number
+
+  constructor(
+    private readonly store: Store,
+    private readonly queue: TaskQueue,
+    private readonly images: ImageService,
+    private readonly options: VolumeServiceOptions = {},
+  ) {
+    this.now = options.now ?? Date.now
+    this.workDelayMs = options.workDelayMs ?? 300
+  }
+
+  private wake(): void {
+    this.options.wake?.()
+  }
+
+  private async enqueue(tx: Db, kind: string, subjectId: string, payload: Record<string, unknown> = {}): Promise<void> {
+    await this.queue.enqueue({ kind, subjectId, payload: { id: subjectId, ...payload }, runAfter: this.now() + this.workDelayMs }, tx)
+  }
+
+  /** A volume the caller may see (own project, or any for admins); 404 otherwise. */
+  async find(caller: Caller, id: string, db: Db = this.store.db): Promise<VolumeRecord> {
+    const volume = await loadVolume(db, id)
+    if (!volume || (!caller.isAdmin && volume.projectId !== caller.projectId)) throw notFound(`Volume ${id} could not be found.`)
+    return volume
+  }
+
+  async get(principal: Principal, id: string): Promise<VolumeRecord> {
+    const volume = await this.find(callerOf(principal), id)
+    authorize(volumePolicy, 'volume:get', principal, { projectId: volume.projectId })
+    return volume
+  }
+
+  async list(principal: Principal, query: VolumeListQuery): Promise<{ volumes: VolumeRecord[]; more: boolean }> {
+    const caller = callerOf(principal)
+    authorize(volumePolicy, 'volume:get_all', principal)
+    if (query.allTenants || (query.projectId && query.projectId !== caller.projectId)) authorize(volumePolicy, 'volume:all_tenants', principal)
+    let q = this.store.db.selectFrom('volumes').selectAll()
+    if (query.projectId) q = q.where('project_id', '=', query.projectId)
+    else if (!query.allTenants) q = q.where('project_id', '=', caller.projectId)
+    if (query.name !== undefined) q = q.where('name', '=', query.name)
+    if (query.status !== undefined) q = q.where('status', '=', query.status)
+    if (query.bootable !== undefined) q = q.where('bootable', '=', query.bootable ? 1 : 0)
+    if (query.availabilityZone !== undefined) q = q.where('availability_zone', '=', query.availabilityZone)
+    let volumes = await hydrate(this.store.db, await q.execute())
+    if (query.metadata) {
+      const wanted = Object.entries(query.metadata)
+      volumes = volumes.filter((v) => wanted.every(([k, val]) => v.metadata[k] === val))
+    }
+    const specs = [...query.sort]
+    for (const s of specs) if (!(s.key in SORT_KEYS)) throw badRequest(`Invalid sort key '${s.key}': expected one of ${sortKeys().join(', ')}.`)
+    if (!specs.some((s) => s.key === 'id')) specs.push({ key: 'id', dir: specs[0]?.dir ?? 'desc' })
+    volumes.sort((a, b) => {
+      for (const s of specs) {
+        const va = SORT_KEYS[s.key](a)
+        const vb = SORT_KEYS[s.key](b)
+        if (va === vb) continue
+        const order = va === null ? -1 : vb === null ? 1 : va < vb ? -1 : 1
+        return s.dir === 'asc' ? order : -order
+      }
+      return 0
+    })
+    let start = query.offset ?? 0
+    if (query.marker !== undefined) {
+      const at = volumes.findIndex((v) => v.id === query.marker)
+      if (at < 0) throw badRequest(`Invalid marker: volume ${query.marker} could not be found.`)
+      start = at + 1
+    }
+    const end = query.limit === undefined ? volumes.length : start + query.limit
+    return { volumes: volumes.slice(start, end), more: end < volumes.length }
+  }
+
+  async create(principal: Principal, input: CreateVolumeInput): Promise<VolumeRecord> {
+    const caller = callerOf(principal)
+    authorize(volumePolicy, 'volume:create', principal, { projectId: caller.projectId })
+    const id = await this.store.db.transaction().execute(async (tx) => {
+      const record = await this.insertVolume(tx, caller, input, 'creating')
+      await this.enqueue(tx, VOLUME_TASKS.create, record.id)
+      return record.id
+    })
+    this.wake()
+    return (await loadVolume(this.store.db, id))!
+  }
+
+  /** Validates a create request against its sources and quotas and inserts the row. */
+  private async insertVolume(tx: Db, caller: Caller, input: CreateVolumeInput, status: string): Promise<VolumeRecord> {
+    const sources = (['snapshot_id', 'source_volid', 'imageRef'] as const).filter((k) => input[k])
+    if (sources.length > 1) throw badRequest(`Only one of snapshot_id, source_volid and imageRef may be given, not ${sources.join(' and ')}.`)
+    const az = input.availability_zone ?? AVAILABILITY_ZONES[0]
+    if (!(AVAILABILITY_ZONES as readonly string[]).includes(az)) throw badRequest(`Availability zone '${az}' is invalid.`)
+    let size = input.size
+    if (size !== undefined && (!Number.isInteger(size) || size < 1)) throw badRequest(`Invalid input received: Volume size '${size}' must be an integer and greater than 0.`)
+    let typeRef = input.volume_type
+    let bootable = false
+    let imageId: string | null = null
+    let imageMetadata: Record<string, string> | null = null
+    if (input.snapshot_id) {
+      const snap = await tx.selectFrom('volume_snapshots').selectAll().where('id', '=', input.snapshot_id).executeTakeFirst()
+      if (!snap || (!caller.isAdmin && snap.project_id !== caller.projectId)) throw notFound(`Snapshot ${input.snapshot_id} could not be found.`)
+      if (snap.status !== 'available') throw badRequest(`Invalid snapshot: Originating snapshot status must be one of 'available' values.`)
+      size ??= snap.size
+      if (size < snap.size) throw badRequest(`Invalid input received: Volume size '${size}'GB cannot be smaller than the snapshot size ${snap.size}GB. They must be >= original snapshot size.`)
+      const source = await loadVolume(tx, snap.volume_id)
+      if (source) {
+        typeRef ??= source.volumeTypeId
+        bootable = source.bootable
+        imageId = source.imageId
+        imageMetadata = source.imageMetadata
+      }
+    } else if (input.source_volid) {
+      const source = await this.find(caller, input.source_volid, tx).catch(() => {
+        throw notFound(`Volume ${input.source_volid} could not be found.`)
+      })
+      if (!['available', 'in-use'].includes(source.status)) throw badRequest(`Invalid volume: Source volume status must be available or in-use, not ${source.status}.`)
+      size ??= source.size
+      if (size < source.size) throw badRequest(`Invalid input received: Volume size '${size}'GB cannot be smaller than the source volume size ${source.size}GB. They must be >= original volume size.`)
+      typeRef ??= source.volumeTypeId
+      bootable = source.bootable
+      imageId = source.imageId
+      imageMetadata = source.imageMetadata
+    } else if (input.imageRef) {
+      const image = await this.images.getVisibleImage(caller.projectId, caller.isAdmin, input.imageRef, tx).catch((err: unknown) => {
+        if (err instanceof AppError) throw badRequest(`Invalid image identifier or unable to access requested image: ${err.message}`)
+        throw err
+      })
+      if (size === undefined) throw badRequest("Invalid input received: 'size' is required when creating a volume from an image.")
+      const imageGib = Math.ceil((image.size ?? 0) / GIB)
+      if (size < imageGib) throw badRequest(`Invalid input received: Size of specified image ${imageGib}GB is larger than volume size ${size}GB.`)
+      if (size < image.minDisk) throw badRequest(`Invalid input received: Volume size ${size}GB cannot be smaller than the image minDisk size ${image.minDisk}GB.`)
+      bootable = true
+      imageId = image.id
+      imageMetadata = {
+        image_id: image.id,
+        image_name: image.name ?? '',
+        checksum: image.checksum ?? '',
+        container_format: image.containerFormat ?? '',
+        disk_format: image.diskFormat ?? '',
+        min_disk: String(image.minDisk),
+        min_ram: String(image.minRam),
+        size: String(image.size ?? 0),
+        ...image.properties,
+      }
+    }
+    if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
+    const type = await resolveType(tx, typeRef)
+    await checkQuota(tx, this.store.capabilities, caller.projectId, { volumes: 1, gigabytes: size })
+    const id = randomUUID()
+    const now = this.now()
+    await tx
+      .insertInto('volumes')
+      .values({
+        id,
+        project_id: caller.projectId,
+        user_id: caller.userId,
+        name: input.name ?? null,
+        description: input.description ?? null,
+        status,
+        size,
+        volume_type_id: type.id,
+        availability_zone: az,
+        bootable: bootable ? 1 : 0,
+        snapshot_id: input.snapshot_id ?? null,
+        source_volid: input.source_volid ?? null,
+        image_id: imageId,
+        image_metadata: imageMetadata ? JSON.stringify(imageMetadata) : null,
+        metadata: JSON.stringify(input.metadata ?? {}),
+        created_at: now,
+        updated_at: now,
+      })
+      .execute()
+    return (await loadVolume(tx, id))!
+  }
+
+  async update(principal: Principal, id: string, changes: { name?: string | null; description?: string | null; metadata?: Record<string, string> }): Promise<VolumeRecord> {
+    const caller = callerOf(principal)
+    return this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      await tx
+        .updateTable('volumes')
+        .set({
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
+          ...(changes.description !== undefined ? { description: changes.description } : {}),
+          ...(changes.metadata !== undefined ? { metadata: JSON.stringify(changes.metadata) } : {}),
+          updated_at: this.now(),
+        })
+        .where('id', '=', id)
+        .execute()
+      return (await loadVolume(tx, id))!
+    })
+  }
+
+  /** Sets metadata: `replace` drops keys not given (PUT), otherwise merges (POST). Returns the result. */
+  async setMetadata(principal: Principal, id: string, metadata: Record<string, string>, replace: boolean): Promise<Record<string, string>> {
+    const caller = callerOf(principal)
+    return this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      const next = replace ? { ...metadata } : { ...volume.metadata, ...metadata }
+      await tx.updateTable('volumes').set({ metadata: JSON.stringify(next), updated_at: this.now() }).where('id', '=', id).execute()
+      return next
+    })
+  }
+
+  async deleteMetadataKey(principal: Principal, id: string, key: string): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      if (!(key in volume.metadata)) throw notFound(`Metadata item was not found: ${key}`)
+      const next = { ...volume.metadata }
+      delete next[key]
+      await tx.updateTable('volumes').set({ metadata: JSON.stringify(next), updated_at: this.now() }).where('id', '=', id).execute()
+    })
+  }
+
+  async delete(principal: Principal, id: string, options: { cascade: boolean }): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:delete', principal, { projectId: volume.projectId })
+      if (volume.status === 'deleting') return
+      if (!DELETABLE.has(volume.status) || volume.attachments.length > 0) {
+        throw badRequest(
+          `Invalid volume: Volume status must be available or error or error_restoring or error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots or be disassociated from snapshots after volume transfer (volume ${id} is ${volume.status}).`,
+        )
+      }
+      const snapshots = await tx.selectFrom('volume_snapshots').select(['id', 'status']).where('volume_id', '=', id).execute()
+      if (snapshots.length > 0 && !options.cascade) throw badRequest(`Invalid volume: Volume ${id} still has ${snapshots.length} dependent snapshot(s).`)
+      for (const snap of snapshots) {
+        await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', snap.id).execute()
+      }
+      // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
+      const moved = await tx.updateTable('volumes').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
+      await this.enqueue(tx, VOLUME_TASKS.delete, id)
+    })
+    this.wake()
+  }
+
+  async extend(principal: Principal, id: string, newSize: number): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:extend', principal, { projectId: volume.projectId })
+      if (volume.status !== 'available') throw badRequest(`Invalid volume: Volume status must be 'available' to extend, currently ${volume.status}.`)
+      if (!Number.isInteger(newSize) || newSize <= volume.size) {
+        throw badRequest(`Invalid input received: New size for extend must be greater than current size. (current: ${volume.size}, extended: ${newSize}).`)
+      }
+      await checkQuota(tx, this.store.capabilities, volume.projectId, { gigabytes: newSize - volume.size })
+      // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
+      const moved = await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
+      await this.enqueue(tx, VOLUME_TASKS.extend, id, { newSize })
+    })
+    this.wake()
+  }
+
+  /** Changes the volume type of an available volume (simulated: no data moves). */
+  async retype(principal: Principal, id: string, typeRef: string): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      if (!['available', 'in-use'].includes(volume.status)) throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use to retype, but it is ${volume.status}.`)
+      const type = await resolveType(tx, typeRef)
+      if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)
+      await tx.updateTable('volumes').set({ volume_type_id: type.id, updated_at: this.now() }).where('id', '=', id).execute()
+    })
+  }
+
+  /** Sets (merge) or removes keys of the volume's image metadata (os-set_image_metadata / os-unset_image_metadata). */
+  async changeImageMetadata(principal: Principal, id: string, change: { set?: Record<string, string>; unset?: string }): Promise<Record<string, string>> {
+    const caller = callerOf(principal)
+    return this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      const next = { ...(volume.imageMetadata ?? {}), ...(change.set ?? {}) }
+      if (change.unset !== undefined) {
+        if (!(change.unset in next)) throw notFound(`Glance metadata not found for key ${change.unset}.`)
+        delete next[change.unset]
+      }
+      await tx.updateTable('volumes').set({ image_metadata: JSON.stringify(next), updated_at: this.now() }).where('id', '=', id).execute()
+      return next
+    })
+  }
+
+  /** Admins delete a volume whatever its status, attachments included (os-force_delete). */
+  async forceDelete(principal: Principal, id: string): Promise<void> {
+    authorize(volumePolicy, 'volume:reset_status', principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      await this.find(callerOf(principal), id, tx)
+      await tx.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
+      await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('volume_id', '=', id).execute()
+      await tx.updateTable('volumes').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).execute()
+      await this.enqueue(tx, VOLUME_TASKS.delete, id)
+    })
+    this.wake()
+  }
+
+  async setBootable(principal: Principal, id: string, bootable: boolean): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      await tx.updateTable('volumes').set({ bootable: bootable ? 1 : 0, updated_at: this.now() }).where('id', '=', id).execute()
+    })
+  }
+
+  async resetStatus(principal: Principal, id: string, status: string): Promise<void> {
+    authorize(volumePolicy, 'volume:reset_status', principal)
+    const allowed = ['available', 'error', 'in-use', 'error_deleting', 'error_extending', 'creating', 'deleting', 'attaching', 'detaching', 'reserved', 'maintenance']
+    if (!allowed.includes(status)) throw badRequest(`Invalid status '${status}': expected one of ${allowed.join(', ')}.`)
+    await this.store.db.transaction().execute(async (tx) => {
+      await this.find(callerOf(principal), id, tx)
+      await tx.updateTable('volumes').set({ status, updated_at: this.now() }).where('id', '=', id).execute()
+    })
+  }
+
+  /** Attachments of the caller's volumes (all projects' with `allTenants` for admins), oldest first. */
+  async listAttachments(principal: Principal, query: { allTenants: boolean; volumeId?: string; serverId?: string }): Promise<(VolumeAttachment & { projectId: string })[]> {
+    const caller = callerOf(principal)
+    authorize(volumePolicy, 'volume:get_all', principal)
+    if (query.allTenants) authorize(volumePolicy, 'volume:all_tenants', principal)
+    let q = this.store.db
+      .selectFrom('volume_attachments')
+      .innerJoin('volumes', 'volumes.id', 'volume_attachments.volume_id')
+      .selectAll('volume_attachments')
+      .select('volumes.project_id')
+    if (!query.allTenants) q = q.where('volumes.project_id', '=', caller.projectId)
+    if (query.volumeId !== undefined) q = q.where('volume_attachments.volume_id', '=', query.volumeId)
+    if (query.serverId !== undefined) q = q.where('volume_attachments.server_id', '=', query.serverId)
+    const rows = await q.orderBy('volume_attachments.created_at').execute()
+    return rows.map((r) => ({ ...rowToAttachment(r), projectId: r.project_id }))
+  }
+
+  // ---- task handlers (simulated backend) ----
+
+  handlers(): Map<string, TaskHandler> {
+    const payloadId = (task: TaskRecord) => {
+      const id = (task.payload as { id?: unknown }).id
+      if (typeof id !== 'string') throw new PermanentTaskError('task payload has no id')
+      return id
+    }
+    return new Map<string, TaskHandler>([
+      [
+        VOLUME_TASKS.create,
+        async (task) => {
+          await this.store.db.updateTable('volumes').set({ status: 'available', updated_at: this.now() }).where('id', '=', payloadId(task)).where('status', '=', 'creating').execute()
+        },
+      ],
+      [
+        VOLUME_TASKS.delete,
+        async (task) => {
+          const id = payloadId(task)
+          await this.store.db.transaction().execute(async (tx) => {
+            const row = await tx.selectFrom('volumes').select('status').where('id', '=', id).executeTakeFirst()
+            if (!row || row.status !== 'deleting') return
+            await tx.deleteFrom('volume_snapshots').where('volume_id', '=', id).execute()
+            await tx.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
+            await tx.deleteFrom('volumes').where('id', '=', id).execute()
+          })
+        },
+      ],
+      [
+        VOLUME_TASKS.extend,
+        async (task) => {
+          const newSize = Number((task.payload as { newSize?: unknown }).newSize)
+          if (!Number.isInteger(newSize)) throw new PermanentTaskError('extend task without a new size')
+          await this.store.db
+            .updateTable('volumes')
+            .set({ status: 'available', size: newSize, updated_at: this.now() })
+            .where('id', '=', payloadId(task))
+            .where('status', '=', 'extending')
+            .execute()
+        },
+      ],
+      [
+        VOLUME_TASKS.snapshotCreate,
+        async (task) => {
+          await this.store.db.updateTable('volume_snapshots').set({ status: 'available', updated_at: this.now() }).where('id', '=', payloadId(task)).where('status', '=', 'creating').execute()
+        },
+      ],
+      [
+        VOLUME_TASKS.snapshotDelete,
+        async (task) => {
+          await this.store.db.deleteFrom('volume_snapshots').where('id', '=', payloadId(task)).where('status', '=', 'deleting').execute()
+        },
+      ],
+    ])
+  }
+
+  // ---- for compute ----
+
+  /**
+   * Reserves an available volume of `projectId` for a server: available → attaching, with an attachment record
+   * in status reserved. 404 when the volume is not the project's; 409 when it is not available (in use).
+   */
+  async reserveForAttach(tx: Db, request: { volumeId: string; projectId: string; serverId: string; isAdmin?: boolean }): Promise<{ attachmentId: string; volume: VolumeRecord }> {
+    const volume = await this.find({ projectId: request.projectId, userId: '', isAdmin: request.isAdmin ?? false }, request.volumeId, tx)
+    if (volume.status !== 'available') {
+      throw conflict(`Invalid volume: volume ${volume.id} status must be available to attach, but it is ${volume.status}.`)
+    }
+    const claimed = await tx
+      .updateTable('volumes')
+      .set({ status: 'attaching', updated_at: this.now() })
+      .where('id', '=', volume.id)
+      .where('status', '=', 'available')
+      .executeTakeFirst()
+    if (Number(claimed.numUpdatedRows) === 0) throw conflict(`Invalid volume: volume ${volume.id} is being attached elsewhere.`)
+    const attachmentId = randomUUID()
+    await tx
+      .insertInto('volume_attachments')
+      .values({ id: attachmentId, volume_id: volume.id, server_id: request.serverId, attach_status: 'reserved', device: null, host_name: null, delete_on_termination: 0, attached_at: null, created_at: this.now() })
+      .execute()
+    return { attachmentId, volume: (await loadVolume(tx, volume.id))! }
+  }
+
+  /** Completes an attachment: attaching → in-use, recording the device and host. */
+  async attach(tx: Db, request: { volumeId: string; serverId: string; device?: string | null; hostName?: string | null; deleteOnTermination?: boolean }): Promise<void> {
+    const attachment = await tx.selectFrom('volume_attachments').selectAll().where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
+    if (!attachment) throw conflict(`Volume ${request.volumeId} was not reserved for server ${request.serverId}.`)
+    const now = this.now()
+    await tx
+      .updateTable('volume_attachments')
+      .set({ attach_status: 'attached', device: request.device ?? null, host_name: request.hostName ?? null, delete_on_termination: request.deleteOnTermination ? 1 : 0, attached_at: now })
+      .where('id', '=', attachment.id)
+      .execute()
+    await tx.updateTable('volumes').set({ status: 'in-use', updated_at: now }).where('id', '=', request.volumeId).execute()
+  }
+
+  /** Starts a detach: in-use → detaching. 400 when the volume is not attached to that server. */
+  async beginDetach(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
+    const attachment = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
+    if (!attachment) throw badRequest(`Volume ${request.volumeId} is not attached to server ${request.serverId}.`)
+    await tx.updateTable('volume_attachments').set({ attach_status: 'detaching' }).where('id', '=', attachment.id).execute()
+    await tx.updateTable('volumes').set({ status: 'detaching', updated_at: this.now() }).where('id', '=', request.volumeId).execute()
+  }
+
+  /** Removes the attachment (also a reservation that never completed); the volume becomes available. */
+  async detach(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
+    await tx.deleteFrom('volume_attachments').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).execute()
+    const left = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).execute()
+    if (left.length === 0) {
+      await tx.updateTable('volumes').set({ status: 'available', updated_at: this.now() }).where('id', '=', request.volumeId).where('status', 'in', ['reserved', 'attaching', 'in-use', 'detaching']).execute()
+    }
+  }
+
+  /** Deletes a detached volume for a server that was deleted with delete_on_termination. */
+  async deleteOnTermination(tx: Db, request: { volumeId: string }): Promise<void> {
+    const row = await tx.selectFrom('volumes').select('status').where('id', '=', request.volumeId).executeTakeFirst()
+    if (!row || row.status === 'deleting') return
+    await tx.deleteFrom('volume_attachments').where('volume_id', '=', request.volumeId).execute()
+    await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('volume_id', '=', request.volumeId).execute()
+    await tx.updateTable('volumes').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', request.volumeId).execute()
+    await this.enqueue(tx, VOLUME_TASKS.delete, request.volumeId)
+    this.wake()
+  }
+
+  /**
+   * A volume for boot from volume (BDMv2 source image, snapshot or blank, destination volume), created
+   * `available` at once inside the caller's transaction: compute's own task is the asynchronous part. Applies
+   * the same checks as the API (image visible and active, size ≥ image size and min_disk, quotas).
+   */
+  async createForBoot(
+    tx: Db,
+    request: { projectId: string; userId: string; isAdmin?: boolean; source: 'image' | 'snapshot' | 'blank' | 'volume'; sourceId?: string; size?: number; volumeType?: string | null; availabilityZone?: string | null; name?: string },
+  ): Promise<VolumeRecord> {
+    const caller = { projectId: request.projectId, userId: request.userId, isAdmin: request.isAdmin ?? false }
+    return this.insertVolume(
+      tx,
+      caller,
+      {
+        size: request.size,
+        name: request.name ?? null,
+        volume_type: request.volumeType,
+        availability_zone: request.availabilityZone ?? undefined,
+        imageRef: request.source === 'image' ? request.sourceId : undefined,
+        snapshot_id: request.source === 'snapshot' ? request.sourceId : undefined,
+        source_volid: request.source === 'volume' ? request.sourceId : undefined,
+      },
+      'available',
+    )
+  }
+
+  /** Shorthand of createForBoot for an image source. */
+  async createFromImageForBoot(tx: Db, request: { projectId: string; userId: string; isAdmin?: boolean; imageId: string; size: number; volumeType?: string | null; availabilityZone?: string | null; name?: string }): Promise<VolumeRecord> {
+    return this.createForBoot(tx, { ...request, source: 'image', sourceId: request.imageId })
+  }
+
+  /** A volume by id for compute, scoped to a project (admins: any); 404 otherwise. */
+  async getForProject(tx: Db, request: { volumeId: string; projectId: string; isAdmin?: boolean }): Promise<VolumeRecord> {
+    return this.find({ projectId: request.projectId, userId: '', isAdmin: request.isAdmin ?? false }, request.volumeId, tx)
+  }
+
+  /** Attachments of a server (compute's os-extended-volumes:volumes_attached and os-volume_attachments). */
+  async attachmentsOfServer(db: Db, serverId: string): Promise<{ volumeId: string; device: string | null; deleteOnTermination: boolean; attachStatus: string; attachmentId: string }[]> {
+    const rows = await db.selectFrom('volume_attachments').selectAll().where('server_id', '=', serverId).orderBy('created_at').execute()
+    return rows.map((r) => ({ volumeId: r.volume_id, device: r.device, deleteOnTermination: r.delete_on_termination === 1, attachStatus: r.attach_status, attachmentId: r.id }))
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * Volume snapshots (simulated like volumes: a size, a status, no bytes). creating → available → deleting → gone,
+ * through the same task queue. A snapshot of an in-use volume needs `force`, as in Cinder.
+ */
+import { randomUUID } from 'node:crypto'
+import { badRequest, notFound } from '../../contracts/errors.js'
+import type { Principal } from '../auth/principal.js'
+import { authorize } from '../policy/rules.js'
+import { volumePolicy } from '../policy/volume.policy.js'
+import type { Db, Store } from '../storage/store.js'
+import type { TaskQueue } from '../tasks/queue.js'
+import { rowToSnapshot, type SnapshotRecord } from './model.js'
+import { checkQuota } from './quotas.js'
+import { callerOf, VOLUME_TASKS, type Caller, type VolumeService } from './service.js'
+
+export class SnapshotService {
+  private readonly now: () => number
+
+  constructor(
+    private readonly store: Store,
+    private readonly queue: TaskQueue,
+    private readonly volumes: VolumeService,
+    private readonly options: { now?: () => number; wake?: () => void } = {},
+  ) {
+    this.now = options.now ?? Date.now
+  }
+
+  async find(caller: Caller, id: string, db: Db = this.store.db): Promise<SnapshotRecord> {
+    const row = await db.selectFrom('volume_snapshots').selectAll().where('id', '=', id).executeTakeFirst()
+    if (!row || (!caller.isAdmin && row.project_id !== caller.projectId)) throw notFound(`Snapshot ${id} could not be found.`)
+    return rowToSnapshot(row)
+  }
+
+  async get(principal: Principal, id: string): Promise<SnapshotRecord> {
+    const snapshot = await this.find(callerOf(principal), id)
+    authorize(volumePolicy, 'snapshot:get', principal, { projectId: snapshot.projectId })
+    return snapshot
+  }
+
+  async list(
+    principal: Principal,
+    query: { allTenants: boolean; name?: string; status?: string; volumeId?: string; limit?: number; marker?: string; offset?: number; sortDir: 'asc' | 'desc' },
+  ): Promise<{ snapshots: SnapshotRecord[]; more: boolean }> {
+    const caller = callerOf(principal)
+    if (query.allTenants) authorize(volumePolicy, 'volume:all_tenants', principal)
+    let q = this.store.db.selectFrom('volume_snapshots').selectAll()
+    if (!query.allTenants) q = q.where('project_id', '=', caller.projectId)
+    if (query.name !== undefined) q = q.where('name', '=', query.name)
+    if (query.status !== undefined) q = q.where('status', '=', query.status)
+    if (query.volumeId !== undefined) q = q.where('volume_id', '=', query.volumeId)
+    const rows = await q.orderBy('created_at', query.sortDir).orderBy('id', query.sortDir).execute()
+    const all = rows.map(rowToSnapshot)
+    let start = query.offset ?? 0
+    if (query.marker !== undefined) {
+      const at = all.findIndex((s) => s.id === query.marker)
+      if (at < 0) throw badRequest(`Invalid marker: snapshot ${query.marker} could not be found.`)
+      start = at + 1
+    }
+    const end = query.limit === undefined ? all.length : start + query.limit
+    return { snapshots: all.slice(start, end), more: end < all.length }
+  }
+
+  async create(principal: Principal, input: { volume_id: string; name?: string | null; description?: string | null; force?: boolean; metadata?: Record<string, string> }): Promise<SnapshotRecord> {
+    const caller = callerOf(principal)
+    const id = await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.volumes.find(caller, input.volume_id, tx)
+      authorize(volumePolicy, 'snapshot:create', principal, { projectId: volume.projectId })
+      const ok = volume.status === 'available' || (volume.status === 'in-use' && input.force === true)
+      if (!ok) {
+        throw badRequest(
+          volume.status === 'in-use'
+            ? `Invalid volume: Volume ${volume.id} is in-use: pass force=true to snapshot an attached volume.`
+            : `Invalid volume: Volume ${volume.id} status must be available, but it is ${volume.status}.`,
+        )
+      }
+      await checkQuota(tx, this.store.capabilities, volume.projectId, { snapshots: 1, gigabytes: volume.size })
+      const snapshotId = randomUUID()
+      const now = this.now()
+      await tx
+        .insertInto('volume_snapshots')
+        .values({
+          id: snapshotId,
+          project_id: volume.projectId,
+          user_id: caller.userId,
+          volume_id: volume.id,
+          name: input.name ?? null,
+          description: input.description ?? null,
+          status: 'creating',
+          size: volume.size,
+          metadata: JSON.stringify(input.metadata ?? {}),
+          created_at: now,
+          updated_at: now,
+        })
+        .execute()
+      await this.queue.enqueue({ kind: VOLUME_TASKS.snapshotCreate, subjectId: snapshotId, payload: { id: snapshotId }, runAfter: now + this.volumes.workDelayMs }, tx)
+      return snapshotId
+    })
+    this.options.wake?.()
+    return this.find(caller, id)
+  }
+
+  async update(principal: Principal, id: string, changes: { name?: string | null; description?: string | null }): Promise<SnapshotRecord> {
+    const caller = callerOf(principal)
+    return this.store.db.transaction().execute(async (tx) => {
+      const snapshot = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'snapshot:update', principal, { projectId: snapshot.projectId })
+      await tx
+        .updateTable('volume_snapshots')
+        .set({
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
+          ...(changes.description !== undefined ? { description: changes.description } : {}),
+          updated_at: this.now(),
+        })
+        .where('id', '=', id)
+        .execute()
+      return this.find(caller, id, tx)
+    })
+  }
+
+  async setMetadata(principal: Principal, id: string, metadata: Record<string, string>, replace: boolean): Promise<Record<string, string>> {
+    const caller = callerOf(principal)
+    return this.store.db.transaction().execute(async (tx) => {
+      const snapshot = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'snapshot:update', principal, { projectId: snapshot.projectId })
+      const next = replace ? { ...metadata } : { ...snapshot.metadata, ...metadata }
+      await tx.updateTable('volume_snapshots').set({ metadata: JSON.stringify(next), updated_at: this.now() }).where('id', '=', id).execute()
+      return next
+    })
+  }
+
+  async delete(principal: Principal, id: string): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const snapshot = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'snapshot:delete', principal, { projectId: snapshot.projectId })
+      if (snapshot.status === 'deleting') return
+      if (!['available', 'error'].includes(snapshot.status)) throw badRequest(`Invalid snapshot: Snapshot status must be available or error, but it is ${snapshot.status}.`)
+      await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).execute()
+      await this.queue.enqueue({ kind: VOLUME_TASKS.snapshotDelete, subjectId: id, payload: { id }, runAfter: this.now() + this.volumes.workDelayMs }, tx)
+    })
+    this.options.wake?.()
+  }
+}

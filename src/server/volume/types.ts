@@ -1,0 +1,92 @@
+/** Volume types: a default `__DEFAULT__` made at start, more created by admins. A type in use cannot be deleted. */
+import { randomUUID } from 'node:crypto'
+import { badRequest, conflict, notFound } from '../../contracts/errors.js'
+import type { Principal } from '../auth/principal.js'
+import { authorize } from '../policy/rules.js'
+import { volumePolicy } from '../policy/volume.policy.js'
+import type { Store } from '../storage/store.js'
+import { DEFAULT_VOLUME_TYPE, rowToType, type VolumeTypeRecord } from './model.js'
+import { resolveType } from './repo.js'
+
+export class VolumeTypeService {
+  constructor(private readonly store: Store) {}
+
+  /** Creates the default type when missing; safe on every start. */
+  async ensureDefault(): Promise<void> {
+    await this.store.db
+      .insertInto('volume_types')
+      .values({ id: randomUUID(), name: DEFAULT_VOLUME_TYPE, description: 'Default Volume Type', is_public: 1, extra_specs: '{}', created_at: Date.now() })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute()
+  }
+
+  async list(principal: Principal): Promise<VolumeTypeRecord[]> {
+    authorize(volumePolicy, 'type:get', principal)
+    const rows = await this.store.db.selectFrom('volume_types').selectAll().orderBy('name').execute()
+    return rows.map(rowToType).filter((t) => t.isPublic || principal.roles.includes('admin'))
+  }
+
+  async get(principal: Principal, idOrName: string): Promise<VolumeTypeRecord> {
+    authorize(volumePolicy, 'type:get', principal)
+    const type = await resolveType(this.store.db, idOrName).catch(() => {
+      throw notFound(`Volume type ${idOrName} could not be found.`)
+    })
+    if (!type.isPublic && !principal.roles.includes('admin')) throw notFound(`Volume type ${idOrName} could not be found.`)
+    return type
+  }
+
+  async create(principal: Principal, input: { name: string; description?: string | null; is_public?: boolean; extra_specs?: Record<string, string> }): Promise<VolumeTypeRecord> {
+    authorize(volumePolicy, 'type:manage', principal)
+    const name = input.name.trim()
+    if (name === '' || name.length > 255) throw badRequest('Invalid input received: Volume type name must be 1 to 255 characters.')
+    const id = randomUUID()
+    await this.store.db.transaction().execute(async (tx) => {
+      if (await tx.selectFrom('volume_types').select('id').where('name', '=', name).executeTakeFirst()) throw conflict(`Volume Type ${name} already exists.`)
+      await tx
+        .insertInto('volume_types')
+        .values({ id, name, description: input.description ?? null, is_public: input.is_public === false ? 0 : 1, extra_specs: JSON.stringify(input.extra_specs ?? {}), created_at: Date.now() })
+        .execute()
+    })
+    return resolveType(this.store.db, id)
+  }
+
+  async update(principal: Principal, id: string, input: { name?: string; description?: string | null; is_public?: boolean }): Promise<VolumeTypeRecord> {
+    authorize(volumePolicy, 'type:manage', principal)
+    const type = await this.get(principal, id)
+    await this.store.db
+      .updateTable('volume_types')
+      .set({
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.description !== undefined ? { description: input.description } : {}),
+        ...(input.is_public !== undefined ? { is_public: input.is_public ? 1 : 0 } : {}),
+      })
+      .where('id', '=', type.id)
+      .execute()
+    return resolveType(this.store.db, type.id)
+  }
+
+  async setExtraSpecs(principal: Principal, id: string, specs: Record<string, string>): Promise<Record<string, string>> {
+    authorize(volumePolicy, 'type:manage', principal)
+    const type = await this.get(principal, id)
+    const next = { ...type.extraSpecs, ...specs }
+    await this.store.db.updateTable('volume_types').set({ extra_specs: JSON.stringify(next) }).where('id', '=', type.id).execute()
+    return next
+  }
+
+  async delete(principal: Principal, id: string): Promise<void> {
+    authorize(volumePolicy, 'type:manage', principal)
+    const type = await this.get(principal, id)
+    if (type.name === DEFAULT_VOLUME_TYPE) throw badRequest('The default volume type cannot be deleted.')
+    await this.store.db.transaction().execute(async (tx) => {
+      if (await tx.selectFrom('volumes').select('id').where('volume_type_id', '=', type.id).executeTakeFirst()) {
+        throw badRequest(`Target volume type is still in use: volumes of type ${type.name} exist.`)
+      }
+      await tx.deleteFrom('volume_types').where('id', '=', type.id).execute()
+    })
+  }
+
+  async getDefault(): Promise<VolumeTypeRecord> {
+    const row = await this.store.db.selectFrom('volume_types').selectAll().where('name', '=', DEFAULT_VOLUME_TYPE).executeTakeFirstOrThrow()
+    return rowToType(row)
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * Cinder v3 wire shapes. Fields that depend on the microversion or on being admin are listed in one table per
+ * resource (`since` inclusive), applied by `gated`; nothing else compares versions.
+ */
+import { atLeast, type VolumeVersion } from './microversion.js'
+import { cinderTime, type SnapshotRecord, type VolumeAttachment, type VolumeRecord, type VolumeTypeRecord } from './model.js'
+
+interface Gate<T> {
+  since: string
+  adminOnly?: boolean
+  read: (r: T) => unknown
+}
+
+export interface ViewContext {
+  version: VolumeVersion
+  isAdmin: boolean
+  /** `{base}/volume/v3` */
+  baseUrl: string
+}
+
+function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [key, gate] of Object.entries(table)) {
+    if (atLeast(ctx.version, gate.since) && (!gate.adminOnly || ctx.isAdmin)) out[key] = gate.read(record)
+  }
+  return out
+}
+
+const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
+  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: () => 'pcc@simulated#simulated' },
+  'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
+  'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
+  group_id: { since: '3.13', read: () => null },
+  provider_id: { since: '3.21', adminOnly: true, read: () => null },
+  service_uuid: { since: '3.48', adminOnly: true, read: () => null },
+  shared_targets: { since: '3.48', read: () => false },
+}
+
+const SNAPSHOT_GATES: Record<string, Gate<SnapshotRecord>> = {
+  group_snapshot_id: { since: '3.14', read: () => null },
+  user_id: { since: '3.41', read: (s) => s.userId },
+}
+
+function links(ctx: ViewContext, kind: string, id: string) {
+  const bookmark = ctx.baseUrl.replace(/\/v3$/, '')
+  return [
+    { href: `${ctx.baseUrl}/${kind}/${id}`, rel: 'self' },
+    { href: `${bookmark}/${kind}/${id}`, rel: 'bookmark' },
+  ]
+}
+
+export function volumeSummary(v: VolumeRecord, ctx: ViewContext): Record<string, unknown> {
+  return { id: v.id, name: v.name, links: links(ctx, 'volumes', v.id) }
+}
+
+export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, unknown> {
+  return {
+    id: v.id,
+    name: v.name,
+    description: v.description,
+    status: v.status,
+    size: v.size,
+    availability_zone: v.availabilityZone,
+    created_at: cinderTime(v.createdAt),
+    updated_at: cinderTime(v.updatedAt),
+    volume_type: v.volumeTypeName,
+    snapshot_id: v.snapshotId,
+    source_volid: v.sourceVolid,
+    // Cinder sends the flag as a string.
+    bootable: v.bootable ? 'true' : 'false',
+    encrypted: false,
+    multiattach: false,
+    replication_status: null,
+    consistencygroup_id: null,
+    migration_status: null,
+    metadata: v.metadata,
+    user_id: v.userId,
+    'os-vol-tenant-attr:tenant_id': v.projectId,
+    attachments: v.attachments
+      .filter((a) => a.attachStatus !== 'reserved')
+      .map((a) => ({
+        id: v.id,
+        attachment_id: a.id,
+        volume_id: v.id,
+        server_id: a.serverId,
+        host_name: a.hostName,
+        device: a.device,
+        attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
+      })),
+    links: links(ctx, 'volumes', v.id),
+    ...(v.imageMetadata ? { volume_image_metadata: v.imageMetadata } : {}),
+    ...gated(VOLUME_GATES, v, ctx),
+  }
+}
+
+export function snapshotSummary(s: SnapshotRecord, ctx: ViewContext): Record<string, unknown> {
+  return {
+    id: s.id,
+    name: s.name,
+    description: s.description,
+    status: s.status,
+    size: s.size,
+    volume_id: s.volumeId,
+    metadata: s.metadata,
+    created_at: cinderTime(s.createdAt),
+    updated_at: cinderTime(s.updatedAt),
+    ...gated(SNAPSHOT_GATES, s, ctx),
+  }
+}
+
+export function snapshotDetail(s: SnapshotRecord, ctx: ViewContext): Record<string, unknown> {
+  return {
+    ...snapshotSummary(s, ctx),
+    'os-extended-snapshot-attributes:progress': s.status === 'available' ? '100%' : '0%',
+    'os-extended-snapshot-attributes:project_id': s.projectId,
+  }
+}
+
+export function typeView(t: VolumeTypeRecord, isAdmin: boolean): Record<string, unknown> {
+  return {
+    id: t.id,
+    name: t.name,
+    description: t.description,
+    is_public: t.isPublic,
+    'os-volume-type-access:is_public': t.isPublic,
+    // Extra specs are an operator's business.
+    ...(isAdmin ? { extra_specs: t.extraSpecs, qos_specs_id: null } : {}),
+  }
+}
+
+/** Cinder's attachment record (the /attachments API, 3.27+). */
+export function attachmentView(a: VolumeAttachment, detail: boolean): Record<string, unknown> {
+  return {
+    id: a.id,
+    volume_id: a.volumeId,
+    instance: a.serverId,
+    status: a.attachStatus,
+    ...(detail
+      ? {
+          attach_mode: 'rw',
+          attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
+          detached_at: null,
+          connection_info: null,
+        }
+      : {}),
+  }
+}

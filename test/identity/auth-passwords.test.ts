@@ -1,0 +1,88 @@
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { DEFAULT_COST, needsRehash } from '../../src/server/crypto/passwords.js'
+import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { createUser, identityWrite, post, passwordAuth } from './auth-helpers.js'
+
+const GENERIC_401 = 'The request you have made requires authentication.'
+
+for (const dialect of DIALECTS) {
+  describe(`password security compliance (${dialect})`, () => {
+    let server: TestServer
+    before(async () => {
+      server = await startTestServer({ dialect, env: { PCC_LOCKOUT_FAILURE_ATTEMPTS: '3', PCC_LOCKOUT_DURATION_SECONDS: '2' } })
+    })
+    after(() => server?.close())
+
+    it('locks a user after N failed passwords for the configured duration, then lets the right password in', async () => {
+      const userId = await createUser(server, { name: 'locky', password: 'right-password' })
+      for (let i = 0; i < 3; i++) {
+        const r = await post(server, passwordAuth({ id: userId, password: 'wrong' }))
+        assert.equal(r.status, 401)
+        assert.equal(r.body.error.message, GENERIC_401)
+      }
+      const locked = await post(server, passwordAuth({ id: userId, password: 'right-password' }))
+      assert.equal(locked.status, 401)
+      assert.match(locked.body.error.message, /locked/)
+      const row = await server.deps.store.db.selectFrom('users').select(['failed_auth_count']).where('id', '=', userId).executeTakeFirstOrThrow()
+      assert.equal(row.failed_auth_count, 3)
+      await new Promise((r) => setTimeout(r, 2200))
+      const ok = await post(server, passwordAuth({ id: userId, password: 'right-password' }))
+      assert.equal(ok.status, 201)
+      const reset = await server.deps.store.db.selectFrom('users').select(['failed_auth_count']).where('id', '=', userId).executeTakeFirstOrThrow()
+      assert.equal(reset.failed_auth_count, 0, 'a success resets the count')
+    })
+
+    it('does not lock users with ignore_lockout_failure_attempts', async () => {
+      const userId = await createUser(server, { name: 'unlockable', password: 'right-password', options: { ignore_lockout_failure_attempts: true } })
+      for (let i = 0; i < 4; i++) await post(server, passwordAuth({ id: userId, password: 'wrong' }))
+      assert.equal((await post(server, passwordAuth({ id: userId, password: 'right-password' }))).status, 201)
+    })
+
+    it('refuses an expired password unless ignore_password_expiry is set', async () => {
+      const expired = await createUser(server, { name: 'old-pw', password: 'old-password', passwordExpiresAt: Date.now() - 1000 })
+      const r = await post(server, passwordAuth({ id: expired, password: 'old-password' }))
+      assert.equal(r.status, 401)
+      assert.match(r.body.error.message, /expired/)
+      // The wrong password still gets the generic answer: expiry is only told to who knows the password.
+      assert.equal((await post(server, passwordAuth({ id: expired, password: 'nope' }))).body.error.message, GENERIC_401)
+      const ignoring = await createUser(server, { name: 'old-pw-ok', password: 'old-password', passwordExpiresAt: Date.now() - 1000, options: { ignore_password_expiry: true } })
+      assert.equal((await post(server, passwordAuth({ id: ignoring, password: 'old-password' }))).status, 201)
+      const future = await createUser(server, { name: 'new-pw', password: 'new-password', passwordExpiresAt: Date.now() + 86_400_000 })
+      const ok = await post(server, passwordAuth({ id: future, password: 'new-password' }))
+      assert.equal(ok.status, 201)
+      assert.match(ok.body.token.user.password_expires_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/)
+    })
+
+    it('rehashes a password stored at another cost on the next login', async () => {
+      const userId = await createUser(server, { name: 'rehash', password: 'some-password' })
+      const before = await server.deps.store.db.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirstOrThrow()
+      assert.ok(needsRehash(before.password_hash!, DEFAULT_COST))
+      assert.equal((await post(server, passwordAuth({ id: userId, password: 'some-password' }))).status, 201)
+      const afterRow = await server.deps.store.db.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirstOrThrow()
+      assert.equal(needsRehash(afterRow.password_hash!, DEFAULT_COST), false)
+      assert.notEqual(afterRow.password_hash, before.password_hash)
+      assert.equal((await post(server, passwordAuth({ id: userId, password: 'some-password' }))).status, 201)
+    })
+
+    it('verifyLogin (for other login surfaces) accepts a name or an e-mail in a domain and counts failures', async () => {
+      const userId = await createUser(server, { name: 'oidc-user', password: 'oidc-password' })
+      await identityWrite(server, (db) => db.updateTable('users').set({ email: 'oidc@example.com' }).where('id', '=', userId).execute())
+      const flow = server.deps.identityAuth
+      assert.equal(await flow.verifyLogin('oidc-user', { name: 'Default' }, 'oidc-password'), userId)
+      assert.equal(await flow.verifyLogin('oidc@example.com', { id: 'default' }, 'oidc-password'), userId)
+      await assert.rejects(flow.verifyLogin('oidc@example.com', { id: 'default' }, 'wrong'), (err: Error & { code?: string }) => err.code === 'unauthorized' && err.message === GENERIC_401)
+      await assert.rejects(flow.verifyLogin('nobody@example.com', { id: 'default' }, 'x'), (err: Error & { code?: string }) => err.code === 'unauthorized' && err.message === GENERIC_401)
+      const row = await server.deps.store.db.selectFrom('users').select('failed_auth_count').where('id', '=', userId).executeTakeFirstOrThrow()
+      assert.equal(row.failed_auth_count, 1)
+    })
+
+    it('refuses a user of a disabled domain', async () => {
+      await identityWrite(server, (db) =>
+        db.insertInto('domains').values({ id: 'closed', name: 'Closed', description: '', enabled: 0, options: '{}', extra: '{}', created_at: Date.now() }).execute(),
+      )
+      const userId = await createUser(server, { name: 'in-closed', password: 'pw-closed', domainId: 'closed' })
+      assert.equal((await post(server, passwordAuth({ id: userId, password: 'pw-closed' }))).status, 401)
+    })
+  })
+}

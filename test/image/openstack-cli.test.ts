@@ -1,0 +1,95 @@
+/**
+ * End to end with the real `openstack` client (python3-openstackclient): the catalog leads it to the image and
+ * block storage services, and its everyday commands work. A missing client fails the test: CI installs it.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
+import { eventually } from './support.js'
+
+describe('openstack CLI against the image and block storage services', { timeout: 600_000 }, () => {
+  let server: TestServer
+  let env: Record<string, string>
+  let dir: string
+
+  before(async () => {
+    server = await startTestServer({ publicUrlFromListen: true })
+    env = adminEnv(server)
+    dir = mkdtempSync(join(tmpdir(), 'pcc-cli-'))
+  })
+  after(async () => {
+    await server.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  async function volumeStatus(name: string, status: string) {
+    return eventually(async () => {
+      const shown = await openstackJson<{ status: string }>(['volume', 'show', name], env)
+      return shown.status === status ? shown : undefined
+    }, 60_000, `volume ${name} ${status}`)
+  }
+
+  it('image create --file, save, list, show, set and delete', async () => {
+    const file = join(dir, 'disk.raw')
+    const data = randomBytes(3 * 1024 * 1024 + 5)
+    writeFileSync(file, data)
+    const created = await openstackJson<{ id: string; status: string }>(['image', 'create', '--file', file, '--disk-format', 'raw', '--container-format', 'bare', 'cli-image'], env)
+    assert.ok(created.id)
+    const saved = join(dir, 'saved.raw')
+    const save = await openstack(['image', 'save', '--file', saved, 'cli-image'], env)
+    assert.equal(save.code, 0, save.stderr)
+    assert.ok(readFileSync(saved).equals(data), 'image save returns the uploaded bytes')
+    const list = await openstackJson<{ Name: string; Status: string }[]>(['image', 'list'], env)
+    assert.ok(list.some((i) => i.Name === 'cli-image' && i.Status === 'active'))
+    assert.ok(list.some((i) => i.Name === 'cirros-0.6.2-x86_64-disk'))
+    const set = await openstack(['image', 'set', '--name', 'cli-image-2', '--property', 'os_distro=debian', '--min-disk', '1', 'cli-image'], env)
+    assert.equal(set.code, 0, set.stderr)
+    const shown = await openstackJson<{ name: string; min_disk: number; properties: Record<string, unknown>; size: number }>(['image', 'show', 'cli-image-2'], env)
+    assert.equal(shown.name, 'cli-image-2')
+    assert.equal(shown.min_disk, 1)
+    assert.equal(shown.properties.os_distro, 'debian')
+    assert.equal(shown.size, data.length)
+    const del = await openstack(['image', 'delete', 'cli-image-2'], env)
+    assert.equal(del.code, 0, del.stderr)
+    const gone = await openstack(['image', 'show', 'cli-image-2'], env)
+    assert.notEqual(gone.code, 0)
+  })
+
+  it('volume create --size and --image, list, show, set, delete; snapshots', async () => {
+    const blank = await openstackJson<{ id: string; size: number }>(['volume', 'create', '--size', '1', 'cli-vol'], env)
+    assert.equal(blank.size, 1)
+    await volumeStatus('cli-vol', 'available')
+    const fromImage = await openstackJson<{ id: string }>(['volume', 'create', '--size', '1', '--image', 'cirros-0.6.2-x86_64-disk', 'cli-boot'], env)
+    const boot = await volumeStatus('cli-boot', 'available')
+    assert.equal((boot as unknown as { bootable: string }).bootable, 'true')
+    assert.ok(fromImage.id)
+    const list = await openstackJson<{ Name: string; Status: string }[]>(['volume', 'list'], env)
+    assert.deepEqual(list.map((v) => v.Name).sort(), ['cli-boot', 'cli-vol'])
+    const set = await openstack(['volume', 'set', '--name', 'cli-vol-2', '--property', 'tier=gold', '--size', '2', 'cli-vol'], env)
+    assert.equal(set.code, 0, set.stderr)
+    const grown = await volumeStatus('cli-vol-2', 'available')
+    assert.equal((grown as unknown as { size: number }).size, 2)
+    assert.deepEqual((grown as unknown as { properties: Record<string, string> }).properties, { tier: 'gold' })
+
+    const snap = await openstackJson<{ id: string }>(['volume', 'snapshot', 'create', '--volume', 'cli-vol-2', 'cli-snap'], env)
+    assert.ok(snap.id)
+    await eventually(async () => {
+      const snaps = await openstackJson<{ Name: string; Status: string }[]>(['volume', 'snapshot', 'list'], env)
+      return snaps.some((s) => s.Name === 'cli-snap' && s.Status === 'available')
+    }, 60_000, 'snapshot available')
+    const delSnap = await openstack(['volume', 'snapshot', 'delete', 'cli-snap'], env)
+    assert.equal(delSnap.code, 0, delSnap.stderr)
+    await eventually(async () => (await openstackJson<unknown[]>(['volume', 'snapshot', 'list'], env)).length === 0, 60_000, 'snapshot deleted')
+
+    for (const name of ['cli-vol-2', 'cli-boot']) {
+      const del = await openstack(['volume', 'delete', name], env)
+      assert.equal(del.code, 0, del.stderr)
+    }
+    await eventually(async () => (await openstackJson<unknown[]>(['volume', 'list'], env)).length === 0, 60_000, 'volumes deleted')
+  })
+})

@@ -1,0 +1,111 @@
+/**
+ * The real `openstack` client (python3-openstackclient) against the network API. Two ways in:
+ * - the normal one: password authentication at the identity service, network endpoint from the catalog
+ *   (needs POST /identity/v3/auth/tokens, built by the identity area);
+ * - a token with an endpoint override (keystoneauth's admin_token plugin), which exercises the network API
+ *   alone, as clients configured with `network_endpoint_override` do.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
+import { admin, type Json } from './helpers.js'
+
+type Env = Record<string, string>
+
+const ways: { name: string; env: (server: TestServer) => Promise<Env> }[] = [
+  { name: 'password auth, endpoint from the catalog', env: async (server) => adminEnv(server) },
+  {
+    name: 'token with a network endpoint override',
+    env: async (server) => ({
+      OS_AUTH_TYPE: 'admin_token',
+      OS_TOKEN: (await admin(server)).token,
+      OS_ENDPOINT: `${server.url}/network`,
+      OS_NETWORK_ENDPOINT_OVERRIDE: `${server.url}/network`,
+    }),
+  },
+]
+
+for (const way of ways) {
+  describe(`openstack CLI against the network API (${way.name})`, () => {
+    let server: TestServer
+    let env: Env
+    const json = <T = Json>(...args: string[]) => openstackJson<T>(args, env)
+
+    before(async () => {
+      server = await startTestServer({ publicUrlFromListen: true })
+      env = await way.env(server)
+    })
+    after(() => server.close())
+
+    it('network create/list/show/delete', async () => {
+      const net = await json('network', 'create', 'cli-net', '--mtu', '1450', '--tag', 'blue')
+      assert.equal(net.name, 'cli-net')
+      assert.deepEqual(net.tags, ['blue'])
+      assert.equal(net.mtu, 1450)
+      const list = await json<Json[]>('network', 'list')
+      assert.ok(list.some((n) => n.ID === net.id && n.Name === 'cli-net'))
+      const shown = await json('network', 'show', 'cli-net')
+      assert.equal(shown.id, net.id)
+      const gone = await openstack(['network', 'delete', 'cli-net'], env)
+      assert.equal(gone.code, 0, gone.stderr)
+      const missing = await openstack(['network', 'show', 'cli-net'], env)
+      assert.notEqual(missing.code, 0)
+      assert.match(missing.stderr, /No Network found for cli-net/)
+    })
+
+    it('subnet, port, security group, router and floating IP commands', async () => {
+      const ext = await json('network', 'create', '--external', 'public')
+      assert.equal(ext['router:external'], true)
+      await json('subnet', 'create', '--network', 'public', '--subnet-range', '203.0.113.0/24', '--no-dhcp', 'public-subnet')
+      await json('network', 'create', 'private')
+      const subnet = await json('subnet', 'create', '--network', 'private', '--subnet-range', '10.10.0.0/24', '--dns-nameserver', '10.10.0.53', 'private-subnet')
+      assert.equal(subnet.cidr, '10.10.0.0/24')
+      assert.equal(subnet.gateway_ip, '10.10.0.1')
+      const subnets = await json<Json[]>('subnet', 'list')
+      assert.deepEqual(subnets.map((s) => s.Subnet).sort(), ['10.10.0.0/24', '203.0.113.0/24'])
+      const badCidr = await openstack(['subnet', 'create', '--network', 'private', '--subnet-range', '10.10.300.0/24', 'bad'], env)
+      assert.notEqual(badCidr.code, 0)
+      assert.match(badCidr.stderr, /not a valid IP subnet/)
+
+      const port = await json('port', 'create', '--network', 'private', '--fixed-ip', 'subnet=private-subnet,ip-address=10.10.0.20', 'cli-port')
+      assert.equal(port.name, 'cli-port')
+      assert.match(JSON.stringify(port.fixed_ips), /10\.10\.0\.20/)
+      const ports = await json<Json[]>('port', 'list')
+      assert.ok(ports.some((p) => p.ID === port.id))
+
+      const group = await json('security', 'group', 'create', 'web')
+      assert.equal(group.name, 'web')
+      const rule = await json('security', 'group', 'rule', 'create', '--protocol', 'tcp', '--dst-port', '443', 'web')
+      assert.equal(rule.port_range_min, 443)
+      assert.equal(rule.security_group_id, group.id)
+      const groups = await json<Json[]>('security', 'group', 'list')
+      assert.deepEqual(groups.map((g) => g.Name).sort(), ['default', 'web'])
+
+      const router = await json('router', 'create', 'edge')
+      assert.equal(router.name, 'edge')
+      const set = await openstack(['router', 'set', '--external-gateway', 'public', 'edge'], env)
+      assert.equal(set.code, 0, set.stderr)
+      const add = await openstack(['router', 'add', 'subnet', 'edge', 'private-subnet'], env)
+      assert.equal(add.code, 0, add.stderr)
+      const shown = await json('router', 'show', 'edge')
+      assert.equal(shown.external_gateway_info.network_id, ext.id)
+      assert.match(JSON.stringify(shown.interfaces_info), /10\.10\.0\.1/)
+
+      const fip = await json('floating', 'ip', 'create', 'public')
+      assert.match(fip.floating_ip_address, /^203\.0\.113\./)
+      const assoc = await openstack(['floating', 'ip', 'set', '--port', 'cli-port', fip.floating_ip_address], env)
+      assert.equal(assoc.code, 0, assoc.stderr)
+      const fipShown = await json('floating', 'ip', 'show', fip.id)
+      assert.equal(fipShown.port_id, port.id)
+      assert.equal(fipShown.fixed_ip_address, '10.10.0.20')
+      const fips = await json<Json[]>('floating', 'ip', 'list')
+      assert.equal(fips[0]['Fixed IP Address'], '10.10.0.20')
+
+      // A network with ports cannot go; Neutron's message reaches the user.
+      const inUse = await openstack(['network', 'delete', 'private'], env)
+      assert.notEqual(inUse.code, 0)
+      assert.match(inUse.stderr, /ports still in use/)
+    })
+  })
+}
