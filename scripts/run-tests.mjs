@@ -35,6 +35,8 @@ const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test
   stdio: 'inherit',
   env: { ...process.env, PCC_TEST_PG_URL: url },
 })
+// Ctrl-C or a CI timeout: stop the tests, then PostgreSQL, so no server is left running on the machine.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal))
 const code = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
 await pg.stop().catch(() => {})
 rmSync(dataDir, { recursive: true, force: true })

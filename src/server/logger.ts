@@ -18,6 +18,45 @@ export const REDACT_PATHS = [
   '*.adminPassword',
 ]
 
+/** Query parameters whose values never reach a log line (OAuth flows and some clients put secrets in URLs). */
+const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_token|client_secret|code|secret|passcode|totp)$/i
+
+/** The request URL as logged: path and query, with secret parameter values replaced. */
+export function redactUrlQuery(url: string): string {
+  const q = url.indexOf('?')
+  if (q < 0) return url
+  const params = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=')
+      const name = decodeURIComponentSafe(eq < 0 ? pair : pair.slice(0, eq))
+      return eq >= 0 && SECRET_QUERY_PARAMS.test(name) ? `${pair.slice(0, eq)}=[redacted]` : pair
+    })
+  return `${url.slice(0, q)}?${params.join('&')}`
+}
+
+function decodeURIComponentSafe(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+interface LoggedRequest {
+  method: string
+  url: string
+  host?: string
+  ip?: string
+  socket?: { remotePort?: number }
+}
+
+/** Replaces Fastify's request serializer (pino's own serializers win over Fastify's defaults). */
+const serializers = {
+  req: (req: LoggedRequest) => ({ method: req.method, url: redactUrlQuery(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }),
+}
+
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid } }, destination as pino.DestinationStream)
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid }, serializers }, destination as pino.DestinationStream)
 }

@@ -6,10 +6,11 @@
 import { loadConfig, settingsHelp } from './config/load.js'
 import { ConfigError } from './config/settings.js'
 import { createLogger } from './logger.js'
-import { startServer, StartupError } from './runtime.js'
+import { startServer, StartupError, type RunningServer } from './runtime.js'
 
+/** One line on stderr, whatever the message holds (driver errors can span several lines). */
 function fail(message: string, code: number): never {
-  process.stderr.write(`pcc-server: error: ${message}\n`)
+  process.stderr.write(`pcc-server: error: ${message.replace(/\s*\n\s*/g, ' ').trim()}\n`)
   process.exit(code)
 }
 
@@ -27,11 +28,37 @@ async function main(): Promise<void> {
     throw err
   }
   const logger = createLogger(config.logLevel)
-  let server
+
+  // Installed before anything starts, so a signal that arrives early is never met by the default handler.
+  let server: RunningServer | undefined
+  let signalled: string | undefined
+  const shutdown = (signal: string) => {
+    // A second Ctrl-C means "now": the operator gave up waiting for the drain.
+    if (signalled) {
+      if (signal === 'SIGINT') process.exit(130)
+      return
+    }
+    signalled = signal
+    logger.info({ signal }, 'shutting down')
+    // During start-up there is nothing to drain: every start-up write is a transaction, so stopping is safe.
+    if (!server) process.exit(0)
+    server.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'shutdown failed')
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+  process.on('SIGINT', () => shutdown('SIGINT'))
+
   try {
     server = await startServer(config, logger)
   } catch (err) {
     if (err instanceof StartupError) fail(err.message, 1)
+    // Not an operator mistake we know of: keep the stack in the log for a bug report, one line on stderr.
+    logger.error({ err }, 'start-up failed')
     fail(`start-up failed: ${(err as Error).message}`, 1)
   }
   const { urls } = server.deps
@@ -53,19 +80,6 @@ async function main(): Promise<void> {
     )
   }
   process.stdout.write(lines.join('\n') + '\n\n')
-
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down')
-    server.stop().then(
-      () => process.exit(0),
-      (err) => {
-        logger.error({ err }, 'shutdown failed')
-        process.exit(1)
-      },
-    )
-  }
-  process.once('SIGTERM', () => shutdown('SIGTERM'))
-  process.once('SIGINT', () => shutdown('SIGINT'))
 }
 
 main().catch((err) => fail((err as Error).message, 1))

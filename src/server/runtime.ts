@@ -3,11 +3,12 @@
  * clear message: data dir → store → migrations → master key → bootstrap → token keys → HTTP → task runner.
  * main.ts (the process) and the tests both start servers through here.
  */
-import { mkdirSync, readFileSync } from 'node:fs'
+import { accessSync, constants as fsConstants, mkdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { buildApp } from './app.js'
+import type { OpsState } from './http/ops-routes.js'
 import type { Config } from './config/settings.js'
 import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
@@ -46,11 +47,32 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
+const FS_REASONS: Record<string, string> = {
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EEXIST: 'it exists and is not a directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on the device',
+}
+
+function fsReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code
+  return code && FS_REASONS[code] ? `${FS_REASONS[code]} (${code})` : ((err as Error).message ?? String(err))
+}
+
+/** The data dir must be a directory this process can write: checked first, so the message names it plainly. */
 function ensureDataDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true })
   } catch (err) {
-    throw new StartupError(`data directory ${dir} cannot be created: ${(err as NodeJS.ErrnoException).code ?? String(err)}`)
+    throw new StartupError(`data directory ${dir} cannot be created: ${fsReason(err)}`)
+  }
+  try {
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'EEXIST' })
+    accessSync(dir, fsConstants.W_OK)
+  } catch (err) {
+    throw new StartupError(`data directory ${dir} is not writable: ${fsReason(err)}`)
   }
 }
 
@@ -63,6 +85,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     throw err instanceof StoreOpenError ? new StartupError(err.message) : err
   }
   let tokensStarted: TokenService | undefined
+  for (const warning of store.warnings) logger.warn({ dialect: store.dialect }, warning)
   try {
     const report = await migrate(store)
     logger.info({ applied: report.applied, alreadyApplied: report.alreadyApplied, dialect: store.dialect }, 'migrations done')
@@ -99,6 +122,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
+    queue.onEnqueue(() => runner.wake())
     const deps: AppDeps = {
       config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor,
       network: new NetworkService(store),
@@ -125,7 +149,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
 
     // Simulated hosts registered and the store reconciled before the first request or task.
     await conductor.start()
-    const app = await buildApp(deps, { https })
+    const state: OpsState = { migrated: true, closing: false }
+    const app = await buildApp(deps, { https, state })
     try {
       await app.listen({ host: config.listen.host, port: config.listen.port })
     } catch (err) {
@@ -162,11 +187,13 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       clusterJobs,
       stop: () =>
         (stopping ??= (async () => {
+          state.closing = true
           await app.close()
           await clusterJobs.stop()
           conductor.stop()
           tokens.stop()
-          await runner.stop(10_000)
+          // Handlers get a while to finish; past a lease's length a dead process's work would move anyway.
+          await runner.stop(Math.min(10_000, config.taskLeaseSeconds * 1000))
           await store.close()
         })()),
     }

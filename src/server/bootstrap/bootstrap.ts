@@ -4,11 +4,14 @@
  * public URL. Existing rows are kept; endpoints are moved when the public URL changed.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
 import type { Db, Store } from '../storage/store.js'
 import { hashPassword, verifyPassword } from '../crypto/passwords.js'
 import { CATALOG_SERVICES, DEFAULT_REGION, ENDPOINT_INTERFACES } from './catalog.js'
 
 export const DEFAULT_DOMAIN_ID = 'default'
+/** Shared by every pcc process (next to the migrations' key), so concurrent bootstraps serialise. */
+const BOOTSTRAP_LOCK_KEY = 7_243_002
 export const ROLE_NAMES = ['admin', 'member', 'reader'] as const
 
 /** Keystone-style ids: a UUID4 as 32 hex characters. */
@@ -25,6 +28,9 @@ export interface BootstrapResult {
 
 export async function bootstrap(store: Store, options: { publicUrl: string; adminPassword?: string }): Promise<BootstrapResult> {
   return store.db.transaction().execute(async (tx) => {
+    // Replicas starting together on one empty PostgreSQL take turns; each later one finds the rows in place.
+    // (A transaction-scoped lock, released at commit; READ COMMITTED lets the reads below see the first one's rows.)
+    if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(${BOOTSTRAP_LOCK_KEY})`.execute(tx)
     const now = Date.now()
     await tx
       .insertInto('domains')

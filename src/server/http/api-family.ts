@@ -32,6 +32,9 @@ export function toPublicError(err: unknown, request: FastifyRequest): PublicErro
     // Fastify names the failing field in its message, e.g. "body/server must have required property 'name'".
     return { status: 400, code: 'bad_request', message: `Invalid input: ${fe.message}` }
   }
+  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { status: 413, code: 'payload_too_large', message: `The request body is larger than the limit of ${request.routeOptions.bodyLimit} bytes.` }
+  }
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     const code = STATUS_TO_CODE.get(fe.statusCode) ?? 'bad_request'
     return { status: fe.statusCode, code, message: fe.message }

@@ -15,7 +15,9 @@ export function createMetrics(queue: TaskQueue): Registry {
     labelNames: ['status'],
     registers: [registry],
     async collect() {
-      const depth = await queue.depth()
+      // With the database away the other metrics still matter: keep the last depth rather than fail the scrape.
+      const depth = await queue.depth().catch(() => undefined)
+      if (!depth) return
       this.set({ status: 'queued' }, depth.queued)
       this.set({ status: 'running' }, depth.running)
     },

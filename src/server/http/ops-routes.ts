@@ -6,22 +6,63 @@ import type { AppDeps } from '../deps.js'
 export interface OpsState {
   /** Set once migrations and bootstrap have finished. */
   migrated: boolean
+  /** Set when a graceful stop began: responses then close their connection so the drain ends. */
+  closing?: boolean
+}
+
+/** A database that accepts connections but never answers must not hang the readiness probe. */
+const PING_TIMEOUT_MS = 2000
+
+const readiness = {
+  type: 'object',
+  properties: {
+    status: { type: 'string', enum: ['ready', 'starting', 'unavailable'] },
+    database: { type: 'string', enum: ['ok', 'unreachable', 'unknown'] },
+    migrations: { type: 'string', enum: ['done', 'pending'] },
+  },
+  required: ['status', 'database', 'migrations'],
+} as const
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)))
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
 export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: Registry, state: OpsState): void {
   const hidden = { schema: { hide: true } }
-  app.get('/healthz', hidden, async () => ({ status: 'ok' }))
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        summary: 'Liveness: the process is up and serving HTTP',
+        tags: ['operations'],
+        response: { 200: { type: 'object', properties: { status: { type: 'string', const: 'ok' } }, required: ['status'] } },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  )
 
-  app.get('/readyz', hidden, async (_request, reply) => {
-    if (!state.migrated) return reply.code(503).send({ status: 'starting', database: 'unknown', migrations: 'pending' })
-    try {
-      await deps.store.ping()
-    } catch (err) {
-      deps.logger.warn({ err }, 'readiness: database unreachable')
-      return reply.code(503).send({ status: 'unavailable', database: 'unreachable', migrations: 'done' })
-    }
-    return { status: 'ready', database: 'ok', migrations: 'done' }
-  })
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        summary: 'Readiness: the database answers and migrations are done',
+        tags: ['operations'],
+        response: { 200: readiness, 503: readiness },
+      },
+    },
+    async (_request, reply) => {
+      if (!state.migrated) return reply.code(503).send({ status: 'starting', database: 'unknown', migrations: 'pending' })
+      try {
+        await withTimeout(deps.store.ping(), PING_TIMEOUT_MS, 'the database ping')
+      } catch (err) {
+        deps.logger.warn({ err }, 'readiness: database unreachable')
+        return reply.code(503).send({ status: 'unavailable', database: 'unreachable', migrations: 'done' })
+      }
+      return { status: 'ready', database: 'ok', migrations: 'done' }
+    },
+  )
 
   app.get('/metrics', hidden, async (_request, reply) => {
     reply.type(metrics.contentType)

@@ -16,6 +16,8 @@ export interface Store {
   db: Db
   dialect: 'sqlite' | 'postgres'
   capabilities: Capabilities
+  /** Things about the database the operator should know (logged at start), e.g. a collation that orders text unlike SQLite. */
+  warnings: string[]
   /** Throws when the database cannot answer a trivial query. */
   ping(): Promise<void>
   close(): Promise<void>
@@ -58,6 +60,7 @@ function openSqlite(dataDir: string): Store {
     db,
     dialect: 'sqlite',
     capabilities: SQLITE_CAPABILITIES,
+    warnings: [],
     ping: async () => {
       await sql`SELECT 1`.execute(db)
     },
@@ -65,19 +68,37 @@ function openSqlite(dataDir: string): Store {
   }
 }
 
+/** int8 and numeric. */
+const NUMERIC_OIDS = new Set([20, 1700])
+
 async function openPostgres(url: string, poolSize: number): Promise<Store> {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
     connectionTimeoutMillis: 5000,
-    // BIGINT (int8) columns hold epoch milliseconds: parse them as numbers, not strings.
-    types: { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as 'text')) } as pg.CustomTypesConfig,
+    // BIGINT (int8) columns hold epoch milliseconds and count(*) answers int8; sum() of a bigint answers numeric.
+    // Both come back as numbers, as they do from SQLite (exact up to 2^53, far beyond any time or count here).
+    types: { getTypeParser: (oid: number, format?: string) => (NUMERIC_OIDS.has(oid) ? Number : pg.types.getTypeParser(oid, format as 'text')) } as pg.CustomTypesConfig,
   })
   // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
   pool.on('error', () => {})
+  const warnings: string[] = []
   try {
     const client = await pool.connect()
-    client.release()
+    try {
+      // Lists sort by name and page with markers; both dialects must order text by code point, as SQLite does.
+      // Asked of the database itself, so libc, ICU and builtin locale providers are all judged alike.
+      const { rows } = await client.query<{ code_point: boolean; collation: string }>(
+        "SELECT ('B' < '_' AND '_' < 'a' AND 'a' < 'b' AND 'b' < 'ä') AS code_point, datcollate AS collation FROM pg_database WHERE datname = current_database()",
+      )
+      if (rows[0] && !rows[0].code_point) {
+        warnings.push(
+          `the database's collation (${rows[0].collation}) does not sort text by code point as SQLite does, so lists sort differently: create the database with TEMPLATE template0 LOCALE 'C.UTF-8'`,
+        )
+      }
+    } finally {
+      client.release()
+    }
   } catch (err) {
     await pool.end().catch(() => {})
     throw new StoreOpenError(`cannot reach the PostgreSQL database ${redactUrl(url)}: ${(err as Error).message}`)
@@ -87,6 +108,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Store> {
     db,
     dialect: 'postgres',
     capabilities: POSTGRES_CAPABILITIES,
+    warnings,
     ping: async () => {
       await sql`SELECT 1`.execute(db)
     },

@@ -21,6 +21,8 @@ export class PermanentTaskError extends Error {
   override name = 'PermanentTaskError'
 }
 
+const FAILED_CLAIM_RETRY_MS = 2000
+
 export interface RunnerOptions {
   concurrency: number
   leaseMs: number
@@ -67,8 +69,11 @@ export class TaskRunner {
     this.stopped = true
     clearTimeout(this.timer)
     const all = Promise.all([...this.running.values()].map((r) => r.done))
-    const timeout = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref())
+    // A referenced timer: while handlers wait on nothing else, it is what keeps the process alive to release.
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))
     await Promise.race([all, timeout])
+    clearTimeout(timer)
     for (const r of this.running.values()) r.abort.abort(new Error('runner stopping'))
     const released = await this.queue.releaseAll(this.owner)
     if (released > 0) this.options.logger.info({ released }, 'released task leases on shutdown')
@@ -81,6 +86,7 @@ export class TaskRunner {
   private async poll(): Promise<void> {
     this.polling = true
     let claimed = 0
+    let failed = false
     try {
       const free = this.options.concurrency - this.running.size
       if (free > 0) {
@@ -89,6 +95,7 @@ export class TaskRunner {
         for (const task of tasks) this.launch(task)
       }
     } catch (err) {
+      failed = true
       this.options.logger.error({ err }, 'claiming tasks failed')
     } finally {
       this.polling = false
@@ -97,7 +104,8 @@ export class TaskRunner {
     // Claim again at once when the batch was full or someone woke us meanwhile; otherwise sleep.
     const again = this.pollAgain || (claimed > 0 && this.running.size < this.options.concurrency)
     this.pollAgain = false
-    this.timer = setTimeout(() => void this.poll(), again ? 0 : (this.options.idlePollMs ?? 250))
+    // After a failed claim (the database is away) wait longer, so an outage is not a flood of errors.
+    this.timer = setTimeout(() => void this.poll(), failed ? FAILED_CLAIM_RETRY_MS : again ? 0 : (this.options.idlePollMs ?? 250))
     this.timer.unref()
   }
 

@@ -32,6 +32,7 @@ export interface SqlQueueOptions {
 /** The task queue kept in the store's `tasks` table; one implementation for SQLite and PostgreSQL. */
 export class SqlTaskQueue implements TaskQueue {
   private readonly now: () => number
+  private readonly listeners: (() => void)[] = []
 
   constructor(
     private readonly store: Store,
@@ -41,10 +42,6 @@ export class SqlTaskQueue implements TaskQueue {
   }
 
   async enqueue<P>(request: EnqueueRequest<P>, tx: Db = this.store.db): Promise<TaskRecord<P>> {
-    if (request.idempotencyKey) {
-      const existing = await tx.selectFrom('tasks').selectAll().where('idempotency_key', '=', request.idempotencyKey).executeTakeFirst()
-      if (existing) return toRecord(existing) as TaskRecord<P>
-    }
     const now = this.now()
     const row: TaskTable = {
       id: randomUUID(),
@@ -63,8 +60,25 @@ export class SqlTaskQueue implements TaskQueue {
       updated_at: now,
       finished_at: null,
     }
-    await tx.insertInto('tasks').values(row).execute()
+    // ON CONFLICT instead of look-then-insert: two callers racing with one key get one task, and neither
+    // caller's transaction is aborted by a unique violation.
+    const inserted = await tx
+      .insertInto('tasks')
+      .values(row)
+      .$if(request.idempotencyKey !== undefined, (q) => q.onConflict((oc) => oc.column('idempotency_key').doNothing()))
+      .returning('id')
+      .execute()
+    if (inserted.length === 0) {
+      const existing = await tx.selectFrom('tasks').selectAll().where('idempotency_key', '=', request.idempotencyKey!).executeTakeFirstOrThrow()
+      return toRecord(existing) as TaskRecord<P>
+    }
+    for (const listener of this.listeners) listener()
     return toRecord(row) as TaskRecord<P>
+  }
+
+  /** Called after every enqueue of a new task (the runtime wakes this process's runner with it). */
+  onEnqueue(listener: () => void): void {
+    this.listeners.push(listener)
   }
 
   async claim(owner: string, limit: number, kinds?: string[]): Promise<TaskRecord[]> {
@@ -82,6 +96,7 @@ export class SqlTaskQueue implements TaskQueue {
       )
       .$if(kinds !== undefined && kinds.length > 0, (q) => q.where('kind', 'in', kinds!))
       .orderBy('run_after')
+      .orderBy('created_at')
       .orderBy('id')
       .limit(limit)
       // Other processes skip rows this one is claiming instead of waiting for it (SQLite has one writer anyway).
@@ -98,7 +113,7 @@ export class SqlTaskQueue implements TaskQueue {
       .where('id', 'in', due)
       .returningAll()
       .execute()
-    return rows.map(toRecord).sort((a, b) => a.runAfter - b.runAfter || a.id.localeCompare(b.id))
+    return rows.map(toRecord).sort((a, b) => a.runAfter - b.runAfter || a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   }
 
   async heartbeat(taskId: string, owner: string): Promise<boolean> {
@@ -130,14 +145,16 @@ export class SqlTaskQueue implements TaskQueue {
     return this.store.db.transaction().execute(async (tx) => {
       const task = await tx
         .selectFrom('tasks')
-        .selectAll()
+        .select(['attempts', 'max_attempts', 'run_after'])
         .where('id', '=', taskId)
         .where('lease_owner', '=', owner)
         .where('status', '=', 'running')
         .executeTakeFirst()
       if (!task) return false
       const final = options.permanent || task.attempts >= task.max_attempts
-      await tx
+      // The owner check is repeated here: another process may have claimed the task (lease expired) since the
+      // read, and PostgreSQL re-evaluates this condition on the row it waited for.
+      const result = await tx
         .updateTable('tasks')
         .set({
           status: final ? 'failed' : 'queued',
@@ -149,8 +166,10 @@ export class SqlTaskQueue implements TaskQueue {
           finished_at: final ? now : null,
         })
         .where('id', '=', taskId)
-        .execute()
-      return true
+        .where('lease_owner', '=', owner)
+        .where('status', '=', 'running')
+        .executeTakeFirst()
+      return result.numUpdatedRows > 0n
     })
   }
 

@@ -1,0 +1,329 @@
+/**
+ * Operations behaviour every API family shares: health and readiness, Prometheus metrics, request ids, the
+ * body limit and malformed JSON in each family's error shape, the OpenAPI document, graceful stop of tasks.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { createServer, connect, type Server, type Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { buildApp } from '../../src/server/app.js'
+import type { TaskHandler } from '../../src/server/tasks/runner.js'
+import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { freshDatabase } from '../../src/testkit/postgres.js'
+
+const REQUEST_ID = /^req-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** Each family's error body, as its clients parse it. */
+const FAMILY_SHAPES: { path: string; family: string; check: (body: Record<string, unknown>, status: number) => void }[] = [
+  {
+    path: '/compute/v2.1/servers',
+    family: 'compute',
+    check: (body, status) => {
+      const [name, ...rest] = Object.keys(body)
+      assert.deepEqual(rest, [])
+      assert.equal(name, status === 413 ? 'requestEntityTooLarge' : 'badRequest')
+      const fault = body[name] as { code: number; message: string }
+      assert.equal(fault.code, status)
+      assert.equal(typeof fault.message, 'string')
+    },
+  },
+  {
+    path: '/identity/v3/auth/tokens',
+    family: 'identity',
+    check: (body, status) => {
+      const error = body.error as { code: number; title: string; message: string }
+      assert.equal(error.code, status)
+      assert.equal(error.title, status === 413 ? 'Request Entity Too Large' : 'Bad Request')
+      assert.equal(typeof error.message, 'string')
+    },
+  },
+  {
+    path: '/network/v2.0/networks',
+    family: 'network',
+    check: (body) => {
+      const error = body.NeutronError as { type: string; message: string; detail: string }
+      assert.equal(typeof error.type, 'string')
+      assert.equal(typeof error.message, 'string')
+    },
+  },
+  {
+    path: '/image/v2/images',
+    family: 'image',
+    check: (body, status) => {
+      assert.match(String(body.code), new RegExp(`^${status} `))
+      assert.equal(typeof body.message, 'string')
+    },
+  },
+  {
+    path: '/idp/token',
+    family: 'idp',
+    check: (body) => {
+      assert.equal(body.error, 'invalid_request')
+      assert.equal(typeof body.error_description, 'string')
+    },
+  },
+]
+
+describe('operations endpoints', () => {
+  let server: TestServer
+  before(async () => {
+    server = await startTestServer()
+  })
+  after(() => server.close())
+
+  it('/healthz answers 200 without authentication', async () => {
+    const res = await fetch(`${server.url}/healthz`)
+    assert.equal(res.status, 200)
+    assert.deepEqual(await res.json(), { status: 'ok' })
+  })
+
+  it('/readyz answers 200 once the database answers and migrations are done', async () => {
+    const res = await fetch(`${server.url}/readyz`)
+    assert.equal(res.status, 200)
+    assert.deepEqual(await res.json(), { status: 'ready', database: 'ok', migrations: 'done' })
+  })
+
+  it('/readyz answers 503 while migrations are not done', async () => {
+    const app = await buildApp(server.deps, { state: { migrated: false } })
+    try {
+      const res = await app.inject({ method: 'GET', url: '/readyz' })
+      assert.equal(res.statusCode, 503)
+      assert.deepEqual(res.json(), { status: 'starting', database: 'unknown', migrations: 'pending' })
+    } finally {
+      await app.close()
+    }
+  })
+
+  it('puts a request id on every response, and compute also its own header', async () => {
+    const cases: [string, RequestInit, boolean][] = [
+      ['/healthz', {}, false],
+      ['/metrics', {}, false],
+      ['/openapi.json', {}, false],
+      ['/no/such/thing', {}, false],
+      ['/identity/v3/no-such', {}, false],
+      ['/compute/v2.1/no-such', {}, true],
+      ['/compute/v2.1/servers', { method: 'POST', body: '{bad', headers: { 'content-type': 'application/json' } }, true],
+      ['/network/v2.0/no-such', {}, false],
+    ]
+    const seen = new Set<string>()
+    for (const [path, init, compute] of cases) {
+      const res = await fetch(`${server.url}${path}`, init)
+      await res.arrayBuffer()
+      const id = res.headers.get('x-openstack-request-id')
+      assert.match(id ?? '', REQUEST_ID, `${path}: x-openstack-request-id`)
+      seen.add(id!)
+      if (compute) assert.equal(res.headers.get('x-compute-request-id'), id, `${path}: x-compute-request-id`)
+      else assert.equal(res.headers.get('x-compute-request-id'), null, `${path}: no compute header outside compute`)
+    }
+    assert.equal(seen.size, cases.length, 'each request gets its own id')
+  })
+
+  for (const { path, family, check } of FAMILY_SHAPES) {
+    it(`answers a body over the limit with 413 in the ${family} error shape`, async () => {
+      const big = JSON.stringify({ padding: 'x'.repeat(2 << 20) })
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', body: big, headers: { 'content-type': 'application/json' } })
+      assert.equal(res.status, 413)
+      const body = (await res.json()) as Record<string, unknown>
+      check(body, 413)
+      assert.match(JSON.stringify(body), /larger than the limit of 1048576 bytes/)
+    })
+
+    it(`answers malformed JSON with 400 in the ${family} error shape`, async () => {
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', body: '{"auth": {', headers: { 'content-type': 'application/json' } })
+      assert.equal(res.status, 400)
+      check((await res.json()) as Record<string, unknown>, 400)
+    })
+  }
+
+  it('applies the limit to a chunked body without a length as well', async () => {
+    const chunk = new TextEncoder().encode('x'.repeat(64 << 10))
+    let sent = 0
+    const body = new ReadableStream({
+      pull(controller) {
+        if (sent++ < 40) controller.enqueue(chunk)
+        else controller.close()
+      },
+    })
+    const res = await fetch(`${server.url}/compute/v2.1/servers`, { method: 'POST', body, duplex: 'half', headers: { 'content-type': 'application/json' } } as RequestInit)
+    assert.equal(res.status, 413)
+    assert.ok('requestEntityTooLarge' in ((await res.json()) as object))
+  })
+
+  it('/metrics counts requests and latencies per route pattern and status, and reports queue depth and event-loop lag', async () => {
+    await server.deps.queue.enqueue({ kind: 'metrics-probe-no-handler', payload: {} })
+    await server.deps.queue.enqueue({ kind: 'metrics-probe-no-handler', payload: {} })
+    for (let i = 0; i < 3; i++) await (await fetch(`${server.url}/healthz`)).arrayBuffer()
+    await (await fetch(`${server.url}/compute/v2.1/servers/1b2c3d4e-0000-4000-8000-000000000000`)).arrayBuffer()
+    const res = await fetch(`${server.url}/metrics`)
+    assert.equal(res.status, 200)
+    assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/)
+    const text = await res.text()
+    const count = /^pcc_http_requests_total\{route="\/healthz",method="GET",status="200"\} (\d+)$/m.exec(text)
+    assert.ok(count && Number(count[1]) >= 3, 'request counter per route, method and status')
+    assert.match(text, /^pcc_http_request_duration_seconds_bucket\{le="0\.005",route="\/healthz",method="GET",status="200"\} \d+$/m)
+    assert.match(text, /^pcc_http_request_duration_seconds_count\{route="\/healthz",method="GET",status="200"\} \d+$/m)
+    assert.match(text, /^pcc_http_requests_total\{route="unmatched",method="GET",status="404"\} \d+$/m, 'unknown paths share one label')
+    assert.doesNotMatch(text, /1b2c3d4e/, 'ids in paths never become labels')
+    assert.match(text, /^pcc_task_queue_depth\{status="queued"\} 2$/m)
+    assert.match(text, /^pcc_task_queue_depth\{status="running"\} 0$/m)
+    assert.match(text, /^nodejs_eventloop_lag_seconds \d/m)
+    assert.match(text, /^nodejs_eventloop_lag_p99_seconds \d/m)
+  })
+
+  it('/openapi.json is an OpenAPI 3.1 document listing the routes that have schemas', async () => {
+    const res = await fetch(`${server.url}/openapi.json`)
+    assert.equal(res.status, 200)
+    const doc = (await res.json()) as {
+      openapi: string
+      info: { title: string; version: string }
+      servers: { url: string }[]
+      paths: Record<string, Record<string, { responses?: Record<string, unknown>; parameters?: { name: string; in: string }[]; operationId?: string }>>
+    }
+    assert.match(doc.openapi, /^3\.1\.\d+$/)
+    assert.equal(typeof doc.info.title, 'string')
+    assert.equal(typeof doc.info.version, 'string')
+    assert.equal(doc.servers[0].url, server.deps.urls.base)
+    assert.ok(doc.paths['/healthz']?.get?.responses?.['200'], '/healthz is described')
+    assert.ok(doc.paths['/readyz']?.get?.responses?.['503'], '/readyz is described with its 503')
+    assert.equal(doc.paths['/metrics'], undefined, 'routes without a schema are not listed')
+    const methods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
+    const operationIds = new Set<string>()
+    for (const [path, item] of Object.entries(doc.paths)) {
+      assert.match(path, /^\//)
+      assert.doesNotMatch(path, /\/:/, `${path}: path parameters are written {name}`)
+      for (const [method, operation] of Object.entries(item)) {
+        if (method === 'parameters') continue
+        assert.ok(methods.has(method), `${path}: ${method} is an HTTP method`)
+        assert.ok(operation.responses && Object.keys(operation.responses).length > 0, `${method} ${path} has responses`)
+        for (const name of [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1])) {
+          assert.ok(operation.parameters?.some((p) => p.in === 'path' && p.name === name), `${method} ${path} declares path parameter ${name}`)
+        }
+        if (operation.operationId) {
+          assert.ok(!operationIds.has(operation.operationId), `operationId ${operation.operationId} is unique`)
+          operationIds.add(operation.operationId)
+        }
+      }
+    }
+  })
+})
+
+/** A TCP relay between the server and PostgreSQL, to take the database away and give it back. */
+class DatabaseRelay {
+  private server: Server | undefined
+  private readonly sockets = new Set<Socket>()
+  port = 0
+  mode: 'forward' | 'blackhole' = 'forward'
+
+  constructor(private readonly target: URL) {}
+
+  async open(port = 0): Promise<void> {
+    this.server = createServer((client) => {
+      this.sockets.add(client)
+      client.on('close', () => this.sockets.delete(client))
+      client.on('error', () => {})
+      if (this.mode === 'blackhole') return
+      const upstream = connect(Number(this.target.port), this.target.hostname)
+      this.sockets.add(upstream)
+      upstream.on('close', () => this.sockets.delete(upstream))
+      upstream.on('error', () => client.destroy())
+      client.on('error', () => upstream.destroy())
+      client.pipe(upstream).pipe(client)
+    })
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve))
+    this.port = (this.server.address() as { port: number }).port
+  }
+
+  /** Stops listening and cuts every connection: the database is gone. */
+  async cut(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy()
+    await new Promise<void>((resolve) => this.server!.close(() => resolve()))
+  }
+
+  urlFor(database: URL): string {
+    const url = new URL(database)
+    url.port = String(this.port)
+    return url.toString()
+  }
+}
+
+describe('readiness follows the database (postgres)', () => {
+  it('answers 503 while PostgreSQL is unreachable or hanging, and 200 again once it is back', async () => {
+    const database = new URL(await freshDatabase())
+    const relay = new DatabaseRelay(database)
+    await relay.open()
+    const server = await startTestServer({ databaseUrl: relay.urlFor(database) })
+    try {
+      const ready = async () => {
+        const res = await fetch(`${server.url}/readyz`)
+        return { status: res.status, body: (await res.json()) as { database: string } }
+      }
+      assert.equal((await ready()).status, 200)
+
+      await relay.cut()
+      const down = await ready()
+      assert.equal(down.status, 503)
+      assert.equal(down.body.database, 'unreachable')
+      assert.equal((await fetch(`${server.url}/healthz`)).status, 200, 'liveness does not depend on the database')
+      const metrics = await fetch(`${server.url}/metrics`)
+      assert.equal(metrics.status, 200, 'metrics are still served')
+      assert.match(await metrics.text(), /^pcc_http_requests_total\{route="\/readyz",method="GET",status="503"\} 1$/m)
+
+      // Accepts connections but never answers: the probe still answers, within its timeout.
+      relay.mode = 'blackhole'
+      await relay.open(relay.port)
+      const started = Date.now()
+      assert.equal((await ready()).status, 503)
+      assert.ok(Date.now() - started < 4000, `readiness answered after ${Date.now() - started} ms`)
+
+      await relay.cut()
+      relay.mode = 'forward'
+      await relay.open(relay.port)
+      let back = 0
+      for (let i = 0; i < 100 && back !== 200; i++) {
+        back = (await ready()).status
+        if (back !== 200) await sleep(100)
+      }
+      assert.equal(back, 200, 'ready again once the database is back')
+    } finally {
+      await server.close()
+      await relay.cut().catch(() => {})
+    }
+  })
+})
+
+for (const dialect of DIALECTS) {
+  describe(`graceful stop of tasks (${dialect})`, () => {
+    it('hands the leases of still-running tasks back when the server stops', async () => {
+      let started = false
+      const handlers = new Map<string, TaskHandler>([
+        [
+          'stop-probe',
+          async (_task, { signal }) => {
+            started = true
+            await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()))
+          },
+        ],
+      ])
+      const server = await startTestServer({ dialect, handlers, env: { PCC_TASK_LEASE_SECONDS: '2' } })
+      const dataDir = server.dataDir
+      const databaseUrl = server.config.databaseUrl
+      const task = await server.deps.queue.enqueue({ kind: 'stop-probe', payload: {} })
+      for (let i = 0; i < 200 && !started; i++) await sleep(25)
+      assert.ok(started, 'the handler started')
+      assert.equal((await server.deps.queue.get(task.id))?.status, 'running')
+      const stopStarted = Date.now()
+      await server.stop()
+      assert.ok(Date.now() - stopStarted < 5000, 'a handler that does not finish delays the stop by at most the grace period')
+      // stop() closed the store: read the task through a second server on the same data.
+      const again = await startTestServer({ dataDir, databaseUrl })
+      try {
+        const row = await again.deps.queue.get(task.id)
+        assert.equal(row?.status, 'queued')
+        assert.equal(row?.leaseOwner, null)
+        assert.equal(row?.attempts, 0)
+      } finally {
+        await again.close()
+      }
+    })
+  })
+}
