@@ -27,11 +27,11 @@ async function measure(cluster: Cluster): Promise<{ rps: number; errors: number;
   if (seed.status !== 202) throw new Error(`seed create: ${seed.status} ${JSON.stringify(seed.body)}`)
   const serverId = seed.body.server.id as string
   const nova = { 'x-auth-token': token, 'openstack-api-version': 'compute 2.60' }
-  const requests = [
-    { method: 'GET' as const, path: '/identity/v3/auth/tokens', headers: { 'x-auth-token': token, 'x-subject-token': token } },
-    { method: 'GET' as const, path: '/compute/v2.1/servers?limit=50', headers: nova },
-    { method: 'GET' as const, path: `/compute/v2.1/servers/${serverId}`, headers: nova },
-    { method: 'POST' as const, path: '/compute/v2.1/servers', headers: { ...nova, 'content-type': 'application/json' }, body: JSON.stringify(createBody('bench', flavor, image)) },
+  const requests: { method: string; path: string; headers: Record<string, string>; body?: string }[] = [
+    { method: 'GET', path: '/identity/v3/auth/tokens', headers: { 'x-auth-token': token, 'x-subject-token': token } },
+    { method: 'GET', path: '/compute/v2.1/servers?limit=50', headers: nova },
+    { method: 'GET', path: `/compute/v2.1/servers/${serverId}`, headers: nova },
+    { method: 'POST', path: '/compute/v2.1/servers', headers: { ...nova, 'content-type': 'application/json' }, body: JSON.stringify(createBody('bench', flavor, image)) },
   ]
   const perNode = Math.max(1, Math.round(CONNECTIONS / cluster.nodes.length))
   const results = await Promise.all(
