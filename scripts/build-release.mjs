@@ -22,3 +22,19 @@ await build({
 chmodSync('dist/release/pcctl.mjs', 0o755)
 const digest = createHash('sha256').update(readFileSync('dist/release/pcctl.mjs')).digest('hex')
 writeFileSync('dist/release/pcctl.mjs.sha256', `${digest}  pcctl.mjs\n`)
+
+// The host agent, bundled the same way: prep-node installs it on each host from /downloads/pcc-agent.
+await build({
+  entryPoints: ['dist/src/agent/main.js'],
+  outfile: 'dist/release/pcc-agent.mjs',
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  logLevel: 'warning',
+  define: { PCC_AGENT_VERSION: JSON.stringify(version) },
+  banner: { js: "import { createRequire as __pccRequire } from 'node:module'; const require = __pccRequire(import.meta.url);" },
+})
+chmodSync('dist/release/pcc-agent.mjs', 0o755)
+const agentDigest = createHash('sha256').update(readFileSync('dist/release/pcc-agent.mjs')).digest('hex')
+writeFileSync('dist/release/pcc-agent.mjs.sha256', `${agentDigest}  pcc-agent.mjs\n`)

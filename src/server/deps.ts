@@ -9,6 +9,7 @@ import type { SecretBox } from './crypto/secret-box.js'
 import type { AuthFlow } from './identity/auth-flow.js'
 import type { TokenService } from './identity/token-service.js'
 import type { IdpServices } from './oidc/services.js'
+import type { OnboardingService } from './onboarding/onboarding-service.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import type { ImageService } from './image/service.js'
 import type { VolumeServices } from './volume/services.js'
@@ -27,6 +28,8 @@ export interface AppDeps {
   tokens: TokenService
   /** The OIDC provider: client secrets, signing keys, refresh tokens, the token endpoint. */
   idp: IdpServices
+  /** Host onboarding: registration, host credentials, agent heartbeats and commands. */
+  onboarding: OnboardingService
   /** Server lifecycle: scheduler, hypervisor drivers, reconciliation. */
   conductor: Conductor
   /** Networks, ports and addresses (the network API and the compute service use it). */

@@ -25,6 +25,7 @@ import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
 import { Conductor } from './conductor/conductor.js'
+import { OnboardingService } from './onboarding/onboarding-service.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
 import { purgeJob } from './tasks/purge-job.js'
 
@@ -123,8 +124,9 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
     queue.onEnqueue(() => runner.wake())
+    const onboarding = new OnboardingService(store, conductor.drivers, config, logger.child({ component: 'onboarding' }))
     const deps: AppDeps = {
-      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor,
+      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding,
       network: new NetworkService(store),
       urls: serviceUrls(config.publicUrl),
       ...imageVolume.deps,
@@ -147,7 +149,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       }
     }
 
-    // Simulated hosts registered and the store reconciled before the first request or task.
+    // Agent drivers and simulated hosts registered, and the store reconciled, before the first request or task.
+    await onboarding.start()
     await conductor.start()
     const state: OpsState = { migrated: true, closing: false }
     const app = await buildApp(deps, { https, state })
@@ -188,6 +191,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           state.closing = true
+          await onboarding.stop()
           await app.close()
           await clusterJobs.stop()
           conductor.stop()

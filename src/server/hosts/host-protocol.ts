@@ -8,6 +8,8 @@ import type { Db } from '../storage/store.js'
 import type { HostTable } from '../storage/tables/compute.js'
 
 export interface HostRegistration {
+  /** The id a new host gets (an agent host keeps the id it chose); random when absent. */
+  id?: string
   hostname: string
   kind: 'simulated' | 'agent'
   driver: string
@@ -53,7 +55,7 @@ export async function registerHost(db: Db, reg: HostRegistration, now = Date.now
     host = { ...existing, ...update }
   } else {
     host = {
-      id: randomUUID(),
+      id: reg.id ?? randomUUID(),
       hostname: reg.hostname,
       kind: reg.kind,
       driver: reg.driver,

@@ -23,6 +23,15 @@ export function registerDownloadRoutes(app: FastifyInstance, deps: AppDeps): voi
     if (!existsSync(release('pcctl.mjs.sha256'))) return reply.code(404).send(missing)
     return reply.type('text/plain').send(readFileSync(release('pcctl.mjs.sha256'), 'utf8'))
   })
+  const agentMissing = { error: { code: 404, title: 'Not Found', message: 'The pcc-agent release is not built on this server: run `npm run build`.' } }
+  app.get('/downloads/pcc-agent', hidden, async (_request, reply) => {
+    if (!existsSync(release('pcc-agent.mjs'))) return reply.code(404).send(agentMissing)
+    return reply.type('application/octet-stream').header('content-disposition', 'attachment; filename="pcc-agent.mjs"').send(createReadStream(release('pcc-agent.mjs')))
+  })
+  app.get('/downloads/pcc-agent.sha256', hidden, async (_request, reply) => {
+    if (!existsSync(release('pcc-agent.mjs.sha256'))) return reply.code(404).send(agentMissing)
+    return reply.type('text/plain').send(readFileSync(release('pcc-agent.mjs.sha256'), 'utf8'))
+  })
   app.get('/downloads/install.sh', hidden, async (_request, reply) =>
     reply.type('text/x-shellscript').send(readFileSync(INSTALLER, 'utf8').replace('@PCC_URL@', deps.config.publicUrl)),
   )

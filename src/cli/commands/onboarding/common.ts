@@ -13,7 +13,7 @@ export const HOST_ID_FILE = '/etc/pcc/host_id'
 export const AGENT_CONFIG_FILE = '/etc/pcc/agent.json'
 export const AGENT_BINARY = '/opt/pcc/pcc-agent.mjs'
 /** Everything onboarding puts on a host, removed again by decommission-node. */
-export const AGENT_PATHS = ['/opt/pcc', '/etc/pcc', '/var/log/pcc', `/run/${AGENT_SERVICE}.pid`]
+export const AGENT_PATHS = ['/opt/pcc', '/etc/pcc', '/var/lib/pcc', '/var/log/pcc', `/run/${AGENT_SERVICE}.pid`]
 
 export interface Connected {
   session: Session

@@ -1,6 +1,7 @@
 /** The resource manager API ({base}/resmgr): IdP client secrets (idp-clients.ts), support-bundle keys (support.ts); hosts and roles join here. */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { hostRoutes } from './hosts.js'
 import { idpClientRoutes } from './idp-clients.js'
 import { supportRoutes } from './support.js'
 
@@ -8,5 +9,6 @@ export function resmgrRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     await idpClientRoutes(deps)(scope)
     await supportRoutes(deps)(scope)
+    await hostRoutes(deps)(scope)
   }
 }

@@ -1,0 +1,193 @@
+/**
+ * Hosts and roles of the resource manager ({base}/resmgr/v1): registration tokens and host listing/removal
+ * and role changes for users (identity token), registration with a one-time token, and the agent's calls
+ * (heartbeat, role status, command long-poll and results) authenticated by the host's own credential.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { forbidden, notFound } from '../../../contracts/errors.js'
+import { authHook } from '../../auth/http-auth.js'
+import type { AppDeps } from '../../deps.js'
+import type { HeartbeatRequest, RegistrationRequest } from '../../onboarding/onboarding-service.js'
+import { ROLES } from '../../onboarding/roles.js'
+import { RESMGR_HOSTS_POLICY } from '../../policy/resmgr-hosts.policy.js'
+import { authorize } from '../../policy/rules.js'
+
+const uuid = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
+const str = (max = 255) => ({ type: 'string', maxLength: max })
+const hostParams = { type: 'object', properties: { id: str(64) }, required: ['id'] }
+const roleParams = { type: 'object', properties: { id: str(64), role: str(64) }, required: ['id', 'role'] }
+const forceQuery = { type: 'object', properties: { force: { type: 'boolean' } } }
+
+const nicSchema = {
+  type: 'object',
+  required: ['name', 'mac', 'ips'],
+  properties: {
+    name: str(64),
+    mac: str(64),
+    ips: { type: 'array', maxItems: 64, items: str(64) },
+    bond: { type: 'object', required: ['mode', 'slaves'], properties: { mode: str(64), slaves: { type: 'array', maxItems: 32, items: str(64) } } },
+  },
+}
+
+const registerSchema = {
+  type: 'object',
+  required: ['registration_token', 'host_id', 'hostname', 'os_info', 'arch', 'cpu', 'memory_mb', 'disk_gb', 'nics', 'agent_version'],
+  properties: {
+    registration_token: { type: 'string', minLength: 1, maxLength: 255 },
+    host_id: { type: 'string', pattern: uuid },
+    hostname: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9][A-Za-z0-9.-]*$' },
+    os_info: { type: 'object', required: ['id', 'version_id', 'pretty_name'], properties: { id: str(), version_id: str(), pretty_name: str() } },
+    arch: str(32),
+    cpu: { type: 'object', required: ['count', 'model', 'virtualization'], properties: { count: { type: 'integer', minimum: 1, maximum: 100000 }, model: str(), virtualization: { type: 'boolean' } } },
+    memory_mb: { type: 'integer', minimum: 0 },
+    disk_gb: { type: 'integer', minimum: 0 },
+    nics: { type: 'array', maxItems: 256, items: nicSchema },
+    agent_version: str(64),
+    driver: { type: 'string', enum: ['simulated'] },
+  },
+}
+
+const heartbeatSchema = {
+  type: 'object',
+  properties: {
+    facts: { type: 'object' },
+    capacity: {
+      type: 'object',
+      required: ['vcpus', 'memory_mb', 'disk_gb'],
+      properties: { vcpus: { type: 'integer', minimum: 0 }, memory_mb: { type: 'integer', minimum: 0 }, disk_gb: { type: 'integer', minimum: 0 } },
+    },
+    guests: { type: 'array', maxItems: 10000, items: { type: 'object' } },
+  },
+}
+
+export function hostRoutes(deps: AppDeps) {
+  const requireAuth = authHook(deps.tokens, deps.urls.identity)
+  const onboarding = deps.onboarding
+  /** Authenticates the agent by its host credential; it may act only for its own host. */
+  const requireHost = async (request: FastifyRequest<{ Params: { id: string } }>): Promise<void> => {
+    const authorization = request.headers.authorization
+    const credential = authorization && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : undefined
+    const hostId = await onboarding.authenticateHost(credential)
+    if (request.params.id.toLowerCase() !== hostId) throw forbidden('A host credential acts only for its own host.')
+  }
+
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.post<{ Body: { expires_in?: number; note?: string } }>(
+      '/v1/registration-tokens',
+      {
+        onRequest: requireAuth,
+        schema: {
+          tags: ['resmgr'],
+          body: { type: 'object', additionalProperties: false, properties: { expires_in: { type: 'integer', minimum: 60, maximum: 30 * 86400 }, note: str(1024) } },
+        },
+      },
+      async (request, reply) => {
+        authorize(RESMGR_HOSTS_POLICY, 'registration_tokens:create', request.principal)
+        const body = request.body ?? {}
+        const created = await onboarding.createRegistrationToken(request.principal.userId, body.expires_in ?? 3600, body.note)
+        reply.header('cache-control', 'no-store')
+        return reply.code(201).send(created)
+      },
+    )
+
+    scope.post<{ Body: RegistrationRequest }>('/v1/hosts/register', { schema: { tags: ['resmgr'], body: registerSchema } }, async (request, reply) => {
+      const result = await onboarding.register(request.body)
+      reply.header('cache-control', 'no-store')
+      return reply.code(201).send(result)
+    })
+
+    scope.get('/v1/roles', { onRequest: requireAuth }, async () => ROLES)
+
+    scope.get('/v1/hosts', { onRequest: requireAuth }, async (request) => {
+      authorize(RESMGR_HOSTS_POLICY, 'hosts:list', request.principal)
+      return onboarding.list()
+    })
+
+    scope.get<{ Params: { id: string } }>('/v1/hosts/:id', { onRequest: requireAuth, schema: { params: hostParams } }, async (request) => {
+      authorize(RESMGR_HOSTS_POLICY, 'hosts:get', request.principal)
+      return onboarding.view(request.params.id.toLowerCase())
+    })
+
+    scope.delete<{ Params: { id: string }; Querystring: { force?: boolean } }>(
+      '/v1/hosts/:id',
+      { onRequest: requireAuth, schema: { params: hostParams, querystring: forceQuery } },
+      async (request) => {
+        authorize(RESMGR_HOSTS_POLICY, 'hosts:delete', request.principal)
+        await onboarding.deleteHost(request.params.id.toLowerCase(), request.query.force === true)
+        return {}
+      },
+    )
+
+    scope.put<{ Params: { id: string; role: string } }>(
+      '/v1/hosts/:id/roles/:role',
+      { onRequest: requireAuth, schema: { params: roleParams, body: { type: ['object', 'null'] } } },
+      async (request) => {
+        authorize(RESMGR_HOSTS_POLICY, 'roles:assign', request.principal)
+        return onboarding.assignRole(request.params.id.toLowerCase(), request.params.role)
+      },
+    )
+
+    scope.delete<{ Params: { id: string; role: string }; Querystring: { force?: boolean } }>(
+      '/v1/hosts/:id/roles/:role',
+      { onRequest: requireAuth, schema: { params: roleParams, querystring: forceQuery } },
+      async (request) => {
+        authorize(RESMGR_HOSTS_POLICY, 'roles:remove', request.principal)
+        return onboarding.removeRole(request.params.id.toLowerCase(), request.params.role, request.query.force === true)
+      },
+    )
+
+    // The agent's calls.
+    scope.post<{ Params: { id: string }; Body: HeartbeatRequest }>(
+      '/v1/hosts/:id/heartbeat',
+      { onRequest: requireHost, schema: { params: hostParams, body: heartbeatSchema } },
+      async (request) => onboarding.heartbeat(request.params.id.toLowerCase(), request.body ?? {}),
+    )
+
+    scope.put<{ Params: { id: string; role: string }; Body: { state: 'ok' | 'failed' | 'removed'; message?: string } }>(
+      '/v1/hosts/:id/roles/:role/status',
+      {
+        onRequest: requireHost,
+        schema: {
+          params: roleParams,
+          body: { type: 'object', required: ['state'], properties: { state: { type: 'string', enum: ['ok', 'failed', 'removed'] }, message: str(4096) } },
+        },
+      },
+      async (request) => onboarding.roleStatus(request.params.id.toLowerCase(), request.params.role, request.body.state, request.body.message),
+    )
+
+    scope.get<{ Params: { id: string }; Querystring: { wait?: number; redeliver?: boolean } }>(
+      '/v1/hosts/:id/commands',
+      {
+        onRequest: requireHost,
+        schema: { params: hostParams, querystring: { type: 'object', properties: { wait: { type: 'number', minimum: 0, maximum: 30 }, redeliver: { type: 'boolean' } } } },
+      },
+      async (request) => {
+        const abort = new AbortController()
+        request.raw.once('close', () => abort.abort())
+        const commands = await onboarding.channel.take(request.params.id.toLowerCase(), (request.query.wait ?? 0) * 1000, request.query.redeliver === true, abort.signal)
+        return { commands }
+      },
+    )
+
+    scope.post<{ Params: { id: string; commandId: string }; Body: { result?: unknown; error?: { message: string; code?: number } } }>(
+      '/v1/hosts/:id/commands/:commandId',
+      {
+        onRequest: requireHost,
+        schema: {
+          params: { type: 'object', properties: { id: str(64), commandId: str(64) }, required: ['id', 'commandId'] },
+          body: {
+            type: 'object',
+            properties: { result: {}, error: { type: 'object', required: ['message'], properties: { message: str(8192), code: { type: 'integer' } } } },
+          },
+        },
+      },
+      async (request, reply) => {
+        const body = request.body ?? {}
+        const outcome = body.error ? { ok: false as const, error: body.error } : { ok: true as const, result: body.result ?? null }
+        const known = await onboarding.channel.complete(request.params.id.toLowerCase(), request.params.commandId, outcome)
+        if (!known) throw notFound(`Command ${request.params.commandId} does not exist for this host.`)
+        return reply.code(204).send()
+      },
+    )
+  }
+}

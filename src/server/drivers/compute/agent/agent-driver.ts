@@ -1,0 +1,181 @@
+/**
+ * The compute driver of an onboarded host: each call becomes a command on the host's durable channel, which the
+ * host's pcc-agent executes with its local driver; the call resolves with the agent's result. An agent that does
+ * not answer within the timeout makes the call fail with a DriverError (the conductor records the fault).
+ * Which guests the host holds comes from the agent's last heartbeat, so reconciliation does not wait on a host
+ * that is DOWN.
+ */
+import { isUp } from '../../../hosts/host-status.js'
+import type { CommandChannel } from '../../../onboarding/command-channel.js'
+import type { Store } from '../../../storage/store.js'
+import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
+import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity } from '../driver.js'
+
+export interface AgentDriverOptions {
+  hostId: string
+  hostname: string
+  store: Store
+  channel: CommandChannel
+  /** How long a call waits for the agent (spawns and migrations get three times as long). */
+  timeoutMs: number
+  /** Guests reported longer ago than this are not trusted (the host is DOWN). */
+  staleAfterMs: number
+}
+
+const CAPABILITIES: DriverCapabilities = {
+  supportsPause: true,
+  supportsSuspend: true,
+  supportsRescue: true,
+  supportsLiveMigration: true,
+  supportsConsoleOutput: true,
+  supportsSetAdminPassword: true,
+  supportsSnapshot: true,
+}
+
+const LONG_OPS = new Set(['spawn', 'rebuild', 'migrateDiskAndPowerOff', 'finishMigration', 'evacuateTo', 'snapshot', 'receiveGuest'])
+
+export class AgentDriver implements ComputeDriver {
+  readonly type = 'agent'
+  readonly capabilities = CAPABILITIES
+
+  constructor(readonly options: AgentDriverOptions) {}
+
+  /** Sends one command to the agent and waits for its result. */
+  async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string): Promise<T> {
+    const { channel, hostId, hostname } = this.options
+    // A DOWN host answers nothing: fail at once rather than after the timeout (evacuation steps go on without it).
+    const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status']).where('id', '=', hostId).executeTakeFirst()
+    if (!host) throw new DriverError(`Compute host ${hostname} is not registered.`)
+    if (!isUp(host, Date.now(), this.options.staleAfterMs)) {
+      if (op === 'beginStep') return undefined as T
+      throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
+    }
+    const id = await channel.enqueue(hostId, op, args, dedupeKey)
+    const outcome = await channel.waitResult(id, this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
+    if (!outcome.ok) throw new DriverError(`${outcome.error.message} (host ${hostname}, ${op})`, outcome.error.code && outcome.error.code < 500 ? outcome.error.code : 500)
+    return outcome.result as T
+  }
+
+  async capacity(): Promise<HostCapacity> {
+    const host = await this.options.store.db.selectFrom('hosts').select(['vcpus', 'memory_mb', 'disk_gb', 'facts']).where('id', '=', this.options.hostId).executeTakeFirst()
+    if (!host) throw new DriverError(`Compute host ${this.options.hostname} is not registered.`)
+    const facts = JSON.parse(host.facts) as Record<string, unknown>
+    return {
+      vcpus: host.vcpus,
+      memoryMb: host.memory_mb,
+      diskGb: host.disk_gb,
+      hypervisorType: (facts.hypervisor_type as string | undefined) ?? 'QEMU',
+      hypervisorVersion: (facts.hypervisor_version as number | undefined) ?? 8002000,
+      cpuInfo: (facts.cpu_info as Record<string, unknown> | undefined) ?? {},
+    }
+  }
+
+  /** The guests the agent last reported; none when that report is stale. */
+  async listGuests(): Promise<GuestInfo[]> {
+    const row = await this.options.store.db
+      .selectFrom('agent_hosts')
+      .innerJoin('hosts', 'hosts.id', 'agent_hosts.host_id')
+      .select(['agent_hosts.guests', 'hosts.last_heartbeat_at'])
+      .where('agent_hosts.host_id', '=', this.options.hostId)
+      .executeTakeFirst()
+    if (!row || row.last_heartbeat_at === null || Date.now() - row.last_heartbeat_at > this.options.staleAfterMs) return []
+    return JSON.parse(row.guests) as GuestInfo[]
+  }
+
+  async info(serverId: string): Promise<GuestInfo | undefined> {
+    return (await this.call<GuestInfo | null>('info', { serverId })) ?? undefined
+  }
+
+  beginStep(serverId: string, taskState: string): Promise<void> {
+    return this.call('beginStep', { serverId, taskState })
+  }
+
+  spawn(spec: GuestSpec): Promise<GuestInfo> {
+    return this.call('spawn', { spec })
+  }
+
+  destroy(serverId: string): Promise<void> {
+    return this.call('destroy', { serverId })
+  }
+
+  reboot(serverId: string, type: 'SOFT' | 'HARD'): Promise<void> {
+    return this.call('reboot', { serverId, type })
+  }
+
+  powerOff(serverId: string): Promise<void> {
+    return this.call('powerOff', { serverId })
+  }
+
+  powerOn(serverId: string): Promise<void> {
+    return this.call('powerOn', { serverId })
+  }
+
+  pause(serverId: string): Promise<void> {
+    return this.call('pause', { serverId })
+  }
+
+  unpause(serverId: string): Promise<void> {
+    return this.call('unpause', { serverId })
+  }
+
+  suspend(serverId: string): Promise<void> {
+    return this.call('suspend', { serverId })
+  }
+
+  resume(serverId: string): Promise<void> {
+    return this.call('resume', { serverId })
+  }
+
+  rescue(serverId: string, imageId: string | null): Promise<void> {
+    return this.call('rescue', { serverId, imageId })
+  }
+
+  unrescue(serverId: string): Promise<void> {
+    return this.call('unrescue', { serverId })
+  }
+
+  rebuild(spec: GuestSpec): Promise<void> {
+    return this.call('rebuild', { spec })
+  }
+
+  setAdminPassword(serverId: string, password: string): Promise<void> {
+    // The password travels to the host, never into the dedupe key (which is stored in clear).
+    return this.call('setAdminPassword', { serverId, password }, `setAdminPassword:${serverId}`)
+  }
+
+  snapshot(serverId: string, imageName: string): Promise<string> {
+    return this.call('snapshot', { serverId, imageName })
+  }
+
+  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot): Promise<void> {
+    return this.call('migrateDiskAndPowerOff', { serverId, flavor })
+  }
+
+  finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void> {
+    return this.call('finishMigration', { spec, powerOn })
+  }
+
+  /** Between two agent hosts: the destination takes the guest as it runs, then the source lets it go. */
+  async liveMigrate(serverId: string, target: ComputeDriver): Promise<void> {
+    if (!(target instanceof AgentDriver)) throw new DriverError('live migration between an agent host and another kind of host is not supported')
+    const guest = await this.info(serverId)
+    if (!guest) throw new DriverError(`Instance ${serverId} could not be found on host ${this.options.hostname}.`, 404)
+    await target.call('receiveGuest', { guest })
+    await this.call('forget', { serverId })
+  }
+
+  evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void> {
+    return this.call('evacuateTo', { spec, powerOn })
+  }
+
+  consoleOutput(serverId: string, lines?: number): Promise<string> {
+    return this.call('consoleOutput', { serverId, lines: lines ?? null }, `consoleOutput:${serverId}:${lines ?? ''}:${Date.now()}`)
+  }
+
+  forget(serverId: string): Promise<void> {
+    return this.call('forget', { serverId })
+  }
+
+  /** The agent keeps its guests across control-plane restarts itself; nothing to hand over. */
+  adopt(_guests: GuestInfo[]): void {}
+}

@@ -1,0 +1,63 @@
+/** The resource manager's host object (Platform9 shape, identity-and-idp.md §6.7) built from the shared host records. */
+import { isUp } from '../hosts/host-status.js'
+import type { HostRoleTable, HostTable } from '../storage/tables/compute.js'
+import type { AgentHostTable } from '../storage/tables/onboarding.js'
+import { roleStatus } from './roles.js'
+
+export interface ReportedNic {
+  name: string
+  mac: string
+  ips: string[]
+  bond?: { mode: string; slaves: string[] }
+}
+
+export interface HostFacts {
+  os_info?: { id?: string; version_id?: string; pretty_name?: string }
+  arch?: string
+  cpu?: { count?: number; model?: string; virtualization?: boolean }
+  memory_mb?: number
+  disk_gb?: number
+  nics?: ReportedNic[]
+  agent_version?: string
+  cpu_info?: Record<string, unknown>
+}
+
+const parse = <T>(text: string | null | undefined, fallback: T): T => {
+  try {
+    return text ? (JSON.parse(text) as T) : fallback
+  } catch {
+    return fallback
+  }
+}
+
+export function hostView(host: HostTable, roles: Pick<HostRoleTable, 'role' | 'state'>[], agent: Pick<AgentHostTable, 'message'> | undefined, now: number, downAfterMs: number) {
+  const facts = parse<HostFacts>(host.facts, {})
+  const ips = parse<string[]>(host.ip_addresses, [])
+  const interfaces: Record<string, unknown> = {}
+  for (const nic of facts.nics ?? []) {
+    interfaces[nic.name] = { mac: nic.mac, ifaces: nic.ips.map((addr) => ({ addr })), ...(nic.bond && { bond: nic.bond }) }
+  }
+  const details: Record<string, string> = {}
+  for (const r of roles) details[r.role] = r.state
+  return {
+    id: host.id,
+    info: {
+      hostname: host.hostname,
+      os_family: 'Linux',
+      arch: facts.arch ?? 'x86_64',
+      os_info: facts.os_info?.pretty_name ?? '',
+      responding: isUp(host, now, downAfterMs),
+      last_response_time: host.last_heartbeat_at === null ? null : new Date(host.last_heartbeat_at).toISOString(),
+      cpu_info: { count: facts.cpu?.count ?? host.vcpus, model: facts.cpu?.model ?? '', virtualization: facts.cpu?.virtualization ?? false },
+    },
+    roles: roles.map((r) => r.role).sort(),
+    role_status: roleStatus(roles.map((r) => r.state)),
+    roles_status_details: details,
+    hypervisor_info: { vcpus: host.vcpus, memory_mb: host.memory_mb, disk_gb: host.disk_gb, running_vms: host.running_vms },
+    extensions: { ip_address: { data: ips }, interfaces: { status: 'ok', data: interfaces } },
+    agent_version: facts.agent_version ?? '',
+    message: agent?.message ?? '',
+  }
+}
+
+export type HostView = ReturnType<typeof hostView>

@@ -1,0 +1,24 @@
+/** The roles a host can be given through the resource manager. */
+export interface RoleDefinition {
+  name: string
+  display_name: string
+  description: string
+}
+
+export const ROLES: RoleDefinition[] = [
+  {
+    name: 'hypervisor',
+    display_name: 'Hypervisor',
+    description: 'Runs servers: the agent starts the compute service with its configured driver and reports capacity; the host becomes schedulable.',
+  },
+]
+
+export const CONVERGING = ['applying', 'removing']
+
+/** Platform9's aggregate role_status: '' without roles, converging while any role moves, failed, or ok. */
+export function roleStatus(states: string[]): string {
+  if (states.length === 0) return ''
+  if (states.some((s) => CONVERGING.includes(s))) return 'converging'
+  if (states.some((s) => s === 'failed')) return 'failed'
+  return 'ok'
+}

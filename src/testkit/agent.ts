@@ -1,0 +1,72 @@
+/** Test helpers for host agents: a scratch host root with the files the agent reads, and the agent as a process. */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export const AGENT_MAIN = join(process.cwd(), 'dist/src/agent/main.js')
+
+export interface ScratchHost {
+  root: string
+  hostId: string
+  hostname: string
+}
+
+export interface ScratchHostOptions {
+  hostname: string
+  controller: string
+  registrationToken: string
+  heartbeatSeconds?: number
+  delayMs?: number
+  vcpus?: number
+  memoryMb?: number
+}
+
+/** A host root with /etc/hostname, os-release, /proc (cpuinfo, meminfo, a bond) and /sys/class/net, and agent.json. */
+export function scratchHost(o: ScratchHostOptions): ScratchHost {
+  const root = mkdtempSync(join(tmpdir(), `pcc-host-${o.hostname}-`))
+  const hostId = randomUUID()
+  const write = (path: string, text: string) => {
+    mkdirSync(join(root, path, '..'), { recursive: true })
+    writeFileSync(join(root, path), text)
+  }
+  write('etc/hostname', `${o.hostname}\n`)
+  write('etc/os-release', 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n')
+  write('proc/cpuinfo', [0, 1, 2, 3].map((i) => `processor\t: ${i}\nmodel name\t: Test CPU @ 2.0GHz\nflags\t\t: fpu vme vmx sse\n`).join('\n'))
+  write('proc/meminfo', 'MemTotal:       16384000 kB\nMemFree:         8000000 kB\n')
+  write('proc/net/bonding/bond0', 'Ethernet Channel Bonding Driver: v5.10\n\nBonding Mode: IEEE 802.3ad Dynamic link aggregation\n\nSlave Interface: eth0\nMII Status: up\n\nSlave Interface: eth1\nMII Status: up\n')
+  write('sys/class/net/eth0/address', '52:54:00:00:00:01\n')
+  write('sys/class/net/eth1/address', '52:54:00:00:00:02\n')
+  write('sys/class/net/bond0/address', '52:54:00:00:00:01\n')
+  write(
+    'etc/pcc/agent.json',
+    JSON.stringify({
+      controller: o.controller,
+      host_id: hostId,
+      registration_token: o.registrationToken,
+      driver: 'simulated',
+      heartbeat_seconds: o.heartbeatSeconds ?? 1,
+      simulated: { delay_ms: o.delayMs ?? 5, vcpus: o.vcpus ?? 8, memory_mb: o.memoryMb ?? 16000, disk_gb: 200 },
+    }),
+  )
+  return { root, hostId, hostname: o.hostname }
+}
+
+export function agentConfig(root: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(root, 'etc/pcc/agent.json'), 'utf8')) as Record<string, unknown>
+}
+
+export function spawnAgent(root: string): ChildProcess {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PCC_')))
+  const child = spawn(process.execPath, [AGENT_MAIN, '--root', root], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+  child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[agent ${root}] ${d.toString()}`))
+  return child
+}
+
+export async function killAgent(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((r) => child.once('exit', r))
+  child.kill(signal)
+  await exited
+}
