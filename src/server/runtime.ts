@@ -13,6 +13,7 @@ import type { Config } from './config/settings.js'
 import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
+import { ensureDefaultFlavors } from './compute/flavors.js'
 import { serviceUrls, type AppDeps } from './deps.js'
 import { AuthFlow } from './identity/auth-flow.js'
 import { TokenService } from './identity/token-service.js'
@@ -99,6 +100,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       throw new StartupError((err as Error).message)
     }
     const result = await retryStartupRace(() => bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword }))
+    await retryStartupRace(() => ensureDefaultFlavors(store.db))
     const tokens = new TokenService(store, box, {
       ttlMs: config.tokenExpirationSeconds * 1000,
       allowExpiredWindowMs: config.tokenAllowExpiredWindowSeconds * 1000,

@@ -277,8 +277,12 @@ for (const dialect of DIALECTS) {
           return Reflect.get(target, property, receiver)
         },
       })
-      // The generation poll is the one periodic reader: paused, so any access counted comes from requests.
+      // Periodic readers (the generation poll, the task runner, the conductor, the agent-driver sync) are
+      // paused, so any access counted comes from the requests.
       server.deps.tokens.stop()
+      await server.deps.runner.stop(1000)
+      server.deps.conductor.stop()
+      await server.deps.onboarding.stop()
       try {
         reads = 0
         for (let i = 0; i < 20; i++) {
@@ -291,6 +295,7 @@ for (const dialect of DIALECTS) {
       } finally {
         store.db = real
         server.deps.tokens.start()
+        server.deps.runner.start()
       }
     })
 

@@ -24,6 +24,8 @@ export interface Config {
   taskLeaseSeconds: number
   taskWorkers: number
   masterKey: string | undefined
+  /** Largest page of compute lists (Nova's max_limit). */
+  computeMaxLimit: number
   idpIdTokenSeconds: number
   idpKeyRotationSeconds: number
   idpRefreshReuseSeconds: number
@@ -189,6 +191,10 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'taskWorkers', env: 'PCC_TASK_WORKERS', flag: '--task-workers',
     help: 'tasks this process runs at once', parse: integer(1, 1000), fallback: () => 16,
   },
+  computeMaxLimit: {
+    key: 'computeMaxLimit', env: 'PCC_COMPUTE_MAX_LIMIT', flag: '--compute-max-limit',
+    help: 'largest page the compute API returns (servers, instance actions)', parse: integer(1, 100000), fallback: () => 1000,
+  },
   imageMaxBytes: {
     key: 'imageMaxBytes', env: 'PCC_IMAGE_MAX_BYTES', flag: '--image-max-bytes',
     help: 'largest image an upload may store, in bytes (default 64 GiB)', parse: integer(1, Number.MAX_SAFE_INTEGER),
@@ -294,6 +300,6 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
   'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'tokenExpirationSeconds', 'tokenAllowExpiredWindowSeconds',
-  'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds',
+  'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit',
   'purgeRetentionDays', 'purgeIntervalSeconds',
 ]

@@ -1,15 +1,35 @@
 /**
- * The compute API (Nova v2.1). Servers, flavors, key pairs and the other project-facing resources are in
- * server-routes.ts and its neighbours; the host views (os-hypervisors, os-services) in hosts-routes.ts.
+ * The compute API (Nova v2.1). The version documents are open; every other route sits in a scope that
+ * authenticates the token and parses the microversion (context.ts). Servers, flavors, key pairs and the other
+ * project-facing resources are in server-routes.ts and its neighbours; the host views (os-hypervisors,
+ * os-services) in hosts-routes.ts. Routes are registered under /v2.1/… (the family prefix is /compute).
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { AppError } from '../../../contracts/errors.js'
+import { authHook } from '../../auth/http-auth.js'
 import { serverRoutes } from './server-routes.js'
 import { hostRoutes } from './hosts-routes.js'
+import { versionRoutes } from './versions.js'
+import { useMicroversions } from './context.js'
 
 export function computeRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
-    await serverRoutes(deps)(scope)
-    await hostRoutes(deps)(scope)
+    await versionRoutes(deps)(scope)
+    await scope.register(async (api) => {
+      useMicroversions(api)
+      // Nova reads JSON whatever the client calls it: text/plain (curl's default) and Nova's own media type too.
+      api.removeContentTypeParser('text/plain')
+      api.addContentTypeParser(['text/plain', 'application/vnd.openstack.compute+json'], { parseAs: 'string' }, (_request, body, done) => {
+        try {
+          done(null, body === '' ? undefined : JSON.parse(body as string))
+        } catch {
+          done(new AppError('bad_request', 'Malformed request body'), undefined)
+        }
+      })
+      api.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
+      await serverRoutes(deps)(api)
+      await hostRoutes(deps)(api)
+    })
   }
 }

@@ -1,0 +1,96 @@
+/**
+ * Compute API on one SQLite server, concurrency 8, loopback: GET /servers/detail?limit=1000 with 10,000 servers
+ * in the project, GET /servers?limit=100 with 100,000 servers in the project, GET /servers/{id}, and accepted
+ * creates/s (POST /servers answered 202: rows, instance action and build task committed; no conductor runs).
+ * Rows are seeded in bulk straight into the store. About 20 s in all.
+ */
+import { createRequire } from 'node:module'
+import { randomUUID } from 'node:crypto'
+import { startTestServer } from '../src/testkit/harness.js'
+import { newId } from '../src/server/bootstrap/bootstrap.js'
+import { DEFAULT_IMAGE_NAME } from '../src/server/image/default-image.js'
+import type { ServerTable } from '../src/server/storage/schema.js'
+import type { Db } from '../src/server/storage/store.js'
+import type { BenchRow, BenchRun } from './harness.js'
+
+interface AutocannonResult {
+  requests: { average: number }
+  latency: { p50: number; p99: number }
+  non2xx: number
+  errors: number
+}
+type Autocannon = (opts: { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string }) => Promise<AutocannonResult>
+
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
+const CONNECTIONS = 8
+const SECONDS = 4
+
+function row(figure: string, result: AutocannonResult, unit: 'ms p50' | 'req/s', target?: string): BenchRow {
+  const failed = result.non2xx + result.errors
+  return {
+    figure: `${figure}, concurrency ${CONNECTIONS}`,
+    value: unit === 'ms p50' ? result.latency.p50 : Math.round(result.requests.average),
+    unit,
+    target,
+    note: `${Math.round(result.requests.average)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms${failed ? `, ${failed} failed` : ''}`,
+  }
+}
+
+async function seedServers(db: Db, projectId: string, userId: string, count: number, firstDisplayId: number): Promise<string> {
+  const flavor = JSON.stringify({ id: '1', name: 'm1.tiny', vcpus: 1, ram: 512, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} })
+  const t0 = Date.now() - count * 1000
+  let some = ''
+  for (let done = 0; done < count; done += 400) {
+    const batch: ServerTable[] = []
+    for (let i = done; i < Math.min(count, done + 400); i++) {
+      const id = randomUUID()
+      some = id
+      batch.push({
+        id, display_id: firstDisplayId + i, name: `bench-${i}`, description: null, project_id: projectId, user_id: userId, host_id: null, host: `sim-${i % 3}`, node: `sim-${i % 3}`,
+        vm_state: 'active', task_state: null, power_state: 1, flavor, old_flavor: null, new_flavor: null, image_id: '70a599e0-31e7-49b7-b260-868f441e862b', key_name: null, key_data: null,
+        metadata: '{"role":"bench"}', access_ip_v4: '', access_ip_v6: '', availability_zone: 'nova', pinned_availability_zone: null, config_drive: 0, disk_config: 'MANUAL', user_data: null,
+        hostname: `bench-${i}`, locked: 0, locked_by: null, locked_reason: null, launch_index: 0, reservation_id: `r-${(i % 99999999).toString(36).padStart(8, '0')}`, root_device_name: '/dev/vda',
+        kernel_id: null, ramdisk_id: null, progress: 0, trusted_image_certificates: null, scheduler_hints: null, security_groups: '["default"]', requested_networks: '"auto"', block_devices: '[]',
+        created_at: t0 + i * 1000, updated_at: t0 + i * 1000, launched_at: t0 + i * 1000 + 500, terminated_at: null, deleted_at: null, deleted: 0,
+      })
+    }
+    await db.insertInto('servers').values(batch).execute()
+    await db.insertInto('server_tags').values(batch.filter((_, j) => j % 4 === 0).map((s) => ({ server_id: s.id, tag: 'bench' }))).execute()
+  }
+  return some
+}
+
+export const run: BenchRun = async () => {
+  const server = await startTestServer({ env: { PCC_RECONCILE_SECONDS: '0' } })
+  try {
+    // Accepted creates are the API's figure: the conductor's builds are measured by its own bench.
+    await server.deps.runner.stop(0)
+    server.deps.conductor.stop()
+    const db = server.deps.store.db
+    const projectId = newId()
+    await db.insertInto('projects').values({ id: projectId, domain_id: 'default', parent_id: 'default', name: 'bench-detail', description: '', enabled: 1, options: '{}', extra: '{}', created_at: Date.now() }).execute()
+    for (const p of [projectId, server.bootstrap.adminProjectId]) {
+      for (const resource of ['instances', 'cores', 'ram']) await db.insertInto('quotas').values({ project_id: p, resource, hard_limit: -1 }).execute()
+    }
+    const userId = server.bootstrap.adminUserId
+    const member = await db.selectFrom('roles').select('id').where('name', '=', 'member').executeTakeFirstOrThrow()
+    await db.insertInto('role_assignments').values({ actor_type: 'user', actor_id: userId, target_type: 'project', target_id: projectId, role_id: member.id, inherited: 0 }).execute()
+    await seedServers(db, projectId, userId, 10_000, 1)
+    const oneId = await seedServers(db, server.bootstrap.adminProjectId, userId, 100_000, 20_000)
+    const tokenFor = async (p: string) => (await server.deps.tokens.issue({ userId, methods: ['password'], scope: { p } })).token
+    const detailHeaders = { 'x-auth-token': await tokenFor(projectId), 'openstack-api-version': 'compute 2.96' }
+    const listHeaders = { 'x-auth-token': await tokenFor(server.bootstrap.adminProjectId), 'openstack-api-version': 'compute 2.96' }
+    const compute = `${server.url}/compute/v2.1`
+    const rows: BenchRow[] = []
+    rows.push(row('GET /servers/detail?limit=1000, 10,000 servers', await autocannon({ url: `${compute}/servers/detail?limit=1000`, connections: CONNECTIONS, duration: SECONDS, headers: detailHeaders }), 'ms p50', '< 60 ms p50'))
+    rows.push(row('GET /servers?limit=100, 100,000 servers', await autocannon({ url: `${compute}/servers?limit=100`, connections: CONNECTIONS, duration: SECONDS, headers: listHeaders }), 'ms p50', '< 5 ms p50'))
+    rows.push(row('GET /servers/{id}', await autocannon({ url: `${compute}/servers/${oneId}`, connections: CONNECTIONS, duration: SECONDS, headers: listHeaders }), 'ms p50'))
+    const image = await db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirstOrThrow()
+    const body = JSON.stringify({ server: { name: 'bench-new', imageRef: image.id, flavorRef: '1', networks: 'none' } })
+    const creates = await autocannon({ url: `${compute}/servers`, method: 'POST', connections: CONNECTIONS, duration: SECONDS, headers: { ...listHeaders, 'content-type': 'application/json' }, body })
+    rows.push(row('POST /servers accepted (202)', creates, 'req/s', '>= 1000 creates/s'))
+    return rows
+  } finally {
+    await server.close()
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * The value each server action accepts under its key in POST /servers/{id}/action, per microversion
+ * (compute-api.md §5.4). `null` means the action takes `null` (Nova accepts any value for most of those).
+ */
+import { Type as T, type TSchema } from '@sinclair/typebox'
+import { objectAt, P } from './params.js'
+import { SERVER_REBUILD_FIELDS } from './server-create.params.js'
+import { versionNumber, type VersionNumber } from './versions.js'
+
+const at = (v: string) => versionNumber(v)
+const anything = T.Unknown()
+const obj = (props: Record<string, TSchema>, required: string[] = []) =>
+  T.Object(Object.fromEntries(Object.entries(props).map(([k, s]) => [k, required.includes(k) ? s : T.Optional(s)])), { additionalProperties: false })
+
+/** Action name → schema of its value at a version. */
+export const ACTION_BODIES: Record<string, (version: VersionNumber) => TSchema> = {
+  reboot: () => obj({ type: T.Union(['HARD', 'Hard', 'hard', 'SOFT', 'Soft', 'soft'].map((v) => T.Literal(v))) }, ['type']),
+  rebuild: (v) => objectAt(SERVER_REBUILD_FIELDS, v),
+  resize: () => obj({ flavorRef: T.Union([T.String({ minLength: 1, maxLength: 255 }), T.Integer({ minimum: 0 })]), 'OS-DCF:diskConfig': P.diskConfig }, ['flavorRef']),
+  confirmResize: () => anything,
+  revertResize: () => anything,
+  createImage: () => obj({ name: P.name, metadata: P.metadata }, ['name']),
+  changePassword: () => obj({ adminPass: T.String() }, ['adminPass']),
+  'os-start': () => anything,
+  'os-stop': () => anything,
+  shelve: () => anything,
+  shelveOffload: () => anything,
+  unshelve: (v) =>
+    v >= at('2.91')
+      ? T.Union([T.Null(), obj({ availability_zone: T.Union([T.Null(), T.String({ minLength: 1, maxLength: 255 })]), host: P.hostLike })])
+      : v >= at('2.77')
+        ? T.Union([T.Null(), obj({ availability_zone: T.String({ minLength: 1, maxLength: 255 }) }, ['availability_zone'])])
+        : anything,
+  suspend: () => anything,
+  resume: () => anything,
+  pause: () => anything,
+  unpause: () => anything,
+  lock: (v) => (v >= at('2.73') ? T.Union([T.Null(), obj({ locked_reason: T.String({ minLength: 1, maxLength: 255 }) })]) : anything),
+  unlock: () => anything,
+  rescue: () => T.Union([T.Null(), obj({ adminPass: T.String(), rescue_image_ref: P.uuid })]),
+  unrescue: () => anything,
+  evacuate: (v) =>
+    v < at('2.14')
+      ? obj({ host: P.hostLike, adminPass: T.String(), onSharedStorage: P.boolean }, ['onSharedStorage'])
+      : v >= at('2.29') && v < at('2.68')
+        ? obj({ host: P.hostLike, adminPass: T.String(), force: T.Boolean() })
+        : obj({ host: P.hostLike, adminPass: T.String() }),
+  migrate: (v) => (v >= at('2.56') ? T.Union([T.Null(), obj({ host: T.Union([T.Null(), P.hostLike]) })]) : anything),
+  'os-migrateLive': (v) =>
+    v < at('2.25')
+      ? obj({ host: T.Union([T.Null(), P.hostLike]), block_migration: P.boolean, disk_over_commit: P.boolean }, ['host', 'block_migration', 'disk_over_commit'])
+      : obj(
+          { host: T.Union([T.Null(), P.hostLike]), block_migration: T.Union([P.boolean, T.Literal('auto')]), ...(v >= at('2.30') && v < at('2.68') ? { force: T.Boolean() } : {}) },
+          ['host', 'block_migration'],
+        ),
+  'os-getConsoleOutput': () => obj({ length: T.Union([T.Null(), T.Integer({ minimum: -1 }), T.String({ pattern: '^-?[0-9]+$' })]) }),
+  forceDelete: () => anything,
+  restore: () => anything,
+  trigger_crash_dump: () => T.Null(),
+  addSecurityGroup: () => obj({ name: T.String({ minLength: 1, maxLength: 255 }) }, ['name']),
+  removeSecurityGroup: () => obj({ name: T.String({ minLength: 1, maxLength: 255 }) }, ['name']),
+}

@@ -1,0 +1,40 @@
+/** /os-availability-zone[/detail]: the zones of the hosts (`nova` when there are none). */
+import type { FastifyInstance } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+import { isoMicros } from '../../../contracts/compute/time.js'
+import { must } from './context.js'
+
+export function availabilityZoneRoutes(deps: AppDeps) {
+  const db = deps.store.db
+  const zones = async () => {
+    const hosts = await db.selectFrom('hosts').select(['hostname', 'availability_zone', 'service_status', 'forced_down', 'last_heartbeat_at', 'updated_at']).execute()
+    const byZone = new Map<string, typeof hosts>()
+    for (const h of hosts) byZone.set(h.availability_zone, [...(byZone.get(h.availability_zone) ?? []), h])
+    if (byZone.size === 0) byZone.set('nova', [])
+    return [...byZone.entries()].filter(([name]) => name !== 'internal').sort(([a], [b]) => a.localeCompare(b))
+  }
+  const available = (hosts: { service_status: string }[]) => hosts.length === 0 || hosts.some((h) => h.service_status === 'enabled')
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.get('/v2.1/os-availability-zone', async (request) => {
+      must(request, 'availability_zone:list')
+      return { availabilityZoneInfo: (await zones()).map(([zoneName, hosts]) => ({ zoneName, zoneState: { available: available(hosts) }, hosts: null })) }
+    })
+    scope.get('/v2.1/os-availability-zone/detail', async (request) => {
+      must(request, 'availability_zone:detail')
+      return {
+        availabilityZoneInfo: (await zones()).map(([zoneName, hosts]) => ({
+          zoneName,
+          zoneState: { available: available(hosts) },
+          hosts: available(hosts)
+            ? Object.fromEntries(
+                hosts.map((h) => [
+                  h.hostname,
+                  { 'nova-compute': { available: h.service_status === 'enabled' && !h.forced_down, active: h.service_status === 'enabled', updated_at: isoMicros(h.last_heartbeat_at ?? h.updated_at) } },
+                ]),
+              )
+            : null,
+        })),
+      }
+    })
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * What every authenticated compute route shares: the microversion of the request (parsed once, echoed on
+ * every response with `Vary`), the caller (admin? which project?), policy checks and body validation.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { TSchema } from '@sinclair/typebox'
+import { AppError, badRequest, forbidden, notFound } from '../../../contracts/errors.js'
+import { apiVersion, MAX_VERSION, MIN_VERSION, parseRequestedVersion, type ApiVersion, type Gate, type VersionNumber } from '../../../contracts/compute/versions.js'
+import { check } from '../../../contracts/compute/params.js'
+import { allows, type PolicyTarget } from '../../policy/rules.js'
+import { COMPUTE_POLICY, type ComputeOperation } from '../../policy/compute.policy.js'
+import { projectOf } from '../../auth/principal.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    api: ApiVersion
+  }
+}
+
+const VARY = 'OpenStack-API-Version, X-OpenStack-Nova-API-Version, Cloud-API-Version'
+
+/** The requested version string from the three headers, by precedence; undefined when none names compute. */
+export function requestedVersion(request: FastifyRequest): string | undefined {
+  for (const header of ['cloud-api-version', 'openstack-api-version']) {
+    const raw = request.headers[header]
+    if (raw === undefined) continue
+    const items = (Array.isArray(raw) ? raw.join(',') : raw).split(',')
+    let found: string | undefined
+    for (const item of items) {
+      const [service, ...rest] = item.trim().split(/\s+/)
+      if (service && service.toLowerCase() === 'compute' && rest.length) found = rest.join(' ')
+    }
+    if (found !== undefined) return found
+  }
+  const legacy = request.headers['x-openstack-nova-api-version']
+  if (legacy !== undefined) {
+    const items = (Array.isArray(legacy) ? legacy.join(',') : legacy).split(',')
+    return items[items.length - 1].trim()
+  }
+  return undefined
+}
+
+function versionHeaders(text: string): Record<string, string> {
+  return { 'openstack-api-version': `compute ${text}`, 'x-openstack-nova-api-version': text, 'cloud-api-version': `compute ${text}`, vary: VARY }
+}
+
+/** onRequest hook: sets request.api or answers 400 (malformed) / 406 (out of range). */
+export async function microversionHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const raw = requestedVersion(request)
+  const parsed = raw === undefined ? parseRequestedVersion(MIN_VERSION) : parseRequestedVersion(raw)
+  if (!parsed.ok) {
+    if (parsed.status === 400) throw badRequest(`API Version String ${parsed.requested} is of invalid format. Must be of format MajorNum.MinorNum.`)
+    throw new AppError('not_acceptable', `Version ${parsed.requested} is not supported by the API. Minimum is ${MIN_VERSION} and maximum is ${MAX_VERSION}.`, {
+      type: 'computeFault',
+      headers: versionHeaders(parsed.requested),
+    })
+  }
+  request.api = apiVersion(parsed.version)
+  reply.headers(versionHeaders(request.api.text))
+}
+
+/** Registers the version hook on a scope (the version documents and every authenticated route). */
+export function useMicroversions(scope: FastifyInstance): void {
+  scope.decorateRequest('api', null as unknown as ApiVersion)
+  scope.addHook('onRequest', microversionHook)
+}
+
+export interface Caller {
+  admin: boolean
+  projectId: string
+  userId: string
+}
+
+export function callerOf(request: FastifyRequest): Caller {
+  const p = request.principal
+  return { admin: p.roles.includes('admin'), projectId: projectOf(p) ?? '', userId: p.userId }
+}
+
+export function can(request: FastifyRequest, op: ComputeOperation, target: PolicyTarget = {}): boolean {
+  return allows(COMPUTE_POLICY, op, request.principal, target)
+}
+
+export function must(request: FastifyRequest, op: ComputeOperation, target: PolicyTarget = {}): void {
+  if (!COMPUTE_POLICY[op](request.principal, target)) throw forbidden(`Policy doesn't allow os_compute_api:${op} to be performed.`)
+}
+
+/** Validates a body (or action value) against a per-version schema builder. */
+export function validate(name: string, request: FastifyRequest, build: (version: VersionNumber) => TSchema, value: unknown): void {
+  check(name, request.api.version, build, value)
+}
+
+/** 404 for routes that exist only from some version on (Nova's method-level gating). */
+export function requireGate(request: FastifyRequest, gate: Gate): void {
+  if (!request.api.has(gate)) throw notFound('The resource could not be found.')
+}
+
+/** Reads a JSON object body (Fastify parsed it); anything else is a malformed request. */
+export function bodyObject(request: FastifyRequest): Record<string, unknown> {
+  const body = request.body
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Malformed request body')
+  return body as Record<string, unknown>
+}

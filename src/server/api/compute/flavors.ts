@@ -1,0 +1,244 @@
+/** /flavors, /flavors/{id}/os-extra_specs, /flavors/{id}/os-flavor-access and the flavor access actions. */
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type as T } from '@sinclair/typebox'
+import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
+import { project } from '../../../contracts/compute/fields.js'
+import { flavorFields, type FlavorModel, type FlavorView } from '../../../contracts/compute/flavor.fields.js'
+import { P } from '../../../contracts/compute/params.js'
+import type { VersionNumber } from '../../../contracts/compute/versions.js'
+import { versionNumber } from '../../../contracts/compute/versions.js'
+import type { FlavorTable } from '../../storage/schema.js'
+import { bookmarkBase } from '../../compute/server-model.js'
+import { findUsableFlavor } from '../../compute/flavors.js'
+import type { AppDeps } from '../../deps.js'
+import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
+
+const SORT_KEYS: Record<string, keyof FlavorTable> = {
+  created_at: 'created_at', description: 'description', disabled: 'disabled', ephemeral_gb: 'ephemeral', flavorid: 'id', id: 'id', is_public: 'is_public',
+  memory_mb: 'ram', name: 'name', root_gb: 'disk', rxtx_factor: 'rxtx_factor', swap: 'swap', updated_at: 'created_at', vcpu_weight: 'vcpus', vcpus: 'vcpus',
+}
+
+const createBody = (version: VersionNumber) =>
+  T.Object(
+    {
+      flavor: T.Object(
+        {
+          name: P.name,
+          id: T.Optional(T.Union([T.Null(), T.String({ minLength: 1, maxLength: 255, pattern: '^(?!\\s)[a-zA-Z0-9_.\\- ]*(?<!\\s)$' })])),
+          ram: P.positiveInt,
+          vcpus: P.positiveInt,
+          disk: P.nonNegativeInt,
+          'OS-FLV-EXT-DATA:ephemeral': T.Optional(P.nonNegativeInt),
+          swap: T.Optional(T.Union([T.Literal(''), P.nonNegativeInt])),
+          rxtx_factor: T.Optional(T.Union([T.Number({ exclusiveMinimum: 0, maximum: 3.4e38 }), T.String({ pattern: '^[0-9]*\\.?[0-9]+$' })])),
+          'os-flavor-access:is_public': T.Optional(P.boolean),
+          ...(version >= versionNumber('2.55') ? { description: T.Optional(P.description) } : {}),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  )
+const updateBody = () => T.Object({ flavor: T.Object({ description: P.description }, { additionalProperties: false }) }, { additionalProperties: false })
+const extraSpecValue = T.Union([T.String({ maxLength: 255 }), T.Number(), T.Boolean()])
+const extraSpecsBody = () => T.Object({ extra_specs: T.Record(T.String({ pattern: '^[a-zA-Z0-9-_:. ]{1,255}$' }), extraSpecValue) }, { additionalProperties: false })
+const extraSpecItem = () => T.Record(T.String({ pattern: '^[a-zA-Z0-9-_:. ]{1,255}$' }), extraSpecValue, { minProperties: 1, maxProperties: 1 })
+const tenantBody = () => T.Object({ tenant: T.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false })
+
+export function flavorRoutes(deps: AppDeps) {
+  const db = deps.store.db
+  const base = bookmarkBase(deps.urls.compute)
+  const model = (f: FlavorTable): FlavorModel => ({
+    id: f.id,
+    name: f.name,
+    ram: f.ram,
+    disk: f.disk,
+    swap: f.swap,
+    ephemeral: f.ephemeral,
+    disabled: f.disabled === 1,
+    vcpus: f.vcpus,
+    isPublic: f.is_public === 1,
+    rxtxFactor: f.rxtx_factor,
+    description: f.description,
+    extraSpecs: JSON.parse(f.extra_specs) as Record<string, string>,
+    links: [
+      { rel: 'self', href: `${deps.urls.compute}/flavors/${f.id}` },
+      { rel: 'bookmark', href: `${base}/flavors/${f.id}` },
+    ],
+  })
+  const render = (request: FastifyRequest, f: FlavorTable, view: FlavorView) => project(flavorFields, model(f), { version: request.api.version, view, admin: callerOf(request).admin })
+  const visible = async (request: FastifyRequest, id: string) => {
+    const caller = callerOf(request)
+    const f = await findUsableFlavor(db, id, caller.projectId, caller.admin)
+    if (!f) throw notFound(`Flavor ${id} could not be found.`)
+    return f
+  }
+  const manage = (request: FastifyRequest) => must(request, 'flavors:manage')
+
+  return async (scope: FastifyInstance): Promise<void> => {
+    const list = (view: FlavorView) => async (request: FastifyRequest) => {
+      const caller = callerOf(request)
+      const q = request.query as Record<string, string>
+      let rows = await db.selectFrom('flavors').selectAll().where('deleted', '=', 0).execute()
+      const accessible = new Set((await db.selectFrom('flavor_access').select('flavor_id').where('project_id', '=', caller.projectId).execute()).map((a) => a.flavor_id))
+      if (caller.admin) {
+        const raw = (q.is_public ?? 'true').toLowerCase()
+        if (raw !== 'none') {
+          const want = ['1', 't', 'true', 'on', 'y', 'yes'].includes(raw)
+          if (!want && !['0', 'f', 'false', 'off', 'n', 'no'].includes(raw)) throw badRequest(`Invalid is_public filter [${q.is_public}]`)
+          rows = rows.filter((f) => (f.is_public === 1) === want)
+        }
+      } else rows = rows.filter((f) => !f.disabled && (f.is_public === 1 || accessible.has(f.id)))
+      for (const [param, column] of [['minRam', 'ram'], ['minDisk', 'disk']] as const) {
+        if (q[param] === undefined) continue
+        if (!/^\d+$/.test(q[param])) throw badRequest(`Invalid input for query parameters ${param}. Value: ${q[param]}.`)
+        rows = rows.filter((f) => f[column] >= Number(q[param]))
+      }
+      const key = q.sort_key ?? 'flavorid'
+      const dir = q.sort_dir ?? 'asc'
+      if (!SORT_KEYS[key]) throw badRequest(`Invalid input for query parameters sort_key. Value: ${key}.`)
+      if (dir !== 'asc' && dir !== 'desc') throw badRequest(`Invalid input for query parameters sort_dir. Value: ${dir}.`)
+      const col = SORT_KEYS[key]
+      rows.sort((a, b) => {
+        const x = a[col] ?? ''
+        const y = b[col] ?? ''
+        const c = x < y ? -1 : x > y ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+        return dir === 'asc' ? c : -c
+      })
+      if (q.marker !== undefined) {
+        const i = rows.findIndex((f) => f.id === q.marker)
+        if (i < 0) throw badRequest(`marker [${q.marker}] not found`)
+        rows = rows.slice(i + 1)
+      }
+      let limit = 1000
+      if (q.limit !== undefined) {
+        if (!/^\d+$/.test(q.limit)) throw badRequest(`Invalid input for query parameters limit. Value: ${q.limit}.`)
+        limit = Math.min(Number(q.limit), 1000)
+      }
+      const page = rows.slice(0, limit)
+      const body: Record<string, unknown> = { flavors: page.map((f) => render(request, f, view)) }
+      if (page.length === limit && page.length > 0 && rows.length > limit) {
+        const params = new URLSearchParams({ ...q, marker: page[page.length - 1].id })
+        body.flavors_links = [{ rel: 'next', href: `${deps.urls.compute}/flavors${view === 'detail' ? '/detail' : ''}?${params.toString()}` }]
+      }
+      return body
+    }
+    scope.get('/v2.1/flavors', list('summary'))
+    scope.get('/v2.1/flavors/detail', list('detail'))
+    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id', async (request) => ({ flavor: render(request, await visible(request, request.params.id), 'detail') }))
+
+    scope.post('/v2.1/flavors', async (request) => {
+      manage(request)
+      const body = bodyObject(request)
+      validate('flavor', request, createBody, body)
+      const f = body.flavor as Record<string, unknown>
+      const id = (f.id as string | null | undefined) ?? randomUUID()
+      const exists = await db.selectFrom('flavors').select(['id', 'name']).where((eb) => eb.or([eb('id', '=', id), eb('name', '=', f.name as string)])).where('deleted', '=', 0).executeTakeFirst()
+      if (exists) throw conflict(exists.id === id ? `Flavor with ID ${id} already exists.` : `Flavor with name ${f.name as string} already exists.`)
+      const isPublic = f['os-flavor-access:is_public'] === undefined ? true : ['true', '1', 't', 'yes', 'y', 'on'].includes(String(f['os-flavor-access:is_public']).toLowerCase())
+      const row: FlavorTable = {
+        id,
+        name: f.name as string,
+        vcpus: Number(f.vcpus),
+        ram: Number(f.ram),
+        disk: Number(f.disk),
+        ephemeral: Number(f['OS-FLV-EXT-DATA:ephemeral'] ?? 0),
+        swap: f.swap === undefined || f.swap === '' ? 0 : Number(f.swap),
+        rxtx_factor: f.rxtx_factor === undefined ? 1 : Number(f.rxtx_factor),
+        is_public: isPublic ? 1 : 0,
+        disabled: 0,
+        description: (f.description as string | null | undefined) ?? null,
+        extra_specs: '{}',
+        created_at: Date.now(),
+        deleted: 0,
+      }
+      await db.insertInto('flavors').values(row).execute()
+      return { flavor: render(request, row, 'detail') }
+    })
+    scope.put<{ Params: { id: string } }>('/v2.1/flavors/:id', async (request) => {
+      requireGate(request, 'flavorDescription')
+      manage(request)
+      const body = bodyObject(request)
+      validate('flavor-update', request, updateBody, body)
+      const f = await visible(request, request.params.id)
+      const description = (body.flavor as { description: string | null }).description
+      await db.updateTable('flavors').set({ description }).where('id', '=', f.id).execute()
+      return { flavor: render(request, { ...f, description }, 'detail') }
+    })
+    scope.delete<{ Params: { id: string } }>('/v2.1/flavors/:id', async (request, reply) => {
+      manage(request)
+      const result = await db.deleteFrom('flavors').where('id', '=', request.params.id).executeTakeFirst()
+      if (Number(result.numDeletedRows) === 0) throw notFound(`Flavor ${request.params.id} could not be found.`)
+      return reply.code(202).send()
+    })
+
+    // Extra specs: every flavor has the sub-resource (OSC reads it for each flavor).
+    type PK = { Params: { id: string; key: string } }
+    const saveSpecs = (id: string, specs: Record<string, string>) => db.updateTable('flavors').set({ extra_specs: JSON.stringify(specs) }).where('id', '=', id).execute()
+    const asStrings = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]))
+    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id/os-extra_specs', async (request) => ({ extra_specs: JSON.parse((await visible(request, request.params.id)).extra_specs) }))
+    scope.post<{ Params: { id: string } }>('/v2.1/flavors/:id/os-extra_specs', async (request) => {
+      manage(request)
+      const body = bodyObject(request)
+      validate('extra_specs', request, extraSpecsBody, body)
+      const f = await visible(request, request.params.id)
+      const added = asStrings(body.extra_specs as Record<string, unknown>)
+      await saveSpecs(f.id, { ...JSON.parse(f.extra_specs), ...added })
+      return { extra_specs: added }
+    })
+    scope.get<PK>('/v2.1/flavors/:id/os-extra_specs/:key', async (request) => {
+      const specs = JSON.parse((await visible(request, request.params.id)).extra_specs) as Record<string, string>
+      if (!(request.params.key in specs)) throw notFound(`Flavor ${request.params.id} has no extra specs with key ${request.params.key}.`)
+      return { [request.params.key]: specs[request.params.key] }
+    })
+    scope.put<PK>('/v2.1/flavors/:id/os-extra_specs/:key', async (request) => {
+      manage(request)
+      const body = bodyObject(request)
+      validate('extra_spec', request, extraSpecItem, body)
+      if (!(request.params.key in body)) throw badRequest('Request body and URI mismatch')
+      const f = await visible(request, request.params.id)
+      const item = asStrings(body)
+      await saveSpecs(f.id, { ...JSON.parse(f.extra_specs), ...item })
+      return item
+    })
+    scope.delete<PK>('/v2.1/flavors/:id/os-extra_specs/:key', async (request, reply) => {
+      manage(request)
+      const f = await visible(request, request.params.id)
+      const specs = JSON.parse(f.extra_specs) as Record<string, string>
+      if (!(request.params.key in specs)) throw notFound(`Flavor ${f.id} has no extra specs with key ${request.params.key}.`)
+      delete specs[request.params.key]
+      await saveSpecs(f.id, specs)
+      return reply.code(200).send()
+    })
+
+    // Access to private flavors.
+    const accessList = async (id: string) => ({
+      flavor_access: (await db.selectFrom('flavor_access').select(['flavor_id', 'project_id']).where('flavor_id', '=', id).orderBy('project_id').execute()).map((a) => ({ flavor_id: a.flavor_id, tenant_id: a.project_id })),
+    })
+    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id/os-flavor-access', async (request) => {
+      manage(request)
+      const f = await visible(request, request.params.id)
+      if (f.is_public) throw notFound('Access list not available for public flavors.')
+      return accessList(f.id)
+    })
+    scope.post<{ Params: { id: string } }>('/v2.1/flavors/:id/action', async (request) => {
+      manage(request)
+      const body = bodyObject(request)
+      const key = Object.keys(body)[0]
+      if (Object.keys(body).length !== 1 || (key !== 'addTenantAccess' && key !== 'removeTenantAccess')) throw badRequest(`There is no such action: ${key ?? ''}`)
+      validate(key, request, tenantBody, body[key])
+      const tenant = (body[key] as { tenant: string }).tenant
+      const f = await visible(request, request.params.id)
+      if (key === 'addTenantAccess') {
+        if (f.is_public && request.api.has('flavorAccessPublic409')) throw conflict(`Can not add access to a public flavor.`)
+        const done = await db.insertInto('flavor_access').values({ flavor_id: f.id, project_id: tenant }).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+        if (Number(done.numInsertedOrUpdatedRows ?? 0) === 0) throw conflict(`Flavor access already exists for flavor ${f.id} and project ${tenant} combination.`)
+      } else {
+        const done = await db.deleteFrom('flavor_access').where('flavor_id', '=', f.id).where('project_id', '=', tenant).executeTakeFirst()
+        if (Number(done.numDeletedRows) === 0) throw notFound(`Flavor access not found for ${f.id} / ${tenant} combination.`)
+      }
+      return accessList(f.id)
+    })
+  }
+}

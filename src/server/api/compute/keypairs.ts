@@ -1,0 +1,100 @@
+/** /os-keypairs: create (generated or imported), list, show, delete; per user, admins may name another (2.10). */
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type as T } from '@sinclair/typebox'
+import { badRequest, conflict, forbidden, notFound } from '../../../contracts/errors.js'
+import { project } from '../../../contracts/compute/fields.js'
+import { keypairFields, type KeypairModel } from '../../../contracts/compute/keypair.fields.js'
+import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
+import type { KeypairTable } from '../../storage/schema.js'
+import type { AppDeps } from '../../deps.js'
+import { fingerprintOf, generateSshKeypair } from '../../compute/keypairs.js'
+import { quotaLimits } from '../../compute/quotas.js'
+import { bodyObject, callerOf, must, validate } from './context.js'
+
+const createBody = (version: VersionNumber) => {
+  const name = version >= versionNumber('2.92') ? T.String({ minLength: 1, maxLength: 255, pattern: '^[a-zA-Z0-9 _@.-]+$' }) : T.String({ minLength: 1, maxLength: 255, pattern: '^[_\\- a-zA-Z0-9]+$' })
+  const props: Record<string, ReturnType<typeof T.String> | ReturnType<typeof T.Optional>> = { name }
+  props.public_key = version >= versionNumber('2.92') ? T.String({ minLength: 1 }) : T.Optional(T.String())
+  if (version >= versionNumber('2.2')) props.type = T.Optional(T.Union([T.Literal('ssh'), T.Literal('x509')]))
+  if (version >= versionNumber('2.10')) props.user_id = T.Optional(T.String({ minLength: 1, maxLength: 255 }))
+  return T.Object({ keypair: T.Object(props, { additionalProperties: false }) }, { additionalProperties: false })
+}
+
+export function keypairRoutes(deps: AppDeps) {
+  const db = deps.store.db
+  const model = (k: KeypairTable, privateKey?: string): KeypairModel => ({ id: k.id, name: k.name, userId: k.user_id, type: k.type, publicKey: k.public_key, fingerprint: k.fingerprint, createdAt: k.created_at, privateKey })
+  const userOf = (request: FastifyRequest, requested: string | undefined) => {
+    const caller = callerOf(request)
+    if (requested === undefined || !request.api.has('keypairUserId') || requested === caller.userId) return caller.userId
+    must(request, 'keypairs:other_user')
+    return requested
+  }
+  const find = async (userId: string, name: string) => {
+    const k = await db.selectFrom('keypairs').selectAll().where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()
+    if (!k) throw notFound(`Keypair ${name} not found for user ${userId}`)
+    return k
+  }
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.post('/v2.1/os-keypairs', async (request, reply) => {
+      const body = bodyObject(request)
+      validate('keypair', request, createBody, body)
+      const k = body.keypair as { name: string; public_key?: string; type?: 'ssh' | 'x509'; user_id?: string }
+      const userId = userOf(request, k.user_id)
+      const type = k.type ?? 'ssh'
+      const limits = await quotaLimits(db, callerOf(request).projectId)
+      if (limits.key_pairs >= 0) {
+        const n = Number((await db.selectFrom('keypairs').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirst())?.n ?? 0)
+        if (n >= limits.key_pairs) throw forbidden('Quota exceeded, too many key pairs.')
+      }
+      let publicKey = k.public_key
+      let privateKey: string | undefined
+      let fingerprint: string
+      if (publicKey === undefined) {
+        if (type === 'x509') throw badRequest('Keypair data is invalid: x509 key pairs must be imported')
+        const generated = generateSshKeypair(`Generated-by-pcc`)
+        publicKey = generated.publicKey
+        privateKey = generated.privateKey
+        fingerprint = generated.fingerprint
+      } else fingerprint = fingerprintOf(type, publicKey)
+      const row: KeypairTable = { id: randomUUID(), user_id: userId, name: k.name, type, public_key: publicKey, fingerprint, created_at: Date.now() }
+      const inserted = await db.insertInto('keypairs').values(row).onConflict((oc) => oc.columns(['user_id', 'name']).doNothing()).executeTakeFirst()
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw conflict(`Key pair '${k.name}' already exists.`)
+      const out = project(keypairFields, model(row, privateKey), { version: request.api.version, view: 'create', admin: callerOf(request).admin })
+      return reply.code(request.api.has('keypairCreated201') ? 201 : 200).send({ keypair: out })
+    })
+    scope.get('/v2.1/os-keypairs', async (request) => {
+      const q = request.query as Record<string, string>
+      const userId = userOf(request, q.user_id)
+      let rows = await db.selectFrom('keypairs').selectAll().where('user_id', '=', userId).orderBy('name').execute()
+      const body: Record<string, unknown> = {}
+      if (request.api.has('keypairsPaging')) {
+        if (q.marker !== undefined) {
+          const i = rows.findIndex((r) => r.name === q.marker)
+          if (i < 0) throw badRequest(`marker [${q.marker}] not found`)
+          rows = rows.slice(i + 1)
+        }
+        if (q.limit !== undefined) {
+          if (!/^\d+$/.test(q.limit)) throw badRequest(`Invalid input for query parameters limit. Value: ${q.limit}.`)
+          const limit = Number(q.limit)
+          if (rows.length > limit) {
+            rows = rows.slice(0, limit)
+            body.keypairs_links = [{ rel: 'next', href: `${deps.urls.compute}/os-keypairs?${new URLSearchParams({ ...q, marker: rows[rows.length - 1].name }).toString()}` }]
+          }
+        }
+      }
+      body.keypairs = rows.map((r) => ({ keypair: project(keypairFields, model(r), { version: request.api.version, view: 'list', admin: false }) }))
+      return { keypairs: body.keypairs, ...(body.keypairs_links ? { keypairs_links: body.keypairs_links } : {}) }
+    })
+    scope.get<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', async (request) => {
+      const userId = userOf(request, (request.query as Record<string, string>).user_id)
+      return { keypair: project(keypairFields, model(await find(userId, request.params.name)), { version: request.api.version, view: 'show', admin: false }) }
+    })
+    scope.delete<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', async (request, reply) => {
+      const userId = userOf(request, (request.query as Record<string, string>).user_id)
+      const k = await find(userId, request.params.name)
+      await db.deleteFrom('keypairs').where('id', '=', k.id).execute()
+      return reply.code(request.api.has('keypairCreated201') ? 204 : 202).send()
+    })
+  }
+}

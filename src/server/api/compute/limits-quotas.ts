@@ -1,0 +1,84 @@
+/** /limits and /os-quota-sets. */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type as T } from '@sinclair/typebox'
+import { badRequest } from '../../../contracts/errors.js'
+import { project } from '../../../contracts/compute/fields.js'
+import { absoluteLimitFields, quotaSetFields } from '../../../contracts/compute/quota.fields.js'
+import type { AppDeps } from '../../deps.js'
+import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, usageOf, type QuotaResource } from '../../compute/quotas.js'
+import { bodyObject, callerOf, must, validate } from './context.js'
+
+const updateBody = () =>
+  T.Object(
+    {
+      quota_set: T.Object(
+        { ...Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, T.Optional(T.Union([T.Integer({ minimum: -1, maximum: 2147483647 }), T.String({ pattern: '^-?[0-9]+$' })]))])), force: T.Optional(T.Boolean()) },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  )
+
+export function limitQuotaRoutes(deps: AppDeps) {
+  const db = deps.store.db
+  const knownProject = async (id: string) => {
+    const p = await db.selectFrom('projects').select('id').where('id', '=', id).executeTakeFirst()
+    if (!p) throw badRequest(`Project ID ${id} is not a valid project.`)
+  }
+  const set = (request: FastifyRequest, values: Record<string, unknown>) => project(quotaSetFields, values, { version: request.api.version, view: 'set', admin: true })
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.get('/v2.1/limits', async (request) => {
+      const caller = callerOf(request)
+      const q = request.query as Record<string, string>
+      let projectId = caller.projectId
+      if (q.tenant_id && q.tenant_id !== caller.projectId && callerOf(request).admin) projectId = q.tenant_id
+      const limits = await quotaLimits(db, projectId)
+      const used = await usageOf(db, projectId, caller.userId)
+      const source = { ...limits, used_cores: used.cores, used_instances: used.instances, used_ram: used.ram, used_server_groups: used.server_groups }
+      return { limits: { rate: [], absolute: project(absoluteLimitFields, source, { version: request.api.version, view: 'set', admin: false }) } }
+    })
+
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/defaults', async (request) => {
+      return { quota_set: set(request, { id: request.params.projectId, ...DEFAULT_QUOTAS }) }
+    })
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/detail', async (request) => {
+      must(request, 'quotas:show', { projectId: request.params.projectId })
+      const limits = await quotaLimits(db, request.params.projectId)
+      const used = await usageOf(db, request.params.projectId, callerOf(request).userId)
+      const detail = Object.fromEntries(Object.entries(limits).map(([k, limit]) => [k, { in_use: used[k] ?? 0, limit, reserved: 0 }]))
+      const legacy = { limit: -1, in_use: 0, reserved: 0 }
+      return { quota_set: set(request, { id: request.params.projectId, ...detail, fixed_ips: legacy, floating_ips: legacy, security_groups: legacy, security_group_rules: legacy }) }
+    })
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request) => {
+      must(request, 'quotas:show', { projectId: request.params.projectId })
+      return { quota_set: set(request, { id: request.params.projectId, ...(await quotaLimits(db, request.params.projectId)) }) }
+    })
+    scope.put<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request) => {
+      must(request, 'quotas:update', { projectId: request.params.projectId })
+      const body = bodyObject(request)
+      validate('quota_set', request, updateBody, body)
+      await knownProject(request.params.projectId)
+      const values = body.quota_set as Record<string, unknown>
+      const force = values.force === true
+      const used = await usageOf(db, request.params.projectId, undefined)
+      for (const [resource, raw] of Object.entries(values)) {
+        if (resource === 'force') continue
+        const limit = Number(raw)
+        const inUse = used[resource] ?? 0
+        if (!force && limit >= 0 && limit < inUse) throw badRequest(`Quota value ${limit} for ${resource} is less than already used and reserved ${inUse}`)
+        await db
+          .insertInto('quotas')
+          .values({ project_id: request.params.projectId, resource, hard_limit: limit })
+          .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit: limit }))
+          .execute()
+      }
+      return { quota_set: set(request, { ...(await quotaLimits(db, request.params.projectId)) }) }
+    })
+    scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request, reply) => {
+      must(request, 'quotas:update', { projectId: request.params.projectId })
+      await knownProject(request.params.projectId)
+      await db.deleteFrom('quotas').where('project_id', '=', request.params.projectId).where('resource', 'in', QUOTA_RESOURCES as QuotaResource[]).execute()
+      return reply.code(202).send()
+    })
+  }
+}

@@ -1,0 +1,139 @@
+/** POST /servers/{id}/action and /servers/{id}/os-instance-actions. */
+import type { FastifyInstance } from 'fastify'
+import { badRequest, notFound } from '../../../contracts/errors.js'
+import { ACTION_BODIES } from '../../../contracts/compute/server-action.params.js'
+import { inRange, type ComputeVersion } from '../../../contracts/compute/versions.js'
+import { isoMicros } from '../../../contracts/compute/time.js'
+import { SERVER_ACTIONS } from '../../compute/server-states.js'
+import { actionNameOf, runAction, type ActionDeps } from '../../compute/server-actions.js'
+import { hostIdOf } from '../../compute/server-model.js'
+import { isUp } from '../../hosts/host-status.js'
+import { parseIsoTime } from '../../../contracts/compute/time.js'
+import type { ServerRouteDeps } from './servers.js'
+import { renderServers, visibleServer } from './servers.js'
+import { bodyObject, callerOf, must, validate } from './context.js'
+
+export function serverActionRoutes(deps: ServerRouteDeps) {
+  const db = deps.store.db
+  const actionDeps: ActionDeps = {
+    db,
+    queue: deps.queue,
+    images: deps.imageLookup,
+    imageUrl: deps.urls.image,
+    hostUp: async (hostname) => {
+      const h = await db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()
+      if (!h) return undefined
+      return isUp(h, Date.now(), deps.config.hostDownAfterSeconds * 1000)
+    },
+  }
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.post<{ Params: { id: string } }>('/v2.1/servers/:id/action', async (request, reply) => {
+      const body = bodyObject(request)
+      const keys = Object.keys(body)
+      if (keys.length !== 1) throw badRequest('Malformed request body')
+      const [key] = keys
+      const action = actionNameOf(key, body[key])
+      if (!action || !ACTION_BODIES[key]) throw badRequest(`There is no such action: ${key}`)
+      const rule = SERVER_ACTIONS[action]
+      const since = 'since' in rule ? (rule.since as ComputeVersion) : undefined
+      if (!inRange(request.api.version, since)) throw notFound('The resource could not be found.')
+      const row = await visibleServer(deps, request, request.params.id)
+      validate(`action:${key}`, request, ACTION_BODIES[key], body[key])
+      const caller = callerOf(request)
+      must(request, 'adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action', { projectId: row.project_id })
+      const outcome = await runAction(actionDeps, request.api, caller, row, action, body[key], request.id)
+      deps.runner.wake()
+      if (outcome.headers) reply.headers(outcome.headers)
+      if (action === 'rebuild' && outcome.server) {
+        const [server] = await renderServers(deps, request, [outcome.server], request.api.has('fullUpdateBody') ? 'rebuildFull' : 'rebuild', { adminPass: outcome.adminPass })
+        return reply.code(202).header('location', `${deps.urls.compute}/servers/${row.id}`).send({ server })
+      }
+      if (outcome.body !== undefined) return reply.code(outcome.status).send(outcome.body)
+      return reply.code(outcome.status).send()
+    })
+
+    scope.get<{ Params: { id: string }; Querystring: Record<string, string> }>('/v2.1/servers/:id/os-instance-actions', async (request) => {
+      const caller = callerOf(request)
+      const server = await db.selectFrom('servers').select(['id', 'project_id', 'deleted']).where('id', '=', request.params.id).executeTakeFirst()
+      if (!server || (!caller.admin && server.project_id !== caller.projectId) || (server.deleted && !request.api.has('deletedServerActions'))) {
+        throw notFound(`Instance ${request.params.id} could not be found.`)
+      }
+      must(request, 'servers:show', { projectId: server.project_id })
+      const paging = request.api.has('instanceActionsPaging')
+      const q = request.query
+      let query = db.selectFrom('instance_actions').selectAll().where('server_id', '=', server.id)
+      if (paging && q['changes-since']) {
+        const t = parseIsoTime(q['changes-since'])
+        if (t === undefined) throw badRequest(`Invalid input for query parameters changes-since. Value: ${q['changes-since']}.`)
+        query = query.where('updated_at', '>=', t)
+      }
+      if (request.api.has('changesBefore') && q['changes-before']) {
+        const t = parseIsoTime(q['changes-before'])
+        if (t === undefined) throw badRequest(`Invalid input for query parameters changes-before. Value: ${q['changes-before']}.`)
+        query = query.where('updated_at', '<=', t)
+      }
+      let rows = await query.orderBy('start_time', 'desc').orderBy('id', 'desc').execute()
+      let limit = rows.length
+      if (paging && q.marker) {
+        const i = rows.findIndex((r) => r.request_id === q.marker)
+        if (i < 0) throw badRequest(`Marker ${q.marker} could not be found.`)
+        rows = rows.slice(i + 1)
+      }
+      if (paging && q.limit !== undefined) {
+        if (!/^\d+$/.test(q.limit)) throw badRequest(`Invalid input for query parameters limit. Value: ${q.limit}.`)
+        limit = Math.min(Number(q.limit), deps.config.computeMaxLimit)
+      }
+      const page = rows.slice(0, limit)
+      const body: Record<string, unknown> = {
+        instanceActions: page.map((a) => ({
+          action: a.action,
+          instance_uuid: a.server_id,
+          request_id: a.request_id,
+          user_id: a.user_id,
+          project_id: a.project_id,
+          start_time: isoMicros(a.start_time),
+          message: a.message,
+          ...(paging ? { updated_at: isoMicros(a.updated_at) } : {}),
+        })),
+      }
+      if (paging && q.limit !== undefined && page.length === limit && page.length > 0) {
+        const params = new URLSearchParams({ ...q, marker: page[page.length - 1].request_id })
+        body.links = [{ rel: 'next', href: `${deps.urls.compute}/servers/${server.id}/os-instance-actions?${params.toString()}` }]
+      }
+      return body
+    })
+
+    scope.get<{ Params: { id: string; requestId: string } }>('/v2.1/servers/:id/os-instance-actions/:requestId', async (request) => {
+      const caller = callerOf(request)
+      const server = await db.selectFrom('servers').select(['id', 'project_id', 'host']).where('id', '=', request.params.id).executeTakeFirst()
+      if (!server || (!caller.admin && server.project_id !== caller.projectId)) throw notFound(`Instance ${request.params.id} could not be found.`)
+      must(request, 'servers:show', { projectId: server.project_id })
+      const action = await db.selectFrom('instance_actions').selectAll().where('server_id', '=', server.id).where('request_id', '=', request.params.requestId).executeTakeFirst()
+      if (!action) throw notFound(`Action ${request.params.requestId} could not be found.`)
+      const out: Record<string, unknown> = {
+        action: action.action,
+        instance_uuid: action.server_id,
+        request_id: action.request_id,
+        user_id: action.user_id,
+        project_id: action.project_id,
+        start_time: isoMicros(action.start_time),
+        message: action.message,
+        ...(request.api.has('instanceActionsPaging') ? { updated_at: isoMicros(action.updated_at) } : {}),
+      }
+      const showEvents = caller.admin || request.api.has('ownerSeesActionEvents')
+      if (showEvents) {
+        const events = await db.selectFrom('instance_action_events').selectAll().where('action_id', '=', action.id).orderBy('start_time').execute()
+        out.events = events.map((e) => ({
+          event: e.event,
+          start_time: isoMicros(e.start_time),
+          finish_time: isoMicros(e.finish_time),
+          result: e.result,
+          ...(caller.admin ? { traceback: e.traceback } : {}),
+          ...(request.api.has('actionEventHost') ? { hostId: hostIdOf(action.project_id, e.host), ...(caller.admin ? { host: e.host ?? '' } : {}) } : {}),
+          ...(request.api.has('actionEventDetails') && caller.admin ? { details: e.details } : {}),
+        }))
+      }
+      return { instanceAction: out }
+    })
+  }
+}

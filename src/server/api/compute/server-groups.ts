@@ -1,0 +1,96 @@
+/** /os-server-groups: affinity, anti-affinity and their soft variants (2.15); policy + rules from 2.64. */
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type as T } from '@sinclair/typebox'
+import { badRequest, forbidden, notFound } from '../../../contracts/errors.js'
+import { project } from '../../../contracts/compute/fields.js'
+import { serverGroupFields } from '../../../contracts/compute/server-group.fields.js'
+import { P } from '../../../contracts/compute/params.js'
+import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
+import type { ServerGroupTable } from '../../storage/schema.js'
+import type { AppDeps } from '../../deps.js'
+import { quotaLimits } from '../../compute/quotas.js'
+import { bodyObject, callerOf, must, validate } from './context.js'
+
+const policies = (version: VersionNumber) =>
+  T.Union((version >= versionNumber('2.15') ? ['affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity'] : ['affinity', 'anti-affinity']).map((p) => T.Literal(p)))
+
+const createBody = (version: VersionNumber) =>
+  T.Object(
+    {
+      server_group: T.Object(
+        version >= versionNumber('2.64')
+          ? { name: P.name, policy: policies(version), rules: T.Optional(T.Object({ max_server_per_host: T.Optional(P.positiveInt) }, { additionalProperties: false })) }
+          : { name: P.name, policies: T.Array(policies(version), { minItems: 1, maxItems: 1 }) },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  )
+
+export function serverGroupRoutes(deps: AppDeps) {
+  const db = deps.store.db
+  const render = async (request: FastifyRequest, groups: ServerGroupTable[]) => {
+    const ids = groups.map((g) => g.id)
+    const members = ids.length
+      ? await db
+          .selectFrom('server_group_members')
+          .innerJoin('servers', 'servers.id', 'server_group_members.server_id')
+          .select(['server_group_members.group_id', 'server_group_members.server_id'])
+          .where('server_group_members.group_id', 'in', ids)
+          .where('servers.deleted', '=', 0)
+          .execute()
+      : []
+    return groups.map((g) =>
+      project(
+        serverGroupFields,
+        { id: g.id, name: g.name, policy: g.policy, rules: JSON.parse(g.rules) as Record<string, unknown>, members: members.filter((m) => m.group_id === g.id).map((m) => m.server_id), projectId: g.project_id, userId: g.user_id },
+        { version: request.api.version, view: 'group', admin: false },
+      ),
+    )
+  }
+  const visible = async (request: FastifyRequest, id: string) => {
+    const caller = callerOf(request)
+    const g = await db.selectFrom('server_groups').selectAll().where('id', '=', id).executeTakeFirst()
+    if (!g || (!caller.admin && g.project_id !== caller.projectId)) throw notFound(`Instance group ${id} could not be found.`)
+    return g
+  }
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.post('/v2.1/os-server-groups', async (request) => {
+      const caller = callerOf(request)
+      must(request, 'server_groups:write', { projectId: caller.projectId })
+      const body = bodyObject(request)
+      validate('server_group', request, createBody, body)
+      const sg = body.server_group as { name: string; policy?: string; policies?: string[]; rules?: Record<string, unknown> }
+      const policy = sg.policy ?? sg.policies![0]
+      if (sg.rules && Object.keys(sg.rules).length && policy !== 'anti-affinity') throw badRequest(`Only anti-affinity policy supports rules.`)
+      const limits = await quotaLimits(db, caller.projectId)
+      if (limits.server_groups >= 0) {
+        const n = Number((await db.selectFrom('server_groups').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', caller.projectId).executeTakeFirst())?.n ?? 0)
+        if (n >= limits.server_groups) throw forbidden('Quota exceeded, too many server groups.')
+      }
+      const rules = sg.rules ? Object.fromEntries(Object.entries(sg.rules).map(([k, v]) => [k, Number(v)])) : {}
+      const row: ServerGroupTable = { id: randomUUID(), name: sg.name, project_id: caller.projectId, user_id: caller.userId, policy, rules: JSON.stringify(rules), created_at: Date.now() }
+      await db.insertInto('server_groups').values(row).execute()
+      return { server_group: (await render(request, [row]))[0] }
+    })
+    scope.get('/v2.1/os-server-groups', async (request) => {
+      const caller = callerOf(request)
+      const q = request.query as Record<string, string>
+      must(request, 'server_groups:read', { projectId: caller.projectId })
+      let query = db.selectFrom('server_groups').selectAll().orderBy('created_at').orderBy('id')
+      if (!(q.all_projects !== undefined && caller.admin)) query = query.where('project_id', '=', caller.projectId)
+      for (const p of ['limit', 'offset'] as const) if (q[p] !== undefined && !/^\d+$/.test(q[p])) throw badRequest(`Invalid input for query parameters ${p}. Value: ${q[p]}.`)
+      if (q.offset) query = query.offset(Number(q.offset))
+      query = query.limit(q.limit !== undefined ? Math.min(Number(q.limit), 1000) : 1000)
+      return { server_groups: await render(request, await query.execute()) }
+    })
+    scope.get<{ Params: { id: string } }>('/v2.1/os-server-groups/:id', async (request) => ({ server_group: (await render(request, [await visible(request, request.params.id)]))[0] }))
+    scope.delete<{ Params: { id: string } }>('/v2.1/os-server-groups/:id', async (request, reply) => {
+      const g = await visible(request, request.params.id)
+      must(request, 'server_groups:write', { projectId: g.project_id })
+      await db.deleteFrom('server_groups').where('id', '=', g.id).execute()
+      return reply.code(204).send()
+    })
+  }
+}

@@ -1,0 +1,150 @@
+/** /servers/{id}/metadata, /servers/{id}/tags (2.26+), /servers/{id}/ips. */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type as T } from '@sinclair/typebox'
+import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
+import { P } from '../../../contracts/compute/params.js'
+import type { ServerTable } from '../../storage/schema.js'
+import { checkMetadataQuota } from '../../compute/quotas.js'
+import type { ServerRouteDeps } from './servers.js'
+import { visibleServer } from './servers.js'
+import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
+
+const WRITABLE_STATES = ['active', 'paused', 'suspended', 'stopped']
+const metadataBody = () => T.Object({ metadata: P.metadata }, { additionalProperties: false })
+const metaItemBody = () => T.Object({ meta: T.Record(T.String({ pattern: '^[a-zA-Z0-9-_:. ]{1,255}$' }), T.String({ maxLength: 255 }), { minProperties: 1, maxProperties: 1 }) }, { additionalProperties: false })
+const tagsBody = () => T.Object({ tags: T.Array(P.tag, { maxItems: 50 }) }, { additionalProperties: false })
+const MAX_TAGS = 50
+
+/** Metadata and tag writes: the server must be at rest in a writable state and not locked (admins override). */
+function checkWritable(request: FastifyRequest, row: ServerTable, what: string): void {
+  if (row.locked === 1 && !callerOf(request).admin) throw conflict(`Instance ${row.id} is locked`)
+  if (!WRITABLE_STATES.includes(row.vm_state)) throw conflict(`Cannot '${what}' instance ${row.id} while it is in vm_state ${row.vm_state}`)
+  if (row.task_state !== null) throw conflict(`Cannot '${what}' instance ${row.id} while it is in task_state ${row.task_state}`)
+}
+
+export function serverSubresourceRoutes(deps: ServerRouteDeps) {
+  const db = deps.store.db
+  const load = async (request: FastifyRequest, id: string, write: boolean, what = 'update metadata') => {
+    const row = await visibleServer(deps, request, id)
+    must(request, write ? 'servers:metadata:write' : 'servers:show', { projectId: row.project_id })
+    if (write) checkWritable(request, row, what)
+    return row
+  }
+  const saveMetadata = async (row: ServerTable, metadata: Record<string, string>) => {
+    await checkMetadataQuota(db, row.project_id, Object.keys(metadata).length)
+    await db.updateTable('servers').set({ metadata: JSON.stringify(metadata), updated_at: Date.now() }).where('id', '=', row.id).execute()
+  }
+  return async (scope: FastifyInstance): Promise<void> => {
+    type P1 = { Params: { id: string } }
+    type P2 = { Params: { id: string; key: string } }
+
+    scope.get<P1>('/v2.1/servers/:id/metadata', async (request) => {
+      const row = await load(request, request.params.id, false)
+      return { metadata: JSON.parse(row.metadata) }
+    })
+    scope.post<P1>('/v2.1/servers/:id/metadata', async (request) => {
+      const body = bodyObject(request)
+      validate('metadata', request, metadataBody, body)
+      const row = await load(request, request.params.id, true)
+      const merged = { ...JSON.parse(row.metadata), ...(body.metadata as Record<string, string>) }
+      await saveMetadata(row, merged)
+      return { metadata: merged }
+    })
+    scope.put<P1>('/v2.1/servers/:id/metadata', async (request) => {
+      const body = bodyObject(request)
+      validate('metadata', request, metadataBody, body)
+      const row = await load(request, request.params.id, true)
+      await saveMetadata(row, body.metadata as Record<string, string>)
+      return { metadata: body.metadata }
+    })
+    scope.get<P2>('/v2.1/servers/:id/metadata/:key', async (request) => {
+      const row = await load(request, request.params.id, false)
+      const metadata = JSON.parse(row.metadata) as Record<string, string>
+      if (!(request.params.key in metadata)) throw notFound('Metadata item was not found')
+      return { meta: { [request.params.key]: metadata[request.params.key] } }
+    })
+    scope.put<P2>('/v2.1/servers/:id/metadata/:key', async (request) => {
+      const body = bodyObject(request)
+      validate('meta', request, metaItemBody, body)
+      const meta = body.meta as Record<string, string>
+      if (!(request.params.key in meta)) throw badRequest('Request body and URI mismatch')
+      const row = await load(request, request.params.id, true)
+      await saveMetadata(row, { ...JSON.parse(row.metadata), ...meta })
+      return { meta }
+    })
+    scope.delete<P2>('/v2.1/servers/:id/metadata/:key', async (request, reply) => {
+      const row = await load(request, request.params.id, true)
+      const metadata = JSON.parse(row.metadata) as Record<string, string>
+      if (!(request.params.key in metadata)) throw notFound('Metadata item was not found')
+      delete metadata[request.params.key]
+      await saveMetadata(row, metadata)
+      return reply.code(204).send()
+    })
+
+    // Tags.
+    const tagsOf = async (id: string) => (await db.selectFrom('server_tags').select('tag').where('server_id', '=', id).orderBy('tag').execute()).map((t) => t.tag)
+    const touch = (id: string) => db.updateTable('servers').set({ updated_at: Date.now() }).where('id', '=', id).execute()
+    scope.get<P1>('/v2.1/servers/:id/tags', async (request) => {
+      requireGate(request, 'serverTags')
+      const row = await load(request, request.params.id, false)
+      return { tags: await tagsOf(row.id) }
+    })
+    scope.put<P1>('/v2.1/servers/:id/tags', async (request) => {
+      requireGate(request, 'serverTags')
+      const body = bodyObject(request)
+      validate('tags', request, tagsBody, body)
+      const row = await load(request, request.params.id, true, 'update tags')
+      const tags = [...new Set(body.tags as string[])]
+      await db.transaction().execute(async (tx) => {
+        await tx.deleteFrom('server_tags').where('server_id', '=', row.id).execute()
+        if (tags.length) await tx.insertInto('server_tags').values(tags.map((tag) => ({ server_id: row.id, tag }))).execute()
+        await tx.updateTable('servers').set({ updated_at: Date.now() }).where('id', '=', row.id).execute()
+      })
+      return { tags: tags.sort() }
+    })
+    scope.delete<P1>('/v2.1/servers/:id/tags', async (request, reply) => {
+      requireGate(request, 'serverTags')
+      const row = await load(request, request.params.id, true, 'delete tags')
+      await db.deleteFrom('server_tags').where('server_id', '=', row.id).execute()
+      await touch(row.id)
+      return reply.code(204).send()
+    })
+    scope.get<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', async (request, reply) => {
+      requireGate(request, 'serverTags')
+      const row = await load(request, request.params.id, false)
+      const found = await db.selectFrom('server_tags').select('tag').where('server_id', '=', row.id).where('tag', '=', request.params.tag).executeTakeFirst()
+      if (!found) throw notFound(`Tag ${request.params.tag} could not be found.`)
+      return reply.code(204).send()
+    })
+    scope.put<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', async (request, reply) => {
+      requireGate(request, 'serverTags')
+      const tag = request.params.tag
+      if (tag.length < 1 || tag.length > 60 || /[,/]/.test(tag)) throw badRequest(`Invalid input for field/attribute tag. Value: ${tag}.`)
+      const row = await load(request, request.params.id, true, 'update tag')
+      const tags = await tagsOf(row.id)
+      if (tags.includes(tag)) return reply.code(204).send()
+      if (tags.length >= MAX_TAGS) throw badRequest(`The number of tags exceeded the per-server limit ${MAX_TAGS}`)
+      await db.insertInto('server_tags').values({ server_id: row.id, tag }).execute()
+      await touch(row.id)
+      return reply.code(201).header('location', `${deps.urls.compute}/servers/${row.id}/tags/${encodeURIComponent(tag)}`).send()
+    })
+    scope.delete<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', async (request, reply) => {
+      requireGate(request, 'serverTags')
+      const row = await load(request, request.params.id, true, 'delete tag')
+      const result = await db.deleteFrom('server_tags').where('server_id', '=', row.id).where('tag', '=', request.params.tag).executeTakeFirst()
+      if (Number(result.numDeletedRows) === 0) throw notFound(`Tag ${request.params.tag} could not be found.`)
+      await touch(row.id)
+      return reply.code(204).send()
+    })
+
+    // Addresses: owned by the network service; none until it is wired in.
+    scope.get<P1>('/v2.1/servers/:id/ips', async (request) => {
+      await load(request, request.params.id, false)
+      return { addresses: {} }
+    })
+    scope.get<{ Params: { id: string; label: string } }>('/v2.1/servers/:id/ips/:label', async (request) => {
+      await load(request, request.params.id, false)
+      throw notFound(`Network ${request.params.label} could not be found.`)
+    })
+  }
+}

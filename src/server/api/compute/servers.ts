@@ -1,0 +1,162 @@
+/** /servers: list, detail, create, show, update, delete. Thin: rules live in src/server/compute/. */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+import { conflict, notFound } from '../../../contracts/errors.js'
+import { projector } from '../../../contracts/compute/fields.js'
+import { serverFields, type ServerModel, type ServerView } from '../../../contracts/compute/server.fields.js'
+import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
+import type { ServerTable } from '../../storage/schema.js'
+import { listServers, planServerList, type Query } from '../../compute/server-list.js'
+import { bookmarkBase, serverModels } from '../../compute/server-model.js'
+import { createServers } from '../../compute/server-create.js'
+import { COMPUTE_TASK_KINDS, type DeleteTaskPayload } from '../../compute/tasks.js'
+import type { ImageLookup } from '../../compute/images.js'
+import { bodyObject, callerOf, can, must, validate } from './context.js'
+import { randomUUID } from 'node:crypto'
+
+export interface ServerRouteDeps extends AppDeps {
+  imageLookup: ImageLookup
+}
+
+/** The live server `id` as the caller may see it, or 404. */
+export async function visibleServer(deps: AppDeps, request: FastifyRequest, id: string): Promise<ServerTable> {
+  const caller = callerOf(request)
+  const row = await deps.store.db.selectFrom('servers').selectAll().where('id', '=', id).where('deleted', '=', 0).executeTakeFirst()
+  if (!row || (!caller.admin && row.project_id !== caller.projectId)) throw notFound(`Instance ${id} could not be found.`)
+  return row
+}
+
+/** Projects rows for a view at the request's version. */
+export async function renderServers(deps: AppDeps, request: FastifyRequest, rows: ServerTable[], view: ServerView, extra?: { adminPass?: string }) {
+  const admin = callerOf(request).admin
+  const version = request.api.version
+  const models = await serverModels(deps.store.db, rows, {
+    admin,
+    computeUrl: deps.urls.compute,
+    needs: { tags: view !== 'summary' && request.api.has('serverTags'), groups: view !== 'summary' && view !== 'detail', hostStatus: view !== 'summary' && admin },
+    hostDownAfterMs: deps.config.hostDownAfterSeconds * 1000,
+  })
+  const shape = projector(serverFields, { version, view, admin })
+  return models.map((m) => shape(extra ? { ...m, ...extra } : m))
+}
+
+/** The summary view reads only id, name and links: no model loading for GET /servers. */
+function renderSummaries(deps: AppDeps, request: FastifyRequest, rows: Pick<ServerTable, 'id' | 'name'>[]) {
+  const shape = projector(serverFields, { version: request.api.version, view: 'summary', admin: callerOf(request).admin })
+  const base = bookmarkBase(deps.urls.compute)
+  return rows.map((r) =>
+    shape({
+      id: r.id,
+      name: r.name,
+      links: [
+        { rel: 'self', href: `${deps.urls.compute}/servers/${r.id}` },
+        { rel: 'bookmark', href: `${base}/servers/${r.id}` },
+      ],
+    } as ServerModel),
+  )
+}
+
+export function serverRoutes(deps: ServerRouteDeps) {
+  const db = deps.store.db
+  return async (scope: FastifyInstance): Promise<void> => {
+    const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest) => {
+      const caller = callerOf(request)
+      must(request, 'servers:index', { projectId: caller.projectId })
+      const plan = planServerList(request.query as Query, caller, request.api, deps.config.computeMaxLimit)
+      const result = await listServers(db, plan, view === 'summary' ? ['id', 'name'] : undefined)
+      const servers = view === 'summary' ? renderSummaries(deps, request, result.rows) : await renderServers(deps, request, result.rows, view)
+      const body: Record<string, unknown> = { servers }
+      if (result.next) body.servers_links = [{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }]
+      return body
+    }
+    scope.get('/v2.1/servers', list('summary', '/servers'))
+    scope.get('/v2.1/servers/detail', list('detail', '/servers/detail'))
+
+    scope.get<{ Params: { id: string } }>('/v2.1/servers/:id', async (request) => {
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'servers:show', { projectId: row.project_id })
+      const [server] = await renderServers(deps, request, [row], 'show')
+      return { server }
+    })
+
+    scope.post('/v2.1/servers', async (request, reply) => {
+      const caller = callerOf(request)
+      const body = bodyObject(request)
+      validate('server', request, createBodySchema, body)
+      must(request, 'servers:create', { projectId: caller.projectId })
+      const result = await createServers(
+        { db, advisoryLocks: deps.store.capabilities.advisoryLocks },
+        deps.queue,
+        deps.imageLookup,
+        request.api,
+        { ...caller, canForceHost: can(request, 'servers:create:forced_host') },
+        body,
+        request.id,
+      )
+      deps.runner.wake()
+      const s = body.server as Record<string, unknown>
+      if (s.return_reservation_id === true || ['true', '1', 'yes', 'on', 't', 'y'].includes(String(s.return_reservation_id).toLowerCase())) {
+        return reply.code(202).send({ reservation_id: result.reservationId })
+      }
+      const first = result.servers[0]
+      const self = `${deps.urls.compute}/servers/${first.id}`
+      return reply
+        .code(202)
+        .header('location', self)
+        .send({
+          server: {
+            id: first.id,
+            links: [
+              { rel: 'self', href: self },
+              { rel: 'bookmark', href: `${bookmarkBase(deps.urls.compute)}/servers/${first.id}` },
+            ],
+            'OS-DCF:diskConfig': first.disk_config,
+            security_groups: result.securityGroups.map((name) => ({ name })),
+            adminPass: result.adminPass,
+          },
+        })
+    })
+
+    scope.put<{ Params: { id: string } }>('/v2.1/servers/:id', async (request) => {
+      const body = bodyObject(request)
+      validate('server', request, updateBodySchema, body)
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'servers:update', { projectId: row.project_id })
+      const s = body.server as Record<string, unknown>
+      const changes: Partial<ServerTable> = {}
+      if (s.name !== undefined) changes.name = s.name as string
+      if (s.description !== undefined) changes.description = s.description as string | null
+      if (s.accessIPv4 !== undefined) changes.access_ip_v4 = s.accessIPv4 as string
+      if (s.accessIPv6 !== undefined) changes.access_ip_v6 = s.accessIPv6 as string
+      if (s['OS-DCF:diskConfig'] !== undefined) changes.disk_config = s['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL'
+      if (s.hostname !== undefined) changes.hostname = s.hostname as string
+      let updated = row
+      if (Object.keys(changes).length) {
+        const now = Date.now()
+        await db.updateTable('servers').set({ ...changes, updated_at: now }).where('id', '=', row.id).execute()
+        updated = { ...row, ...changes, updated_at: now }
+      }
+      const [server] = await renderServers(deps, request, [updated], request.api.has('fullUpdateBody') ? 'show' : 'reduced')
+      return { server }
+    })
+
+    scope.delete<{ Params: { id: string } }>('/v2.1/servers/:id', async (request, reply) => {
+      const caller = callerOf(request)
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'servers:delete', { projectId: row.project_id })
+      if (row.locked === 1 && !caller.admin) throw conflict(`Instance ${row.id} is locked`)
+      if (row.task_state === 'deleting') return reply.code(204).send()
+      const now = Date.now()
+      await db.transaction().execute(async (tx) => {
+        await tx.updateTable('servers').set({ task_state: 'deleting', updated_at: now }).where('id', '=', row.id).execute()
+        await tx
+          .insertInto('instance_actions')
+          .values({ id: randomUUID(), server_id: row.id, action: 'delete', request_id: request.id, user_id: caller.userId, project_id: row.project_id, message: null, start_time: now, finish_time: null, updated_at: now })
+          .execute()
+        await deps.queue.enqueue<DeleteTaskPayload>({ kind: COMPUTE_TASK_KINDS.delete, payload: { serverId: row.id, requestId: request.id }, subjectId: row.id }, tx)
+      })
+      deps.runner.wake()
+      return reply.code(204).send()
+    })
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Version documents, without authentication: `GET /compute/` lists v2.0 then v2.1 (200, no version headers);
+ * `GET /compute/v2.1[/]` describes v2.1 and goes through microversion processing (headers, 406).
+ */
+import type { FastifyInstance } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+import { MAX_VERSION, MIN_VERSION } from '../../../contracts/compute/versions.js'
+import { microversionHook } from './context.js'
+
+export function versionDocuments(deps: AppDeps) {
+  const base = deps.urls.compute.replace(/\/v2\.1$/, '')
+  const v20 = { id: 'v2.0', status: 'SUPPORTED', version: '', min_version: '', updated: '2011-01-21T11:33:21Z', links: [{ rel: 'self', href: `${base}/v2/` }] }
+  const v21 = { id: 'v2.1', status: 'CURRENT', version: MAX_VERSION, min_version: MIN_VERSION, updated: '2013-07-23T11:33:21Z', links: [{ rel: 'self', href: `${base}/v2.1/` }] }
+  const describedBy = { rel: 'describedby', type: 'text/html', href: 'http://docs.openstack.org/' }
+  return {
+    root: { versions: [v20, v21] },
+    v21: { version: { ...v21, links: [...v21.links, describedBy], 'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.compute+json;version=2.1' }] } },
+    v20: { version: { ...v20, links: [...v20.links, describedBy], 'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.compute+json;version=2' }] } },
+  }
+}
+
+export function versionRoutes(deps: AppDeps) {
+  const docs = versionDocuments(deps)
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.get('/', async () => docs.root)
+    for (const url of ['/v2.1', '/v2.1/']) scope.get(url, { onRequest: microversionHook }, async () => docs.v21)
+    for (const url of ['/v2', '/v2/']) scope.get(url, async () => docs.v20)
+  }
+}

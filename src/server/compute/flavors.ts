@@ -1,0 +1,65 @@
+/**
+ * Flavors: lookup by id (or a flavorRef URL), visibility (public, or private with access for the project),
+ * the snapshot embedded in a server, and the default set created at bootstrap.
+ */
+import { badRequest } from '../../contracts/errors.js'
+import type { FlavorSnapshot, FlavorTable } from '../storage/schema.js'
+import type { Db } from '../storage/store.js'
+
+/** m1.* as DevStack defines them, plus a small one for tests and demos. */
+export const DEFAULT_FLAVORS: Pick<FlavorTable, 'id' | 'name' | 'vcpus' | 'ram' | 'disk'>[] = [
+  { id: '1', name: 'm1.tiny', vcpus: 1, ram: 512, disk: 1 },
+  { id: '2', name: 'm1.small', vcpus: 1, ram: 2048, disk: 20 },
+  { id: '3', name: 'm1.medium', vcpus: 2, ram: 4096, disk: 40 },
+  { id: '4', name: 'm1.large', vcpus: 4, ram: 8192, disk: 80 },
+  { id: '5', name: 'm1.xlarge', vcpus: 8, ram: 16384, disk: 160 },
+  { id: '42', name: 'm1.nano', vcpus: 1, ram: 128, disk: 1 },
+]
+
+/** Idempotent: creates the default flavors that do not exist (by id) yet. Called from runtime.ts at start. */
+export async function ensureDefaultFlavors(db: Db): Promise<void> {
+  const now = Date.now()
+  for (const f of DEFAULT_FLAVORS) {
+    await db
+      .insertInto('flavors')
+      .values({ ...f, ephemeral: 0, swap: 0, rxtx_factor: 1, is_public: 1, disabled: 0, description: null, extra_specs: '{}', created_at: now, deleted: 0 })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute()
+  }
+}
+
+/** The flavor id a flavorRef names: the id itself or the last path segment of a URL. */
+export function flavorIdOf(ref: string | number): string {
+  const s = String(ref)
+  return s.includes('/') ? s.replace(/\/+$/, '').split('/').pop()! : s
+}
+
+/** A live flavor the project may use, or undefined. */
+export async function findUsableFlavor(db: Db, id: string, projectId: string, admin: boolean): Promise<FlavorTable | undefined> {
+  const f = await db.selectFrom('flavors').selectAll().where('id', '=', id).where('deleted', '=', 0).executeTakeFirst()
+  if (!f) return undefined
+  if (f.is_public || admin) return f
+  const access = await db.selectFrom('flavor_access').select('project_id').where('flavor_id', '=', id).where('project_id', '=', projectId).executeTakeFirst()
+  return access ? f : undefined
+}
+
+export async function requireFlavorForServer(db: Db, ref: string | number, projectId: string, admin: boolean): Promise<FlavorTable> {
+  const id = flavorIdOf(ref)
+  const f = await findUsableFlavor(db, id, projectId, admin)
+  if (!f || f.disabled) throw badRequest(`Flavor ${id} could not be found.`)
+  return f
+}
+
+export function flavorSnapshot(f: FlavorTable): FlavorSnapshot {
+  return {
+    id: f.id,
+    name: f.name,
+    vcpus: f.vcpus,
+    ram: f.ram,
+    disk: f.disk,
+    ephemeral: f.ephemeral,
+    swap: f.swap,
+    rxtx_factor: f.rxtx_factor,
+    extra_specs: JSON.parse(f.extra_specs) as Record<string, string>,
+  }
+}

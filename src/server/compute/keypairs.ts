@@ -1,0 +1,51 @@
+/**
+ * Key pairs: generating an RSA key in OpenSSH form, checking imported SSH public keys and X.509 certificates,
+ * and Nova's fingerprints (MD5 of the SSH key blob, SHA-1 of the certificate; colon-separated hex).
+ */
+import { createHash, generateKeyPairSync, X509Certificate } from 'node:crypto'
+import { badRequest } from '../../contracts/errors.js'
+
+function sshString(buf: Buffer): Buffer {
+  const len = Buffer.alloc(4)
+  len.writeUInt32BE(buf.length)
+  return Buffer.concat([len, buf])
+}
+
+function mpint(b64url: string): Buffer {
+  let buf = Buffer.from(b64url, 'base64url')
+  if (buf[0] & 0x80) buf = Buffer.concat([Buffer.from([0]), buf])
+  return sshString(buf)
+}
+
+const colonHex = (digest: Buffer) => [...digest].map((b) => b.toString(16).padStart(2, '0')).join(':')
+
+export function generateSshKeypair(comment: string): { publicKey: string; privateKey: string; fingerprint: string } {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const jwk = publicKey.export({ format: 'jwk' }) as { n: string; e: string }
+  const blob = Buffer.concat([sshString(Buffer.from('ssh-rsa')), mpint(jwk.e), mpint(jwk.n)])
+  return {
+    publicKey: `ssh-rsa ${blob.toString('base64')} ${comment}`,
+    privateKey: privateKey.export({ format: 'pem', type: 'pkcs1' }).toString(),
+    fingerprint: colonHex(createHash('md5').update(blob).digest()),
+  }
+}
+
+const SSH_TYPES = ['ssh-rsa', 'ssh-dss', 'ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'sk-ssh-ed25519@openssh.com', 'sk-ecdsa-sha2-nistp256@openssh.com']
+
+/** The fingerprint of an imported key, or a 400 naming what is wrong. */
+export function fingerprintOf(type: 'ssh' | 'x509', publicKey: string): string {
+  if (type === 'x509') {
+    try {
+      return colonHex(createHash('sha1').update(new X509Certificate(publicKey).raw).digest())
+    } catch {
+      throw badRequest('Keypair data is invalid: failed to generate fingerprint')
+    }
+  }
+  const [kind, data] = publicKey.trim().split(/\s+/)
+  if (!kind || !data || !SSH_TYPES.includes(kind) || !/^[A-Za-z0-9+/]+={0,2}$/.test(data)) throw badRequest('Keypair data is invalid: failed to generate fingerprint')
+  const blob = Buffer.from(data, 'base64')
+  if (blob.length < 4) throw badRequest('Keypair data is invalid: failed to generate fingerprint')
+  const n = blob.readUInt32BE(0)
+  if (blob.subarray(4, 4 + n).toString() !== kind) throw badRequest('Keypair data is invalid: failed to generate fingerprint')
+  return colonHex(createHash('md5').update(blob).digest())
+}

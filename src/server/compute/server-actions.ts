@@ -1,0 +1,230 @@
+/**
+ * Server actions after the body was validated: the state check (server-states.ts `refusal`, 409), the
+ * action's own rules, then either one transaction that sets the starting task_state, records the instance
+ * action and enqueues the work, or — for actions the API completes itself — the change and a finished action.
+ */
+import { randomUUID } from 'node:crypto'
+import { AppError, badRequest, conflict, forbidden, notFound } from '../../contracts/errors.js'
+import type { ApiVersion } from '../../contracts/compute/versions.js'
+import type { ServerTable } from '../storage/schema.js'
+import type { Db } from '../storage/store.js'
+import type { TaskQueue } from '../tasks/queue.js'
+import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type DeleteTaskPayload } from './tasks.js'
+import { refusal, SERVER_ACTIONS, type ServerActionName } from './server-states.js'
+import { flavorSnapshot, requireFlavorForServer } from './flavors.js'
+import type { ImageLookup } from './images.js'
+import { generatePassword } from './server-create.js'
+import { checkMetadataQuota, quotaExceeded, quotaLimits, serverUsage } from './quotas.js'
+import { parseFlavor } from './server-model.js'
+
+export interface ActionCaller {
+  admin: boolean
+  projectId: string
+  userId: string
+}
+
+export interface ActionOutcome {
+  status: 200 | 202 | 204
+  body?: unknown
+  headers?: Record<string, string>
+  /** The server row after the API's own changes (rebuild answers with it). */
+  server?: ServerTable
+  adminPass?: string
+}
+
+export interface ActionDeps {
+  db: Db
+  queue: TaskQueue
+  images: ImageLookup
+  imageUrl: string
+  /** Whether a host's compute service is up (evacuate needs it down). */
+  hostUp: (hostname: string) => Promise<boolean | undefined>
+}
+
+/** Maps the body key (and reboot's type) to the table entry. */
+export function actionNameOf(key: string, value: unknown): ServerActionName | undefined {
+  if (key === 'reboot') {
+    const type = String((value as { type?: string } | null)?.type ?? '').toUpperCase()
+    return type === 'HARD' ? 'reboot:HARD' : 'reboot:SOFT'
+  }
+  return key in SERVER_ACTIONS && !key.includes(':') ? (key as ServerActionName) : undefined
+}
+
+export function stateView(row: ServerTable) {
+  return { id: row.id, vmState: row.vm_state, taskState: row.task_state, powerState: row.power_state, launchedAt: row.launched_at, host: row.host, locked: row.locked === 1 }
+}
+
+async function recordAction(db: Db, row: ServerTable, action: string, requestId: string, caller: ActionCaller, finished: boolean): Promise<void> {
+  const now = Date.now()
+  await db
+    .insertInto('instance_actions')
+    .values({ id: randomUUID(), server_id: row.id, action, request_id: requestId, user_id: caller.userId, project_id: caller.projectId || row.project_id, message: null, start_time: now, finish_time: finished ? now : null, updated_at: now })
+    .execute()
+}
+
+/** Accepts an asynchronous action: task_state, instance action and task in one transaction. */
+async function accept(
+  deps: ActionDeps,
+  row: ServerTable,
+  action: ServerActionName,
+  params: Record<string, unknown>,
+  requestId: string,
+  caller: ActionCaller,
+  changes: Partial<ServerTable> = {},
+): Promise<ServerTable> {
+  const rule = SERVER_ACTIONS[action]
+  const now = Date.now()
+  return deps.db.transaction().execute(async (tx) => {
+    const set = { ...changes, task_state: rule.startTask, updated_at: now }
+    let q = tx.updateTable('servers').set(set).where('id', '=', row.id).where('vm_state', '=', row.vm_state)
+    q = row.task_state === null ? q.where('task_state', 'is', null) : q.where('task_state', '=', row.task_state)
+    const result = await q.executeTakeFirst()
+    if (Number(result.numUpdatedRows) !== 1) throw conflict(`Cannot '${rule.instanceAction}' instance ${row.id} while it is changing state`)
+    await recordAction(tx, row, rule.instanceAction, requestId, caller, false)
+    if (action === 'forceDelete') {
+      await deps.queue.enqueue<DeleteTaskPayload>({ kind: COMPUTE_TASK_KINDS.delete, payload: { serverId: row.id, requestId }, subjectId: row.id }, tx)
+    } else {
+      await deps.queue.enqueue<ActionTaskPayload>(
+        { kind: COMPUTE_TASK_KINDS.action, payload: { serverId: row.id, action, params, requestId, before: { vmState: row.vm_state, powerState: row.power_state } }, subjectId: row.id },
+        tx,
+      )
+    }
+    return { ...row, ...set } as ServerTable
+  })
+}
+
+export async function runAction(deps: ActionDeps, api: ApiVersion, caller: ActionCaller, row: ServerTable, action: ServerActionName, value: unknown, requestId: string): Promise<ActionOutcome> {
+  const rule = SERVER_ACTIONS[action]
+  const why = refusal(action, stateView(row), caller.admin)
+  if (why) throw conflict(why)
+  const v = (value ?? {}) as Record<string, unknown>
+  const db = deps.db
+
+  switch (action) {
+    case 'lock': {
+      if (row.locked === 1) return { status: 202 }
+      const reason = (v.locked_reason as string | undefined) ?? null
+      await db.updateTable('servers').set({ locked: 1, locked_by: caller.projectId === row.project_id ? 'owner' : 'admin', locked_reason: reason, updated_at: Date.now() }).where('id', '=', row.id).execute()
+      await recordAction(db, row, 'lock', requestId, caller, true)
+      return { status: 202 }
+    }
+    case 'unlock': {
+      if (row.locked_by === 'admin' && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:os-lock-server:unlock:unlock_override to be performed.")
+      await db.updateTable('servers').set({ locked: 0, locked_by: null, locked_reason: null, updated_at: Date.now() }).where('id', '=', row.id).execute()
+      await recordAction(db, row, 'unlock', requestId, caller, true)
+      return { status: 202 }
+    }
+    case 'os-getConsoleOutput':
+      // TODO(#5): the console log comes from the compute driver through the conductor.
+      throw notFound('Guest does not have a console available.')
+    case 'trigger_crash_dump':
+      await recordAction(db, row, 'trigger_crash_dump', requestId, caller, true)
+      return { status: 202 }
+    case 'addSecurityGroup':
+    case 'removeSecurityGroup': {
+      const name = v.name as string
+      const groups = JSON.parse(row.security_groups) as string[]
+      let next: string[]
+      if (action === 'addSecurityGroup') next = groups.includes(name) ? groups : [...groups, name]
+      else {
+        if (!groups.includes(name)) throw badRequest(`Security group ${name} not associated with the instance ${row.id}`)
+        next = groups.filter((g) => g !== name)
+      }
+      await db.updateTable('servers').set({ security_groups: JSON.stringify(next), updated_at: Date.now() }).where('id', '=', row.id).execute()
+      await recordAction(db, row, action, requestId, caller, true)
+      return { status: 202 }
+    }
+    case 'resize': {
+      const flavor = await requireFlavorForServer(db, v.flavorRef as string, row.project_id, caller.admin)
+      const current = parseFlavor(row.flavor)
+      if (flavor.id === current.id) throw badRequest('When resizing, instances must change flavor!')
+      const limits = await quotaLimits(db, row.project_id)
+      if (limits.cores >= 0 || limits.ram >= 0) {
+        const used = await serverUsage(db, row.project_id)
+        const dCores = flavor.vcpus - current.vcpus
+        const dRam = flavor.ram - current.ram
+        if (limits.cores >= 0 && dCores > 0 && used.cores + dCores > limits.cores) throw quotaExceeded('cores', dCores, used.cores, limits.cores)
+        if (limits.ram >= 0 && dRam > 0 && used.ram + dRam > limits.ram) throw quotaExceeded('ram', dRam, used.ram, limits.ram)
+      }
+      const snapshot = flavorSnapshot(flavor)
+      await accept(deps, row, action, { flavorRef: flavor.id, flavor: snapshot, diskConfig: v['OS-DCF:diskConfig'] }, requestId, caller, {
+        new_flavor: JSON.stringify(snapshot),
+        ...(v['OS-DCF:diskConfig'] ? { disk_config: v['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL' } : {}),
+      })
+      return { status: 202 }
+    }
+    case 'rebuild': {
+      const image = await deps.images.find(v.imageRef as string, row.project_id, caller.admin)
+      if (!image) throw badRequest('Can not find requested image')
+      if (v.metadata) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
+      const changes: Partial<ServerTable> = { image_id: v.imageRef as string }
+      if (v.name !== undefined) changes.name = v.name as string
+      if (v.metadata !== undefined) changes.metadata = JSON.stringify(v.metadata)
+      if (v.accessIPv4 !== undefined) changes.access_ip_v4 = v.accessIPv4 as string
+      if (v.accessIPv6 !== undefined) changes.access_ip_v6 = v.accessIPv6 as string
+      if (v['OS-DCF:diskConfig'] !== undefined) changes.disk_config = v['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL'
+      if (v.description !== undefined) changes.description = v.description as string | null
+      if (v.user_data !== undefined) changes.user_data = v.user_data as string | null
+      if (v.hostname !== undefined) changes.hostname = v.hostname as string
+      if (v.trusted_image_certificates !== undefined) changes.trusted_image_certificates = v.trusted_image_certificates ? JSON.stringify(v.trusted_image_certificates) : null
+      if (v.key_name !== undefined) {
+        if (v.key_name === null) Object.assign(changes, { key_name: null, key_data: null })
+        else {
+          const kp = await db.selectFrom('keypairs').select('public_key').where('user_id', '=', row.user_id).where('name', '=', v.key_name as string).executeTakeFirst()
+          if (!kp) throw badRequest('Invalid key_name provided.')
+          Object.assign(changes, { key_name: v.key_name, key_data: kp.public_key })
+        }
+      }
+      const adminPass = (v.adminPass as string | undefined) ?? generatePassword()
+      const server = await accept(deps, row, action, { ...v, adminPass }, requestId, caller, changes)
+      return { status: 202, server, adminPass }
+    }
+    case 'createImage': {
+      if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
+      const imageId = await deps.images.reserveSnapshot({ projectId: row.project_id, name: v.name as string, metadata: (v.metadata ?? {}) as Record<string, string>, serverId: row.id })
+      await accept(deps, row, action, { imageId, name: v.name, metadata: v.metadata ?? {} }, requestId, caller)
+      if (api.has('createImageReturnsId')) return { status: 202, body: { image_id: imageId } }
+      return { status: 202, headers: { location: `${deps.imageUrl}/v2/images/${imageId}` } }
+    }
+    case 'rescue': {
+      const adminPass = (v.adminPass as string | undefined) ?? generatePassword()
+      await accept(deps, row, action, { adminPass, rescueImageRef: v.rescue_image_ref ?? null }, requestId, caller)
+      return { status: 200, body: { adminPass } }
+    }
+    case 'evacuate': {
+      if (v.host !== undefined) {
+        const target = await deps.hostUp(v.host as string)
+        if (target === undefined) throw notFound(`Compute host ${v.host as string} could not be found.`)
+        if (v.host === row.host) throw badRequest('The target host can\'t be the same one.')
+      }
+      if (row.host && (await deps.hostUp(row.host))) throw badRequest(`Compute service of ${row.host} is still in use.`)
+      const adminPass = (v.adminPass as string | undefined) ?? generatePassword()
+      await accept(deps, row, action, { host: v.host ?? null, adminPass }, requestId, caller)
+      return api.has('evacuateNoAdminPass') ? { status: 200 } : { status: 200, body: { adminPass } }
+    }
+    case 'unshelve': {
+      const az = v.availability_zone
+      const host = v.host as string | undefined
+      if ((az !== undefined || host !== undefined) && row.vm_state !== 'shelved_offloaded') {
+        throw conflict(`Cannot 'unshelve' instance ${row.id} while it is in vm_state ${row.vm_state}`)
+      }
+      if (host !== undefined && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:os-shelve:unshelve_to_host to be performed.")
+      await accept(deps, row, action, { availabilityZone: az, host }, requestId, caller)
+      return { status: 202 }
+    }
+    case 'migrate': {
+      if (v.host && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:os-migrate-server:migrate:host to be performed.")
+      await accept(deps, row, action, { host: v.host ?? null }, requestId, caller)
+      return { status: 202 }
+    }
+    case 'confirmResize':
+      await accept(deps, row, action, {}, requestId, caller)
+      return { status: 204 }
+    default: {
+      if (rule.startTask === null) throw new AppError('not_implemented', `Action ${action} is not implemented.`)
+      const params = v && typeof v === 'object' && !Array.isArray(v) ? v : {}
+      await accept(deps, row, action, params, requestId, caller)
+      return { status: rule.success }
+    }
+  }
+}

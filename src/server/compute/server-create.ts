@@ -1,0 +1,263 @@
+/**
+ * POST /servers after schema validation: the rules the schema cannot say (compute-api.md §4), then one
+ * transaction that writes the servers (vm_state building, task_state scheduling), their tags, group
+ * membership and `create` instance actions, and enqueues one compute.build task.
+ */
+import { randomBytes, randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { badRequest, forbidden } from '../../contracts/errors.js'
+import { boolWord } from '../../contracts/compute/params.js'
+import type { ApiVersion } from '../../contracts/compute/versions.js'
+import type { ServerTable } from '../storage/schema.js'
+import type { Db } from '../storage/store.js'
+import type { TaskQueue } from '../tasks/queue.js'
+import { COMPUTE_TASK_KINDS, type BuildTaskPayload } from './tasks.js'
+import { flavorSnapshot, requireFlavorForServer } from './flavors.js'
+import type { BootImage, ImageLookup } from './images.js'
+import { checkMetadataQuota, checkServerQuota, quotaLimits } from './quotas.js'
+
+export interface CreateCaller {
+  admin: boolean
+  projectId: string
+  userId: string
+  /** May force a host (zone:host:node, host, hypervisor_hostname). */
+  canForceHost: boolean
+}
+
+export interface CreateResult {
+  servers: ServerTable[]
+  adminPass: string
+  reservationId: string
+  securityGroups: string[]
+}
+
+type Body = Record<string, unknown>
+
+const PASSWORD_ALPHABET = '23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+
+/** Nova's generated password: 12 characters without look-alikes. */
+export function generatePassword(length = 12): string {
+  const bytes = randomBytes(length)
+  return Array.from(bytes, (b) => PASSWORD_ALPHABET[b % PASSWORD_ALPHABET.length]).join('')
+}
+
+export function newReservationId(): string {
+  const alphabet = '0123456789abcdefghijklmnopqrstuvwxyz'
+  return 'r-' + Array.from(randomBytes(8), (b) => alphabet[b % 36]).join('')
+}
+
+interface Bdm {
+  source_type?: string
+  destination_type?: string
+  uuid?: string
+  boot_index?: number | string | null
+  volume_type?: string | null
+  [k: string]: unknown
+}
+
+function checkBdms(bdms: Bdm[], imageRef: string | undefined): void {
+  const indexes: number[] = []
+  for (const b of bdms) {
+    if (b.source_type === 'blank' && b.uuid) throw badRequest('Block Device Mapping is Invalid: blank source type must not have a uuid.')
+    if (b.source_type && b.source_type !== 'blank' && !b.uuid) throw badRequest(`Block Device Mapping is Invalid: ${b.source_type} source type needs a uuid.`)
+    if (b.volume_type && b.destination_type === 'local') throw badRequest('Block Device Mapping is Invalid: volume_type is not allowed with a local destination.')
+    if (b.volume_type && b.source_type === 'volume') throw badRequest('Block Device Mapping is Invalid: volume_type is not allowed with an existing volume.')
+    if (b.boot_index !== undefined && b.boot_index !== null) {
+      const n = Number(b.boot_index)
+      if (n >= 0) indexes.push(n)
+    }
+    if (b.source_type === 'image' && b.destination_type === 'local' && Number(b.boot_index) === 0 && !imageRef) {
+      throw badRequest('Block Device Mapping is Invalid: Mapping image to local is not supported.')
+    }
+  }
+  indexes.sort((a, b) => a - b)
+  indexes.forEach((n, i) => {
+    if (n !== i) throw badRequest('Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.')
+  })
+}
+
+/** `az`, `az:host`, `az:host:node`, `az::node`. */
+function parseZone(raw: string | undefined): { zone?: string; host?: string; node?: string } {
+  if (raw === undefined) return {}
+  const parts = raw.split(':')
+  if (parts.length > 3) throw badRequest(`Invalid availability zone: ${raw}`)
+  const [zone, host, node] = parts
+  return { zone: zone || undefined, host: host || undefined, node: node || undefined }
+}
+
+export interface CreateStore {
+  db: Db
+  /** PostgreSQL: serialise display_id allocation with a transaction-scoped advisory lock. */
+  advisoryLocks: boolean
+}
+
+/** Any constant shared by every pcc process: the advisory lock that serialises display_id allocation. */
+const DISPLAY_ID_LOCK = 7_243_020
+
+export async function createServers(store: CreateStore, queue: TaskQueue, images: ImageLookup, api: ApiVersion, caller: CreateCaller, body: Body, requestId: string): Promise<CreateResult> {
+  const db = store.db
+  const s = body.server as Body
+  const hints = (body['os:scheduler_hints'] ?? body['OS-SCH-HNT:scheduler_hints'] ?? null) as Body | null
+
+  // Counts.
+  const minCount = s.min_count === undefined ? 1 : Number(s.min_count)
+  const maxCount = s.max_count === undefined ? minCount : Number(s.max_count)
+  if (minCount > maxCount) throw badRequest("min_count must be <= max_count")
+  if (s.hostname !== undefined && maxCount > 1) throw badRequest('Cannot request multiple instances with a hostname.')
+
+  // Block devices and image.
+  if (s.block_device_mapping !== undefined && s.block_device_mapping_v2 !== undefined) throw badRequest('Using different block_device_mapping syntaxes is not allowed in the same request.')
+  const bdms = (s.block_device_mapping_v2 ?? []) as Bdm[]
+  const imageRef = s.imageRef === '' ? undefined : (s.imageRef as string | undefined)
+  const bootsFromBdm = bdms.some((b) => Number(b.boot_index) === 0) || ((s.block_device_mapping as unknown[] | undefined)?.length ?? 0) > 0
+  if (!imageRef && !bootsFromBdm) throw badRequest('Missing imageRef attribute')
+  checkBdms(bdms, imageRef)
+  let bootImage: BootImage | undefined
+  if (imageRef) {
+    const image = await images.find(imageRef, caller.projectId, caller.admin)
+    if (!image) throw badRequest('Can not find requested image')
+    if (image.status !== 'active') throw badRequest(`Image ${imageRef} is not active.`)
+    bootImage = image
+  }
+
+  // Placement requests.
+  const zone = parseZone(s.availability_zone as string | undefined)
+  if ((zone.host || zone.node) && !caller.canForceHost) throw forbidden("Policy doesn't allow os_compute_api:servers:create:forced_host to be performed.")
+  if ((s.host !== undefined || s.hypervisor_hostname !== undefined) && !caller.canForceHost) {
+    throw forbidden("Policy doesn't allow compute:servers:create:requested_destination to be performed.")
+  }
+  if ((zone.host || zone.node) && (s.host !== undefined || s.hypervisor_hostname !== undefined)) {
+    throw badRequest('host or hypervisor_hostname cannot be combined with the zone:host:node form of availability_zone.')
+  }
+  if (zone.zone) {
+    const zones = await db.selectFrom('hosts').select('availability_zone').distinct().execute()
+    const known = new Set(['nova', ...zones.map((z) => z.availability_zone)])
+    if (!known.has(zone.zone)) throw badRequest('The requested availability zone is not available')
+  }
+  const forcedHost = (s.host as string | undefined) ?? zone.host
+  if (forcedHost) {
+    const h = await db.selectFrom('hosts').select('hostname').where('hostname', '=', forcedHost).executeTakeFirst()
+    if (!h) throw badRequest(`Compute host ${forcedHost} could not be found.`)
+  }
+
+  // Flavor, key pair, server group.
+  const flavor = await requireFlavorForServer(db, s.flavorRef as string, caller.projectId, caller.admin)
+  if (bootImage && !bootsFromBdm) {
+    if (flavor.disk > 0 && bootImage.minDiskGb > flavor.disk) throw badRequest("Flavor's disk is too small for requested image.")
+    if (bootImage.minRamMb > flavor.ram) throw badRequest("Flavor's memory is too small for requested image.")
+  }
+  let keyData: string | null = null
+  if (s.key_name !== undefined) {
+    const kp = await db.selectFrom('keypairs').select('public_key').where('user_id', '=', caller.userId).where('name', '=', s.key_name as string).executeTakeFirst()
+    if (!kp) throw badRequest('Invalid key_name provided.')
+    keyData = kp.public_key
+  }
+  const groupId = hints?.group as string | undefined
+  if (groupId) {
+    const g = await db.selectFrom('server_groups').select('id').where('id', '=', groupId).executeTakeFirst()
+    if (!g) throw badRequest(`Group ${groupId} could not be found.`)
+  }
+
+  // A requested destination travels with the hints (Nova keeps it in the request spec); the scheduler honours it.
+  const forcedNode = (s.hypervisor_hostname as string | undefined) ?? zone.node
+  const placement = forcedHost || forcedNode ? { ...(forcedHost ? { force_host: forcedHost } : {}), ...(forcedNode ? { force_node: forcedNode } : {}) } : undefined
+
+  const metadata = (s.metadata ?? {}) as Record<string, string>
+  const limits = await quotaLimits(db, caller.projectId)
+  await checkMetadataQuota(db, caller.projectId, Object.keys(metadata).length, limits)
+  const count = await checkServerQuota(db, caller.projectId, flavor, minCount, maxCount, limits)
+
+  const securityGroups = [...new Set(((s.security_groups ?? [{ name: 'default' }]) as { name: string }[]).map((g) => g.name))]
+  const adminPass = (s.adminPass as string | undefined) ?? generatePassword()
+  const reservationId = newReservationId()
+  const tags = [...new Set((s.tags ?? []) as string[])]
+  const now = Date.now()
+  const snapshot = JSON.stringify(flavorSnapshot(flavor))
+  const name = s.name as string
+  const description = api.has('description') ? ((s.description as string | null | undefined) ?? null) : name
+  const networks = s.networks === undefined || (Array.isArray(s.networks) && s.networks.length === 0) ? 'auto' : s.networks
+
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await db.transaction().execute(async (tx) => {
+        // Two processes (or pool connections) would otherwise both read the same max(display_id).
+        if (store.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(${DISPLAY_ID_LOCK})`.execute(tx)
+        const top = await tx.selectFrom('servers').select((eb) => eb.fn.max('display_id').as('m')).executeTakeFirst()
+        let displayId = Number(top?.m ?? 0)
+        const servers: ServerTable[] = []
+        for (let i = 0; i < count; i++) {
+          const display = count > 1 ? `${name}-${i + 1}` : name
+          const row: ServerTable = {
+            id: randomUUID(),
+            display_id: ++displayId,
+            name: display,
+            description: api.has('description') ? description : display,
+            project_id: caller.projectId,
+            user_id: caller.userId,
+            host_id: null,
+            host: null,
+            node: null,
+            vm_state: 'building',
+            task_state: 'scheduling',
+            power_state: 0,
+            flavor: snapshot,
+            old_flavor: null,
+            new_flavor: null,
+            image_id: imageRef ?? null,
+            key_name: (s.key_name as string | undefined) ?? null,
+            key_data: keyData,
+            metadata: JSON.stringify(metadata),
+            access_ip_v4: (s.accessIPv4 as string | undefined) ?? '',
+            access_ip_v6: (s.accessIPv6 as string | undefined) ?? '',
+            availability_zone: zone.zone ?? null,
+            pinned_availability_zone: zone.zone ?? null,
+            config_drive: s.config_drive !== undefined && boolWord(s.config_drive) ? 1 : 0,
+            disk_config: (s['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL' | undefined) ?? 'MANUAL',
+            user_data: (s.user_data as string | undefined) ?? null,
+            hostname: (s.hostname as string | undefined) ?? hostnameFrom(display),
+            locked: 0,
+            locked_by: null,
+            locked_reason: null,
+            launch_index: i,
+            reservation_id: reservationId,
+            root_device_name: null,
+            kernel_id: null,
+            ramdisk_id: null,
+            progress: 0,
+            trusted_image_certificates: s.trusted_image_certificates ? JSON.stringify(s.trusted_image_certificates) : null,
+            scheduler_hints: hints || placement ? JSON.stringify({ ...hints, ...placement }) : null,
+            security_groups: JSON.stringify(securityGroups),
+            requested_networks: JSON.stringify(networks),
+            block_devices: JSON.stringify(bdms),
+            created_at: now,
+            updated_at: now,
+            launched_at: null,
+            terminated_at: null,
+            deleted_at: null,
+            deleted: 0,
+          }
+          servers.push(row)
+        }
+        await tx.insertInto('servers').values(servers).execute()
+        if (tags.length) await tx.insertInto('server_tags').values(servers.flatMap((r) => tags.map((tag) => ({ server_id: r.id, tag })))).execute()
+        if (groupId) await tx.insertInto('server_group_members').values(servers.map((r) => ({ group_id: groupId, server_id: r.id }))).execute()
+        await tx
+          .insertInto('instance_actions')
+          .values(servers.map((r) => ({ id: randomUUID(), server_id: r.id, action: 'create', request_id: requestId, user_id: caller.userId, project_id: caller.projectId, message: null, start_time: now, finish_time: null, updated_at: now })))
+          .execute()
+        await queue.enqueue<BuildTaskPayload>({ kind: COMPUTE_TASK_KINDS.build, payload: { serverIds: servers.map((r) => r.id), requestId }, subjectId: servers[0].id }, tx)
+        return { servers, adminPass, reservationId, securityGroups }
+      })
+    } catch (err) {
+      // A row seeded behind our back can still collide on display_id; the unique index refuses it and we retry.
+      if (attempt < 3 && /display_id|unique/i.test(String((err as Error).message))) continue
+      throw err
+    }
+  }
+}
+
+/** A hostname from a display name, as Nova sanitises it. */
+export function hostnameFrom(name: string): string {
+  const h = name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63)
+  return h || 'server'
+}

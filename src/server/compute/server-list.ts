@@ -1,0 +1,284 @@
+/**
+ * GET /servers and /servers/detail: query parameters → one SQL query with Nova's semantics (compute-api.md §3).
+ * Scope, state, exact and tag filters run in SQL; regular-expression filters (name, hostname…), flavor and ip
+ * run in JS over rows streamed from SQL in sort order, so paging stays exact. Paging is keyset on the sort
+ * expressions (created_at and id always appended), so a page costs the same at any depth.
+ */
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import { badRequest, forbidden } from '../../contracts/errors.js'
+import {
+  FALSE_WORDS, FORBIDDEN_FILTERS, LEGACY_SORT_KEYS, SERVER_LIST_PARAMS, SERVER_PAGING_PARAMS, SERVER_SORT_KEYS, TRUE_WORDS, type ListParam,
+} from '../../contracts/compute/server.params.js'
+import { inRange, type ApiVersion } from '../../contracts/compute/versions.js'
+import { parseIsoTime } from '../../contracts/compute/time.js'
+import type { Database, ServerTable } from '../storage/schema.js'
+import type { Db } from '../storage/store.js'
+import { SERVER_STATUSES, vmStatesForStatus, type ServerStatus } from './server-states.js'
+
+export type Query = Record<string, string | string[] | undefined>
+
+export interface ListCaller {
+  admin: boolean
+  projectId: string
+}
+
+export interface ListResult {
+  rows: ServerTable[]
+  /** Query for the next page link (marker set), or undefined when there is none. */
+  next?: [string, string][]
+}
+
+type Eb = ExpressionBuilder<Database, 'servers'>
+type Cond = (eb: Eb) => Expression<SqlBool>
+
+const BATCH = 500
+
+function single(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[v.length - 1] : v
+}
+function many(v: string | string[] | undefined): string[] {
+  return v === undefined ? [] : Array.isArray(v) ? v : [v]
+}
+
+function strictBool(name: string, raw: string): boolean {
+  const v = raw.toLowerCase()
+  if (TRUE_WORDS.includes(v)) return true
+  if (FALSE_WORDS.includes(v)) return false
+  throw badRequest(`Invalid input for query parameters ${name}. Value: ${raw}. '${raw}' is not a boolean word.`)
+}
+
+function lenientBool(raw: string | undefined): boolean {
+  return raw !== undefined && TRUE_WORDS.includes(raw.toLowerCase())
+}
+
+function regexOf(name: string, pattern: string): RegExp {
+  try {
+    return new RegExp(pattern)
+  } catch {
+    throw badRequest(`Invalid input for query parameters ${name}. Value: ${pattern}. Not a valid regular expression.`)
+  }
+}
+
+/** Nova's text form of a timestamp column, as MySQL shows a DATETIME. */
+function timeText(ms: number | null): string {
+  return ms === null ? '' : new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, '')
+}
+
+interface Plan {
+  conds: Cond[]
+  post: ((row: ServerTable) => boolean)[]
+  order: { key: string; expr: Expression<unknown>; column: keyof ServerTable; nullAs?: string | number; dir: 'asc' | 'desc' }[]
+  limit: number
+  marker?: string
+  passthrough: [string, string][]
+}
+
+/** Validates the query and builds the plan; throws 400/403 as Nova does. */
+export function planServerList(query: Query, caller: ListCaller, api: ApiVersion, maxLimit: number): Plan {
+  const conds: Cond[] = []
+  const post: Plan['post'] = []
+  const strict = api.has('strictQuery')
+  const usable = (name: string, spec: ListParam) => caller.admin || (spec.since !== undefined && inRange(api.version, spec.since))
+
+  for (const name of Object.keys(query)) {
+    if ((SERVER_PAGING_PARAMS as readonly string[]).includes(name) || name in SERVER_LIST_PARAMS) continue
+    if (caller.admin && (FORBIDDEN_FILTERS.includes(name) || name.startsWith('_'))) throw badRequest(`Invalid filter field: ${name}.`)
+    if (strict) throw badRequest(`Invalid input for query parameters ${name}. Additional properties are not allowed ('${name}' was unexpected)`)
+  }
+
+  // Scope.
+  const allTenantsRaw = query.all_tenants
+  let allTenants = false
+  if (allTenantsRaw !== undefined) {
+    const v = single(allTenantsRaw)!
+    allTenants = v === '' ? true : strictBool('all_tenants', v)
+    if (allTenants && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:servers:index:get_all_tenants to be performed.")
+  }
+  if (!allTenants) conds.push((eb) => eb('project_id', '=', caller.projectId))
+  else {
+    const projects = [...many(query.project_id), ...many(query.tenant_id)]
+    if (projects.length) conds.push((eb) => eb('project_id', 'in', projects))
+  }
+
+  // Deleted rows.
+  const changesSince = single(query['changes-since'])
+  const changesBefore = usable('changes-before', SERVER_LIST_PARAMS['changes-before']) ? single(query['changes-before']) : undefined
+  let since: number | undefined
+  let before: number | undefined
+  if (changesSince !== undefined) {
+    since = parseIsoTime(changesSince)
+    if (since === undefined) throw badRequest(`Invalid input for query parameters changes-since. Value: ${changesSince}. '${changesSince}' is not a 'date-time'`)
+    conds.push((eb) => eb('updated_at', '>=', since!))
+  }
+  if (changesBefore !== undefined) {
+    before = parseIsoTime(changesBefore)
+    if (before === undefined) throw badRequest(`Invalid input for query parameters changes-before. Value: ${changesBefore}. '${changesBefore}' is not a 'date-time'`)
+    if (since !== undefined && before < since) throw badRequest('The value of changes-since must be less than or equal to changes-before.')
+    conds.push((eb) => eb('updated_at', '<=', before!))
+  }
+  const deletedParam = caller.admin ? single(query.deleted) : undefined
+  const statuses = many(query.status).map((s) => s.toUpperCase())
+  if (statuses.includes('DELETED') && !caller.admin) throw forbidden('Only administrators may list deleted instances')
+  if (deletedParam !== undefined) {
+    if (lenientBool(deletedParam)) conds.push((eb) => eb.or([eb('deleted', '=', 1), eb('vm_state', '=', 'soft-delete')]))
+    else conds.push((eb) => eb('deleted', '=', 0), (eb) => eb('vm_state', '!=', 'soft-delete'))
+  } else if (since === undefined && before === undefined && !statuses.includes('DELETED') && !statuses.includes('SOFT_DELETED')) {
+    conds.push((eb) => eb('deleted', '=', 0))
+    if (!(caller.admin && query.soft_deleted)) conds.push((eb) => eb('vm_state', '!=', 'soft-delete'))
+  }
+
+  // Status.
+  if (statuses.length) {
+    const unknown = statuses.filter((s) => !(SERVER_STATUSES as readonly string[]).includes(s))
+    if (unknown.length && api.has('invalidStatusIs400')) throw badRequest(`Invalid status value: ${unknown[0]}`)
+    const known = statuses.filter((s) => !unknown.includes(s)) as ServerStatus[]
+    conds.push((eb) => {
+      const alts: Expression<SqlBool>[] = []
+      for (const status of known) {
+        if (status === 'DELETED') alts.push(eb('deleted', '=', 1))
+        for (const { vmState, taskStates } of vmStatesForStatus(status)) {
+          const live = eb('deleted', '=', 0)
+          if (!taskStates) alts.push(eb.and([live, eb('vm_state', '=', vmState)]))
+          else alts.push(eb.and([live, eb('vm_state', '=', vmState), eb('task_state', 'in', taskStates)]))
+        }
+      }
+      // No known status: nothing matches (an id is never null).
+      return alts.length ? eb.or(alts) : eb('id', 'is', null)
+    })
+  }
+
+  // Column filters.
+  for (const [name, spec] of Object.entries(SERVER_LIST_PARAMS)) {
+    const raw = query[name]
+    if (raw === undefined || spec.match === 'special' || !usable(name, spec)) continue
+    const column = spec.column as keyof ServerTable & string
+    if (spec.match === 'exact') {
+      const values = many(raw).flatMap((v) => v.split(','))
+      conds.push((eb) => eb(column as 'id', 'in', values))
+    } else if (spec.match === 'bool') {
+      const value = strictBool(name, single(raw)!) ? 1 : 0
+      conds.push((eb) => eb(column as 'locked', '=', value))
+    } else {
+      const re = regexOf(name, single(raw)!)
+      post.push((row) => {
+        const value = row[column] as unknown
+        const text = spec.time ? timeText(value as number | null) : value === null || value === undefined ? '' : String(value)
+        return re.test(text)
+      })
+    }
+  }
+
+  // Flavor: the snapshot's id (the row keeps the flavor as JSON).
+  const flavor = single(query.flavor)
+  if (flavor !== undefined) {
+    conds.push((eb) => eb('flavor', 'like', `%"id":${JSON.stringify(flavor)}%`))
+    post.push((row) => (JSON.parse(row.flavor) as { id: string }).id === flavor)
+  }
+
+  // Addresses come from the network service; until it is wired, servers have none and ip filters match nothing.
+  for (const name of ['ip', 'ip6'] as const) {
+    const raw = single(query[name])
+    if (raw !== undefined && usable(name, SERVER_LIST_PARAMS[name])) {
+      regexOf(name, raw)
+      post.push(() => false)
+    }
+  }
+
+  // Tags.
+  if (usable('tags', SERVER_LIST_PARAMS.tags)) {
+    const list = (name: string) => many(query[name]).flatMap((v) => v.split(',')).filter((t) => t !== '')
+    const hasTag = (eb: Eb, tag: string) => eb.exists(eb.selectFrom('server_tags').select('server_tags.tag').whereRef('server_tags.server_id', '=', 'servers.id').where('server_tags.tag', '=', tag))
+    const hasAny = (eb: Eb, tags: string[]) => eb.exists(eb.selectFrom('server_tags').select('server_tags.tag').whereRef('server_tags.server_id', '=', 'servers.id').where('server_tags.tag', 'in', tags))
+    const all = list('tags')
+    const any = list('tags-any')
+    const notAll = list('not-tags')
+    const notAny = list('not-tags-any')
+    if (all.length) conds.push((eb) => eb.and(all.map((t) => hasTag(eb, t))))
+    if (any.length) conds.push((eb) => hasAny(eb, any))
+    if (notAll.length) conds.push((eb) => eb.not(eb.and(notAll.map((t) => hasTag(eb, t)))))
+    if (notAny.length) conds.push((eb) => eb.not(hasAny(eb, notAny)))
+  }
+
+  // Sorting.
+  const keys = many(query.sort_key)
+  const dirs = many(query.sort_dir)
+  for (const d of dirs) if (d !== 'asc' && d !== 'desc') throw badRequest(`Invalid input for query parameters sort_dir. Value: ${d}. '${d}' is not one of ['asc', 'desc']`)
+  if (dirs.length > keys.length && keys.length > 0) throw badRequest('The number of sort_keys and sort_dirs must be same')
+  const order: Plan['order'] = []
+  const firstDir = (dirs[0] ?? 'desc') as 'asc' | 'desc'
+  keys.forEach((key, i) => {
+    const spec = SERVER_SORT_KEYS[key]
+    if (!spec || (spec.since && !inRange(api.version, spec.since))) {
+      if (LEGACY_SORT_KEYS.includes(key) && !strict) return
+      throw badRequest(`Invalid input for query parameters sort_key. Value: ${key}.`)
+    }
+    if (spec.adminOnly && !caller.admin) throw forbidden(`Only administrators can sort servers by ${key}`)
+    order.push({ key, column: spec.column as keyof ServerTable, nullAs: spec.nullAs, dir: (dirs[i] ?? firstDir) as 'asc' | 'desc', expr: sortExpr(spec.column, spec.nullAs) })
+  })
+  for (const column of ['created_at', 'id'] as const) {
+    if (!order.some((o) => o.column === column)) order.push({ key: column, column, dir: firstDir, expr: sql.ref(column) })
+  }
+
+  // Limit and marker.
+  let limit = maxLimit
+  const rawLimit = single(query.limit)
+  if (rawLimit !== undefined) {
+    if (!/^\d+$/.test(rawLimit)) throw badRequest(`Invalid input for query parameters limit. Value: ${rawLimit}. '${rawLimit}' does not match '^[0-9]*$'`)
+    limit = Math.min(Number(rawLimit), maxLimit)
+  }
+  const marker = single(query.marker)
+
+  const passthrough: [string, string][] = Object.keys(query)
+    .filter((k) => k !== 'marker')
+    .sort()
+    .map((k) => [k, single(query[k]) ?? ''])
+  return { conds, post, order, limit, marker, passthrough }
+}
+
+function sortExpr(column: string, nullAs?: string | number): Expression<unknown> {
+  return nullAs === undefined ? sql.ref(column) : sql`coalesce(${sql.ref(column)}, ${nullAs})`
+}
+
+/** Rows strictly after `row` in the plan's order. */
+function after(plan: Plan, row: ServerTable): Cond {
+  return (eb) =>
+    eb.or(
+      plan.order.map((o, i) => {
+        const value = (row[o.column] ?? o.nullAs) as string | number
+        const parts: Expression<SqlBool>[] = plan.order.slice(0, i).map((p) => eb(p.expr as never, '=', (row[p.column] ?? p.nullAs) as never))
+        parts.push(eb(o.expr as never, o.dir === 'asc' ? '>' : '<', value as never))
+        return eb.and(parts)
+      }),
+    )
+}
+
+/**
+ * Runs the plan. `columns` limits what is read (the summary view needs only id and name); rows then carry only
+ * those columns plus the sort columns. Post-filters always read whole rows.
+ */
+export async function listServers(db: Db, plan: Plan, columns?: (keyof ServerTable)[]): Promise<ListResult> {
+  if (plan.limit === 0) return { rows: [] }
+  let cursor: ServerTable | undefined
+  if (plan.marker !== undefined) {
+    cursor = await db.selectFrom('servers').selectAll().where('id', '=', plan.marker).executeTakeFirst()
+    if (!cursor) throw badRequest(`marker [${plan.marker}] not found`)
+  }
+  const rows: ServerTable[] = []
+  const batch = plan.post.length ? BATCH : plan.limit
+  for (;;) {
+    const wanted = columns && plan.post.length === 0 ? [...new Set([...columns, ...plan.order.map((o) => o.column)])] : undefined
+    let q = wanted ? db.selectFrom('servers').select(wanted) : db.selectFrom('servers').selectAll()
+    for (const c of plan.conds) q = q.where(c)
+    if (cursor) q = q.where(after(plan, cursor))
+    for (const o of plan.order) q = q.orderBy(o.expr as never, o.dir)
+    const page = (await q.limit(batch).execute()) as ServerTable[]
+    for (const row of page) {
+      if (plan.post.every((p) => p(row))) rows.push(row)
+      if (rows.length === plan.limit) break
+    }
+    if (rows.length === plan.limit || page.length < batch) break
+    cursor = page[page.length - 1]
+  }
+  const next = rows.length === plan.limit ? [...plan.passthrough, ['marker', rows[rows.length - 1].id] as [string, string]] : undefined
+  return { rows, next }
+}

@@ -1,0 +1,166 @@
+/**
+ * Rows → ServerModel (what the server field table reads). Tags, faults, server groups and host states are
+ * loaded for a whole page at once (one query each), never per server.
+ */
+import { createHash } from 'node:crypto'
+import type { ServerModel } from '../../contracts/compute/server.fields.js'
+import type { FlavorSnapshot, ServerTable } from '../storage/schema.js'
+import type { Db } from '../storage/store.js'
+import { serverStatus } from './server-states.js'
+import { hostStatus } from '../hosts/host-status.js'
+
+export interface ModelContext {
+  admin: boolean
+  /** The compute URL (…/compute/v2.1) and the bookmark base (…/compute). */
+  computeUrl: string
+  /** What the server view needs beyond the rows. */
+  needs: { tags: boolean; groups: boolean; hostStatus: boolean }
+  /** A host whose heartbeat is older than this is DOWN (the conductor's setting). */
+  hostDownAfterMs: number
+}
+
+export function instanceName(displayId: number): string {
+  return `instance-${displayId.toString(16).padStart(8, '0')}`
+}
+
+/** Nova's obfuscated host id: sha224 of project id + host, hex; empty when there is no host. */
+export function hostIdOf(projectId: string, host: string | null): string {
+  return host ? createHash('sha224').update(projectId + host).digest('hex') : ''
+}
+
+export function parseFlavor(json: string): FlavorSnapshot {
+  return JSON.parse(json) as FlavorSnapshot
+}
+
+export function bookmarkBase(computeUrl: string): string {
+  return computeUrl.replace(/\/v2(\.1)?$/, '')
+}
+
+export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContext): Promise<ServerModel[]> {
+  if (rows.length === 0) return []
+  const ids = rows.map((r) => r.id)
+  const tags = new Map<string, string[]>()
+  const faults = new Map<string, { code: number; message: string; details: string; created_at: number }>()
+  const groups = new Map<string, string[]>()
+  const hostStates = new Map<string, string>()
+  const loads: Promise<void>[] = []
+  if (ctx.needs.tags) {
+    loads.push(
+      chunked(ids, async (part) => {
+        for (const t of await db.selectFrom('server_tags').select(['server_id', 'tag']).where('server_id', 'in', part).orderBy('tag').execute()) {
+          const list = tags.get(t.server_id)
+          if (list) list.push(t.tag)
+          else tags.set(t.server_id, [t.tag])
+        }
+      }),
+    )
+  }
+  const faulty = rows.filter((r) => r.vm_state === 'error' || r.deleted === 1).map((r) => r.id)
+  if (faulty.length) {
+    loads.push(
+      chunked(faulty, async (part) => {
+        const found = await db.selectFrom('instance_faults').selectAll().where('server_id', 'in', part).orderBy('created_at', 'asc').execute()
+        for (const f of found) faults.set(f.server_id, f) // newest wins
+      }),
+    )
+  }
+  if (ctx.needs.groups) {
+    loads.push(
+      chunked(ids, async (part) => {
+        for (const m of await db.selectFrom('server_group_members').select(['group_id', 'server_id']).where('server_id', 'in', part).execute()) {
+          groups.set(m.server_id, [...(groups.get(m.server_id) ?? []), m.group_id])
+        }
+      }),
+    )
+  }
+  if (ctx.needs.hostStatus && ctx.admin) {
+    loads.push(
+      (async () => {
+        const now = Date.now()
+        for (const h of await db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']).execute()) {
+          hostStates.set(h.hostname, hostStatus(h, now, ctx.hostDownAfterMs))
+        }
+      })(),
+    )
+  }
+  await Promise.all(loads)
+
+  const base = bookmarkBase(ctx.computeUrl)
+  // Pages repeat the same flavors and hosts: parse and hash each once.
+  const flavors = new Map<string, { model: ServerModel['flavor']; links: ServerModel['flavorLinks'] }>()
+  const hostIds = new Map<string, string>()
+  return rows.map((r) => {
+    let flavorEntry = flavors.get(r.flavor)
+    if (!flavorEntry) {
+      const f = parseFlavor(r.flavor)
+      flavorEntry = {
+        model: { id: f.id, name: f.name, vcpus: f.vcpus, ram: f.ram, disk: f.disk, ephemeral: f.ephemeral, swap: f.swap, extraSpecs: f.extra_specs ?? {} },
+        links: [{ rel: 'bookmark', href: `${base}/flavors/${f.id}` }],
+      }
+      flavors.set(r.flavor, flavorEntry)
+    }
+    const hostKey = `${r.project_id}\u0000${r.host ?? ''}`
+    let hostId = hostIds.get(hostKey)
+    if (hostId === undefined) hostIds.set(hostKey, (hostId = hostIdOf(r.project_id, r.host)))
+    const status = serverStatus(r.vm_state, r.task_state, r.deleted === 1)
+    const fault = faults.get(r.id)
+    const bdms = (r.block_devices === '[]' ? [] : JSON.parse(r.block_devices)) as { source_type?: string; destination_type?: string; uuid?: string; delete_on_termination?: boolean }[]
+    return {
+      id: r.id,
+      name: r.name,
+      status,
+      tenantId: r.project_id,
+      userId: r.user_id,
+      created: r.created_at,
+      updated: r.updated_at,
+      links: [
+        { rel: 'self', href: `${ctx.computeUrl}/servers/${r.id}` },
+        { rel: 'bookmark', href: `${base}/servers/${r.id}` },
+      ],
+      hostId,
+      image: r.image_id ? { id: r.image_id, links: [{ rel: 'bookmark', href: `${base}/images/${r.image_id}` }] } : null,
+      flavor: flavorEntry.model,
+      flavorLinks: flavorEntry.links,
+      addresses: {},
+      metadata: (r.metadata === '{}' ? {} : JSON.parse(r.metadata)) as Record<string, string>,
+      accessIPv4: r.access_ip_v4,
+      accessIPv6: r.access_ip_v6,
+      diskConfig: r.disk_config,
+      configDrive: r.config_drive === 1,
+      keyName: r.key_name,
+      availabilityZone: r.availability_zone ?? '',
+      vmState: r.deleted === 1 ? 'deleted' : r.vm_state,
+      taskState: r.task_state,
+      powerState: r.power_state,
+      launchedAt: r.launched_at,
+      terminatedAt: r.terminated_at,
+      volumesAttached: bdms.filter((b) => b.destination_type === 'volume' && b.uuid && b.source_type === 'volume').map((b) => ({ id: b.uuid!, deleteOnTermination: !!b.delete_on_termination })),
+      securityGroups: JSON.parse(r.security_groups) as string[],
+      progress: r.progress,
+      fault: fault ? { code: fault.code, created: fault.created_at, message: fault.message, details: ctx.admin || fault.code !== 500 ? fault.details : undefined } : null,
+      host: r.host,
+      instanceName: instanceName(r.display_id),
+      node: r.node,
+      hostname: r.hostname,
+      kernelId: r.kernel_id,
+      ramdiskId: r.ramdisk_id,
+      launchIndex: r.launch_index,
+      reservationId: r.reservation_id,
+      rootDeviceName: r.root_device_name,
+      userData: r.user_data,
+      locked: r.locked === 1,
+      lockedReason: r.locked_reason,
+      hostStatus: r.host ? (hostStates.get(r.host) ?? 'UNKNOWN') : '',
+      description: r.description,
+      tags: tags.get(r.id) ?? [],
+      trustedImageCertificates: r.trusted_image_certificates ? (JSON.parse(r.trusted_image_certificates) as string[]) : null,
+      serverGroups: groups.get(r.id) ?? [],
+      pinnedAvailabilityZone: r.pinned_availability_zone,
+    }
+  })
+}
+
+/** Runs `fn` over slices small enough for any driver's parameter limit. */
+async function chunked(ids: string[], fn: (part: string[]) => Promise<void>): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) await fn(ids.slice(i, i + 500))
+}

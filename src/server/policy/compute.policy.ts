@@ -1,0 +1,40 @@
+/**
+ * Compute policy: Nova's default rules (2023+ secure RBAC defaults) as a table. Servers are readable by project
+ * readers and writable by project members; admins may do everything. Visibility of another project's server is
+ * checked before policy (404, not 403).
+ */
+import { anyOf, anyone, isAdmin, projectMemberOrAdmin, projectReaderOrAdmin, type PolicyTable } from './rules.js'
+
+export const COMPUTE_POLICY = {
+  'servers:index': projectReaderOrAdmin,
+  'servers:index:get_all_tenants': isAdmin,
+  'servers:allow_all_filters': isAdmin,
+  'servers:show': projectReaderOrAdmin,
+  'servers:show:host_status': isAdmin,
+  'servers:create': projectMemberOrAdmin,
+  'servers:create:forced_host': isAdmin,
+  'servers:create:requested_destination': isAdmin,
+  'servers:update': projectMemberOrAdmin,
+  'servers:delete': projectMemberOrAdmin,
+  'servers:action': projectMemberOrAdmin,
+  'servers:action:admin': isAdmin,
+  'servers:unlock:unlock_override': isAdmin,
+  'servers:metadata:write': projectMemberOrAdmin,
+  'servers:tags:write': projectMemberOrAdmin,
+  'servers:instance_actions:events': isAdmin,
+  'flavors:read': anyone,
+  'flavors:manage': isAdmin,
+  'keypairs:other_user': isAdmin,
+  'limits:other_project': isAdmin,
+  'quotas:show': projectReaderOrAdmin,
+  'quotas:update': isAdmin,
+  'server_groups:read': projectReaderOrAdmin,
+  'server_groups:write': projectMemberOrAdmin,
+  'server_groups:all_projects': isAdmin,
+  'availability_zone:list': anyone,
+  'availability_zone:detail': isAdmin,
+  'usage:list': isAdmin,
+  'usage:show': anyOf(isAdmin, projectReaderOrAdmin),
+} satisfies PolicyTable
+
+export type ComputeOperation = keyof typeof COMPUTE_POLICY

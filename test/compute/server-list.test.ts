@@ -1,0 +1,250 @@
+/**
+ * Every list filter and sort key against a seeded set of servers, comparing the returned ids with the ids
+ * the filter's semantics select (compute-api.md §3), on both dialects.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { DIALECTS } from '../../src/testkit/harness.js'
+import type { ServerTable } from '../../src/server/storage/schema.js'
+import { call, computeTestbed, type ComputeTestbed, type Persona } from './helpers.js'
+
+const T0 = Date.UTC(2026, 0, 10, 12, 0, 0)
+const HOUR = 3600_000
+
+interface Seed {
+  name: string
+  project: 'a' | 'b'
+  vm?: string
+  task?: string | null
+  power?: number
+  tags?: string[]
+  key?: string | null
+  az?: string | null
+  locked?: boolean
+  host?: string | null
+  flavor?: string
+  image?: string
+  deleted?: boolean
+  progress?: number
+  hostname?: string
+  user?: 'member' | 'other'
+  description?: string | null
+  configDrive?: boolean
+}
+
+const IMG1 = '11111111-1111-4111-8111-111111111111'
+const IMG2 = '22222222-2222-4222-8222-222222222222'
+
+const SEEDS: Seed[] = [
+  { name: 'alpha', project: 'a', tags: ['a', 'b'], key: 'k1', az: 'az1', host: 'h1', flavor: '1', image: IMG1, hostname: 'alpha', progress: 100 },
+  { name: 'alpha2', project: 'a', tags: ['a'], key: 'k2', az: 'az2', host: 'h2', flavor: '2', image: IMG1, locked: true, hostname: 'alpha-two' },
+  { name: 'beta', project: 'a', vm: 'stopped', power: 4, tags: ['b'], az: 'az1', host: 'h1', flavor: '1', image: IMG2, configDrive: true },
+  { name: 'gamma', project: 'a', vm: 'active', task: 'rebooting', tags: [], key: 'k1', host: 'h2', flavor: '3', image: IMG2, description: 'the gamma one' },
+  { name: 'delta', project: 'a', vm: 'building', task: 'scheduling', power: 0, host: null, az: null, flavor: '1', image: IMG1 },
+  { name: 'epsilon', project: 'a', vm: 'error', power: 0, tags: ['c'], host: 'h1', flavor: '2', image: IMG1 },
+  { name: 'zeta-gone', project: 'a', vm: 'deleted', deleted: true, host: null, flavor: '1', image: IMG1 },
+  { name: 'eta-soft', project: 'a', vm: 'soft-delete', power: 4, host: 'h1', flavor: '1', image: IMG1 },
+  { name: 'theta', project: 'b', tags: ['a'], host: 'h2', flavor: '1', image: IMG1, user: 'other' },
+  { name: 'iota', project: 'b', vm: 'paused', power: 3, host: 'h1', flavor: '2', image: IMG2, user: 'other' },
+]
+
+async function seed(tb: ComputeTestbed): Promise<Map<string, ServerTable>> {
+  const byName = new Map<string, ServerTable>()
+  const rows: ServerTable[] = SEEDS.map((s, i) => {
+    const owner: Persona = s.project === 'a' ? tb.member : tb.other
+    const flavor = { id: s.flavor ?? '1', name: `f${s.flavor}`, vcpus: 1, ram: 512, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} }
+    const row: ServerTable = {
+      id: randomUUID(), display_id: 1000 + i, name: s.name, description: s.description ?? null, project_id: owner.projectId, user_id: s.user === 'other' ? tb.other.userId : tb.member.userId,
+      host_id: null, host: s.host === undefined ? 'h1' : s.host, node: s.host ?? null, vm_state: s.vm ?? 'active', task_state: s.task ?? null, power_state: s.power ?? 1,
+      flavor: JSON.stringify(flavor), old_flavor: null, new_flavor: null, image_id: s.image ?? IMG1, key_name: s.key ?? null, key_data: null, metadata: '{}',
+      access_ip_v4: '', access_ip_v6: '', availability_zone: s.az === undefined ? 'az1' : s.az, pinned_availability_zone: null, config_drive: s.configDrive ? 1 : 0,
+      disk_config: 'MANUAL', user_data: null, hostname: s.hostname ?? s.name, locked: s.locked ? 1 : 0, locked_by: s.locked ? 'owner' : null, locked_reason: null,
+      launch_index: 0, reservation_id: i < 2 ? 'r-aaaa0001' : `r-bbbb00${i.toString().padStart(2, '0')}`, root_device_name: null, kernel_id: null, ramdisk_id: null,
+      progress: s.progress ?? 0, trusted_image_certificates: null, scheduler_hints: null, security_groups: '[]', requested_networks: '"none"', block_devices: '[]',
+      created_at: T0 + i * HOUR, updated_at: T0 + i * HOUR + 60_000, launched_at: s.vm === 'building' ? null : T0 + i * HOUR + 30_000,
+      terminated_at: s.deleted ? T0 + i * HOUR + 50_000 : null, deleted_at: s.deleted ? T0 + i * HOUR + 50_000 : null, deleted: s.deleted ? 1 : 0,
+    }
+    byName.set(s.name, row)
+    return row
+  })
+  const db = tb.server.deps.store.db
+  await db.insertInto('servers').values(rows).execute()
+  const tags = SEEDS.flatMap((s) => (s.tags ?? []).map((tag) => ({ server_id: byName.get(s.name)!.id, tag })))
+  if (tags.length) await db.insertInto('server_tags').values(tags).execute()
+  return byName
+}
+
+for (const dialect of DIALECTS) {
+  test(`list filters and sort keys select the right servers (${dialect})`, async () => {
+    const tb = await computeTestbed(dialect)
+    try {
+      const rows = await seed(tb)
+      const names = (ids: string[]) => ids.map((id) => [...rows.values()].find((r) => r.id === id)?.name ?? id)
+      const list = async (who: Persona, query: string, version = '2.96') => {
+        const r = await call(tb, who, 'GET', `/servers/detail${query ? `?${query}` : ''}`, undefined, version)
+        return { status: r.status, names: r.status === 200 ? names(r.body.servers.map((s: { id: string }) => s.id)) : [], body: r.body }
+      }
+      const expectNames = async (who: Persona, query: string, expected: string[], version = '2.96') => {
+        const r = await list(who, query, version)
+        assert.equal(r.status, 200, `${query} @${version}: ${JSON.stringify(r.body)}`)
+        assert.deepEqual(r.names, expected, `${query} @${version}`)
+      }
+      const expectStatus = async (who: Persona, query: string, status: number, version = '2.96') => {
+        const r = await list(who, query, version)
+        assert.equal(r.status, status, `${query} @${version}`)
+      }
+      const m = tb.member
+      const a = tb.admin
+      // Newest first by default; deleted and soft-deleted hidden; another project's servers hidden.
+      const live = ['epsilon', 'delta', 'gamma', 'beta', 'alpha2', 'alpha']
+      await expectNames(m, '', live)
+      await expectNames(m, 'deleted=False', live)
+      await expectNames(m, 'project_id=' + tb.other.projectId, live)
+      await expectNames(m, 'name=alpha', ['alpha2', 'alpha'])
+      await expectNames(m, 'name=^alpha$', ['alpha'])
+      await expectNames(m, 'name=a$', ['delta', 'gamma', 'beta', 'alpha'])
+      await expectNames(m, 'status=ACTIVE', ['gamma', 'alpha2', 'alpha'])
+      await expectNames(m, 'status=active', ['gamma', 'alpha2', 'alpha'])
+      await expectNames(m, 'status=REBOOT', ['gamma'])
+      await expectNames(m, 'status=SHUTOFF&status=ERROR', ['epsilon', 'beta'])
+      await expectNames(m, 'status=BUILD', ['delta'])
+      await expectStatus(m, 'status=BOGUS', 400)
+      await expectNames(m, 'status=BOGUS', [], '2.37')
+      await expectStatus(m, 'status=DELETED', 403)
+      await expectNames(m, 'image=' + IMG2, ['gamma', 'beta'])
+      await expectNames(m, 'flavor=2', ['epsilon', 'alpha2'])
+      await expectNames(m, 'flavor=999', [])
+      await expectNames(m, 'reservation_id=r-aaaa0001', ['alpha2', 'alpha'])
+      await expectNames(m, 'ip=10.0.0.1', [])
+      await expectNames(m, `changes-since=${new Date(T0 + 5 * HOUR).toISOString()}`, ['eta-soft', 'zeta-gone', 'epsilon'])
+      await expectNames(m, `changes-since=${new Date(T0 + 4 * HOUR).toISOString()}&changes-before=${new Date(T0 + 6 * HOUR).toISOString()}`, ['epsilon', 'delta'])
+      await expectStatus(m, 'changes-since=yesterday', 400)
+      await expectStatus(m, `changes-since=${new Date(T0 + 6 * HOUR).toISOString()}&changes-before=${new Date(T0).toISOString()}`, 400)
+      // Tags (2.26).
+      await expectNames(m, 'tags=a,b', ['alpha'])
+      await expectNames(m, 'tags-any=a,c', ['epsilon', 'alpha2', 'alpha'])
+      await expectNames(m, 'not-tags=a,b', ['epsilon', 'delta', 'gamma', 'beta', 'alpha2'])
+      await expectNames(m, 'not-tags-any=a,c', ['delta', 'gamma', 'beta'])
+      await expectNames(m, 'tags=a,b', live, '2.25')
+      // 2.73 locked, 2.83 filters, 2.90 hostname; ignored below for members.
+      await expectNames(m, 'locked=true', ['alpha2'])
+      await expectNames(m, 'locked=0', ['epsilon', 'delta', 'gamma', 'beta', 'alpha'])
+      await expectStatus(m, 'locked=maybe', 400)
+      await expectNames(m, 'locked=true', live, '2.72')
+      await expectNames(m, 'availability_zone=az1', ['epsilon', 'gamma', 'beta', 'alpha'])
+      await expectNames(m, 'availability_zone=az1', live, '2.82')
+      await expectNames(m, 'key_name=k1', ['gamma', 'alpha'])
+      await expectNames(m, 'config_drive=true', ['beta'])
+      await expectNames(m, 'vm_state=stopped', ['beta'])
+      await expectNames(m, 'vm_state=active&vm_state=error', ['epsilon', 'gamma', 'alpha2', 'alpha'])
+      await expectNames(m, 'task_state=rebooting', ['gamma'])
+      await expectNames(m, 'power_state=4', ['beta'])
+      await expectNames(m, 'progress=100', ['alpha'])
+      await expectNames(m, 'user_id=' + tb.member.userId, live)
+      await expectNames(m, 'created_at=2026-01-10 13', ['alpha2'])
+      await expectNames(m, 'launched_at=2026-01-10 14:00:30', ['beta'])
+      await expectNames(m, 'terminated_at=2026', [])
+      await expectNames(m, 'hostname=two', ['alpha2'])
+      await expectNames(m, 'hostname=two', live, '2.89')
+      // Admin-only filters: ignored for members, honoured for admins.
+      await expectStatus(m, 'all_tenants=1', 403)
+      await expectNames(m, 'host=h2', live)
+      await expectNames(a, 'all_tenants=1', ['iota', 'theta', ...live])
+      await expectNames(a, 'all_tenants', ['iota', 'theta', ...live])
+      await expectNames(a, 'all_tenants=1&project_id=' + tb.other.projectId, ['iota', 'theta'])
+      await expectNames(a, 'all_tenants=1&tenant_id=' + tb.other.projectId, ['iota', 'theta'])
+      await expectStatus(a, 'all_tenants=banana', 400)
+      await expectNames(a, 'all_tenants=1&host=h2', ['theta', 'gamma', 'alpha2'])
+      await expectNames(a, 'all_tenants=1&node=h', ['iota', 'theta', 'epsilon', 'gamma', 'beta', 'alpha2', 'alpha'])
+      await expectNames(a, 'all_tenants=1&deleted=true', ['eta-soft', 'zeta-gone'])
+      await expectNames(a, 'all_tenants=1&status=DELETED', ['zeta-gone'])
+      await expectNames(a, 'all_tenants=1&description=gamma', ['gamma'])
+      await expectNames(a, 'all_tenants=1&uuid=' + rows.get('beta')!.id, ['beta'])
+      await expectNames(a, 'all_tenants=1&user_id=' + tb.other.userId, ['iota', 'theta'])
+      await expectStatus(a, 'all_tenants=1&metadata=x', 400)
+      await expectStatus(a, 'all_tenants=1&_secret=x', 400)
+      // Unknown parameters: ignored below 2.75, 400 from it.
+      await expectNames(m, 'bogus=1', live, '2.74')
+      await expectStatus(m, 'bogus=1', 400, '2.75')
+      // Sorting.
+      await expectNames(m, 'sort_key=display_name&sort_dir=asc', ['alpha', 'alpha2', 'beta', 'delta', 'epsilon', 'gamma'])
+      await expectNames(m, 'sort_key=display_name', ['gamma', 'epsilon', 'delta', 'beta', 'alpha2', 'alpha'])
+      await expectNames(m, 'sort_key=created_at&sort_dir=asc', [...live].reverse())
+      await expectNames(m, 'sort_key=vm_state&sort_dir=asc&sort_key=display_name&sort_dir=desc', ['gamma', 'alpha2', 'alpha', 'delta', 'epsilon', 'beta'])
+      await expectNames(m, 'sort_key=key_name&sort_dir=asc&sort_key=display_name&sort_dir=asc', ['beta', 'delta', 'epsilon', 'alpha', 'gamma', 'alpha2'])
+      await expectNames(m, 'sort_key=availability_zone&sort_key=display_name&sort_dir=asc&sort_dir=asc', ['delta', 'alpha', 'beta', 'epsilon', 'gamma', 'alpha2'])
+      await expectNames(m, 'sort_key=power_state&sort_dir=desc', ['beta', 'gamma', 'alpha2', 'alpha', 'epsilon', 'delta'])
+      await expectNames(m, 'sort_key=locked&sort_dir=desc', ['alpha2', 'epsilon', 'delta', 'gamma', 'beta', 'alpha'])
+      await expectStatus(m, 'sort_key=host', 403)
+      await expectNames(a, `all_tenants=1&project_id=${tb.member.projectId}&sort_key=host&sort_dir=asc`, ['delta', 'alpha', 'beta', 'epsilon', 'alpha2', 'gamma'])
+      await expectStatus(m, 'sort_key=bogus', 400)
+      await expectStatus(m, 'sort_key=display_name&sort_dir=sideways', 400)
+      await expectNames(m, 'sort_key=vcpus', live, '2.74')
+      await expectStatus(m, 'sort_key=vcpus', 400, '2.75')
+      for (const key of ['access_ip_v4', 'access_ip_v6', 'auto_disk_config', 'availability_zone', 'config_drive', 'created_at', 'display_description', 'display_name', 'hostname', 'image_ref',
+        'instance_type_id', 'kernel_id', 'key_name', 'launch_index', 'launched_at', 'locked', 'locked_by', 'power_state', 'progress', 'project_id', 'ramdisk_id', 'root_device_name', 'task_state',
+        'terminated_at', 'updated_at', 'user_id', 'uuid', 'vm_state']) {
+        for (const dir of ['asc', 'desc']) {
+          const r = await list(m, `sort_key=${key}&sort_dir=${dir}`)
+          assert.equal(r.status, 200, key)
+          assert.deepEqual([...r.names].sort(), [...live].sort(), `sort_key=${key} returns every server once`)
+          // Paging through the same order one by one gives the same sequence.
+          const paged: string[] = []
+          let marker = ''
+          for (let i = 0; i < live.length + 1; i++) {
+            const page = await list(m, `sort_key=${key}&sort_dir=${dir}&limit=1${marker}`)
+            if (page.names.length === 0) break
+            paged.push(...page.names)
+            marker = `&marker=${[...rows.values()].find((x) => x.name === page.names[0])!.id}`
+          }
+          assert.deepEqual(paged, r.names, `paging by ${key} ${dir}`)
+        }
+      }
+    } finally {
+      await tb.close()
+    }
+  })
+}
+
+test('limit, marker and servers_links', async () => {
+  const tb = await computeTestbed()
+  try {
+    const rows = await seed(tb)
+    const first = await call(tb, tb.member, 'GET', '/servers?limit=4&name=a', undefined, '2.96')
+    assert.equal(first.status, 200)
+    assert.equal(first.body.servers.length, 4)
+    const next = new URL(first.body.servers_links[0].href)
+    assert.equal(next.searchParams.get('name'), 'a', 'the next link carries the filters')
+    assert.equal(next.searchParams.get('marker'), first.body.servers[3].id)
+    assert.ok(next.href.startsWith(tb.server.deps.urls.compute + '/servers?'), 'absolute, on the public compute URL')
+    const second = await call(tb, tb.member, 'GET', `/servers${next.search}`, undefined, '2.96')
+    assert.deepEqual(second.body.servers.map((s: { name: string }) => s.name), ['alpha'])
+    assert.ok(!('servers_links' in second.body))
+    const bad = await call(tb, tb.member, 'GET', `/servers?marker=${randomUUID()}`)
+    assert.equal(bad.status, 400)
+    assert.match(bad.body.badRequest.message, /marker \[.*\] not found/)
+    assert.equal((await call(tb, tb.member, 'GET', '/servers?limit=-1')).status, 400)
+    assert.equal((await call(tb, tb.member, 'GET', '/servers?limit=abc')).status, 400)
+    assert.deepEqual((await call(tb, tb.member, 'GET', '/servers?limit=0')).body.servers, [])
+    // A deleted server is accepted as marker.
+    const afterDeleted = await call(tb, tb.member, 'GET', `/servers?marker=${rows.get('zeta-gone')!.id}`)
+    assert.deepEqual(afterDeleted.body.servers.map((s: { name: string }) => s.name), ['epsilon', 'delta', 'gamma', 'beta', 'alpha2', 'alpha'])
+  } finally {
+    await tb.close()
+  }
+})
+
+test('the page size cap is a setting (PCC_COMPUTE_MAX_LIMIT)', async () => {
+  const tb = await computeTestbed('sqlite', { PCC_COMPUTE_MAX_LIMIT: '4' })
+  try {
+    await seed(tb)
+    const page = await call(tb, tb.member, 'GET', '/servers?limit=50')
+    assert.equal(page.body.servers.length, 4)
+    assert.ok(page.body.servers_links[0].href.includes('limit=50'))
+    const all = await call(tb, tb.member, 'GET', '/servers')
+    assert.equal(all.body.servers.length, 4)
+  } finally {
+    await tb.close()
+  }
+})
