@@ -26,6 +26,8 @@ declare module 'autocannon' {
     headers?: Record<string, string>
     body?: string
     workers?: number
+    /** A sequence each connection cycles through (path relative to `url`). */
+    requests?: { method?: string; path?: string; headers?: Record<string, string>; body?: string }[]
   }
   function autocannon(options: Options): Promise<Result>
   export default autocannon

@@ -21,11 +21,14 @@ import { createIdp } from './oidc/services.js'
 import { NetworkService } from './network/service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
+import { retryStartupRace } from './storage/startup-race.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
 import { Conductor } from './conductor/conductor.js'
 import { OnboardingService } from './onboarding/onboarding-service.js'
+import { ClusterJobRunner } from './tasks/cluster-jobs.js'
+import { purgeJob } from './tasks/purge-job.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -38,6 +41,8 @@ export interface RunningServer {
   /** The address it actually listens on (port 0 resolved). */
   url: string
   bootstrap: BootstrapResult
+  /** Periodic jobs that run once across every process on the store (purge, reconciliation). */
+  clusterJobs: ClusterJobRunner
   /** Path of the generated CA certificate, when PCC_TLS=auto. */
   caFile?: string
   /** Graceful stop: no new connections, in-flight requests finish, task leases are handed back. */
@@ -94,8 +99,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     } catch (err) {
       throw new StartupError((err as Error).message)
     }
-    const result = await bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword })
-    await ensureDefaultFlavors(store.db)
+    const result = await retryStartupRace(() => bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword }))
+    await retryStartupRace(() => ensureDefaultFlavors(store.db))
     const tokens = new TokenService(store, box, {
       ttlMs: config.tokenExpirationSeconds * 1000,
       allowExpiredWindowMs: config.tokenAllowExpiredWindowSeconds * 1000,
@@ -110,11 +115,12 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       lockoutDurationMs: config.lockoutDurationSeconds * 1000,
     })
     const idp = createIdp(store, box, tokens, config)
-    await idp.clients.ensureBuiltins()
+    await retryStartupRace(() => idp.clients.ensureBuiltins())
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
-    const imageVolume = await setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId })
-    const conductor = new Conductor(store, queue, config, logger.child({ component: 'conductor' }))
+    const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId }))
+    // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
+    const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))
     const allHandlers = new Map([...imageVolume.handlers, ...handlers])
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
@@ -158,6 +164,21 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await onboarding.start()
     await conductor.start()
     runner.start()
+    const clusterJobs = new ClusterJobRunner(store, { logger: logger.child({ component: 'cluster-jobs' }), owner: runner.owner, leaseMs: config.taskLeaseSeconds * 1000 })
+    const purgeLog = logger.child({ component: 'purge' })
+    clusterJobs.add(
+      purgeJob(store, {
+        retentionMs: config.purgeRetentionDays * 86_400_000,
+        intervalMs: config.purgeIntervalSeconds * 1000,
+        onReport: (report) => {
+          if (report.tasks + report.servers > 0) purgeLog.info({ report }, 'purged old rows')
+        },
+      }),
+    )
+    if (config.reconcileSeconds > 0) {
+      clusterJobs.add({ name: 'reconcile', intervalMs: config.reconcileSeconds * 1000, run: async () => void (await conductor.reconcile()) })
+    }
+    clusterJobs.start()
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.listen.port
     const scheme = https ? 'https' : 'http'
@@ -169,11 +190,13 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       url: `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
       bootstrap: result,
       caFile,
+      clusterJobs,
       stop: () =>
         (stopping ??= (async () => {
           state.closing = true
           await onboarding.stop()
           await app.close()
+          await clusterJobs.stop()
           conductor.stop()
           tokens.stop()
           // Handlers get a while to finish; past a lease's length a dead process's work would move anyway.

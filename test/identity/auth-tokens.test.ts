@@ -268,6 +268,12 @@ for (const dialect of DIALECTS) {
       const alice = (await post(server, passwordAuth({ id: aliceId, password: 'alice-secret' }, { project: { id: projectId } }))).token!
       const raw = Buffer.from(alice, 'base64url').toString('latin1')
       assert.ok(!raw.includes(aliceId) && !raw.includes(projectId) && !raw.includes('password'), 'the payload is encrypted')
+      // Periodic readers are stopped before the counting proxy goes in: stopping hands leases back through the store.
+      server.deps.tokens.stop()
+      await server.deps.runner.stop(1000)
+      server.deps.conductor.stop()
+      await server.deps.onboarding.stop()
+      await server.clusterJobs.stop()
       const store = server.deps.store
       const real = store.db
       let reads = 0
@@ -277,12 +283,8 @@ for (const dialect of DIALECTS) {
           return Reflect.get(target, property, receiver)
         },
       })
-      // Periodic readers (the generation poll, the task runner, the conductor, the agent-driver sync) are
+      // Periodic readers (the generation poll, the task runner, the conductor, the agent-driver sync, cluster jobs) are
       // paused, so any access counted comes from the requests.
-      server.deps.tokens.stop()
-      await server.deps.runner.stop(1000)
-      server.deps.conductor.stop()
-      await server.deps.onboarding.stop()
       try {
         reads = 0
         for (let i = 0; i < 20; i++) {
@@ -296,6 +298,7 @@ for (const dialect of DIALECTS) {
         store.db = real
         server.deps.tokens.start()
         server.deps.runner.start()
+        server.clusterJobs.start()
       }
     })
 

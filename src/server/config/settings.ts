@@ -52,6 +52,10 @@ export interface Config {
   tokenKeyRotationSeconds: number
   lockoutFailureAttempts: number
   lockoutDurationSeconds: number
+  /** Finished tasks and soft-deleted servers older than this are purged (0: at the next purge). */
+  purgeRetentionDays: number
+  /** How often the cluster-wide purge job runs. */
+  purgeIntervalSeconds: number
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -279,6 +283,14 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'lockoutDurationSeconds', env: 'PCC_LOCKOUT_DURATION_SECONDS', flag: '--lockout-duration-seconds',
     help: 'how long a locked user stays locked', parse: integer(1, 365 * 86400), fallback: () => 1800,
   },
+  purgeRetentionDays: {
+    key: 'purgeRetentionDays', env: 'PCC_PURGE_RETENTION_DAYS', flag: '--purge-retention-days',
+    help: 'finished tasks and deleted servers (with their instance actions) are kept this many days', parse: integer(0, 3650), fallback: () => 7,
+  },
+  purgeIntervalSeconds: {
+    key: 'purgeIntervalSeconds', env: 'PCC_PURGE_INTERVAL_SECONDS', flag: '--purge-interval-seconds',
+    help: 'how often one process of the cluster purges old rows', parse: integer(1, 7 * 86400), fallback: () => 3600,
+  },
 }
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
@@ -289,4 +301,5 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
   'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'tokenExpirationSeconds', 'tokenAllowExpiredWindowSeconds',
   'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit',
+  'purgeRetentionDays', 'purgeIntervalSeconds',
 ]

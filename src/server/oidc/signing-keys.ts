@@ -38,6 +38,7 @@ export interface SigningKeyOptions {
 
 /** Published a little longer than strictly needed, for clock skew between processes and verifiers. */
 const RETIRED_MARGIN_MS = 5 * 60_000
+const JWKS_MAX_AGE_MS = 1000
 
 export class SigningKeys {
   private keys: LoadedKey[] = []
@@ -68,7 +69,9 @@ export class SigningKeys {
 
   /** Public keys a verifier needs: the current key and the retired keys whose tokens may still be valid. */
   async jwks(): Promise<{ keys: PublicJwk[] }> {
-    await this.fresh()
+    // At most a second old: with several processes, a key another one just started signing with must reach
+    // verifiers (kube-apiserver refetches the JWKS on an unknown kid) through whichever process answers.
+    await this.fresh(JWKS_MAX_AGE_MS)
     if (this.keys.length === 0) await this.rotate()
     return { keys: this.keys.map((k) => k.publicJwk) }
   }
@@ -96,8 +99,8 @@ export class SigningKeys {
     await this.reload()
   }
 
-  private async fresh(): Promise<void> {
-    if (this.now() - this.loadedAt < (this.options.reloadMs ?? 5_000)) return
+  private async fresh(maxAgeMs = this.options.reloadMs ?? 5_000): Promise<void> {
+    if (this.now() - this.loadedAt < Math.min(maxAgeMs, this.options.reloadMs ?? 5_000)) return
     await (this.loading ??= this.reload().finally(() => (this.loading = undefined)))
   }
 

@@ -16,6 +16,7 @@ import type { VolumeTables } from './tables/volume.js'
 import type { IdpTables } from './tables/idp.js'
 import type { IdentityAuthTables } from './tables/identity-auth.js'
 import type { OnboardingTables } from './tables/onboarding.js'
+import type { ClusterTables } from './tables/cluster.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
@@ -26,6 +27,7 @@ export type * from './tables/volume.js'
 export type * from './tables/idp.js'
 export type * from './tables/identity-auth.js'
 export type * from './tables/onboarding.js'
+export type * from './tables/cluster.js'
 
 export interface Database
   extends FoundationTables,
@@ -36,4 +38,5 @@ export interface Database
     VolumeTables,
     IdpTables,
     IdentityAuthTables,
-    OnboardingTables {}
+    OnboardingTables,
+    ClusterTables {}
