@@ -43,6 +43,7 @@ describe('three onboarded agents run, lose and recover servers', () => {
   })
   after(async () => {
     for (const root of roots) {
+      if (!existsSync(join(root, 'run/pcc-agent.pid'))) continue
       const pid = Number(readFileSync(join(root, 'run/pcc-agent.pid'), 'utf8').trim() || 0)
       try {
         if (pid) process.kill(pid, 'SIGKILL')
@@ -117,10 +118,15 @@ describe('three onboarded agents run, lose and recover servers', () => {
     // prep-node again restarts the dead agent (idempotent onboarding); reconciliation removes the stale guest.
     const again = await pcctl(root, 'prep-node', '--no-prompt')
     assert.equal(again.code, 0, again.stderr)
+    let last: unknown
     await until('host UP with no servers', 60_000, async () => {
-      const hypervisors = (await api('GET', '/compute/v2.1/os-hypervisors/detail')).body.hypervisors as { hypervisor_hostname: string; state: string; running_vms: number }[]
+      const hypervisors = (await api('GET', '/compute/v2.1/os-hypervisors/detail')).body.hypervisors as { hypervisor_hostname: string; state: string }[]
       const h = hypervisors.find((x) => x.hypervisor_hostname === victim['OS-EXT-SRV-ATTR:host'])
-      return h && h.state === 'up' && h.running_vms === 0 ? true : undefined
+      const onHost = (await api('GET', `/compute/v2.1/servers/detail?all_tenants=1&host=${victim['OS-EXT-SRV-ATTR:host']}`)).body.servers
+      last = { state: h?.state, servers: onHost.map((x: { id: string }) => x.id) }
+      return h?.state === 'up' && onHost.length === 0 ? true : undefined
+    }).catch((err) => {
+      throw new Error(`${(err as Error).message}: ${JSON.stringify(last)}`)
     })
     assert.equal((await showServer(servers[0])).status, 'ACTIVE')
   })
