@@ -22,6 +22,20 @@ function hasSchema(schema: FastifySchema | undefined): boolean {
   return !!schema && ['body', 'querystring', 'params', 'headers', 'response'].some((part) => (schema as Record<string, unknown>)[part] !== undefined)
 }
 
+/**
+ * The schema a route is documented with: routes without one are hidden; path parameters a route's own schema
+ * leaves out (it validates only some of them) are added as strings, so every `{name}` in the document is declared.
+ */
+function documentedSchema(schema: FastifySchema | undefined, url: string): FastifySchema {
+  if (!hasSchema(schema)) return { ...schema, hide: true }
+  const names = [...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1])
+  const params = (schema!.params ?? { type: 'object', properties: {} }) as { properties?: Record<string, unknown> }
+  const missing = names.filter((name) => !params.properties?.[name])
+  if (missing.length === 0) return schema!
+  const properties = { ...params.properties, ...Object.fromEntries(missing.map((name) => [name, { type: 'string' }])) }
+  return { ...schema, params: { ...params, type: 'object', properties } }
+}
+
 /** Nova's request id form, which clients print and operators grep for. */
 const newRequestId = () => `req-${randomUUID()}`
 
@@ -60,7 +74,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       servers: [{ url: deps.urls.base }],
     },
     // The document lists what it can describe: routes declared with a schema (the one that validates them).
-    transform: ({ schema, url }) => ({ schema: hasSchema(schema) ? schema : { ...schema, hide: true }, url }),
+    transform: ({ schema, url }) => ({ schema: documentedSchema(schema, url), url }),
   })
 
   registerOpsRoutes(app, deps, metrics, state)
