@@ -45,7 +45,7 @@ function cpuMs(pid: number): number {
 function startServer(env: Record<string, string>): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PCC_')))
-    const child = spawn(process.execPath, [join(process.cwd(), 'dist/src/server/main.js')], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean), join(process.cwd(), 'dist/src/server/main.js')], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString()

@@ -31,7 +31,7 @@ await pg.initialise()
 await pg.start()
 const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`
 
-const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', '--test-reporter=spec', ...files], {
+const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=600000', '--test-reporter=spec', ...files], {
   stdio: 'inherit',
   env: { ...process.env, PCC_TEST_PG_URL: url },
 })

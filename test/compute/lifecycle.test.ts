@@ -28,6 +28,15 @@ test('lifecycle through the conductor: build, reboot, stop/start, resize/confirm
     const admin = (await call(tb, tb.admin, 'GET', `/servers/${id}`, undefined, '2.96')).body.server
     assert.ok(admin['OS-EXT-SRV-ATTR:host'], 'scheduled on a host')
     assert.equal(admin.host_status, 'UP')
+    // The console log comes from the guest on its hypervisor: the whole log, or its last `length` lines.
+    const log = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { 'os-getConsoleOutput': {} }, '2.96')
+    assert.equal(log.status, 200, JSON.stringify(log.body))
+    assert.match(log.body.output, new RegExp(`cloud-init: instance ${id}`))
+    assert.match(log.body.output, /life login: \n$/)
+    const tail = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { 'os-getConsoleOutput': { length: '1' } }, '2.96')
+    assert.equal(tail.body.output, 'life login: \n')
+    assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { 'os-getConsoleOutput': { length: -2 } }, '2.96')).status, 400)
+    assert.equal((await call(tb, tb.other, 'POST', `/servers/${id}/action`, { 'os-getConsoleOutput': {} }, '2.96')).status, 404, 'invisible to another project')
     const steps: [unknown, string, number][] = [
       [{ reboot: { type: 'SOFT' } }, 'ACTIVE', 202],
       [{ 'os-stop': null }, 'SHUTOFF', 202],

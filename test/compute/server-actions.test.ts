@@ -167,7 +167,7 @@ test('createImage, rescue, rebuild and console answers', async () => {
 
     await setState(tb, a, ACTIVE)
     const console = await call(tb, tb.member, 'POST', `/servers/${a}/action`, { 'os-getConsoleOutput': { length: 10 } })
-    assert.equal(console.status, 404, 'console not available until the driver provides it')
+    assert.equal(console.status, 404, 'a seeded row has no guest on any hypervisor, so no console')
     const noHost = await newServer(tb, { ...ACTIVE, host: null })
     assert.equal((await call(tb, tb.member, 'POST', `/servers/${noHost}/action`, { 'os-getConsoleOutput': {} })).status, 409)
 

@@ -39,6 +39,8 @@ export interface ActionDeps {
   imageUrl: string
   /** Whether a host's compute service is up (evacuate needs it down). */
   hostUp: (hostname: string) => Promise<boolean | undefined>
+  /** The guest's console log from its hypervisor; undefined when the host or the guest cannot be reached. */
+  consoleOutput: (serverId: string, lines?: number) => Promise<string | undefined>
 }
 
 /** Maps the body key (and reboot's type) to the table entry. */
@@ -114,9 +116,13 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       await recordAction(db, row, 'unlock', requestId, caller, true)
       return { status: 202 }
     }
-    case 'os-getConsoleOutput':
-      // TODO(#5): the console log comes from the compute driver through the conductor.
-      throw notFound('Guest does not have a console available.')
+    case 'os-getConsoleOutput': {
+      // Nova accepts the length as an integer or a numeric string; -1 or absent means the whole log.
+      const length = v.length === undefined || v.length === null ? undefined : Number(v.length)
+      const output = await deps.consoleOutput(row.id, length)
+      if (output === undefined) throw notFound('Guest does not have a console available.')
+      return { status: 200, body: { output } }
+    }
     case 'trigger_crash_dump':
       await recordAction(db, row, 'trigger_crash_dump', requestId, caller, true)
       return { status: 202 }

@@ -55,7 +55,7 @@ function openSqlite(dataDir: string): Store {
   } catch (err) {
     throw new StoreOpenError(`cannot open the SQLite database ${file}: ${(err as Error).message}`)
   }
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) })
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) })
   return {
     db,
     dialect: 'sqlite',
@@ -66,6 +66,30 @@ function openSqlite(dataDir: string): Store {
     },
     close: () => db.destroy(),
   }
+}
+
+/** Prepared statements kept per connection; beyond this the least recently used are dropped. */
+const STATEMENT_CACHE_SIZE = 500
+
+/**
+ * The SQLite handle as Kysely sees it, with its statements cached by SQL text: Kysely prepares every query
+ * afresh, and preparing costs as much as running a small indexed query. Reusing a statement is safe because
+ * the one SQLite connection runs one query at a time (Kysely's connection mutex).
+ */
+function withStatementCache(raw: SqliteDatabase.Database): SqliteDatabase.Database {
+  const cache = new Map<string, SqliteDatabase.Statement>()
+  const prepare = (source: string): SqliteDatabase.Statement => {
+    let statement = cache.get(source)
+    if (statement) {
+      cache.delete(source)
+    } else {
+      statement = raw.prepare(source)
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
+    }
+    cache.set(source, statement)
+    return statement
+  }
+  return { prepare, close: () => raw.close() } as unknown as SqliteDatabase.Database
 }
 
 /** int8 and numeric. */
