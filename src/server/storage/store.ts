@@ -71,25 +71,56 @@ function openSqlite(dataDir: string): Store {
 /** Prepared statements kept per connection; beyond this the least recently used are dropped. */
 const STATEMENT_CACHE_SIZE = 500
 
+/** What Kysely's SQLite driver calls on a prepared statement. */
+interface DriverStatement {
+  reader: boolean
+  all(parameters: readonly unknown[]): unknown[]
+  run(parameters: readonly unknown[]): SqliteDatabase.RunResult
+  iterate(parameters: readonly unknown[]): IterableIterator<unknown>
+}
+
 /**
- * The SQLite handle as Kysely sees it, with its statements cached by SQL text: Kysely prepares every query
- * afresh, and preparing costs as much as running a small indexed query. Reusing a statement is safe because
- * the one SQLite connection runs one query at a time (Kysely's connection mutex).
+ * The SQLite handle as Kysely sees it, with two speed-ups measured on the server list (60 columns × 1,000 rows):
+ * statements are cached by SQL text (Kysely prepares every query afresh, and preparing costs as much as running a
+ * small indexed query), and rows are read as arrays and turned into objects by a function compiled per statement
+ * (about twice as fast as better-sqlite3's own objects for wide rows). Reusing a statement is safe because the one
+ * SQLite connection runs one query at a time (Kysely's connection mutex).
  */
 function withStatementCache(raw: SqliteDatabase.Database): SqliteDatabase.Database {
-  const cache = new Map<string, SqliteDatabase.Statement>()
-  const prepare = (source: string): SqliteDatabase.Statement => {
+  const cache = new Map<string, DriverStatement>()
+  const prepare = (source: string): DriverStatement => {
     let statement = cache.get(source)
     if (statement) {
       cache.delete(source)
     } else {
-      statement = raw.prepare(source)
+      statement = driverStatement(raw.prepare(source))
       if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
     }
     cache.set(source, statement)
     return statement
   }
   return { prepare, close: () => raw.close() } as unknown as SqliteDatabase.Database
+}
+
+function driverStatement(statement: SqliteDatabase.Statement): DriverStatement {
+  if (!statement.reader) {
+    const fail = (): never => {
+      throw new Error('this statement returns no rows')
+    }
+    return { reader: false, all: fail, iterate: fail, run: (p) => statement.run(p) }
+  }
+  // Later columns win over earlier ones of the same name, as in better-sqlite3's objects.
+  const names = statement.columns().map((c) => c.name)
+  const toObject = new Function('r', `return {${names.map((n, i) => `${JSON.stringify(n)}: r[${i}]`).join(', ')}}`) as (row: unknown[]) => unknown
+  statement.raw(true)
+  return {
+    reader: true,
+    all: (p) => (statement.all(p) as unknown[][]).map(toObject),
+    run: (p) => statement.run(p),
+    iterate: function* (p) {
+      for (const row of statement.iterate(p) as IterableIterator<unknown[]>) yield toObject(row)
+    },
+  }
 }
 
 /** int8 and numeric. */
