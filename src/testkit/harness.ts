@@ -36,6 +36,8 @@ export interface TestServerOptions {
   handlers?: Map<string, TaskHandler>
   /** Listen on a free port chosen first and make it the public URL, so catalog URLs work for real clients. */
   publicUrlFromListen?: boolean
+  /** The address to listen on (default 127.0.0.1); only ever a loopback or a test network's bridge (testkit/netns.ts). */
+  listenAddress?: string
 }
 
 /** A port free right now on 127.0.0.1 (the OS picks it). */
@@ -54,11 +56,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'pcc-test-'))
   const databaseUrl = options.databaseUrl ?? (options.dialect === 'postgres' ? await freshDatabase() : '')
   const port = options.publicUrlFromListen ? await freePort() : 0
+  const address = options.listenAddress ?? '127.0.0.1'
   const config = loadConfig({
     argv: [],
     env: {
-      PCC_LISTEN: `127.0.0.1:${port}`,
-      PCC_PUBLIC_URL: port ? `http://127.0.0.1:${port}` : 'http://127.0.0.1:1',
+      PCC_LISTEN: `${address}:${port}`,
+      PCC_PUBLIC_URL: port ? `http://${address}:${port}` : 'http://127.0.0.1:1',
       PCC_DATA_DIR: dataDir,
       PCC_DATABASE_URL: databaseUrl,
       PCC_ADMIN_PASSWORD: ADMIN_PASSWORD,

@@ -2,18 +2,43 @@
  * Issue 10's end-to-end run: a control plane and three agents as separate processes, each onboarded with
  * `pcctl prep-node` into its own scratch root, authorized as hypervisors; servers spread by an anti-affinity
  * group; one agent SIGKILLed → its host DOWN → its server evacuated; the agent restarted by prep-node →
- * reconciliation; then deauthorize and decommission. (Each host shares the machine's network stack: no network
- * namespaces here.)
+ * reconciliation; then deauthorize and decommission. Each host is its own network namespace joined to the control
+ * plane by a veth pair and a bridge (testkit/netns.ts), and pcctl runs as a real process inside it, so the agent
+ * it starts lives there too and every request crosses an interface; where the machine cannot make namespaces,
+ * the hosts share its network stack and the test says so.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { cliSandbox, type CliSandbox } from '../../src/testkit/cli.js'
+import { fileURLToPath } from 'node:url'
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { stageHostRoot } from '../../src/testkit/host-root.js'
+import { createTestNetwork, type TestHostNetwork, type TestNetwork } from '../../src/testkit/netns.js'
 
 const MICROVERSION = { 'openstack-api-version': 'compute 2.96' }
+const PCCTL = fileURLToPath(new URL('../../release/pcctl.mjs', import.meta.url))
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** The released pcctl as its own process, inside the host's namespace (if any), so what it starts stays there. */
+function runPcctl(net: TestHostNetwork, env: Record<string, string>, args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    const command = [...net.exec, process.execPath, PCCTL, ...args]
+    const child = spawn(command[0], command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d))
+    child.stderr.on('data', (d: Buffer) => (stderr += d))
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
 
 async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs
@@ -28,18 +53,23 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
 describe('three onboarded agents run, lose and recover servers', () => {
   let server: TestServer
   let token: string
-  let cli: CliSandbox
+  let network: TestNetwork
+  let home: string
   const roots: string[] = []
+  const hostNets = new Map<string, TestHostNetwork>()
   let env: Record<string, string>
 
   before(async () => {
+    network = createTestNetwork(3)
+    if (network.sharedBecause) console.log(`# hosts share the machine's network: ${network.sharedBecause}`)
     server = await startTestServer({
       publicUrlFromListen: true,
+      listenAddress: network.gateway,
       env: { PCC_HOST_DOWN_AFTER_SECONDS: '12', PCC_RECONCILE_SECONDS: '1', PCC_TASK_LEASE_SECONDS: '10' },
     })
     token = (await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })).token
-    cli = cliSandbox()
-    env = { OS_AUTH_URL: `${server.url}/identity/v3`, OS_USERNAME: 'admin', OS_PASSWORD: ADMIN_PASSWORD, OS_PROJECT_NAME: 'admin' }
+    home = mkdtempSync(join(tmpdir(), 'pcctl-home-'))
+    env = { PATH: process.env.PATH ?? '', HOME: home, OS_AUTH_URL: `${server.url}/identity/v3`, OS_USERNAME: 'admin', OS_PASSWORD: ADMIN_PASSWORD, OS_PROJECT_NAME: 'admin' }
   })
   after(async () => {
     for (const root of roots) {
@@ -51,8 +81,9 @@ describe('three onboarded agents run, lose and recover servers', () => {
         // already gone
       }
     }
-    await server.close()
-    for (const root of roots) rmSync(root, { recursive: true, force: true })
+    await server?.close()
+    network?.close()
+    for (const root of [...roots, home]) if (root) rmSync(root, { recursive: true, force: true })
   })
 
   const api = async (method: string, path: string, body?: unknown) => {
@@ -64,21 +95,27 @@ describe('three onboarded agents run, lose and recover servers', () => {
     const text = await res.text()
     return { status: res.status, body: text ? JSON.parse(text) : undefined }
   }
-  const pcctl = (root: string, ...args: string[]) => cli.run(args, { ...env, PCCTL_HOST_ROOT: root })
+  const pcctl = (root: string, ...args: string[]) => runPcctl(hostNets.get(root)!, { ...env, PCCTL_HOST_ROOT: root }, args)
   const hostIdOf = (root: string) => readFileSync(join(root, 'etc/pcc/host_id'), 'utf8').trim()
   const showServer = async (id: string) => (await api('GET', `/compute/v2.1/servers/${id}`)).body.server
 
   it('onboards three hosts with prep-node and makes them hypervisors with authorize-node', async () => {
-    for (const name of ['node-a', 'node-b', 'node-c']) {
+    for (const [i, name] of ['node-a', 'node-b', 'node-c'].entries()) {
       const root = stageHostRoot({ hostname: name })
       roots.push(root)
+      hostNets.set(root, network.hosts[i])
       const prep = await pcctl(root, 'prep-node', '--no-prompt')
       assert.equal(prep.code, 0, prep.stderr)
       const auth = await pcctl(root, 'authorize-node', '--role', 'hypervisor')
       assert.equal(auth.code, 0, auth.stderr)
     }
-    const hypervisors = (await api('GET', '/compute/v2.1/os-hypervisors/detail')).body.hypervisors
-    assert.deepEqual(hypervisors.map((h: { hypervisor_hostname: string }) => h.hypervisor_hostname).sort(), ['node-a', 'node-b', 'node-c'])
+    const hypervisors = (await api('GET', '/compute/v2.1/os-hypervisors/detail')).body.hypervisors as { hypervisor_hostname: string; host_ip: string }[]
+    assert.deepEqual(hypervisors.map((h) => h.hypervisor_hostname).sort(), ['node-a', 'node-b', 'node-c'])
+    if (!network.sharedBecause) {
+      // Each agent reports the address of its own namespace's interface: it runs there, not on the machine's stack.
+      const ips = Object.fromEntries(hypervisors.map((h) => [h.hypervisor_hostname, h.host_ip]))
+      assert.deepEqual(ips, { 'node-a': network.hosts[0].address, 'node-b': network.hosts[1].address, 'node-c': network.hosts[2].address })
+    }
   })
 
   let group: string
