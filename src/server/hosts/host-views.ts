@@ -4,36 +4,12 @@
  */
 import type { HostTable } from '../storage/tables/compute.js'
 import { isUp } from './host-status.js'
+import type { VersionNumber } from '../../contracts/compute/versions.js'
 
-export interface Version {
-  major: number
-  minor: number
-}
+/** The request's compute microversion, as the compute scope parsed it (request.api.version). */
+export type Version = VersionNumber
 
-export const atLeast = (v: Version, minor: number) => v.minor >= minor
-
-/** Reads the compute microversion from the request headers (2.1 when absent; `latest` is the newest known). */
-export function computeVersion(headers: Record<string, string | string[] | undefined>): Version {
-  const pick = (name: string) => {
-    const raw = headers[name]
-    return Array.isArray(raw) ? raw.join(',') : raw
-  }
-  let text: string | undefined
-  for (const h of ['cloud-api-version', 'openstack-api-version']) {
-    const raw = pick(h)
-    if (!raw) continue
-    for (const item of raw.split(',')) {
-      const [service, value] = item.trim().split(/\s+/)
-      if (service?.toLowerCase() === 'compute' && value) text = value
-    }
-    if (text) break
-  }
-  text ??= pick('x-openstack-nova-api-version')?.split(',').pop()?.trim()
-  if (!text) return { major: 2, minor: 1 }
-  if (text === 'latest') return { major: 2, minor: 96 }
-  const m = /^2\.(\d+)$/.exec(text)
-  return m ? { major: 2, minor: Number(m[1]) } : { major: 2, minor: 1 }
-}
+export const atLeast = (v: Version, minor: number) => v >= 2000 + minor
 
 export interface HostContext {
   now: number

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
 import { authHook } from '../../auth/http-auth.js'
 import type { AppDeps } from '../../deps.js'
-import { atLeast, computeVersion, hypervisorDetail, hypervisorSummary, serviceView, uptime, type HostContext, type Version } from '../../hosts/host-views.js'
+import { atLeast, hypervisorDetail, hypervisorSummary, serviceView, uptime, type HostContext, type Version } from '../../hosts/host-views.js'
 import { authorize } from '../../policy/rules.js'
 import { COMPUTE_HOSTS_POLICY, type ComputeHostsOperation } from '../../policy/compute-hosts.policy.js'
 import type { HostTable } from '../../storage/tables/compute.js'
@@ -46,7 +46,7 @@ export function hostRoutes(deps: AppDeps) {
 
   function allow(request: FastifyRequest, op: ComputeHostsOperation): Version {
     authorize(COMPUTE_HOSTS_POLICY, op, request.principal)
-    return computeVersion(request.headers)
+    return request.api.version
   }
 
   /** A host by the id form of the version (uuid from 2.53, integer below). */
