@@ -22,7 +22,9 @@ async function runOne(file: string): Promise<void> {
   const module = (await import(pathToFileURL(file).href)) as { run?: BenchRun }
   if (typeof module.run !== 'function') throw new Error(`${basename(file)} does not export run()`)
   const rows = await module.run()
-  process.stdout.write('\n' + JSON.stringify(rows) + '\n')
+  // Exit once the rows are out: a private PostgreSQL (src/testkit/postgres.ts) is a child process that would
+  // otherwise keep this one alive, and the parent waits for the exit.
+  process.stdout.write('\n' + JSON.stringify(rows) + '\n', () => process.exit(0))
 }
 
 function runChild(file: string): Promise<Outcome> {
