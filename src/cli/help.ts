@@ -31,7 +31,7 @@ export function commandHelp(command: CommandSpec): string {
     `${command.summary}${command.deprecated ? `\n\nDeprecated: ${command.deprecated}` : ''}`,
     '',
     'Usage:',
-    `  pcctl ${command.words.join(' ')}${command.positionals?.length ? ' ' + command.positionals.map((p) => `<${p}>`).join(' ') : ''} [flags]`,
+    `  pcctl ${command.words.join(' ')}${command.positionals?.length ? ' ' + command.positionals.map((p) => `<${p}>`).join(' ') : ''}${command.variadic ? ' [...]' : ''} [flags]`,
     '',
     'Flags:',
     ...command.flags.map(flagLine),

@@ -77,7 +77,8 @@ function takeFlags(args: string[], specs: FlagSpec[], into: FlagValues, strict: 
     }
     const value = eq > 0 ? raw.slice(eq + 1) : args[++i]
     if (value === undefined) throw new UsageError(`flag --${spec.name} needs a value`)
-    into[spec.name] = value
+    const previous = into[spec.name]
+    into[spec.name] = spec.repeatable ? [...(Array.isArray(previous) ? previous : []), value] : value
   }
   return left
 }
@@ -96,7 +97,7 @@ export function parse(argv: string[], commands: CommandSpec[]): Parsed {
   for (const word of command.words) remaining.splice(remaining.indexOf(word), 1)
   const flags: FlagValues = {}
   remaining = takeFlags(remaining, command.flags, flags, true, `'${command.words.join(' ')}'`)
-  const allowed = command.positionals?.length ?? 0
+  const allowed = command.variadic ? Infinity : (command.positionals?.length ?? 0)
   if (remaining.length > allowed) throw new UsageError(`unexpected argument ${remaining[allowed]} for '${command.words.join(' ')}'`)
   for (const spec of command.flags) if (flags[spec.name] === undefined && spec.default !== undefined) flags[spec.name] = spec.default
   return { command, rest: [], flags, global, positionals: remaining }

@@ -13,9 +13,11 @@ export interface FlagSpec {
   default?: string | boolean
   /** Shown as the value placeholder in help, e.g. '<string>'. */
   placeholder?: string
+  /** A string flag that may be given several times (`--dns-nameserver A --dns-nameserver B`); its value is a string[]. */
+  repeatable?: boolean
 }
 
-export type FlagValues = Record<string, string | boolean | undefined>
+export type FlagValues = Record<string, string | string[] | boolean | undefined>
 
 export interface CommandSpec {
   /** The command's words, e.g. ['config', 'set']. */
@@ -26,6 +28,8 @@ export interface CommandSpec {
   deprecated?: string
   /** Extra positional arguments allowed (names for help), none by default. */
   positionals?: string[]
+  /** The last positional may be repeated (`network delete NET1 NET2`), as openstackclient's nargs='+'. */
+  variadic?: boolean
   run(context: CliContext, flags: FlagValues, positionals: string[]): Promise<number>
 }
 
