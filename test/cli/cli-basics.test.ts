@@ -68,9 +68,10 @@ describe('pcctl output formats', () => {
   const rows = [['a1', 'web', rich('net1=10.0.0.5', { net1: ['10.0.0.5'] })]] as const
 
   it('prints tables, json with machine values, value and csv as openstackclient does', () => {
-    assert.equal(renderList(headers, rows.map((r) => [...r]), { format: 'value' }), 'a1 web net1=10.0.0.5\n')
+    // cliff's value and csv formatters print str() of the machine form, as Python prints a dict.
+    assert.equal(renderList(headers, rows.map((r) => [...r]), { format: 'value' }), "a1 web {'net1': ['10.0.0.5']}\n")
     assert.deepEqual(JSON.parse(renderList(headers, rows.map((r) => [...r]), { format: 'json' })), [{ ID: 'a1', Name: 'web', Networks: { net1: ['10.0.0.5'] } }])
-    assert.equal(renderList(headers, rows.map((r) => [...r]), { format: 'csv' }), '"ID","Name","Networks"\n"a1","web","net1=10.0.0.5"\n')
+    assert.equal(renderList(headers, rows.map((r) => [...r]), { format: 'csv' }), '"ID","Name","Networks"\n"a1","web","{\'net1\': [\'10.0.0.5\']}"\n')
     const table = renderList(headers, rows.map((r) => [...r]))
     assert.match(table, /^\+----\+------\+---------------\+\n\| ID \| Name \| Networks {6}\|/)
   })
@@ -78,6 +79,14 @@ describe('pcctl output formats', () => {
   it('selects columns case-insensitively with spaces as underscores, in the command order', () => {
     assert.equal(renderList(['ID', 'Server Name'], [['1', 'x']], { format: 'value', columns: ['server_name', 'id'] }), '1 x\n')
     assert.throws(() => renderList(['ID'], [['1']], { columns: ['nope'] }), /Recognized columns are 'ID'/)
+  })
+
+  it('prints None, True and False as Python does, and csv quotes as its QUOTE_NONNUMERIC writer', () => {
+    const table = renderList(['Task State', 'Is Public', 'RAM'], [[null, true, 512]])
+    assert.match(table, /\| None {7}\| True {6}\| 512 \|/)
+    assert.equal(renderList(['Task State', 'Is Public', 'RAM'], [[null, false, 512]], { format: 'value' }), 'None False 512\n')
+    assert.equal(renderList(['Task State', 'Is Public', 'RAM', 'Name'], [[null, false, 512, '42']], { format: 'csv' }), '"Task State","Is Public","RAM","Name"\n"",False,512,"42"\n')
+    assert.equal(renderList(['ID'], [], { format: 'table' }), '\n', 'an empty list is one empty line, as cliff prints it')
   })
 
   it('prints shell variables for a show command', () => {

@@ -1,7 +1,8 @@
 /**
  * Output in openstackclient's (cliff's) formats, so scripts written for `openstack … -f json -c ID` work with
  * pcctl unchanged. Lists: table (default), csv, json, value, yaml. Shows: table, json, value, yaml, shell.
- * A cell may carry a human form (tables, value) and a machine form (json, yaml), as cliff's formattable columns do.
+ * A cell may carry a human form (tables) and a machine form (json, yaml), as cliff's formattable columns do; value,
+ * csv and shell print Python's str() of the machine form, and plain values print as Python prints them (None, True).
  */
 import { stringify as toYaml } from 'yaml'
 import { UsageError } from '../parse.js'
@@ -20,7 +21,30 @@ function isRich(cell: Cell): cell is RichCell {
   return typeof cell === 'object' && cell !== null && 'human' in cell
 }
 
-const human = (cell: Cell): string => (isRich(cell) ? cell.human : cell === null ? '' : String(cell))
+/** Python's repr() of a JSON value: how str() of a list or dict prints its items. */
+export function pyRepr(value: unknown): string {
+  if (value === null || value === undefined) return 'None'
+  if (typeof value === 'boolean') return value ? 'True' : 'False'
+  if (typeof value === 'number') return String(value)
+  if (typeof value === 'string') {
+    const escaped = value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t')
+    return value.includes("'") && !value.includes('"') ? `"${escaped}"` : `'${escaped.replace(/'/g, "\\'")}'`
+  }
+  if (Array.isArray(value)) return `[${value.map(pyRepr).join(', ')}]`
+  return `{${Object.entries(value as Record<string, unknown>)
+    .map(([k, v]) => `${pyRepr(k)}: ${pyRepr(v)}`)
+    .join(', ')}}`
+}
+
+/** Python's str(): what cliff prints for a value that has no human form. */
+export function pyStr(value: unknown): string {
+  return typeof value === 'string' ? value : pyRepr(value)
+}
+
+/** Tables show the human form. */
+const human = (cell: Cell): string => (isRich(cell) ? cell.human : pyStr(cell))
+/** value, csv and shell show str() of the machine form (cliff calls machine_readable() there). */
+const flat = (cell: Cell): string => pyStr(isRich(cell) ? cell.machine : cell)
 const machine = (cell: Cell): unknown => (isRich(cell) ? cell.machine : cell)
 
 export const LIST_FORMATS = ['table', 'csv', 'json', 'value', 'yaml'] as const
@@ -57,12 +81,15 @@ function drawTable(headers: string[], rows: string[][], alignRight: boolean[] = 
     }
     return out.join('\n')
   }
-  if (rows.length === 0) return ''
+  // cliff prints an empty line for a list without rows (no --print-empty).
+  if (rows.length === 0) return '\n'
   return [rule, line(headers), rule, ...rows.map(line), rule].join('\n') + '\n'
 }
 
-function csvField(value: string): string {
-  return /^-?\d+(\.\d+)?$/.test(value) ? value : `"${value.replace(/"/g, '""')}"`
+/** Python's csv writer with QUOTE_NONNUMERIC: numbers and booleans bare, None empty, everything else quoted. */
+function csvField(cell: Cell): string {
+  if (typeof cell === 'number' || typeof cell === 'boolean') return pyStr(cell)
+  return `"${(cell === null ? '' : flat(cell)).replace(/"/g, '""')}"`
 }
 
 export function renderList(headers: string[], rows: Cell[][], options: OutputOptions = {}): string {
@@ -77,9 +104,9 @@ export function renderList(headers: string[], rows: Cell[][], options: OutputOpt
     case 'yaml':
       return cells.length ? toYaml(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], machine(c)])))) : '[]\n'
     case 'value':
-      return cells.map((r) => r.map(human).join(' ') + '\n').join('')
+      return cells.map((r) => r.map(flat).join(' ') + '\n').join('')
     case 'csv':
-      return [hs.map(csvField).join(','), ...cells.map((r) => r.map((c) => csvField(human(c))).join(','))].join('\n') + '\n'
+      return [hs.map(csvField).join(','), ...cells.map((r) => r.map(csvField).join(','))].join('\n') + '\n'
     default: {
       const align = cells.length ? cells[0].map((c) => typeof c === 'number') : []
       return drawTable(hs, cells.map((r) => r.map(human)), align)
@@ -97,9 +124,9 @@ export function renderShow(fields: [string, Cell][], options: OutputOptions & { 
     case 'yaml':
       return toYaml(Object.fromEntries(picked.map(([k, v]) => [k, machine(v)])))
     case 'value':
-      return picked.map(([, v]) => human(v) + '\n').join('')
+      return picked.map(([, v]) => flat(v) + '\n').join('')
     case 'shell':
-      return picked.map(([k, v]) => `${options.prefix ?? ''}${k.toLowerCase().replace(/[\s:-]/g, '_')}="${human(v).replace(/"/g, '\\"')}"\n`).join('')
+      return picked.map(([k, v]) => `${options.prefix ?? ''}${k.toLowerCase().replace(/[\s:-]/g, '_')}="${flat(v).replace(/"/g, '\\"')}"\n`).join('')
     default:
       return drawTable(['Field', 'Value'], picked.map(([k, v]) => [k, human(v)]))
   }
