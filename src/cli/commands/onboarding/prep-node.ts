@@ -23,10 +23,14 @@ function cloudArchiveLine(host: Host): string | undefined {
   return `deb http://ubuntu-cloud.archive.canonical.com/ubuntu ${os.VERSION_CODENAME}-updates/caracal main`
 }
 
-function configureRepositories(context: CliContext, host: Host, skip: boolean, privateRepo: string | undefined): void {
+/** A private repository needs --skip-repo-config (spec rule 4); checked before anything is changed. */
+function checkRepositoryFlags(skip: boolean, privateRepo: string | undefined): void {
   if (privateRepo && !skip) {
     throw new CliFailure('a private package repository is configured: run prep-node with --skip-repo-config (and make sure no unreachable apt sources remain, rule 4)')
   }
+}
+
+function configureRepositories(context: CliContext, host: Host, skip: boolean, privateRepo: string | undefined): void {
   if (privateRepo) {
     host.write('/etc/apt/sources.list.d/pcc-private.list', `deb ${privateRepo} ./\n`)
     context.stderr.write(`✓ package repository: ${privateRepo} (private; trust its CA certificate yourself if it is self-signed)\n`)
@@ -69,9 +73,13 @@ export const prepNode: CommandSpec = {
     const failed = checks.filter((c) => !c.ok && c.required)
     if (failed.length) throw new CliFailure(`${failed.length} required check(s) failed: ${failed.map((c) => c.name).join(', ')}. Fix them and run prep-node again`)
 
-    configureRepositories(context, host, Boolean(flags['skip-repo-config']), readConfig(context.configDir)?.privatePackageRepo)
+    const skipRepo = Boolean(flags['skip-repo-config'])
+    const privateRepo = readConfig(context.configDir)?.privatePackageRepo
+    checkRepositoryFlags(skipRepo, privateRepo)
+    // Log in before writing anything: a refused login (a missing or wrong --mfa code) must leave the host as it was.
     const api = await connect(context, flags.mfa as string | undefined)
     try {
+      configureRepositories(context, host, skipRepo, privateRepo)
       const id = hostId(host, true)!
       const known = await api.resmgr.host(id)
       if (known && host.serviceRunning(AGENT_SERVICE)) {
