@@ -38,7 +38,7 @@ export const tokenRevoke: CommandSpec = {
   positionals: ['token'],
   run: (context, _flags, [token]) =>
     withSession(context, async (session) => {
-      if (!token) throw new Error('give the token to revoke: pcctl token revoke <token>')
+      if (!token) throw new UsageError('missing argument: pcctl token revoke <token>')
       await session.send('DELETE', `${identityRoot(session.auth.authUrl)}/auth/tokens`, undefined, { 'x-subject-token': token })
       return 0
     }),

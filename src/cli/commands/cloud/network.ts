@@ -634,11 +634,13 @@ export const securityGroupRuleList: CommandSpec = {
     { name: 'protocol', type: 'string', help: 'only rules of this IP protocol', placeholder: '<protocol>' },
     { name: 'ingress', type: 'boolean', help: 'only rules for incoming traffic' },
     { name: 'egress', type: 'boolean', help: 'only rules for outgoing traffic' },
+    { name: 'long', type: 'boolean', help: 'deprecated: accepted and ignored, as openstack does' },
   ],
   positionals: ['group'],
   run: (context, flags, [group]) =>
     withSession(context, async (session) => {
       if (flags.ingress && flags.egress) throw new UsageError('use either --ingress or --egress')
+      if (flags.long) context.stderr.write('The --long option has been deprecated and is no longer needed\n')
       const api = await networkApi(session)
       const filters: Record<string, string | undefined> = {
         security_group_id: group ? ((await find(session, api, SECURITY_GROUP, group)).id as string) : undefined,
