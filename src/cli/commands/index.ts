@@ -6,9 +6,14 @@ import { generateSupportBundle } from './support-bundle.js'
 import { prepNode } from './onboarding/prep-node.js'
 import { authorizeNode, deauthorizeNode } from './onboarding/roles.js'
 import { decommissionNode } from './onboarding/decommission-node.js'
-import { catalogList, projectList, tokenIssue, tokenRevoke, userList } from './cloud/identity.js'
-import { flavorList, hypervisorList, keypairList, serverList, serverShow } from './cloud/compute.js'
-import { imageList, networkList, volumeList } from './cloud/other.js'
+import { IDENTITY_COMMANDS } from './cloud/identity.js'
+import { COMPUTE_COMMANDS } from './cloud/compute.js'
+import { FLAVOR_COMMANDS } from './cloud/flavor.js'
+import { KEYPAIR_COMMANDS } from './cloud/keypair.js'
+import { IMAGE_COMMANDS } from './cloud/image.js'
+import { VOLUME_COMMANDS } from './cloud/volume.js'
+import { NETWORK_COMMANDS } from './cloud/network.js'
+import { HOST_COMMANDS } from './cloud/hosts.js'
 
 export const COMMANDS: CommandSpec[] = [
   checkUrl,
@@ -19,17 +24,12 @@ export const COMMANDS: CommandSpec[] = [
   decommissionNode,
   deauthorizeNode,
   generateSupportBundle,
-  tokenIssue,
-  tokenRevoke,
-  catalogList,
-  projectList,
-  userList,
-  serverList,
-  serverShow,
-  flavorList,
-  keypairList,
-  hypervisorList,
-  imageList,
-  networkList,
-  volumeList,
+  ...IDENTITY_COMMANDS,
+  ...COMPUTE_COMMANDS,
+  ...FLAVOR_COMMANDS,
+  ...KEYPAIR_COMMANDS,
+  ...IMAGE_COMMANDS,
+  ...VOLUME_COMMANDS,
+  ...NETWORK_COMMANDS,
+  ...HOST_COMMANDS,
 ]
