@@ -3,7 +3,7 @@
  * passcode for MFA users, in one request as Platform9's CLI does), keeps the token and the catalog, and finds
  * service endpoints in it by type, interface and region.
  */
-import { ApiError, Transport, type TransportOptions } from './transport.js'
+import { ApiError, Transport, type ResponseHeaders, type TransportOptions } from './transport.js'
 
 export interface PasswordAuth {
   authUrl: string
@@ -111,9 +111,9 @@ export class Session {
     return (await this.transport.request('GET', url, { headers: { 'x-auth-token': token.id, ...headers } })).body as T
   }
 
-  async send<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: T }> {
+  async send<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: ResponseHeaders; body: T }> {
     const token = await this.ensureToken()
     const r = await this.transport.request(method, url, { body, headers: { 'x-auth-token': token.id, ...headers } })
-    return r as { status: number; headers: Headers; body: T }
+    return r as { status: number; headers: ResponseHeaders; body: T }
   }
 }
