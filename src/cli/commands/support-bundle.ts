@@ -7,8 +7,6 @@ import { writeFileSync } from 'node:fs'
 import { arch, cpus, networkInterfaces, release, totalmem, uptime } from 'node:os'
 import { join } from 'node:path'
 import { createGzip } from 'node:zlib'
-import { pack } from 'tar-stream'
-import { createMessage, encrypt, readKey } from 'openpgp'
 import { Transport } from '../../client/transport.js'
 import type { CliContext } from '../context.js'
 import { defaultLogDir, redact } from '../context.js'
@@ -56,6 +54,8 @@ function facts(host: Host): Record<string, unknown> {
 }
 
 async function tarGz(entries: { name: string; content: string }[]): Promise<Buffer> {
+  // Loaded here, not at the top: every pcctl command would otherwise pay for compiling them at start.
+  const { pack } = await import('tar-stream')
   const archive = pack()
   const gzip = createGzip()
   const chunks: Buffer[] = []
@@ -109,6 +109,7 @@ export const generateSupportBundle: CommandSpec = {
     context.stderr.write(`Collected ${entries.length} files; encrypting …\n`)
 
     const archive = await tarGz(entries)
+    const { createMessage, encrypt, readKey } = await import('openpgp')
     const key = await readKey({ armoredKey: await supportKey(context, host) })
     const encrypted = await encrypt({ message: await createMessage({ binary: archive }), encryptionKeys: key, format: 'binary' })
     const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')
