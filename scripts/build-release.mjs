@@ -7,6 +7,24 @@ import { build } from 'esbuild'
 
 const version = JSON.parse(readFileSync('package.json', 'utf8')).version
 mkdirSync('dist/release', { recursive: true })
+
+// Libraries only some commands use go into the bundle as CommonJS source text, compiled on first use
+// (src/cli/lazy.ts): a string costs next to nothing to load, a megabyte of code costs every start ~40 ms.
+const lazyLibs = {}
+for (const name of ['yaml', 'openpgp', 'tar-stream']) {
+  const { outputFiles } = await build({
+    stdin: { contents: `module.exports = require(${JSON.stringify(name)})`, resolveDir: '.' },
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: true,
+    write: false,
+    logLevel: 'warning',
+  })
+  lazyLibs[name] = outputFiles[0].text
+}
+
 await build({
   entryPoints: ['dist/src/cli/main.js'],
   outfile: 'dist/release/pcctl.mjs',
@@ -15,7 +33,7 @@ await build({
   target: 'node20',
   format: 'esm',
   logLevel: 'warning',
-  define: { PCCTL_VERSION: JSON.stringify(version) },
+  define: { PCCTL_VERSION: JSON.stringify(version), PCCTL_LAZY_LIBS: JSON.stringify(lazyLibs) },
   // CommonJS dependencies bundled into ESM still call require for Node's built-ins.
   banner: { js: "import { createRequire as __pcctlRequire } from 'node:module'; const require = __pcctlRequire(import.meta.url);" },
 })

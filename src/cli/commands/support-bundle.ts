@@ -8,6 +8,7 @@ import { arch, cpus, networkInterfaces, release, totalmem, uptime } from 'node:o
 import { join } from 'node:path'
 import { createGzip } from 'node:zlib'
 import { Transport } from '../../client/transport.js'
+import { lazy } from '../lazy.js'
 import type { CliContext } from '../context.js'
 import { defaultLogDir, redact } from '../context.js'
 import { Host } from '../host/host.js'
@@ -54,8 +55,7 @@ function facts(host: Host): Record<string, unknown> {
 }
 
 async function tarGz(entries: { name: string; content: string }[]): Promise<Buffer> {
-  // Loaded here, not at the top: every pcctl command would otherwise pay for compiling them at start.
-  const { pack } = await import('tar-stream')
+  const { pack } = lazy('tar-stream')
   const archive = pack()
   const gzip = createGzip()
   const chunks: Buffer[] = []
@@ -109,7 +109,7 @@ export const generateSupportBundle: CommandSpec = {
     context.stderr.write(`Collected ${entries.length} files; encrypting …\n`)
 
     const archive = await tarGz(entries)
-    const { createMessage, encrypt, readKey } = await import('openpgp')
+    const { createMessage, encrypt, readKey } = lazy('openpgp')
     const key = await readKey({ armoredKey: await supportKey(context, host) })
     const encrypted = await encrypt({ message: await createMessage({ binary: archive }), encryptionKeys: key, format: 'binary' })
     const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-')

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { parse as parseYaml } from 'yaml'
+import { lazy } from '../lazy.js'
 import type { PasswordAuth } from '../../client/session.js'
 import type { TransportOptions } from '../../client/transport.js'
 import { openPassword, readConfig } from './store.js'
@@ -37,7 +37,7 @@ function fromCloudsYaml(env: NodeJS.ProcessEnv): Credentials | undefined {
   if (!env.OS_CLOUD) return undefined
   const file = cloudsFile(env)
   if (!file) throw new Error(`OS_CLOUD=${env.OS_CLOUD} is set but no clouds.yaml was found`)
-  const clouds = (parseYaml(readFileSync(file, 'utf8')) as { clouds?: Record<string, CloudEntry> })?.clouds ?? {}
+  const clouds = (lazy('yaml').parse(readFileSync(file, 'utf8')) as { clouds?: Record<string, CloudEntry> })?.clouds ?? {}
   const cloud = clouds[env.OS_CLOUD]
   if (!cloud?.auth) throw new Error(`cloud ${env.OS_CLOUD} is not in ${file}`)
   const a = cloud.auth

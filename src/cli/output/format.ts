@@ -4,7 +4,7 @@
  * A cell may carry a human form (tables) and a machine form (json, yaml), as cliff's formattable columns do; value,
  * csv and shell print Python's str() of the machine form, and plain values print as Python prints them (None, True).
  */
-import { stringify as toYaml } from 'yaml'
+import { lazy } from '../lazy.js'
 import { UsageError } from '../parse.js'
 
 export interface RichCell {
@@ -102,7 +102,7 @@ export function renderList(headers: string[], rows: Cell[][], options: OutputOpt
     case 'json':
       return JSON.stringify(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], machine(c)]))), null, 2) + '\n'
     case 'yaml':
-      return cells.length ? toYaml(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], machine(c)])))) : '[]\n'
+      return cells.length ? lazy('yaml').stringify(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], machine(c)])))) : '[]\n'
     case 'value':
       return cells.map((r) => r.map(flat).join(' ') + '\n').join('')
     case 'csv':
@@ -122,7 +122,7 @@ export function renderShow(fields: [string, Cell][], options: OutputOptions & { 
     case 'json':
       return JSON.stringify(Object.fromEntries(picked.map(([k, v]) => [k, machine(v)])), null, 2) + '\n'
     case 'yaml':
-      return toYaml(Object.fromEntries(picked.map(([k, v]) => [k, machine(v)])))
+      return lazy('yaml').stringify(Object.fromEntries(picked.map(([k, v]) => [k, machine(v)])))
     case 'value':
       return picked.map(([, v]) => flat(v) + '\n').join('')
     case 'shell':
