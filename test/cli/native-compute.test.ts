@@ -11,13 +11,16 @@ import { createHash, randomBytes } from 'node:crypto'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
+import { promisify } from 'node:util'
+import { fileURLToPath } from 'node:url'
 import { cliSandbox, type CliRun } from '../../src/testkit/cli.js'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
 import { DEFAULT_IMAGE_NAME } from '../../src/server/image/default-image.js'
 
 type Row = Record<string, unknown>
+const execFileAsync = promisify(execFile)
 
 describe('pcctl native compute, image and volume commands next to openstack', { timeout: 300_000 }, () => {
   let server: TestServer
@@ -327,6 +330,16 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
     const r = await pcctl(['server', 'resize', 'confirm', 'web-1b'])
     assert.equal(r.code, 1)
     assert.match(r.stderr, /^Error: Cannot 'confirmResize' instance [0-9a-f-]+ while it is in vm_state active \(HTTP 409\) \(Request-ID: req-[0-9a-f-]+\)\n$/)
+  })
+
+  it('the release bundle (what users install) gives the same answers, YAML included', async () => {
+    // The bundle embeds its YAML, OpenPGP and tar libraries as text compiled on first use (src/cli/lazy.ts).
+    const bundle = fileURLToPath(new URL('../../release/pcctl.mjs', import.meta.url))
+    // A child process, not execFileSync: the server answering it runs in this process.
+    const run = async (args: string[]) => (await execFileAsync(process.execPath, [bundle, ...args], { env: { PATH: process.env.PATH, HOME: dir, ...env }, encoding: 'utf8' })).stdout
+    assert.equal(await run(['server', 'list', '--long']), (await pcctl(['server', 'list', '--long'])).stdout)
+    const yaml = await run(['flavor', 'show', 'm1.tiny', '-f', 'yaml', '-c', 'name', '-c', 'ram'])
+    assert.equal(yaml, 'name: m1.tiny\nram: 512\n')
   })
 
   it('lists the flags of each command in --help', async () => {
