@@ -10,10 +10,10 @@
  */
 import { readFileSync, type ReadStream } from 'node:fs'
 import http from 'node:http'
-import https from 'node:https'
+import type * as Https from 'node:https'
 import { isIP } from 'node:net'
 import type { Duplex } from 'node:stream'
-import tls from 'node:tls'
+import type * as Tls from 'node:tls'
 
 export interface TransportOptions {
   proxyUrl?: string
@@ -81,31 +81,33 @@ export interface TransportResponse {
 
 type TlsOptions = { ca?: Buffer; rejectUnauthorized?: boolean }
 
-/** An https agent whose connections go through an http proxy's CONNECT tunnel. */
-class TunnelAgent extends https.Agent {
-  constructor(
-    private readonly proxy: URL,
-    private readonly tlsOptions: TlsOptions,
-  ) {
-    super({ keepAlive: true })
-  }
+/** Node's https with the agent every https request of a transport uses. */
+interface Secure {
+  https: typeof Https
+  agent: Https.Agent
+}
 
-  override createConnection(options: https.RequestOptions, done: (err: Error | null, socket?: Duplex) => void): undefined {
-    const target = `${options.host}:${options.port}`
-    const connect = http.request({ host: this.proxy.hostname, port: this.proxy.port || 80, method: 'CONNECT', path: target, headers: { host: target, ...proxyAuthorization(this.proxy) } })
-    connect.once('connect', (res, socket) => {
-      if (res.statusCode !== 200) {
-        socket.destroy()
-        return done(Object.assign(new Error(`proxy answered ${res.statusCode} to CONNECT ${target}`), { code: `PROXY_${res.statusCode}` }))
-      }
-      // SNI carries host names only (an IP address there is refused by RFC 6066, and Node warns about it).
-      const host = String(options.servername || options.host)
-      done(null, tls.connect({ socket, host, ...(isIP(host) ? {} : { servername: host }), ...this.tlsOptions }))
-    })
-    connect.once('error', (err) => done(err))
-    connect.end()
-    return undefined
+/** An https agent whose connections go through an http proxy's CONNECT tunnel. */
+function tunnelAgent(https: typeof Https, tls: typeof Tls, proxy: URL, tlsOptions: TlsOptions): Https.Agent {
+  class TunnelAgent extends https.Agent {
+    override createConnection(options: Https.RequestOptions, done: (err: Error | null, socket?: Duplex) => void): undefined {
+      const target = `${options.host}:${options.port}`
+      const connect = http.request({ host: proxy.hostname, port: proxy.port || 80, method: 'CONNECT', path: target, headers: { host: target, ...proxyAuthorization(proxy) } })
+      connect.once('connect', (res, socket) => {
+        if (res.statusCode !== 200) {
+          socket.destroy()
+          return done(Object.assign(new Error(`proxy answered ${res.statusCode} to CONNECT ${target}`), { code: `PROXY_${res.statusCode}` }))
+        }
+        // SNI carries host names only (an IP address there is refused by RFC 6066, and Node warns about it).
+        const host = String(options.servername || options.host)
+        done(null, tls.connect({ socket, host, ...(isIP(host) ? {} : { servername: host }), ...tlsOptions }))
+      })
+      connect.once('error', (err) => done(err))
+      connect.end()
+      return undefined
+    }
   }
+  return new TunnelAgent({ keepAlive: true })
 }
 
 function proxyAuthorization(proxy: URL): Record<string, string> {
@@ -129,13 +131,21 @@ export class Transport {
   private readonly tlsOptions: TlsOptions
   private readonly proxy?: URL
   private readonly httpAgent: http.Agent
-  private readonly httpsAgent: https.Agent
+  private secure?: Promise<Secure>
 
   constructor(private readonly options: TransportOptions = {}) {
     this.tlsOptions = { ...(options.caFile ? { ca: readFileSync(options.caFile) } : {}), ...(options.insecure ? { rejectUnauthorized: false } : {}) }
     this.proxy = options.proxyUrl ? new URL(options.proxyUrl) : undefined
     this.httpAgent = new http.Agent({ keepAlive: true })
-    this.httpsAgent = this.proxy ? new TunnelAgent(this.proxy, this.tlsOptions) : new https.Agent({ keepAlive: true, ...this.tlsOptions })
+  }
+
+  /** https and tls load with the first https URL: a start that needs neither skips some 5 ms of loading them. */
+  private secureClient(): Promise<Secure> {
+    this.secure ??= Promise.all([import('node:https'), import('node:tls')]).then(([https, tls]) => ({
+      https,
+      agent: this.proxy ? tunnelAgent(https, tls, this.proxy, this.tlsOptions) : new https.Agent({ keepAlive: true, ...this.tlsOptions }),
+    }))
+    return this.secure
   }
 
   async request(method: string, url: string, init: RequestInit = {}): Promise<TransportResponse> {
@@ -169,15 +179,15 @@ export class Transport {
   }
 
   /** One request and its whole answer as text; rejects only when no answer came. */
-  private exchange(method: string, url: URL, headers: Record<string, string>, body: string | undefined, init: RequestInit): Promise<{ status: number; headers: ResponseHeaders; text: string }> {
-    const secure = url.protocol === 'https:'
+  private async exchange(method: string, url: URL, headers: Record<string, string>, body: string | undefined, init: RequestInit): Promise<{ status: number; headers: ResponseHeaders; text: string }> {
+    const secure = url.protocol === 'https:' ? await this.secureClient() : undefined
     // Plain http through a proxy: the request goes to the proxy with the absolute URL as its path.
     const viaProxy = this.proxy && !secure
     const options: http.RequestOptions = viaProxy
       ? { host: this.proxy!.hostname, port: this.proxy!.port || 80, path: url.href, headers: { ...headers, host: url.host, ...proxyAuthorization(this.proxy!) }, agent: this.httpAgent }
-      : { host: url.hostname, port: url.port || (secure ? 443 : 80), path: url.pathname + url.search, headers, agent: secure ? this.httpsAgent : this.httpAgent }
+      : { host: url.hostname, port: url.port || (secure ? 443 : 80), path: url.pathname + url.search, headers, agent: secure ? secure.agent : this.httpAgent }
     return new Promise((resolve, reject) => {
-      const req = (secure ? https : http).request({ ...options, method }, (res) => {
+      const req = (secure ? secure.https : http).request({ ...options, method }, (res) => {
         const chunks: Buffer[] = []
         res.on('data', (chunk: Buffer) => chunks.push(chunk))
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: toHeaders(res.headers), text: Buffer.concat(chunks).toString('utf8') }))
@@ -196,6 +206,6 @@ export class Transport {
 
   async close(): Promise<void> {
     this.httpAgent.destroy()
-    this.httpsAgent.destroy()
+    if (this.secure) (await this.secure).agent.destroy()
   }
 }
