@@ -10,11 +10,18 @@ import { UsageError } from '../parse.js'
 export interface RichCell {
   human: string
   machine: unknown
+  /** A Python float: printed as Python prints it (1.0) in every text format, bare in csv, right-aligned in tables. */
+  float?: true
 }
 export type Cell = string | number | boolean | null | RichCell
 
 export function rich(human: string, machine: unknown): RichCell {
   return { human, machine }
+}
+
+/** A number that is a float in Python (rxtx_factor): JavaScript would print 1 where Python prints 1.0. */
+export function pyFloat(value: number): RichCell {
+  return { human: Number.isInteger(value) ? value.toFixed(1) : String(value), machine: value, float: true }
 }
 
 function isRich(cell: Cell): cell is RichCell {
@@ -44,7 +51,7 @@ export function pyStr(value: unknown): string {
 /** Tables show the human form. */
 const human = (cell: Cell): string => (isRich(cell) ? cell.human : pyStr(cell))
 /** value, csv and shell show str() of the machine form (cliff calls machine_readable() there). */
-const flat = (cell: Cell): string => pyStr(isRich(cell) ? cell.machine : cell)
+const flat = (cell: Cell): string => (isRich(cell) ? (cell.float ? cell.human : pyStr(cell.machine)) : pyStr(cell))
 const machine = (cell: Cell): unknown => (isRich(cell) ? cell.machine : cell)
 
 export const LIST_FORMATS = ['table', 'csv', 'json', 'value', 'yaml'] as const
@@ -89,6 +96,7 @@ function drawTable(headers: string[], rows: string[][], alignRight: boolean[] = 
 /** Python's csv writer with QUOTE_NONNUMERIC: numbers and booleans bare, None empty, everything else quoted. */
 function csvField(cell: Cell): string {
   if (typeof cell === 'number' || typeof cell === 'boolean') return pyStr(cell)
+  if (isRich(cell) && cell.float) return cell.human
   return `"${(cell === null ? '' : flat(cell)).replace(/"/g, '""')}"`
 }
 
@@ -108,7 +116,7 @@ export function renderList(headers: string[], rows: Cell[][], options: OutputOpt
     case 'csv':
       return [hs.map(csvField).join(','), ...cells.map((r) => r.map(csvField).join(','))].join('\n') + '\n'
     default: {
-      const align = cells.length ? cells[0].map((c) => typeof c === 'number') : []
+      const align = cells.length ? cells[0].map((c) => typeof c === 'number' || (isRich(c) && c.float === true)) : []
       return drawTable(hs, cells.map((r) => r.map(human)), align)
     }
   }

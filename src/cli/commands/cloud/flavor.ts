@@ -4,14 +4,14 @@
  * osc did before the SDK (`properties`, `OS-FLV-EXT-DATA:ephemeral` …) and says "No Flavor found for x".
  */
 import type { Session } from '../../../client/session.js'
-import { rich } from '../../output/format.js'
+import { pyFloat } from '../../output/format.js'
 import { UsageError } from '../../parse.js'
 import type { CommandSpec } from '../../spec.js'
 import {
   LIST_OUTPUT_FLAGS, LONG_FLAG, SHOW_OUTPUT_FLAGS, deleteEach, findResource, intFlag, keyValueFlag, oneOf, printList, printShow, query, required, sdkWording,
   stringFlag, withSession, type Wording,
 } from './common.js'
-import { dictColumn, fields, headers, rows, type Column, type Formatter } from './osc.js'
+import { dictColumn, fields, headers, plain, rows, type Column, type Formatter } from './osc.js'
 
 type Flavor = Record<string, unknown> & { id: string; name: string }
 type Link = { rel: string; href: string }
@@ -19,11 +19,8 @@ type Link = { rel: string; href: string }
 /** openstacksdk's Flavor resource speaks 2.61; so do these commands. */
 const FLAVOR_VERSION = { 'openstack-api-version': 'compute 2.61' }
 
-/**
- * A Python float: tables show 1.0 where JavaScript would print 1. (json is the same number either way; format.ts
- * has no float type, so value/csv print 1 and list tables align it left.)
- */
-export const floatColumn: Formatter = (value) => (typeof value === 'number' ? rich(Number.isInteger(value) ? value.toFixed(1) : String(value), value) : rich(value === null || value === undefined ? 'None' : String(value), value ?? null))
+/** The SDK types rxtx_factor as a float: 1.0 in every text format, as osc prints it. */
+const floatColumn: Formatter = (value) => (typeof value === 'number' ? pyFloat(value) : plain(value))
 
 const LIST_COLUMNS: Column<Flavor>[] = [
   { name: 'ID', from: 'id' },
