@@ -54,6 +54,15 @@ const human = (cell: Cell): string => (isRich(cell) ? cell.human : pyStr(cell))
 const flat = (cell: Cell): string => (isRich(cell) ? (cell.float ? cell.human : pyStr(cell.machine)) : pyStr(cell))
 const machine = (cell: Cell): unknown => (isRich(cell) ? cell.machine : cell)
 
+/** cliff's yaml.safe_dump (PyYAML): YAML 1.1 (a date-like string is quoted), keys sorted, single quotes, lists not indented. */
+const YAML_OPTIONS = { version: '1.1', sortMapEntries: true, singleQuote: true, indentSeq: false } as const
+
+/** The machine form for YAML, where a float keeps its decimal point (1.0) as PyYAML writes it. */
+function yamlValue(cell: Cell): unknown {
+  if (!isRich(cell) || !cell.float) return machine(cell)
+  return Object.assign(new (lazy('yaml').Scalar)(cell.machine), { minFractionDigits: 1 })
+}
+
 export const LIST_FORMATS = ['table', 'csv', 'json', 'value', 'yaml'] as const
 export const SHOW_FORMATS = ['table', 'json', 'value', 'yaml', 'shell'] as const
 
@@ -110,7 +119,7 @@ export function renderList(headers: string[], rows: Cell[][], options: OutputOpt
     case 'json':
       return JSON.stringify(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], machine(c)]))), null, 2) + '\n'
     case 'yaml':
-      return cells.length ? lazy('yaml').stringify(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], machine(c)])))) : '[]\n'
+      return cells.length ? lazy('yaml').stringify(cells.map((r) => Object.fromEntries(r.map((c, i) => [hs[i], yamlValue(c)]))), YAML_OPTIONS) : '[]\n'
     case 'value':
       return cells.map((r) => r.map(flat).join(' ') + '\n').join('')
     case 'csv':
@@ -130,7 +139,7 @@ export function renderShow(fields: [string, Cell][], options: OutputOptions & { 
     case 'json':
       return JSON.stringify(Object.fromEntries(picked.map(([k, v]) => [k, machine(v)])), null, 2) + '\n'
     case 'yaml':
-      return lazy('yaml').stringify(Object.fromEntries(picked.map(([k, v]) => [k, machine(v)])))
+      return lazy('yaml').stringify(Object.fromEntries(picked.map(([k, v]) => [k, yamlValue(v)])), YAML_OPTIONS)
     case 'value':
       return picked.map(([, v]) => flat(v) + '\n').join('')
     case 'shell':
