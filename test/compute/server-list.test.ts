@@ -197,7 +197,9 @@ for (const dialect of DIALECTS) {
       await expectNames(m, 'user_id=' + tb.member.userId, live)
       await expectNames(m, `created_at=${stamp(T0 + HOUR).slice(0, 13)}`, ['alpha2'])
       await expectNames(m, `launched_at=${stamp(T0 + 2 * HOUR + 30_000)}`, ['beta'])
-      await expectNames(m, 'terminated_at=2026', [])
+      // Only deleted servers have been terminated: members never see them, admins asking for deleted ones do.
+      await expectNames(m, `terminated_at=${stamp(T0 + 6 * HOUR + 50_000)}`, [])
+      await expectNames(a, `all_tenants=1&deleted=true&terminated_at=${stamp(T0 + 6 * HOUR + 50_000)}`, ['zeta-gone'])
       await expectNames(m, 'hostname=two', ['alpha2'])
       await expectNames(m, 'hostname=two', live, '2.89')
       // Admin-only filters: ignored for members, honoured for admins.
