@@ -19,11 +19,13 @@ interface AutocannonResult {
   non2xx: number
   errors: number
 }
-type Autocannon = (opts: { url: string; connections: number; duration: number; method?: string; headers?: Record<string, string>; body?: string }) => Promise<AutocannonResult>
+type Autocannon = (opts: { url: string; connections: number; duration: number; workers?: number; method?: string; headers?: Record<string, string>; body?: string }) => Promise<AutocannonResult>
 
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 const CONNECTIONS = 8
 const SECONDS = 4
+/** autocannon in a worker thread, so the load generator does not share the server's event loop. */
+const WORKERS = 1
 
 function row(figure: string, result: AutocannonResult, unit: 'ms p50' | 'req/s', target?: string): BenchRow {
   const failed = result.non2xx + result.errors
@@ -82,12 +84,12 @@ export const run: BenchRun = async () => {
     const listHeaders = { 'x-auth-token': await tokenFor(server.bootstrap.adminProjectId), 'openstack-api-version': 'compute 2.96' }
     const compute = `${server.url}/compute/v2.1`
     const rows: BenchRow[] = []
-    rows.push(row('GET /servers/detail?limit=1000, 10,000 servers', await autocannon({ url: `${compute}/servers/detail?limit=1000`, connections: CONNECTIONS, duration: SECONDS, headers: detailHeaders }), 'ms p50', '< 60 ms p50'))
-    rows.push(row('GET /servers?limit=100, 100,000 servers', await autocannon({ url: `${compute}/servers?limit=100`, connections: CONNECTIONS, duration: SECONDS, headers: listHeaders }), 'ms p50', '< 5 ms p50'))
-    rows.push(row('GET /servers/{id}', await autocannon({ url: `${compute}/servers/${oneId}`, connections: CONNECTIONS, duration: SECONDS, headers: listHeaders }), 'ms p50'))
+    rows.push(row('GET /servers/detail?limit=1000, 10,000 servers', await autocannon({ url: `${compute}/servers/detail?limit=1000`, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: detailHeaders }), 'ms p50', '< 60 ms p50'))
+    rows.push(row('GET /servers?limit=100, 100,000 servers', await autocannon({ url: `${compute}/servers?limit=100`, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: listHeaders }), 'ms p50', '< 5 ms p50'))
+    rows.push(row('GET /servers/{id}', await autocannon({ url: `${compute}/servers/${oneId}`, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: listHeaders }), 'ms p50'))
     const image = await db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirstOrThrow()
     const body = JSON.stringify({ server: { name: 'bench-new', imageRef: image.id, flavorRef: '1', networks: 'none' } })
-    const creates = await autocannon({ url: `${compute}/servers`, method: 'POST', connections: CONNECTIONS, duration: SECONDS, headers: { ...listHeaders, 'content-type': 'application/json' }, body })
+    const creates = await autocannon({ url: `${compute}/servers`, method: 'POST', connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: { ...listHeaders, 'content-type': 'application/json' }, body })
     rows.push(row('POST /servers accepted (202)', creates, 'req/s', '>= 1000 creates/s'))
     return rows
   } finally {

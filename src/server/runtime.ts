@@ -82,7 +82,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
   ensureDataDir(config.dataDir)
   let store: Store
   try {
-    store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl })
+    store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, onWarning: (message) => logger.warn(message) })
   } catch (err) {
     throw err instanceof StoreOpenError ? new StartupError(err.message) : err
   }

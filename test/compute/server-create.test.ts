@@ -195,3 +195,35 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     }
   })
 }
+
+test('cores, ram, key pair and server group quotas: 403 with Nova\'s message, nothing created', async () => {
+  const tb = await computeTestbed()
+  try {
+    const count = async (path: string, key: string) => (await call(tb, tb.member, 'GET', path)).body[key].length
+    // Flavor 2 (m1.small) has 1 vCPU and 2048 MiB: two fit in 3 cores and 5000 MiB, a third does not.
+    assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { instances: -1, cores: 3, ram: 5000 } })).status, 200)
+    assert.equal((await call(tb, tb.member, 'POST', '/servers', createBody('q', { flavorRef: '2', min_count: 2 }), '2.37')).status, 202)
+    const ram = await call(tb, tb.member, 'POST', '/servers', createBody('q-ram', { flavorRef: '2' }), '2.37')
+    assert.equal(ram.status, 403)
+    assert.match(ram.body.forbidden.message, /^Quota exceeded for ram: Requested 2048, but already used 4096 of 5000 ram/)
+    assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { cores: 2, ram: -1 } })).status, 200)
+    const cores = await call(tb, tb.member, 'POST', '/servers', createBody('q-cores', { flavorRef: '2' }), '2.37')
+    assert.equal(cores.status, 403)
+    assert.match(cores.body.forbidden.message, /^Quota exceeded for cores: Requested 1, but already used 2 of 2 cores/)
+    assert.equal(await count('/servers', 'servers'), 2, 'no server created by the refused requests')
+
+    assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { key_pairs: 1, server_groups: 1 } })).status, 200)
+    assert.equal((await call(tb, tb.member, 'POST', '/os-keypairs', { keypair: { name: 'k1' } })).status, 200)
+    const keys = await call(tb, tb.member, 'POST', '/os-keypairs', { keypair: { name: 'k2' } })
+    assert.equal(keys.status, 403)
+    assert.match(keys.body.forbidden.message, /Quota exceeded, too many key pairs/)
+    assert.equal(await count('/os-keypairs', 'keypairs'), 1)
+    assert.equal((await call(tb, tb.member, 'POST', '/os-server-groups', { server_group: { name: 'g1', policies: ['anti-affinity'] } })).status, 200)
+    const groups = await call(tb, tb.member, 'POST', '/os-server-groups', { server_group: { name: 'g2', policies: ['affinity'] } })
+    assert.equal(groups.status, 403)
+    assert.match(groups.body.forbidden.message, /Quota exceeded, too many server groups/)
+    assert.equal(await count('/os-server-groups', 'server_groups'), 1)
+  } finally {
+    await tb.close()
+  }
+})

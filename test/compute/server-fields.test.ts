@@ -73,11 +73,13 @@ test('server fields at every microversion boundary, for admins and members, in s
           assert.equal(e.key in show, expected(e, version, admin, 'show'), `show ${e.key} at ${version} admin=${admin}`)
           assert.equal(e.key in detail, expected(e, version, admin, 'detail'), `detail ${e.key} at ${version} admin=${admin}`)
         }
-        // Hostname: admins from 2.3, everyone from 2.90.
-        assert.equal('OS-EXT-SRV-ATTR:hostname' in show, admin ? minor(version) >= 3 : minor(version) >= 90, `hostname at ${version} admin=${admin}`)
-        // Shapes that change.
-        if (minor(version) < 47) assert.deepEqual(Object.keys(show.flavor).sort(), ['id', 'links'])
-        else assert.deepEqual(Object.keys(show.flavor).sort(), ['disk', 'ephemeral', 'extra_specs', 'original_name', 'ram', 'swap', 'vcpus'])
+        for (const [view, server] of [['show', show], ['detail', detail]]) {
+          // Hostname: admins from 2.3, everyone from 2.90.
+          assert.equal('OS-EXT-SRV-ATTR:hostname' in server, admin ? minor(version) >= 3 : minor(version) >= 90, `${view} hostname at ${version} admin=${admin}`)
+          // Shapes that change.
+          const flavorKeys = minor(version) < 47 ? ['id', 'links'] : ['disk', 'ephemeral', 'extra_specs', 'original_name', 'ram', 'swap', 'vcpus']
+          assert.deepEqual(Object.keys(server.flavor).sort(), flavorKeys, `${view} flavor at ${version}`)
+        }
         const vol = show['os-extended-volumes:volumes_attached'][0]
         assert.deepEqual(Object.keys(vol).sort(), minor(version) < 3 ? ['id'] : ['delete_on_termination', 'id'])
         assert.equal(typeof show.config_drive, 'string')

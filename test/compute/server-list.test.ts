@@ -61,9 +61,12 @@ async function seed(tb: ComputeTestbed): Promise<Map<string, ServerTable>> {
       id: randomUUID(), display_id: 1000 + i, name: s.name, description: s.description ?? null, project_id: owner.projectId, user_id: s.user === 'other' ? tb.other.userId : tb.member.userId,
       host_id: null, host: s.host === undefined ? 'h1' : s.host, node: s.host ?? null, vm_state: s.vm ?? 'active', task_state: s.task ?? null, power_state: s.power ?? 1,
       flavor: JSON.stringify(flavor), old_flavor: null, new_flavor: null, image_id: s.image ?? IMG1, key_name: s.key ?? null, key_data: null, metadata: '{}',
-      access_ip_v4: '', access_ip_v6: '', availability_zone: s.az === undefined ? 'az1' : s.az, pinned_availability_zone: null, config_drive: s.configDrive ? 1 : 0,
-      disk_config: 'MANUAL', user_data: null, hostname: s.hostname ?? s.name, locked: s.locked ? 1 : 0, locked_by: s.locked ? 'owner' : null, locked_reason: null,
-      launch_index: 0, reservation_id: i < 2 ? 'r-aaaa0001' : `r-bbbb00${i.toString().padStart(2, '0')}`, root_device_name: null, kernel_id: null, ramdisk_id: null,
+      // Columns that only sort get values in an order unlike the names' and creation order, so each sort key shows.
+      access_ip_v4: `10.0.${i % 3}.${20 - i}`, access_ip_v6: i % 4 === 0 ? '' : `fd00::${(15 - i).toString(16)}`, availability_zone: s.az === undefined ? 'az1' : s.az,
+      pinned_availability_zone: null, config_drive: s.configDrive ? 1 : 0, disk_config: i % 2 ? 'AUTO' : 'MANUAL', user_data: null, hostname: s.hostname ?? s.name,
+      locked: s.locked ? 1 : 0, locked_by: s.locked ? 'owner' : null, locked_reason: null, launch_index: (i * 7) % 4,
+      reservation_id: i < 2 ? 'r-aaaa0001' : `r-bbbb00${i.toString().padStart(2, '0')}`, root_device_name: ['/dev/vda', '/dev/sda', null][i % 3],
+      kernel_id: i % 2 ? `kernel-${(i * 3) % 5}` : null, ramdisk_id: i % 3 ? `ramdisk-${9 - i}` : null,
       progress: s.progress ?? 0, trusted_image_certificates: null, scheduler_hints: null, security_groups: '[]', requested_networks: '"none"', block_devices: '[]',
       created_at: T0 + i * HOUR, updated_at: T0 + i * HOUR + 60_000, launched_at: s.vm === 'building' ? null : T0 + i * HOUR + 30_000,
       terminated_at: s.deleted ? T0 + i * HOUR + 50_000 : null, deleted_at: s.deleted ? T0 + i * HOUR + 50_000 : null, deleted: s.deleted ? 1 : 0,
@@ -76,6 +79,53 @@ async function seed(tb: ComputeTestbed): Promise<Map<string, ServerTable>> {
   const tags = SEEDS.flatMap((s) => (s.tags ?? []).map((tag) => ({ server_id: byName.get(s.name)!.id, tag })))
   if (tags.length) await db.insertInto('server_tags').values(tags).execute()
   return byName
+}
+
+/**
+ * What each sort key orders by, written from Nova's column names (compute-api.md §3), with NULL as the smallest
+ * value, as both dialects order it here.
+ */
+const SORTED_BY: Record<string, (r: ServerTable) => string | number | null> = {
+  access_ip_v4: (r) => r.access_ip_v4,
+  access_ip_v6: (r) => r.access_ip_v6,
+  auto_disk_config: (r) => r.disk_config,
+  availability_zone: (r) => r.availability_zone,
+  config_drive: (r) => r.config_drive,
+  created_at: (r) => r.created_at,
+  display_description: (r) => r.description,
+  display_name: (r) => r.name,
+  hostname: (r) => r.hostname,
+  image_ref: (r) => r.image_id,
+  instance_type_id: (r) => r.flavor,
+  kernel_id: (r) => r.kernel_id,
+  key_name: (r) => r.key_name,
+  launch_index: (r) => r.launch_index,
+  launched_at: (r) => r.launched_at,
+  locked: (r) => r.locked,
+  locked_by: (r) => r.locked_by,
+  node: (r) => r.node,
+  power_state: (r) => r.power_state,
+  progress: (r) => r.progress,
+  project_id: (r) => r.project_id,
+  ramdisk_id: (r) => r.ramdisk_id,
+  root_device_name: (r) => r.root_device_name,
+  task_state: (r) => r.task_state,
+  terminated_at: (r) => r.terminated_at,
+  updated_at: (r) => r.updated_at,
+  user_id: (r) => r.user_id,
+  uuid: (r) => r.id,
+  vm_state: (r) => r.vm_state,
+}
+delete SORTED_BY.node // admin only: checked separately
+
+/** Names in the order one sort key gives, ties broken by created_at and then id in the key's direction. */
+function expectedOrder(servers: ServerTable[], key: string, dir: 'asc' | 'desc'): string[] {
+  const value = key === 'node' ? (r: ServerTable) => r.node : SORTED_BY[key]
+  const compare = (x: string | number | null, y: string | number | null) => (x === y ? 0 : x === null || x === '' ? (y === null || y === '' ? 0 : -1) : y === null || y === '' ? 1 : x < y ? -1 : 1)
+  const sign = dir === 'asc' ? 1 : -1
+  return [...servers]
+    .sort((a, b) => sign * (compare(value(a), value(b)) || compare(a.created_at, b.created_at) || compare(a.id, b.id)))
+    .map((r) => r.name)
 }
 
 for (const dialect of DIALECTS) {
@@ -147,7 +197,9 @@ for (const dialect of DIALECTS) {
       await expectNames(m, 'user_id=' + tb.member.userId, live)
       await expectNames(m, `created_at=${stamp(T0 + HOUR).slice(0, 13)}`, ['alpha2'])
       await expectNames(m, `launched_at=${stamp(T0 + 2 * HOUR + 30_000)}`, ['beta'])
-      await expectNames(m, 'terminated_at=2026', [])
+      // Only deleted servers have been terminated: members never see them, admins asking for deleted ones do.
+      await expectNames(m, `terminated_at=${stamp(T0 + 6 * HOUR + 50_000)}`, [])
+      await expectNames(a, `all_tenants=1&deleted=true&terminated_at=${stamp(T0 + 6 * HOUR + 50_000)}`, ['zeta-gone'])
       await expectNames(m, 'hostname=two', ['alpha2'])
       await expectNames(m, 'hostname=two', live, '2.89')
       // Admin-only filters: ignored for members, honoured for admins.
@@ -181,17 +233,19 @@ for (const dialect of DIALECTS) {
       await expectNames(m, 'sort_key=locked&sort_dir=desc', ['alpha2', 'epsilon', 'delta', 'gamma', 'beta', 'alpha'])
       await expectStatus(m, 'sort_key=host', 403)
       await expectNames(a, `all_tenants=1&project_id=${tb.member.projectId}&sort_key=host&sort_dir=asc`, ['delta', 'alpha', 'beta', 'epsilon', 'alpha2', 'gamma'])
+      for (const dir of ['asc', 'desc'] as const) {
+        const everyone = [...rows.values()].filter((r) => !r.deleted && r.vm_state !== 'soft-delete')
+        await expectNames(a, `all_tenants=1&sort_key=node&sort_dir=${dir}`, expectedOrder(everyone, 'node', dir))
+      }
       await expectStatus(m, 'sort_key=bogus', 400)
       await expectStatus(m, 'sort_key=display_name&sort_dir=sideways', 400)
       await expectNames(m, 'sort_key=vcpus', live, '2.74')
       await expectStatus(m, 'sort_key=vcpus', 400, '2.75')
-      for (const key of ['access_ip_v4', 'access_ip_v6', 'auto_disk_config', 'availability_zone', 'config_drive', 'created_at', 'display_description', 'display_name', 'hostname', 'image_ref',
-        'instance_type_id', 'kernel_id', 'key_name', 'launch_index', 'launched_at', 'locked', 'locked_by', 'power_state', 'progress', 'project_id', 'ramdisk_id', 'root_device_name', 'task_state',
-        'terminated_at', 'updated_at', 'user_id', 'uuid', 'vm_state']) {
-        for (const dir of ['asc', 'desc']) {
+      for (const key of Object.keys(SORTED_BY)) {
+        for (const dir of ['asc', 'desc'] as const) {
           const r = await list(m, `sort_key=${key}&sort_dir=${dir}`)
           assert.equal(r.status, 200, key)
-          assert.deepEqual([...r.names].sort(), [...live].sort(), `sort_key=${key} returns every server once`)
+          assert.deepEqual(r.names, expectedOrder(live.map((n) => rows.get(n)!), key, dir), `sort_key=${key}&sort_dir=${dir}`)
           // Paging through the same order one by one gives the same sequence.
           const paged: string[] = []
           let marker = ''

@@ -1,9 +1,11 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { sql } from 'kysely'
 import { openStore } from '../../src/server/storage/store.js'
+import { CHECKPOINT_INTERVAL_MS } from '../../src/server/storage/sqlite-checkpointer.js'
 import { storageConformance } from './conformance.js'
 
 storageConformance('sqlite')
@@ -19,6 +21,34 @@ describe('SQLite store specifics', () => {
       const header = readFileSync(join(dir, 'pcc.sqlite')).subarray(0, 20)
       assert.equal(header.subarray(0, 15).toString(), 'SQLite format 3')
       assert.deepEqual([header[18], header[19]], [2, 2])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('checkpoints the WAL in the background, so it is reused instead of growing with every write', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcc-sqlite-'))
+    try {
+      const store = await openStore({ dataDir: dir, databaseUrl: '' })
+      await store.db.schema.createTable('probe').addColumn('x', 'text').execute()
+      const wal = join(dir, 'pcc.sqlite-wal')
+      // Each round writes about 2 MiB (more than SQLite's own 1,000-page threshold, which is off on the main
+      // connection); between rounds the worker checkpoints, and the next round writes the WAL from its start.
+      const round = async () => {
+        for (let i = 0; i < 20; i++) await sql`INSERT INTO probe (x) VALUES (${'x'.repeat(100_000)})`.execute(store.db)
+      }
+      await round()
+      const afterOne = statSync(wal).size
+      for (let r = 0; r < 4; r++) {
+        await new Promise((resolve) => setTimeout(resolve, CHECKPOINT_INTERVAL_MS * 3))
+        await round()
+      }
+      assert.ok(statSync(wal).size < afterOne * 2, `the WAL grew from ${afterOne} to ${statSync(wal).size} bytes over five rounds`)
+      const rows = await sql<{ n: number }>`SELECT count(*) AS n FROM probe`.execute(store.db)
+      assert.equal(rows.rows[0].n, 100)
+      await store.close()
+      // The last connection to close checkpoints everything and removes the WAL.
+      assert.equal(existsSync(wal), false)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

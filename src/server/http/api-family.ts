@@ -83,8 +83,9 @@ export async function registerFamily(app: FastifyInstance, family: ApiFamily): P
         return send(reply, { status: 404, code: 'not_found', message: `The resource could not be found: ${path}` })
       })
       if (family.requestIdHeaders?.length) {
-        scope.addHook('onSend', async (request, reply) => {
+        scope.addHook('onSend', (request, reply, payload, done) => {
           for (const header of family.requestIdHeaders!) reply.header(header, request.id)
+          done(null, payload)
         })
       }
       await family.routes(scope)

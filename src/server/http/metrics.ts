@@ -34,10 +34,19 @@ export function instrumentRequests(app: FastifyInstance, registry: Registry): vo
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   })
-  app.addHook('onResponse', async (request, reply) => {
+  // One pair of label-bound children per (route, method, status), so a request does not hash its labels again.
+  const children = new Map<string, { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof latency.labels> }>()
+  app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, not the URL, so ids do not explode the label set.
-    const labels = { route: request.routeOptions.url ?? 'unmatched', method: request.method, status: String(reply.statusCode) }
-    requests.inc(labels)
-    latency.observe(labels, reply.elapsedTime / 1000)
+    const route = request.routeOptions.url ?? 'unmatched'
+    const key = `${route} ${request.method} ${reply.statusCode}`
+    let child = children.get(key)
+    if (!child) {
+      const labels = { route, method: request.method, status: String(reply.statusCode) }
+      children.set(key, (child = { count: requests.labels(labels), time: latency.labels(labels) }))
+    }
+    child.count.inc()
+    child.time.observe(reply.elapsedTime / 1000)
+    done()
   })
 }

@@ -9,6 +9,7 @@ import pg from 'pg'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import type { Database } from './schema.js'
 import { POSTGRES_CAPABILITIES, SQLITE_CAPABILITIES, type Capabilities } from './capabilities.js'
+import { startCheckpointer } from './sqlite-checkpointer.js'
 
 export type Db = Kysely<Database>
 
@@ -33,13 +34,15 @@ export interface StoreOptions {
   databaseUrl: string
   /** Connections in the PostgreSQL pool. */
   poolSize?: number
+  /** Told about trouble after the start that the operator should know of (default: nothing). */
+  onWarning?: (message: string) => void
 }
 
 export async function openStore(options: StoreOptions): Promise<Store> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openSqlite(options.dataDir)
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openSqlite(options.dataDir, options.onWarning ?? (() => {}))
 }
 
-function openSqlite(dataDir: string): Store {
+function openSqlite(dataDir: string, onWarning: (message: string) => void): Store {
   const file = join(dataDir, 'pcc.sqlite')
   let raw: SqliteDatabase.Database
   try {
@@ -56,6 +59,7 @@ function openSqlite(dataDir: string): Store {
     throw new StoreOpenError(`cannot open the SQLite database ${file}: ${(err as Error).message}`)
   }
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) })
+  const checkpointer = startCheckpointer(raw, file, (err) => onWarning(`WAL checkpoints are back on the main thread: ${err.message}`))
   return {
     db,
     dialect: 'sqlite',
@@ -64,7 +68,11 @@ function openSqlite(dataDir: string): Store {
     ping: async () => {
       await sql`SELECT 1`.execute(db)
     },
-    close: () => db.destroy(),
+    close: async () => {
+      // The worker's connection closes first, so the main one is the last and checkpoints the WAL away.
+      await checkpointer.stop()
+      await db.destroy()
+    },
   }
 }
 

@@ -1,0 +1,14 @@
+/** The worker thread of sqlite-checkpointer.ts: passive WAL checkpoints on a connection of its own. */
+import { parentPort, workerData } from 'node:worker_threads'
+import SqliteDatabase from 'better-sqlite3'
+
+const { file, intervalMs } = workerData as { file: string; intervalMs: number }
+const db = new SqliteDatabase(file)
+db.pragma('busy_timeout = 5000')
+const timer = setInterval(() => db.pragma('wal_checkpoint(PASSIVE)'), intervalMs)
+parentPort!.on('message', (message) => {
+  if (message !== 'stop') return
+  clearInterval(timer)
+  db.close()
+  parentPort!.close()
+})
