@@ -44,7 +44,7 @@ describe('crash: the server process is SIGKILLed in the middle of 300 accepted c
     assert.equal(new Set(ids).size, 300)
 
     // Kill it once part of the work is done and much of it is in flight.
-    const before = await until('30 servers ACTIVE and 30 still building', 120_000, async () => {
+    const activeAtKill = await until('30 servers ACTIVE and 30 still building', 120_000, async () => {
       const servers = await api.servers()
       const active = servers.filter((s) => s.status === 'ACTIVE')
       return active.length >= 30 && servers.filter((s) => s.status === 'BUILD').length >= 30 ? active : undefined
@@ -69,7 +69,7 @@ describe('crash: the server process is SIGKILLed in the middle of 300 accepted c
       if (s.status === 'ERROR') assert.ok(s.fault?.message, `${s.name} is in ERROR without a fault`)
     }
     // What was ACTIVE before the kill is still ACTIVE where it ran.
-    for (const s of before) {
+    for (const s of activeAtKill) {
       assert.equal(byId.get(s.id)!.status, 'ACTIVE', s.name)
       assert.equal(byId.get(s.id)!['OS-EXT-SRV-ATTR:host'], s['OS-EXT-SRV-ATTR:host'], s.name)
     }
