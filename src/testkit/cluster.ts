@@ -10,6 +10,7 @@ import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { Db } from '../server/storage/store.js'
 import { ADMIN_PASSWORD, freePort } from './harness.js'
 import { freshDatabase } from './postgres.js'
 
@@ -187,4 +188,39 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     throw err
   }
   return cluster
+}
+
+/** Task owners are `host:pid:random`: the pid tells which process holds a task. */
+export function ownerPid(owner: string | null): number | undefined {
+  const pid = owner?.split(':')[1]
+  return pid ? Number(pid) : undefined
+}
+
+/**
+ * Samples, every `everyMs` until stopped, which process holds each running task of `kind`: the answer maps each
+ * pid to the distinct tasks it was seen running. A finished task keeps no owner, so this is how a test sees
+ * which processes did the work.
+ */
+export function watchTaskOwners(db: Db, kind: string, everyMs = 10): { stop(): Promise<Map<number, Set<string>>> } {
+  const seen = new Map<number, Set<string>>()
+  let watching = true
+  const loop = (async () => {
+    while (watching) {
+      const rows = await db.selectFrom('tasks').select(['id', 'lease_owner']).where('status', '=', 'running').where('kind', '=', kind).execute()
+      for (const row of rows) {
+        const pid = ownerPid(row.lease_owner)
+        if (pid === undefined) continue
+        if (!seen.has(pid)) seen.set(pid, new Set())
+        seen.get(pid)!.add(row.id)
+      }
+      await new Promise((resolve) => setTimeout(resolve, everyMs))
+    }
+  })()
+  return {
+    async stop() {
+      watching = false
+      await loop
+      return seen
+    },
+  }
 }

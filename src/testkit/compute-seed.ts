@@ -1,15 +1,15 @@
 /**
- * STAND-IN FOR THE COMPUTE API (issue 4) in conductor tests and benchmarks, until that API is merged.
+ * Writes create requests straight into the store, exactly as the compute API's contract says the API does
+ * (src/server/compute/tasks.ts): the server rows in vm_state building / task_state scheduling, the `create`
+ * instance action named by the request id, and the `compute.build` task, in one transaction.
  *
- * It writes exactly what the API's contract says the API writes (src/server/compute/tasks.ts): the server
- * rows in vm_state building / task_state scheduling, the `create` instance action named by the request id,
- * and the `compute.build` task — all in one transaction; for actions, the action's start task_state, the
- * instance action and a `compute.action` task; for delete, task_state deleting and `compute.delete`.
- * Once the API is merged, end-to-end tests go through `POST /servers` instead.
+ * Only for what must not go through HTTP: the conductor benchmark (bench/conductor.bench.ts measures the
+ * conductor alone) and the store-level scheduler tests (test/scheduler/placement.test.ts, which place with
+ * flavor snapshots and hint forms the API produces). Everything else creates servers with `POST /servers`
+ * and acts on them with `POST /servers/{id}/action` (testkit/compute-api.ts).
  */
 import { randomUUID } from 'node:crypto'
-import { refusal, SERVER_ACTIONS, type ServerActionName } from '../server/compute/server-states.js'
-import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type BuildTaskPayload, type DeleteTaskPayload } from '../server/compute/tasks.js'
+import { COMPUTE_TASK_KINDS, type BuildTaskPayload } from '../server/compute/tasks.js'
 import type { AppDeps } from '../server/deps.js'
 import type { FlavorSnapshot, ServerTable } from '../server/storage/tables/compute.js'
 
@@ -90,44 +90,6 @@ export async function seedCreate(deps: SeedDeps, options: SeedCreateOptions = {}
       if (attempt >= 3) throw err
     }
   }
-}
-
-/** Accepts an action as the API would (state checks included); throws the API's 409 message when refused. */
-export async function seedAction(deps: SeedDeps, serverId: string, action: ServerActionName, params: Record<string, unknown> = {}, admin = true): Promise<string> {
-  const rule = SERVER_ACTIONS[action]
-  const requestId = `req-${randomUUID()}`
-  const now = Date.now()
-  await deps.store.db.transaction().execute(async (tx) => {
-    const s = await tx.selectFrom('servers').selectAll().where('id', '=', serverId).where('deleted', '=', 0).executeTakeFirstOrThrow()
-    const refused = refusal(action, { id: s.id, vmState: s.vm_state, taskState: s.task_state, powerState: s.power_state, launchedAt: s.launched_at, host: s.host, locked: !!s.locked }, admin)
-    if (refused) throw new Error(refused)
-    if (rule.startTask) await tx.updateTable('servers').set({ task_state: rule.startTask, updated_at: now }).where('id', '=', serverId).execute()
-    await tx
-      .insertInto('instance_actions')
-      .values({ id: randomUUID(), server_id: serverId, action: rule.instanceAction, request_id: requestId, user_id: s.user_id, project_id: s.project_id, message: null, start_time: now, finish_time: null, updated_at: now })
-      .execute()
-    const payload: ActionTaskPayload = { serverId, action, params, requestId, before: { vmState: s.vm_state, powerState: s.power_state } }
-    if (rule.startTask) await deps.queue.enqueue({ kind: COMPUTE_TASK_KINDS.action, payload, subjectId: serverId }, tx)
-  })
-  deps.runner.wake()
-  return requestId
-}
-
-export async function seedDelete(deps: SeedDeps, serverId: string): Promise<string> {
-  const requestId = `req-${randomUUID()}`
-  const now = Date.now()
-  await deps.store.db.transaction().execute(async (tx) => {
-    const s = await tx.selectFrom('servers').selectAll().where('id', '=', serverId).executeTakeFirstOrThrow()
-    await tx.updateTable('servers').set({ task_state: 'deleting', updated_at: now }).where('id', '=', serverId).execute()
-    await tx
-      .insertInto('instance_actions')
-      .values({ id: randomUUID(), server_id: serverId, action: 'delete', request_id: requestId, user_id: s.user_id, project_id: s.project_id, message: null, start_time: now, finish_time: null, updated_at: now })
-      .execute()
-    const payload: DeleteTaskPayload = { serverId, requestId }
-    await deps.queue.enqueue({ kind: COMPUTE_TASK_KINDS.delete, payload, subjectId: serverId }, tx)
-  })
-  deps.runner.wake()
-  return requestId
 }
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */

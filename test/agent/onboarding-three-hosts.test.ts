@@ -1,11 +1,13 @@
 /**
  * Issue 10's end-to-end run: a control plane and three agents as separate processes, each onboarded with
  * `pcctl prep-node` into its own scratch root, authorized as hypervisors; servers spread by an anti-affinity
- * group; one agent SIGKILLed → its host DOWN → its server evacuated; the agent restarted by prep-node →
- * reconciliation; then deauthorize and decommission. Each host is its own network namespace joined to the control
- * plane by a veth pair and a bridge (testkit/netns.ts), and pcctl runs as a real process inside it, so the agent
- * it starts lives there too and every request crosses an interface; where the machine cannot make namespaces,
- * the hosts share its network stack and the test says so.
+ * group; one agent SIGKILLed → its host DOWN → its server evacuated; the agent restarted by prep-node comes back
+ * with the evacuated server's stale guest, and reconciliation makes it let the guest go; then deauthorize and
+ * decommission. The group has two members on three hosts: the third host is where the evacuation can go
+ * without breaking the group's rule. Each host is its own network namespace joined to the control plane by a
+ * veth pair and a bridge (testkit/netns.ts), and pcctl runs as a real process inside it, so the agent it starts
+ * lives there too and every request crosses an interface; where the machine cannot make namespaces, the hosts
+ * share its network stack and the test says so.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -97,6 +99,8 @@ describe('three onboarded agents run, lose and recover servers', () => {
   }
   const pcctl = (root: string, ...args: string[]) => runPcctl(hostNets.get(root)!, { ...env, PCCTL_HOST_ROOT: root }, args)
   const hostIdOf = (root: string) => readFileSync(join(root, 'etc/pcc/host_id'), 'utf8').trim()
+  /** The guests an agent holds, from its state file on the host (what it reloads when it starts). */
+  const guestsOnDisk = (root: string) => (JSON.parse(readFileSync(join(root, 'var/lib/pcc/agent-state.json'), 'utf8')) as { guests: { serverId: string }[] }).guests.map((g) => g.serverId)
   const showServer = async (id: string) => (await api('GET', `/compute/v2.1/servers/${id}`)).body.server
 
   it('onboards three hosts with prep-node and makes them hypervisors with authorize-node', async () => {
@@ -152,20 +156,40 @@ describe('three onboarded agents run, lose and recover servers', () => {
     const other = (await showServer(servers[1]))['OS-EXT-SRV-ATTR:host']
     assert.notEqual(moved['OS-EXT-SRV-ATTR:host'], other, 'anti-affinity still holds after evacuation')
 
-    // prep-node again restarts the dead agent (idempotent onboarding); reconciliation removes the stale guest.
+    // The dead host still holds the evacuated server's guest: its agent saved it before it was killed.
+    assert.deepEqual(guestsOnDisk(root), [servers[0]], 'the killed host kept the guest it ran')
+
+    // prep-node again restarts the dead agent (idempotent onboarding). The agent comes back with the stale guest;
+    // reconciliation (every second here) sees a guest of a server that lives elsewhere now and tells the agent
+    // to let it go: a `forget` command for that server, executed by the agent.
+    const hostId = hostIdOf(root)
     const again = await pcctl(root, 'prep-node', '--no-prompt')
     assert.equal(again.code, 0, again.stderr)
-    let last: unknown
-    await until('host UP with no servers', 60_000, async () => {
-      const hypervisors = (await api('GET', '/compute/v2.1/os-hypervisors/detail')).body.hypervisors as { hypervisor_hostname: string; state: string }[]
-      const h = hypervisors.find((x) => x.hypervisor_hostname === victim['OS-EXT-SRV-ATTR:host'])
-      const onHost = (await api('GET', `/compute/v2.1/servers/detail?all_tenants=1&host=${victim['OS-EXT-SRV-ATTR:host']}`)).body.servers
-      last = { state: h?.state, servers: onHost.map((x: { id: string }) => x.id) }
-      return h?.state === 'up' && onHost.length === 0 ? true : undefined
-    }).catch((err) => {
-      throw new Error(`${(err as Error).message}: ${JSON.stringify(last)}`)
+    const forget = await until('the conductor to tell the returning agent to forget the stale guest', 60_000, async () => {
+      return server.deps.store.db
+        .selectFrom('host_commands')
+        .select(['status', 'finished_at'])
+        .where('host_id', '=', hostId)
+        .where('op', '=', 'forget')
+        .where('dedupe_key', '=', `forget:${JSON.stringify({ serverId: servers[0] })}`)
+        .where('status', '=', 'done')
+        .executeTakeFirst()
     })
-    assert.equal((await showServer(servers[0])).status, 'ACTIVE')
+    assert.ok(forget.finished_at, 'the agent answered the forget command')
+    // The host's truth afterwards: the agent holds no guest and says so in its heartbeat.
+    await until('the agent to hold no guest', 20_000, async () => (guestsOnDisk(root).length === 0 ? true : undefined))
+    await until('the agent to report no guest', 20_000, async () => {
+      const report = await server.deps.store.db.selectFrom('agent_hosts').select('guests').where('host_id', '=', hostId).executeTakeFirstOrThrow()
+      return (JSON.parse(report.guests) as unknown[]).length === 0 ? true : undefined
+    })
+    const hypervisors = (await api('GET', '/compute/v2.1/os-hypervisors/detail')).body.hypervisors as { hypervisor_hostname: string; state: string }[]
+    assert.equal(hypervisors.find((x) => x.hypervisor_hostname === victim['OS-EXT-SRV-ATTR:host'])?.state, 'up')
+    assert.deepEqual((await api('GET', `/compute/v2.1/servers/detail?all_tenants=1&host=${victim['OS-EXT-SRV-ATTR:host']}`)).body.servers, [])
+    // The evacuated server was left alone: still ACTIVE on the host it moved to.
+    const after = await showServer(servers[0])
+    assert.equal(after.status, 'ACTIVE')
+    assert.equal(after['OS-EXT-SRV-ATTR:host'], moved['OS-EXT-SRV-ATTR:host'])
+    assert.equal(after.fault, undefined)
   })
 
   it('deauthorizes and decommissions the empty host, removing its record and files', async () => {

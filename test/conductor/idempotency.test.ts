@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { seedAction, seedCreate } from '../../src/testkit/compute-seed.js'
+import { ComputeClient } from '../../src/testkit/compute-api.js'
 import { actionsOf, capacityProblems, traceServer } from '../../src/testkit/compute-trace.js'
 import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type BuildTaskPayload } from '../../src/server/compute/tasks.js'
 import type { ServerTable } from '../../src/server/storage/tables/compute.js'
@@ -10,11 +10,32 @@ const idle = (s: ServerTable) => s.task_state === null && s.vm_state !== 'buildi
 
 describe('compute tasks run twice (a crash between the work and the task completing)', () => {
   let server: TestServer
+  let api: ComputeClient
+  let image: string
   before(async () => {
     server = await startTestServer({ env: { PCC_SIMULATED_HOSTS: '2', PCC_SIMULATED_DELAY_MS: '0', PCC_RECONCILE_SECONDS: '0' } })
+    const { token } = await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })
+    api = new ComputeClient(server.url, token)
+    image = await api.bootImage()
   })
   after(() => server.close())
   const db = () => server.deps.store.db
+
+  /** POST /servers for `count` servers; their ids in launch order and the request id that names their build. */
+  async function create(count = 1): Promise<{ serverIds: string[]; requestId: string }> {
+    const r = await api.call('POST', '/servers', { server: { name: 'twice', imageRef: image, flavorRef: '1', networks: 'none', min_count: count, max_count: count, return_reservation_id: true } })
+    assert.equal(r.status, 202, JSON.stringify(r.body))
+    const servers = await api.servers(`reservation_id=${r.body.reservation_id}`)
+    servers.sort((a, b) => a['OS-EXT-SRV-ATTR:launch_index'] - b['OS-EXT-SRV-ATTR:launch_index'])
+    return { serverIds: servers.map((s) => s.id as string), requestId: r.requestId }
+  }
+
+  /** POST /servers/{id}/action; the request id that names the action. */
+  async function act(id: string, name: string): Promise<string> {
+    const r = await api.action(id, name)
+    assert.equal(r.status, 202, JSON.stringify(r.body))
+    return r.requestId
+  }
 
   async function settle(taskId: string): Promise<void> {
     for (let i = 0; i < 500; i++) {
@@ -26,7 +47,7 @@ describe('compute tasks run twice (a crash between the work and the task complet
   }
 
   it('a build that already finished changes nothing the second time', async () => {
-    const { serverIds, requestId } = await seedCreate(server.deps, { count: 2 })
+    const { serverIds, requestId } = await create(2)
     for (const id of serverIds) await traceServer(db(), id, idle)
     const before = await Promise.all(serverIds.map((id) => actionsOf(db(), id)))
     const task = await server.deps.queue.enqueue<BuildTaskPayload>({ kind: COMPUTE_TASK_KINDS.build, payload: { serverIds, requestId } })
@@ -40,7 +61,7 @@ describe('compute tasks run twice (a crash between the work and the task complet
   })
 
   it('a build interrupted after its claim resumes without claiming twice', async () => {
-    const { serverIds, requestId } = await seedCreate(server.deps)
+    const { serverIds, requestId } = await create()
     const id = serverIds[0]
     await traceServer(db(), id, idle)
     // Put it back where a crash after the claim and the networking step would have left it.
@@ -61,10 +82,10 @@ describe('compute tasks run twice (a crash between the work and the task complet
   })
 
   it('a migration interrupted after claiming its destination reuses that claim', async () => {
-    const { serverIds } = await seedCreate(server.deps)
+    const { serverIds } = await create()
     const id = serverIds[0]
     const { final: built } = await traceServer(db(), id, idle)
-    const requestId = await seedAction(server.deps, id, 'migrate')
+    const requestId = await act(id, 'migrate')
     const { final: migrated } = await traceServer(db(), id, (s) => s.task_state === null)
     assert.equal(migrated.vm_state, 'resized')
     // Rewind to just after the claim (both allocations held, still on the source) and run the task again.
@@ -86,10 +107,10 @@ describe('compute tasks run twice (a crash between the work and the task complet
   })
 
   it('an action whose server already left its task states only finishes the instance action', async () => {
-    const { serverIds } = await seedCreate(server.deps)
+    const { serverIds } = await create()
     const id = serverIds[0]
     await traceServer(db(), id, idle)
-    const requestId = await seedAction(server.deps, id, 'os-stop')
+    const requestId = await act(id, 'os-stop')
     await traceServer(db(), id, (s) => s.task_state === null)
     const payload: ActionTaskPayload = { serverId: id, action: 'os-stop', params: {}, requestId, before: { vmState: 'active', powerState: 1 } }
     const task = await server.deps.queue.enqueue({ kind: COMPUTE_TASK_KINDS.action, payload })

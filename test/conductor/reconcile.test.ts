@@ -3,11 +3,19 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { seedCreate } from '../../src/testkit/compute-seed.js'
+import { ComputeClient } from '../../src/testkit/compute-api.js'
 import { actionsOf, capacityProblems, faultsOf, traceServer } from '../../src/testkit/compute-trace.js'
 import type { ServerTable } from '../../src/server/storage/tables/compute.js'
 
 const idle = (s: ServerTable) => s.task_state === null && s.vm_state !== 'building'
+
+/** A server created through the API and built: its row, which the tests then take apart as a crash would. */
+async function activeServer(server: TestServer): Promise<ServerTable> {
+  const { token } = await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })
+  const api = new ComputeClient(server.url, token)
+  const { id } = await api.create({ name: 'reconciled', imageRef: await api.bootImage(), flavorRef: '1', networks: 'none' })
+  return (await traceServer(server.deps.store.db, id, idle)).final
+}
 
 for (const dialect of DIALECTS) {
   describe(`reconciliation with the hosts (${dialect})`, () => {
@@ -18,10 +26,7 @@ for (const dialect of DIALECTS) {
     after(() => server.close())
     const db = () => server.deps.store.db
 
-    async function active(): Promise<ServerTable> {
-      const { serverIds } = await seedCreate(server.deps)
-      return (await traceServer(db(), serverIds[0], idle)).final
-    }
+    const active = () => activeServer(server)
 
     it('a guest its host no longer has: ERROR with a fault', async () => {
       const s = await active()
@@ -89,8 +94,7 @@ describe('reconciliation with the evacuate policy', () => {
 
   it('rebuilds the servers of a host that is down on another host, recorded as an evacuate action', async () => {
     const db = server.deps.store.db
-    const { serverIds } = await seedCreate(server.deps)
-    const { final: s } = await traceServer(db, serverIds[0], idle)
+    const s = await activeServer(server)
     await db.updateTable('hosts').set({ forced_down: 1 }).where('id', '=', s.host_id!).execute()
     const report = await server.deps.conductor.reconcile()
     assert.equal(report.evacuated, 1)

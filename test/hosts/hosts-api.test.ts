@@ -1,8 +1,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { seedCreate } from '../../src/testkit/compute-seed.js'
-import { traceServer } from '../../src/testkit/compute-trace.js'
+import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { hostStatus } from '../../src/server/hosts/host-status.js'
 
 /** An admin token scoped to the admin project, or an unscoped one (no roles), issued by the server's token service. */
@@ -15,10 +14,23 @@ for (const dialect of DIALECTS) {
   describe(`os-hypervisors and os-services (${dialect})`, () => {
     let server: TestServer
     let admin: string
+    let api: ComputeClient
+    let image: string
     before(async () => {
       server = await startTestServer({ dialect, env: { PCC_SIMULATED_HOSTS: '2', PCC_SIMULATED_DELAY_MS: '0', PCC_HOST_DOWN_AFTER_SECONDS: '2', PCC_HOST_HEARTBEAT_SECONDS: '1', PCC_RECONCILE_SECONDS: '0' } })
       admin = await token(server)
+      api = new ComputeClient(server.url, admin)
+      image = await api.bootImage()
     })
+
+    /** Creates a server through the API and waits until it is placed and built (or failed). */
+    async function boot(flavorRef = '1') {
+      const { id } = await api.create({ name: 'on-host', imageRef: image, flavorRef, networks: 'none' })
+      return until(`server ${id} built`, 20_000, async () => {
+        const s = await api.server(id)
+        return s && s.status !== 'BUILD' ? { id, host: s['OS-EXT-SRV-ATTR:host'] as string, status: s.status as string } : undefined
+      }, 20)
+    }
     after(() => server.close())
 
     const call = async (path: string, init: { method?: string; body?: unknown; version?: string; token?: string } = {}) => {
@@ -49,8 +61,8 @@ for (const dialect of DIALECTS) {
     })
 
     it('shows capacity and usage in the detail up to 2.87, uptime from 2.88', async () => {
-      const { serverIds } = await seedCreate(server.deps, { flavor: { vcpus: 2, ram: 2048, disk: 20 } })
-      const { final } = await traceServer(server.deps.store.db, serverIds[0], (s) => s.vm_state === 'active')
+      const final = await boot(await api.createFlavor({ name: 'c2-r2048-d20', vcpus: 2, ram: 2048, disk: 20 }))
+      assert.equal(final.status, 'ACTIVE')
       const detail = await call('/os-hypervisors/detail', { version: '2.53' })
       const mine = detail.body.hypervisors.find((h: { hypervisor_hostname: string }) => h.hypervisor_hostname === final.host)
       assert.equal(mine.vcpus, 32)
@@ -104,11 +116,7 @@ for (const dialect of DIALECTS) {
       assert.equal(off.body.service.status, 'disabled')
       assert.equal(off.body.service.disabled_reason, 'maintenance')
       try {
-        const created = await Promise.all([1, 2, 3].map(() => seedCreate(server.deps)))
-        for (const c of created) {
-          const { final } = await traceServer(server.deps.store.db, c.serverIds[0], (s) => s.vm_state !== 'building')
-          assert.equal(final.host, 'sim-host-2')
-        }
+        for (const final of await Promise.all([1, 2, 3].map(() => boot()))) assert.equal(final.host, 'sim-host-2')
       } finally {
         const on = await call(`/os-services/${svc.id}`, { method: 'PUT', version: '2.53', body: { status: 'enabled' } })
         assert.equal(on.body.service.status, 'enabled')
@@ -150,9 +158,7 @@ for (const dialect of DIALECTS) {
       assert.equal(await server.deps.conductor.hostStatus('sim-host-2'), 'DOWN')
       assert.equal(await server.deps.conductor.hostStatus('sim-host-1'), 'UP')
       assert.equal(await server.deps.conductor.hostStatus(null), '')
-      const { serverIds } = await seedCreate(server.deps)
-      const { final } = await traceServer(server.deps.store.db, serverIds[0], (s) => s.vm_state !== 'building')
-      assert.equal(final.host, 'sim-host-1', 'the scheduler skips the DOWN host')
+      assert.equal((await boot()).host, 'sim-host-1', 'the scheduler skips the DOWN host')
     })
 
     it('is admin only: 401 without a token, 403 for a token without the admin role', async () => {

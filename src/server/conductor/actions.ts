@@ -189,7 +189,8 @@ async function evacuate(run: ActionRun): Promise<Outcome> {
   await run.step('rebuild_block_device_mapping', 33)
   await run.step('rebuild_spawning', 66)
   await run.driver(dest).evacuateTo(guestSpec(run.server), powerOf(run.payload.before) === 'on')
-  return { ...(await moveClaim(run, dest)), launched_at: Date.now() }
+  // Finished as a rebuild finishes: 100 %, not the 66 % of its last step.
+  return { ...(await moveClaim(run, dest)), launched_at: Date.now(), progress: 100 }
 }
 
 async function liveMigrate(run: ActionRun): Promise<Outcome> {
@@ -227,7 +228,8 @@ async function unshelve(run: ActionRun): Promise<Outcome> {
   }
   await run.step('spawning', 50)
   await run.driver().spawn(guestSpec(run.server))
-  return {}
+  // Spawned as a build spawns: 100 %, not the 50 % of its last step.
+  return { progress: 100 }
 }
 
 type Impl = (run: ActionRun) => Promise<Outcome>

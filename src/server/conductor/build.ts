@@ -4,7 +4,7 @@
  * block_device_mapping → spawning → active. Every step is a conditional update, so a run repeated after a
  * crash resumes where the first stopped, and a delete that arrives meanwhile wins.
  */
-import { POWER } from '../compute/server-states.js'
+import { BUILD_STEPS, POWER } from '../compute/server-states.js'
 import type { BuildTaskPayload } from '../compute/tasks.js'
 import { DriverError, type ComputeDriver } from '../drivers/compute/driver.js'
 import type { Db } from '../storage/store.js'
@@ -17,6 +17,11 @@ import { eventId, findActions, finishAction, finishEvent, recordFault, startEven
 const SCHEDULE_EVENT = 'conductor_schedule_and_build_instances'
 const BUILD_EVENT = 'compute__do_build_and_run_instance'
 const BUILD_PROGRESS: Record<string, number> = { networking: 10, block_device_mapping: 30, spawning: 60 }
+/**
+ * The task states a build moves a server from. A delete accepted during the build sets `deleting`: the build
+ * must not move the server out of it (the delete wins, and the user never sees a build step after deleting).
+ */
+const BUILD_TASK_STATES: (string | null)[] = [null, ...BUILD_STEPS]
 
 export async function runBuild(ctx: ConductorContext, payload: BuildTaskPayload, signal: AbortSignal): Promise<void> {
   const db = ctx.store.db
@@ -36,7 +41,7 @@ export async function runBuild(ctx: ConductorContext, payload: BuildTaskPayload,
         const ok = await moveServer(
           tx,
           spec.serverId,
-          { vmStates: ['building'] },
+          { vmStates: ['building'], taskStates: BUILD_TASK_STATES },
           { host_id: host.id, host: host.hostname, node: host.hostname, availability_zone: host.availabilityZone, task_state: null },
         )
         if (!ok) throw new PlacementVoid(spec.serverId)
@@ -48,7 +53,7 @@ export async function runBuild(ctx: ConductorContext, payload: BuildTaskPayload,
       // All or nothing: the servers of this request already placed give their claims back.
       for (const s of live) {
         await db.transaction().execute(async (tx) => {
-          const moved = await moveServer(tx, s.id, { vmStates: ['building'] }, { vm_state: 'error', task_state: null, host_id: null, host: null, node: null, progress: 0 })
+          const moved = await moveServer(tx, s.id, { vmStates: ['building'], taskStates: BUILD_TASK_STATES }, { vm_state: 'error', task_state: null, host_id: null, host: null, node: null, progress: 0 })
           await releaseAll(tx, s.id)
           if (!moved) return
           const actionId = actions.get(s.id)
@@ -129,6 +134,7 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
         .where('id', 'in', spawned)
         .where('deleted', '=', 0)
         .where('vm_state', '=', 'building')
+        .where((eb) => eb.or([eb('task_state', 'is', null), eb('task_state', 'in', BUILD_STEPS)]))
         .returning('id')
         .execute()
       const ok = rows.map((r) => r.id)
@@ -156,6 +162,7 @@ async function moveMany(db: Db, ids: string[], set: Partial<ServerTable>): Promi
     .where('id', 'in', ids)
     .where('deleted', '=', 0)
     .where('vm_state', '=', 'building')
+    .where((eb) => eb.or([eb('task_state', 'is', null), eb('task_state', 'in', BUILD_STEPS)]))
     .returning('id')
     .execute()
   return new Set(rows.map((r) => r.id))
@@ -164,7 +171,7 @@ async function moveMany(db: Db, ids: string[], set: Partial<ServerTable>): Promi
 /** A build that failed for good: ERROR with the fault, the claim given back (as Nova does), the guest removed. */
 async function failBuild(ctx: ConductorContext, server: ServerTable, actionId: string | undefined, err: DriverError): Promise<void> {
   await ctx.store.db.transaction().execute(async (tx) => {
-    const moved = await moveServer(tx, server.id, { vmStates: ['building'] }, { vm_state: 'error', task_state: null, power_state: POWER.NOSTATE, host_id: null, host: null, node: null })
+    const moved = await moveServer(tx, server.id, { vmStates: ['building'], taskStates: BUILD_TASK_STATES }, { vm_state: 'error', task_state: null, power_state: POWER.NOSTATE, host_id: null, host: null, node: null })
     if (!moved) return
     await releaseAll(tx, server.id)
     await recordFault(tx, server.id, { code: err.code, message: err.message, details: err.stack ?? '' })
@@ -175,8 +182,11 @@ async function failBuild(ctx: ConductorContext, server: ServerTable, actionId: s
   await driver?.destroy(server.id).catch(() => {})
 }
 
-/** The server was deleted (or moved on) while building: take down whatever guest this run made. */
+/**
+ * The server was deleted, or is being deleted, while building: take down whatever guest this run made (the
+ * delete may have destroyed the guest before this run's spawn made it).
+ */
 async function abandon(ctx: ConductorContext, serverId: string, driver: { destroy(id: string): Promise<void> }): Promise<void> {
   const server = await loadServer(ctx.store.db, serverId)
-  if (!server || server.deleted) await driver.destroy(serverId).catch(() => {})
+  if (!server || server.deleted || server.task_state === 'deleting') await driver.destroy(serverId).catch(() => {})
 }
