@@ -140,7 +140,14 @@ export class Conductor {
       const ids = payload.serverIds ?? (payload.serverId ? [payload.serverId] : [])
       for (const id of ids) {
         await this.store.db.transaction().execute(async (tx) => {
-          const moved = await tx.updateTable('servers').set({ vm_state: 'error', task_state: null, updated_at: Date.now() }).where('id', '=', id).where('deleted', '=', 0).executeTakeFirst()
+          // A delete accepted meanwhile keeps its task state: its own task finishes the server.
+          const moved = await tx
+            .updateTable('servers')
+            .set({ vm_state: 'error', task_state: null, updated_at: Date.now() })
+            .where('id', '=', id)
+            .where('deleted', '=', 0)
+            .where((eb) => eb.or([eb('task_state', 'is', null), eb('task_state', '!=', 'deleting')]))
+            .executeTakeFirst()
           if (moved.numUpdatedRows > 0n) await recordFault(tx, id, { code: 500, message: `${task.kind} failed: ${(err as Error).message}`, details: (err as Error).stack ?? '' })
         }).catch(() => {})
       }
