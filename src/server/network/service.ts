@@ -382,7 +382,7 @@ export class NetworkService {
   private async bindPort(ctx: NetCtx, projectId: string, serverId: string, portId: string, hostId: string | undefined): Promise<PortTable> {
     const port = await ctx.db.selectFrom('ports').selectAll().where('id', '=', portId).executeTakeFirst()
     if (!port || port.project_id !== projectId) throw neutron.portNotFound(portId)
-    if (port.device_id !== '' && port.device_id !== serverId) throw new AppError('conflict', `Port ${portId} is still in use.`)
+    if (port.device_id !== '') throw new AppError('conflict', `Port ${portId} is still in use.`)
     const changes = { device_id: serverId, device_owner: COMPUTE_OWNER, binding_host_id: hostId ?? port.binding_host_id, updated_at: ctx.now }
     await ctx.db.updateTable('ports').set(changes).where('id', '=', portId).execute()
     return { ...port, ...changes }
