@@ -395,6 +395,16 @@ for (const dialect of DIALECTS) {
       const byFloating = (await call(tb, tb.member, 'GET', `/servers?ip=${fip.floating_ip_address}`, undefined, '2.96')).body.servers
       assert.deepEqual(byFloating, [])
 
+      // The binding follows the server: none while shelved offloaded, the new host after unshelve.
+      const binding = async () => (await root.get<Json>(`/v2.0/ports/${auto.id}`)).body.port['binding:host_id']
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { shelve: null })).status, 202)
+      await waitStatus(tb, id, 'SHELVED_OFFLOADED')
+      assert.equal(await binding(), '')
+      assert.equal((await call(tb, tb.member, 'GET', `/servers/${id}`)).body.server.addresses.lan.length, 3, 'addresses stay with the shelved server')
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { unshelve: null })).status, 202)
+      await waitStatus(tb, id, 'ACTIVE')
+      assert.equal(await binding(), host)
+
       assert.equal((await call(tb, tb.member, 'DELETE', `/servers/${id}`)).status, 204)
       await waitStatus(tb, id, 'GONE')
       assert.equal((await net.get(`/v2.0/ports/${auto.id}`)).status, 404, 'the port made for the server is deleted')

@@ -16,7 +16,8 @@ import { NetworkService, type NetworkAddress, type NetworkRequest, type ServerPo
 import type { ServerTable } from '../storage/schema.js'
 import type { Db, Store } from '../storage/store.js'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** Nova's is_uuid_like, as the 2.37+ schema checks it (parameter_types uuid): hyphens optional. */
+const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
 
 type RawEntry = { uuid?: string; port?: string | null; fixed_ip?: string; tag?: string }
 

@@ -216,10 +216,8 @@ export class NetworkService {
       .execute()
     if (ports.length === 0) return
     const portIds = ports.map((p) => p.id)
-    const [ips, fipRows] = await Promise.all([
-      fixedIpsByPort(db, portIds),
-      db.selectFrom('floating_ips').select(['fixed_port_id', 'fixed_ip_address', 'floating_ip_address']).where('fixed_port_id', 'in', portIds).orderBy('created_at').execute(),
-    ])
+    const floating = (ids: string[]) => db.selectFrom('floating_ips').select(['fixed_port_id', 'fixed_ip_address', 'floating_ip_address']).where('fixed_port_id', 'in', ids).orderBy('created_at').execute()
+    const [ips, fipRows] = await Promise.all([fixedIpsByPort(db, portIds), Promise.all(chunks(portIds).map(floating)).then((parts) => parts.flat())])
     const fips = new Map<string, string[]>()
     for (const f of fipRows) {
       const key = `${f.fixed_port_id}|${f.fixed_ip_address}`
