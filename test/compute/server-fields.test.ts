@@ -54,7 +54,8 @@ function expected(e: Expect, version: string, admin: boolean, view: 'show' | 'de
 test('server fields at every microversion boundary, for admins and members, in show and detail', async () => {
   const tb = await computeTestbed()
   try {
-    const created = await call(tb, tb.member, 'POST', '/servers', createBody('fields'), '2.96')
+    // On the project's network, so the server has addresses and security groups to show.
+    const created = await call(tb, tb.member, 'POST', '/servers', createBody('fields', {}, 'auto'), '2.96')
     assert.equal(created.status, 202)
     const id = created.body.server.id
     await setState(tb, id, { ...ACTIVE, block_devices: JSON.stringify([{ source_type: 'volume', destination_type: 'volume', uuid: 'b1a7e1a0-0000-4000-8000-000000000001', boot_index: 1, delete_on_termination: true }]) })

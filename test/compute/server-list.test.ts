@@ -128,11 +128,42 @@ function expectedOrder(servers: ServerTable[], key: string, dir: 'asc' | 'desc')
     .map((r) => r.name)
 }
 
+/** Calls the network API (Neutron) as `who`; the request must succeed. */
+async function neutron(tb: ComputeTestbed, who: Persona, path: string, body: unknown): Promise<Record<string, { id: string }>> {
+  const res = await fetch(`${tb.server.url}/network${path}`, { method: 'POST', headers: { 'x-auth-token': who.token, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const parsed = (await res.json()) as Record<string, { id: string }>
+  assert.equal(res.status, 201, JSON.stringify(parsed))
+  return parsed
+}
+
+/**
+ * Known fixed addresses on the seeded servers, through the network service as a create would give them:
+ * project a: alpha 10.0.0.10 and fd00:1::a, alpha2 10.0.0.1, gamma 10.0.0.100; project b (its own network,
+ * the same address space): theta 10.0.0.1.
+ */
+async function seedAddresses(tb: ComputeTestbed, rows: Map<string, ServerTable>): Promise<void> {
+  const network = async (who: Persona, name: string, cidr: string, version: 4 | 6) => {
+    const { network: net } = await neutron(tb, who, '/v2.0/networks', { network: { name } })
+    await neutron(tb, who, '/v2.0/subnets', { subnet: { network_id: net.id, ip_version: version, cidr } })
+    return net.id
+  }
+  const lanA = await network(tb.member, 'lan', '10.0.0.0/24', 4)
+  const lanA6 = await network(tb.member, 'lan6', 'fd00:1::/64', 6)
+  const lanB = await network(tb.other, 'lan', '10.0.0.0/24', 4)
+  const give = (name: string, projectId: string, request: { uuid: string; fixed_ip: string }[]) =>
+    tb.server.deps.store.db.transaction().execute((tx) => tb.server.deps.network.allocateServerPorts(tx, { projectId, serverId: rows.get(name)!.id, request }))
+  await give('alpha', tb.member.projectId, [{ uuid: lanA, fixed_ip: '10.0.0.10' }, { uuid: lanA6, fixed_ip: 'fd00:1::a' }])
+  await give('alpha2', tb.member.projectId, [{ uuid: lanA, fixed_ip: '10.0.0.1' }])
+  await give('gamma', tb.member.projectId, [{ uuid: lanA, fixed_ip: '10.0.0.100' }])
+  await give('theta', tb.other.projectId, [{ uuid: lanB, fixed_ip: '10.0.0.1' }])
+}
+
 for (const dialect of DIALECTS) {
   test(`list filters and sort keys select the right servers (${dialect})`, async () => {
     const tb = await computeTestbed(dialect)
     try {
       const rows = await seed(tb)
+      await seedAddresses(tb, rows)
       const names = (ids: string[]) => ids.map((id) => [...rows.values()].find((r) => r.id === id)?.name ?? id)
       const list = async (who: Persona, query: string, version = '2.96') => {
         const r = await call(tb, who, 'GET', `/servers/detail${query ? `?${query}` : ''}`, undefined, version)
@@ -169,7 +200,22 @@ for (const dialect of DIALECTS) {
       await expectNames(m, 'flavor=2', ['epsilon', 'alpha2'])
       await expectNames(m, 'flavor=999', [])
       await expectNames(m, 'reservation_id=r-aaaa0001', ['alpha2', 'alpha'])
-      await expectNames(m, 'ip=10.0.0.1', [])
+      // ip / ip6: Nova's regular expressions over fixed addresses, anchored at the start, within the caller's project.
+      await expectNames(m, 'ip=10.0.0.1', ['gamma', 'alpha2', 'alpha'])
+      await expectNames(m, 'ip=' + encodeURIComponent('10\\.0\\.0\\.1$'), ['alpha2'])
+      await expectNames(m, 'ip=' + encodeURIComponent('10.0.0.1[0-9]+'), ['gamma', 'alpha'])
+      await expectNames(m, 'ip=0.0.1', [])
+      await expectNames(m, 'ip=10.0.0.7', [])
+      await expectNames(m, 'ip=fd00', [], '2.5')
+      await expectNames(m, 'ip6=fd00:1::a', ['alpha'], '2.5')
+      await expectNames(m, 'ip6=fd00:1::a', live, '2.4')
+      await expectNames(m, 'ip=10.0.0.1&ip6=fd00', ['alpha'])
+      await expectNames(m, 'ip=10.0.0.1&name=gamma', ['gamma'])
+      await expectNames(m, 'ip=10.0.0.1&limit=2', ['gamma', 'alpha2'])
+      await expectStatus(m, 'ip=10.0.0.(', 400)
+      await expectNames(a, 'all_tenants=1&ip=10.0.0.1$', ['theta', 'alpha2'])
+      const summary = await call(tb, m, 'GET', '/servers?ip=10.0.0.10', undefined, '2.96')
+      assert.deepEqual(names(summary.body.servers.map((s: { id: string }) => s.id)), ['gamma', 'alpha'], 'the summary list filters as well')
       await expectNames(m, `changes-since=${new Date(T0 + 5 * HOUR).toISOString()}`, ['eta-soft', 'zeta-gone', 'epsilon'])
       await expectNames(m, `changes-since=${new Date(T0 + 4 * HOUR).toISOString()}&changes-before=${new Date(T0 + 6 * HOUR).toISOString()}`, ['epsilon', 'delta'])
       await expectStatus(m, 'changes-since=yesterday', 400)

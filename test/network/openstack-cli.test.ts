@@ -109,3 +109,62 @@ for (const way of ways) {
     })
   })
 }
+
+// Servers on networks: the compute API and the network API together, as `openstack` users boot and reach servers.
+describe('openstack CLI: a server on a chosen network with a fixed IP and a floating IP', () => {
+  let server: TestServer
+  let env: Env
+  const json = <T = Json>(...args: string[]) => openstackJson<T>(args, env)
+  const ok = async (...args: string[]) => {
+    const r = await openstack(args, env, 120_000)
+    assert.equal(r.code, 0, `openstack ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout
+  }
+
+  before(async () => {
+    server = await startTestServer({ publicUrlFromListen: true, env: { PCC_SIMULATED_HOSTS: '1', PCC_SIMULATED_DELAY_MS: '0' } })
+    env = adminEnv(server)
+  })
+  after(() => server.close())
+
+  it('server create --nic net-id=…,v4-fixed-ip=…, server show, server list --ip, floating ip create, server add floating ip', { timeout: 300_000 }, async () => {
+    await json('network', 'create', '--external', 'public')
+    await json('subnet', 'create', '--network', 'public', '--subnet-range', '203.0.113.0/24', '--no-dhcp', 'public-subnet')
+    const lan = await json('network', 'create', 'lan')
+    await json('subnet', 'create', '--network', 'lan', '--subnet-range', '10.20.0.0/24', 'lan-subnet')
+    await json('router', 'create', 'edge')
+    await ok('router', 'set', '--external-gateway', 'public', 'edge')
+    await ok('router', 'add', 'subnet', 'edge', 'lan-subnet')
+
+    const image = (await json<Json[]>('image', 'list')).find((i) => /cirros/.test(i.Name))
+    assert.ok(image, 'the default image is there')
+    // `--wait` prints progress lines before the -f json document.
+    const out = await ok('server', 'create', '--image', image.ID, '--flavor', 'm1.tiny', '--nic', `net-id=${lan.id},v4-fixed-ip=10.20.0.15`, '--wait', '-f', 'json', 'web-1')
+    const created = JSON.parse(out.slice(out.indexOf('{'))) as Json
+    assert.equal(created.status, 'ACTIVE')
+    assert.match(JSON.stringify(created.addresses), /lan.*10\.20\.0\.15/)
+    await ok('server', 'create', '--image', image.ID, '--flavor', 'm1.tiny', '--network', 'lan', '--wait', 'web-2')
+
+    const shown = await json('server', 'show', 'web-1')
+    assert.match(JSON.stringify(shown.addresses), /lan.*10\.20\.0\.15/)
+    assert.match(JSON.stringify(shown.security_groups), /default/)
+    const byIp = await json<Json[]>('server', 'list', '--ip', '10.20.0.15')
+    assert.deepEqual(byIp.map((s) => s.Name), ['web-1'])
+    const other = (await json<Json[]>('server', 'list', '--ip', '10.20.0.')).map((s) => s.Name).sort()
+    assert.deepEqual(other, ['web-1', 'web-2'])
+    assert.deepEqual(await json<Json[]>('server', 'list', '--ip', '10.99.'), [])
+
+    const fip = await json('floating', 'ip', 'create', 'public')
+    await ok('server', 'add', 'floating', 'ip', 'web-1', fip.floating_ip_address)
+    const withFip = await json('server', 'show', 'web-1')
+    assert.match(JSON.stringify(withFip.addresses), new RegExp(`10\\.20\\.0\\.15.*${fip.floating_ip_address.replaceAll('.', '\\.')}`))
+    const fipShown = await json('floating', 'ip', 'show', fip.id)
+    assert.equal(fipShown.fixed_ip_address, '10.20.0.15')
+
+    // The server's ports go with it: its address returns to the pool and the floating IP is free again.
+    await ok('server', 'delete', '--wait', 'web-1')
+    assert.equal((await json('floating', 'ip', 'show', fip.id)).port_id, null)
+    const again = await ok('server', 'create', '--image', image.ID, '--flavor', 'm1.tiny', '--nic', `net-id=${lan.id},v4-fixed-ip=10.20.0.15`, '--wait', '-f', 'json', 'web-3')
+    assert.match(again, /10\.20\.0\.15/)
+  })
+})

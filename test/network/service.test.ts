@@ -172,7 +172,8 @@ for (const dialect of DIALECTS) {
       await rejects(tx((db) => svc.addServerSecurityGroup(db, { projectId: alice.projectId, serverId: s, group: web.id })), 'bad_request', /already associated/)
       await tx((db) => svc.removeServerSecurityGroup(db, { projectId: alice.projectId, serverId: s, group: 'web' }))
       await rejects(tx((db) => svc.removeServerSecurityGroup(db, { projectId: alice.projectId, serverId: s, group: 'web' })), 'bad_request', /not associated/)
-      await rejects(tx((db) => svc.addServerSecurityGroup(db, { projectId: alice.projectId, serverId: s, group: 'missing' })), 'bad_request')
+      await rejects(tx((db) => svc.addServerSecurityGroup(db, { projectId: alice.projectId, serverId: s, group: 'missing' })), 'not_found', /missing/)
+      await rejects(tx((db) => svc.addServerSecurityGroup(db, { projectId: alice.projectId, serverId: randomUUID(), group: 'web' })), 'not_found', /any ports/)
 
       await tx((db) => svc.detachInterface(db, { serverId: s, portId: attached.id }))
       await rejects(tx((db) => svc.detachInterface(db, { serverId: s, portId: attached.id })), 'not_found')

@@ -16,6 +16,8 @@ import type { ImageLookup } from './images.js'
 import { generatePassword } from './server-create.js'
 import { checkMetadataQuota, quotaExceeded, quotaLimits, serverUsage } from './quotas.js'
 import { parseFlavor } from './server-model.js'
+import type { NetworkService } from '../network/service.js'
+import { changeServerSecurityGroup } from './server-network.js'
 
 export interface ActionCaller {
   admin: boolean
@@ -41,6 +43,8 @@ export interface ActionDeps {
   hostUp: (hostname: string) => Promise<boolean | undefined>
   /** The guest's console log from its hypervisor; undefined when the host or the guest cannot be reached. */
   consoleOutput: (serverId: string, lines?: number) => Promise<string | undefined>
+  /** Security groups live on the server's ports. */
+  network: NetworkService
 }
 
 /** Maps the body key (and reboot's type) to the table entry. */
@@ -127,19 +131,10 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       await recordAction(db, row, 'trigger_crash_dump', requestId, caller, true)
       return { status: 202 }
     case 'addSecurityGroup':
-    case 'removeSecurityGroup': {
-      const name = v.name as string
-      const groups = JSON.parse(row.security_groups) as string[]
-      let next: string[]
-      if (action === 'addSecurityGroup') next = groups.includes(name) ? groups : [...groups, name]
-      else {
-        if (!groups.includes(name)) throw badRequest(`Security group ${name} not associated with the instance ${row.id}`)
-        next = groups.filter((g) => g !== name)
-      }
-      await db.updateTable('servers').set({ security_groups: JSON.stringify(next), updated_at: Date.now() }).where('id', '=', row.id).execute()
+    case 'removeSecurityGroup':
+      await changeServerSecurityGroup(deps.network, db, row, action, v.name as string)
       await recordAction(db, row, action, requestId, caller, true)
       return { status: 202 }
-    }
     case 'resize': {
       const flavor = await requireFlavorForServer(db, v.flavorRef as string, row.project_id, caller.admin)
       const current = parseFlavor(row.flavor)

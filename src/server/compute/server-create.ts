@@ -1,7 +1,7 @@
 /**
  * POST /servers after schema validation: the rules the schema cannot say (compute-api.md §4), then one
- * transaction that writes the servers (vm_state building, task_state scheduling), their tags, group
- * membership and `create` instance actions, and enqueues one compute.build task.
+ * transaction that writes the servers (vm_state building, task_state scheduling), their ports
+ * (server-network.ts), tags, group membership and `create` instance actions, and enqueues one compute.build task.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
@@ -15,6 +15,8 @@ import { COMPUTE_TASK_KINDS, type BuildTaskPayload } from './tasks.js'
 import { flavorSnapshot, requireFlavorForServer } from './flavors.js'
 import type { BootImage, ImageLookup } from './images.js'
 import { checkMetadataQuota, checkServerQuota, quotaLimits } from './quotas.js'
+import type { NetworkService } from '../network/service.js'
+import { allocateServerNetworks, networkRequest } from './server-network.js'
 
 export interface CreateCaller {
   admin: boolean
@@ -89,6 +91,8 @@ export interface CreateStore {
   db: Db
   /** PostgreSQL: serialise display_id allocation with a transaction-scoped advisory lock. */
   advisoryLocks: boolean
+  /** Allocates the servers' ports in the create transaction. */
+  network: NetworkService
 }
 
 /** Any constant shared by every pcc process: the advisory lock that serialises display_id allocation. */
@@ -175,7 +179,7 @@ export async function createServers(store: CreateStore, queue: TaskQueue, images
   const snapshot = JSON.stringify(flavorSnapshot(flavor))
   const name = s.name as string
   const description = api.has('description') ? ((s.description as string | null | undefined) ?? null) : name
-  const networks = s.networks === undefined || (Array.isArray(s.networks) && s.networks.length === 0) ? 'auto' : s.networks
+  const networks = networkRequest(s.networks, maxCount)
 
   for (let attempt = 0; ; attempt++) {
     try {
@@ -239,6 +243,7 @@ export async function createServers(store: CreateStore, queue: TaskQueue, images
           servers.push(row)
         }
         await tx.insertInto('servers').values(servers).execute()
+        await allocateServerNetworks(store.network, tx, servers, { projectId: caller.projectId, request: networks, securityGroups, admin: caller.admin })
         if (tags.length) await tx.insertInto('server_tags').values(servers.flatMap((r) => tags.map((tag) => ({ server_id: r.id, tag })))).execute()
         if (groupId) await tx.insertInto('server_group_members').values(servers.map((r) => ({ group_id: groupId, server_id: r.id }))).execute()
         await tx

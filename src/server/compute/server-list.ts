@@ -1,7 +1,8 @@
 /**
  * GET /servers and /servers/detail: query parameters → one SQL query with Nova's semantics (compute-api.md §3).
- * Scope, state, exact and tag filters run in SQL; regular-expression filters (name, hostname…), flavor and ip
- * run in JS over rows streamed from SQL in sort order, so paging stays exact. Paging is keyset on the sort
+ * Scope, state, exact and tag filters run in SQL; regular-expression filters (name, hostname…) and flavor
+ * run in JS over rows streamed from SQL in sort order, so paging stays exact. `ip`/`ip6` are resolved to
+ * server ids by the network service (Nova's regex over fixed addresses) before the query runs. Paging is keyset on the sort
  * expressions (created_at and id always appended), so a page costs the same at any depth.
  */
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
@@ -71,7 +72,17 @@ interface Plan {
   limit: number
   marker?: string
   passthrough: [string, string][]
+  /** `ip` / `ip6` filters: regular expressions over the servers' fixed addresses. */
+  ips: { pattern: string; version: 4 | 6 }[]
+  /** The project the list is scoped to (undefined with all_tenants). */
+  scopeProject?: string
 }
+
+/** Resolves `ip`/`ip6` filters to the ids of the servers they match. */
+export type IpResolver = (filters: Plan['ips'], projectId?: string) => Promise<Set<string>>
+
+/** Above this many matches the ip filter checks rows in JS instead of an IN (…) list. */
+const IP_IDS_IN_SQL = 500
 
 /** Validates the query and builds the plan; throws 400/403 as Nova does. */
 export function planServerList(query: Query, caller: ListCaller, api: ApiVersion, maxLimit: number): Plan {
@@ -175,12 +186,13 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
     post.push((row) => (JSON.parse(row.flavor) as { id: string }).id === flavor)
   }
 
-  // Addresses come from the network service; until it is wired, servers have none and ip filters match nothing.
-  for (const name of ['ip', 'ip6'] as const) {
+  // Addresses belong to the network service: listServers resolves these through it.
+  const ips: Plan['ips'] = []
+  for (const [name, version] of [['ip', 4], ['ip6', 6]] as const) {
     const raw = single(query[name])
     if (raw !== undefined && usable(name, SERVER_LIST_PARAMS[name])) {
       regexOf(name, raw)
-      post.push(() => false)
+      ips.push({ pattern: raw, version })
     }
   }
 
@@ -232,7 +244,7 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
     .filter((k) => k !== 'marker')
     .sort()
     .map((k) => [k, single(query[k]) ?? ''])
-  return { conds, post, order, limit, marker, passthrough }
+  return { conds, post, order, limit, marker, passthrough, ips, scopeProject: allTenants ? undefined : caller.projectId }
 }
 
 function sortExpr(column: string, nullAs?: string | number): Expression<unknown> {
@@ -256,8 +268,14 @@ function after(plan: Plan, row: ServerTable): Cond {
  * Runs the plan. `columns` limits what is read (the summary view needs only id and name); rows then carry only
  * those columns plus the sort columns. Post-filters always read whole rows.
  */
-export async function listServers(db: Db, plan: Plan, columns?: (keyof ServerTable)[]): Promise<ListResult> {
+export async function listServers(db: Db, plan: Plan, columns?: (keyof ServerTable)[], resolveIps?: IpResolver): Promise<ListResult> {
   if (plan.limit === 0) return { rows: [] }
+  if (plan.ips.length) {
+    if (!resolveIps) throw new Error('ip filters need the network service')
+    const ids = await resolveIps(plan.ips, plan.scopeProject)
+    if (ids.size === 0) return { rows: [] }
+    plan = ids.size <= IP_IDS_IN_SQL ? { ...plan, conds: [...plan.conds, (eb) => eb('id', 'in', [...ids])] } : { ...plan, post: [...plan.post, (row) => ids.has(row.id)] }
+  }
   let cursor: ServerTable | undefined
   if (plan.marker !== undefined) {
     cursor = await db.selectFrom('servers').selectAll().where('id', '=', plan.marker).executeTakeFirst()

@@ -1,6 +1,6 @@
 /**
- * Rows → ServerModel (what the server field table reads). Tags, faults, server groups and host states are
- * loaded for a whole page at once (one query each), never per server.
+ * Rows → ServerModel (what the server field table reads). Tags, faults, server groups, host states, addresses
+ * and security groups are loaded for a whole page at once (one query each), never per server.
  */
 import { createHash } from 'node:crypto'
 import type { ServerModel } from '../../contracts/compute/server.fields.js'
@@ -8,6 +8,8 @@ import type { FlavorSnapshot, ServerTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
 import { serverStatus } from './server-states.js'
 import { hostStatus } from '../hosts/host-status.js'
+import type { NetworkService } from '../network/service.js'
+import { loadNetworkViews, type NetworkViews } from './server-network.js'
 
 export interface ModelContext {
   admin: boolean
@@ -17,6 +19,8 @@ export interface ModelContext {
   needs: { tags: boolean; groups: boolean; hostStatus: boolean }
   /** A host whose heartbeat is older than this is DOWN (the conductor's setting). */
   hostDownAfterMs: number
+  /** Addresses and security groups come from the servers' ports. */
+  network: NetworkService
 }
 
 export function instanceName(displayId: number): string {
@@ -43,7 +47,8 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
   const faults = new Map<string, { code: number; message: string; details: string; created_at: number }>()
   const groups = new Map<string, string[]>()
   const hostStates = new Map<string, string>()
-  const loads: Promise<void>[] = []
+  let net: NetworkViews = { addresses: new Map(), securityGroups: new Map() }
+  const loads: Promise<void>[] = [loadNetworkViews(ctx.network, db, rows).then((v) => void (net = v))]
   if (ctx.needs.tags) {
     loads.push(
       chunked(ids, async (part) => {
@@ -121,7 +126,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       image: r.image_id ? { id: r.image_id, links: [{ rel: 'bookmark', href: `${base}/images/${r.image_id}` }] } : null,
       flavor: flavorEntry.model,
       flavorLinks: flavorEntry.links,
-      addresses: {},
+      addresses: net.addresses.get(r.id) ?? {},
       metadata: (r.metadata === '{}' ? {} : JSON.parse(r.metadata)) as Record<string, string>,
       accessIPv4: r.access_ip_v4,
       accessIPv6: r.access_ip_v6,
@@ -135,7 +140,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       launchedAt: r.launched_at,
       terminatedAt: r.terminated_at,
       volumesAttached: bdms.filter((b) => b.destination_type === 'volume' && b.uuid && b.source_type === 'volume').map((b) => ({ id: b.uuid!, deleteOnTermination: !!b.delete_on_termination })),
-      securityGroups: JSON.parse(r.security_groups) as string[],
+      securityGroups: net.securityGroups.get(r.id) ?? [],
       progress: r.progress,
       fault: fault ? { code: fault.code, created: fault.created_at, message: fault.message, details: ctx.admin || fault.code !== 500 ? fault.details : undefined } : null,
       host: r.host,

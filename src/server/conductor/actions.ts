@@ -13,6 +13,7 @@ import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
 import { driverFor, guestSpec, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
 import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
+import { bindServerNetwork } from '../compute/server-network.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
 const EVENTS: Partial<Record<ServerActionName, string>> = {
@@ -345,6 +346,8 @@ export async function runAction(ctx: ConductorContext, payload: ActionTaskPayloa
     // The final state, the event and the action's finish commit together: whoever sees the server idle sees the action done.
     await db.transaction().execute(async (tx) => {
       if (!(await moveServer(tx, run.server.id, { taskStates: chain }, { ...outcome, vm_state: vmState, task_state: null, power_state: power }))) return
+      // The ports follow the server to its new host (or are unbound when it left every host).
+      if (outcome.host !== undefined || payload.action === 'unshelve') await bindServerNetwork(ctx.store, tx, run.server.id, (outcome.host !== undefined ? outcome.host : run.server.host) ?? '')
       await finishEvent(tx, eventId, 'Success')
       await finishAction(tx, actionId)
     })

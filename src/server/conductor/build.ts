@@ -13,6 +13,7 @@ import { NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
 import type { ServerTable } from '../storage/tables/compute.js'
 import { driverFor, guestSpec, loadServer, moveServer, type ConductorContext } from './context.js'
 import { eventId, findActions, finishAction, finishEvent, recordFault, startEvents } from './records.js'
+import { bindServerNetwork } from '../compute/server-network.js'
 
 const SCHEDULE_EVENT = 'conductor_schedule_and_build_instances'
 const BUILD_EVENT = 'compute__do_build_and_run_instance'
@@ -45,6 +46,7 @@ export async function runBuild(ctx: ConductorContext, payload: BuildTaskPayload,
           { host_id: host.id, host: host.hostname, node: host.hostname, availability_zone: host.availabilityZone, task_state: null },
         )
         if (!ok) throw new PlacementVoid(spec.serverId)
+        await bindServerNetwork(ctx.store, tx, spec.serverId, host.hostname)
         const actionId = actions.get(spec.serverId)
         if (actionId) await finishEvent(tx, eventId(actionId, SCHEDULE_EVENT), 'Success')
       })

@@ -1,7 +1,7 @@
 /**
  * compute.delete: takes the guest down on its host (skipped when the host is unreachable: Nova's local
- * delete), then in one transaction marks the server deleted, gives its claims back and removes it from its
- * server group. The server row update comes first so that a claim racing with the delete either commits
+ * delete), then in one transaction marks the server deleted, gives its claims back, releases its ports and
+ * removes it from its server group. The server row update comes first so that a claim racing with the delete either commits
  * before it (and is released here) or sees the row deleted and rolls back.
  */
 import { POWER } from '../compute/server-states.js'
@@ -12,6 +12,7 @@ import { releaseAll } from '../scheduler/claims.js'
 import type { Db } from '../storage/store.js'
 import { loadServer, moveServer, type ConductorContext } from './context.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
+import { releaseServerNetwork } from '../compute/server-network.js'
 
 const DELETE_EVENT = 'compute_terminate_instance'
 
@@ -59,6 +60,7 @@ export async function markDeleted(ctx: ConductorContext, serverId: string, alsoI
       .where('deleted', '=', 0)
       .execute()
     await releaseAll(tx, serverId)
+    await releaseServerNetwork(ctx.store, tx, serverId)
     await tx.deleteFrom('server_group_members').where('server_id', '=', serverId).execute()
   })
 }

@@ -3,14 +3,17 @@
  * in a transaction (the caller's, for the compute methods, so a server and its ports commit together).
  *
  * Compute-facing methods (allocateServerPorts … removeServerSecurityGroup) raise AppErrors in Nova's terms,
- * without a Neutron `type`, so the compute family renders them as Nova faults: an unknown network, port or
- * security group is 400 (as Nova answers on server create), a port already bound 409, a requested fixed IP in
- * use 400, the project's port quota 403, an exhausted subnet 409. Ports the service creates for a server have
- * device_owner `compute:nova` and are deleted with the server; ports the user passed in are only unbound.
+ * without a Neutron `type`, so the compute family renders them as Nova faults. Nova answers the same Neutron
+ * failure differently per operation (NOVA_ERRORS): on server create an unknown network, port or security group
+ * is 400, a port already bound 409, a requested fixed IP in use 400, the port quota 403, an exhausted subnet
+ * 409; on os-interface attach an unknown network or port is 404, a fixed IP in use 409, an exhausted subnet or
+ * an ambiguous network 400; on the security-group actions an unknown group is 404. Ports the service creates
+ * for a server have device_owner `compute:nova` and are deleted with the server; ports the user passed in are
+ * only unbound (their floating IPs stay associated with them, as in Neutron).
  */
 import { AppError } from '../../contracts/errors.js'
 import type { Db, Store } from '../storage/store.js'
-import type { NetworkTable, PortTable } from '../storage/schema.js'
+import type { NetworkTable, PortTable, SecurityGroupRuleTable, SecurityGroupTable } from '../storage/schema.js'
 import type { Principal } from '../auth/principal.js'
 import { actorOf, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
@@ -18,9 +21,10 @@ import { isUniqueViolation } from './ipam.js'
 import { parseIp } from './ip.js'
 import { autoAllocatedNetwork } from './auto-allocate.js'
 import { insertPort, removePort } from './ports.js'
-import { fixedIpsByPort, lockNetwork } from './queries.js'
+import { fixedIpsByPort, lockNetwork, rulesByGroup } from './queries.js'
+import { chunks } from './context.js'
 import { resolveSecurityGroups } from './security-groups.js'
-import type { FixedIp } from './views.js'
+import { portStatus, type FixedIp } from './views.js'
 
 export const COMPUTE_OWNER = 'compute:nova'
 
@@ -44,6 +48,8 @@ export interface ServerPort {
   networkName: string
   macAddress: string
   fixedIps: FixedIp[]
+  /** Neutron's port status (ACTIVE while bound and up). */
+  status: string
   /** Whether the service created the port for the server (deleted with it) or the user passed it in. */
   autoDelete: boolean
 }
@@ -61,14 +67,34 @@ function retryable(err: unknown): boolean {
   return isUniqueViolation(err) || code === '40P01' || code === '40001' || code === 'SQLITE_BUSY'
 }
 
+/** The compute operations whose errors Nova words differently. */
+export type ComputeOperation = 'create' | 'attach' | 'securityGroup'
+
+type NovaCode = 'bad_request' | 'not_found' | 'conflict' | 'forbidden'
+
+/** Neutron's failure → the status Nova answers with, per operation (nova/api/openstack/compute/*.py). */
+const NOVA_ERRORS: Record<ComputeOperation, { notFound: NovaCode; ipInUse: NovaCode; exhausted: NovaCode; ambiguous: NovaCode }> = {
+  create: { notFound: 'bad_request', ipInUse: 'bad_request', exhausted: 'conflict', ambiguous: 'conflict' },
+  attach: { notFound: 'not_found', ipInUse: 'conflict', exhausted: 'bad_request', ambiguous: 'bad_request' },
+  securityGroup: { notFound: 'not_found', ipInUse: 'conflict', exhausted: 'conflict', ambiguous: 'conflict' },
+}
+
 /** Neutron errors as Nova reports them on server create, attach and security-group actions. */
-function asComputeError(err: unknown): unknown {
+function asComputeError(err: unknown, op: ComputeOperation): unknown {
   if (!(err instanceof AppError) || !err.options.type) return err
   const type = err.options.type
+  const codes = NOVA_ERRORS[op]
   if (type === 'OverQuota') return new AppError('forbidden', 'Maximum number of ports exceeded.')
-  if (type === 'IpAddressAlreadyAllocated' || type === 'IpAddressInUse') return new AppError('bad_request', `Fixed IP address is already in use: ${err.message}`)
-  if (err.code === 'not_found') return new AppError('bad_request', err.message)
+  if (type === 'IpAddressAlreadyAllocated' || type === 'IpAddressInUse') return new AppError(codes.ipInUse, `Fixed IP address is already in use: ${err.message}`)
+  if (type === 'IpAddressGenerationFailure') return new AppError(codes.exhausted, err.message)
+  if (type === 'NetworkAmbiguous') return new AppError(codes.ambiguous, err.message)
+  if (err.code === 'not_found') return new AppError(codes.notFound, err.message)
   return new AppError(err.code, err.message)
+}
+
+/** Nova's answer to a security-group action on a server without ports. */
+function noPorts(serverId: string): AppError {
+  return new AppError('not_found', `instance_id ${serverId} could not be found as device id on any ports`)
 }
 
 export class NetworkService {
@@ -91,11 +117,11 @@ export class NetworkService {
     }
   }
 
-  private async compute<T>(fn: () => Promise<T>): Promise<T> {
+  private async compute<T>(fn: () => Promise<T>, op: ComputeOperation = 'create'): Promise<T> {
     try {
       return await fn()
     } catch (err) {
-      throw asComputeError(err)
+      throw asComputeError(err, op)
     }
   }
 
@@ -147,6 +173,19 @@ export class NetworkService {
     })
   }
 
+  /** Records the host a server was scheduled to on its ports (Neutron's binding:host_id); '' unbinds. */
+  async bindServerPorts(tx: Db, serverId: string, hostId: string): Promise<void> {
+    await tx.updateTable('ports').set({ binding_host_id: hostId, updated_at: Date.now() }).where('device_id', '=', serverId).where('device_owner', 'like', 'compute:%').execute()
+  }
+
+  /** Checks that the named security groups exist in the project (Nova does so even for a server without ports). */
+  validateSecurityGroups(tx: Db, projectId: string, refs: string[]): Promise<void> {
+    return this.compute(async () => {
+      const named = refs.filter((r) => r !== 'default')
+      if (named.length) await resolveSecurityGroups(this.ctx(tx), projectId, named)
+    })
+  }
+
   /** The server's ports, in the order they were attached. */
   async serverPorts(serverId: string, db: Db = this.store.db): Promise<ServerPort[]> {
     const ports = await db.selectFrom('ports').selectAll().where('device_id', '=', serverId).where('device_owner', 'like', 'compute:%').orderBy('created_at').orderBy('id').execute()
@@ -159,7 +198,13 @@ export class NetworkService {
    */
   async serverAddresses(serverIds: string[], db: Db = this.store.db): Promise<Map<string, Record<string, NetworkAddress[]>>> {
     const out = new Map<string, Record<string, NetworkAddress[]>>(serverIds.map((id) => [id, {}]))
-    if (serverIds.length === 0) return out
+    for (const part of chunks(serverIds)) {
+      if (part.length > 0) await this.addressesOf(db, part, out)
+    }
+    return out
+  }
+
+  private async addressesOf(db: Db, serverIds: string[], out: Map<string, Record<string, NetworkAddress[]>>): Promise<void> {
     const ports = await db
       .selectFrom('ports')
       .innerJoin('networks', 'networks.id', 'ports.network_id')
@@ -169,21 +214,24 @@ export class NetworkService {
       .orderBy('ports.created_at')
       .orderBy('ports.id')
       .execute()
-    if (ports.length === 0) return out
-    const ips = await fixedIpsByPort(db, ports.map((p) => p.id))
-    const fips = await db.selectFrom('floating_ips').select(['fixed_port_id', 'fixed_ip_address', 'floating_ip_address']).where('fixed_port_id', 'in', ports.map((p) => p.id)).orderBy('created_at').execute()
+    if (ports.length === 0) return
+    const portIds = ports.map((p) => p.id)
+    const floating = (ids: string[]) => db.selectFrom('floating_ips').select(['fixed_port_id', 'fixed_ip_address', 'floating_ip_address']).where('fixed_port_id', 'in', ids).orderBy('created_at').execute()
+    const [ips, fipRows] = await Promise.all([fixedIpsByPort(db, portIds), Promise.all(chunks(portIds).map(floating)).then((parts) => parts.flat())])
+    const fips = new Map<string, string[]>()
+    for (const f of fipRows) {
+      const key = `${f.fixed_port_id}|${f.fixed_ip_address}`
+      fips.set(key, [...(fips.get(key) ?? []), f.floating_ip_address])
+    }
     for (const port of ports) {
       const addresses = out.get(port.device_id)!
       const list = (addresses[port.network_name] ??= [])
+      const mac = port.mac_address
       for (const ip of ips.get(port.id) ?? []) {
-        const version = parseIp(ip.ip_address)!.version
-        list.push({ addr: ip.ip_address, version, 'OS-EXT-IPS:type': 'fixed', 'OS-EXT-IPS-MAC:mac_addr': port.mac_address })
-        for (const f of fips.filter((f) => f.fixed_port_id === port.id && f.fixed_ip_address === ip.ip_address)) {
-          list.push({ addr: f.floating_ip_address, version: 4, 'OS-EXT-IPS:type': 'floating', 'OS-EXT-IPS-MAC:mac_addr': port.mac_address })
-        }
+        list.push({ addr: ip.ip_address, version: parseIp(ip.ip_address)!.version, 'OS-EXT-IPS:type': 'fixed', 'OS-EXT-IPS-MAC:mac_addr': mac })
+        for (const floating of fips.get(`${port.id}|${ip.ip_address}`) ?? []) list.push({ addr: floating, version: 4, 'OS-EXT-IPS:type': 'floating', 'OS-EXT-IPS-MAC:mac_addr': mac })
       }
     }
-    return out
   }
 
   /**
@@ -230,7 +278,7 @@ export class NetworkService {
         auto_delete: true,
       })
       return (await this.describe(ctx, [port]))[0]
-    })
+    }, 'attach')
   }
 
   /** os-interface detach: 404 when the port is not attached to the server. */
@@ -240,26 +288,48 @@ export class NetworkService {
       const port = await ctx.db.selectFrom('ports').selectAll().where('id', '=', req.portId).where('device_id', '=', req.serverId).executeTakeFirst()
       if (!port || !port.device_owner.startsWith('compute:')) throw new AppError('not_found', `Port ${req.portId} is not attached to server ${req.serverId}.`)
       await this.detach(ctx, port)
-    })
+    }, 'attach')
   }
 
   /** Names of the security groups on each server's ports (Nova's `security_groups`), unique and sorted. */
   async serverSecurityGroups(serverIds: string[], db: Db = this.store.db): Promise<Map<string, { name: string }[]>> {
-    const out = new Map<string, { name: string }[]>(serverIds.map((id) => [id, []]))
-    if (serverIds.length === 0) return out
+    const names = new Map<string, Set<string>>(serverIds.map((id) => [id, new Set()]))
+    for (const part of chunks(serverIds)) {
+      if (part.length === 0) continue
+      const rows = await db
+        .selectFrom('ports')
+        .innerJoin('port_security_groups', 'port_security_groups.port_id', 'ports.id')
+        .innerJoin('security_groups', 'security_groups.id', 'port_security_groups.security_group_id')
+        .select(['ports.device_id', 'security_groups.name'])
+        .where('ports.device_id', 'in', part)
+        .where('ports.device_owner', 'like', 'compute:%')
+        .execute()
+      for (const r of rows) names.get(r.device_id)?.add(r.name)
+    }
+    return new Map([...names].map(([id, set]) => [id, [...set].sort().map((name) => ({ name }))]))
+  }
+
+  /**
+   * The security groups on a server's ports with their rules and the groups those rules name, for Nova's
+   * GET /servers/{id}/os-security-groups; groups in the order of the server's ports.
+   */
+  async serverSecurityGroupDetails(serverId: string, db: Db = this.store.db): Promise<{ groups: SecurityGroupTable[]; rules: Map<string, SecurityGroupRuleTable[]>; remotes: Map<string, SecurityGroupTable> }> {
     const rows = await db
       .selectFrom('ports')
       .innerJoin('port_security_groups', 'port_security_groups.port_id', 'ports.id')
       .innerJoin('security_groups', 'security_groups.id', 'port_security_groups.security_group_id')
-      .select(['ports.device_id', 'security_groups.name'])
-      .where('ports.device_id', 'in', serverIds)
+      .selectAll('security_groups')
+      .where('ports.device_id', '=', serverId)
       .where('ports.device_owner', 'like', 'compute:%')
+      .orderBy('ports.created_at')
+      .orderBy('ports.id')
+      .orderBy('security_groups.name')
       .execute()
-    for (const id of serverIds) {
-      const names = [...new Set(rows.filter((r) => r.device_id === id).map((r) => r.name))].sort()
-      out.set(id, names.map((name) => ({ name })))
-    }
-    return out
+    const groups = [...new Map(rows.map((g) => [g.id, g])).values()]
+    const rules = await rulesByGroup(db, groups.map((g) => g.id))
+    const remoteIds = [...new Set([...rules.values()].flat().map((r) => r.remote_group_id).filter((id): id is string => !!id))]
+    const remoteRows = remoteIds.length ? await db.selectFrom('security_groups').selectAll().where('id', 'in', remoteIds).execute() : []
+    return { groups, rules, remotes: new Map(remoteRows.map((g) => [g.id, g])) }
   }
 
   /** Nova's addSecurityGroup action: the group (name or id) on every port of the server. */
@@ -268,13 +338,15 @@ export class NetworkService {
       const ctx = this.ctx(tx)
       const [groupId] = await resolveSecurityGroups(ctx, req.projectId, [req.group])
       const ports = await this.serverPortRows(ctx, req.serverId)
-      const has = await ctx.db.selectFrom('port_security_groups').select('port_id').where('security_group_id', '=', groupId).where('port_id', 'in', ports.length ? ports.map((p) => p.id) : ['']).execute()
-      if (ports.length > 0 && has.length === ports.length) throw new AppError('bad_request', `Security group ${req.group} is already associated with the instance ${req.serverId}`)
+      if (ports.length === 0) throw noPorts(req.serverId)
+      if (ports.some((p) => p.port_security_enabled !== 1)) throw new AppError('bad_request', 'Network requires port_security_enabled and subnet associated in order to apply security groups.')
+      const has = await ctx.db.selectFrom('port_security_groups').select('port_id').where('security_group_id', '=', groupId).where('port_id', 'in', ports.map((p) => p.id)).execute()
+      if (has.length === ports.length) throw new AppError('bad_request', `Security group ${req.group} is already associated with the instance ${req.serverId}`)
       for (const port of ports) {
-        if (port.port_security_enabled !== 1 || has.some((h) => h.port_id === port.id)) continue
+        if (has.some((h) => h.port_id === port.id)) continue
         await ctx.db.insertInto('port_security_groups').values({ port_id: port.id, security_group_id: groupId }).execute()
       }
-    })
+    }, 'securityGroup')
   }
 
   /** Nova's removeSecurityGroup action. */
@@ -283,11 +355,12 @@ export class NetworkService {
       const ctx = this.ctx(tx)
       const [groupId] = await resolveSecurityGroups(ctx, req.projectId, [req.group])
       const ports = await this.serverPortRows(ctx, req.serverId)
-      const ids = ports.length ? ports.map((p) => p.id) : ['']
+      if (ports.length === 0) throw noPorts(req.serverId)
+      const ids = ports.map((p) => p.id)
       const has = await ctx.db.selectFrom('port_security_groups').select('port_id').where('security_group_id', '=', groupId).where('port_id', 'in', ids).execute()
       if (has.length === 0) throw new AppError('bad_request', `Security group ${req.group} not associated with the instance ${req.serverId}`)
       await ctx.db.deleteFrom('port_security_groups').where('security_group_id', '=', groupId).where('port_id', 'in', ids).execute()
-    })
+    }, 'securityGroup')
   }
 
   // ---- internals ----
@@ -307,7 +380,7 @@ export class NetworkService {
   private async bindPort(ctx: NetCtx, projectId: string, serverId: string, portId: string, hostId: string | undefined): Promise<PortTable> {
     const port = await ctx.db.selectFrom('ports').selectAll().where('id', '=', portId).executeTakeFirst()
     if (!port || port.project_id !== projectId) throw neutron.portNotFound(portId)
-    if (port.device_id !== '' && port.device_id !== serverId) throw new AppError('conflict', `Port ${portId} is still in use.`)
+    if (port.device_id !== '') throw new AppError('conflict', `Port ${portId} is still in use.`)
     const changes = { device_id: serverId, device_owner: COMPUTE_OWNER, binding_host_id: hostId ?? port.binding_host_id, updated_at: ctx.now }
     await ctx.db.updateTable('ports').set(changes).where('id', '=', portId).execute()
     return { ...port, ...changes }
@@ -334,7 +407,7 @@ export class NetworkService {
       .where((eb) => eb.or([eb('project_id', '=', projectId), eb('shared', '=', 1)]))
       .execute()
     if (candidates.length === 1) return candidates[0]
-    if (candidates.length > 1) throw new AppError('conflict', 'Multiple possible networks found, use a Network ID to be more specific.')
+    if (candidates.length > 1) throw neutron.conflict('NetworkAmbiguous', 'Multiple possible networks found, use a Network ID to be more specific.')
     return autoAllocatedNetwork(ctx, projectId)
   }
 
@@ -348,6 +421,7 @@ export class NetworkService {
       networkName: nets.find((n) => n.id === p.network_id)?.name ?? '',
       macAddress: p.mac_address,
       fixedIps: ips.get(p.id) ?? [],
+      status: portStatus(p),
       autoDelete: p.auto_delete === 1,
     }))
   }

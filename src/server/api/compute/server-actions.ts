@@ -26,6 +26,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       return isUp(h, Date.now(), deps.config.hostDownAfterSeconds * 1000)
     },
     consoleOutput: (serverId, lines) => deps.conductor.consoleOutput(serverId, lines),
+    network: deps.network,
   }
   return async (scope: FastifyInstance): Promise<void> => {
     scope.post<{ Params: { id: string } }>('/v2.1/servers/:id/action', async (request, reply) => {

@@ -8,6 +8,7 @@ import { acceptAnyImage, imageServiceLookup, type ImageServiceLike } from '../..
 import { serverRoutes as serversResource } from './servers.js'
 import { serverActionRoutes } from './server-actions.js'
 import { serverSubresourceRoutes } from './server-subresources.js'
+import { serverNetworkRoutes } from './server-network-routes.js'
 import { flavorRoutes } from './flavors.js'
 import { keypairRoutes } from './keypairs.js'
 import { availabilityZoneRoutes } from './availability-zones.js'
@@ -23,6 +24,7 @@ export function serverRoutes(deps: AppDeps) {
     await serversResource(withImages)(scope)
     await serverActionRoutes(withImages)(scope)
     await serverSubresourceRoutes(withImages)(scope)
+    await serverNetworkRoutes(withImages)(scope)
     await flavorRoutes(deps)(scope)
     await keypairRoutes(deps)(scope)
     await availabilityZoneRoutes(deps)(scope)

@@ -1,4 +1,4 @@
-/** /servers/{id}/metadata, /servers/{id}/tags (2.26+), /servers/{id}/ips. */
+/** /servers/{id}/metadata and /servers/{id}/tags (2.26+); /ips is with the other network routes (server-network-routes.ts). */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type as T } from '@sinclair/typebox'
 import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
@@ -135,16 +135,6 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       if (Number(result.numDeletedRows) === 0) throw notFound(`Tag ${request.params.tag} could not be found.`)
       await touch(row.id)
       return reply.code(204).send()
-    })
-
-    // Addresses: owned by the network service; none until it is wired in.
-    scope.get<P1>('/v2.1/servers/:id/ips', async (request) => {
-      await load(request, request.params.id, false)
-      return { addresses: {} }
-    })
-    scope.get<{ Params: { id: string; label: string } }>('/v2.1/servers/:id/ips/:label', async (request) => {
-      await load(request, request.params.id, false)
-      throw notFound(`Network ${request.params.label} could not be found.`)
     })
   }
 }

@@ -9,6 +9,7 @@ import type { ServerTable } from '../../storage/schema.js'
 import { listServers, planServerList, type Query } from '../../compute/server-list.js'
 import { bookmarkBase, serverModels } from '../../compute/server-model.js'
 import { createServers } from '../../compute/server-create.js'
+import { serversMatchingIps } from '../../compute/server-network.js'
 import { COMPUTE_TASK_KINDS, type DeleteTaskPayload } from '../../compute/tasks.js'
 import type { ImageLookup } from '../../compute/images.js'
 import { bodyObject, callerOf, can, must, validate } from './context.js'
@@ -35,6 +36,7 @@ export async function renderServers(deps: AppDeps, request: FastifyRequest, rows
     computeUrl: deps.urls.compute,
     needs: { tags: view !== 'summary' && request.api.has('serverTags'), groups: view !== 'summary' && view !== 'detail', hostStatus: view !== 'summary' && admin },
     hostDownAfterMs: deps.config.hostDownAfterSeconds * 1000,
+    network: deps.network,
   })
   const shape = projector(serverFields, { version, view, admin })
   return models.map((m) => shape(extra ? { ...m, ...extra } : m))
@@ -63,7 +65,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       const caller = callerOf(request)
       must(request, 'servers:index', { projectId: caller.projectId })
       const plan = planServerList(request.query as Query, caller, request.api, deps.config.computeMaxLimit)
-      const result = await listServers(db, plan, view === 'summary' ? ['id', 'name'] : undefined)
+      const result = await listServers(db, plan, view === 'summary' ? ['id', 'name'] : undefined, (filters, projectId) => serversMatchingIps(deps.network, filters, projectId))
       const servers = view === 'summary' ? renderSummaries(deps, request, result.rows) : await renderServers(deps, request, result.rows, view)
       const body: Record<string, unknown> = { servers }
       if (result.next) body.servers_links = [{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }]
@@ -85,7 +87,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       validate('server', request, createBodySchema, body)
       must(request, 'servers:create', { projectId: caller.projectId })
       const result = await createServers(
-        { db, advisoryLocks: deps.store.capabilities.advisoryLocks },
+        { db, advisoryLocks: deps.store.capabilities.advisoryLocks, network: deps.network },
         deps.queue,
         deps.imageLookup,
         request.api,

@@ -1,0 +1,67 @@
+/**
+ * A server's networking sub-resources: /servers/{id}/ips (and /ips/{network}), /os-interface (list, show,
+ * attach, detach) and /os-security-groups. Thin: the rules are in src/server/compute/server-network.ts.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { badRequest, notFound } from '../../../contracts/errors.js'
+import { interfaceAttachBody } from '../../../contracts/compute/server-interface.params.js'
+import type { ComputeOperation } from '../../policy/compute.policy.js'
+import { attachInterface, attachmentView, detachInterface, serverIps, serverSecurityGroupsView } from '../../compute/server-network.js'
+import type { ServerRouteDeps } from './servers.js'
+import { visibleServer } from './servers.js'
+import { bodyObject, callerOf, must, validate } from './context.js'
+
+type P1 = { Params: { id: string } }
+type P2 = { Params: { id: string; sub: string } }
+
+export function serverNetworkRoutes(deps: ServerRouteDeps) {
+  const load = async (request: FastifyRequest, id: string, op: ComputeOperation) => {
+    const row = await visibleServer(deps, request, id)
+    must(request, op, { projectId: row.project_id })
+    return row
+  }
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.get<P1>('/v2.1/servers/:id/ips', async (request) => {
+      const row = await load(request, request.params.id, 'servers:ips')
+      return { addresses: await serverIps(deps.network, row.id) }
+    })
+    scope.get<P2>('/v2.1/servers/:id/ips/:sub', async (request) => {
+      const row = await load(request, request.params.id, 'servers:ips')
+      const addresses = await serverIps(deps.network, row.id)
+      const label = request.params.sub
+      if (!Object.hasOwn(addresses, label)) throw notFound('Instance is not a member of specified network')
+      return { [label]: addresses[label] }
+    })
+
+    scope.get<P1>('/v2.1/servers/:id/os-interface', async (request) => {
+      const row = await load(request, request.params.id, 'servers:interfaces:list')
+      const ports = await deps.network.serverPorts(row.id)
+      return { interfaceAttachments: ports.map((p) => attachmentView(p, request.api.has('interfaceTags'))) }
+    })
+    scope.get<P2>('/v2.1/servers/:id/os-interface/:sub', async (request) => {
+      const row = await load(request, request.params.id, 'servers:interfaces:list')
+      const port = (await deps.network.serverPorts(row.id)).find((p) => p.id === request.params.sub)
+      if (!port) throw notFound(`Instance ${row.id} does not have a port with id ${request.params.sub}`)
+      return { interfaceAttachment: attachmentView(port, request.api.has('interfaceTags')) }
+    })
+    scope.post<P1>('/v2.1/servers/:id/os-interface', async (request) => {
+      const body = request.body === undefined || request.body === null ? {} : bodyObject(request)
+      validate('interfaceAttachment', request, interfaceAttachBody, body)
+      const row = await load(request, request.params.id, 'servers:interfaces:create')
+      const a = (body.interfaceAttachment ?? {}) as { net_id?: string; port_id?: string; fixed_ips?: { ip_address: string }[]; tag?: string }
+      if (a.tag !== undefined) throw badRequest('Tagged network interface attach is not supported by this compute service.')
+      const port = await attachInterface(deps.network, deps.store.db, row, { netId: a.net_id, portId: a.port_id, fixedIp: a.fixed_ips?.[0]?.ip_address }, callerOf(request), request.id)
+      return { interfaceAttachment: attachmentView(port, request.api.has('interfaceTags')) }
+    })
+    scope.delete<P2>('/v2.1/servers/:id/os-interface/:sub', async (request, reply) => {
+      const row = await load(request, request.params.id, 'servers:interfaces:delete')
+      await detachInterface(deps.network, deps.store.db, row, request.params.sub, callerOf(request), request.id)
+      return reply.code(202).send()
+    })
+
+    scope.get<P1>('/v2.1/servers/:id/os-security-groups', async (request) => {
+      const row = await load(request, request.params.id, 'servers:security_groups:list')
+      return { security_groups: await serverSecurityGroupsView(deps.network, row.id) }
+    })
+  }
+}
