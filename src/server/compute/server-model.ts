@@ -1,6 +1,6 @@
 /**
- * Rows → ServerModel (what the server field table reads). Tags, faults, server groups and host states are
- * loaded for a whole page at once (one query each), never per server.
+ * Rows → ServerModel (what the server field table reads). Tags, faults, server groups, attached volumes and host
+ * states are loaded for a whole page at once (one query each), never per server.
  */
 import { createHash } from 'node:crypto'
 import type { ServerModel } from '../../contracts/compute/server.fields.js'
@@ -8,6 +8,7 @@ import type { FlavorSnapshot, ServerTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
 import { serverStatus } from './server-states.js'
 import { hostStatus } from '../hosts/host-status.js'
+import { volumesAttachedOf } from './block-devices.js'
 
 export interface ModelContext {
   admin: boolean
@@ -73,6 +74,8 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       }),
     )
   }
+  let volumes = new Map<string, { id: string; deleteOnTermination: boolean }[]>()
+  loads.push(volumesAttachedOf(db, ids).then((found) => void (volumes = found)))
   if (ctx.needs.hostStatus && ctx.admin) {
     loads.push(
       (async () => {
@@ -104,7 +107,6 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
     if (hostId === undefined) hostIds.set(hostKey, (hostId = hostIdOf(r.project_id, r.host)))
     const status = serverStatus(r.vm_state, r.task_state, r.deleted === 1)
     const fault = faults.get(r.id)
-    const bdms = (r.block_devices === '[]' ? [] : JSON.parse(r.block_devices)) as { source_type?: string; destination_type?: string; uuid?: string; delete_on_termination?: boolean }[]
     return {
       id: r.id,
       name: r.name,
@@ -134,7 +136,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       powerState: r.power_state,
       launchedAt: r.launched_at,
       terminatedAt: r.terminated_at,
-      volumesAttached: bdms.filter((b) => b.destination_type === 'volume' && b.uuid && b.source_type === 'volume').map((b) => ({ id: b.uuid!, deleteOnTermination: !!b.delete_on_termination })),
+      volumesAttached: volumes.get(r.id) ?? [],
       securityGroups: JSON.parse(r.security_groups) as string[],
       progress: r.progress,
       fault: fault ? { code: fault.code, created: fault.created_at, message: fault.message, details: ctx.admin || fault.code !== 500 ? fault.details : undefined } : null,

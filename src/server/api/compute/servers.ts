@@ -11,6 +11,7 @@ import { bookmarkBase, serverModels } from '../../compute/server-model.js'
 import { createServers } from '../../compute/server-create.js'
 import { COMPUTE_TASK_KINDS, type DeleteTaskPayload } from '../../compute/tasks.js'
 import type { ImageLookup } from '../../compute/images.js'
+import { computeStorage } from '../../compute/storage.js'
 import { bodyObject, callerOf, can, must, validate } from './context.js'
 import { randomUUID } from 'node:crypto'
 
@@ -92,6 +93,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
         { ...caller, canForceHost: can(request, 'servers:create:forced_host') },
         body,
         request.id,
+        computeStorage(deps),
       )
       deps.runner.wake()
       const s = body.server as Record<string, unknown>
