@@ -109,9 +109,9 @@ export interface AttachRequest {
 export async function attachVolume(deps: VolumeOpDeps, api: ApiVersion, caller: VolumeCaller, row: ServerTable, request: AttachRequest, requestId: string): Promise<BlockDeviceMappingTable> {
   refuse(api, 'attach_volume', row, caller)
   const volume = await deps.storage.volumes.getForProject(deps.db, { volumeId: request.volumeId, projectId: row.project_id, isAdmin: caller.admin })
-  const device = await chooseDevice(deps.db, row.id, request.device)
   const deleteOnTermination = request.delete_on_termination === undefined ? false : boolWord(request.delete_on_termination)
   return deps.db.transaction().execute(async (tx) => {
+    const device = await chooseDevice(tx, row.id, request.device)
     const { attachmentId } = await deps.storage.volumes.reserveForAttach(tx, { volumeId: volume.id, projectId: row.project_id, serverId: row.id, isAdmin: caller.admin })
     const bdm: BlockDeviceMappingTable = {
       id: randomUUID(),
