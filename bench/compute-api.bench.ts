@@ -12,6 +12,7 @@ import { DEFAULT_IMAGE_NAME } from '../src/server/image/default-image.js'
 import type { ServerTable } from '../src/server/storage/schema.js'
 import type { Db } from '../src/server/storage/store.js'
 import type { BenchRow, BenchRun } from './harness.js'
+import { bareBodyServer } from './procs.js'
 
 interface AutocannonResult {
   requests: { average: number }
@@ -85,6 +86,15 @@ export const run: BenchRun = async () => {
     const compute = `${server.url}/compute/v2.1`
     const rows: BenchRow[] = []
     rows.push(row('GET /servers/detail?limit=1000, 10,000 servers', await autocannon({ url: `${compute}/servers/detail?limit=1000`, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: detailHeaders }), 'ms p50', '< 60 ms p50'))
+    // The machine's ceiling for that figure: the same 1,000-server answer from bare node:http, measured the same way.
+    const detailBody = await (await fetch(`${compute}/servers/detail?limit=1000`, { headers: detailHeaders })).text()
+    const bare = await bareBodyServer(detailBody)
+    try {
+      const ceiling = row(`bare node:http answering the same detail body (${(detailBody.length / 1048576).toFixed(1)} MiB)`, await autocannon({ url: bare.url, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS }), 'ms p50')
+      rows.push({ ...ceiling, note: `the ceiling of this machine for that answer; ${ceiling.note}` })
+    } finally {
+      await bare.close()
+    }
     rows.push(row('GET /servers?limit=100, 100,000 servers', await autocannon({ url: `${compute}/servers?limit=100`, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: listHeaders }), 'ms p50', '< 5 ms p50'))
     rows.push(row('GET /servers/{id}', await autocannon({ url: `${compute}/servers/${oneId}`, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: listHeaders }), 'ms p50'))
     const image = await db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirstOrThrow()

@@ -9,6 +9,7 @@ import autocannon from 'autocannon'
 import { DEFAULT_COST } from '../src/server/crypto/passwords.js'
 import { ADMIN_PASSWORD, startTestServer } from '../src/testkit/harness.js'
 import type { BenchRow, BenchRun } from './harness.js'
+import { bareBodyServer } from './procs.js'
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5)
 const CONNECTIONS = 8
@@ -71,6 +72,16 @@ export const run: BenchRun = async () => {
     for (const [figure, load, target, note] of figures) {
       const r = await measure(server.url, load)
       rows.push({ figure, value: Math.round(r.rps), unit: 'req/s', target, note: `${note}; p50 ${r.p50} ms; ${r.errors} errors` })
+    }
+    // The machine's ceiling for the validate figure: the same answer from bare node:http, measured the same way.
+    const validated = await fetch(`${server.url}/identity/v3/auth/tokens`, { headers: { 'x-auth-token': token, 'x-subject-token': token } })
+    const body = await validated.text()
+    const bare = await bareBodyServer(body)
+    try {
+      const r = await measure(bare.url, { method: 'GET', path: '/', expect: 200 })
+      rows.push({ figure: `bare node:http answering the validate body (${(body.length / 1024).toFixed(1)} KiB), concurrency 8`, value: Math.round(r.rps), unit: 'req/s', note: `the ceiling of this machine for that answer; p50 ${r.p50} ms` })
+    } finally {
+      await bare.close()
     }
     return rows
   } finally {

@@ -1,5 +1,7 @@
 /** Helpers the benchmarks share: spawning a pcc-server or a bare node:http server, and waiting for readiness. */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 
@@ -84,4 +86,20 @@ export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = Math.floor(sorted.length / 2)
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+/**
+ * The ceiling for a route: node:http in this process answering every request with `body` (captured from pcc's
+ * own answer), nothing else. Measured like pcc, it shows what the machine and the body's size alone allow.
+ */
+export async function bareBodyServer(body: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_req, res) => {
+    res.setHeader('content-type', 'application/json')
+    res.end(body)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  }
 }
