@@ -18,6 +18,8 @@ export interface FlavorSnapshot {
 
 export interface ServerTable {
   id: string
+  /** Raised by the database on every UPDATE of the row (migration 0080); 0 when inserted. */
+  rev: number
   /** Monotonic per store; gives `instance_name` (`instance-%08x`). */
   display_id: number
   name: string
