@@ -11,7 +11,7 @@
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
-import { DriverError, type GuestInfo, type GuestSpec } from '../server/drivers/compute/driver.js'
+import { DriverError, type GuestInfo, type GuestSpec, type VolumeConnection } from '../server/drivers/compute/driver.js'
 import { SimulatedDriver } from '../server/drivers/compute/simulated/simulated-driver.js'
 import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
@@ -370,8 +370,16 @@ export class PccAgent {
         return d.rebuild(a.spec as GuestSpec)
       case 'setAdminPassword':
         return d.setAdminPassword(sid)
-      case 'snapshot':
-        return d.snapshot(sid)
+      case 'snapshot': {
+        const snap = await d.snapshot(sid)
+        const chunks: Buffer[] = []
+        for await (const chunk of snap.data) chunks.push(chunk as Buffer)
+        return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat, data: Buffer.concat(chunks).toString('base64') }
+      }
+      case 'attachVolume':
+        return d.attachVolume(sid, a.volume as VolumeConnection)
+      case 'detachVolume':
+        return d.detachVolume(sid, a.volumeId as string)
       case 'migrateDiskAndPowerOff':
         return d.migrateDiskAndPowerOff(sid)
       case 'finishMigration':

@@ -58,7 +58,16 @@ test('server fields at every microversion boundary, for admins and members, in s
     const created = await call(tb, tb.member, 'POST', '/servers', createBody('fields', {}, 'auto'), '2.96')
     assert.equal(created.status, 202)
     const id = created.body.server.id
-    await setState(tb, id, { ...ACTIVE, block_devices: JSON.stringify([{ source_type: 'volume', destination_type: 'volume', uuid: 'b1a7e1a0-0000-4000-8000-000000000001', boot_index: 1, delete_on_termination: true }]) })
+    await setState(tb, id, ACTIVE)
+    // An attached volume, as the conductor records it (volumes_attached reads the server's block device mappings).
+    await tb.server.deps.store.db
+      .insertInto('block_device_mappings')
+      .values({
+        id: 'b1a7e1a0-0000-4000-8000-0000000000b1', server_id: id, boot_index: null, source_type: 'volume', destination_type: 'volume', volume_id: 'b1a7e1a0-0000-4000-8000-000000000001',
+        image_id: null, snapshot_id: null, volume_size: 1, volume_type: null, device_name: '/dev/vdb', device_type: 'disk', disk_bus: null, guest_format: null,
+        delete_on_termination: 1, tag: null, attachment_id: null, created_at: Date.now(),
+      })
+      .execute()
 
     const versions = new Set<string>(['2.1', '2.96', '2.89', '2.90', '2.46', '2.47'])
     for (const e of TABLE) {

@@ -7,6 +7,7 @@ import { flavorFields } from '../../src/contracts/compute/flavor.fields.js'
 import { keypairFields } from '../../src/contracts/compute/keypair.fields.js'
 import { absoluteLimitFields, quotaSetFields } from '../../src/contracts/compute/quota.fields.js'
 import { serverGroupFields } from '../../src/contracts/compute/server-group.fields.js'
+import { volumeAttachmentFields } from '../../src/contracts/compute/volume-attachment.fields.js'
 import { call, computeTestbed } from './helpers.js'
 
 test('the microversion registry is contiguous from 2.1 to 2.96 and every gate names a listed version', () => {
@@ -17,7 +18,7 @@ test('the microversion registry is contiguous from 2.1 to 2.96 and every gate na
 })
 
 test('no field table has two entries for one key that overlap in version and view', () => {
-  for (const table of [serverFields, flavorFields, keypairFields, quotaSetFields, absoluteLimitFields, serverGroupFields] as const) {
+  for (const table of [serverFields, flavorFields, keypairFields, quotaSetFields, absoluteLimitFields, serverGroupFields, volumeAttachmentFields] as const) {
     const entries = entriesOf(table as never) as [string, { since?: string; until?: string; views: readonly string[]; admin?: boolean }][]
     for (let i = 0; i < entries.length; i++) {
       for (let j = i + 1; j < entries.length; j++) {

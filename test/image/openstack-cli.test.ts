@@ -1,6 +1,8 @@
 /**
  * End to end with the real `openstack` client (python3-openstackclient): the catalog leads it to the image and
- * block storage services, and its everyday commands work. A missing client fails the test: CI installs it.
+ * block storage services, and its everyday commands work, with servers too (two simulated hosts): volumes added
+ * to and removed from servers, boot from volume, blank volumes at create, and server images. A missing client
+ * fails the test: CI installs it.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -18,7 +20,7 @@ describe('openstack CLI against the image and block storage services', { timeout
   let dir: string
 
   before(async () => {
-    server = await startTestServer({ publicUrlFromListen: true })
+    server = await startTestServer({ publicUrlFromListen: true, env: { PCC_SIMULATED_HOSTS: '2', PCC_SIMULATED_DELAY_MS: '50' } })
     env = adminEnv(server)
     dir = mkdtempSync(join(tmpdir(), 'pcc-cli-'))
   })
@@ -91,5 +93,70 @@ describe('openstack CLI against the image and block storage services', { timeout
       assert.equal(del.code, 0, del.stderr)
     }
     await eventually(async () => (await openstackJson<unknown[]>(['volume', 'list'], env)).length === 0, 60_000, 'volumes deleted')
+  })
+
+  it('server add/remove volume, server create --volume and --block-device, server image create', async () => {
+    const ok = async (args: string[]) => {
+      const r = await openstack(args, env, 180_000)
+      assert.equal(r.code, 0, `openstack ${args.join(' ')}: ${r.stderr}`)
+      return r.stdout
+    }
+    // `--wait` prints progress before the -f json document.
+    const created = async (args: string[]) => {
+      const out = await ok([...args, '-f', 'json'])
+      return JSON.parse(out.slice(out.indexOf('{'))) as Record<string, unknown>
+    }
+    const attachedIds = async (serverName: string) => {
+      const shown = await openstackJson<{ volumes_attached: unknown }>(['server', 'show', serverName], env)
+      return JSON.stringify(shown.volumes_attached)
+    }
+
+    // Boot from a bootable volume made from the image.
+    await ok(['volume', 'create', '--size', '1', '--image', 'cirros-0.6.2-x86_64-disk', 'cli-root'])
+    const root = await volumeStatus('cli-root', 'available')
+    const bfv = await created(['server', 'create', '--volume', 'cli-root', '--flavor', 'm1.tiny', '--wait', 'cli-bfv'])
+    assert.equal(bfv.status, 'ACTIVE')
+    const rootInUse = (await volumeStatus('cli-root', 'in-use')) as unknown as { attachments: { server_id: string; device: string }[] }
+    assert.deepEqual(rootInUse.attachments.map((a) => [a.server_id, a.device]), [[bfv.id, '/dev/vda']])
+    assert.ok((await attachedIds('cli-bfv')).includes((root as unknown as { id: string }).id), 'the server lists its root volume')
+
+    // Add and remove a data volume.
+    const data = await openstackJson<{ id: string }>(['volume', 'create', '--size', '1', 'cli-data'], env)
+    await volumeStatus('cli-data', 'available')
+    await ok(['server', 'add', 'volume', 'cli-bfv', 'cli-data'])
+    const inUse = (await volumeStatus('cli-data', 'in-use')) as unknown as { attachments: { server_id: string; device: string }[] }
+    assert.deepEqual(inUse.attachments.map((a) => [a.server_id, a.device]), [[bfv.id, '/dev/vdb']])
+    assert.ok((await attachedIds('cli-bfv')).includes(data.id))
+    await ok(['server', 'remove', 'volume', 'cli-bfv', 'cli-data'])
+    await volumeStatus('cli-data', 'available')
+    await eventually(async () => !(await attachedIds('cli-bfv')).includes(data.id), 60_000, 'volume gone from the server')
+
+    // A blank volume made at create, deleted with the server.
+    const blank = await created([
+      'server', 'create', '--image', 'cirros-0.6.2-x86_64-disk', '--flavor', 'm1.tiny',
+      '--block-device', 'source_type=blank,destination_type=volume,volume_size=1,delete_on_termination=true', '--wait', 'cli-blank',
+    ])
+    assert.equal(blank.status, 'ACTIVE')
+    const volumes = await openstackJson<{ ID: string; Status: string; Size: number; 'Attached to': { server_id: string; device: string }[] }[]>(['volume', 'list'], env)
+    const made = volumes.find((v) => v['Attached to'].some((a) => a.server_id === blank.id && a.device === '/dev/vdb'))
+    assert.ok(made, JSON.stringify(volumes))
+    assert.equal(made.Status, 'in-use')
+    assert.equal(made.Size, 1)
+    assert.ok((await attachedIds('cli-blank')).includes(made.ID))
+
+    // A server image becomes active.
+    await ok(['server', 'image', 'create', '--name', 'cli-server-image', '--wait', 'cli-blank'])
+    const image = await openstackJson<{ status: string; size: number }>(['image', 'show', 'cli-server-image'], env)
+    assert.equal(image.status, 'active')
+    assert.ok(image.size > 0)
+    const saved = join(dir, 'server-image.qcow2')
+    assert.equal((await openstack(['image', 'save', '--file', saved, 'cli-server-image'], env)).code, 0)
+    assert.equal(readFileSync(saved).length, image.size)
+
+    await ok(['server', 'delete', '--wait', 'cli-bfv', 'cli-blank'])
+    await volumeStatus('cli-root', 'available')
+    await eventually(async () => (await openstack(['volume', 'show', made.ID], env)).code !== 0, 60_000, 'the blank volume deleted with its server')
+    for (const name of ['cli-root', 'cli-data']) assert.equal((await openstack(['volume', 'delete', name], env)).code, 0)
+    assert.equal((await openstack(['image', 'delete', 'cli-server-image'], env)).code, 0)
   })
 })

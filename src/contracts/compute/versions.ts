@@ -120,6 +120,7 @@ export const GATES = {
   evacuateNoAdminPass: '2.14',
   serverGroupSoftPolicies: '2.15',
   description: '2.19',
+  volumeOpsOnShelved: '2.20',
   deletedServerActions: '2.21',
   serverTags: '2.26',
   keypairsPaging: '2.35',
@@ -148,12 +149,14 @@ export const GATES = {
   createHost: '2.74',
   strictQuery: '2.75',
   fullUpdateBody: '2.75',
+  volumeAttachmentUpdate: '2.85',
   unshelveAz: '2.77',
   moreListFilters: '2.83',
   actionEventDetails: '2.84',
   hostname: '2.90',
   unshelveHost: '2.91',
   keypairPublicKeyRequired: '2.92',
+  volumeBackedRebuild: '2.93',
   fqdnHostname: '2.94',
 } as const satisfies Record<string, ComputeVersion>
 

@@ -12,12 +12,16 @@ import type { TaskQueue } from '../tasks/queue.js'
 import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type DeleteTaskPayload } from './tasks.js'
 import { refusal, SERVER_ACTIONS, type ServerActionName } from './server-states.js'
 import { flavorSnapshot, requireFlavorForServer } from './flavors.js'
-import type { ImageLookup } from './images.js'
+import type { BootImage, ImageLookup } from './images.js'
 import { generatePassword } from './server-create.js'
 import { checkMetadataQuota, quotaExceeded, quotaLimits, serverUsage } from './quotas.js'
 import { parseFlavor } from './server-model.js'
 import type { NetworkService } from '../network/service.js'
 import { changeServerSecurityGroup } from './server-network.js'
+import { isVolumeBacked } from './block-devices.js'
+import { createVolumeBackedImage, reserveSnapshotImage, shelvedImageName } from './server-images.js'
+import type { ComputeStorage } from './storage.js'
+import type { FlavorSnapshot } from '../storage/tables/compute.js'
 
 export interface ActionCaller {
   admin: boolean
@@ -38,6 +42,8 @@ export interface ActionDeps {
   db: Db
   queue: TaskQueue
   images: ImageLookup
+  /** The image and volume services: snapshot images of createImage and shelve, volume-backed servers. */
+  storage: ComputeStorage
   imageUrl: string
   /** Whether a host's compute service is up (evacuate needs it down). */
   hostUp: (hostname: string) => Promise<boolean | undefined>
@@ -45,6 +51,18 @@ export interface ActionDeps {
   consoleOutput: (serverId: string, lines?: number) => Promise<string | undefined>
   /** Security groups live on the server's ports. */
   network: NetworkService
+}
+
+/**
+ * The image a rebuild asks for, against the server (nova/compute/api.py rebuild): a volume-backed server keeps
+ * its image below 2.93, and the flavor must hold the image's min_disk and min_ram.
+ */
+function checkRebuildImage(api: ApiVersion, image: BootImage, flavor: FlavorSnapshot, volumeBacked: boolean): void {
+  if (volumeBacked && !api.has('volumeBackedRebuild')) {
+    throw badRequest(`Image ${image.id} is unacceptable: Unable to rebuild with a different image for a volume-backed server.`)
+  }
+  if (!volumeBacked && flavor.disk > 0 && image.minDiskGb > flavor.disk) throw badRequest("Flavor's disk is too small for requested image.")
+  if (image.minRamMb > flavor.ram) throw badRequest("Flavor's memory is too small for requested image.")
 }
 
 /** Maps the body key (and reboot's type) to the table entry. */
@@ -68,7 +86,10 @@ async function recordAction(db: Db, row: ServerTable, action: string, requestId:
     .execute()
 }
 
-/** Accepts an asynchronous action: task_state, instance action and task in one transaction. */
+/**
+ * Accepts an asynchronous action: task_state, instance action and task in one transaction. `prepare` runs in that
+ * transaction after the state moved and adds to the task's params (the snapshot image createImage and shelve make).
+ */
 async function accept(
   deps: ActionDeps,
   row: ServerTable,
@@ -77,6 +98,7 @@ async function accept(
   requestId: string,
   caller: ActionCaller,
   changes: Partial<ServerTable> = {},
+  prepare?: (tx: Db) => Promise<Record<string, unknown>>,
 ): Promise<ServerTable> {
   const rule = SERVER_ACTIONS[action]
   const now = Date.now()
@@ -86,6 +108,7 @@ async function accept(
     q = row.task_state === null ? q.where('task_state', 'is', null) : q.where('task_state', '=', row.task_state)
     const result = await q.executeTakeFirst()
     if (Number(result.numUpdatedRows) !== 1) throw conflict(`Cannot '${rule.instanceAction}' instance ${row.id} while it is changing state`)
+    if (prepare) params = { ...params, ...(await prepare(tx)) }
     await recordAction(tx, row, rule.instanceAction, requestId, caller, false)
     if (action === 'forceDelete') {
       await deps.queue.enqueue<DeleteTaskPayload>({ kind: COMPUTE_TASK_KINDS.delete, payload: { serverId: row.id, requestId }, subjectId: row.id }, tx)
@@ -157,8 +180,11 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
     case 'rebuild': {
       const image = await deps.images.find(v.imageRef as string, row.project_id, caller.admin)
       if (!image) throw badRequest('Can not find requested image')
+      const volumeBacked = await isVolumeBacked(db, row.id)
+      checkRebuildImage(api, image, parseFlavor(row.flavor), volumeBacked)
       if (v.metadata) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
-      const changes: Partial<ServerTable> = { image_id: v.imageRef as string }
+      // A volume-backed server keeps showing no image: the new one is written to its root volume.
+      const changes: Partial<ServerTable> = volumeBacked ? {} : { image_id: v.imageRef as string }
       if (v.name !== undefined) changes.name = v.name as string
       if (v.metadata !== undefined) changes.metadata = JSON.stringify(v.metadata)
       if (v.accessIPv4 !== undefined) changes.access_ip_v4 = v.accessIPv4 as string
@@ -177,15 +203,31 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
         }
       }
       const adminPass = (v.adminPass as string | undefined) ?? generatePassword()
-      const server = await accept(deps, row, action, { ...v, adminPass }, requestId, caller, changes)
+      const server = await accept(deps, row, action, { ...v, adminPass, ...(volumeBacked && { volumeBacked }) }, requestId, caller, changes)
       return { status: 202, server, adminPass }
     }
     case 'createImage': {
       if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
-      const imageId = await deps.images.reserveSnapshot({ projectId: row.project_id, name: v.name as string, metadata: (v.metadata ?? {}) as Record<string, string>, serverId: row.id })
-      await accept(deps, row, action, { imageId, name: v.name, metadata: v.metadata ?? {} }, requestId, caller)
+      const request = { name: v.name as string, metadata: (v.metadata ?? {}) as Record<string, string> }
+      let imageId = ''
+      if (await isVolumeBacked(db, row.id)) {
+        imageId = await createVolumeBackedImage(db, deps.storage, row, caller, { ...request, requestId })
+      } else {
+        await accept(deps, row, action, request, requestId, caller, {}, async (tx) => {
+          imageId = await reserveSnapshotImage(tx, deps.storage, row, caller, request)
+          return { imageId }
+        })
+      }
       if (api.has('createImageReturnsId')) return { status: 202, body: { image_id: imageId } }
       return { status: 202, headers: { location: `${deps.imageUrl}/v2/images/${imageId}` } }
+    }
+    case 'shelve': {
+      // An image-backed server is snapshotted to `<name>-shelved`; a volume-backed one keeps its volumes.
+      const volumeBacked = await isVolumeBacked(db, row.id)
+      await accept(deps, row, action, {}, requestId, caller, {}, async (tx) =>
+        volumeBacked ? {} : { imageId: await reserveSnapshotImage(tx, deps.storage, row, caller, { name: shelvedImageName(row), metadata: {} }) },
+      )
+      return { status: 202 }
     }
     case 'rescue': {
       const adminPass = (v.adminPass as string | undefined) ?? generatePassword()

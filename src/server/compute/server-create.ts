@@ -17,6 +17,8 @@ import type { BootImage, ImageLookup } from './images.js'
 import { checkMetadataQuota, checkServerQuota, quotaLimits } from './quotas.js'
 import type { NetworkService } from '../network/service.js'
 import { allocateServerNetworks, networkRequest } from './server-network.js'
+import { fromLegacy, parseBlockDevices, recordBlockDevices, validateBlockDevices, type BdmRequest, type PlannedBdm } from './block-devices.js'
+import type { ComputeStorage } from './storage.js'
 
 export interface CreateCaller {
   admin: boolean
@@ -48,34 +50,10 @@ export function newReservationId(): string {
   return 'r-' + Array.from(randomBytes(8), (b) => alphabet[b % 36]).join('')
 }
 
-interface Bdm {
-  source_type?: string
-  destination_type?: string
-  uuid?: string
-  boot_index?: number | string | null
-  volume_type?: string | null
-  [k: string]: unknown
-}
-
-function checkBdms(bdms: Bdm[], imageRef: string | undefined): void {
-  const indexes: number[] = []
-  for (const b of bdms) {
-    if (b.source_type === 'blank' && b.uuid) throw badRequest('Block Device Mapping is Invalid: blank source type must not have a uuid.')
-    if (b.source_type && b.source_type !== 'blank' && !b.uuid) throw badRequest(`Block Device Mapping is Invalid: ${b.source_type} source type needs a uuid.`)
-    if (b.volume_type && b.destination_type === 'local') throw badRequest('Block Device Mapping is Invalid: volume_type is not allowed with a local destination.')
-    if (b.volume_type && b.source_type === 'volume') throw badRequest('Block Device Mapping is Invalid: volume_type is not allowed with an existing volume.')
-    if (b.boot_index !== undefined && b.boot_index !== null) {
-      const n = Number(b.boot_index)
-      if (n >= 0) indexes.push(n)
-    }
-    if (b.source_type === 'image' && b.destination_type === 'local' && Number(b.boot_index) === 0 && !imageRef) {
-      throw badRequest('Block Device Mapping is Invalid: Mapping image to local is not supported.')
-    }
-  }
-  indexes.sort((a, b) => a - b)
-  indexes.forEach((n, i) => {
-    if (n !== i) throw badRequest('Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.')
-  })
+/** block_device_mapping_v2, or the legacy block_device_mapping in its terms, through Nova's format rules. */
+function requestedBlockDevices(s: Body, imageRef: string | undefined): PlannedBdm[] {
+  const items = s.block_device_mapping_v2 !== undefined ? (s.block_device_mapping_v2 as BdmRequest[]) : fromLegacy((s.block_device_mapping ?? []) as Record<string, unknown>[], imageRef)
+  return parseBlockDevices(items, s.imageRef !== undefined || s.block_device_mapping !== undefined)
 }
 
 /** `az`, `az:host`, `az:host:node`, `az::node`. */
@@ -98,7 +76,16 @@ export interface CreateStore {
 /** Any constant shared by every pcc process: the advisory lock that serialises display_id allocation. */
 const DISPLAY_ID_LOCK = 7_243_020
 
-export async function createServers(store: CreateStore, queue: TaskQueue, images: ImageLookup, api: ApiVersion, caller: CreateCaller, body: Body, requestId: string): Promise<CreateResult> {
+export async function createServers(
+  store: CreateStore,
+  queue: TaskQueue,
+  images: ImageLookup,
+  api: ApiVersion,
+  caller: CreateCaller,
+  body: Body,
+  requestId: string,
+  storage: ComputeStorage,
+): Promise<CreateResult> {
   const db = store.db
   const s = body.server as Body
   const hints = (body['os:scheduler_hints'] ?? body['OS-SCH-HNT:scheduler_hints'] ?? null) as Body | null
@@ -111,11 +98,9 @@ export async function createServers(store: CreateStore, queue: TaskQueue, images
 
   // Block devices and image.
   if (s.block_device_mapping !== undefined && s.block_device_mapping_v2 !== undefined) throw badRequest('Using different block_device_mapping syntaxes is not allowed in the same request.')
-  const bdms = (s.block_device_mapping_v2 ?? []) as Bdm[]
   const imageRef = s.imageRef === '' ? undefined : (s.imageRef as string | undefined)
-  const bootsFromBdm = bdms.some((b) => Number(b.boot_index) === 0) || ((s.block_device_mapping as unknown[] | undefined)?.length ?? 0) > 0
-  if (!imageRef && !bootsFromBdm) throw badRequest('Missing imageRef attribute')
-  checkBdms(bdms, imageRef)
+  const bdms = requestedBlockDevices(s, imageRef)
+  if (!imageRef && bdms.length === 0) throw badRequest('Missing imageRef attribute')
   let bootImage: BootImage | undefined
   if (imageRef) {
     const image = await images.find(imageRef, caller.projectId, caller.admin)
@@ -146,7 +131,8 @@ export async function createServers(store: CreateStore, queue: TaskQueue, images
 
   // Flavor, key pair, server group.
   const flavor = await requireFlavorForServer(db, s.flavorRef as string, caller.projectId, caller.admin)
-  if (bootImage && !bootsFromBdm) {
+  const blockDevices = bdms.length ? await validateBlockDevices(bdms, { db, storage, caller, flavor: flavorSnapshot(flavor), imageId: imageRef, maxCount }) : undefined
+  if (bootImage && !blockDevices?.volumeBacked) {
     if (flavor.disk > 0 && bootImage.minDiskGb > flavor.disk) throw badRequest("Flavor's disk is too small for requested image.")
     if (bootImage.minRamMb > flavor.ram) throw badRequest("Flavor's memory is too small for requested image.")
   }
@@ -233,7 +219,7 @@ export async function createServers(store: CreateStore, queue: TaskQueue, images
             scheduler_hints: hints || placement ? JSON.stringify({ ...hints, ...placement }) : null,
             security_groups: JSON.stringify(securityGroups),
             requested_networks: JSON.stringify(networks),
-            block_devices: JSON.stringify(bdms),
+            block_devices: JSON.stringify(s.block_device_mapping_v2 ?? []),
             created_at: now,
             updated_at: now,
             launched_at: null,
@@ -245,6 +231,7 @@ export async function createServers(store: CreateStore, queue: TaskQueue, images
         }
         await tx.insertInto('servers').values(servers).execute()
         await allocateServerNetworks(store.network, tx, servers, { projectId: caller.projectId, request: networks, securityGroups, admin: caller.admin })
+        if (blockDevices) await recordBlockDevices(tx, storage, servers.map((r) => r.id), blockDevices, caller)
         if (tags.length) await tx.insertInto('server_tags').values(servers.flatMap((r) => tags.map((tag) => ({ server_id: r.id, tag })))).execute()
         if (groupId) await tx.insertInto('server_group_members').values(servers.map((r) => ({ group_id: groupId, server_id: r.id }))).execute()
         await tx

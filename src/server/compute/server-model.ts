@@ -1,6 +1,6 @@
 /**
- * Rows → ServerModel (what the server field table reads). Tags, faults, server groups, host states, addresses
- * and security groups are loaded for a whole page at once (one query each), never per server.
+ * Rows â ServerModel (what the server field table reads). Tags, faults, server groups, host states, addresses,
+ * security groups and attached volumes are loaded for a whole page at once (one query each), never per server.
  */
 import { createHash } from 'node:crypto'
 import type { ServerModel } from '../../contracts/compute/server.fields.js'
@@ -10,6 +10,7 @@ import { serverStatus } from './server-states.js'
 import { hostStatus } from '../hosts/host-status.js'
 import type { NetworkService } from '../network/service.js'
 import { loadNetworkViews, type NetworkViews } from './server-network.js'
+import { volumesAttachedOf } from './block-devices.js'
 
 export interface ModelContext {
   admin: boolean
@@ -78,6 +79,8 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       }),
     )
   }
+  let volumes = new Map<string, { id: string; deleteOnTermination: boolean }[]>()
+  loads.push(volumesAttachedOf(db, ids).then((found) => void (volumes = found)))
   if (ctx.needs.hostStatus && ctx.admin) {
     loads.push(
       (async () => {
@@ -109,7 +112,6 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
     if (hostId === undefined) hostIds.set(hostKey, (hostId = hostIdOf(r.project_id, r.host)))
     const status = serverStatus(r.vm_state, r.task_state, r.deleted === 1)
     const fault = faults.get(r.id)
-    const bdms = (r.block_devices === '[]' ? [] : JSON.parse(r.block_devices)) as { source_type?: string; destination_type?: string; uuid?: string; delete_on_termination?: boolean }[]
     return {
       id: r.id,
       name: r.name,
@@ -139,7 +141,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       powerState: r.power_state,
       launchedAt: r.launched_at,
       terminatedAt: r.terminated_at,
-      volumesAttached: bdms.filter((b) => b.destination_type === 'volume' && b.uuid && b.source_type === 'volume').map((b) => ({ id: b.uuid!, deleteOnTermination: !!b.delete_on_termination })),
+      volumesAttached: volumes.get(r.id) ?? [],
       securityGroups: net.securityGroups.get(r.id) ?? [],
       progress: r.progress,
       fault: fault ? { code: fault.code, created: fault.created_at, message: fault.message, details: ctx.admin || fault.code !== 500 ? fault.details : undefined } : null,

@@ -149,7 +149,12 @@ export interface ServerStateView {
 
 /** Why an action is refused, in Nova's words; undefined when it is allowed. */
 export function refusal(action: ServerActionName, server: ServerStateView, callerIsAdmin: boolean): string | undefined {
-  const rule: ActionRule = SERVER_ACTIONS[action]
+  return ruleRefusal(SERVER_ACTIONS[action], server, callerIsAdmin)
+}
+
+type StateRule = Pick<ActionRule, 'instanceAction' | 'vmStates' | 'taskStates' | 'requiresLaunched' | 'requiresHost' | 'lockChecked'>
+
+function ruleRefusal(rule: StateRule, server: ServerStateView, callerIsAdmin: boolean): string | undefined {
   const name = rule.instanceAction
   if (rule.lockChecked && server.locked && !callerIsAdmin) return `Instance ${server.id} is locked`
   if (rule.vmStates !== 'any' && !rule.vmStates.includes(server.vmState as VmState)) {
@@ -162,6 +167,26 @@ export function refusal(action: ServerActionName, server: ServerStateView, calle
   if (rule.requiresLaunched && server.launchedAt === null) return `Cannot '${name}' instance ${server.id} while it is in launched_at None`
   if (rule.requiresHost && !server.host) return `Cannot '${name}' instance ${server.id} while it is in host None`
   return undefined
+}
+
+/**
+ * Volume operations on a server (os-volume_attachments): Nova's check_instance_state of attach, detach and swap.
+ * They set no task state; the conductor connects or disconnects the volume on the host (docs/compute.md).
+ * Shelved servers accept attach and detach from 2.20 (`shelvedSince`).
+ */
+export const VOLUME_OPERATIONS = {
+  attach_volume: { instanceAction: 'attach_volume', vmStates: ['active', 'paused', 'stopped', 'resized', 'soft-delete', 'shelved', 'shelved_offloaded'], requiresLaunched: true, lockChecked: true, shelvedSince: '2.20' },
+  detach_volume: { instanceAction: 'detach_volume', vmStates: ['active', 'paused', 'stopped', 'resized', 'soft-delete', 'shelved', 'shelved_offloaded'], requiresLaunched: true, lockChecked: true, shelvedSince: '2.20' },
+  swap_volume: { instanceAction: 'swap_volume', vmStates: ['active', 'paused', 'resized'], requiresLaunched: true, lockChecked: true },
+} as const satisfies Record<string, StateRule & { shelvedSince?: string }>
+
+export type VolumeOperation = keyof typeof VOLUME_OPERATIONS
+
+/** Why a volume operation is refused (409), in Nova's words; `shelvedAllowed` is whether the request's version allows shelved servers. */
+export function volumeOperationRefusal(operation: VolumeOperation, server: ServerStateView, callerIsAdmin: boolean, shelvedAllowed: boolean): string | undefined {
+  const rule = VOLUME_OPERATIONS[operation]
+  const vmStates: readonly VmState[] = 'shelvedSince' in rule && !shelvedAllowed ? rule.vmStates.filter((s) => !s.startsWith('shelved')) : rule.vmStates
+  return ruleRefusal({ ...rule, vmStates }, server, callerIsAdmin)
 }
 
 /** The vm_state an action ends in, given the state the server was in when it started. */

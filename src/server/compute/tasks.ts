@@ -13,6 +13,8 @@ export const COMPUTE_TASK_KINDS = {
   action: 'compute.action',
   /** Tear a server down and release what it holds. */
   delete: 'compute.delete',
+  /** Connect, disconnect or swap a volume on the server's host (os-volume_attachments). */
+  volume: 'compute.volume',
 } as const
 
 export interface BuildTaskPayload {
@@ -34,4 +36,16 @@ export interface ActionTaskPayload {
 export interface DeleteTaskPayload {
   serverId: string
   requestId: string
+}
+
+export interface VolumeTaskPayload {
+  serverId: string
+  requestId: string
+  operation: 'attach' | 'detach' | 'swap'
+  /** The block device mapping the operation concerns. */
+  bdmId: string
+  /** The volume attached (attach), being detached (detach) or replaced (swap). */
+  volumeId: string
+  /** swap: the volume that takes its place. */
+  newVolumeId?: string
 }

@@ -14,6 +14,7 @@ import { driverFor, guestSpec, loadServer, moveServer, StepFailure, type Conduct
 import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
+import { createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
 const EVENTS: Partial<Record<ServerActionName, string>> = {
@@ -227,8 +228,10 @@ async function unshelve(run: ActionRun): Promise<Outcome> {
     if (!hostId) throw new Abandoned()
     run.server = (await loadServer(run.ctx.store.db, run.server.id))!
   }
+  const imageId = await unshelveImage(run)
   await run.step('spawning', 50)
-  await run.driver().spawn(guestSpec(run.server))
+  await run.driver().spawn({ ...guestSpec(run.server), imageId, volumes: await unshelveVolumes(run) })
+  await finishUnshelve(run)
   // Spawned as a build spawns: 100 %, not the 50 % of its last step.
   return { progress: 100 }
 }
@@ -254,19 +257,14 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
     await run.step('rebuild_spawning', 66)
     await run.driver().rebuild({ ...guestSpec(run.server), imageId })
     if (powerOf(run.payload.before) === 'off') await run.driver().powerOff(run.server.id)
-    return { image_id: imageId, launched_at: Date.now(), progress: 100 }
+    // A volume-backed server's new image goes to its root volume; the server itself shows none.
+    return { ...(!run.params.volumeBacked && { image_id: imageId }), launched_at: Date.now(), progress: 100 }
   },
   resize: (run) => migrateCold(run, true),
   migrate: (run) => migrateCold(run, false),
   confirmResize,
   revertResize,
-  createImage: async (run) => {
-    await run.step('image_snapshot')
-    await run.step('image_pending_upload')
-    await run.step('image_uploading')
-    await run.driver().snapshot(run.server.id, String(run.params.name ?? 'snapshot'))
-    return {}
-  },
+  createImage,
   changePassword: async (run) => {
     await run.driver().setAdminPassword(run.server.id, String(run.params.adminPass ?? ''))
     return {}
@@ -280,10 +278,7 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
     return {}
   },
   shelve: async (run) => {
-    await run.step('shelving_image_pending_upload')
-    await run.step('shelving_image_uploading')
-    await run.driver().snapshot(run.server.id, `${run.server.name}-shelved`)
-    await run.driver().powerOff(run.server.id)
+    await shelveToImage(run)
     await run.step('shelving_offloading')
     return shelveOffload(run)
   },

@@ -6,7 +6,7 @@
  */
 import { BUILD_STEPS, POWER } from '../compute/server-states.js'
 import type { BuildTaskPayload } from '../compute/tasks.js'
-import { DriverError, type ComputeDriver } from '../drivers/compute/driver.js'
+import { DriverError, type ComputeDriver, type VolumeConnection } from '../drivers/compute/driver.js'
 import type { Db } from '../storage/store.js'
 import { releaseAll } from '../scheduler/claims.js'
 import { NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
@@ -14,6 +14,7 @@ import type { ServerTable } from '../storage/tables/compute.js'
 import { driverFor, guestSpec, loadServer, moveServer, type ConductorContext } from './context.js'
 import { eventId, findActions, finishAction, finishEvent, recordFault, startEvents } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
+import { prepareBlockDevices, releaseVolumes } from './volumes.js'
 
 const SCHEDULE_EVENT = 'conductor_schedule_and_build_instances'
 const BUILD_EVENT = 'compute__do_build_and_run_instance'
@@ -84,6 +85,7 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
   const byId = new Map(servers.map((s) => [s.id, s]))
   const drivers = new Map<string, ComputeDriver>()
   const failures = new Map<string, DriverError>()
+  const bootVolumes = new Map<string, VolumeConnection[]>()
   for (const s of servers) {
     try {
       drivers.set(s.id, driverFor(ctx, s.host_id, s.host))
@@ -106,6 +108,9 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
         drivers
           .get(id)!
           .beginStep(id, step)
+          .then(async () => {
+            if (step === 'block_device_mapping') bootVolumes.set(id, await prepareBlockDevices(ctx, byId.get(id)!))
+          })
           .catch((err: unknown) => {
             if (!(err instanceof DriverError)) throw err
             failures.set(id, err)
@@ -118,7 +123,7 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
   await Promise.all(
     ids.map(async (id) => {
       try {
-        const guest = await drivers.get(id)!.spawn(guestSpec(byId.get(id)!))
+        const guest = await drivers.get(id)!.spawn({ ...guestSpec(byId.get(id)!), volumes: bootVolumes.get(id) })
         if (guest.powerState === POWER.RUNNING) spawned.push(id)
         else failures.set(id, new DriverError(`Instance ${id} did not start (power state ${guest.powerState}).`))
       } catch (err) {
@@ -170,12 +175,13 @@ async function moveMany(db: Db, ids: string[], set: Partial<ServerTable>): Promi
   return new Set(rows.map((r) => r.id))
 }
 
-/** A build that failed for good: ERROR with the fault, the claim given back (as Nova does), the guest removed. */
+/** A build that failed for good: ERROR with the fault, the claim and the volumes given back (as Nova does), the guest removed. */
 async function failBuild(ctx: ConductorContext, server: ServerTable, actionId: string | undefined, err: DriverError): Promise<void> {
   await ctx.store.db.transaction().execute(async (tx) => {
     const moved = await moveServer(tx, server.id, { vmStates: ['building'], taskStates: BUILD_TASK_STATES }, { vm_state: 'error', task_state: null, power_state: POWER.NOSTATE, host_id: null, host: null, node: null })
     if (!moved) return
     await releaseAll(tx, server.id)
+    await releaseVolumes(ctx, tx, server.id)
     await recordFault(tx, server.id, { code: err.code, message: err.message, details: err.stack ?? '' })
     if (actionId) await finishEvent(tx, eventId(actionId, BUILD_EVENT), 'Error', { traceback: err.stack })
     await finishAction(tx, actionId, true)

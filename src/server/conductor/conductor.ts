@@ -4,7 +4,8 @@
  * periodically. The compute API reaches drivers (console output) through it.
  */
 import type { Logger } from 'pino'
-import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type BuildTaskPayload, type DeleteTaskPayload } from '../compute/tasks.js'
+import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type BuildTaskPayload, type DeleteTaskPayload, type VolumeTaskPayload } from '../compute/tasks.js'
+import type { ComputeStorage } from '../compute/storage.js'
 import type { Config } from '../config/settings.js'
 import { DriverRegistry } from '../drivers/compute/registry.js'
 import { startSimulatedHost, startSimulatedHosts, type SimulatedHost, type SimulatedHostSpec } from '../hosts/simulated-hosts.js'
@@ -19,6 +20,7 @@ import type { ConductorContext } from './context.js'
 import { runDelete, markDeleted } from './delete.js'
 import { reconcile, type ReconcileReport } from './reconciler.js'
 import { recordFault } from './records.js'
+import { runVolumeTask } from './volumes.js'
 
 export class Conductor {
   readonly drivers = new DriverRegistry()
@@ -44,9 +46,15 @@ export class Conductor {
       [COMPUTE_TASK_KINDS.build, (task, tc) => this.guard(task, tc, () => runBuild(this.ctx, task.payload as BuildTaskPayload, tc.signal))],
       [COMPUTE_TASK_KINDS.action, (task, tc) => this.guard(task, tc, () => runAction(this.ctx, task.payload as ActionTaskPayload))],
       [COMPUTE_TASK_KINDS.delete, (task, tc) => this.guard(task, tc, () => runDelete(this.ctx, task.payload as DeleteTaskPayload))],
+      [COMPUTE_TASK_KINDS.volume, (task, tc) => runVolumeTask(this.ctx, task.payload as VolumeTaskPayload, !tc.signal.aborted && task.attempts >= task.maxAttempts)],
     ]
     // A handler the caller passed for the same kind wins (tests that stand in for the conductor).
     for (const [kind, handler] of mine) if (!handlers.has(kind)) handlers.set(kind, handler)
+  }
+
+  /** The image and block storage services the conductor snapshots into and attaches from. */
+  useStorage(storage: ComputeStorage): void {
+    this.ctx.storage = storage
   }
 
   /** Registers the embedded simulated hosts and reconciles once. */

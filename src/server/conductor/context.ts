@@ -1,6 +1,7 @@
 /** What the conductor's parts share, and the server-row helpers they all use. */
 import type { Logger } from 'pino'
 import type { Config } from '../config/settings.js'
+import type { ComputeStorage } from '../compute/storage.js'
 import type { ComputeDriver, GuestSpec } from '../drivers/compute/driver.js'
 import { DriverError } from '../drivers/compute/driver.js'
 import type { DriverRegistry } from '../drivers/compute/registry.js'
@@ -14,6 +15,8 @@ export interface ConductorContext {
   scheduler: Scheduler
   logger: Logger
   config: Config
+  /** The image and block storage services (snapshots, volumes); set by the composition root. */
+  storage?: ComputeStorage
 }
 
 export function instanceName(server: Pick<ServerTable, 'display_id'>): string {

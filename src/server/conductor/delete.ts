@@ -1,7 +1,7 @@
 /**
  * compute.delete: takes the guest down on its host (skipped when the host is unreachable: Nova's local
- * delete), then in one transaction marks the server deleted, gives its claims back, releases its ports and
- * removes it from its server group. The server row update comes first so that a claim racing with the delete either commits
+ * delete), then in one transaction marks the server deleted, gives its claims back, releases its ports, removes it
+ * from its server group, detaches its volumes (deleting those with delete_on_termination) and drops its shelved image. The server row update comes first so that a claim racing with the delete either commits
  * before it (and is released here) or sees the row deleted and rolls back.
  */
 import { POWER } from '../compute/server-states.js'
@@ -13,6 +13,8 @@ import type { Db } from '../storage/store.js'
 import { loadServer, moveServer, type ConductorContext } from './context.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { releaseServerNetwork } from '../compute/server-network.js'
+import { releaseShelvedImage } from './snapshots.js'
+import { releaseVolumes } from './volumes.js'
 
 const DELETE_EVENT = 'compute_terminate_instance'
 
@@ -51,7 +53,7 @@ export async function runDelete(ctx: ConductorContext, payload: DeleteTaskPayloa
 
 export async function markDeleted(ctx: ConductorContext, serverId: string, alsoInTx?: (tx: Db) => Promise<void>): Promise<void> {
   const now = Date.now()
-  await ctx.store.db.transaction().execute(async (tx) => {
+  const blob = await ctx.store.db.transaction().execute(async (tx) => {
     await alsoInTx?.(tx)
     await tx
       .updateTable('servers')
@@ -62,5 +64,8 @@ export async function markDeleted(ctx: ConductorContext, serverId: string, alsoI
     await releaseAll(tx, serverId)
     await releaseServerNetwork(ctx.store, tx, serverId)
     await tx.deleteFrom('server_group_members').where('server_id', '=', serverId).execute()
+    await releaseVolumes(ctx, tx, serverId)
+    return releaseShelvedImage(ctx, tx, serverId)
   })
+  await ctx.storage?.images.removeBlob(blob)
 }

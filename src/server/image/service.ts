@@ -469,9 +469,37 @@ export class ImageService {
     return (await this.load(db, id))!
   }
 
-  /** Stores the snapshot's bytes (from the compute driver) and makes the image active. */
-  async completeSnapshotImage(imageId: string, data: Readable): Promise<ImageRecord> {
+  /**
+   * Stores the snapshot's bytes (from the compute driver) and makes the image active. `formats` are the ones the
+   * driver produced, recorded first when they differ from the queued image's.
+   */
+  async completeSnapshotImage(imageId: string, data: Readable, formats?: { diskFormat: string; containerFormat: string }): Promise<ImageRecord> {
+    if (formats) {
+      await this.store.db
+        .updateTable('images')
+        .set({ disk_format: formats.diskFormat, container_format: formats.containerFormat, updated_at: this.now() })
+        .where('id', '=', imageId)
+        .where('status', '=', 'queued')
+        .execute()
+    }
     return this.receive(imageId, data)
+  }
+
+  /**
+   * Removes an image compute made and no longer needs (the snapshot of a shelved server, once unshelved or
+   * deleted) inside the caller's transaction; returns the key of its bytes, for `removeBlob` after the commit.
+   */
+  async removeImage(imageId: string, db: Db = this.store.db): Promise<string | null> {
+    const row = await db.selectFrom('images').select('blob_key').where('id', '=', imageId).executeTakeFirst()
+    if (!row) return null
+    await db.deleteFrom('image_tags').where('image_id', '=', imageId).execute()
+    await db.deleteFrom('image_members').where('image_id', '=', imageId).execute()
+    await db.deleteFrom('images').where('id', '=', imageId).execute()
+    return row.blob_key
+  }
+
+  async removeBlob(blobKey: string | null): Promise<void> {
+    if (blobKey) await this.blobs.delete(blobKey)
   }
 
   /**

@@ -17,6 +17,7 @@ import type { IdpTables } from './tables/idp.js'
 import type { IdentityAuthTables } from './tables/identity-auth.js'
 import type { OnboardingTables } from './tables/onboarding.js'
 import type { ClusterTables } from './tables/cluster.js'
+import type { ComputeVolumeTables } from './tables/compute-volumes.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
@@ -28,6 +29,7 @@ export type * from './tables/idp.js'
 export type * from './tables/identity-auth.js'
 export type * from './tables/onboarding.js'
 export type * from './tables/cluster.js'
+export type * from './tables/compute-volumes.js'
 
 export interface Database
   extends FoundationTables,
@@ -39,4 +41,5 @@ export interface Database
     IdpTables,
     IdentityAuthTables,
     OnboardingTables,
-    ClusterTables {}
+    ClusterTables,
+    ComputeVolumeTables {}

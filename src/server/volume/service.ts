@@ -532,6 +532,23 @@ export class VolumeService {
     await tx.updateTable('volumes').set({ status: 'detaching', updated_at: this.now() }).where('id', '=', request.volumeId).execute()
   }
 
+  /** Gives up a detach that could not be done: detaching → in-use, the attachment attached again. */
+  async rollDetaching(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
+    const moved = await tx.updateTable('volume_attachments').set({ attach_status: 'attached' }).where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
+    if (Number(moved.numUpdatedRows) === 0) return
+    await tx.updateTable('volumes').set({ status: 'in-use', updated_at: this.now() }).where('id', '=', request.volumeId).where('status', '=', 'detaching').execute()
+  }
+
+  /** Changes whether the volume goes with the server it is attached to (compute 2.85 attachment update). */
+  async setDeleteOnTermination(tx: Db, request: { volumeId: string; serverId: string; deleteOnTermination: boolean }): Promise<void> {
+    await tx
+      .updateTable('volume_attachments')
+      .set({ delete_on_termination: request.deleteOnTermination ? 1 : 0 })
+      .where('volume_id', '=', request.volumeId)
+      .where('server_id', '=', request.serverId)
+      .execute()
+  }
+
   /** Removes the attachment (also a reservation that never completed); the volume becomes available. */
   async detach(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
     await tx.deleteFrom('volume_attachments').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).execute()

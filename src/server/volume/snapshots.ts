@@ -13,6 +13,14 @@ import { rowToSnapshot, type SnapshotRecord } from './model.js'
 import { checkQuota } from './quotas.js'
 import { callerOf, VOLUME_TASKS, type Caller, type VolumeService } from './service.js'
 
+export interface SnapshotInput {
+  volume_id: string
+  name?: string | null
+  description?: string | null
+  force?: boolean
+  metadata?: Record<string, string>
+}
+
 export class SnapshotService {
   private readonly now: () => number
 
@@ -60,43 +68,58 @@ export class SnapshotService {
     return { snapshots: all.slice(start, end), more: end < all.length }
   }
 
-  async create(principal: Principal, input: { volume_id: string; name?: string | null; description?: string | null; force?: boolean; metadata?: Record<string, string> }): Promise<SnapshotRecord> {
+  async create(principal: Principal, input: SnapshotInput): Promise<SnapshotRecord> {
     const caller = callerOf(principal)
-    const id = await this.store.db.transaction().execute(async (tx) => {
-      const volume = await this.volumes.find(caller, input.volume_id, tx)
-      authorize(volumePolicy, 'snapshot:create', principal, { projectId: volume.projectId })
-      const ok = volume.status === 'available' || (volume.status === 'in-use' && input.force === true)
-      if (!ok) {
-        throw badRequest(
-          volume.status === 'in-use'
-            ? `Invalid volume: Volume ${volume.id} is in-use: pass force=true to snapshot an attached volume.`
-            : `Invalid volume: Volume ${volume.id} status must be available, but it is ${volume.status}.`,
-        )
-      }
-      await checkQuota(tx, this.store.capabilities, volume.projectId, { snapshots: 1, gigabytes: volume.size })
-      const snapshotId = randomUUID()
-      const now = this.now()
-      await tx
-        .insertInto('volume_snapshots')
-        .values({
-          id: snapshotId,
-          project_id: volume.projectId,
-          user_id: caller.userId,
-          volume_id: volume.id,
-          name: input.name ?? null,
-          description: input.description ?? null,
-          status: 'creating',
-          size: volume.size,
-          metadata: JSON.stringify(input.metadata ?? {}),
-          created_at: now,
-          updated_at: now,
-        })
-        .execute()
-      await this.queue.enqueue({ kind: VOLUME_TASKS.snapshotCreate, subjectId: snapshotId, payload: { id: snapshotId }, runAfter: now + this.volumes.workDelayMs }, tx)
-      return snapshotId
-    })
+    const id = await this.store.db.transaction().execute((tx) =>
+      this.insertSnapshot(tx, caller, input, (projectId) => authorize(volumePolicy, 'snapshot:create', principal, { projectId })),
+    )
     this.options.wake?.()
     return this.find(caller, id)
+  }
+
+  /**
+   * A snapshot for compute (createImage of a volume-backed server: `force` for in-use volumes), inside the
+   * caller's transaction, with the API's checks and quotas. Returns its id; it becomes available through the queue.
+   */
+  async createForCompute(tx: Db, request: { projectId: string; userId: string; isAdmin?: boolean; volumeId: string; name: string; description?: string | null; force: boolean }): Promise<string> {
+    const caller = { projectId: request.projectId, userId: request.userId, isAdmin: request.isAdmin ?? false }
+    const id = await this.insertSnapshot(tx, caller, { volume_id: request.volumeId, name: request.name, description: request.description ?? null, force: request.force }, () => {})
+    this.options.wake?.()
+    return id
+  }
+
+  private async insertSnapshot(tx: Db, caller: Caller, input: SnapshotInput, authorizeFor: (projectId: string) => void): Promise<string> {
+    const volume = await this.volumes.find(caller, input.volume_id, tx)
+    authorizeFor(volume.projectId)
+    const ok = volume.status === 'available' || (volume.status === 'in-use' && input.force === true)
+    if (!ok) {
+      throw badRequest(
+        volume.status === 'in-use'
+          ? `Invalid volume: Volume ${volume.id} is in-use: pass force=true to snapshot an attached volume.`
+          : `Invalid volume: Volume ${volume.id} status must be available, but it is ${volume.status}.`,
+      )
+    }
+    await checkQuota(tx, this.store.capabilities, volume.projectId, { snapshots: 1, gigabytes: volume.size })
+    const snapshotId = randomUUID()
+    const now = this.now()
+    await tx
+      .insertInto('volume_snapshots')
+      .values({
+        id: snapshotId,
+        project_id: volume.projectId,
+        user_id: caller.userId,
+        volume_id: volume.id,
+        name: input.name ?? null,
+        description: input.description ?? null,
+        status: 'creating',
+        size: volume.size,
+        metadata: JSON.stringify(input.metadata ?? {}),
+        created_at: now,
+        updated_at: now,
+      })
+      .execute()
+    await this.queue.enqueue({ kind: VOLUME_TASKS.snapshotCreate, subjectId: snapshotId, payload: { id: snapshotId }, runAfter: now + this.volumes.workDelayMs }, tx)
+    return snapshotId
   }
 
   async update(principal: Principal, id: string, changes: { name?: string | null; description?: string | null }): Promise<SnapshotRecord> {

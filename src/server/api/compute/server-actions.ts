@@ -8,6 +8,7 @@ import { SERVER_ACTIONS } from '../../compute/server-states.js'
 import { actionNameOf, runAction, type ActionDeps } from '../../compute/server-actions.js'
 import { hostIdOf } from '../../compute/server-model.js'
 import { isUp } from '../../hosts/host-status.js'
+import { computeStorage } from '../../compute/storage.js'
 import { parseIsoTime } from '../../../contracts/compute/time.js'
 import type { ServerRouteDeps } from './servers.js'
 import { renderServers, visibleServer } from './servers.js'
@@ -19,6 +20,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     db,
     queue: deps.queue,
     images: deps.imageLookup,
+    storage: computeStorage(deps),
     imageUrl: deps.urls.image,
     hostUp: async (hostname) => {
       const h = await db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
-import { acceptAnyImage, imageServiceLookup, type ImageServiceLike } from '../../compute/images.js'
+import { imageServiceLookup } from '../../compute/images.js'
 import { serverRoutes as serversResource } from './servers.js'
 import { serverActionRoutes } from './server-actions.js'
 import { serverSubresourceRoutes } from './server-subresources.js'
@@ -15,16 +15,16 @@ import { availabilityZoneRoutes } from './availability-zones.js'
 import { limitQuotaRoutes } from './limits-quotas.js'
 import { serverGroupRoutes } from './server-groups.js'
 import { usageRoutes } from './usage.js'
+import { volumeAttachmentRoutes } from './volume-attachments.js'
 
 export function serverRoutes(deps: AppDeps) {
-  // The image service (deps.images) arrives with its own branch; until then every UUID is an active image.
-  const service = (deps as { images?: ImageServiceLike }).images
-  const withImages = { ...deps, imageLookup: service ? imageServiceLookup(service) : acceptAnyImage }
+  const withImages = { ...deps, imageLookup: imageServiceLookup(deps.images) }
   return async (scope: FastifyInstance): Promise<void> => {
     await serversResource(withImages)(scope)
     await serverActionRoutes(withImages)(scope)
     await serverSubresourceRoutes(withImages)(scope)
     await serverNetworkRoutes(withImages)(scope)
+    await volumeAttachmentRoutes(withImages)(scope)
     await flavorRoutes(deps)(scope)
     await keypairRoutes(deps)(scope)
     await availabilityZoneRoutes(deps)(scope)

@@ -12,6 +12,7 @@ import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
 import { COMPUTE_TASK_KINDS, type DeleteTaskPayload } from '../../compute/tasks.js'
 import type { ImageLookup } from '../../compute/images.js'
+import { computeStorage } from '../../compute/storage.js'
 import { bodyObject, callerOf, can, must, validate } from './context.js'
 import { randomUUID } from 'node:crypto'
 
@@ -94,6 +95,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
         { ...caller, canForceHost: can(request, 'servers:create:forced_host') },
         body,
         request.id,
+        computeStorage(deps),
       )
       deps.runner.wake()
       const s = body.server as Record<string, unknown>

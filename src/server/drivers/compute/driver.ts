@@ -3,6 +3,7 @@
  * The simulated driver implements it in process; a real agent (qemu) will implement the same calls behind
  * the host protocol. Every call is idempotent: the conductor may repeat one after a crash.
  */
+import type { Readable } from 'node:stream'
 import type { FlavorSnapshot } from '../../storage/tables/compute.js'
 
 /** What the driver needs to know about a guest. */
@@ -14,6 +15,8 @@ export interface GuestSpec {
   imageId: string | null
   hostname: string | null
   userData: string | null
+  /** Volumes the guest boots with (block device mappings prepared in the build's block_device_mapping step). */
+  volumes?: VolumeConnection[]
 }
 
 export interface GuestInfo {
@@ -26,6 +29,23 @@ export interface GuestInfo {
   diskGb: number
   /** Boots since the guest was created (each adds to the console log). */
   boots: number
+  /** Volumes connected to the guest (ids), when the driver reports them. */
+  volumes?: string[]
+}
+
+/** A guest's root disk copied out by the hypervisor for an image (createImage, shelve). */
+export interface SnapshotData {
+  diskFormat: string
+  containerFormat: string
+  /** The bytes, streamed into the image service. */
+  data: Readable
+}
+
+/** A block storage volume as the guest sees it. */
+export interface VolumeConnection {
+  volumeId: string
+  /** The device name the guest sees it as (`/dev/vdb`), when known. */
+  device: string | null
 }
 
 export interface HostCapacity {
@@ -86,8 +106,12 @@ export interface ComputeDriver {
   unrescue(serverId: string): Promise<void>
   rebuild(spec: GuestSpec): Promise<void>
   setAdminPassword(serverId: string, password: string): Promise<void>
-  /** Returns the new image's id. */
-  snapshot(serverId: string, imageName: string): Promise<string>
+  /** Copies the guest's root disk out (the bytes of the new image). */
+  snapshot(serverId: string, imageName: string): Promise<SnapshotData>
+  /** Connects a volume to the guest (os-volume_attachments, boot volumes at build). */
+  attachVolume(serverId: string, volume: VolumeConnection): Promise<void>
+  /** Disconnects a volume; a guest that is gone has nothing to disconnect. */
+  detachVolume(serverId: string, volumeId: string): Promise<void>
   /** Copies the guest's disk out for a migration or resize (source side). */
   migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot): Promise<void>
   /** Starts a migrated or resized guest on this host (destination side); powerOn false keeps it off. */

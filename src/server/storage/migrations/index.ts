@@ -14,6 +14,7 @@ import * as m0041 from './0041-volumes.js'
 import * as m0050 from './0050-idp.js'
 import * as m0060 from './0060-onboarding.js'
 import * as m0070 from './0070-cluster-jobs.js'
+import * as m0075 from './0075-block-device-mappings.js'
 import * as m0080 from './0080-server-revisions.js'
 
 export interface Migration {
@@ -32,6 +33,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0050', name: 'idp', up: m0050.up },
   { id: '0060', name: 'onboarding', up: m0060.up },
   { id: '0070', name: 'cluster-jobs', up: m0070.up },
+  { id: '0075', name: 'block-device-mappings', up: m0075.up },
   { id: '0080', name: 'server-revisions', up: m0080.up },
 ]
 

@@ -9,7 +9,8 @@ import { isUp } from '../../../hosts/host-status.js'
 import type { CommandChannel } from '../../../onboarding/command-channel.js'
 import type { Store } from '../../../storage/store.js'
 import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
-import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity } from '../driver.js'
+import { Readable } from 'node:stream'
+import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
 
 export interface AgentDriverOptions {
   hostId: string
@@ -143,8 +144,21 @@ export class AgentDriver implements ComputeDriver {
     return this.call('setAdminPassword', { serverId, password }, `setAdminPassword:${serverId}`)
   }
 
-  snapshot(serverId: string, imageName: string): Promise<string> {
-    return this.call('snapshot', { serverId, imageName })
+  /**
+   * The agent answers with the disk's bytes in the command's result (base64): right for the simulated disk's few
+   * KiB; an agent with real disks will upload to the image service itself.
+   */
+  async snapshot(serverId: string, imageName: string): Promise<SnapshotData> {
+    const result = await this.call<{ diskFormat: string; containerFormat: string; data: string }>('snapshot', { serverId, imageName })
+    return { diskFormat: result.diskFormat, containerFormat: result.containerFormat, data: Readable.from([Buffer.from(result.data, 'base64')]) }
+  }
+
+  attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {
+    return this.call('attachVolume', { serverId, volume })
+  }
+
+  detachVolume(serverId: string, volumeId: string): Promise<void> {
+    return this.call('detachVolume', { serverId, volumeId })
   }
 
   migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot): Promise<void> {

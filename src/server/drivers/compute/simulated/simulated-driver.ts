@@ -3,9 +3,10 @@
  * time, a paused guest cannot be rebooted softly…), a console log that grows on each boot, operations that
  * take a configurable time and fail at an injectable rate, and a capacity reported like a real host's.
  */
-import { randomUUID } from 'node:crypto'
+import { Readable } from 'node:stream'
 import { POWER } from '../../../compute/server-states.js'
-import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity } from '../driver.js'
+import { qcow2Image } from '../../../image/qcow2.js'
+import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
 
 export interface SimulatedOptions {
   hostname: string
@@ -32,6 +33,26 @@ interface Guest {
   rescued: boolean
   boots: number
   console: string[]
+  /** Connected volumes: id → device. */
+  volumes?: Map<string, string | null>
+}
+
+const GIB = 1024 ** 3
+
+function connect(guest: Guest, volume: VolumeConnection): void {
+  guest.volumes ??= new Map()
+  if (!guest.volumes.has(volume.volumeId)) guest.console.push(`[ pcc ] virtio_blk: ${volume.device ?? 'disk'} attached (volume ${volume.volumeId})`)
+  guest.volumes.set(volume.volumeId, volume.device)
+}
+
+/**
+ * The root disk of a simulated guest as an image: an empty qcow2 of the flavor's disk size (1 GiB for a zero-disk
+ * flavor) whose header names the server and the image it was built from. Deterministic: the same guest gives
+ * the same bytes.
+ */
+export function simulatedRootDisk(spec: Pick<GuestSpec, 'serverId' | 'imageId' | 'flavor'>): Buffer {
+  const label = `pcc simulated root disk\nserver ${spec.serverId}\nimage ${spec.imageId ?? 'none'}\n`
+  return qcow2Image({ virtualSize: Math.max(1, spec.flavor.disk) * GIB, label })
 }
 
 const CAPABILITIES: DriverCapabilities = {
@@ -101,6 +122,7 @@ export class SimulatedDriver implements ComputeDriver {
       guest = { spec, powerState: POWER.NOSTATE, rescued: false, boots: 0, console: [] }
       this.guests.set(spec.serverId, guest)
     }
+    for (const v of spec.volumes ?? []) connect(guest, v)
     if (guest.powerState !== POWER.RUNNING) this.boot(guest)
     return this.view(guest)
   }
@@ -193,10 +215,22 @@ export class SimulatedDriver implements ComputeDriver {
     guest.console.push('[ pcc ] admin password changed')
   }
 
-  async snapshot(serverId: string): Promise<string> {
-    await this.guest(serverId)
+  async snapshot(serverId: string): Promise<SnapshotData> {
+    const guest = await this.guest(serverId)
     await this.operate('snapshot')
-    return randomUUID()
+    return { diskFormat: 'qcow2', containerFormat: 'bare', data: Readable.from([simulatedRootDisk(guest.spec)]) }
+  }
+
+  async attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('attachVolume')
+    connect(guest, volume)
+  }
+
+  async detachVolume(serverId: string, volumeId: string): Promise<void> {
+    const guest = await this.guest(serverId).catch(() => undefined)
+    await this.operate('detachVolume')
+    if (guest?.volumes?.delete(volumeId)) guest.console.push(`[ pcc ] virtio_blk: volume ${volumeId} detached`)
   }
 
   async migrateDiskAndPowerOff(serverId: string): Promise<void> {
@@ -313,6 +347,7 @@ export class SimulatedDriver implements ComputeDriver {
       memoryMb: guest.spec.flavor.ram,
       diskGb: guest.spec.flavor.disk,
       boots: guest.boots,
+      ...(guest.volumes?.size ? { volumes: [...guest.volumes.keys()] } : {}),
     }
   }
 }

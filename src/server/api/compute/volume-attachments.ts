@@ -1,0 +1,74 @@
+/** /servers/{id}/os-volume_attachments: list, show, attach (200), update or swap (202), detach (202). Rules: compute/server-volumes.ts. */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { forbidden } from '../../../contracts/errors.js'
+import { projector } from '../../../contracts/compute/fields.js'
+import { check } from '../../../contracts/compute/params.js'
+import { volumeAttachmentFields } from '../../../contracts/compute/volume-attachment.fields.js'
+import { attachBodySchema, attachmentListQuerySchema, updateAttachmentBodySchema } from '../../../contracts/compute/volume-attachment.params.js'
+import { COMPUTE_VOLUMES_POLICY, type ComputeVolumesOperation } from '../../policy/compute-volumes.policy.js'
+import { computeStorage } from '../../compute/storage.js'
+import { attachmentModel, attachVolume, detachVolume, findAttachment, isSwap, listAttachments, updateAttachment, type AttachRequest, type UpdateRequest, type VolumeOpDeps } from '../../compute/server-volumes.js'
+import type { ServerTable } from '../../storage/tables/compute.js'
+import type { ServerRouteDeps } from './servers.js'
+import { visibleServer } from './servers.js'
+import { bodyObject, callerOf, validate } from './context.js'
+
+function must(request: FastifyRequest, op: ComputeVolumesOperation, row: ServerTable): void {
+  if (!COMPUTE_VOLUMES_POLICY[op](request.principal, { projectId: row.project_id })) throw forbidden(`Policy doesn't allow ${op} to be performed.`)
+}
+
+export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
+  const ops: VolumeOpDeps = { db: deps.store.db, queue: deps.queue, storage: computeStorage(deps) }
+  const render = (request: FastifyRequest, view: 'list' | 'show' | 'attach') => projector(volumeAttachmentFields, { version: request.api.version, view, admin: callerOf(request).admin })
+  return async (scope: FastifyInstance): Promise<void> => {
+    type P1 = { Params: { id: string } }
+    type P2 = { Params: { id: string; volumeId: string } }
+    const base = '/v2.1/servers/:id/os-volume_attachments'
+
+    scope.get<P1>(base, async (request) => {
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'os_compute_api:os-volumes-attachments:index', row)
+      check('query', request.api.version, attachmentListQuerySchema, request.query)
+      const q = request.query as { limit?: string; offset?: string }
+      const page = await listAttachments(ops.db, row.id, { limit: q.limit === undefined ? undefined : Number(q.limit), offset: q.offset === undefined ? undefined : Number(q.offset) }, deps.config.computeMaxLimit)
+      const shape = render(request, 'list')
+      return { volumeAttachments: page.map((b) => shape(attachmentModel(b))) }
+    })
+
+    scope.get<P2>(`${base}/:volumeId`, async (request) => {
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'os_compute_api:os-volumes-attachments:show', row)
+      const bdm = await findAttachment(ops.db, row.id, request.params.volumeId)
+      return { volumeAttachment: render(request, 'show')(attachmentModel(bdm)) }
+    })
+
+    scope.post<P1>(base, async (request) => {
+      const body = bodyObject(request)
+      validate('volumeAttachment', request, attachBodySchema, body)
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'os_compute_api:os-volumes-attachments:create', row)
+      const bdm = await attachVolume(ops, request.api, callerOf(request), row, body.volumeAttachment as AttachRequest, request.id)
+      deps.runner.wake()
+      return { volumeAttachment: render(request, 'attach')(attachmentModel(bdm)) }
+    })
+
+    scope.put<P2>(`${base}/:volumeId`, async (request, reply) => {
+      const body = bodyObject(request)
+      validate('volumeAttachment', request, updateAttachmentBodySchema, body)
+      const row = await visibleServer(deps, request, request.params.id)
+      const update = body.volumeAttachment as UpdateRequest
+      must(request, isSwap(request.api, request.params.volumeId, update) ? 'os_compute_api:os-volumes-attachments:swap' : 'os_compute_api:os-volumes-attachments:update', row)
+      await updateAttachment(ops, request.api, callerOf(request), row, request.params.volumeId, update, request.id)
+      deps.runner.wake()
+      return reply.code(202).send()
+    })
+
+    scope.delete<P2>(`${base}/:volumeId`, async (request, reply) => {
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'os_compute_api:os-volumes-attachments:delete', row)
+      await detachVolume(ops, request.api, callerOf(request), row, request.params.volumeId, request.id)
+      deps.runner.wake()
+      return reply.code(202).send()
+    })
+  }
+}

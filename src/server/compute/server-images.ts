@@ -1,0 +1,163 @@
+/**
+ * Images made from a server (createImage, shelve), as Nova's compute API makes them before the answer:
+ *
+ * - an image-backed server gets a `queued` image whose properties Nova sets (`image_type: snapshot`,
+ *   `instance_uuid`, `user_id`, `base_image_ref`, the base image's inheritable properties, then the request's
+ *   metadata on top), min_disk at least the flavor's root disk; the conductor streams the driver's snapshot into
+ *   it (conductor/snapshots.ts);
+ * - a volume-backed server gets, at once, a snapshot of each of its volumes and an `active` image with no data
+ *   whose `block_device_mapping` property lists them (`bdm_v2`), as `snapshot_volume_backed` does.
+ */
+import { Readable } from 'node:stream'
+import { randomUUID } from 'node:crypto'
+import { AppError, forbidden } from '../../contracts/errors.js'
+import type { ImageRecord } from '../image/model.js'
+import type { SnapshotImageRequest } from '../image/service.js'
+import type { BlockDeviceMappingTable } from '../storage/tables/compute-volumes.js'
+import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
+import type { Db } from '../storage/store.js'
+import { eventId } from '../conductor/records.js'
+import type { ComputeStorage } from './storage.js'
+
+/** Properties a snapshot does not inherit from its base image (Nova's NON_INHERITABLE_IMAGE_PROPERTIES and config default). */
+const NON_INHERITABLE = new Set([
+  'cinder_encryption_key_id',
+  'cinder_encryption_key_deletion_policy',
+  'img_signature',
+  'img_signature_hash_method',
+  'img_signature_key_type',
+  'img_signature_certificate_uuid',
+  'cache_in_nova',
+  'bittorrent',
+  // Set again below for the new image.
+  'block_device_mapping',
+  'bdm_v2',
+  'root_device_name',
+])
+
+export interface SnapshotCaller {
+  projectId: string
+  userId: string
+  admin: boolean
+}
+
+export interface SnapshotRequest {
+  name: string
+  metadata: Record<string, string>
+}
+
+/** What the snapshot image of `server` is created with (Nova's _initialize_instance_snapshot_metadata + _create_image). */
+export async function snapshotImageRequest(db: Db, storage: ComputeStorage, server: ServerTable, caller: SnapshotCaller, request: SnapshotRequest): Promise<SnapshotImageRequest> {
+  const base: ImageRecord | undefined = server.image_id ? await storage.images.getById(server.image_id, db) : undefined
+  const inherited = Object.fromEntries(Object.entries(base?.properties ?? {}).filter(([k]) => !NON_INHERITABLE.has(k)))
+  const flavor = JSON.parse(server.flavor) as FlavorSnapshot
+  return {
+    // The caller's project owns the image. Formats are left to the driver (Nova drops the base image's).
+    projectId: caller.projectId || server.project_id,
+    name: request.name,
+    properties: {
+      ...inherited,
+      base_image_ref: server.image_id ?? '',
+      instance_uuid: server.id,
+      user_id: caller.userId,
+      image_type: 'snapshot',
+      ...request.metadata,
+    },
+    minDisk: Math.max(base?.minDisk ?? 0, flavor.disk),
+    minRam: base?.minRam ?? 0,
+    visibility: 'private',
+  }
+}
+
+/** The queued image of createImage or shelve, inside the transaction that accepts the action. */
+export async function reserveSnapshotImage(tx: Db, storage: ComputeStorage, server: ServerTable, caller: SnapshotCaller, request: SnapshotRequest): Promise<string> {
+  const image = await storage.images.createSnapshotImage(await snapshotImageRequest(tx, storage, server, caller, request), tx)
+  return image.id
+}
+
+/** Nova's shelve image name. */
+export function shelvedImageName(server: Pick<ServerTable, 'name'>): string {
+  return `${server.name}-shelved`
+}
+
+/** One entry of the image's block_device_mapping property (BlockDeviceMapping.get_image_mapping). */
+function imageMapping(bdm: BlockDeviceMappingTable, snapshotId: string | null): Record<string, unknown> {
+  return {
+    boot_index: bdm.boot_index,
+    delete_on_termination: bdm.delete_on_termination === 1,
+    destination_type: bdm.destination_type,
+    device_name: bdm.device_name,
+    device_type: bdm.device_type,
+    disk_bus: bdm.disk_bus,
+    guest_format: bdm.guest_format,
+    image_id: snapshotId ? null : bdm.image_id,
+    no_device: null,
+    snapshot_id: snapshotId ?? bdm.snapshot_id,
+    source_type: snapshotId ? 'snapshot' : bdm.source_type,
+    tag: bdm.tag,
+    volume_id: null,
+    volume_size: bdm.volume_size,
+    volume_type: bdm.volume_type,
+  }
+}
+
+/**
+ * createImage of a volume-backed server, done by the API as Nova does: a forced snapshot of every volume, an
+ * image holding their mapping, and the createImage instance action, recorded finished. Returns the image id.
+ */
+export async function createVolumeBackedImage(
+  db: Db,
+  storage: ComputeStorage,
+  server: ServerTable,
+  caller: SnapshotCaller,
+  request: SnapshotRequest & { requestId: string },
+): Promise<string> {
+  const imageId = await db.transaction().execute(async (tx) => {
+    const bdms = await tx.selectFrom('block_device_mappings').selectAll().where('server_id', '=', server.id).orderBy('created_at').orderBy('id').execute()
+    const mapping: Record<string, unknown>[] = []
+    for (const bdm of bdms) {
+      if (bdm.destination_type !== 'volume' || !bdm.volume_id) {
+        mapping.push(imageMapping(bdm, null))
+        continue
+      }
+      const snapshotId = await storage.snapshots
+        .createForCompute(tx, { projectId: server.project_id, userId: caller.userId, isAdmin: caller.admin, volumeId: bdm.volume_id, name: `snapshot for ${request.name}`, force: true })
+        .catch((err: unknown) => {
+          // Nova checks the snapshot quota first and answers OverQuota as 403.
+          if (err instanceof AppError && err.status === 413) throw forbidden(`Quota exceeded for resources: ['snapshots']`)
+          throw err
+        })
+      mapping.push(imageMapping(bdm, snapshotId))
+    }
+    const base = await snapshotImageRequest(tx, storage, server, caller, request)
+    const root = bdms.find((b) => b.boot_index === 0)
+    const image = await storage.images.createSnapshotImage(
+      {
+        ...base,
+        diskFormat: 'qcow2',
+        containerFormat: 'bare',
+        properties: { ...base.properties, block_device_mapping: JSON.stringify(mapping), bdm_v2: 'True', root_device_name: server.root_device_name ?? root?.device_name ?? '/dev/vda' },
+      },
+      tx,
+    )
+    await recordFinishedAction(tx, server, caller, request.requestId, 'createImage', 'api_snapshot_instance')
+    return image.id
+  })
+  // No data: Nova uploads an empty body so the image is active with size 0.
+  await storage.images.completeSnapshotImage(imageId, Readable.from([]))
+  return imageId
+}
+
+/** An instance action the API completes itself, with its one event. */
+export async function recordFinishedAction(db: Db, server: ServerTable, caller: SnapshotCaller, requestId: string, action: string, event: string): Promise<void> {
+  const now = Date.now()
+  const actionId = randomUUID()
+  await db
+    .insertInto('instance_actions')
+    .values({ id: actionId, server_id: server.id, action, request_id: requestId, user_id: caller.userId, project_id: caller.projectId || server.project_id, message: null, start_time: now, finish_time: now, updated_at: now })
+    .execute()
+  await db
+    .insertInto('instance_action_events')
+    .values({ id: eventId(actionId, event), action_id: actionId, event, start_time: now, finish_time: now, result: 'Success', traceback: null, host: server.host, details: null })
+    .execute()
+}

@@ -1,0 +1,24 @@
+/** What Nova keeps in an instance's system metadata, for the few keys pcc needs (the shelved image). */
+import type { Db } from '../storage/store.js'
+
+export const SHELVE_KEYS = { imageId: 'shelved_image_id', at: 'shelved_at', host: 'shelved_host' } as const
+
+export async function systemMetadata(db: Db, serverId: string, key: string): Promise<string | undefined> {
+  const row = await db.selectFrom('server_system_metadata').select('value').where('server_id', '=', serverId).where('key', '=', key).executeTakeFirst()
+  return row?.value
+}
+
+/** Sets keys (replacing their values) in one transaction's worth of statements. */
+export async function setSystemMetadata(db: Db, serverId: string, entries: Record<string, string>): Promise<void> {
+  const keys = Object.keys(entries)
+  if (keys.length === 0) return
+  await db.deleteFrom('server_system_metadata').where('server_id', '=', serverId).where('key', 'in', keys).execute()
+  await db.insertInto('server_system_metadata').values(keys.map((key) => ({ server_id: serverId, key, value: entries[key] }))).execute()
+}
+
+/** Removes the given keys, or all of the server's when none are given. */
+export async function deleteSystemMetadata(db: Db, serverId: string, keys?: string[]): Promise<void> {
+  let q = db.deleteFrom('server_system_metadata').where('server_id', '=', serverId)
+  if (keys) q = q.where('key', 'in', keys)
+  await q.execute()
+}

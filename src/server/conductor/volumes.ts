@@ -1,0 +1,219 @@
+/**
+ * The conductor's side of block storage:
+ *
+ * - `compute.volume` tasks (os-volume_attachments): connect, disconnect or swap a volume on the server's host, then
+ *   complete the change on the volume (attaching → in-use, detaching → available) and the mapping, with the
+ *   event and the instance action finished in the same transaction. A host that fails the operation leaves the
+ *   volume as it was before the request (Nova rolls back too) and the action in error.
+ * - the build's `block_device_mapping` step: volumes from images, snapshots or blank are created (one
+ *   transaction per mapping, so a run repeated after a crash finds them) and every volume attached (in-use);
+ *   the spawn then boots the guest with them.
+ * - server delete and failed builds: every volume is detached and those with delete_on_termination deleted.
+ *
+ * Every step is idempotent: the task queue may run a handler twice.
+ */
+import { AppError } from '../../contracts/errors.js'
+import type { VolumeTaskPayload } from '../compute/tasks.js'
+import type { ComputeStorage } from '../compute/storage.js'
+import { volumeMappings } from '../compute/block-devices.js'
+import { DriverError, type ComputeDriver, type VolumeConnection } from '../drivers/compute/driver.js'
+import type { BlockDeviceMappingTable } from '../storage/tables/compute-volumes.js'
+import type { ServerTable } from '../storage/tables/compute.js'
+import type { Db } from '../storage/store.js'
+import { driverFor, loadServer, type ConductorContext } from './context.js'
+import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
+
+const EVENTS: Record<VolumeTaskPayload['operation'], string> = { attach: 'compute_attach_volume', detach: 'compute_detach_volume', swap: 'compute_swap_volume' }
+
+export function storageOf(ctx: ConductorContext): ComputeStorage {
+  if (!ctx.storage) throw new Error('the conductor runs without the image and block storage services')
+  return ctx.storage
+}
+
+async function attachmentStatus(db: Db, volumeId: string, serverId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('volume_attachments').select('attach_status').where('volume_id', '=', volumeId).where('server_id', '=', serverId).executeTakeFirst()
+  return row?.attach_status
+}
+
+/** The driver of the server's host, or none when it has no host (nothing to connect there). */
+function hostDriver(ctx: ConductorContext, server: ServerTable): ComputeDriver | undefined {
+  return server.host_id ? driverFor(ctx, server.host_id, server.host) : undefined
+}
+
+export async function runVolumeTask(ctx: ConductorContext, payload: VolumeTaskPayload, lastAttempt: boolean): Promise<void> {
+  const db = ctx.store.db
+  const server = await loadServer(db, payload.serverId)
+  const actionId = (await findAction(db, payload.serverId, payload.requestId))?.id
+  const bdm = await db.selectFrom('block_device_mappings').selectAll().where('id', '=', payload.bdmId).executeTakeFirst()
+  // The server is gone (its delete detached everything) or an earlier run finished the job.
+  if (!server || server.deleted || !bdm || (await alreadyDone(db, payload, bdm))) {
+    await finishAction(db, actionId)
+    return
+  }
+  const eventId = await startEvent(db, actionId, EVENTS[payload.operation], server.host)
+  try {
+    await OPERATIONS[payload.operation].connect(ctx, server, bdm, payload)
+  } catch (err) {
+    if (!(err instanceof DriverError) && !lastAttempt) throw err
+    await db.transaction().execute(async (tx) => {
+      await OPERATIONS[payload.operation].rollBack(storageOf(ctx), tx, server, bdm, payload)
+      await recordFault(tx, server.id, { code: err instanceof DriverError ? err.code : 500, message: (err as Error).message, details: (err as Error).stack ?? '' })
+      await finishEvent(tx, eventId, 'Error', { traceback: (err as Error).stack })
+      await finishAction(tx, actionId, true)
+    })
+    return
+  }
+  await db.transaction().execute(async (tx) => {
+    await OPERATIONS[payload.operation].complete(storageOf(ctx), tx, server, bdm, payload)
+    await finishEvent(tx, eventId, 'Success')
+    await finishAction(tx, actionId)
+  })
+}
+
+async function alreadyDone(db: Db, payload: VolumeTaskPayload, bdm: BlockDeviceMappingTable): Promise<boolean> {
+  if (payload.operation === 'attach') return (await attachmentStatus(db, payload.volumeId, payload.serverId)) === 'attached'
+  if (payload.operation === 'swap') return bdm.volume_id === payload.newVolumeId
+  return false
+}
+
+interface Operation {
+  /** The host's part; throws DriverError when the hypervisor refuses. */
+  connect(ctx: ConductorContext, server: ServerTable, bdm: BlockDeviceMappingTable, payload: VolumeTaskPayload): Promise<void>
+  /** The volume and the mapping once the host did its part. */
+  complete(storage: ComputeStorage, tx: Db, server: ServerTable, bdm: BlockDeviceMappingTable, payload: VolumeTaskPayload): Promise<void>
+  /** The volume and the mapping as they were before the request. */
+  rollBack(storage: ComputeStorage, tx: Db, server: ServerTable, bdm: BlockDeviceMappingTable, payload: VolumeTaskPayload): Promise<void>
+}
+
+const OPERATIONS: Record<VolumeTaskPayload['operation'], Operation> = {
+  attach: {
+    connect: async (ctx, server, bdm, p) => hostDriver(ctx, server)?.attachVolume(server.id, { volumeId: p.volumeId, device: bdm.device_name }),
+    complete: async (storage, tx, server, bdm, p) => {
+      await storage.volumes.attach(tx, { volumeId: p.volumeId, serverId: server.id, device: bdm.device_name, hostName: server.host, deleteOnTermination: bdm.delete_on_termination === 1 })
+    },
+    rollBack: async (storage, tx, server, bdm, p) => {
+      await storage.volumes.detach(tx, { volumeId: p.volumeId, serverId: server.id })
+      await tx.deleteFrom('block_device_mappings').where('id', '=', bdm.id).execute()
+    },
+  },
+  detach: {
+    connect: async (ctx, server, _bdm, p) => hostDriver(ctx, server)?.detachVolume(server.id, p.volumeId),
+    complete: async (storage, tx, server, bdm, p) => {
+      await storage.volumes.detach(tx, { volumeId: p.volumeId, serverId: server.id })
+      await tx.deleteFrom('block_device_mappings').where('id', '=', bdm.id).execute()
+    },
+    rollBack: async (storage, tx, server, _bdm, p) => storage.volumes.rollDetaching(tx, { volumeId: p.volumeId, serverId: server.id }),
+  },
+  swap: {
+    // The hypervisor copies the old volume onto the new one and switches the guest's disk: connect, then disconnect.
+    connect: async (ctx, server, bdm, p) => {
+      const driver = hostDriver(ctx, server)
+      await driver?.attachVolume(server.id, { volumeId: p.newVolumeId!, device: bdm.device_name })
+      await driver?.detachVolume(server.id, p.volumeId)
+    },
+    complete: async (storage, tx, server, bdm, p) => {
+      await storage.volumes.detach(tx, { volumeId: p.volumeId, serverId: server.id })
+      await storage.volumes.attach(tx, { volumeId: p.newVolumeId!, serverId: server.id, device: bdm.device_name, hostName: server.host, deleteOnTermination: bdm.delete_on_termination === 1 })
+      const attachment = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', p.newVolumeId!).where('server_id', '=', server.id).executeTakeFirst()
+      const size = await tx.selectFrom('volumes').select('size').where('id', '=', p.newVolumeId!).executeTakeFirst()
+      await tx
+        .updateTable('block_device_mappings')
+        .set({ volume_id: p.newVolumeId!, attachment_id: attachment?.id ?? null, volume_size: size?.size ?? bdm.volume_size })
+        .where('id', '=', bdm.id)
+        .execute()
+    },
+    rollBack: async (storage, tx, server, _bdm, p) => {
+      await storage.volumes.rollDetaching(tx, { volumeId: p.volumeId, serverId: server.id })
+      await storage.volumes.detach(tx, { volumeId: p.newVolumeId!, serverId: server.id })
+    },
+  },
+}
+
+// ---- build: the block_device_mapping step ----
+
+/** A block device that could not be prepared: the build is aborted (Nova's BuildAbortException). */
+export class BlockDeviceFailure extends DriverError {
+  constructor(serverId: string, cause: unknown) {
+    // Quota problems are shown as they are; anything else as Nova words it, the cause in the fault's details.
+    const reason = cause instanceof AppError && cause.status === 413 ? cause.message : 'Failure prepping block device.'
+    super(`Build of instance ${serverId} aborted: ${reason}`)
+    this.stack = `${this.stack ?? ''}\nCaused by: ${(cause as Error).stack ?? String(cause)}`
+  }
+}
+
+/**
+ * Creates the volumes a server's mappings ask for and attaches every volume mapping to the server (in-use, as
+ * Nova's _prep_block_device leaves them); returns them for the spawn, which boots the guest with them. A repeated
+ * run skips what the first one did: a mapping with a volume has it, an attached volume is attached.
+ */
+export async function prepareBlockDevices(ctx: ConductorContext, server: ServerTable): Promise<VolumeConnection[]> {
+  const db = ctx.store.db
+  const connections: VolumeConnection[] = []
+  for (const bdm of await volumeMappings(db, server.id)) {
+    try {
+      const volumeId = bdm.volume_id ?? (await createBootVolume(ctx, server, bdm))
+      if (!volumeId) return [] // the server was deleted meanwhile
+      if ((await attachmentStatus(db, volumeId, server.id)) !== 'attached') {
+        await db.transaction().execute((tx) =>
+          storageOf(ctx).volumes.attach(tx, { volumeId, serverId: server.id, device: bdm.device_name, hostName: server.host, deleteOnTermination: bdm.delete_on_termination === 1 }),
+        )
+      }
+      connections.push({ volumeId, device: bdm.device_name })
+    } catch (err) {
+      if (err instanceof AppError) throw new BlockDeviceFailure(server.id, err)
+      throw err
+    }
+  }
+  return connections
+}
+
+/**
+ * The volume of an image, snapshot or blank mapping, created available and reserved for the server in one
+ * transaction with the mapping's update. The server row is locked first: a delete that committed meanwhile
+ * makes this a no-op (undefined), one that comes later finds the volume and detaches it.
+ */
+async function createBootVolume(ctx: ConductorContext, server: ServerTable, bdm: BlockDeviceMappingTable): Promise<string | undefined> {
+  const storage = storageOf(ctx)
+  return ctx.store.db.transaction().execute(async (tx) => {
+    const live = await tx.updateTable('servers').set({ updated_at: Date.now() }).where('id', '=', server.id).where('deleted', '=', 0).executeTakeFirst()
+    if (Number(live.numUpdatedRows) === 0) return undefined
+    const current = await tx.selectFrom('block_device_mappings').select('volume_id').where('id', '=', bdm.id).executeTakeFirst()
+    if (current?.volume_id) return current.volume_id
+    const source = bdm.source_type as 'image' | 'snapshot' | 'blank'
+    const volume = await storage.volumes.createForBoot(tx, {
+      projectId: server.project_id,
+      userId: server.user_id,
+      // The API checked the caller's right to the image or snapshot; the server's project owns the volume.
+      isAdmin: true,
+      source,
+      sourceId: (source === 'image' ? bdm.image_id : source === 'snapshot' ? bdm.snapshot_id : null) ?? undefined,
+      size: bdm.volume_size ?? undefined,
+      volumeType: bdm.volume_type,
+      availabilityZone: null,
+      name: '',
+    })
+    const { attachmentId } = await storage.volumes.reserveForAttach(tx, { volumeId: volume.id, projectId: server.project_id, serverId: server.id, isAdmin: true })
+    await tx.updateTable('block_device_mappings').set({ volume_id: volume.id, volume_size: volume.size, attachment_id: attachmentId }).where('id', '=', bdm.id).execute()
+    return volume.id
+  })
+}
+
+// ---- delete and failed builds ----
+
+/**
+ * Inside the transaction that deletes the server (or fails its build): every volume detached (available again),
+ * those with delete_on_termination deleted, the mappings removed. Safe to run twice.
+ */
+export async function releaseVolumes(ctx: ConductorContext, tx: Db, serverId: string): Promise<void> {
+  if (!ctx.storage) return
+  const volumes = ctx.storage.volumes
+  const bdms = await tx.selectFrom('block_device_mappings').selectAll().where('server_id', '=', serverId).execute()
+  const attachments = await tx.selectFrom('volume_attachments').select(['volume_id', 'delete_on_termination']).where('server_id', '=', serverId).execute()
+  const doomed = new Set([...bdms.filter((b) => b.delete_on_termination === 1).map((b) => b.volume_id), ...attachments.filter((a) => a.delete_on_termination === 1).map((a) => a.volume_id)])
+  const volumeIds = new Set([...bdms.map((b) => b.volume_id), ...attachments.map((a) => a.volume_id)].filter((v): v is string => !!v))
+  for (const volumeId of volumeIds) {
+    await volumes.detach(tx, { volumeId, serverId })
+    if (doomed.has(volumeId)) await volumes.deleteOnTermination(tx, { volumeId })
+  }
+  await tx.deleteFrom('block_device_mappings').where('server_id', '=', serverId).execute()
+}
