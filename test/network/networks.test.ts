@@ -155,6 +155,33 @@ for (const dialect of DIALECTS) {
       assert.equal((await d.get<{ quota: Record<string, number> }>(`/v2.0/quotas/${dave.projectId}`)).body.quota.network, 100)
     })
 
+    it('enforces the subnet, port, router, floating IP and rule quotas with OverQuota (409), creating nothing', async () => {
+      const frank = await projectMember(server, 'frank')
+      const f = client(server, frank)
+      const ext = await root.create('networks', 'network', { name: 'quota-public', 'router:external': true })
+      await root.create('subnets', 'subnet', { network_id: ext.id, ip_version: 4, cidr: '203.0.113.0/24' })
+      const net = await f.create('networks', 'network', { name: 'quota-net' })
+      await f.create('subnets', 'subnet', { network_id: net.id, ip_version: 4, cidr: '10.9.0.0/24' })
+      const group = await f.create('security-groups', 'security_group', { name: 'quota-sg' })
+      const usage = async () => (await f.get<{ quota: Record<string, { used: number }> }>(`/v2.0/quotas/${frank.projectId}/details`)).body.quota
+      const before = await usage()
+      // Every limit at what is used now: the next one of each is over.
+      const limits = { subnet: 1, port: before.port.used, router: 0, floatingip: 0, security_group_rule: before.security_group_rule.used }
+      assert.equal((await root.put(`/v2.0/quotas/${frank.projectId}`, { quota: limits })).status, 200)
+      assertNeutronError(await f.post('/v2.0/subnets', { subnet: { network_id: net.id, ip_version: 4, cidr: '10.9.1.0/24' } }), 409, 'OverQuota', /subnet/)
+      assertNeutronError(await f.post('/v2.0/ports', { port: { network_id: net.id } }), 409, 'OverQuota', /port/)
+      assertNeutronError(await f.post('/v2.0/routers', { router: { name: 'r' } }), 409, 'OverQuota', /router/)
+      assertNeutronError(await f.post('/v2.0/floatingips', { floatingip: { floating_network_id: ext.id } }), 409, 'OverQuota', /floatingip/)
+      const rule = { security_group_id: group.id, direction: 'ingress', protocol: 'tcp', port_range_min: 22, port_range_max: 22 }
+      assertNeutronError(await f.post('/v2.0/security-group-rules', { security_group_rule: rule }), 409, 'OverQuota', /security_group_rule/)
+      const after = await usage()
+      for (const resource of Object.keys(limits)) assert.equal(after[resource].used, before[resource].used, `no ${resource} created`)
+      // Raised again, the same requests succeed.
+      assert.equal((await root.del(`/v2.0/quotas/${frank.projectId}`)).status, 204)
+      await f.create('ports', 'port', { network_id: net.id })
+      await f.create('security-group-rules', 'security_group_rule', rule)
+    })
+
     it('manages tags through the tags sub-resource and filters by them', async () => {
       const net = await alice.create('networks', 'network', { name: 'tagged' })
       const put = await alice.put<{ tags: string[] }>(`/v2.0/networks/${net.id}/tags`, { tags: ['red', 'blue', 'red'] })
