@@ -1,13 +1,14 @@
 /** /servers: list, detail, create, show, update, delete. Thin: rules live in src/server/compute/. */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { conflict, notFound } from '../../../contracts/errors.js'
-import { projector } from '../../../contracts/compute/fields.js'
+import { fieldsFor, projector } from '../../../contracts/compute/fields.js'
 import { serverFields, type ServerModel, type ServerView } from '../../../contracts/compute/server.fields.js'
 import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { listServers, planServerList, type Query } from '../../compute/server-list.js'
-import { bookmarkBase, serverModels } from '../../compute/server-model.js'
+import { bookmarkBase, hostStatusOf, loadHostStates, serverModels } from '../../compute/server-model.js'
+import { ServerViewCache } from '../../compute/server-view-cache.js'
 import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
 import { COMPUTE_TASK_KINDS, type DeleteTaskPayload } from '../../compute/tasks.js'
@@ -43,6 +44,46 @@ export async function renderServers(deps: AppDeps, request: FastifyRequest, rows
   return models.map((m) => shape(extra ? { ...m, ...extra } : m))
 }
 
+/** What the detail list reads of each row before the view cache says which servers it must render again. */
+const DETAIL_KEY_COLUMNS: (keyof ServerTable)[] = ['id', 'rev', 'host']
+
+/**
+ * GET /servers/detail's servers as JSON texts, in the rows' order: each from the view cache when its stamp still
+ * matches, else rendered (all misses together, as renderServers does) and kept. `host_status` changes with the
+ * hosts' heartbeats rather than with any row, so it is left out of what is kept and added to each answer.
+ */
+async function detailPage(deps: AppDeps, request: FastifyRequest, rows: Pick<ServerTable, 'id' | 'rev' | 'host'>[], cache: ServerViewCache): Promise<string[]> {
+  const db = deps.store.db
+  const admin = callerOf(request).admin
+  const variant = `${request.api.text}|${admin ? 'admin' : 'member'}`
+  const ids = rows.map((r) => r.id)
+  const viewRevs = new Map<string, number>()
+  for (let i = 0; i < ids.length; i += 500) {
+    for (const v of await db.selectFrom('server_view_revisions').select(['server_id', 'rev']).where('server_id', 'in', ids.slice(i, i + 500)).execute()) viewRevs.set(v.server_id, v.rev)
+  }
+  const stamp = (r: Pick<ServerTable, 'id' | 'rev'>) => `${r.rev}.${viewRevs.get(r.id) ?? 0}`
+  const texts = rows.map((r) => cache.get(`${variant}|${r.id}`, stamp(r)))
+  const missing = rows.filter((_, i) => texts[i] === undefined).map((r) => r.id)
+  if (missing.length) {
+    const rendered = new Map<string, string>()
+    for (let i = 0; i < missing.length; i += 500) {
+      const full = await db.selectFrom('servers').selectAll().where('id', 'in', missing.slice(i, i + 500)).execute()
+      const views = await renderServers(deps, request, full, 'detail')
+      full.forEach((row, j) => {
+        delete views[j].host_status
+        const json = JSON.stringify(views[j])
+        // The stamp of the row as rendered: newer than the list's if it changed meanwhile, never older.
+        cache.set(`${variant}|${row.id}`, stamp(row), json)
+        rendered.set(row.id, json)
+      })
+    }
+    rows.forEach((r, i) => (texts[i] ??= rendered.get(r.id)))
+  }
+  if (!fieldsFor(serverFields, { version: request.api.version, view: 'detail', admin }).some((f) => f.key === 'host_status')) return texts as string[]
+  const states = await loadHostStates(db, deps.config.hostDownAfterSeconds * 1000)
+  return rows.map((r, i) => `${texts[i]!.slice(0, -1)},"host_status":${JSON.stringify(hostStatusOf(states, r.host))}}`)
+}
+
 /** The summary view reads only id, name and links: no model loading for GET /servers. */
 function renderSummaries(deps: AppDeps, request: FastifyRequest, rows: Pick<ServerTable, 'id' | 'name'>[]) {
   const shape = projector(serverFields, { version: request.api.version, view: 'summary', admin: callerOf(request).admin })
@@ -61,16 +102,16 @@ function renderSummaries(deps: AppDeps, request: FastifyRequest, rows: Pick<Serv
 
 export function serverRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
+  const views = new ServerViewCache()
   return async (scope: FastifyInstance): Promise<void> => {
-    const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest) => {
+    const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest, reply: FastifyReply) => {
       const caller = callerOf(request)
       must(request, 'servers:index', { projectId: caller.projectId })
       const plan = planServerList(request.query as Query, caller, request.api, deps.config.computeMaxLimit)
-      const result = await listServers(db, plan, view === 'summary' ? ['id', 'name'] : undefined, (filters, projectId) => serversMatchingIps(deps.network, filters, projectId))
-      const servers = view === 'summary' ? renderSummaries(deps, request, result.rows) : await renderServers(deps, request, result.rows, view)
-      const body: Record<string, unknown> = { servers }
-      if (result.next) body.servers_links = [{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }]
-      return body
+      const result = await listServers(db, plan, view === 'summary' ? ['id', 'name'] : DETAIL_KEY_COLUMNS, (filters, projectId) => serversMatchingIps(deps.network, filters, projectId))
+      const links = result.next ? `,"servers_links":${JSON.stringify([{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }])}` : ''
+      const servers = view === 'summary' ? JSON.stringify(renderSummaries(deps, request, result.rows)) : `[${(await detailPage(deps, request, result.rows, views)).join(',')}]`
+      return reply.type('application/json').send(`{"servers":${servers}${links}}`)
     }
     scope.get('/v2.1/servers', list('summary', '/servers'))
     scope.get('/v2.1/servers/detail', list('detail', '/servers/detail'))

@@ -234,8 +234,15 @@ export interface AllocationTable {
   created_at: number
 }
 
+/** Raised by the database whenever another table a server's view shows changes for the server (migration 0080). */
+export interface ServerViewRevisionTable {
+  server_id: string
+  rev: number
+}
+
 export interface ComputeTables {
   servers: ServerTable
+  server_view_revisions: ServerViewRevisionTable
   server_tags: ServerTagTable
   instance_faults: InstanceFaultTable
   instance_actions: InstanceActionTable
