@@ -49,7 +49,7 @@ async function seedServers(db: Db, projectId: string, userId: string, count: num
       const id = randomUUID()
       some = id
       batch.push({
-        id, display_id: firstDisplayId + i, name: `bench-${i}`, description: null, project_id: projectId, user_id: userId, host_id: null, host: `sim-${i % 3}`, node: `sim-${i % 3}`,
+        id, rev: 0, display_id: firstDisplayId + i, name: `bench-${i}`, description: null, project_id: projectId, user_id: userId, host_id: null, host: `sim-${i % 3}`, node: `sim-${i % 3}`,
         vm_state: 'active', task_state: null, power_state: 1, flavor, old_flavor: null, new_flavor: null, image_id: '70a599e0-31e7-49b7-b260-868f441e862b', key_name: null, key_data: null,
         metadata: '{"role":"bench"}', access_ip_v4: '', access_ip_v6: '', availability_zone: 'nova', pinned_availability_zone: null, config_drive: 0, disk_config: 'MANUAL', user_data: null,
         hostname: `bench-${i}`, locked: 0, locked_by: null, locked_reason: null, launch_index: 0, reservation_id: `r-${(i % 99999999).toString(36).padStart(8, '0')}`, root_device_name: '/dev/vda',

@@ -59,6 +59,7 @@ export async function seedCreate(deps: SeedDeps, options: SeedCreateOptions = {}
           const row: ServerTable = {
             id,
             // Random, not max+1: seeds from several processes run at once; a collision retries.
+            rev: 0,
             display_id: 1 + Math.floor(Math.random() * 2_000_000_000),
             name: count > 1 ? `${options.name ?? 'server'}-${i + 1}` : (options.name ?? 'server'),
             description: null, project_id: projectId, user_id: userId,

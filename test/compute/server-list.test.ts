@@ -58,7 +58,7 @@ async function seed(tb: ComputeTestbed): Promise<Map<string, ServerTable>> {
     const owner: Persona = s.project === 'a' ? tb.member : tb.other
     const flavor = { id: s.flavor ?? '1', name: `f${s.flavor}`, vcpus: 1, ram: 512, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} }
     const row: ServerTable = {
-      id: randomUUID(), display_id: 1000 + i, name: s.name, description: s.description ?? null, project_id: owner.projectId, user_id: s.user === 'other' ? tb.other.userId : tb.member.userId,
+      id: randomUUID(), rev: 0, display_id: 1000 + i, name: s.name, description: s.description ?? null, project_id: owner.projectId, user_id: s.user === 'other' ? tb.other.userId : tb.member.userId,
       host_id: null, host: s.host === undefined ? 'h1' : s.host, node: s.host ?? null, vm_state: s.vm ?? 'active', task_state: s.task ?? null, power_state: s.power ?? 1,
       flavor: JSON.stringify(flavor), old_flavor: null, new_flavor: null, image_id: s.image ?? IMG1, key_name: s.key ?? null, key_data: null, metadata: '{}',
       // Columns that only sort get values in an order unlike the names' and creation order, so each sort key shows.

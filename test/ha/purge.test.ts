@@ -18,7 +18,7 @@ let displayId = 1
 function serverRow(overrides: Partial<ServerTable>): ServerTable {
   const now = Date.now()
   return {
-    id: randomUUID(), display_id: displayId++, name: 'vm', description: null, project_id: 'p', user_id: 'u',
+    id: randomUUID(), rev: 0, display_id: displayId++, name: 'vm', description: null, project_id: 'p', user_id: 'u',
     host_id: null, host: null, node: null, vm_state: 'active', task_state: null, power_state: 1,
     flavor: '{}', old_flavor: null, new_flavor: null, image_id: null, key_name: null, key_data: null,
     metadata: '{}', access_ip_v4: '', access_ip_v6: '', availability_zone: null, pinned_availability_zone: null,

@@ -11,6 +11,7 @@ import type { Store } from '../../src/server/storage/store.js'
 import type { TaskTable } from '../../src/server/storage/schema.js'
 import type { Dialect } from '../../src/testkit/harness.js'
 import { openTestStore, type TestStore } from '../../src/testkit/store.js'
+import type { ServerTable } from '../../src/server/storage/schema.js'
 
 /** Later than 2^31 seconds and 2^32 ms: a value that breaks int4 columns and string-typed int8 alike. */
 const MS = 1_763_000_000_123
@@ -76,6 +77,31 @@ export function storageConformance(dialect: Dialect): void {
         await assert.rejects(migrate(store), /migrations this pcc version does not know \(9990\)/)
         await store.db.deleteFrom('pcc_migrations').where('id', '=', '9990').execute()
         await sql`DROP TABLE flaky_probe`.execute(store.db)
+      })
+    })
+
+    describe('row revisions', () => {
+      it('raise a server row’s rev on every update, whatever the update sets, and never on another row', async () => {
+        const row = (id: string): ServerTable => ({
+          id, rev: 0, display_id: id === 'rev-a' ? 9001 : 9002, name: id, description: null, project_id: 'p', user_id: 'u', host_id: null, host: null, node: null,
+          vm_state: 'active', task_state: null, power_state: 1, flavor: '{}', old_flavor: null, new_flavor: null, image_id: null, key_name: null, key_data: null,
+          metadata: '{}', access_ip_v4: '', access_ip_v6: '', availability_zone: null, pinned_availability_zone: null, config_drive: 0, disk_config: 'MANUAL',
+          user_data: null, hostname: null, locked: 0, locked_by: null, locked_reason: null, launch_index: 0, reservation_id: 'r', root_device_name: null,
+          kernel_id: null, ramdisk_id: null, progress: 0, trusted_image_certificates: null, scheduler_hints: null, security_groups: '[]', requested_networks: '"none"',
+          block_devices: '[]', created_at: MS, updated_at: MS, launched_at: null, terminated_at: null, deleted_at: null, deleted: 0,
+        })
+        await store.db.insertInto('servers').values([row('rev-a'), row('rev-b')]).execute()
+        const rev = async (id: string) => (await store.db.selectFrom('servers').select('rev').where('id', '=', id).executeTakeFirstOrThrow()).rev
+        await store.db.updateTable('servers').set({ task_state: 'rebooting' }).where('id', '=', 'rev-a').execute()
+        // The same value again is still a write someone made: it counts.
+        await store.db.updateTable('servers').set({ task_state: 'rebooting' }).where('id', '=', 'rev-a').execute()
+        await store.db.transaction().execute(async (tx) => {
+          await tx.updateTable('servers').set({ name: 'renamed' }).where('id', '=', 'rev-a').execute()
+          await tx.updateTable('servers').set({ progress: 50 }).where('id', '=', 'rev-a').execute()
+        })
+        assert.equal(await rev('rev-a'), 4)
+        assert.equal(await rev('rev-b'), 0)
+        await store.db.deleteFrom('servers').where('id', 'in', ['rev-a', 'rev-b']).execute()
       })
     })
 

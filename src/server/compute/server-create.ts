@@ -179,6 +179,7 @@ export async function createServers(
           const display = count > 1 ? `${name}-${i + 1}` : name
           const row: ServerTable = {
             id: randomUUID(),
+            rev: 0,
             display_id: ++displayId,
             name: display,
             description: api.has('description') ? description : display,

@@ -24,7 +24,8 @@ export interface ListCaller {
 }
 
 export interface ListResult {
-  rows: ServerTable[]
+  /** With `view_rev` (0 when none) when the caller asked for view revisions. */
+  rows: (ServerTable & { view_rev?: number })[]
   /** Query for the next page link (marker set), or undefined when there is none. */
   next?: [string, string][]
 }
@@ -264,11 +265,17 @@ function after(plan: Plan, row: ServerTable): Cond {
     )
 }
 
-/**
- * Runs the plan. `columns` limits what is read (the summary view needs only id and name); rows then carry only
- * those columns plus the sort columns. Post-filters always read whole rows.
- */
-export async function listServers(db: Db, plan: Plan, columns?: (keyof ServerTable)[], resolveIps?: IpResolver): Promise<ListResult> {
+export interface ListOptions {
+  /** What is read (the summary view needs only id and name); rows then carry only those columns plus the sort columns. Post-filters always read whole rows. */
+  columns?: (keyof ServerTable)[]
+  resolveIps?: IpResolver
+  /** Each row also carries its view revision (server_view_revisions), read in the same statement. */
+  viewRevisions?: boolean
+}
+
+/** Runs the plan. */
+export async function listServers(db: Db, plan: Plan, options: ListOptions = {}): Promise<ListResult> {
+  const { columns, resolveIps, viewRevisions } = options
   if (plan.limit === 0) return { rows: [] }
   if (plan.ips.length) {
     if (!resolveIps) throw new Error('ip filters need the network service')
@@ -286,6 +293,7 @@ export async function listServers(db: Db, plan: Plan, columns?: (keyof ServerTab
   for (;;) {
     const wanted = columns && plan.post.length === 0 ? [...new Set([...columns, ...plan.order.map((o) => o.column)])] : undefined
     let q = wanted ? db.selectFrom('servers').select(wanted) : db.selectFrom('servers').selectAll()
+    if (viewRevisions) q = q.select((eb) => eb.fn.coalesce(eb.selectFrom('server_view_revisions').select('rev').whereRef('server_id', '=', 'servers.id'), eb.lit(0)).as('view_rev'))
     for (const c of plan.conds) q = q.where(c)
     if (cursor) q = q.where(after(plan, cursor))
     for (const o of plan.order) q = q.orderBy(o.expr as never, o.dir)

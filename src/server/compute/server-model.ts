@@ -47,7 +47,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
   const tags = new Map<string, string[]>()
   const faults = new Map<string, { code: number; message: string; details: string; created_at: number }>()
   const groups = new Map<string, string[]>()
-  const hostStates = new Map<string, string>()
+  let hostStates = new Map<string, string>()
   let net: NetworkViews = { addresses: new Map(), securityGroups: new Map() }
   const loads: Promise<void>[] = [loadNetworkViews(ctx.network, db, rows).then((v) => void (net = v))]
   if (ctx.needs.tags) {
@@ -81,16 +81,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
   }
   let volumes = new Map<string, { id: string; deleteOnTermination: boolean }[]>()
   loads.push(volumesAttachedOf(db, ids).then((found) => void (volumes = found)))
-  if (ctx.needs.hostStatus && ctx.admin) {
-    loads.push(
-      (async () => {
-        const now = Date.now()
-        for (const h of await db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']).execute()) {
-          hostStates.set(h.hostname, hostStatus(h, now, ctx.hostDownAfterMs))
-        }
-      })(),
-    )
-  }
+  if (ctx.needs.hostStatus && ctx.admin) loads.push(loadHostStates(db, ctx.hostDownAfterMs).then((found) => void (hostStates = found)))
   await Promise.all(loads)
 
   const base = bookmarkBase(ctx.computeUrl)
@@ -157,7 +148,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       userData: r.user_data,
       locked: r.locked === 1,
       lockedReason: r.locked_reason,
-      hostStatus: r.host ? (hostStates.get(r.host) ?? 'UNKNOWN') : '',
+      hostStatus: hostStatusOf(hostStates, r.host),
       description: r.description,
       tags: tags.get(r.id) ?? [],
       trustedImageCertificates: r.trusted_image_certificates ? (JSON.parse(r.trusted_image_certificates) as string[]) : null,
@@ -165,6 +156,17 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       pinnedAvailabilityZone: r.pinned_availability_zone,
     }
   })
+}
+
+/** The `host_status` of every host by hostname (Nova's, from heartbeats: it changes with time, not with rows). */
+export async function loadHostStates(db: Db, hostDownAfterMs: number): Promise<Map<string, string>> {
+  const now = Date.now()
+  const hosts = await db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']).execute()
+  return new Map(hosts.map((h) => [h.hostname, hostStatus(h, now, hostDownAfterMs)]))
+}
+
+export function hostStatusOf(states: Map<string, string>, host: string | null): string {
+  return host ? (states.get(host) ?? 'UNKNOWN') : ''
 }
 
 /** Runs `fn` over slices small enough for any driver's parameter limit. */

@@ -52,6 +52,7 @@ export async function purgeOldRows(store: Store, options: PurgeOptions, signal?:
       await tx.deleteFrom('instance_faults').where('server_id', 'in', ids).execute()
       await tx.deleteFrom('server_group_members').where('server_id', 'in', ids).execute()
       const result = await tx.deleteFrom('servers').where('id', 'in', ids).where('deleted', '=', 1).executeTakeFirst()
+      await tx.deleteFrom('server_view_revisions').where('server_id', 'in', ids).execute()
       report.servers += Number(result.numDeletedRows)
     })
     if (ids.length < batch) break

@@ -1,13 +1,14 @@
 /** /servers: list, detail, create, show, update, delete. Thin: rules live in src/server/compute/. */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { conflict, notFound } from '../../../contracts/errors.js'
-import { projector } from '../../../contracts/compute/fields.js'
+import { fieldsFor, projector } from '../../../contracts/compute/fields.js'
 import { serverFields, type ServerModel, type ServerView } from '../../../contracts/compute/server.fields.js'
 import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { listServers, planServerList, type Query } from '../../compute/server-list.js'
-import { bookmarkBase, serverModels } from '../../compute/server-model.js'
+import { bookmarkBase, hostStatusOf, loadHostStates, serverModels } from '../../compute/server-model.js'
+import { ServerViewCache } from '../../compute/server-view-cache.js'
 import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
 import { COMPUTE_TASK_KINDS, type DeleteTaskPayload } from '../../compute/tasks.js'
@@ -43,6 +44,55 @@ export async function renderServers(deps: AppDeps, request: FastifyRequest, rows
   return models.map((m) => shape(extra ? { ...m, ...extra } : m))
 }
 
+/** What the detail list reads of each row before the view cache says which servers it must render again. */
+const DETAIL_KEY_COLUMNS: (keyof ServerTable)[] = ['id', 'rev', 'host']
+
+const COMMA = Buffer.from(',')
+const CLOSE = Buffer.from('}')
+
+/**
+ * GET /servers/detail's servers as JSON, in the rows' order and ready to write: each from the view cache when
+ * its stamp still matches, else rendered (all misses together, as renderServers does) and kept. What is kept
+ * lacks the closing brace: `host_status` changes with the hosts' heartbeats rather than with any row, so it is
+ * added to each answer, after what was kept.
+ */
+async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<ServerTable, 'id' | 'rev' | 'host'> & { view_rev?: number })[], cache: ServerViewCache): Promise<Buffer[]> {
+  const db = deps.store.db
+  const admin = callerOf(request).admin
+  const entries = cache.variant(`${request.api.text}|${admin ? 'admin' : 'member'}`)
+  const viewRevs = new Map(rows.map((r) => [r.id, r.view_rev ?? 0]))
+  const stamp = (r: Pick<ServerTable, 'id' | 'rev'>) => ({ rev: r.rev, viewRev: viewRevs.get(r.id)! })
+  const kept = rows.map((r) => ServerViewCache.lookup(entries, r.id, stamp(r)))
+  const missing = rows.filter((_, i) => kept[i] === undefined).map((r) => r.id)
+  if (missing.length) {
+    const rendered = new Map<string, Buffer>()
+    for (let i = 0; i < missing.length; i += 500) {
+      const full = await db.selectFrom('servers').selectAll().where('id', 'in', missing.slice(i, i + 500)).execute()
+      const views = await renderServers(deps, request, full, 'detail')
+      full.forEach((row, j) => {
+        delete views[j].host_status
+        const json = Buffer.from(JSON.stringify(views[j]).slice(0, -1))
+        // The stamp of the row as rendered: newer than the list's if it changed meanwhile, never older.
+        cache.set(entries, row.id, stamp(row), json)
+        rendered.set(row.id, json)
+      })
+    }
+    rows.forEach((r, i) => (kept[i] ??= rendered.get(r.id)))
+  }
+  let close = (_host: string | null): Buffer => CLOSE
+  if (fieldsFor(serverFields, { version: request.api.version, view: 'detail', admin }).some((f) => f.key === 'host_status')) {
+    const states = await loadHostStates(db, deps.config.hostDownAfterSeconds * 1000)
+    const ends = new Map<string, Buffer>()
+    close = (host) => {
+      const status = hostStatusOf(states, host)
+      let end = ends.get(status)
+      if (!end) ends.set(status, (end = Buffer.from(`,"host_status":${JSON.stringify(status)}}`)))
+      return end
+    }
+  }
+  return rows.flatMap((r, i) => (i === 0 ? [kept[i]!, close(r.host)] : [COMMA, kept[i]!, close(r.host)]))
+}
+
 /** The summary view reads only id, name and links: no model loading for GET /servers. */
 function renderSummaries(deps: AppDeps, request: FastifyRequest, rows: Pick<ServerTable, 'id' | 'name'>[]) {
   const shape = projector(serverFields, { version: request.api.version, view: 'summary', admin: callerOf(request).admin })
@@ -61,16 +111,22 @@ function renderSummaries(deps: AppDeps, request: FastifyRequest, rows: Pick<Serv
 
 export function serverRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
+  const views = new ServerViewCache()
   return async (scope: FastifyInstance): Promise<void> => {
-    const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest) => {
+    const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest, reply: FastifyReply) => {
       const caller = callerOf(request)
       must(request, 'servers:index', { projectId: caller.projectId })
       const plan = planServerList(request.query as Query, caller, request.api, deps.config.computeMaxLimit)
-      const result = await listServers(db, plan, view === 'summary' ? ['id', 'name'] : undefined, (filters, projectId) => serversMatchingIps(deps.network, filters, projectId))
-      const servers = view === 'summary' ? renderSummaries(deps, request, result.rows) : await renderServers(deps, request, result.rows, view)
-      const body: Record<string, unknown> = { servers }
-      if (result.next) body.servers_links = [{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }]
-      return body
+      const result = await listServers(db, plan, {
+        columns: view === 'summary' ? ['id', 'name'] : DETAIL_KEY_COLUMNS,
+        viewRevisions: view === 'detail',
+        resolveIps: (filters, projectId) => serversMatchingIps(deps.network, filters, projectId),
+      })
+      const links = result.next ? { servers_links: [{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }] } : {}
+      if (view === 'summary') return { servers: renderSummaries(deps, request, result.rows), ...links }
+      const servers = await detailPage(deps, request, result.rows, views)
+      const tail = `]${result.next ? `,${JSON.stringify(links).slice(1, -1)}` : ''}}`
+      return reply.type('application/json').send(Buffer.concat([Buffer.from('{"servers":['), ...servers, Buffer.from(tail)]))
     }
     scope.get('/v2.1/servers', list('summary', '/servers'))
     scope.get('/v2.1/servers/detail', list('detail', '/servers/detail'))

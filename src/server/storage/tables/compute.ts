@@ -18,6 +18,8 @@ export interface FlavorSnapshot {
 
 export interface ServerTable {
   id: string
+  /** Raised by the database on every UPDATE of the row (migration 0080); 0 when inserted. */
+  rev: number
   /** Monotonic per store; gives `instance_name` (`instance-%08x`). */
   display_id: number
   name: string
@@ -232,8 +234,15 @@ export interface AllocationTable {
   created_at: number
 }
 
+/** Raised by the database whenever another table a server's view shows changes for the server (migration 0080). */
+export interface ServerViewRevisionTable {
+  server_id: string
+  rev: number
+}
+
 export interface ComputeTables {
   servers: ServerTable
+  server_view_revisions: ServerViewRevisionTable
   server_tags: ServerTagTable
   instance_faults: InstanceFaultTable
   instance_actions: InstanceActionTable
