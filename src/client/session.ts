@@ -3,6 +3,7 @@
  * passcode for MFA users, in one request as Platform9's CLI does), keeps the token and the catalog, and finds
  * service endpoints in it by type, interface and region.
  */
+import type { TokenCache } from './token-cache.js'
 import { ApiError, Transport, type ResponseHeaders, type TransportOptions } from './transport.js'
 
 export interface PasswordAuth {
@@ -53,14 +54,18 @@ export function identityRoot(authUrl: string): string {
 
 export class Session {
   token?: TokenInfo
+  /** The token came from the cache: a refusal means it was revoked, not that the credentials are wrong. */
+  private cached = false
 
   constructor(
     readonly auth: PasswordAuth,
     readonly transport: Transport,
+    /** Reuses tokens between runs; never for MFA logins (each --mfa code is for one login). */
+    private readonly cache?: TokenCache,
   ) {}
 
-  static create(auth: PasswordAuth, transportOptions: TransportOptions = {}): Session {
-    return new Session(auth, new Transport(transportOptions))
+  static create(auth: PasswordAuth, transportOptions: TransportOptions = {}, cache?: TokenCache): Session {
+    return new Session(auth, new Transport(transportOptions), auth.passcode ? undefined : cache)
   }
 
   async login(): Promise<TokenInfo> {
@@ -86,11 +91,30 @@ export class Session {
     const token = (response.body as { token?: Omit<TokenInfo, 'id'> } | undefined)?.token
     if (response.status !== 201 || !id || !token) throw new ApiError(response.status, 'the identity service answered without a token')
     this.token = { ...token, id }
+    this.cached = false
+    this.cache?.write(this.auth, this.token)
     return this.token
   }
 
   async ensureToken(): Promise<TokenInfo> {
-    return this.token ?? this.login()
+    if (this.token) return this.token
+    const kept = this.cache?.read(this.auth)
+    if (!kept) return this.login()
+    this.cached = true
+    return (this.token = kept)
+  }
+
+  /** Sends with the session's token; a cached token the server refuses is dropped and the request retried after a login. */
+  private async authorized(method: string, url: string, body: unknown, headers: Record<string, string>) {
+    const token = await this.ensureToken()
+    try {
+      return await this.transport.request(method, url, { body, headers: { 'x-auth-token': token.id, ...headers } })
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 401 || !this.cached) throw err
+      this.cache?.forget(this.auth)
+      const fresh = await this.login()
+      return this.transport.request(method, url, { body, headers: { 'x-auth-token': fresh.id, ...headers } })
+    }
   }
 
   /** The URL of a service of `type`, by interface and region; throws naming what is missing. */
@@ -107,13 +131,10 @@ export class Session {
   }
 
   async get<T>(url: string, headers: Record<string, string> = {}): Promise<T> {
-    const token = await this.ensureToken()
-    return (await this.transport.request('GET', url, { headers: { 'x-auth-token': token.id, ...headers } })).body as T
+    return (await this.authorized('GET', url, undefined, headers)).body as T
   }
 
   async send<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: ResponseHeaders; body: T }> {
-    const token = await this.ensureToken()
-    const r = await this.transport.request(method, url, { body, headers: { 'x-auth-token': token.id, ...headers } })
-    return r as { status: number; headers: ResponseHeaders; body: T }
+    return (await this.authorized(method, url, body, headers)) as { status: number; headers: ResponseHeaders; body: T }
   }
 }

@@ -3,7 +3,9 @@
  * openstackclient's commands take (-f, -c, --long …), rendering, name-or-id lookups with openstack's messages,
  * deleting several resources as openstack does, and waiting for a resource with progress on stderr.
  */
+import { join } from 'node:path'
 import { Session } from '../../../client/session.js'
+import { fileTokenCache, type TokenCache } from '../../../client/token-cache.js'
 import { ApiError } from '../../../client/transport.js'
 import type { CliContext } from '../../context.js'
 import { resolveCredentials } from '../../config/credentials.js'
@@ -24,12 +26,17 @@ export const LONG_FLAG: FlagSpec = { name: 'long', type: 'boolean', help: 'list 
 
 export async function withSession<T>(context: CliContext, use: (session: Session) => Promise<T>): Promise<T> {
   const credentials = resolveCredentials(context.env, context.configDir, { insecure: Boolean(context.global.insecure), caFile: context.global['os-cacert'] as string | undefined })
-  const session = Session.create(credentials.auth, credentials.transport)
+  const session = Session.create(credentials.auth, credentials.transport, tokenCache(context))
   try {
     return await use(session)
   } finally {
     await session.transport.close()
   }
+}
+
+/** Tokens reused between runs (kubectl keeps its own the same way); PCCTL_TOKEN_CACHE=off logs in every time. */
+function tokenCache(context: CliContext): TokenCache | undefined {
+  return context.env.PCCTL_TOKEN_CACHE === 'off' ? undefined : fileTokenCache(join(context.configDir, 'tokens'))
 }
 
 function columns(flags: FlagValues): string[] | undefined {
