@@ -1,5 +1,5 @@
 /** Stages a scratch host root (os-release, /proc files, bonds, time sync) for onboarding and agent tests. */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 
@@ -27,4 +27,18 @@ export function stageHostRoot(options: HostRootOptions = {}): string {
   for (const [bond, mode] of Object.entries(options.bonds ?? {})) write(`/proc/net/bonding/${bond}`, `Ethernet Channel Bonding Driver\n\nBonding Mode: ${mode}\n`)
   if (options.timeSync ?? true) write('/run/systemd/timesync/synchronized', '')
   return root
+}
+
+/** The pid the agent of a staged root wrote, and the host id it was registered under. */
+export const agentPid = (root: string): number => Number(readFileSync(join(root, 'run/pcc-agent.pid'), 'utf8').trim())
+export const hostIdOf = (root: string): string => readFileSync(join(root, 'etc/pcc/host_id'), 'utf8').trim()
+
+/** Whether a process still runs (signal 0 checks without touching it). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
 }

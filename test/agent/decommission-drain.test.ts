@@ -8,26 +8,14 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { moveFor } from '../../src/client/host-drain.js'
 import { cliSandbox, type CliRun } from '../../src/testkit/cli.js'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { stageHostRoot } from '../../src/testkit/host-root.js'
+import { agentPid, alive, hostIdOf, stageHostRoot } from '../../src/testkit/host-root.js'
 import { adminEnv } from '../../src/testkit/openstack.js'
-
-const agentPid = (root: string) => Number(readFileSync(join(root, 'run/pcc-agent.pid'), 'utf8').trim())
-const hostIdOf = (root: string) => readFileSync(join(root, 'etc/pcc/host_id'), 'utf8').trim()
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe('how a server leaves a drained host (compute action rules)', () => {
   const plan = (status: string, task: string | null = null) => moveFor({ status, 'OS-EXT-STS:task_state': task })

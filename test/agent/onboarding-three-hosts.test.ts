@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { stageHostRoot } from '../../src/testkit/host-root.js'
+import { hostIdOf, stageHostRoot } from '../../src/testkit/host-root.js'
 import { createTestNetwork, type TestHostNetwork, type TestNetwork } from '../../src/testkit/netns.js'
 
 const MICROVERSION = { 'openstack-api-version': 'compute 2.96' }
@@ -98,7 +98,6 @@ describe('three onboarded agents run, lose and recover servers', () => {
     return { status: res.status, body: text ? JSON.parse(text) : undefined }
   }
   const pcctl = (root: string, ...args: string[]) => runPcctl(hostNets.get(root)!, { ...env, PCCTL_HOST_ROOT: root }, args)
-  const hostIdOf = (root: string) => readFileSync(join(root, 'etc/pcc/host_id'), 'utf8').trim()
   /** The guests an agent holds, from its state file on the host (what it reloads when it starts). */
   const guestsOnDisk = (root: string) => (JSON.parse(readFileSync(join(root, 'var/lib/pcc/agent-state.json'), 'utf8')) as { guests: { serverId: string }[] }).guests.map((g) => g.serverId)
   const showServer = async (id: string) => (await api('GET', `/compute/v2.1/servers/${id}`)).body.server

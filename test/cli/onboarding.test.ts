@@ -17,7 +17,7 @@ import { join, relative } from 'node:path'
 import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { cliSandbox, type CliRun } from '../../src/testkit/cli.js'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { stageHostRoot } from '../../src/testkit/host-root.js'
+import { agentPid, alive, hostIdOf, stageHostRoot } from '../../src/testkit/host-root.js'
 import { adminEnv } from '../../src/testkit/openstack.js'
 
 type HostRow = { ID: string; Hostname: string; Roles: string[]; 'Role Status': string; Responding: boolean }
@@ -48,18 +48,6 @@ function snapshot(root: string): Record<string, string> {
   }
   walk(root)
   return files
-}
-
-const agentPid = (root: string) => Number(readFileSync(join(root, 'run/pcc-agent.pid'), 'utf8').trim())
-const hostIdOf = (root: string) => readFileSync(join(root, 'etc/pcc/host_id'), 'utf8').trim()
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 describe('pcctl onboarding on scratch host roots', () => {

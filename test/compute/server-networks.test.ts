@@ -420,5 +420,30 @@ for (const dialect of DIALECTS) {
       await tb.server.deps.conductor.markDeleted(id)
       assert.equal((await net.get(`/v2.0/ports/${userPort.id}`)).status, 200)
     })
+
+    it("a build that fails for good gives its network back, as Nova deallocates: its own port deleted, the user's unbound", async () => {
+      const net = client(tb.server, tb.member)
+      const lan = await net.create('networks', 'network', { name: 'lan-fail' })
+      await net.create('subnets', 'subnet', { network_id: lan.id, ip_version: 4, cidr: '192.168.30.0/24' })
+      const userPort = await net.create('ports', 'port', { network_id: lan.id, name: 'kept' })
+      const driver = tb.server.deps.conductor.simulatedHosts[0].driver
+      driver.injectFailures(0, { spawn: 'disk full' })
+      let failed: Json
+      try {
+        const r = await call(tb, tb.member, 'POST', '/servers', createBody('doomed', {}, [{ uuid: lan.id, fixed_ip: '192.168.30.50' }, { port: userPort.id }]), '2.96')
+        assert.equal(r.status, 202, JSON.stringify(r.body))
+        failed = await waitStatus(tb, r.body.server.id, 'ERROR')
+      } finally {
+        driver.injectFailures(0, {})
+      }
+      assert.match(failed.fault.message, /disk full/)
+      assert.deepEqual(failed.addresses, {})
+      assert.deepEqual((await net.get<Json>(`/v2.0/ports?device_id=${failed.id}`)).body.ports, [])
+      const kept = (await client(tb.server, tb.admin).get<Json>(`/v2.0/ports/${userPort.id}`)).body.port
+      assert.deepEqual([kept.device_id, kept.device_owner, kept['binding:host_id']], ['', '', ''], "the user's port is unbound")
+      const again = await call(tb, tb.member, 'POST', '/servers', createBody('retry', {}, [{ uuid: lan.id, fixed_ip: '192.168.30.50' }, { port: userPort.id }]), '2.96')
+      assert.equal(again.status, 202, `the address and the port are free again: ${JSON.stringify(again.body)}`)
+      await waitStatus(tb, again.body.server.id, 'ACTIVE')
+    })
   })
 }

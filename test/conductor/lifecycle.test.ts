@@ -404,6 +404,29 @@ for (const dialect of DIALECTS) {
       await finishedAction(id, recovered.reply.requestId, 'reboot', [['compute_reboot_instance', 'Success']])
     })
 
+    it('a live migration the hypervisor fails rolls back as Nova does: ACTIVE on the source, its claim only, an Error event', async () => {
+      const id = await boot('stays')
+      const source = (await api.server(id))!['OS-EXT-SRV-ATTR:host']
+      for (const driver of drivers()) driver.injectFailures(0, { liveMigrate: 'migration stream broken' })
+      let failed: Awaited<ReturnType<typeof act>>
+      try {
+        failed = await act(id, 'os-migrateLive', { host: null, block_migration: 'auto' }, 202)
+      } finally {
+        for (const driver of drivers()) driver.injectFailures(0, {})
+      }
+      const wrong = checkSequence(failed.states, [state('MIGRATING', 'active', 'migrating'), ACTIVE])
+      assert.equal(wrong, undefined, wrong)
+      assert.equal(failed.final!['OS-EXT-SRV-ATTR:host'], source)
+      assert.equal(failed.final!.fault, undefined, 'an ACTIVE server shows no fault')
+      await finishedAction(id, failed.reply.requestId, 'live-migration', [['compute_live_migration', 'Error']], 'Error')
+      const sourceId = (await db().selectFrom('hosts').select('id').where('hostname', '=', source).executeTakeFirstOrThrow()).id
+      assert.deepEqual((await claims(id)).map((a) => a.host_id), [sourceId], 'the destination claim is given back')
+      assert.deepEqual(await capacityProblems(db()), [])
+      // And it still moves once the hypervisor allows it.
+      const moved = await act(id, 'os-migrateLive', { host: null, block_migration: 'auto' }, 202)
+      assert.notEqual(moved.final!['OS-EXT-SRV-ATTR:host'], source)
+    })
+
     it('a random failure rate fails some builds: each ends ACTIVE, or ERROR with a fault and no claim', async () => {
       for (const driver of drivers()) {
         driver.injectFailures(0.3)

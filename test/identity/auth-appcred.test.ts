@@ -111,5 +111,23 @@ for (const dialect of DIALECTS) {
       const late = await post(server, { auth: { identity: { methods: ['application_credential'], application_credential: { id: created.body.application_credential.id, secret: 'short-secret' } } } })
       assert.equal(late.status, 401)
     })
+
+    it('deleting a user deletes its application credentials and TOTP credentials; the secret logs in no more', async () => {
+      const ownerId = await createUser(server, { name: 'leaving', password: 'leaving-secret', roles: [[projectId, 'member']] })
+      const ownerToken = (await post(server, passwordAuth({ id: ownerId, password: 'leaving-secret' }, { project: { id: projectId } }))).token!
+      const app = await call(server, 'POST', `/users/${ownerId}/application_credentials`, { 'x-auth-token': ownerToken }, { application_credential: { name: 'bot', secret: 'bot-secret' } })
+      assert.equal(app.status, 201)
+      const totp = await call(server, 'POST', '/credentials', { 'x-auth-token': admin }, { credential: { type: 'totp', user_id: ownerId, blob: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ' } })
+      assert.equal(totp.status, 201)
+      const appLogin = { auth: { identity: { methods: ['application_credential'], application_credential: { id: app.body.application_credential.id, secret: 'bot-secret' } } } }
+      assert.equal((await post(server, appLogin)).status, 201)
+
+      assert.equal((await call(server, 'DELETE', `/users/${ownerId}`, { 'x-auth-token': admin })).status, 204)
+      const db = server.deps.store.db
+      assert.equal((await db.selectFrom('application_credentials').select('id').where('user_id', '=', ownerId).execute()).length, 0)
+      assert.equal((await db.selectFrom('credentials').select('id').where('user_id', '=', ownerId).execute()).length, 0)
+      assert.equal((await call(server, 'GET', `/credentials/${totp.body.credential.id}`, { 'x-auth-token': admin })).status, 404)
+      assert.equal((await post(server, appLogin)).status, 401)
+    })
   })
 }

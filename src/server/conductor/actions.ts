@@ -199,7 +199,14 @@ async function liveMigrate(run: ActionRun): Promise<Outcome> {
   const dest = await run.claimDestination({ flavor: JSON.parse(run.server.flavor) as FlavorSnapshot, sameHostAllowed: false, forcedHost: (run.params.host as string | null | undefined) ?? null, vmStateOnFailure: run.payload.before.vmState })
   // A repeated run may find the guest already on the destination.
   const arrived = (await run.driver().info(run.server.id)) === undefined && (await run.driver(dest).info(run.server.id)) !== undefined
-  if (!arrived) await run.driver().liveMigrate(run.server.id, run.driver(dest))
+  try {
+    if (!arrived) await run.driver().liveMigrate(run.server.id, run.driver(dest))
+  } catch (err) {
+    // Nova's _rollback_live_migration: the guest still runs on the source, so the server keeps its state there.
+    const onSource = err instanceof DriverError && (await run.driver().info(run.server.id)) !== undefined
+    if (onSource) throw new StepFailure(err.message, err.code, err.stack ?? '', run.payload.before.vmState)
+    throw err
+  }
   return moveClaim(run, dest)
 }
 

@@ -13,7 +13,7 @@ import { NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
 import type { ServerTable } from '../storage/tables/compute.js'
 import { driverFor, guestSpec, loadServer, moveServer, type ConductorContext } from './context.js'
 import { eventId, findActions, finishAction, finishEvent, recordFault, startEvents } from './records.js'
-import { bindServerNetwork } from '../compute/server-network.js'
+import { bindServerNetwork, releaseServerNetwork } from '../compute/server-network.js'
 import { prepareBlockDevices, releaseVolumes } from './volumes.js'
 
 const SCHEDULE_EVENT = 'conductor_schedule_and_build_instances'
@@ -175,13 +175,14 @@ async function moveMany(db: Db, ids: string[], set: Partial<ServerTable>): Promi
   return new Set(rows.map((r) => r.id))
 }
 
-/** A build that failed for good: ERROR with the fault, the claim and the volumes given back (as Nova does), the guest removed. */
+/** A build that failed for good: ERROR with the fault, the claim, the volumes and the ports given back (as Nova does), the guest removed. */
 async function failBuild(ctx: ConductorContext, server: ServerTable, actionId: string | undefined, err: DriverError): Promise<void> {
   await ctx.store.db.transaction().execute(async (tx) => {
     const moved = await moveServer(tx, server.id, { vmStates: ['building'], taskStates: BUILD_TASK_STATES }, { vm_state: 'error', task_state: null, power_state: POWER.NOSTATE, host_id: null, host: null, node: null })
     if (!moved) return
     await releaseAll(tx, server.id)
     await releaseVolumes(ctx, tx, server.id)
+    await releaseServerNetwork(ctx.store, tx, server.id)
     await recordFault(tx, server.id, { code: err.code, message: err.message, details: err.stack ?? '' })
     if (actionId) await finishEvent(tx, eventId(actionId, BUILD_EVENT), 'Error', { traceback: err.stack })
     await finishAction(tx, actionId, true)
