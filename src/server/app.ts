@@ -56,7 +56,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   }
   const app = Fastify(serverOptions) as unknown as FastifyInstance
   const metrics = createMetrics(deps.queue)
-  instrumentRequests(app, metrics)
+  const requestStats = instrumentRequests(app)
 
   // Callback-style hooks: a promise per hook and request is measurable on small requests.
   if (deps.logger.isLevelEnabled('info')) {
@@ -84,7 +84,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     transform: ({ schema, url }) => ({ schema: documentedSchema(schema, url), url }),
   })
 
-  registerOpsRoutes(app, deps, metrics, state)
+  registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
   registerDownloadRoutes(app, deps)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
 

@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Registry } from 'prom-client'
 import type { AppDeps } from '../deps.js'
+import { metricsText, type RequestStats } from './metrics.js'
 
 export interface OpsState {
   /** Set once migrations and bootstrap have finished. */
@@ -29,7 +30,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
-export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: Registry, state: OpsState): void {
+export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: { registry: Registry; requests: RequestStats }, state: OpsState): void {
   const hidden = { schema: { hide: true } }
   app.get(
     '/healthz',
@@ -65,8 +66,8 @@ export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: 
   )
 
   app.get('/metrics', hidden, async (_request, reply) => {
-    reply.type(metrics.contentType)
-    return metrics.metrics()
+    reply.type(metrics.registry.contentType)
+    return metricsText(metrics.registry, metrics.requests)
   })
 
   app.get('/openapi.json', hidden, async () => app.swagger())
