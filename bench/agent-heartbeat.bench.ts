@@ -47,10 +47,14 @@ function startServer(env: Record<string, string>): Promise<ChildProcess> {
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PCC_')))
     const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean), join(process.cwd(), 'dist/src/server/main.js')], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
-    child.stdout!.on('data', (d: Buffer) => {
+    const onData = (d: Buffer) => {
       out += d.toString()
-      if (out.includes('pcc is running')) resolve(child)
-    })
+      if (!out.includes('pcc is running')) return
+      // Later output is drained unread: scanning all of it on every chunk would load the machine being measured.
+      child.stdout!.off('data', onData).resume()
+      resolve(child)
+    }
+    child.stdout!.on('data', onData)
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()))
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)))
   })

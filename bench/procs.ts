@@ -35,14 +35,17 @@ function lineMatching(child: ChildProcess, pattern: RegExp, timeoutMs: number): 
     let err = ''
     const timer = setTimeout(() => reject(new Error(`no match for ${pattern} within ${timeoutMs} ms: ${err}`)), timeoutMs)
     child.stderr?.on('data', (d: Buffer) => (err += d))
-    child.stdout!.on('data', (d: Buffer) => {
+    const onData = (d: Buffer) => {
       out += d
       const match = pattern.exec(out)
       if (match) {
+        // Stop reading here: matching every later log line against all output so far would load the machine.
+        child.stdout!.off('data', onData)
         clearTimeout(timer)
         resolve(match)
       }
-    })
+    }
+    child.stdout!.on('data', onData)
     child.once('exit', (code) => {
       clearTimeout(timer)
       reject(new Error(`process exited (${code}) early: ${err}`))
