@@ -9,14 +9,13 @@
  *   whose `block_device_mapping` property lists them (`bdm_v2`), as `snapshot_volume_backed` does.
  */
 import { Readable } from 'node:stream'
-import { randomUUID } from 'node:crypto'
 import { AppError, forbidden } from '../../contracts/errors.js'
 import type { ImageRecord } from '../image/model.js'
 import type { SnapshotImageRequest } from '../image/service.js'
 import type { BlockDeviceMappingTable } from '../storage/tables/compute-volumes.js'
 import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
 import type { Db } from '../storage/store.js'
-import { eventId } from '../conductor/records.js'
+import { recordFinishedAction } from '../conductor/records.js'
 import type { ComputeStorage } from './storage.js'
 
 /** Properties a snapshot does not inherit from its base image (Nova's NON_INHERITABLE_IMAGE_PROPERTIES and config default). */
@@ -148,16 +147,3 @@ export async function createVolumeBackedImage(
   return imageId
 }
 
-/** An instance action the API completes itself, with its one event. */
-export async function recordFinishedAction(db: Db, server: ServerTable, caller: SnapshotCaller, requestId: string, action: string, event: string): Promise<void> {
-  const now = Date.now()
-  const actionId = randomUUID()
-  await db
-    .insertInto('instance_actions')
-    .values({ id: actionId, server_id: server.id, action, request_id: requestId, user_id: caller.userId, project_id: caller.projectId || server.project_id, message: null, start_time: now, finish_time: now, updated_at: now })
-    .execute()
-  await db
-    .insertInto('instance_action_events')
-    .values({ id: eventId(actionId, event), action_id: actionId, event, start_time: now, finish_time: now, result: 'Success', traceback: null, host: server.host, details: null })
-    .execute()
-}

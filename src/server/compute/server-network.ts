@@ -9,8 +9,8 @@
  * - the conductor binds the ports to the host it scheduled the server to and releases them with the server;
  * - os-interface attach and detach, and the security-group actions, run in the API (see docs/compute.md).
  */
-import { randomUUID } from 'node:crypto'
 import { badRequest, conflict } from '../../contracts/errors.js'
+import { recordFinishedAction } from '../conductor/records.js'
 import type { AddressItem } from '../../contracts/compute/server.fields.js'
 import { NetworkService, type NetworkAddress, type NetworkRequest, type ServerPort } from '../network/service.js'
 import type { ServerTable } from '../storage/schema.js'
@@ -163,15 +163,7 @@ async function interfaceChange<T>(db: Db, row: ServerTable, action: 'attach_inte
     const held = await tx.updateTable('servers').set({ updated_at: now }).where('id', '=', row.id).where('deleted', '=', 0).where('vm_state', 'in', INTERFACE_VM_STATES).where('task_state', 'is', null).executeTakeFirst()
     if (Number(held.numUpdatedRows) === 0) throw conflict(`Cannot '${action}' instance ${row.id} while it is changing state`)
     const result = await work(tx)
-    const actionId = randomUUID()
-    await tx
-      .insertInto('instance_actions')
-      .values({ id: actionId, server_id: row.id, action, request_id: requestId, user_id: caller.userId, project_id: caller.projectId || row.project_id, message: null, start_time: now, finish_time: now, updated_at: now })
-      .execute()
-    await tx
-      .insertInto('instance_action_events')
-      .values({ id: randomUUID(), action_id: actionId, event: `compute_${action}`, start_time: now, finish_time: now, result: 'Success', traceback: null, host: row.host, details: null })
-      .execute()
+    await recordFinishedAction(tx, row, caller, requestId, action, `compute_${action}`)
     return result
   })
 }

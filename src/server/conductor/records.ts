@@ -75,3 +75,24 @@ export interface Fault {
 export async function recordFault(db: Db, serverId: string, fault: Fault, now = Date.now()): Promise<void> {
   await db.insertInto('instance_faults').values({ id: randomUUID(), server_id: serverId, code: fault.code, message: fault.message.slice(0, 255), details: fault.details, created_at: now }).execute()
 }
+
+/** An instance action the API completes itself (createImage, attach_interface …), with its one event, both finished. */
+export async function recordFinishedAction(
+  db: Db,
+  server: { id: string; project_id: string; host: string | null },
+  caller: { userId: string; projectId: string },
+  requestId: string,
+  action: string,
+  event: string,
+): Promise<void> {
+  const now = Date.now()
+  const actionId = randomUUID()
+  await db
+    .insertInto('instance_actions')
+    .values({ id: actionId, server_id: server.id, action, request_id: requestId, user_id: caller.userId, project_id: caller.projectId || server.project_id, message: null, start_time: now, finish_time: now, updated_at: now })
+    .execute()
+  await db
+    .insertInto('instance_action_events')
+    .values({ id: eventId(actionId, event), action_id: actionId, event, start_time: now, finish_time: now, result: 'Success', traceback: null, host: server.host, details: null })
+    .execute()
+}
