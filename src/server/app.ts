@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifySchema, type FastifyServerOptions } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { AppDeps } from './deps.js'
+import type { Principal } from './auth/principal.js'
 import { registerFamily, toPublicError } from './http/api-family.js'
 import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
@@ -55,6 +56,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     https: options.https,
   }
   const app = Fastify(serverOptions) as unknown as FastifyInstance
+  // Declared up front so every request object keeps one shape; the auth hooks set it (auth/http-auth.ts).
+  app.decorateRequest('principal', null as unknown as Principal)
   const metrics = createMetrics(deps.queue)
   const requestStats = instrumentRequests(app)
 

@@ -10,7 +10,9 @@ describe('request stats exposition', () => {
     const stats = new RequestStats()
     for (const seconds of [0.0005, 0.001, 0.003, 0.2, 9]) stats.record('/v3/auth/tokens', 'GET', 200, seconds)
     stats.record('/v3/auth/tokens', 'GET', 404, 0.002)
+    stats.record('/v3/auth/tokens', 'HEAD', 200, 0.002)
     const text = stats.exposition()
+    assert.equal(line(text, 'pcc_http_requests_total{route="/v3/auth/tokens",method="HEAD",status="200"}'), 'pcc_http_requests_total{route="/v3/auth/tokens",method="HEAD",status="200"} 1')
     const labels = 'route="/v3/auth/tokens",method="GET",status="200"'
     assert.equal(line(text, `pcc_http_requests_total{${labels}}`), `pcc_http_requests_total{${labels}} 5`)
     assert.equal(line(text, 'pcc_http_requests_total{route="/v3/auth/tokens",method="GET",status="404"}'), 'pcc_http_requests_total{route="/v3/auth/tokens",method="GET",status="404"} 1')

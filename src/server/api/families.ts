@@ -15,7 +15,8 @@ import { idpRoutes } from './idp/routes.js'
 
 export function apiFamilies(deps: AppDeps): ApiFamily[] {
   return [
-    { name: 'identity', prefix: '/identity', renderError: renderIdentityError, routes: identityRoutes(deps) },
+    // Keystone's answers depend on the caller's token: every identity response says so to caches.
+    { name: 'identity', prefix: '/identity', renderError: renderIdentityError, fixedHeaders: { vary: 'X-Auth-Token' }, routes: identityRoutes(deps) },
     { name: 'compute', prefix: '/compute', renderError: renderComputeFault, requestIdHeaders: ['x-compute-request-id'], routes: computeRoutes(deps) },
     { name: 'network', prefix: '/network', renderError: renderNeutronError, routes: networkRoutes(deps) },
     { name: 'volume', prefix: '/volume', renderError: renderComputeFault, routes: volumeRoutes(deps) },

@@ -27,6 +27,11 @@ export interface Principal {
 /** Turns a bearer token into a principal. Throws AppError 'unauthorized' for anything not currently valid. */
 export interface Authenticator {
   authenticate(token: string): Promise<Principal>
+  /**
+   * The principal without waiting, when nothing has to be read from the store first; undefined when it has
+   * (then call authenticate). Saves the promise hops on the hot path of every authenticated request.
+   */
+  authenticateNow?(token: string): Principal | undefined
 }
 
 export function hasRole(principal: Principal, role: string): boolean {

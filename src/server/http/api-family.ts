@@ -11,8 +11,10 @@ export interface ApiFamily {
   name: string
   prefix: string
   renderError: ErrorRenderer
-  /** Headers every response of the family carries (Nova's x-compute-request-id). */
+  /** Headers every response of the family carries with the request id (Nova's x-compute-request-id). */
   requestIdHeaders?: string[]
+  /** Headers every response of the family carries with a fixed value (Keystone's Vary: X-Auth-Token). */
+  fixedHeaders?: Record<string, string>
   routes: (scope: FastifyInstance) => Promise<void> | void
 }
 
@@ -82,9 +84,12 @@ export async function registerFamily(app: FastifyInstance, family: ApiFamily): P
         }
         return send(reply, { status: 404, code: 'not_found', message: `The resource could not be found: ${path}` })
       })
-      if (family.requestIdHeaders?.length) {
+      const requestIdHeaders = family.requestIdHeaders ?? []
+      const fixedHeaders = family.fixedHeaders ?? {}
+      if (requestIdHeaders.length > 0 || Object.keys(fixedHeaders).length > 0) {
         scope.addHook('onSend', (request, reply, payload, done) => {
-          for (const header of family.requestIdHeaders!) reply.header(header, request.id)
+          for (const header of requestIdHeaders) reply.header(header, request.id)
+          reply.headers(fixedHeaders)
           done(null, payload)
         })
       }

@@ -41,14 +41,22 @@ interface RequestRow {
  * on every observation: 1.3 µs a request against 0.3 µs here, on a path where a whole validation costs ~60 µs.
  */
 export class RequestStats {
-  private readonly rows = new Map<string, RequestRow>()
+  /**
+   * Rows by route pattern, then by method and status. The pattern is the same string object on every request, so
+   * its hash is computed once; one key of route, method and status would be a long new string to hash each time.
+   */
+  private readonly byRoute = new Map<string, Map<string, RequestRow>>()
+  private readonly rows: RequestRow[] = []
 
   record(route: string, method: string, status: number, seconds: number): void {
-    const key = `${route} ${method} ${status}`
-    let row = this.rows.get(key)
+    let routeRows = this.byRoute.get(route)
+    if (!routeRows) this.byRoute.set(route, (routeRows = new Map()))
+    const key = method + status
+    let row = routeRows.get(key)
     if (!row) {
       row = { labels: `route="${escapeLabel(route)}",method="${escapeLabel(method)}",status="${status}"`, count: 0, seconds: 0, buckets: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0) }
-      this.rows.set(key, row)
+      routeRows.set(key, row)
+      this.rows.push(row)
     }
     row.count++
     row.seconds += seconds
@@ -59,7 +67,7 @@ export class RequestStats {
 
   /** `pcc_http_requests_total` and `pcc_http_request_duration_seconds` as prom-client writes a counter and a histogram. */
   exposition(): string {
-    const rows = [...this.rows.values()]
+    const rows = this.rows
     const lines = [
       '# HELP pcc_http_requests_total HTTP requests by route, method and status',
       '# TYPE pcc_http_requests_total counter',

@@ -125,9 +125,12 @@ export class TokenService implements Authenticator {
    * for a write that rolled back or went to another store of this process).
    */
   async fresh(): Promise<void> {
+    if (!this.isFresh()) await this.refresh()
+  }
+
+  private isFresh(): boolean {
     const local = localIdentityWrites()
-    if (this.snap.localWrites >= local.seq || Date.now() - local.at > 2000) return
-    await this.refresh()
+    return this.snap.localWrites >= local.seq || Date.now() - local.at > 2000
   }
 
   /** Reloads the snapshot when the store's identity generation moved; call after your own identity writes to see them at once. */
@@ -261,6 +264,14 @@ export class TokenService implements Authenticator {
 
   async authenticate(token: string): Promise<Principal> {
     await this.fresh()
+    return this.principalOf(token)
+  }
+
+  authenticateNow(token: string): Principal | undefined {
+    return this.isFresh() ? this.principalOf(token) : undefined
+  }
+
+  private principalOf(token: string): Principal {
     try {
       return this.check(token).resolved.principal
     } catch (err) {

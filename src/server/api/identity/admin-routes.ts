@@ -21,8 +21,9 @@ export function adminRoutes(deps: AppDeps) {
       async (scope) => {
         useStrictValidation(scope)
         const requireAuth = authHook(deps.tokens, deps.urls.identity)
-        scope.addHook('onRequest', async (request) => {
-          if (!request.routeOptions.config.public) await requireAuth(request)
+        scope.addHook('onRequest', (request, reply, done) => {
+          if (request.routeOptions.config.public) return done()
+          requireAuth(request, reply, done)
         })
         const ctx = adminContext(deps)
         domainRoutes(scope, ctx)
