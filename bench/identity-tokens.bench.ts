@@ -1,14 +1,14 @@
 /**
  * Identity token figures at concurrency 8 on 127.0.0.1: password issue (bounded by the scrypt cost), token-method
- * issue (rescope), validation (GET /auth/tokens) and GET /auth/catalog. The server runs in this process and
- * autocannon in a worker thread, so the load generator does not share the server's event loop.
+ * issue (rescope), validation (GET /auth/tokens) and GET /auth/catalog. The server runs in this process; the load
+ * comes from wrk on a CPU of its own when it is installed (bench/load.ts).
  * Run alone: `node dist/bench/identity-tokens.bench.js`.
  */
 import { pathToFileURL } from 'node:url'
-import autocannon from 'autocannon'
 import { DEFAULT_COST } from '../src/server/crypto/passwords.js'
 import { ADMIN_PASSWORD, startTestServer } from '../src/testkit/harness.js'
 import type { BenchRow, BenchRun } from './harness.js'
+import { runLoad, type LoadResult } from './load.js'
 import { bareBodyServer } from './procs.js'
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5)
@@ -19,22 +19,17 @@ interface Load {
   path: string
   headers?: Record<string, string>
   body?: unknown
-  expect: number
 }
 
-async function measure(url: string, load: Load): Promise<{ rps: number; errors: number; p50: number }> {
-  const result = await autocannon({
+function measure(url: string, load: Load): Promise<LoadResult> {
+  return runLoad({
     url: url + load.path,
     method: load.method,
     connections: CONNECTIONS,
-    duration: DURATION_S,
-    workers: 1,
+    durationS: DURATION_S,
     headers: { ...(load.body ? { 'content-type': 'application/json' } : {}), ...load.headers },
     body: load.body ? JSON.stringify(load.body) : undefined,
   })
-  const ok = load.expect === 201 ? result['2xx'] : result['2xx']
-  const errors = result.non2xx + result.errors + result.timeouts
-  return { rps: ok / DURATION_S, errors, p50: result.latency.p50 }
 }
 
 export const run: BenchRun = async () => {
@@ -55,31 +50,31 @@ export const run: BenchRun = async () => {
     const figures: [string, Load, string | undefined, string][] = [
       [
         'token issue, token method (rescope), concurrency 8',
-        { method: 'POST', path: '/identity/v3/auth/tokens', body: { auth: { identity: { methods: ['token'], token: { id: token } }, scope: login.auth.scope } }, expect: 201 },
+        { method: 'POST', path: '/identity/v3/auth/tokens', body: { auth: { identity: { methods: ['token'], token: { id: token } }, scope: login.auth.scope } } },
         '>= 5000 req/s',
         'no database read; catalog included',
       ],
       [
         'token validate (GET /auth/tokens), concurrency 8',
-        { method: 'GET', path: '/identity/v3/auth/tokens', headers: { 'x-auth-token': token, 'x-subject-token': token }, expect: 200 },
+        { method: 'GET', path: '/identity/v3/auth/tokens', headers: { 'x-auth-token': token, 'x-subject-token': token } },
         '>= 15000 req/s',
         'no database read; body cached per snapshot',
       ],
-      ['catalog (GET /auth/catalog), concurrency 8', { method: 'GET', path: '/identity/v3/auth/catalog', headers: { 'x-auth-token': token }, expect: 200 }, undefined, 'serialized catalog cached'],
+      ['catalog (GET /auth/catalog), concurrency 8', { method: 'GET', path: '/identity/v3/auth/catalog', headers: { 'x-auth-token': token } }, undefined, 'serialized catalog cached'],
       // Last: scrypt work still queued when its window ends would otherwise weigh on the next figure.
-      ['token issue, password method (POST /auth/tokens), concurrency 8', { method: 'POST', path: '/identity/v3/auth/tokens', body: login, expect: 201 }, `bounded by ${cost}`, `one ${cost} hash per request`],
+      ['token issue, password method (POST /auth/tokens), concurrency 8', { method: 'POST', path: '/identity/v3/auth/tokens', body: login }, `bounded by ${cost}`, `one ${cost} hash per request`],
     ]
     for (const [figure, load, target, note] of figures) {
       const r = await measure(server.url, load)
-      rows.push({ figure, value: Math.round(r.rps), unit: 'req/s', target, note: `${note}; p50 ${r.p50} ms; ${r.errors} errors` })
+      rows.push({ figure, value: Math.round(r.rps), unit: 'req/s', target, note: `${note}; p50 ${r.p50Ms} ms; ${r.errors} errors; load: ${r.generator}` })
     }
     // The machine's ceiling for the validate figure: the same answer from bare node:http, measured the same way.
     const validated = await fetch(`${server.url}/identity/v3/auth/tokens`, { headers: { 'x-auth-token': token, 'x-subject-token': token } })
     const body = await validated.text()
     const bare = await bareBodyServer(body)
     try {
-      const r = await measure(bare.url, { method: 'GET', path: '/', expect: 200 })
-      rows.push({ figure: `bare node:http answering the validate body (${(body.length / 1024).toFixed(1)} KiB), concurrency 8`, value: Math.round(r.rps), unit: 'req/s', note: `the ceiling of this machine for that answer; p50 ${r.p50} ms` })
+      const r = await measure(bare.url, { method: 'GET', path: '/' })
+      rows.push({ figure: `bare node:http answering the validate body (${(body.length / 1024).toFixed(1)} KiB), concurrency 8`, value: Math.round(r.rps), unit: 'req/s', note: `the ceiling of this machine for that answer; p50 ${r.p50Ms} ms` })
     } finally {
       await bare.close()
     }
