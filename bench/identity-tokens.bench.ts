@@ -1,7 +1,7 @@
 /**
  * Identity token figures at concurrency 8 on 127.0.0.1: password issue (bounded by the scrypt cost), token-method
  * issue (rescope), validation (GET /auth/tokens) and GET /auth/catalog. The server runs in this process; the load
- * comes from wrk on a CPU of its own when it is installed (bench/load.ts).
+ * comes from wrk when it is installed (bench/load.ts).
  * Run alone: `node dist/bench/identity-tokens.bench.js`.
  */
 import { pathToFileURL } from 'node:url'
