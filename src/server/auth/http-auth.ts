@@ -36,7 +36,7 @@ function challenged(err: unknown, identityUrl: string): unknown {
 
 /**
  * The hook that sets `request.principal` (onRequest or preHandler). Callback style: most requests are answered
- * from the token snapshot without waiting, and a promise per request is measurable on small requests.
+ * from the token snapshot at once and need no promise.
  */
 export function authHook(authenticator: Authenticator, identityUrl: string) {
   return function requireAuth(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {

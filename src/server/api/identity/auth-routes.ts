@@ -100,7 +100,7 @@ export function authRoutes(deps: AppDeps) {
       return { token: header, checked: tokens.check(header, { allowExpired }) }
     }
 
-    // Not async: the answer is ready at once, and a promise per validation is measurable at these rates.
+    // Not async: the answer is ready at once.
     const validate = (operation: 'identity:validate_token' | 'identity:check_token', withBody: boolean) =>
       function (request: FastifyRequest<{ Querystring: { nocatalog?: string; allow_expired?: string } }>, reply: FastifyReply) {
         const { token, checked } = subject(request, queryFlag(request.query.allow_expired))
