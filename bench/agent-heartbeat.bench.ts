@@ -5,7 +5,6 @@
  * /proc) is measured alone. Two figures: the CPU share at the target rate (5,000 hosts every 10 s = 500/s) and
  * the most heartbeats/s it takes with 16 connections. About 15 s in all.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -16,6 +15,7 @@ import { sha256 } from '../src/server/onboarding/onboarding-service.js'
 import { openStore } from '../src/server/storage/store.js'
 import { freePort } from '../src/testkit/harness.js'
 import type { BenchRow, BenchRun } from './harness.js'
+import { spawnPcc } from './procs.js'
 
 interface AutocannonRequest {
   method?: string
@@ -42,29 +42,11 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
-function startServer(env: Record<string, string>): Promise<ChildProcess> {
-  return new Promise((resolve, reject) => {
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PCC_')))
-    const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean), join(process.cwd(), 'dist/src/server/main.js')], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    const onData = (d: Buffer) => {
-      out += d.toString()
-      if (!out.includes('pcc is running')) return
-      // Later output is drained unread: scanning all of it on every chunk would load the machine being measured.
-      child.stdout!.off('data', onData).resume()
-      resolve(child)
-    }
-    child.stdout!.on('data', onData)
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()))
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)))
-  })
-}
-
 export const run: BenchRun = async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'pcc-bench-hb-'))
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const child = await startServer({
+  const server = await spawnPcc({
     PCC_DATA_DIR: dataDir,
     PCC_LISTEN: `127.0.0.1:${port}`,
     PCC_PUBLIC_URL: url,
@@ -100,10 +82,10 @@ export const run: BenchRun = async () => {
     // Full load first: it also warms the server (JIT, credential cache) as hosts heartbeating every 10 s keep it.
     const flat = await autocannon({ url, connections: 16, duration: 5, requests })
 
-    const before = cpuMs(child.pid!)
+    const before = cpuMs(server.child.pid!)
     const started = Date.now()
     const paced = await autocannon({ url, connections: 16, duration: 8, overallRate: TARGET_RATE, requests })
-    const spent = cpuMs(child.pid!) - before
+    const spent = cpuMs(server.child.pid!) - before
     const cpuShare = spent / (Date.now() - started)
     // On a loaded machine the paced run may fall short of the rate: the CPU cost per heartbeat says what 500/s would take.
     const perBeat = spent / Math.max(1, paced.requests.total)
@@ -134,8 +116,7 @@ export const run: BenchRun = async () => {
     return rows
   } finally {
     await store.close()
-    child.kill('SIGTERM')
-    await new Promise((r) => child.once('exit', r))
+    await server.stop()
     rmSync(dataDir, { recursive: true, force: true })
   }
 }

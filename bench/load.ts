@@ -41,8 +41,10 @@ function installed(command: string): boolean {
   }
 }
 
-export function loadGenerator(): 'wrk' | 'autocannon' {
-  return installed('wrk') ? 'wrk' : 'autocannon'
+/** Looked up once per process: every figure of a bench uses the same generator. */
+let generator: 'wrk' | 'autocannon' | undefined
+function loadGenerator(): 'wrk' | 'autocannon' {
+  return (generator ??= installed('wrk') ? 'wrk' : 'autocannon')
 }
 
 /** "512.00us", "1.20ms", "2.00s" → milliseconds. */

@@ -53,9 +53,13 @@ function lineMatching(child: ChildProcess, pattern: RegExp, timeoutMs: number): 
   })
 }
 
-/** Starts `pcc-server` with the given settings; resolves once it prints its address. */
+/**
+ * Starts `pcc-server` with the given settings; resolves once it prints its address. BENCH_SERVER_NODE_ARGS adds
+ * Node flags to it (e.g. `--cpu-prof`).
+ */
 export async function spawnPcc(settings: Record<string, string>): Promise<Spawned> {
-  const child = spawn(process.execPath, [SERVER_MAIN], { env: env({ PCC_LISTEN: '127.0.0.1:0', ...settings }), stdio: ['ignore', 'pipe', 'pipe'] })
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const child = spawn(process.execPath, [...nodeArgs, SERVER_MAIN], { env: env({ PCC_LISTEN: '127.0.0.1:0', ...settings }), stdio: ['ignore', 'pipe', 'pipe'] })
   const match = await lineMatching(child, /listening on (\S+?),/, 60_000)
   // Keep draining stdout so request logs never block the server on a full pipe.
   child.stdout!.resume()

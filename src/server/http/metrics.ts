@@ -46,7 +46,6 @@ export class RequestStats {
    * its hash is computed once; one key of route, method and status would be a long new string to hash each time.
    */
   private readonly byRoute = new Map<string, Map<string, RequestRow>>()
-  private readonly rows: RequestRow[] = []
 
   record(route: string, method: string, status: number, seconds: number): void {
     let routeRows = this.byRoute.get(route)
@@ -56,7 +55,6 @@ export class RequestStats {
     if (!row) {
       row = { labels: `route="${escapeLabel(route)}",method="${escapeLabel(method)}",status="${status}"`, count: 0, seconds: 0, buckets: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0) }
       routeRows.set(key, row)
-      this.rows.push(row)
     }
     row.count++
     row.seconds += seconds
@@ -67,7 +65,7 @@ export class RequestStats {
 
   /** `pcc_http_requests_total` and `pcc_http_request_duration_seconds` as prom-client writes a counter and a histogram. */
   exposition(): string {
-    const rows = this.rows
+    const rows = [...this.byRoute.values()].flatMap((routeRows) => [...routeRows.values()])
     const lines = [
       '# HELP pcc_http_requests_total HTTP requests by route, method and status',
       '# TYPE pcc_http_requests_total counter',
