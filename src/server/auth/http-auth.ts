@@ -27,11 +27,11 @@ export function authChallenge(identityUrl: string): Record<string, string> {
 }
 
 /** A 401 from the authenticator, with the challenge that tells the client where to get a token. */
-function challenged(err: unknown, identityUrl: string): unknown {
+function challenged(err: unknown, identityUrl: string): Error {
   if (err instanceof AppError && err.code === 'unauthorized') {
     return new AppError('unauthorized', err.message, { headers: { ...authChallenge(identityUrl), ...err.options.headers } })
   }
-  return err
+  return err as Error
 }
 
 /**
@@ -46,7 +46,7 @@ export function authHook(authenticator: Authenticator, identityUrl: string) {
     try {
       now = authenticator.authenticateNow?.(token)
     } catch (err) {
-      return done(challenged(err, identityUrl) as Error)
+      return done(challenged(err, identityUrl))
     }
     if (now) {
       request.principal = now
@@ -57,7 +57,7 @@ export function authHook(authenticator: Authenticator, identityUrl: string) {
         request.principal = principal
         done()
       },
-      (err: unknown) => done(challenged(err, identityUrl) as Error),
+      (err: unknown) => done(challenged(err, identityUrl)),
     )
   }
 }
