@@ -1,11 +1,14 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { sql } from 'kysely'
 import pg from 'pg'
 import { MIGRATIONS } from '../../src/server/storage/migrations/index.js'
 import { openStore } from '../../src/server/storage/store.js'
 import { freshDatabase } from '../../src/testkit/postgres.js'
+import { TcpRelay } from '../../src/testkit/tcp-relay.js'
 import { storageConformance } from './conformance.js'
 
 storageConformance('postgres')
@@ -70,6 +73,34 @@ describe('PostgreSQL store specifics', () => {
       assert.match(store.warnings.join('\n'), /does not sort text by code point/)
     } finally {
       await store.close()
+    }
+  })
+
+  it('survives the database connection dropping in the middle of a query: the query fails, the next one reconnects', async () => {
+    const database = new URL(await freshDatabase())
+    const relay = new TcpRelay({ host: database.hostname, port: Number(database.port) })
+    await relay.open()
+    const throughRelay = new URL(database)
+    throughRelay.port = String(relay.port)
+    const store = await openStore({ dataDir: '/nonexistent', databaseUrl: throughRelay.toString() })
+    // A connection that errors while checked out must not become an uncaught exception: it would end pcc-server.
+    const uncaught: unknown[] = []
+    const monitor = (err: unknown) => uncaught.push(err)
+    process.on('uncaughtExceptionMonitor', monitor)
+    try {
+      const slow = sql`SELECT pg_sleep(5)`.execute(store.db)
+      await sleep(200)
+      relay.cut()
+      await assert.rejects(slow, /Connection terminated unexpectedly/)
+      await sleep(100)
+      assert.deepEqual(uncaught, [])
+      relay.restore()
+      const { rows } = await sql<{ one: number }>`SELECT 1 AS one`.execute(store.db)
+      assert.deepEqual(rows, [{ one: 1 }])
+    } finally {
+      process.off('uncaughtExceptionMonitor', monitor)
+      await store.close()
+      await relay.close()
     }
   })
 })

@@ -143,8 +143,11 @@ async function openPostgres(url: string, poolSize: number): Promise<Store> {
     // Both come back as numbers, as they do from SQLite (exact up to 2^53, far beyond any time or count here).
     types: { getTypeParser: (oid: number, format?: string) => (NUMERIC_OIDS.has(oid) ? Number : pg.types.getTypeParser(oid, format as 'text')) } as pg.CustomTypesConfig,
   })
-  // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
+  // A lost connection must not crash the process; the next query reconnects. The pool reports an idle client's
+  // error; a checked-out client emits its own 'error' besides failing its query, and with no listener that would
+  // be an uncaught exception. The failed query already tells its caller.
   pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
   const warnings: string[] = []
   try {
     const client = await pool.connect()
