@@ -17,9 +17,9 @@ for (const dialect of DIALECTS) {
     const totpAuth = (code: string) => ({ user: { id: userId, passcode: code } })
     // The server accepts the current step and the one before. A previous-step code made in the last moments of
     // a step would be two steps old when it arrives, so wait for a fresh step first.
-    const awayFromStepEnd = async (marginMs = 5_000) => {
+    const awayFromStepEnd = async () => {
       const left = 30_000 - (Date.now() % 30_000)
-      if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50))
+      if (left < 5_000) await new Promise((resolve) => setTimeout(resolve, left + 50))
     }
 
     before(async () => {
