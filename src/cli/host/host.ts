@@ -102,14 +102,7 @@ export class Host {
         return false
       }
     }
-    const pid = Number(this.readText(`/run/${name}.pid`)?.trim())
-    if (!pid) return false
-    try {
-      process.kill(pid, 0)
-      return true
-    } catch {
-      return false
-    }
+    return processRunning(Number(this.readText(`/run/${name}.pid`)?.trim()))
   }
 
   /** Stops and removes a service (its unit or pid file). Waits up to `timeoutMs` for the process to end. */
@@ -130,11 +123,23 @@ export class Host {
       } catch {
         // Already gone.
       }
+      // Poll the pid, not the pid file: the agent deletes its pid file as it begins to stop, before it has exited.
       const deadline = Date.now() + timeoutMs
-      while (Date.now() < deadline && this.serviceRunning(name)) await new Promise((r) => setTimeout(r, 100))
-      if (this.serviceRunning(name)) process.kill(pid, 'SIGKILL')
+      while (Date.now() < deadline && processRunning(pid)) await new Promise((r) => setTimeout(r, 100))
+      if (processRunning(pid)) process.kill(pid, 'SIGKILL')
     }
     this.remove(`/run/${name}.pid`)
+  }
+}
+
+/** Whether a process runs (signal 0 checks without touching it); 0 or NaN (no pid file) is not running. */
+function processRunning(pid: number): boolean {
+  if (!pid) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
   }
 }
 
