@@ -2,6 +2,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { processRunning } from '../cli/host/host.js'
 
 export interface HostRootOptions {
   hostname?: string
@@ -33,12 +34,5 @@ export function stageHostRoot(options: HostRootOptions = {}): string {
 export const agentPid = (root: string): number => Number(readFileSync(join(root, 'run/pcc-agent.pid'), 'utf8').trim())
 export const hostIdOf = (root: string): string => readFileSync(join(root, 'etc/pcc/host_id'), 'utf8').trim()
 
-/** Whether a process still runs (signal 0 checks without touching it). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
+/** Whether a process still runs (the check pcctl's scratch-root service manager uses). */
+export const alive = processRunning

@@ -9,18 +9,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Host } from '../../src/cli/host/host.js'
+import { until } from '../../src/testkit/compute-api.js'
 import { alive } from '../../src/testkit/host-root.js'
 
 /** A service that on SIGTERM deletes its pid file at once but exits only after `exitMs`; it writes `ready` once it listens. */
 const slowToStop = (pidFile: string, ready: string, exitMs: number) =>
   `const fs = require('fs'); process.on('SIGTERM', () => { fs.rmSync(${JSON.stringify(pidFile)}, { force: true }); setTimeout(() => process.exit(0), ${exitMs}) }); fs.writeFileSync(${JSON.stringify(ready)}, ''); setInterval(() => {}, 1000)`
-
-async function waitForFile(path: string): Promise<void> {
-  for (const deadline = Date.now() + 10_000; !existsSync(path); ) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${path}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 describe('scratch-root services', () => {
   const root = mkdtempSync(join(tmpdir(), 'pcc-host-service-'))
@@ -32,7 +26,7 @@ describe('scratch-root services', () => {
   it('stopService waits for the process itself, not for its pid file to vanish', async () => {
     host.startService('slow', [process.execPath, '-e', slowToStop(pidFile, ready, 400)])
     const pid = Number(readFileSync(pidFile, 'utf8'))
-    await waitForFile(ready)
+    await until('the service to be ready', 10_000, async () => existsSync(ready) || undefined)
     assert.equal(host.serviceRunning('slow'), true)
     await host.stopService('slow')
     assert.equal(alive(pid), false, 'the process has ended when stopService returns')

@@ -133,7 +133,7 @@ export class Host {
 }
 
 /** Whether a process runs (signal 0 checks without touching it); 0 or NaN (no pid file) is not running. */
-function processRunning(pid: number): boolean {
+export function processRunning(pid: number): boolean {
   if (!pid) return false
   try {
     process.kill(pid, 0)
