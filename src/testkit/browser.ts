@@ -1,0 +1,43 @@
+/**
+ * A real browser for tests: Debian's Chromium driven by playwright-core (which downloads no browser of its own).
+ * Where the machine has no Chromium, `browserMissing()` says so, and the test skips naming that capability.
+ */
+import { existsSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type Browser, type BrowserContext } from 'playwright-core'
+
+/** Debian's wrapper script; it sources /etc/chromium.d and adds the flags this machine needs. */
+export const CHROMIUM = process.env.PCC_TEST_CHROMIUM ?? '/usr/bin/chromium'
+
+/** Why no browser test can run here, or undefined when Chromium is installed. */
+export function browserMissing(): string | undefined {
+  return existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
+}
+
+// The machine has no network beyond loopback: without these Chromium keeps trying Google's services.
+const QUIET_FLAGS = ['--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic', '--disable-gpu']
+
+export interface TestBrowser {
+  browser: Browser
+  /** A fresh profile (cookies, storage) for one test user. */
+  newContext(options?: Parameters<Browser['newContext']>[0]): Promise<BrowserContext>
+  close(): Promise<void>
+}
+
+/** Starts headless Chromium with a throw-away profile; close() ends the process and removes the profile. */
+export async function launchBrowser(): Promise<TestBrowser> {
+  const missing = browserMissing()
+  if (missing) throw new Error(missing)
+  const profile = mkdtempSync(join(tmpdir(), 'pcc-chromium-'))
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...QUIET_FLAGS, `--disk-cache-dir=${profile}`], timeout: 60_000 })
+  return {
+    browser,
+    newContext: (options) => browser.newContext(options),
+    async close() {
+      await browser.close().catch(() => {})
+      rmSync(profile, { recursive: true, force: true })
+    },
+  }
+}
