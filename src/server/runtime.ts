@@ -27,6 +27,7 @@ import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
 import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
+import { HostDataService } from './onboarding/host-data.js'
 import { OnboardingService } from './onboarding/onboarding-service.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
 import { purgeJob } from './tasks/purge-job.js'
@@ -121,8 +122,9 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId }))
     // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
+    const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes)
     const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))
-    conductor.useStorage(computeStorage(imageVolume.deps))
+    conductor.useStorage(computeStorage({ ...imageVolume.deps, hostData }))
     const allHandlers = new Map([...imageVolume.handlers, ...handlers])
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
@@ -134,6 +136,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       network: new NetworkService(store),
       urls: serviceUrls(config.publicUrl),
       ...imageVolume.deps,
+      hostData,
     }
 
     let https: { key: Buffer; cert: Buffer } | undefined

@@ -5,11 +5,14 @@
  * `finally`.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildGuestImage, guestImageUnavailable, type GuestImage } from '../guest-image/build.js'
+import type { GuestImageRef } from '../server/drivers/compute/driver.js'
 import { QmpClient } from '../server/drivers/compute/qemu/qmp.js'
+import type { InstanceFacts } from '../server/metadata/documents.js'
 
 export const QEMU_BINARY = 'qemu-system-x86_64'
 
@@ -104,3 +107,53 @@ export function bareGuest(o: BareGuestOptions): BareGuest {
     },
   }
 }
+
+/** User data that prints `pcc-guest: tick N` every second: a guest that runs on (not restarted) keeps counting. */
+export const TICKER = '#!/bin/sh\nn=0\nwhile true; do n=$((n+1)); echo "pcc-guest: tick $n"; sleep 1; done\n'
+
+/** An image served from a file, described as the image service would (digests computed from the bytes). */
+export function fileImage(id: string, path: string, diskFormat: string, properties: Record<string, string> = {}): GuestImageRef {
+  const bytes = readFileSync(path)
+  return {
+    id, diskFormat, containerFormat: 'bare', size: bytes.length, virtualSize: null, checksum: createHash('md5').update(bytes).digest('hex'),
+    osHashAlgo: 'sha512', osHashValue: createHash('sha512').update(bytes).digest('hex'), properties,
+  }
+}
+
+
+/** Instance facts for a test guest (its name ends with the server id's last four characters). */
+export function facts(serverId: string, userData = TICKER): InstanceFacts {
+  return {
+    uuid: serverId, name: `vm-${serverId.slice(-4)}`, hostname: `vm-${serverId.slice(-4)}`, displayId: 1, projectId: 'p1', availabilityZone: 'nova', launchIndex: 0,
+    reservationId: 'r-1', flavorName: 'm1.tiny', imageId: 'guest-image', metadata: {}, key: null, userData: Buffer.from(userData).toString('base64'), securityGroups: [], nics: [],
+  }
+}
+
+/** The last `pcc-guest: boot N` of a console. */
+export function lastBoot(console: string): number {
+  return Number([...console.matchAll(/pcc-guest: boot (\d+)\r?\n/g)].at(-1)?.[1] ?? 0)
+}
+
+/** The last `pcc-guest: tick N` of a console (the ticker user data counts every second). */
+export function lastTick(console: string): number {
+  return Number([...console.matchAll(/pcc-guest: tick (\d+)/g)].at(-1)?.[1] ?? 0)
+}
+
+/** What a host still holds of a guest: its directory, sockets, a QEMU with its uuid. */
+export function qemuLeftovers(root: string, serverId: string): string[] {
+  const left: string[] = []
+  if (existsSync(join(root, 'var/lib/pcc/instances', serverId))) left.push(`instance directory of ${serverId}`)
+  const run = join(root, 'run/pcc')
+  if (existsSync(run)) for (const f of readdirSync(run)) if (f.startsWith(serverId)) left.push(`socket ${f}`)
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+      const ours = (argv[argv.indexOf('-pidfile') + 1] ?? '').startsWith(root)
+      if (/qemu-system/.test(argv[0]) && ours && argv[argv.indexOf('-uuid') + 1] === serverId) left.push(`QEMU process ${pid}`)
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return left
+}
+
