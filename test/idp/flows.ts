@@ -101,15 +101,16 @@ export interface Login {
 }
 
 /**
- * Drives the pages from a URL that starts a login (the authorization URL, or the device page's redirect) to
- * its end: returns the last answer (the redirect to the client, or the final page).
+ * Drives the pages from where a login starts (a GET of the authorization URL, or the POST of the device code
+ * form) to its end: returns the last answer (the redirect to the client, or the final page).
  */
-export async function completeLogin(browser: FormBrowser, startUrl: string, login: Login) {
-  const start = await browser.request(startUrl)
-  assert.equal(start.status, 303, `the start redirects to the login page: ${start.status} ${start.html.slice(0, 300)}`)
-  const page = await browser.request(start.location!)
+export async function completeLogin(browser: FormBrowser, start: string | { url: string; form: Record<string, string> }, login: Login) {
+  const { url, form } = typeof start === 'string' ? { url: start, form: undefined } : start
+  const first = await browser.request(url, form)
+  assert.equal(first.status, 303, `the start redirects to the login page: ${first.status} ${first.html.slice(0, 300)}`)
+  const page = await browser.request(first.location!)
   assert.equal(page.status, 200, page.html)
-  const origin = new URL(startUrl).origin
+  const origin = new URL(url).origin
   let answer = await browser.request(`${origin}/idp/login`, { req: reqOf(page.html), username: login.username, password: login.password })
   if (answer.status === 200 && answer.html.includes('name="totp"')) {
     assert.ok(login.totp, 'a TOTP code is asked for')
