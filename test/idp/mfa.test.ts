@@ -2,26 +2,9 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import type { Kysely } from 'kysely'
 import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { adminToken, createUser, kubernetesSecret, tokenCall, userToken } from './helpers.js'
-
-/**
- * Stores a TOTP secret as identity does: through POST /identity/v3/credentials when identity serves it, else
- * straight into a `credentials` table of the same shape (before identity's credentials exist on this branch).
- */
-async function addTotpCredential(server: TestServer, userId: string, secret: string): Promise<void> {
-  const res = await fetch(`${server.url}/identity/v3/credentials`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-auth-token': await adminToken(server) },
-    body: JSON.stringify({ credential: { type: 'totp', user_id: userId, blob: secret } }),
-  })
-  if (res.status === 201) return
-  const db = server.deps.store.db as unknown as Kysely<Record<string, Record<string, string>>>
-  await db.schema.createTable('credentials').ifNotExists().addColumn('id', 'text', (c) => c.primaryKey()).addColumn('user_id', 'text').addColumn('type', 'text').addColumn('blob', 'text').execute()
-  await db.insertInto('credentials').values({ id: randomBytes(16).toString('hex'), user_id: userId, type: 'totp', blob: server.deps.box.seal(secret) }).execute()
-}
+import { addTotpCredential, adminToken, createUser, kubernetesSecret, tokenCall, userToken } from './helpers.js'
 
 for (const dialect of DIALECTS) {
   describe(`IdP login with MFA (${dialect})`, () => {
