@@ -19,7 +19,7 @@ export const REDACT_PATHS = [
 ]
 
 /** Query parameters whose values never reach a log line (OAuth flows and some clients put secrets in URLs). */
-const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_token|client_secret|code|secret|passcode|totp)$/i
+const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_token|client_secret|code|code_verifier|device_code|user_code|secret|passcode|totp)$/i
 
 /** The request URL as logged: path and query, with secret parameter values replaced. */
 export function redactUrlQuery(url: string): string {
