@@ -41,6 +41,8 @@ export interface BrowserFlowDeps {
   login: LoginDeps
   issuer: string
   now: () => number
+  /** Deletes expired rows now and then (every login started writes one). */
+  housekeeping: () => void
 }
 
 type Query = Record<string, unknown>
@@ -112,6 +114,7 @@ export class BrowserFlow {
       },
       browser,
     )
+    this.deps.housekeeping()
     const hint = typeof query.login_hint === 'string' ? `&login_hint=${encodeURIComponent(query.login_hint.slice(0, 255))}` : ''
     return { redirect: `${this.base}/login?req=${id}${hint}` }
   }
