@@ -14,6 +14,7 @@ import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
 import { registerDownloadRoutes } from './http/downloads-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
+import { acceptBodilessJson } from './http/json-body.js'
 
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }
@@ -56,6 +57,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     https: options.https,
   }
   const app = Fastify(serverOptions) as unknown as FastifyInstance
+  acceptBodilessJson(app)
   // Declared up front so every request object keeps one shape; the auth hooks set it (auth/http-auth.ts).
   app.decorateRequest('principal', null as unknown as Principal)
   const metrics = createMetrics(deps.queue)

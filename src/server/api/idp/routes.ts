@@ -9,8 +9,9 @@ import type { TokenForm } from '../../oidc/provider.js'
 
 const TOKEN_FIELDS = ['grant_type', 'client_id', 'client_secret', 'scope', 'username', 'password', 'connector_id', 'refresh_token', 'nonce', 'totp']
 
+// Null: a bodiless request is an empty form, which the provider answers with what is missing (RFC 6749 §5.2).
 const tokenBody = {
-  type: 'object',
+  type: ['object', 'null'],
   properties: Object.fromEntries(TOKEN_FIELDS.map((f) => [f, { type: 'string' }])),
 }
 
