@@ -9,8 +9,8 @@ import { isUp } from '../../../hosts/host-status.js'
 import type { CommandChannel } from '../../../onboarding/command-channel.js'
 import type { Store } from '../../../storage/store.js'
 import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
-import { Readable } from 'node:stream'
-import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
+import { Readable, type Duplex } from 'node:stream'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
 
 export interface AgentDriverOptions {
   hostId: string
@@ -184,6 +184,11 @@ export class AgentDriver implements ComputeDriver {
 
   consoleOutput(serverId: string, lines?: number): Promise<string> {
     return this.call('consoleOutput', { serverId, lines: lines ?? null }, `consoleOutput:${serverId}:${lines ?? ''}:${Date.now()}`)
+  }
+
+  /** The agent's console stream reaches this process over a websocket the agent dials (next change). */
+  async openConsole(_serverId: string, _protocol: ConsoleProtocol): Promise<Duplex> {
+    throw new DriverError(`Remote consoles of agent hosts are not available yet (host ${this.options.hostname}).`, 501)
   }
 
   forget(serverId: string): Promise<void> {
