@@ -14,6 +14,7 @@ import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
 import { registerDownloadRoutes } from './http/downloads-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
+import { registerConsoleRoutes } from './console/console-routes.js'
 
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }
@@ -93,6 +94,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
   registerDownloadRoutes(app, deps)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
+  registerConsoleRoutes(app, deps)
 
   // Outside every family's prefix: the plain error shape.
   app.setNotFoundHandler((request, reply) =>
