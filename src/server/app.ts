@@ -15,6 +15,7 @@ import { registerDownloadRoutes } from './http/downloads-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
 import { acceptBodilessJson } from './http/json-body.js'
+import { registerConsoleRoutes } from './console/console-routes.js'
 
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
   registerDownloadRoutes(app, deps)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
+  registerConsoleRoutes(app, deps)
 
   // Outside every family's prefix: the plain error shape.
   app.setNotFoundHandler((request, reply) =>
