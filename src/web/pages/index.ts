@@ -1,7 +1,14 @@
 /** The page table: path, title, the menu group it shows in (none: reached by links), admin-only or not. */
 import type { ComponentType } from 'preact'
+import { ApiAccessPage } from './api-access'
+import { ImagesPage } from './images'
+import { KeypairsPage } from './keypairs'
+import { FloatingIpsPage, NetworksPage, RoutersPage, SecurityGroupsPage } from './network'
 import { OverviewPage } from './overview'
+import { ServerDetailPage } from './server-detail'
 import { ServersPage } from './servers'
+import { TopologyPage } from './topology'
+import { VolumesPage } from './volumes'
 
 export interface PageSpec {
   path: string
@@ -18,4 +25,14 @@ export interface PageSpec {
 export const PAGES: PageSpec[] = [
   { path: '/overview', title: 'Overview', nav: 'Project', section: 'overview', component: OverviewPage },
   { path: '/servers', title: 'Servers', nav: 'Compute', section: 'servers', component: ServersPage },
+  { path: '/servers/:id', title: 'Server', section: 'servers', component: ServerDetailPage },
+  { path: '/images', title: 'Images', nav: 'Compute', section: 'images', component: ImagesPage },
+  { path: '/keypairs', title: 'Key pairs', nav: 'Compute', section: 'keypairs', component: KeypairsPage },
+  { path: '/volumes', title: 'Volumes', nav: 'Storage', section: 'volumes', component: VolumesPage },
+  { path: '/networks', title: 'Networks', nav: 'Network', section: 'networks', component: NetworksPage },
+  { path: '/routers', title: 'Routers', nav: 'Network', section: 'routers', component: RoutersPage },
+  { path: '/floating-ips', title: 'Floating IPs', nav: 'Network', section: 'floating-ips', component: FloatingIpsPage },
+  { path: '/security-groups', title: 'Security groups', nav: 'Network', section: 'security-groups', component: SecurityGroupsPage },
+  { path: '/topology', title: 'Topology', nav: 'Network', section: 'topology', component: TopologyPage },
+  { path: '/api-access', title: 'API Access', nav: 'Settings', section: 'api-access', component: ApiAccessPage },
 ]
