@@ -24,8 +24,10 @@ export interface ListSpec<T> {
   create?: CreateSpec
   /** Row buttons; `reload` refreshes the list after a change. */
   actions?: (row: T, reload: () => void) => ComponentChildren
-  /** Rows in this state make the list refresh itself. */
+  /** Rows in this state make the list refresh itself every 2 s. */
   busy?: (row: T) => boolean
+  /** Refresh this often anyway (state that changes by itself, like hosts). */
+  refreshMs?: number
   /** Extra toolbar content (more create buttons…). */
   tools?: (reload: () => void) => ComponentChildren
   heading?: 'h1' | 'h2'
@@ -65,7 +67,7 @@ function CreateDialog({ spec, onClose, onDone }: { spec: CreateSpec; onClose: ()
 
 export function ResourceList<T>(spec: ListSpec<T>) {
   const list = useAsync(spec.load, [])
-  usePoll(async () => list.reload(), list.data?.some((row) => spec.busy?.(row)) ? 2000 : undefined)
+  usePoll(async () => list.reload(), list.data?.some((row) => spec.busy?.(row)) ? 2000 : spec.refreshMs)
   const Heading = spec.heading ?? 'h1'
   return (
     <section>
