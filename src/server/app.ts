@@ -12,6 +12,7 @@ import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
 import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
 import { registerDownloadRoutes } from './http/downloads-routes.js'
+import { registerWebConsoleRoutes } from './http/web-console-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
 import { acceptBodilessJson } from './http/json-body.js'
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
 
   registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
   registerDownloadRoutes(app, deps)
+  registerWebConsoleRoutes(app)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
   registerConsoleRoutes(app, deps)
 
