@@ -14,7 +14,8 @@ const TOKEN_FIELDS = [
   'code', 'redirect_uri', 'code_verifier', 'device_code',
 ]
 
-const formBody = (fields: string[]) => ({ type: 'object', properties: Object.fromEntries(fields.map((f) => [f, { type: 'string' }])) })
+// Null: a bodiless request is an empty form, which the provider answers with what is missing (RFC 6749 §5.2).
+const formBody = (fields: string[]) => ({ type: ['object', 'null'], properties: Object.fromEntries(fields.map((f) => [f, { type: 'string' }])) })
 
 /** RFC 6749 §5.1: responses carrying tokens are never stored by caches. */
 const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
