@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as client from 'openid-client'
-import { atHash } from '../../src/server/oidc/provider.js'
+import { atHash } from '../../src/server/oidc/claims.js'
 import { DIALECTS } from '../../src/testkit/harness.js'
 import { authorizeUrl, completeLogin, FormBrowser, formPost, kubeApiserverAuthenticate, pkce, registerClient, reqOf, startHttpsPcc, type HttpsPcc } from './flows.js'
 import { adminToken, createUser, FULL_SCOPE } from './helpers.js'

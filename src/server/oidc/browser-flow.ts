@@ -11,6 +11,7 @@
  * - there is no single sign-on session: every authorization request shows the login page, and prompt=none
  *   answers login_required.
  */
+import { AppError } from '../../contracts/errors.js'
 import type { Db } from '../storage/store.js'
 import { S256_CHALLENGE, type AuthCodes } from './auth-codes.js'
 import { MAX_LOGIN_FAILURES, type AuthRequest, type AuthRequests } from './auth-requests.js'
@@ -138,8 +139,10 @@ export class BrowserFlow {
     try {
       outcome = await checkPassword(this.deps.login, username, password)
     } catch (err) {
+      // A refusal (wrong password, locked, disabled, expired) is shown; anything else is a fault, not a failed attempt.
+      if (!(err instanceof AppError)) throw err
       if (!(await this.deps.requests.failed(req))) return this.tooManyFailures()
-      return retry(401, (err as Error).message)
+      return retry(401, err.message)
     }
     const user = { userId: outcome.userId, authTime: this.deps.now() }
     if (!(await this.deps.requests.advance(req, 'login', outcome.needsTotp ? 'totp' : 'consent', user))) return expired()

@@ -5,7 +5,6 @@
  * pass the form fields and the Authorization header in and send the result out; failures are AppErrors whose
  * `type` is the OAuth2 `error`.
  */
-import { createHash } from 'node:crypto'
 import { SignJWT } from 'jose'
 import { AppError } from '../../contracts/errors.js'
 import type { Authenticator } from '../auth/principal.js'
@@ -13,7 +12,7 @@ import type { SecretBox } from '../crypto/secret-box.js'
 import type { Store } from '../storage/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { AuthCodes } from './auth-codes.js'
-import { SCOPE_CLAIMS, scopedClaims, userClaims, type UserClaims } from './claims.js'
+import { atHash, dexSubject, SCOPE_CLAIMS, scopedClaims, userClaims, type UserClaims } from './claims.js'
 import type { IdpClient, IdpClients } from './clients.js'
 import type { DeviceRequests } from './device-requests.js'
 import { checkLogin, type LockoutPolicy } from './login.js'
@@ -83,21 +82,6 @@ interface Issue {
 const oauthError = (type: string, message: string) => new AppError('bad_request', message, { type })
 const invalidClient = () => new AppError('unauthorized', 'Invalid client credentials.', { type: 'invalid_client' })
 const sessionEnded = () => oauthError('invalid_grant', 'The user is disabled or its password changed; log in again.')
-
-/** Dex's subject: base64url(protobuf{1: user id, 2: connector id}), stable per user and connector. */
-export function dexSubject(userId: string, connectorId: string): string {
-  const field = (tag: number, value: string) => {
-    const bytes = Buffer.from(value)
-    if (bytes.length > 127) throw new Error('subject field too long')
-    return Buffer.concat([Buffer.from([tag, bytes.length]), bytes])
-  }
-  return Buffer.concat([field(0x0a, userId), field(0x12, connectorId)]).toString('base64url')
-}
-
-/** OIDC core §3.1.3.6 (at_hash) and §3.3.2.11 (c_hash): the left half of the SHA-256 of the value, base64url. */
-export function atHash(value: string): string {
-  return createHash('sha256').update(value).digest().subarray(0, 16).toString('base64url')
-}
 
 /** RFC 6749 §2.3.1: Basic credentials are form-encoded before base64. */
 function basicCredentials(authorization: string | undefined): { id: string; secret: string } | undefined {
