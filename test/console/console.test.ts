@@ -18,6 +18,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { browserMissing, launchBrowser, type TestBrowser } from '../../src/testkit/browser.js'
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { stageHostRoot } from '../../src/testkit/host-root.js'
+import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { adminApi, logIn, menu, screenshotDir, shot, unlabelledControls, until, type Api } from './helpers.js'
 
 const PCCTL = fileURLToPath(new URL('../../release/pcctl.mjs', import.meta.url))
@@ -284,6 +285,61 @@ describe('web console in a real browser', { skip: missing, timeout: 600_000 }, (
     await menu(page, 'Hypervisors')
     await page.getByRole('heading', { name: /console-node-1/ }).waitFor({ timeout: 30_000 })
     await shot(page, shots, 'hypervisors')
+  })
+
+  it('switches project: the pages and the RC file follow the new project', async () => {
+    const project = (await api('POST', '/identity/v3/projects', { project: { name: 'second', description: '' } })).body.project
+    const admin = (await api('GET', '/identity/v3/roles?name=admin')).body.roles[0]
+    const me = JSON.parse((await page.evaluate(`localStorage.getItem('pcc.session')`)) as string) as { user: { id: string } }
+    assert.equal((await api('PUT', `/identity/v3/projects/${project.id}/users/${me.user.id}/roles/${admin.id}`)).status, 204)
+    await page.reload()
+    await page.getByLabel('Project').selectOption({ label: 'second' })
+    await page.getByText('Quota usage of project second').waitFor()
+    await menu(page, 'Servers')
+    await page.getByText('No servers yet').waitFor()
+    await menu(page, 'API Access')
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download OpenStack RC file' }).click()])
+    assert.equal(download.suggestedFilename(), 'second-openrc.sh')
+    const rc = join(dir, 'second-openrc.sh')
+    await download.saveAs(rc)
+    const issued = await run('bash', ['-c', `. ${rc} && openstack token issue -f json`], { PATH: process.env.PATH ?? '', HOME: dir, OS_PASSWORD: ADMIN_PASSWORD })
+    assert.equal(issued.code, 0, issued.stderr)
+    assert.equal((JSON.parse(issued.stdout) as { project_id: string }).project_id, project.id)
+    await page.getByLabel('Project').selectOption({ label: 'admin' })
+    await page.getByText('Quota usage of project admin').waitFor()
+  })
+
+  it('logs in a user whose account needs a TOTP code, in a second browser profile', async () => {
+    const project = (await api('GET', '/identity/v3/projects?name=admin')).body.projects[0]
+    const member = (await api('GET', '/identity/v3/roles?name=member')).body.roles[0]
+    const user = (
+      await api('POST', '/identity/v3/users', { user: { name: 'mfa-user', password: 'mfa-user-secret', default_project_id: project.id, options: { multi_factor_auth_enabled: true, multi_factor_auth_rules: [['password', 'totp']] } } })
+    ).body.user
+    assert.equal((await api('PUT', `/identity/v3/projects/${project.id}/users/${user.id}/roles/${member.id}`)).status, 204)
+    const seed = randomBytes(20)
+    assert.equal((await api('POST', '/identity/v3/credentials', { credential: { type: 'totp', user_id: user.id, blob: base32Encode(seed) } })).status, 201)
+    const other = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+    try {
+      const mfaPage = await other.newPage()
+      await logIn(mfaPage, server, 'mfa-user', 'mfa-user-secret')
+      const code = mfaPage.getByLabel('Authentication code')
+      await code.waitFor()
+      await shot(mfaPage, shots, 'login-totp')
+      await code.fill(totpCode(seed, Date.now()) === '000000' ? '000001' : '000000')
+      await mfaPage.getByRole('button', { name: 'Verify' }).click()
+      assert.match(await mfaPage.getByRole('alert').innerText(), /code was not accepted/)
+      // A code of the current step (the server also takes the previous one, so a step ending meanwhile is fine).
+      await code.fill(totpCode(seed, Date.now()))
+      await mfaPage.getByRole('button', { name: 'Verify' }).click()
+      await mfaPage.getByRole('heading', { name: 'Overview' }).waitFor()
+      assert.equal(await mfaPage.getByRole('link', { name: 'Hosts' }).count(), 0, 'a member sees no admin pages')
+      await mfaPage.goto(`${server.url}/#/admin/hosts`)
+      await mfaPage.getByText('This page needs the admin role').waitFor()
+      await mfaPage.getByRole('button', { name: 'Log out' }).click()
+      await mfaPage.getByRole('button', { name: 'Log in' }).waitFor()
+    } finally {
+      await other.close()
+    }
   })
 
   it('labels every control of the other pages, and draws the topology', async () => {
