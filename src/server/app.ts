@@ -15,6 +15,8 @@ import { registerDownloadRoutes } from './http/downloads-routes.js'
 import { registerWebConsoleRoutes } from './http/web-console-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
+import { acceptBodilessJson } from './http/json-body.js'
+import { registerConsoleRoutes } from './console/console-routes.js'
 
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }
@@ -57,6 +59,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     https: options.https,
   }
   const app = Fastify(serverOptions) as unknown as FastifyInstance
+  acceptBodilessJson(app)
   // Declared up front so every request object keeps one shape; the auth hooks set it (auth/http-auth.ts).
   app.decorateRequest('principal', null as unknown as Principal)
   const metrics = createMetrics(deps.queue)
@@ -95,6 +98,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   registerDownloadRoutes(app, deps)
   registerWebConsoleRoutes(app)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
+  registerConsoleRoutes(app, deps)
 
   // Outside every family's prefix: the plain error shape.
   app.setNotFoundHandler((request, reply) =>
