@@ -138,6 +138,36 @@ describe('web console in a real browser', { skip: missing, timeout: 600_000 }, (
     for (const action of ['create', 'stop', 'start']) await page.getByRole('cell', { name: action, exact: true }).first().waitFor()
   })
 
+  it('opens the serial console in the page: the guest output shows and a typed command answers', async () => {
+    const server = (await api('GET', '/compute/v2.1/servers/detail?name=web-1')).body.servers[0]
+    await page.getByRole('tab', { name: 'Console' }).click()
+    const terminal = page.locator('.xterm-rows')
+    const screen = async () => (await terminal.innerText()).replace(/\u00a0/g, ' ')
+    await until('the login prompt on the serial console', 30_000, async () => ((await screen()).includes('web-1 login:') ? true : undefined))
+    assert.match(await screen(), /Linux version/, 'the boot lines came first')
+    await page.getByLabel('Serial console terminal').click()
+    await page.keyboard.type('root\r')
+    await until('the shell prompt', 15_000, async () => ((await screen()).includes('root@web-1') ? true : undefined))
+    await page.keyboard.type('cat /var/lib/cloud/data/instance-id\r')
+    await until('the command to answer', 15_000, async () => ((await screen()).includes(server.id) ? true : undefined))
+    await shot(page, shots, 'serial-console')
+    // A simulated host has no display: the API refuses a VNC console, and the page says why (no tab stays open).
+    await page.getByRole('button', { name: 'Open VNC console in a new tab' }).click()
+    const refusal = page.getByRole('alert').filter({ hasText: 'No VNC console' })
+    await refusal.waitFor()
+    assert.match(await refusal.innerText(), /VNC is not available on simulated hosts/)
+    assert.equal(context.pages().length, 1, 'the blank tab was closed again')
+    // The viewer itself runs (noVNC's modules load and start) and reports a refused token in words.
+    const viewer = await context.newPage()
+    const errors: string[] = []
+    viewer.on('pageerror', (e) => errors.push(e.message))
+    await viewer.goto(`${page.url().split('#')[0]}console/vnc.html?path=console/websocket%3Ftoken%3Dnot-a-token`)
+    await until('the viewer to report the refusal', 20_000, async () => (/failed|lost/.test(await viewer.locator('#status').innerText()) ? true : undefined))
+    assert.match(await viewer.locator('#status').innerText(), /console link may have expired/)
+    assert.deepEqual(errors, [])
+    await viewer.close()
+  })
+
   it('says what to do next when the API refuses: more servers than the quota allows', async () => {
     await menu(page, 'Servers')
     await page.getByRole('button', { name: 'Create server' }).click()
