@@ -41,6 +41,17 @@ describe('prep-node preflight checks', () => {
   })
 })
 
+describe('prep-node with a registration token', () => {
+  it('needs the control plane URL and says how to give it, before touching the host', async () => {
+    const root = stageHostRoot()
+    const result = await cliSandbox().run(['prep-node', '--no-prompt', '--registration-token', 'pccr_x'], { PCCTL_HOST_ROOT: root })
+    assert.equal(result.code, 1)
+    assert.match(result.stderr, /--registration-token needs the control plane URL: add --account-url <url>/)
+    assert.equal(new Host(root).exists('/etc/pcc/host_id'), false)
+    assert.equal(new Host(root).exists('/etc/pcc/agent.json'), false)
+  })
+})
+
 describe('onboarding durations', () => {
   it('reads 5m, 90s, 1h30m and plain seconds, and rejects the rest', () => {
     assert.equal(parseDuration('5m'), 300_000)

@@ -19,7 +19,8 @@ import { browserMissing, launchBrowser, type TestBrowser } from '../../src/testk
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { stageHostRoot } from '../../src/testkit/host-root.js'
 import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
-import { adminApi, logIn, menu, screenshotDir, shot, unlabelledControls, until, type Api } from './helpers.js'
+import { until } from '../../src/testkit/compute-api.js'
+import { adminApi, logIn, menu, screenshotDir, shot, unlabelledControls, type Api } from './helpers.js'
 
 const PCCTL = fileURLToPath(new URL('../../release/pcctl.mjs', import.meta.url))
 const missing = browserMissing()

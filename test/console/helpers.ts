@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { ADMIN_PASSWORD, type TestServer } from '../../src/testkit/harness.js'
+import { LATEST, apiCall, login, type ApiReply } from '../../src/testkit/compute-api.js'
 
 /** Screenshots go to PCC_CONSOLE_SCREENSHOTS (docs/console to refresh the docs' pictures), else to `fallback`. */
 export function screenshotDir(fallback: string): string {
@@ -46,37 +47,14 @@ export async function unlabelledControls(page: Page): Promise<string[]> {
 }
 
 export interface Api {
-  (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> // eslint-disable-line @typescript-eslint/no-explicit-any
+  (method: string, path: string, body?: unknown): Promise<ApiReply>
   token: string
 }
 
-/** The admin's project token for checking, behind the page, what the page did. */
+/** The admin's project token for checking, behind the page, what the page did (compute at the latest microversion). */
 export async function adminApi(server: TestServer): Promise<Api> {
-  const login = await fetch(`${server.url}/identity/v3/auth/tokens`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ auth: { identity: { methods: ['password'], password: { user: { name: 'admin', domain: { id: 'default' }, password: ADMIN_PASSWORD } } }, scope: { project: { name: 'admin', domain: { id: 'default' } } } } }),
-  })
-  const token = login.headers.get('x-subject-token')!
-  const api = (async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'x-auth-token': token, 'openstack-api-version': 'compute 2.96', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
-    const text = await res.text()
-    return { status: res.status, body: text ? JSON.parse(text) : undefined }
-  }) as Api
+  const { token } = await login(server.url, ADMIN_PASSWORD)
+  const api = ((method: string, path: string, body?: unknown) => apiCall(`${server.url}${path}`, method, { token, body, headers: { 'openstack-api-version': `compute ${LATEST}` } })) as Api
   api.token = token
   return api
-}
-
-export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 200))
-  }
 }
