@@ -352,9 +352,16 @@ describe('web console in a real browser', { skip: missing, timeout: 600_000 }, (
     const other = await browser.newContext({ viewport: { width: 1280, height: 800 } })
     try {
       const mfaPage = await other.newPage()
-      await logIn(mfaPage, server, 'mfa-user', 'mfa-user-secret')
+      // With the keyboard only: the user name has the focus, Tab moves on, Enter submits; the code field takes it next.
+      await mfaPage.goto(`${server.url}/`)
+      await mfaPage.getByLabel('User name').waitFor()
+      await mfaPage.keyboard.type('mfa-user')
+      await mfaPage.keyboard.press('Tab')
+      await mfaPage.keyboard.type('mfa-user-secret')
+      await mfaPage.keyboard.press('Enter')
       const code = mfaPage.getByLabel('Authentication code')
       await code.waitFor()
+      assert.equal(await mfaPage.evaluate('document.activeElement.id'), 'f-passcode', 'the code field has the focus')
       await shot(mfaPage, shots, 'login-totp')
       await code.fill(totpCode(seed, Date.now()) === '000000' ? '000001' : '000000')
       await mfaPage.getByRole('button', { name: 'Verify' }).click()
