@@ -1,4 +1,5 @@
 import { describe, it } from 'node:test'
+import { rmSync } from 'node:fs'
 import assert from 'node:assert/strict'
 import { Host } from '../../src/cli/host/host.js'
 import { preflight } from '../../src/cli/onboarding/preflight.js'
@@ -49,6 +50,7 @@ describe('prep-node with a registration token', () => {
     assert.match(result.stderr, /--registration-token needs the control plane URL: add --account-url <url>/)
     assert.equal(new Host(root).exists('/etc/pcc/host_id'), false)
     assert.equal(new Host(root).exists('/etc/pcc/agent.json'), false)
+    rmSync(root, { recursive: true, force: true })
   })
 })
 
