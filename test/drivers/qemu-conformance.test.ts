@@ -48,7 +48,7 @@ driverConformance(
       await d.start()
       return d
     }
-    const rootOf = (d: ComputeDriver) => (d as QemuDriver).options.root
+    const rootOf = (d: ComputeDriver) => (d as unknown as QemuDriver).options.root
     const spec = (serverId: string, flavor = {}): GuestSpec => ({
       serverId, instanceName: `instance-${serverId.slice(-8)}`, imageId: 'guest-image', hostname: 'vm', userData: null, image: guest,
       flavor: { id: '1', name: 'm1.tiny', vcpus: 1, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {}, ...flavor },

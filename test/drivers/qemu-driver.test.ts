@@ -290,14 +290,30 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     }
   })
 
-  it('keeps the boot count on the guest disk across a hard reboot', async () => {
+  it('keeps the boot count on the guest disk across a hard reboot; serves its serial console (a shell answers) and its display (RFB)', async () => {
     const d = await driver()
     const id = '00000000-0000-4000-8000-0000000d0008'
-    await d.spawn(spec(id))
+    await d.spawn(spec(id, {}, '#!/bin/sh\ntrue\n'))
     await waitConsole(d, id, /pcc-guest: ready/)
     await d.reboot(id, 'HARD')
     const text = await waitConsole(d, id, /pcc-guest: boot 2\r?\n[\s\S]*pcc-guest: ready/)
     assert.equal(lastBoot(text), 2)
+
+    const serial = await d.openConsole(id, 'serial')
+    let typed = ''
+    serial.on('data', (b: Buffer) => (typed += b.toString('latin1')))
+    const deadline = Date.now() + 30_000
+    while (!/pcc-console-\d+ answered/.test(typed) && Date.now() < deadline) {
+      serial.write('echo pcc-console-$((6*7)) answered\n')
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    serial.destroy()
+    assert.match(typed, /pcc-console-42 answered/, 'the guest shell ran what was typed')
+    const vnc = await d.openConsole(id, 'vnc')
+    const hello = await new Promise<string>((resolve) => vnc.once('data', (b: Buffer) => resolve(b.toString('latin1'))))
+    vnc.destroy()
+    assert.match(hello, /^RFB 003\.008\n/)
     await d.destroy(id)
+    await assert.rejects(d.openConsole(id, 'serial'), (err: unknown) => err instanceof DriverError && err.code === 404)
   })
 })

@@ -13,11 +13,12 @@
 import { execFile } from 'node:child_process'
 import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { promisify } from 'node:util'
-import type { Readable } from 'node:stream'
+import { connect } from 'node:net'
+import type { Duplex, Readable } from 'node:stream'
 import { finished, pipeline } from 'node:stream/promises'
 import { POWER } from '../../../compute/server-states.js'
 import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
-import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
 import { probeAccelerator, type AcceleratorChoice } from './accelerator.js'
 import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
@@ -531,6 +532,23 @@ export class QemuDriver implements ComputeDriver {
     const p = this.paths.instance(serverId)
     this.require(serverId, p)
     return readConsoleLog(p.consoleLog, lines)
+  }
+
+  /**
+   * A remote-console session: a connection to the guest's serial socket (its bytes both ways; QEMU serves one
+   * client at a time, a second waits for the first to leave) or its VNC socket (RFB from the first byte). It ends
+   * when QEMU does.
+   */
+  async openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex> {
+    const p = this.paths.instance(serverId)
+    this.require(serverId, p)
+    if (!runningPid(p.pidfile)) throw new DriverError(`guest ${serverId} is not running: its console is closed`, 409)
+    const path = protocol === 'serial' ? p.serial : p.vnc
+    return new Promise((resolve, reject) => {
+      const socket = connect(path)
+      socket.once('connect', () => resolve(socket))
+      socket.once('error', (err) => reject(new DriverError(`the ${protocol} console of guest ${serverId} does not answer: ${err.message}`, 409)))
+    })
   }
 
   /**
