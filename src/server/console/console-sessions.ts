@@ -135,6 +135,7 @@ export class ConsoleSessions {
       this.o.logger.warn({ err, sessionId, owner: row.owner_url }, 'console relay to the owning process failed')
       return refuseUpgrade(socket, 502, 'The process holding the console session cannot be reached')
     }
+    this.o.logger.info({ sessionId, owner: row.owner_url }, 'console session relayed to the process that owns it')
     const held = hold(relay)
     this.wss.handleUpgrade(request, socket, head, (ws) => {
       this.track(ws)
