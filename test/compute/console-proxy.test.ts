@@ -102,6 +102,12 @@ describe('console websocket proxy', () => {
     const same = await openConsoleClient(url, { headers: { origin: base.origin } })
     await same.until(/login: $/)
     await same.close()
+    // A page reached under another name of this machine dials that name (Nova compares Origin with Host).
+    const other = url.replace('127.0.0.1', 'localhost')
+    const byName = await openConsoleClient(other, { headers: { origin: `http://localhost:${base.port}` } })
+    await byName.until(/login: $/)
+    await byName.close()
+    await assert.rejects(openConsoleClient(other, { headers: { origin: 'http://localhost.evil.example' } }), /upgrade refused: 403/)
   })
 
   it('closes with 1011 and the host\'s reason when the host cannot give the console (VNC on a simulated host, a stopped guest)', async () => {
