@@ -96,7 +96,6 @@ export class ConsoleSessions {
       secret,
       arrive: (ws) => {
         forget()
-        this.track(ws)
         settle.resolve(createWebSocketStream(ws))
       },
       cancel,
@@ -169,12 +168,15 @@ export class ConsoleSessions {
     return this.sockets.size
   }
 
+  /** Holds a websocket until it closes; a protocol error on it (a bad frame) closes it instead of the process. */
   track(ws: WebSocket): void {
     this.sockets.add(ws)
+    ws.on('error', () => {})
     ws.once('close', () => this.sockets.delete(ws))
   }
 
   private arrive(sessionId: string, ws: WebSocket): void {
+    this.track(ws)
     const waiting = this.waiting.get(sessionId)
     if (!waiting) return closeSocket(ws, 1011, 'The console session is over')
     keepAlive(ws, this.o.pingMs)
