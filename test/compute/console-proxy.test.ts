@@ -144,7 +144,9 @@ describe('console websocket proxy', () => {
   it('serves a plain GET of the websocket URL a 426 and the noVNC page Tempest checks', async () => {
     const plain = await fetch(`${tb.server.deps.urls.base}/console/websocket?token=x`)
     assert.equal(plain.status, 426)
-    assert.match(((await plain.json()) as { error: { message: string } }).error.message, /websocket endpoint/)
+    const error = ((await plain.json()) as { error: { title: string; message: string } }).error
+    assert.equal(error.title, 'Upgrade Required')
+    assert.match(error.message, /websocket endpoint/)
     const page = await fetch(`${tb.server.deps.urls.base}/console/vnc.html?path=console/websocket%3Ftoken%3Dx`)
     assert.equal(page.status, 200)
     const html = await page.text()
