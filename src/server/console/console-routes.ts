@@ -1,7 +1,7 @@
 /**
  * The HTTP side of remote consoles: the websocket upgrades (http/upgrades.ts), a clear answer to a plain GET of
- * the websocket URL, and the sessions' end at a graceful stop. The noVNC page (`/console/vnc.html`) is the web
- * console's (http/web-console-routes.ts).
+ * the websocket URL, and the sessions' end at a graceful stop. The noVNC page the `novnc` URLs open,
+ * `/console/vnc.html`, is the web console's (http/web-console-routes.ts).
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../deps.js'
