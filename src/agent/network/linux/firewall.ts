@@ -126,10 +126,15 @@ export interface FirewallInput {
   zones: Map<string, number>
 }
 
+/** Removes both tables (nothing of the back end's filtering left). */
+export const FIREWALL_TEARDOWN = ['table bridge pcc', 'delete table bridge pcc', 'table inet pcc', 'delete table inet pcc', ''].join('\n')
+
 const chain = (name: string, lines: string[], hook?: string) => [`  chain ${name} {`, ...(hook ? [`    ${hook}`] : []), ...lines.map((l) => `    ${l}`), '  }']
 
 /** The whole ruleset: delete-and-recreate of both tables, for one atomic `nft -f`. */
 export function firewallRuleset({ state, zones }: FirewallInput): string {
+  // A host with no guest networking keeps no tables at all.
+  if (state.networks.length === 0 && state.ports.length === 0) return FIREWALL_TEARDOWN
   const guarded = state.ports.filter((p) => p.portSecurityEnabled)
   const marks = new Map(guarded.map((p, i) => [p.id, i + 1]))
   const groups = new Map(state.securityGroups.map((g) => [g.id, g]))
@@ -175,5 +180,3 @@ export function firewallRuleset({ state, zones }: FirewallInput): string {
   return ['table bridge pcc', 'delete table bridge pcc', 'table bridge pcc {', ...bridge, '}', 'table inet pcc', 'delete table inet pcc', 'table inet pcc {', ...inet, '}', ''].join('\n')
 }
 
-/** Removes both tables (nothing of the back end's filtering left). */
-export const FIREWALL_TEARDOWN = ['table bridge pcc', 'delete table bridge pcc', 'table inet pcc', 'delete table inet pcc', ''].join('\n')
