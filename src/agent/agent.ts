@@ -256,7 +256,9 @@ export class PccAgent {
   }
 
   private async converge(roles: Record<string, string>): Promise<void> {
-    // The network role asks nothing of the agent itself: routers come with the network state once it is ok.
+    // The network role asks nothing of the agent itself: routers come with the network state once it is ok, and
+    // go (namespaces and all) with the state applied before the removal is confirmed.
+    if (roles.network === 'removing' || roles.hypervisor === 'removing') await this.network?.syncNow()
     if (roles.network === 'applying' || roles.network === 'removing') await this.api('PUT', '/roles/network/status', { state: roles.network === 'applying' ? 'ok' : 'removed' })
     const state = roles.hypervisor
     if (state === 'applying') {
