@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path'
 import type { DataplaneNetwork, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { METADATA_ADDRESS, names } from '../names.js'
 import { addresses, links, run, runIdempotent } from './host-commands.js'
-import { setIsolated } from './links.js'
+import { disableIpv6, setIsolated } from './links.js'
 import { runningFrom, type Namespaces } from './namespaces.js'
 
 const LEASE_SECONDS = 86400
@@ -137,6 +137,7 @@ export class DhcpServers {
       hostLinks.delete(outside)
       nsLinks.delete(inside)
     }
+    disableIpv6(outside)
     const bridge = names.bridge(network.id)
     const out = hostLinks.get(outside)
     if (out?.master !== bridge) await run('ip', ['link', 'set', 'dev', outside, 'master', bridge])

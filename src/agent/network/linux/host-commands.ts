@@ -51,7 +51,7 @@ export interface LinkInfo {
   master?: string
   flags: string[]
   operstate?: string
-  linkinfo?: { info_kind?: string; info_data?: { id?: number; local?: string; port?: number }; info_slave_kind?: string; info_slave_data?: { isolated?: boolean } }
+  linkinfo?: { info_kind?: string; info_data?: { id?: number; local?: string; port?: number; persist?: boolean }; info_slave_kind?: string; info_slave_data?: { isolated?: boolean } }
 }
 
 export async function links(netns?: string): Promise<LinkInfo[]> {

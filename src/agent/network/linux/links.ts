@@ -86,7 +86,8 @@ export async function setIsolated(link: LinkInfo | undefined, device: string): P
   if (link?.linkinfo?.info_slave_data?.isolated !== true) await run('ip', ['link', 'set', 'dev', device, 'type', 'bridge_slave', 'isolated', 'on'])
 }
 
-function disableIpv6(device: string): void {
+/** The host takes no part in tenant networks: no IPv6 link-local address on a device of theirs. */
+export function disableIpv6(device: string): void {
   const file = `/proc/sys/net/ipv6/conf/${device}/disable_ipv6`
   try {
     if (readFileSync(file, 'utf8').trim() !== '1') writeFileSync(file, '1')
@@ -95,11 +96,19 @@ function disableIpv6(device: string): void {
   }
 }
 
-/** Deletes the taps of ports this host no longer has (before the firewall forgets them, so none is unfiltered). */
+/**
+ * Taps of ports this host no longer has, before the firewall forgets them (so none passes unfiltered): the
+ * persistent taps this back end made are deleted; any other device with a tap name — one QEMU made for a guest
+ * arriving before its port is bound here, or leaving after it moved — is only taken out of the bridge and
+ * downed, never deleted under its owner.
+ */
 export async function removeStaleTaps(plan: L2Plan): Promise<void> {
   for (const link of await links()) {
-    if (OWNED.tap.test(link.ifname) && !plan.taps.has(link.ifname) && !plan.veths.has(link.ifname)) {
+    if (!OWNED.tap.test(link.ifname) || plan.taps.has(link.ifname) || plan.veths.has(link.ifname)) continue
+    if (link.linkinfo?.info_kind === 'tun' && link.linkinfo.info_data?.persist === true) {
       await runIdempotent('ip', ['link', 'del', 'dev', link.ifname], GONE)
+    } else if (link.master && OWNED.bridge.test(link.master)) {
+      await runIdempotent('ip', ['link', 'set', 'dev', link.ifname, 'nomaster', 'down'], GONE)
     }
   }
 }

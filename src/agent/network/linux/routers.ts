@@ -9,6 +9,7 @@
 import type { DataplaneRouter, DataplaneRouterPort, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { names } from '../names.js'
 import { addresses, links, run, runIdempotent } from './host-commands.js'
+import { disableIpv6 } from './links.js'
 import type { Namespaces } from './namespaces.js'
 
 /** The namespace's NAT rules, whole, for one atomic `nft -f` inside it. */
@@ -81,6 +82,7 @@ export class Routers {
         await runIdempotent('ip', ['link', 'del', 'dev', inside], /Cannot find device/, { netns: ns })
         await run('ip', ['link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', ns])
       }
+      disableIpv6(outside)
       const out = hostLinks.get(outside)
       if (out?.master !== bridge) await run('ip', ['link', 'set', 'dev', outside, 'master', bridge])
       if (out?.mtu !== mtu) await run('ip', ['link', 'set', 'dev', outside, 'mtu', String(mtu)])

@@ -1,0 +1,119 @@
+/**
+ * A security-group rule change taking effect on 100 ports: one agent host with the Linux back end and 100
+ * stand-in guests bound to it, all in one security group without ingress rules, and a prober guest outside the
+ * group. The prober tries TCP port 5000 on every guest every 50 ms (net-probes.ts: a refusal proves the SYN
+ * passed the firewall, silence is a drop); the figure is the rule-create call → the last of the 100 guests
+ * answering, and the same for the rule's removal (→ the last one falling silent is not observable directly, so
+ * removal is measured to the agent's applied ruleset, read from nftables). The physical limit in the same run:
+ * loading the same ruleset into the kernel (`nft -f`) by hand. About 60 s.
+ */
+import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { firewallRuleset } from '../src/agent/network/linux/firewall.js'
+import type { HostNetworkAnswer } from '../src/contracts/network/dataplane.js'
+import { until } from '../src/testkit/compute-api.js'
+import { dataplaneMissing, startDataplaneCluster } from '../src/testkit/dataplane-cluster.js'
+import { runIn, standInGuest, type StandInGuest } from '../src/testkit/stand-in-guest.js'
+import type { BenchRun } from './harness.js'
+
+const GUESTS = 100
+const PROBE = join(process.cwd(), 'dist/bench/net-probes.js')
+
+function connectProbe(prober: StandInGuest, ips: string[]): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('ip', ['netns', 'exec', prober.namespace, process.execPath, PROBE, 'connect', '5000', '20000', ...ips], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d))
+    child.on('exit', (code) => (code === 0 ? resolve((JSON.parse(out.trim()) as { answeredAt: Record<string, number> }).answeredAt) : reject(new Error(`probe exited ${code}`))))
+  })
+}
+
+export const run: BenchRun = async () => {
+  const missing = dataplaneMissing()
+  if (missing) throw new Error(`cannot run: ${missing}`)
+  const c = await startDataplaneCluster({ hosts: 1 })
+  const guests: StandInGuest[] = []
+  try {
+    const neutron = async (method: string, path: string, body?: unknown) => {
+      const r = await c.call(method, `/network/v2.0${path}`, body)
+      if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`)
+      return r.body
+    }
+    const host = c.hosts[0]
+    const net = (await neutron('POST', '/networks', { network: { name: 'bench' } })).network
+    await neutron('POST', '/subnets', { subnet: { network_id: net.id, ip_version: 4, cidr: '10.80.0.0/22', enable_dhcp: false } })
+    const group = (await neutron('POST', '/security-groups', { security_group: { name: 'many' } })).security_group
+    const bind = (portId: string) => neutron('PUT', `/ports/${portId}`, { port: { device_id: randomUUID(), device_owner: 'compute:nova', 'binding:host_id': host.hostname } })
+    const ips: string[] = []
+    for (let i = 0; i < GUESTS; i++) {
+      const port = (await neutron('POST', '/ports', { port: { network_id: net.id, security_groups: [group.id] } })).port
+      const guest = standInGuest(host.namespace, port.id, port.mac_address)
+      guests.push(guest)
+      await guest.address(`${port.fixed_ips[0].ip_address}/22`)
+      await bind(port.id)
+      ips.push(port.fixed_ips[0].ip_address)
+    }
+    const proberPort = (await neutron('POST', '/ports', { port: { network_id: net.id } })).port
+    const prober = standInGuest(host.namespace, proberPort.id, proberPort.mac_address)
+    guests.push(prober)
+    await prober.address(`${proberPort.fixed_ips[0].ip_address}/22`)
+    await bind(proberPort.id)
+    const credential = (JSON.parse(readFileSync(join(host.root, 'etc/pcc/agent.json'), 'utf8')) as { credential: string }).credential
+    const hostState = async () => {
+      const res = await fetch(`${c.server.url}/resmgr/v1/hosts/${host.hostId}/network`, { headers: { authorization: `Bearer ${credential}` } })
+      return (await res.json()) as HostNetworkAnswer
+    }
+    const applied = async (want: boolean) => {
+      const chain = (await runIn(host.namespace, ['nft', 'list', 'chain', 'inet', 'pcc', `in-${guests[GUESTS - 1] && (await hostState()).state.ports.find((p) => p.fixedIps[0].ipAddress === ips[GUESTS - 1])!.id}`])).stdout
+      return chain.includes('dport 5000') === want ? true : undefined
+    }
+    await until('all 101 ports plumbed', 60_000, async () => ((await hostState()).state.ports.length === GUESTS + 1 ? true : undefined))
+    // Every guest silent on 5000 first (no ingress rule).
+    const before = await connectProbe(prober, ips.slice(0, 3)).catch(() => ({}))
+    if (Object.keys(before).length > 0) throw new Error('port 5000 answered before any rule allowed it')
+
+    const probing = connectProbe(prober, ips)
+    await new Promise((r) => setTimeout(r, 300))
+    const added = Date.now()
+    const rule = (await neutron('POST', '/security-group-rules', { security_group_rule: { security_group_id: group.id, direction: 'ingress', protocol: 'tcp', port_range_min: 5000, port_range_max: 5000 } }))
+      .security_group_rule
+    const answered = await probing
+    const times = ips.map((ip) => answered[ip])
+    if (times.some((t) => t === undefined)) throw new Error(`${times.filter((t) => t === undefined).length} guests never answered`)
+    const lastOpen = Math.max(...times) - added
+    const firstOpen = Math.min(...times) - added
+
+    const removed = Date.now()
+    await neutron('DELETE', `/security-group-rules/${rule.id}`)
+    await until('the removal applied', 20_000, () => applied(false), 10)
+    const closedMs = Date.now() - removed
+
+    // The kernel's share: the same ruleset loaded by hand, as the agent loads it.
+    const state = (await hostState()).state
+    const zones = new Map(state.ports.map((p) => [`tap${p.id.slice(0, 11)}`, 1]))
+    const text = firewallRuleset({ state: { ...state, securityGroups: state.securityGroups.map((g) => ({ ...g, rules: [...g.rules, { ...g.rules[0], id: 'x', direction: 'ingress' as const, protocol: 'tcp', portRangeMin: 5000, portRangeMax: 5000, remoteIpPrefix: null, remoteGroupId: null }] })) }, zones })
+    const loads: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const t = Date.now()
+      await new Promise<void>((resolve, reject) => {
+        const nft = spawn('ip', ['netns', 'exec', host.namespace, 'nft', '-f', '-'], { stdio: ['pipe', 'ignore', 'inherit'] })
+        nft.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`nft exited ${code}`))))
+        nft.stdin.end(text)
+      })
+      loads.push(Date.now() - t)
+    }
+    loads.sort((a, b) => a - b)
+    const note = `${GUESTS} guests in one group on one host; probed every 50 ms per guest`
+    return [
+      { figure: `rule added → open on all ${GUESTS} ports`, value: lastOpen, unit: 'ms', target: '< 1000 ms', note },
+      { figure: `rule added → open on the first port`, value: firstOpen, unit: 'ms' },
+      { figure: `rule removed → applied to all ${GUESTS} ports (ruleset read back)`, value: closedMs, unit: 'ms', target: '< 1000 ms', note: 'includes reading the chain every 10 ms' },
+      { figure: `physical limit: nft -f of the ${GUESTS + 1}-port ruleset, p50 of 5`, value: loads[2], unit: 'ms', note: `${text.split('\n').length} lines` },
+    ]
+  } finally {
+    for (const g of guests) g.close()
+    await c.close()
+  }
+}
