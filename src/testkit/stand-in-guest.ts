@@ -5,7 +5,7 @@
  * busybox does what a guest does: `udhcpc` (with a script that applies the address, the MTU and the classless
  * routes, RFC 3442), `ping`, `nc`, `wget`.
  *
- * Needs root, `ip` and busybox. Every namespace is removed by `close()` (the veth goes with it).
+ * Needs root, `ip` and busybox. `close()` stops what the guest runs and removes its namespace (the veth goes with it).
  */
 import { execFile, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -100,6 +100,8 @@ export function standInGuest(hostNamespace: string, portId: string, mac: string)
     },
     close() {
       try {
+        // What the guest still runs (a listener) would keep its namespace, and so the veth, alive.
+        for (const pid of execFileSync('ip', ['netns', 'pids', namespace]).toString().split(/\s+/).filter(Boolean)) process.kill(Number(pid), 'SIGKILL')
         execFileSync('ip', ['netns', 'del', namespace], { stdio: 'ignore' })
       } catch {
         // already gone

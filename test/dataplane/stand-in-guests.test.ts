@@ -182,9 +182,13 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
       const backend = new RemoteLinuxBackend(h.namespace, h.root, h.address)
       try {
         const empty = { bridges: [], tunnels: [], taps: [], namespaces: [], dhcpServers: [], firewallPorts: [] }
+        let last: unknown
         await until(`${h.hostname} to be empty`, 15_000, async () => {
           const inv = await backend.inventory()
+          last = inv
           return JSON.stringify(inv) === JSON.stringify(empty) ? inv : undefined
+        }).catch((err: Error) => {
+          throw new Error(`${err.message}: still ${JSON.stringify(last)}`)
         })
         const tables = await runIn(h.namespace, ['nft', 'list', 'tables'])
         assert.doesNotMatch(tables.stdout, /pcc/, 'no nftables table left')

@@ -20,6 +20,7 @@
  */
 import type { DataplanePort, DataplaneRule, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { names } from '../names.js'
+import { newTable, renderRemoval, renderWhole, type NftTable } from './nft-script.js'
 
 /** Neutron's protocol names and their numbers (neutron-lib constants). */
 const PROTOCOLS: Record<string, number> = {
@@ -29,13 +30,13 @@ const PROTOCOLS: Record<string, number> = {
 /** Protocols whose rules carry a destination port range (the same header offset for all of them). */
 const PORTED = new Set([6, 17, 33, 132, 136])
 
-/** Guest-side protocol rules that come before the security groups (Neutron's fixed egress/ingress rules). */
+/** What every guest may always send and receive, before its security groups (Neutron's fixed rules). */
 const FIXED_EGRESS = [
-  'udp sport 68 udp dport 67 return',
+  'udp sport 68 udp dport 67 accept',
   'udp sport 67 udp dport 68 drop',
   'udp sport 547 udp dport 546 drop',
   'icmpv6 type nd-router-advert drop',
-  'icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert, mld-listener-report, mld2-listener-report } return',
+  'icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert, mld-listener-report, mld2-listener-report } accept',
 ]
 const FIXED_INGRESS = [
   'udp sport 67 udp dport 68 accept',
@@ -121,62 +122,87 @@ function spoofChain(port: DataplanePort, mark: number): string[] {
 
 export interface FirewallInput {
   state: HostNetworkState
-  /** Conntrack zone of each bridge port on the host (taps, tunnels, DHCP and router veths), by device name; these
-   * are also the ports whose frames never reach the host itself. */
+  /**
+   * Conntrack zone of each bridge port on the host (taps, tunnels, DHCP and router veths), by device name; these
+   * are also the ports whose frames never reach the host itself.
+   */
   zones: Map<string, number>
 }
 
-/** Removes both tables (nothing of the back end's filtering left). */
-export const FIREWALL_TEARDOWN = ['table bridge pcc', 'delete table bridge pcc', 'table inet pcc', 'delete table inet pcc', ''].join('\n')
+/** The back end's tables (also what teardown removes). */
+export const FIREWALL_TABLES = [
+  { family: 'bridge', name: 'pcc' },
+  { family: 'inet', name: 'pcc' },
+] as const
 
-const chain = (name: string, lines: string[], hook?: string) => [`  chain ${name} {`, ...(hook ? [`    ${hook}`] : []), ...lines.map((l) => `    ${l}`), '  }']
-
-/** The whole ruleset: delete-and-recreate of both tables, for one atomic `nft -f`. */
-export function firewallRuleset({ state, zones }: FirewallInput): string {
-  // A host with no guest networking keeps no tables at all.
-  if (state.networks.length === 0 && state.ports.length === 0) return FIREWALL_TEARDOWN
+/**
+ * The ruleset for a state. In the inet table a guest's traffic meets two base chains on the forward hook: `egress`
+ * (priority 0) runs the sender's chain `out-<port>`, `ingress` (priority 10) the receiver's `in-<port>`; each jumps
+ * to the fixed guest rules and then to its groups' chains `sg-<group>-egress|ingress`, whose rules accept, and drops
+ * what none accepted. An accept ends one base chain only, so a packet between two guests of the host passes the
+ * sender's egress and then the receiver's ingress. Group chains are shared by every port of the group: a rule
+ * change is one chain, whatever the number of ports.
+ */
+export function firewallTables({ state, zones }: FirewallInput): NftTable[] {
   const guarded = state.ports.filter((p) => p.portSecurityEnabled)
   const marks = new Map(guarded.map((p, i) => [p.id, i + 1]))
-  const groups = new Map(state.securityGroups.map((g) => [g.id, g]))
-  const bridge: string[] = []
-  const inet: string[] = []
+  const bridge = newTable('bridge', 'pcc')
+  const inet = newTable('inet', 'pcc')
 
   const tapVmap = (chainOf: (p: DataplanePort) => string) => guarded.map((p) => `"${names.tap(p.id)}" : jump ${chainOf(p)}`).join(', ')
-  bridge.push(...chain('prerouting', guarded.length ? [`iifname vmap { ${tapVmap((p) => `spoof-${p.id}`)} }`] : [], 'type filter hook prerouting priority -300; policy accept;'))
-  bridge.push(...chain('forward', guarded.length ? [`oifname vmap { ${tapVmap((p) => `to-${p.id}`)} }`] : [], 'type filter hook forward priority -200; policy accept;'))
+  bridge.chains.set('prerouting', { hook: 'type filter hook prerouting priority -300; policy accept;', rules: guarded.length ? [`iifname vmap { ${tapVmap((p) => `spoof-${p.id}`)} }`] : [] })
+  bridge.chains.set('forward', { hook: 'type filter hook forward priority -200; policy accept;', rules: guarded.length ? [`oifname vmap { ${tapVmap((p) => `to-${p.id}`)} }`] : [] })
   // Frames for the host itself from a tenant network's bridge: the host has no business there (a guest could
   // otherwise ARP for the host's own addresses through the bridge).
   const ports = [...zones.keys()].map((d) => `"${d}"`)
-  bridge.push(...chain('input', ports.length ? [`iifname { ${ports.join(', ')} } drop`] : [], 'type filter hook input priority 0; policy accept;'))
+  bridge.chains.set('input', { hook: 'type filter hook input priority 0; policy accept;', rules: ports.length ? [`iifname { ${ports.join(', ')} } drop`] : [] })
   for (const p of guarded) {
     const mark = marks.get(p.id)!
-    bridge.push(...chain(`spoof-${p.id}`, spoofChain(p, mark)))
-    bridge.push(...chain(`to-${p.id}`, [`meta mark set meta mark | 0x${(mark << 16).toString(16)}`]))
+    bridge.chains.set(`spoof-${p.id}`, { rules: spoofChain(p, mark) })
+    bridge.chains.set(`to-${p.id}`, { rules: [`meta mark set meta mark | 0x${(mark << 16).toString(16)}`] })
   }
 
   for (const members of state.groupMembers) {
     for (const family of [4, 6] as const) {
-      const addresses = members.addresses.filter((a) => isV6(a) === (family === 6)).map(literal)
-      inet.push(`  set ${setName(members.groupId, family)} {`, `    type ${family === 4 ? 'ipv4_addr' : 'ipv6_addr'}; flags interval; auto-merge;`)
-      if (addresses.length) inet.push(`    elements = { ${addresses.join(', ')} }`)
-      inet.push('  }')
+      inet.sets.set(setName(members.groupId, family), {
+        spec: `type ${family === 4 ? 'ipv4_addr' : 'ipv6_addr'}; flags interval; auto-merge;`,
+        elements: members.addresses.filter((a) => isV6(a) === (family === 6)).map(literal),
+      })
     }
   }
   const zoneMap = [...zones].map(([device, zone]) => `"${device}" : ${zone}`).join(', ')
-  inet.push(...chain('zones', zoneMap ? [`ct zone set iifname map { ${zoneMap} }`] : [], 'type filter hook prerouting priority -300; policy accept;'))
-  const forward = ['meta mark 0 accept', 'ct state established,related accept', 'ct state invalid drop']
+  inet.chains.set('zones', { hook: 'type filter hook prerouting priority -300; policy accept;', rules: zoneMap ? [`ct zone set iifname map { ${zoneMap} }`] : [] })
+  const egress = ['meta mark & 0x0000ffff == 0 accept', 'ct state established,related accept', 'ct state invalid drop']
+  const ingress = ['meta mark & 0xffff0000 == 0 accept', 'ct state established,related accept', 'ct state invalid drop']
   if (guarded.length) {
-    forward.push(`meta mark & 0x0000ffff vmap { ${guarded.map((p) => `${marks.get(p.id)} : jump out-${p.id}`).join(', ')} }`)
-    forward.push(`meta mark & 0xffff0000 vmap { ${guarded.map((p) => `0x${(marks.get(p.id)! << 16).toString(16)} : jump in-${p.id}`).join(', ')} }`)
+    egress.push(`meta mark & 0x0000ffff vmap { ${guarded.map((p) => `${marks.get(p.id)} : jump out-${p.id}`).join(', ')} }`)
+    ingress.push(`meta mark & 0xffff0000 vmap { ${guarded.map((p) => `0x${(marks.get(p.id)! << 16).toString(16)} : jump in-${p.id}`).join(', ')} }`)
   }
-  inet.push(...chain('forward', forward, 'type filter hook forward priority 0; policy accept;'))
+  inet.chains.set('egress', { hook: 'type filter hook forward priority 0; policy accept;', rules: egress })
+  inet.chains.set('ingress', { hook: 'type filter hook forward priority 10; policy accept;', rules: ingress })
+  inet.chains.set('guest-egress', { rules: FIXED_EGRESS })
+  inet.chains.set('guest-ingress', { rules: FIXED_INGRESS })
+  const used = new Set(guarded.flatMap((p) => p.securityGroupIds))
+  for (const group of state.securityGroups.filter((g) => used.has(g.id))) {
+    for (const direction of ['egress', 'ingress'] as const) {
+      const rules = group.rules.filter((r) => r.direction === direction).map(ruleExpression).filter((e): e is string => e !== undefined)
+      inet.chains.set(`sg-${group.id}-${direction}`, { rules: rules.map((e) => `${e} accept`) })
+    }
+  }
+  const known = new Set(state.securityGroups.map((g) => g.id))
   for (const p of guarded) {
-    const rules = p.securityGroupIds.flatMap((id) => groups.get(id)?.rules ?? [])
-    const expressions = (direction: 'ingress' | 'egress') => rules.filter((r) => r.direction === direction).map(ruleExpression).filter((e): e is string => e !== undefined)
-    inet.push(...chain(`out-${p.id}`, [...FIXED_EGRESS, ...expressions('egress').map((e) => `${e} return`), 'drop']))
-    inet.push(...chain(`in-${p.id}`, [...FIXED_INGRESS, ...expressions('ingress').map((e) => `${e} accept`), 'drop']))
+    const groups = p.securityGroupIds.filter((id) => known.has(id))
+    inet.chains.set(`out-${p.id}`, { rules: ['jump guest-egress', ...groups.map((g) => `jump sg-${g}-egress`), 'drop'] })
+    inet.chains.set(`in-${p.id}`, { rules: ['jump guest-ingress', ...groups.map((g) => `jump sg-${g}-ingress`), 'drop'] })
   }
-  // `table …` before `delete table …`: the delete never fails on a first load, and the whole file is one transaction.
-  return ['table bridge pcc', 'delete table bridge pcc', 'table bridge pcc {', ...bridge, '}', 'table inet pcc', 'delete table inet pcc', 'table inet pcc {', ...inet, '}', ''].join('\n')
+  return [bridge, inet]
 }
 
+/** The whole ruleset as one `nft -f` script (a host without guest networking keeps no tables at all). */
+export function firewallRuleset(input: FirewallInput): string {
+  if (input.state.networks.length === 0 && input.state.ports.length === 0) return FIREWALL_TEARDOWN
+  return renderWhole(firewallTables(input))
+}
+
+/** Removes both tables (nothing of the back end's filtering left). */
+export const FIREWALL_TEARDOWN = renderRemoval([...FIREWALL_TABLES])

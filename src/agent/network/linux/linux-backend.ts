@@ -11,16 +11,20 @@ import type { HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { EMPTY_STATE, type NetworkBackend, type NetworkInventory } from '../backend.js'
 import { names, OWNED } from '../names.js'
 import { DhcpServers } from './dhcp.js'
-import { FIREWALL_TEARDOWN, firewallRuleset } from './firewall.js'
+import { FIREWALL_TEARDOWN, firewallTables } from './firewall.js'
 import { links, run } from './host-commands.js'
 import { ensureLinks, l2Plan, pruneLinks, removeStaleTaps, type LinkConfig } from './links.js'
 import { runningFrom, Namespaces } from './namespaces.js'
+import { renderDelta, renderWhole, type NftTable } from './nft-script.js'
 import { Routers } from './routers.js'
 
 export interface LinuxBackendOptions extends LinkConfig {
   /** The agent's root (`/` on a real host): namespaces under <root>/run/netns, files under <root>/var/lib/pcc. */
   root: string
 }
+
+/** How often the whole ruleset is loaded again even when a delta would do (repairs rules changed by hand). */
+const WHOLE_RULESET_EVERY_MS = 300_000
 
 /** br_netfilter's switches: bridged IP traffic through the inet hooks, where the security groups' conntrack is. */
 const BRIDGE_NETFILTER = ['/proc/sys/net/bridge/bridge-nf-call-iptables', '/proc/sys/net/bridge/bridge-nf-call-ip6tables']
@@ -31,6 +35,9 @@ export class LinuxNetworkBackend implements NetworkBackend {
   private readonly dhcp: DhcpServers
   private readonly routers: Routers
   private readonly zonesFile: string
+  /** The ruleset the kernel holds (as loaded by this process), and when it was last loaded whole. */
+  private loaded: NftTable[] | undefined
+  private wholeAt = 0
 
   constructor(private readonly options: LinuxBackendOptions) {
     this.namespaces = new Namespaces(options.root)
@@ -43,7 +50,7 @@ export class LinuxNetworkBackend implements NetworkBackend {
     this.enableBridgeNetfilter()
     const plan = l2Plan(state, this.options)
     await removeStaleTaps(plan)
-    await run('nft', ['-f', '-'], { input: firewallRuleset({ state, zones: this.zones(state) }) })
+    await this.loadFirewall(state)
     await ensureLinks(plan, this.options)
     await this.dhcp.converge(state)
     await this.routers.converge(state)
@@ -68,8 +75,38 @@ export class LinuxNetworkBackend implements NetworkBackend {
   async teardown(): Promise<void> {
     await this.apply(EMPTY_STATE)
     await run('nft', ['-f', '-'], { input: FIREWALL_TEARDOWN })
+    this.loaded = undefined
     rmSync(join(this.options.root, 'var/lib/pcc/dhcp'), { recursive: true, force: true })
     rmSync(join(this.options.root, 'var/lib/pcc/network'), { recursive: true, force: true })
+  }
+
+  /**
+   * Loads the state's rules: only the chains and sets that changed when the rest is as this process last loaded
+   * it (a rule change rewrites one group chain), the whole ruleset otherwise, or when a delta fails, or every few
+   * minutes. A host without guest networking keeps no tables.
+   */
+  private async loadFirewall(state: HostNetworkState): Promise<void> {
+    if (state.networks.length === 0 && state.ports.length === 0) {
+      if (this.loaded?.length !== 0) await run('nft', ['-f', '-'], { input: FIREWALL_TEARDOWN })
+      this.loaded = []
+      return
+    }
+    const next = firewallTables({ state, zones: this.zones(state) })
+    const delta = this.loaded?.length && Date.now() - this.wholeAt < WHOLE_RULESET_EVERY_MS ? renderDelta(this.loaded, next) : undefined
+    if (delta === '') return
+    try {
+      if (delta !== undefined) {
+        await run('nft', ['-f', '-'], { input: delta })
+        this.loaded = next
+        return
+      }
+    } catch (err) {
+      this.options.warn('partial firewall update failed; loading the whole ruleset', { error: (err as Error).message })
+    }
+    this.loaded = undefined
+    await run('nft', ['-f', '-'], { input: renderWhole(next) })
+    this.loaded = next
+    this.wholeAt = Date.now()
   }
 
   /** Ports with loaded rules: the `in-<port>` chains of the inet table. */
