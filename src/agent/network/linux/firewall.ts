@@ -1,7 +1,7 @@
 /**
- * Security groups and anti-spoofing as one nftables ruleset per host, generated whole from the desired state and
- * loaded atomically (`nft -f`: the old tables go and the new ones come in one transaction, so a rule change never
- * opens a gap, and conntrack keeps established connections across it).
+ * Security groups and anti-spoofing as one nftables ruleset per host, built from the desired state as data
+ * (nft-script.ts) and loaded atomically — whole, or as the chains and sets that changed — so a rule change never
+ * opens a gap, and conntrack keeps established connections across it.
  *
  * Two tables, because the kernel may lack bridge-family conntrack (CONFIG_NF_CONNTRACK_BRIDGE; so it is on the
  * machine that built this) while br_netfilter passes bridged IP traffic through the inet hooks, where conntrack
@@ -12,9 +12,10 @@
  *   marks the frame with the sending port's number (low 16 bits of the packet mark); forward marks frames bound to
  *   a guest with the receiving port's number (high 16 bits).
  * - `inet pcc` puts each network's traffic in its own conntrack zone (overlapping tenant addresses never share
- *   a connection), then filters marked traffic statefully: established and related pass, the sender's egress
- *   rules, then the receiver's ingress rules (default deny), as Neutron's iptables firewall orders its chains
- *   (data-plane.md §7.5). Unmarked traffic (the host's own, routers, DHCP servers) is not touched.
+ *   a connection), then filters marked traffic statefully: established and related pass, then the sender's
+ *   egress rules, then the receiver's ingress rules (default deny), as Neutron's iptables firewall orders its
+ *   chains (data-plane.md §7.5; see firewallTables). Unmarked traffic (the host's own, routers, DHCP servers) is
+ *   not touched.
  *
  * The mark is the back end's: other software on the host must not set packet marks on bridged guest traffic.
  */
