@@ -7,35 +7,21 @@
  * hosts file + SIGHUP) and the DHCP exchange. The physical limit in the same run: the same client against the
  * already-plumbed port (dnsmasq's DISCOVER → ACK). About 30 s.
  */
-import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { join } from 'node:path'
-import { dataplaneMissing, startDataplaneCluster } from '../src/testkit/dataplane-cluster.js'
 import { standInGuest, type StandInGuest } from '../src/testkit/stand-in-guest.js'
 import type { BenchRun } from './harness.js'
+import { onDataplane, probeIn } from './net-bench.js'
 
 const PORTS = 12
-const PROBE = join(process.cwd(), 'dist/bench/net-probes.js')
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 
-/** Runs the DHCP probe in the guest; resolves with its report. */
-function probe(guest: StandInGuest, mac: string): Promise<{ discoverAt: number; offerAt?: number; ackAt?: number; ip?: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ip', ['netns', 'exec', guest.namespace, process.execPath, PROBE, 'dhcp', mac, '15000'], { stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (d: Buffer) => (out += d))
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim())) : reject(new Error(`probe exited ${code}`))))
-  })
-}
+type Lease = { discoverAt: number; offerAt?: number; ackAt?: number; ip?: string }
+const probe = (guest: StandInGuest, mac: string) => probeIn<Lease>(guest, ['dhcp', mac, '15000'])
 
-export const run: BenchRun = async () => {
-  const missing = dataplaneMissing()
-  if (missing) throw new Error(`cannot run: ${missing}`)
-  const c = await startDataplaneCluster({ hosts: 1 })
-  const guests: StandInGuest[] = []
-  try {
-    const neutron = async (method: string, path: string, body?: unknown) => (await c.call(method, `/network/v2.0${path}`, body)).body
+export const run: BenchRun = () =>
+  onDataplane(async (c, guests) => {
+    const neutron = c.neutron
     const net = (await neutron('POST', '/networks', { network: { name: 'bench' } })).network
     await neutron('POST', '/subnets', { subnet: { network_id: net.id, ip_version: 4, cidr: '10.70.0.0/24' } })
     const host = c.hosts[0]
@@ -51,24 +37,22 @@ export const run: BenchRun = async () => {
       await new Promise((r) => setTimeout(r, 50))
       const bound = Date.now()
       await neutron('PUT', `/ports/${port.id}`, { port: { device_id: randomUUID(), device_owner: 'compute:nova', 'binding:host_id': host.hostname } })
-      const first = await leased
-      if (!first.ackAt || first.ip !== port.fixed_ips[0].ip_address) throw new Error(`port ${i}: no lease for ${port.fixed_ips[0].ip_address} (${JSON.stringify(first)})`)
-      bindToLease.push(first.ackAt - bound)
+      const lease = await leased
+      if (!lease.ackAt || lease.ip !== port.fixed_ips[0].ip_address) throw new Error(`port ${i}: no lease for ${port.fixed_ips[0].ip_address} (${JSON.stringify(lease)})`)
+      bindToLease.push(lease.ackAt - bound)
       const again = await probe(guest, port.mac_address)
       if (!again.ackAt) throw new Error(`port ${i}: no second lease`)
       floor.push(again.ackAt - again.discoverAt)
     }
-    bindToLease.sort((a, b) => a - b)
+    // The first port of the network on the host also makes its DHCP port, namespace and dnsmasq.
+    const first = bindToLease[0]
+    const rest = bindToLease.slice(1).sort((a, b) => a - b)
     floor.sort((a, b) => a - b)
-    const note = `${PORTS} ports bound one at a time on one host; DISCOVER every 10 ms from before the bind call`
+    const note = `${PORTS - 1} ports bound one at a time on one host; DISCOVER every 10 ms from before the bind call`
     return [
-      { figure: 'port binding → DHCP lease, p50', value: percentile(bindToLease, 50), unit: 'ms', note },
-      { figure: 'port binding → DHCP lease, p95', value: percentile(bindToLease, 95), unit: 'ms' },
-      { figure: 'port binding → DHCP lease, max', value: bindToLease.at(-1)!, unit: 'ms' },
+      { figure: 'port binding → DHCP lease, p50', value: percentile(rest, 50), unit: 'ms', note },
+      { figure: 'port binding → DHCP lease, p95', value: percentile(rest, 95), unit: 'ms' },
+      { figure: "first port of a network on the host → DHCP lease (makes the DHCP port, namespace and dnsmasq)", value: first, unit: 'ms' },
       { figure: 'physical limit: DISCOVER → ACK on a plumbed port, p50', value: percentile(floor, 50), unit: 'ms', note: 'the same client and dnsmasq, the port already in place' },
     ]
-  } finally {
-    for (const g of guests) g.close()
-    await c.close()
-  }
-}
+  })

@@ -16,33 +16,17 @@ import { firewallTables } from '../src/agent/network/linux/firewall.js'
 import { renderDelta, renderWhole } from '../src/agent/network/linux/nft-script.js'
 import type { HostNetworkAnswer } from '../src/contracts/network/dataplane.js'
 import { until } from '../src/testkit/compute-api.js'
-import { dataplaneMissing, startDataplaneCluster } from '../src/testkit/dataplane-cluster.js'
 import { runIn, standInGuest, type StandInGuest } from '../src/testkit/stand-in-guest.js'
 import type { BenchRun } from './harness.js'
+import { onDataplane, probeIn } from './net-bench.js'
 
 const GUESTS = 100
-const PROBE = join(process.cwd(), 'dist/bench/net-probes.js')
 
-function connectProbe(prober: StandInGuest, ips: string[]): Promise<Record<string, number>> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ip', ['netns', 'exec', prober.namespace, process.execPath, PROBE, 'connect', '5000', '20000', ...ips], { stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (d: Buffer) => (out += d))
-    child.on('exit', (code) => (code === 0 ? resolve((JSON.parse(out.trim()) as { answeredAt: Record<string, number> }).answeredAt) : reject(new Error(`probe exited ${code}`))))
-  })
-}
+const connectProbe = async (prober: StandInGuest, ips: string[]) => (await probeIn<{ answeredAt: Record<string, number> }>(prober, ['connect', '5000', '20000', ...ips])).answeredAt
 
-export const run: BenchRun = async () => {
-  const missing = dataplaneMissing()
-  if (missing) throw new Error(`cannot run: ${missing}`)
-  const c = await startDataplaneCluster({ hosts: 1 })
-  const guests: StandInGuest[] = []
-  try {
-    const neutron = async (method: string, path: string, body?: unknown) => {
-      const r = await c.call(method, `/network/v2.0${path}`, body)
-      if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`)
-      return r.body
-    }
+export const run: BenchRun = () =>
+  onDataplane(async (c, guests) => {
+    const neutron = c.neutron
     const host = c.hosts[0]
     const net = (await neutron('POST', '/networks', { network: { name: 'bench' } })).network
     await neutron('POST', '/subnets', { subnet: { network_id: net.id, ip_version: 4, cidr: '10.80.0.0/22', enable_dhcp: false } })
@@ -127,8 +111,4 @@ export const run: BenchRun = async () => {
       { figure: 'physical limit: the same change loaded by hand (nft -f, one group chain), p50 of 10', value: median(deltas), unit: 'ms' },
       { figure: `reference: the whole ${GUESTS + 1}-port ruleset loaded by hand, p50 of 5`, value: median(wholes), unit: 'ms', note: `${whole.split('\n').length} lines` },
     ]
-  } finally {
-    for (const g of guests) g.close()
-    await c.close()
-  }
-}
+  })

@@ -50,6 +50,8 @@ export interface DataplaneCluster {
   adminToken: string
   /** An admin call to the server (path under the base URL). */
   call(method: string, path: string, body?: unknown): Promise<Reply>
+  /** An admin call to the network API (path under /network/v2.0); its body, or an error naming the status. */
+  neutron(method: string, path: string, body?: unknown): Promise<any> // eslint-disable-line @typescript-eslint/no-explicit-any
   close(): Promise<void>
 }
 
@@ -131,7 +133,12 @@ export async function startDataplaneCluster(options: DataplaneClusterOptions): P
         await until(`${role} role of ${h.hostname} applied`, 20_000, async () => ((await call('GET', `/resmgr/v1/hosts/${h.hostId}`)).body.role_status === 'ok' ? true : undefined))
       }
     }
-    return { server, net, hosts, adminToken, call, close }
+    const neutron = async (method: string, path: string, body?: unknown) => {
+      const r = await call(method, `/network/v2.0${path}`, body)
+      if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`)
+      return r.body
+    }
+    return { server, net, hosts, adminToken, call, neutron, close }
   } catch (err) {
     await close()
     throw err

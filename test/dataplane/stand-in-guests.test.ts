@@ -33,11 +33,7 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     await c?.close()
   })
 
-  const neutron = async (method: string, path: string, body?: unknown) => {
-    const r = await c.call(method, `/network/v2.0${path}`, body)
-    assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`)
-    return r.body
-  }
+  const neutron = (method: string, path: string, body?: unknown) => c.neutron(method, path, body)
 
   /** A port plugged into a stand-in guest on host `hostIndex`, then bound there as Nova binds a server's port. */
   const guestOn = async (name: string, hostIndex: number, network = networkId, extra: Record<string, unknown> = {}) => {
