@@ -88,6 +88,46 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     assert.equal((await neutron('GET', `/ports?network_id=${quiet.id}&device_owner=network:dhcp`)).ports.length, 0)
   })
 
+  it('drops DHCP replies a guest sends, so a rogue server reaches nobody', async () => {
+    const lan = (await neutron('POST', '/networks', { network: { name: 'rogue-lan' } })).network
+    await neutron('POST', '/subnets', { subnet: { network_id: lan.id, ip_version: 4, cidr: '10.52.0.0/24', enable_dhcp: false } })
+    // The rogue's group lets DHCP requests in, so only the firewall's rule on what it sends can stop it.
+    const open = (await neutron('POST', '/security-groups', { security_group: { name: 'dhcp-in' } })).security_group
+    await neutron('POST', '/security-group-rules', { security_group_rule: { security_group_id: open.id, direction: 'ingress', protocol: 'udp', port_range_min: 67, port_range_max: 67 } })
+    const rogue = await guestOn('rogue', 0, lan.id, { security_groups: [open.id] })
+    const victim = await guestOn('victim', 1, lan.id)
+    await rogue.guest.address(`${rogue.port.fixed_ips[0].ip_address}/24`)
+    const conf = `start 10.52.0.150\nend 10.52.0.160\ninterface eth0\nlease_file /dev/null\noption subnet 255.255.255.0\n`
+    await rogue.guest.exec(['sh', '-c', `printf '${conf}' > /tmp/udhcpd-${rogue.guest.namespace}.conf && (busybox udhcpd -f /tmp/udhcpd-${rogue.guest.namespace}.conf >/dev/null 2>&1 &)`])
+    assert.equal(await victim.guest.dhcp(3), undefined, "the rogue's offer never reached the victim")
+    // The same rogue with port security off (nothing filters it, as Neutron does then): the victim takes its offer.
+    await neutron('PUT', `/ports/${rogue.port.id}`, { port: { security_groups: [], port_security_enabled: false } })
+    const lease = await until('the unfiltered rogue to answer', 20_000, () => victim.guest.dhcp(2))
+    assert.match(lease.ip, /^10\.52\.0\.1[56]\d$/)
+    await rogue.guest.exec(['rm', '-f', `/tmp/udhcpd-${rogue.guest.namespace}.conf`])
+  })
+
+  it('plugs the port of a server booted through the compute API in its build, so the guest leases at once', async () => {
+    const port = (await neutron('POST', '/ports', { port: { network_id: networkId, name: 'booted' } })).port
+    const guest = standInGuest(c.hosts[1].namespace, port.id, port.mac_address)
+    guests.push(guest)
+    const flavor = (await c.call('GET', '/compute/v2.1/flavors')).body.flavors[0].id
+    const image = (await c.call('GET', '/image/v2/images')).body.images[0].id
+    const created = await c.call('POST', '/compute/v2.1/servers', {
+      server: { name: 'booted', flavorRef: flavor, imageRef: image, networks: [{ port: port.id }], availability_zone: `nova:${c.hosts[1].hostname}` },
+    })
+    assert.equal(created.status, 202, JSON.stringify(created.body))
+    const serverId = created.body.server.id as string
+    await until('the server ACTIVE', 30_000, async () => ((await c.call('GET', `/compute/v2.1/servers/${serverId}`)).body.server.status === 'ACTIVE' ? true : undefined))
+    // ACTIVE means the build's networking step returned: the agent had applied the binding by then.
+    const lease = await guest.dhcp(2)
+    assert.equal(lease?.ip, port.fixed_ips[0].ip_address)
+    assert.equal((await c.call('DELETE', `/compute/v2.1/servers/${serverId}`)).status, 204)
+    await until('the port unbound from the deleted server', 30_000, async () => ((await neutron('GET', `/ports/${port.id}`)).port.device_id === '' ? true : undefined))
+    await until('the guest cut off from its network', 10_000, async () => ((await pings(guest, ports.a.ip)) ? undefined : true))
+    await neutron('DELETE', `/ports/${port.id}`)
+  })
+
   it('closes ingress by default; a rule opens a TCP port and its removal closes it again, each within a second', async () => {
     const group = (await neutron('POST', '/security-groups', { security_group: { name: 'web' } })).security_group
     await neutron('PUT', `/ports/${ports.b.id}`, { port: { security_groups: [group.id] } })
