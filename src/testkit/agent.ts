@@ -1,7 +1,7 @@
 /** Test helpers for host agents: a scratch host root with the files the agent reads, and the agent as a process. */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -72,19 +72,20 @@ export async function killAgent(child: ChildProcess, signal: NodeJS.Signals = 'S
 }
 
 /**
- * Onboards a simulated agent host end to end: a registration token from `api` (an admin), a scratch root whose
- * agent dials `controller`, the agent process, and the hypervisor role applied. The caller kills the agent and
- * removes the root.
+ * Onboards an agent host end to end: a registration token from `api` (an admin), a scratch root whose agent
+ * dials `controller` (simulated driver unless `agentJson` says otherwise, e.g. `{driver: 'qemu', qemu: {…}}`), the
+ * agent process, and the hypervisor role applied. The caller kills the agent and removes the root.
  */
 export async function onboardAgent(
   api: { other(method: string, path: string, body?: unknown): Promise<{ status: number; body: { token?: string; role_status?: string } }> },
   hostname: string,
   controller: string,
-  options: Partial<ScratchHostOptions> = {},
+  options: Partial<ScratchHostOptions> & { agentJson?: Record<string, unknown> } = {},
 ): Promise<{ host: ScratchHost; agent: ChildProcess }> {
   const token = await api.other('POST', '/resmgr/v1/registration-tokens', { note: hostname })
   if (token.status !== 201 || !token.body.token) throw new Error(`registration token: ${token.status} ${JSON.stringify(token.body)}`)
   const host = scratchHost({ hostname, controller, registrationToken: token.body.token, ...options })
+  if (options.agentJson) writeFileSync(join(host.root, 'etc/pcc/agent.json'), JSON.stringify({ ...agentConfig(host.root), ...options.agentJson }))
   const agent = spawnAgent(host.root)
   const deadline = Date.now() + 30_000
   const wait = async (what: string, ok: () => Promise<boolean>) => {
@@ -93,9 +94,23 @@ export async function onboardAgent(
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
-  await wait('registration', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200)
-  const role = await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})
-  if (role.status !== 200) throw new Error(`hypervisor role: ${role.status} ${JSON.stringify(role.body)}`)
-  await wait('the hypervisor role', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok')
+  try {
+    await wait('registration', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200)
+    const role = await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})
+    if (role.status !== 200) throw new Error(`hypervisor role: ${role.status} ${JSON.stringify(role.body)}`)
+    await wait('the hypervisor role', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok')
+  } catch (err) {
+    // The caller never got the agent or the root: leave neither behind.
+    const log = (() => {
+      try {
+        return readFileSync(join(host.root, 'var/log/pcc/agent.log'), 'utf8').trim().split('\n').slice(-3).join('\n')
+      } catch {
+        return ''
+      }
+    })()
+    await killAgent(agent)
+    rmSync(host.root, { recursive: true, force: true })
+    throw new Error(`${(err as Error).message}${log ? `; its log ends:\n${log}` : ''}`)
+  }
   return { host, agent }
 }
