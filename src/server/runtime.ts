@@ -29,6 +29,8 @@ import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
 import { HostDataService } from './onboarding/host-data.js'
 import { OnboardingService } from './onboarding/onboarding-service.js'
+import { startLocalHypervisor } from './hosts/local-hypervisor.js'
+import { VERSION } from '../cli/version.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
 import { Consoles } from './console/consoles.js'
 import { purgeJob } from './tasks/purge-job.js'
@@ -185,6 +187,11 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await onboarding.start()
     await conductor.start()
     runner.start()
+    // All-in-one: this machine runs guests too, through an agent of its own dialing this very server.
+    const local =
+      config.localHypervisor === 'qemu'
+        ? await startLocalHypervisor({ dataDir: config.dataDir, controller: url, caFile, adminUserId: result.adminUserId, version: VERSION, store, onboarding, logger })
+        : undefined
     const clusterJobs = new ClusterJobRunner(store, { logger: logger.child({ component: 'cluster-jobs' }), owner: runner.owner, leaseMs: config.taskLeaseSeconds * 1000 })
     const purgeLog = logger.child({ component: 'purge' })
     clusterJobs.add(
@@ -211,6 +218,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           state.closing = true
+          local?.stop()
           await onboarding.stop()
           await app.close()
           await clusterJobs.stop()
