@@ -20,6 +20,7 @@ import { createComputeDriver, type DriverSettings } from './compute-driver.js'
 import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
 import { ConsoleStreams, type OpenConsoleArgs } from './console/console-streams.js'
+import { NetworkAgent, type NetworkConfig } from './network/network-agent.js'
 
 export interface AgentConfig extends DriverSettings {
   controller: string
@@ -31,6 +32,8 @@ export interface AgentConfig extends DriverSettings {
   heartbeat_seconds?: number
   /** Where the host's facts are read (default: the root). pcc-server's own host keeps state under its data dir but is the machine at `/`. */
   facts_root?: string
+  /** Guest networking (src/agent/network/network-agent.ts). */
+  network?: NetworkConfig
 }
 
 type Outcome = { result: unknown } | { error: { message: string; code?: number } }
@@ -59,6 +62,7 @@ export class PccAgent {
   private state: AgentState = { guests: [], done: {} }
   private readonly running = new Set<string>()
   private hypervisor = false
+  private network?: NetworkAgent
   private stopped = false
   private factsSentAt = 0
   private factsReadAt = 0
@@ -97,15 +101,18 @@ export class PccAgent {
     this.loadState()
     this.driver = await createComputeDriver(this.root, this.config, this.facts, (method, path, body) => this.hostStream(method, path, body), (level, msg, fields) => this.log(level, msg, fields))
     this.driver.adopt(this.state.guests)
+    this.network = NetworkAgent.create({ root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), log: (l, m, f) => this.log(l, m, f) }, this.config.network, this.config.driver ?? 'simulated')
+    await this.network?.start()
     this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, controller: this.config.controller })
     await this.ensureRegistered()
     // Roles first: a restarted agent must know it is a hypervisor before it takes commands.
     await this.withBackoff('heartbeat', () => this.heartbeat())
-    await Promise.all([this.heartbeatLoop(), this.commandLoop(), this.repostLoop()])
+    await Promise.all([this.heartbeatLoop(), this.commandLoop(), this.repostLoop(), this.network?.run()])
   }
 
   stop(): void {
     this.stopped = true
+    this.network?.stop()
     for (const w of this.wake.splice(0)) w()
     this.client.close()
     this.consoles.stop()
@@ -253,7 +260,7 @@ export class PccAgent {
       capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
       guests,
       ...(sendFacts && {
-        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo },
+        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() },
       }),
     })
     if (sendFacts) this.factsSentAt = Date.now()
@@ -261,6 +268,10 @@ export class PccAgent {
   }
 
   private async converge(roles: Record<string, string>): Promise<void> {
+    // The network role asks nothing of the agent itself: routers come with the network state once it is ok, and
+    // go (namespaces and all) with the state applied before the removal is confirmed.
+    if (roles.network === 'removing' || roles.hypervisor === 'removing') await this.network?.syncNow()
+    if (roles.network === 'applying' || roles.network === 'removing') await this.api('PUT', '/roles/network/status', { state: roles.network === 'applying' ? 'ok' : 'removed' })
     const state = roles.hypervisor
     if (state === 'applying') {
       this.hypervisor = true
@@ -354,6 +365,8 @@ export class PccAgent {
       case 'listGuests':
         return d.listGuests()
       case 'beginStep':
+        // The build's networking step: the guest's tap in its bridge, behind its rules, before it starts.
+        if (a.taskState === 'networking') await this.network?.syncNow()
         return d.beginStep(sid, a.taskState as string)
       case 'spawn':
         this.requireHypervisor()

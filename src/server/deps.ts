@@ -16,6 +16,7 @@ import type { ImageService } from './image/service.js'
 import type { VolumeServices } from './volume/services.js'
 import type { Consoles } from './console/consoles.js'
 import type { NetworkService } from './network/service.js'
+import type { DataplaneService } from './network/dataplane/service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -36,6 +37,8 @@ export interface AppDeps {
   conductor: Conductor
   /** Networks, ports and addresses (the network API and the compute service use it). */
   network: NetworkService
+  /** What each host's guest networking must be, for the agents (long poll on the data-plane revision). */
+  dataplane: DataplaneService
   /** Keystone authentication (methods, MFA, scopes); `verifyUserPassword` serves other login surfaces. */
   identityAuth: AuthFlow
   /** The URL prefix of each service, built from the public URL. */

@@ -19,6 +19,7 @@ import { AuthFlow } from './identity/auth-flow.js'
 import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
 import { NetworkService } from './network/service.js'
+import { DataplaneService } from './network/dataplane/service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { retryStartupRace } from './storage/startup-race.js'
@@ -150,6 +151,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const deps: AppDeps = {
       config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding, consoles,
       network: new NetworkService(store),
+      dataplane: new DataplaneService(store),
       urls: serviceUrls(config.publicUrl),
       ...imageVolume.deps,
       hostData,
@@ -220,6 +222,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
           state.closing = true
           local?.stop()
           await onboarding.stop()
+          deps.dataplane.stop()
           await app.close()
           await clusterJobs.stop()
           conductor.stop()

@@ -11,8 +11,10 @@ import { authHook } from '../../auth/http-auth.js'
 import type { ImageQuery } from '../../image/listing.js'
 import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../../image/schemas.js'
 import { imageView, memberView } from '../../image/view.js'
+import { fromDraft4 } from '../../image/patch.js'
 
-const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', 'application/openstack-images-v2.0-json-patch']
+const DRAFT4_PATCH_TYPE = 'application/openstack-images-v2.0-json-patch'
+const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', DRAFT4_PATCH_TYPE]
 const GLANCE_VERSIONS = ['2.9', '2.8', '2.7', '2.6', '2.5', '2.4', '2.3', '2.2', '2.1', '2.0']
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] } as const
@@ -88,7 +90,8 @@ export function imageRoutes(deps: AppDeps) {
             .send({ message: `Unsupported Content-Type: use ${JSON_PATCH_TYPES[0]}`, code: '415 Unsupported Media Type', title: 'Unsupported Media Type' })
         }
         const { id } = request.params as { id: string }
-        return imageView(await images.update(request.principal, id, request.body))
+        const operations = contentType === DRAFT4_PATCH_TYPE ? fromDraft4(request.body) : request.body
+        return imageView(await images.update(request.principal, id, operations))
       })
 
       v2.delete('/v2/images/:id', { schema: { params: idParams } }, async (request, reply) => {

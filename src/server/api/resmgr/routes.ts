@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { hostDataRoutes } from './host-data-routes.js'
+import { hostNetworkRoutes } from './host-network.js'
 import { hostRoutes } from './hosts.js'
 import { idpClientRoutes } from './idp-clients.js'
 import { supportRoutes } from './support.js'
@@ -12,5 +13,6 @@ export function resmgrRoutes(deps: AppDeps) {
     await supportRoutes(deps)(scope)
     await hostRoutes(deps)(scope)
     await hostDataRoutes(deps)(scope)
+    await hostNetworkRoutes(deps)(scope)
   }
 }
