@@ -187,13 +187,14 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     // After listening: reconciliation asks agent hosts for their guests, and agents reach us only once we listen.
     // Tasks start after it, so none runs before the hosts and drivers are known.
     await onboarding.start()
-    await conductor.start()
-    runner.start()
-    // All-in-one: this machine runs guests too, through an agent of its own dialing this very server.
+    // All-in-one: this machine runs guests too, through an agent of its own dialing this very server. It starts
+    // before reconciliation, which asks it about its guests.
     const local =
       config.localHypervisor === 'qemu'
         ? await startLocalHypervisor({ dataDir: config.dataDir, controller: url, caFile, adminUserId: result.adminUserId, version: VERSION, store, onboarding, logger })
         : undefined
+    await conductor.start()
+    runner.start()
     const clusterJobs = new ClusterJobRunner(store, { logger: logger.child({ component: 'cluster-jobs' }), owner: runner.owner, leaseMs: config.taskLeaseSeconds * 1000 })
     const purgeLog = logger.child({ component: 'purge' })
     clusterJobs.add(
