@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../src/testkit/harness.js'
 import { cleanEnv, SERVER_MAIN } from '../src/testkit/process.js'
+import { defaultImageName } from '../src/server/image/default-image.js'
 
 export const ADMIN = { username: 'admin', project: 'admin', domain: 'Default', password: 'tempest-admin-password' }
 
@@ -104,11 +105,11 @@ export interface CloudResources {
 /** What the operator of a new cloud makes before pointing Tempest at it. */
 export async function prepareCloud(admin: AdminClient): Promise<CloudResources> {
   const { images } = await admin.json<{ images: { id: string; name: string }[] }>('GET', '/image/v2/images')
-  const image = images.find((i) => i.name.startsWith('cirros'))
+  const image = images.find((i) => i.name === defaultImageName())
   if (!image) throw new Error('the default image is missing')
   // A second active image with the same bytes (Tempest rebuilds and compares with image_ref_alt).
   const bytes = new Uint8Array(await (await admin.request('GET', `/image/v2/images/${image.id}/file`)).arrayBuffer())
-  const alt = await admin.json<{ id: string }>('POST', '/image/v2/images', { name: 'cirros-alt', disk_format: 'qcow2', container_format: 'bare', visibility: 'public' })
+  const alt = await admin.json<{ id: string }>('POST', '/image/v2/images', { name: `${defaultImageName()}-alt`, disk_format: 'qcow2', container_format: 'bare', visibility: 'public' })
   await admin.request('PUT', `/image/v2/images/${alt.id}/file`, bytes, 'application/octet-stream')
 
   const publicNetworkName = 'public'
