@@ -12,9 +12,11 @@ import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
 import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
 import { registerDownloadRoutes } from './http/downloads-routes.js'
+import { registerWebConsoleRoutes } from './http/web-console-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
 import { acceptBodilessJson } from './http/json-body.js'
+import { registerConsoleRoutes } from './console/console-routes.js'
 
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }
@@ -94,7 +96,9 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
 
   registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
   registerDownloadRoutes(app, deps)
+  registerWebConsoleRoutes(app)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
+  registerConsoleRoutes(app, deps)
 
   // Outside every family's prefix: the plain error shape.
   app.setNotFoundHandler((request, reply) =>

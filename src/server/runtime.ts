@@ -19,6 +19,7 @@ import { AuthFlow } from './identity/auth-flow.js'
 import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
 import { NetworkService } from './network/service.js'
+import { DataplaneService } from './network/dataplane/service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { retryStartupRace } from './storage/startup-race.js'
@@ -27,8 +28,10 @@ import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
 import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
+import { HostDataService } from './onboarding/host-data.js'
 import { OnboardingService } from './onboarding/onboarding-service.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
+import { Consoles } from './console/consoles.js'
 import { purgeJob } from './tasks/purge-job.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
@@ -79,6 +82,14 @@ function ensureDataDir(dir: string): void {
   }
 }
 
+/** The URL this process answers at (port 0 resolved; a wildcard address as the loopback). */
+function listeningUrl(app: FastifyInstance, config: Config, https: boolean): string {
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : config.listen.port
+  const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host
+  return `${https ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
+}
+
 export async function startServer(config: Config, logger: Logger, handlers: Map<string, TaskHandler> = new Map()): Promise<RunningServer> {
   ensureDataDir(config.dataDir)
   let store: Store
@@ -121,19 +132,27 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId }))
     // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
+    const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes)
     const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))
-    conductor.useStorage(computeStorage(imageVolume.deps))
+    conductor.useStorage(computeStorage({ ...imageVolume.deps, hostData }))
     const allHandlers = new Map([...imageVolume.handlers, ...handlers])
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
     queue.onEnqueue(() => runner.wake())
-    const onboarding = new OnboardingService(store, conductor.drivers, config, logger.child({ component: 'onboarding' }))
+    const consoles = new Consoles({
+      db: store.db, box, config, logger: logger.child({ component: 'consoles' }),
+      open: (serverId, protocol) => conductor.openConsole(serverId, protocol),
+      authenticateHost: (credential): Promise<string> => onboarding.authenticateHost(credential),
+    })
+    const onboarding = new OnboardingService(store, conductor.drivers, config, logger.child({ component: 'onboarding' }), consoles.sessions)
     const deps: AppDeps = {
-      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding,
+      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding, consoles,
       network: new NetworkService(store),
+      dataplane: new DataplaneService(store),
       urls: serviceUrls(config.publicUrl),
       ...imageVolume.deps,
+      hostData,
     }
 
     let https: { key: Buffer; cert: Buffer } | undefined
@@ -161,6 +180,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       conductor.stop()
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
+    const url = listeningUrl(app, config, !!https)
+    consoles.sessions.advertise(config.advertiseUrl ?? url)
     // After listening: reconciliation asks agent hosts for their guests, and agents reach us only once we listen.
     // Tasks start after it, so none runs before the hosts and drivers are known.
     await onboarding.start()
@@ -181,15 +202,11 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       clusterJobs.add({ name: 'reconcile', intervalMs: config.reconcileSeconds * 1000, run: async () => void (await conductor.reconcile()) })
     }
     clusterJobs.start()
-    const address = app.server.address()
-    const port = typeof address === 'object' && address ? address.port : config.listen.port
-    const scheme = https ? 'https' : 'http'
-    const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host
     let stopping: Promise<void> | undefined
     return {
       app,
       deps,
-      url: `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+      url,
       bootstrap: result,
       caFile,
       clusterJobs,
@@ -197,6 +214,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
         (stopping ??= (async () => {
           state.closing = true
           await onboarding.stop()
+          deps.dataplane.stop()
           await app.close()
           await clusterJobs.stop()
           conductor.stop()

@@ -239,7 +239,7 @@ export async function createServers(
           .insertInto('instance_actions')
           .values(servers.map((r) => ({ id: randomUUID(), server_id: r.id, action: 'create', request_id: requestId, user_id: caller.userId, project_id: caller.projectId, message: null, start_time: now, finish_time: null, updated_at: now })))
           .execute()
-        await queue.enqueue<BuildTaskPayload>({ kind: COMPUTE_TASK_KINDS.build, payload: { serverIds: servers.map((r) => r.id), requestId }, subjectId: servers[0].id }, tx)
+        await queue.enqueue<BuildTaskPayload>({ kind: COMPUTE_TASK_KINDS.build, payload: { serverIds: servers.map((r) => r.id), requestId, adminPass }, subjectId: servers[0].id }, tx)
         return { servers, adminPass, reservationId, securityGroups }
       })
     } catch (err) {

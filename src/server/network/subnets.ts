@@ -6,6 +6,7 @@ import type { NetworkTable, SubnetTable } from '../storage/schema.js'
 import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { cidrContains, cidrsOverlap, formatCidr, formatIp, lastAddress, parseCidr, parseIp, type Cidr, type IpVersion } from './ip.js'
+import { releaseDhcpAddresses } from './dhcp-ports.js'
 import type { Pool } from './ipam.js'
 import { networkTarget, owningProject, visibleNetwork } from './networks.js'
 import { checkQuota } from './quotas.js'
@@ -272,6 +273,7 @@ export async function deleteSubnet(ctx: NetCtx, actor: Actor, id: string): Promi
   const { subnet, network } = await visibleSubnet(ctx, actor, id)
   must(actor, 'delete_subnet', subnetTarget(subnet, network))
   await lockNetwork(ctx, network.id)
+  await releaseDhcpAddresses(ctx, id)
   const used = await ctx.db.selectFrom('ip_allocations').select('port_id').where('subnet_id', '=', id).executeTakeFirst()
   if (used) throw neutron.subnetInUse(id)
   await ctx.db.deleteFrom('subnets').where('id', '=', id).execute()

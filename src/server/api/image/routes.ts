@@ -4,8 +4,8 @@
  * the raw request through untouched, so the global body limit does not apply and nothing is buffered; the
  * service enforces the image size limit instead.
  */
-import { PassThrough } from 'node:stream'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import { uploadStream } from '../../http/upload-stream.js'
 import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
 import type { ImageQuery } from '../../image/listing.js'
@@ -33,20 +33,6 @@ const createBody = {
     tags: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 255 } },
   },
 } as const
-
-/** Consumes the request body as a stream of its own, so a failed upload can still be answered. */
-function uploadStream(request: FastifyRequest): PassThrough {
-  const raw = request.raw
-  const body = new PassThrough({ highWaterMark: 1 << 20 })
-  const abort = () => {
-    if (!raw.complete) body.destroy(new Error('the client closed the connection before the upload finished'))
-  }
-  raw.on('aborted', abort)
-  raw.on('error', (err) => body.destroy(err))
-  raw.on('close', abort)
-  raw.pipe(body)
-  return body
-}
 
 export function imageRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
