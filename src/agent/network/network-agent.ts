@@ -96,10 +96,21 @@ export class NetworkAgent {
     }
   }
 
-  /** Fetches the state now and applies it (a build's networking step waits for this). */
+  /**
+   * Fetches the state now and applies it (a build's networking step waits for this). A failure is tried again
+   * twice (a control-plane hiccup must not fail a build) before it fails the step.
+   */
   async syncNow(): Promise<void> {
-    const answer = await this.agent.api<HostNetworkAnswer>('GET', '/network?wait=0')
-    await this.converge(answer)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const answer = await this.agent.api<HostNetworkAnswer>('GET', '/network?wait=0')
+        await this.converge(answer)
+        return
+      } catch (err) {
+        if (attempt >= 3 || this.stopped) throw err
+        await this.pause(500 * attempt)
+      }
+    }
   }
 
   stop(): void {
