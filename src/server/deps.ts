@@ -9,6 +9,7 @@ import type { SecretBox } from './crypto/secret-box.js'
 import type { AuthFlow } from './identity/auth-flow.js'
 import type { TokenService } from './identity/token-service.js'
 import type { IdpServices } from './oidc/services.js'
+import type { HostDataService } from './onboarding/host-data.js'
 import type { OnboardingService } from './onboarding/onboarding-service.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import type { ImageService } from './image/service.js'
@@ -48,6 +49,8 @@ export interface AppDeps {
   images: ImageService
   /** Cinder-compatible block storage; compute calls volumes.reserveForAttach / attach / detach / createForBoot. */
   volumeServices: VolumeServices
+  /** The bytes hosts move through the control plane: image downloads, snapshot uploads, cold-migration disks. */
+  hostData: HostDataService
   /** Remote consoles: console auth tokens, and the sessions that carry hosts' console streams. */
   consoles: Consoles
 }

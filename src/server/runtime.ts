@@ -28,6 +28,7 @@ import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
 import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
+import { HostDataService } from './onboarding/host-data.js'
 import { OnboardingService } from './onboarding/onboarding-service.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
 import { Consoles } from './console/consoles.js'
@@ -131,8 +132,9 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId }))
     // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
+    const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes)
     const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))
-    conductor.useStorage(computeStorage(imageVolume.deps))
+    conductor.useStorage(computeStorage({ ...imageVolume.deps, hostData }))
     const allHandlers = new Map([...imageVolume.handlers, ...handlers])
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
@@ -150,6 +152,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       dataplane: new DataplaneService(store),
       urls: serviceUrls(config.publicUrl),
       ...imageVolume.deps,
+      hostData,
     }
 
     let https: { key: Buffer; cert: Buffer } | undefined

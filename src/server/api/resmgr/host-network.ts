@@ -8,12 +8,12 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
-import { hostCredentialHook } from './hosts.js'
+import { hostAuth } from './host-auth.js'
 
 const hostParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] }
 
 export function hostNetworkRoutes(deps: AppDeps) {
-  const requireHost = hostCredentialHook(deps.onboarding)
+  const requireHost = hostAuth(deps)
   return async (scope: FastifyInstance): Promise<void> => {
     scope.get<{ Params: { id: string }; Querystring: { known?: string; wait?: number } }>(
       '/v1/hosts/:id/network',
