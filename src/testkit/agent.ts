@@ -21,6 +21,12 @@ export interface ScratchHostOptions {
   delayMs?: number
   vcpus?: number
   memoryMb?: number
+  /** The agent's driver (default simulated); `qemu` runs real guests under this scratch root. */
+  driver?: 'simulated' | 'qemu'
+  /** agent.json's `qemu` settings (qemu driver). */
+  qemu?: Record<string, unknown>
+  /** Write made-up NICs and a bond under sys/class/net (default true); false: the machine's (or namespace's) own NICs and addresses. */
+  fakeNics?: boolean
 }
 
 /** A host root with /etc/hostname, os-release, /proc (cpuinfo, meminfo, a bond) and /sys/class/net, and agent.json. */
@@ -36,18 +42,21 @@ export function scratchHost(o: ScratchHostOptions): ScratchHost {
   write('proc/cpuinfo', [0, 1, 2, 3].map((i) => `processor\t: ${i}\nmodel name\t: Test CPU @ 2.0GHz\nflags\t\t: fpu vme vmx sse\n`).join('\n'))
   write('proc/meminfo', 'MemTotal:       16384000 kB\nMemFree:         8000000 kB\n')
   write('proc/net/bonding/bond0', 'Ethernet Channel Bonding Driver: v5.10\n\nBonding Mode: IEEE 802.3ad Dynamic link aggregation\n\nSlave Interface: eth0\nMII Status: up\n\nSlave Interface: eth1\nMII Status: up\n')
-  write('sys/class/net/eth0/address', '52:54:00:00:00:01\n')
-  write('sys/class/net/eth1/address', '52:54:00:00:00:02\n')
-  write('sys/class/net/bond0/address', '52:54:00:00:00:01\n')
+  if (o.fakeNics ?? true) {
+    write('sys/class/net/eth0/address', '52:54:00:00:00:01\n')
+    write('sys/class/net/eth1/address', '52:54:00:00:00:02\n')
+    write('sys/class/net/bond0/address', '52:54:00:00:00:01\n')
+  }
   write(
     'etc/pcc/agent.json',
     JSON.stringify({
       controller: o.controller,
       host_id: hostId,
       registration_token: o.registrationToken,
-      driver: 'simulated',
+      driver: o.driver ?? 'simulated',
       heartbeat_seconds: o.heartbeatSeconds ?? 1,
       simulated: { delay_ms: o.delayMs ?? 5, vcpus: o.vcpus ?? 8, memory_mb: o.memoryMb ?? 16000, disk_gb: 200 },
+      ...(o.qemu && { qemu: o.qemu }),
     }),
   )
   return { root, hostId, hostname: o.hostname }
