@@ -81,20 +81,19 @@ export async function killAgent(child: ChildProcess, signal: NodeJS.Signals = 'S
 }
 
 /**
- * Onboards an agent host end to end: a registration token from `api` (an admin), a scratch root whose agent
- * dials `controller` (simulated driver unless `agentJson` says otherwise, e.g. `{driver: 'qemu', qemu: {…}}`), the
- * agent process, and the hypervisor role applied. The caller kills the agent and removes the root.
+ * Onboards a simulated agent host end to end: a registration token from `api` (an admin), a scratch root whose
+ * agent dials `controller`, the agent process, and the hypervisor role applied. The caller kills the agent and
+ * removes the root. (Hosts with the QEMU driver: testkit/qemu-cloud.ts.)
  */
 export async function onboardAgent(
   api: { other(method: string, path: string, body?: unknown): Promise<{ status: number; body: { token?: string; role_status?: string } }> },
   hostname: string,
   controller: string,
-  options: Partial<ScratchHostOptions> & { agentJson?: Record<string, unknown> } = {},
+  options: Partial<ScratchHostOptions> = {},
 ): Promise<{ host: ScratchHost; agent: ChildProcess }> {
   const token = await api.other('POST', '/resmgr/v1/registration-tokens', { note: hostname })
   if (token.status !== 201 || !token.body.token) throw new Error(`registration token: ${token.status} ${JSON.stringify(token.body)}`)
   const host = scratchHost({ hostname, controller, registrationToken: token.body.token, ...options })
-  if (options.agentJson) writeFileSync(join(host.root, 'etc/pcc/agent.json'), JSON.stringify({ ...agentConfig(host.root), ...options.agentJson }))
   const agent = spawnAgent(host.root)
   const deadline = Date.now() + 30_000
   const wait = async (what: string, ok: () => Promise<boolean>) => {

@@ -1,6 +1,6 @@
 /**
- * Remote consoles of a real guest, end to end: a pcc server, an agent host running the QEMU driver (TCG), the pcc
- * guest image uploaded through the image API, a server booted on it. Then what a user does: `openstack console url
+ * Remote consoles of a real guest, end to end: a pcc server, an agent host running the QEMU driver
+ * (testkit/qemu-cloud.ts), a server booted from the default image (the pcc guest image). Then what a user does: `openstack console url
  * show --serial` and a websocket to the URL it printed — the guest's busybox shell answers what is typed, with the
  * guest's own facts (its hostname from the config drive, its kernel); `openstack console url show --novnc` — the
  * noVNC page, and Tempest's exact websocket and RFB negotiation (test_novnc.py) with the guest's real display,
@@ -8,81 +8,37 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import type { ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync, rmSync } from 'node:fs'
-import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { killAgent, onboardAgent, type ScratchHost } from '../../src/testkit/agent.js'
-import { ComputeClient, until } from '../../src/testkit/compute-api.js'
+import { until } from '../../src/testkit/compute-api.js'
 import { openConsoleClient, tempestRfbNegotiation, tempestWebSocket } from '../../src/testkit/console-client.js'
 import { adminEnv, openstackJson } from '../../src/testkit/openstack.js'
-import { guestImage, realGuestsMissing } from '../../src/testkit/qemu.js'
+import { realGuestsMissing } from '../../src/testkit/qemu.js'
+import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
+import { defaultImageName } from '../../src/server/image/default-image.js'
 
 const BOOT_MS = 180_000
 
-/** QEMU processes whose pidfile lies under the host root (killed at the end whatever happened). */
-function qemuUnder(root: string): number[] {
-  return readdirSync('/proc')
-    .filter((p) => /^\d+$/.test(p))
-    .filter((pid) => {
-      try {
-        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-        return /qemu-system/.test(argv[0]) && (argv[argv.indexOf('-pidfile') + 1] ?? '').startsWith(`${root}/`)
-      } catch {
-        return false
-      }
-    })
-    .map(Number)
-}
-
 describe('remote consoles of a real guest through an agent host', { skip: realGuestsMissing() }, () => {
-  let server: TestServer
-  let api: ComputeClient
-  let host: ScratchHost | undefined
-  let agent: ChildProcess | undefined
+  let cloud: QemuCloud
   let serverId: string
 
   before(async () => {
-    server = await startTestServer({ publicUrlFromListen: true, env: { PCC_HOST_DOWN_AFTER_SECONDS: '30', PCC_RECONCILE_SECONDS: '0' } })
-    const admin = (await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })).token
-    api = new ComputeClient(server.url, admin)
-    ;({ host, agent } = await onboardAgent(api, 'qemu-console', server.url, {
-      agentJson: { driver: 'qemu', qemu: { accel: 'tcg', vcpus: 2, memory_mb: 2048, disk_gb: 10 }, network: { backend: 'none' } },
-    }))
-    const image = await guestImage()
-    const created = await api.other('POST', '/image/v2/images', { name: 'pcc-guest', disk_format: 'qcow2', container_format: 'bare' })
-    assert.equal(created.status, 201, JSON.stringify(created.body))
-    const upload = await fetch(`${server.url}/image/v2/images/${created.body.id}/file`, {
-      method: 'PUT',
-      headers: { 'x-auth-token': admin, 'content-type': 'application/octet-stream' },
-      body: readFileSync(image.disk.path),
-    })
-    assert.equal(upload.status, 204, await upload.text())
-    serverId = (await api.create({ name: 'console-vm', imageRef: created.body.id, flavorRef: '1', networks: 'none' })).id
+    cloud = await startQemuCloud({ hosts: 1 })
+    const image = (await cloud.api.other('GET', `/image/v2/images?name=${defaultImageName()}`)).body.images[0].id as string
+    serverId = (await cloud.api.create({ name: 'console-vm', imageRef: image, flavorRef: '1', networks: 'none' })).id
     const view = await until('the guest ACTIVE', BOOT_MS, async () => {
-      const s = await api.server(serverId)
+      const s = await cloud.api.server(serverId)
       return s && s.status !== 'BUILD' ? s : undefined
     }, 500)
     assert.equal(view.status, 'ACTIVE', JSON.stringify(view.fault))
     await until("the guest's own ready line in its console log", BOOT_MS, async () => {
-      const log = await api.action(serverId, 'os-getConsoleOutput', {})
+      const log = await cloud.api.action(serverId, 'os-getConsoleOutput', {})
       return /pcc-guest: ready/.test(log.body?.output ?? '') ? true : undefined
     }, 1000)
   })
-  after(async () => {
-    if (serverId) {
-      await api.call('DELETE', `/servers/${serverId}`).catch(() => undefined)
-      await until('the server deleted', 60_000, async () => ((await api.server(serverId).catch(() => undefined)) === undefined ? true : undefined), 500).catch(() => undefined)
-    }
-    if (agent) await killAgent(agent)
-    if (host) {
-      for (const pid of qemuUnder(host.root)) process.kill(pid, 'SIGKILL')
-      rmSync(host.root, { recursive: true, force: true })
-    }
-    await server?.close()
-  })
+  after(() => cloud?.close())
 
   it('openstack console url show --serial: the guest shell answers what is typed, with its own facts', async () => {
-    const shown = await openstackJson<{ type: string; url: string }>(['console', 'url', 'show', '--serial', 'console-vm'], adminEnv(server))
+    const shown = await openstackJson<{ type: string; url: string }>(['console', 'url', 'show', '--serial', 'console-vm'], adminEnv(cloud.server))
     assert.equal(shown.type, 'serial')
     const client = await openConsoleClient(shown.url, { protocols: ['binary'] })
     try {
@@ -98,11 +54,11 @@ describe('remote consoles of a real guest through an agent host', { skip: realGu
     } finally {
       await client.close()
     }
-    await until('the proxy let go', 10_000, async () => (server.deps.consoles.sessions.openSockets === 0 ? true : undefined))
+    await until('the proxy let go', 10_000, async () => (cloud.server.deps.consoles.sessions.openSockets === 0 ? true : undefined))
   })
 
   it("openstack console url show --novnc: the noVNC page, and Tempest's RFB negotiation with the guest's display", async () => {
-    const shown = await openstackJson<{ type: string; url: string }>(['console', 'url', 'show', '--novnc', 'console-vm'], adminEnv(server))
+    const shown = await openstackJson<{ type: string; url: string }>(['console', 'url', 'show', '--novnc', 'console-vm'], adminEnv(cloud.server))
     assert.equal(shown.type, 'novnc')
     const page = await (await fetch(shown.url)).text()
     assert.ok(/<html.*>/.test(page) && page.includes('</html>') && page.includes('noVNC') && page.includes('<script'), 'the noVNC page')
@@ -120,6 +76,6 @@ describe('remote consoles of a real guest through an agent host', { skip: realGu
     assert.match(bad.statusLine, /^HTTP\/1\.1 401 /)
     assert.equal(await bad.receiveFrame(2000), null, 'nothing for a bad token')
     bad.close()
-    await until('the proxy let go', 10_000, async () => (server.deps.consoles.sessions.openSockets === 0 ? true : undefined))
+    await until('the proxy let go', 10_000, async () => (cloud.server.deps.consoles.sessions.openSockets === 0 ? true : undefined))
   })
 })
