@@ -43,7 +43,8 @@ export function redactUrlQuery(url: string): string {
   return `${url.slice(0, q)}?${params.join('&')}`
 }
 
-function decodeURIComponentSafe(text: string): string {
+/** decodeURIComponent, or the text as it is when it is not valid percent-encoding (input from clients must not throw). */
+export function decodeURIComponentSafe(text: string): string {
   try {
     return decodeURIComponent(text)
   } catch {

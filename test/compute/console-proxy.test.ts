@@ -73,6 +73,11 @@ describe('console websocket proxy', () => {
     await assert.rejects(openConsoleClient(bare), /upgrade refused: 401/)
   })
 
+  it('refuses a token cookie that is not valid percent-encoding as any bad token (401)', async () => {
+    const url = await serialUrl(tb, id)
+    await assert.rejects(openConsoleClient(url.slice(0, url.indexOf('?')), { headers: { cookie: 'token=%E0%A4%A' } }), /upgrade refused: 401/)
+  })
+
   it('joins a relay to a waiting session only with that session\'s secret', async () => {
     // The owner's side of a session whose agent reached another process (test/ha/console-relay.test.ts runs the whole path).
     const session = await tb.server.deps.consoles.sessions.expect('relay-test-host', id)
