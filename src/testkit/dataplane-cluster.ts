@@ -35,6 +35,8 @@ export interface DataplaneClusterOptions {
   physicalInterfaces?: (index: number) => Record<string, string>
   /** agent.json `driver` (default simulated: stand-in guests need no hypervisor). */
   driver?: string
+  /** More agent.json settings (e.g. `qemu`), by host index. */
+  agentConfig?: (index: number) => Record<string, unknown>
   env?: Record<string, string>
 }
 
@@ -105,7 +107,10 @@ export async function startDataplaneCluster(options: DataplaneClusterOptions): P
       chmodSync(scratch.root, 0o755)
       const configFile = join(scratch.root, 'etc/pcc/agent.json')
       const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>
-      writeFileSync(configFile, JSON.stringify({ ...config, driver: options.driver ?? 'simulated', network: { backend: 'linux', physical_interfaces: options.physicalInterfaces?.(i) ?? {} } }))
+      writeFileSync(
+        configFile,
+        JSON.stringify({ ...config, driver: options.driver ?? 'simulated', network: { backend: 'linux', physical_interfaces: options.physicalInterfaces?.(i) ?? {} }, ...options.agentConfig?.(i) }),
+      )
       const { namespace, address } = net.hosts[i]
       const host: DataplaneHost = {
         ...scratch,

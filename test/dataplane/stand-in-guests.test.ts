@@ -55,7 +55,7 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     const [head, values] = snmp.map((l) => l.split(/\s+/))
     return Number(values[head.indexOf('InEchos')])
   }
-  const connects = (guest: StandInGuest, ip: string, port: number) => guest.exec(['sh', '-c', `echo | busybox nc -w 1 ${ip} ${port}`], 3000).then((r) => r.stdout.includes('hi'))
+  const connects = (guest: StandInGuest, ip: string, port: number) => guest.exec(['sh', '-c', `echo | busybox timeout 1 busybox nc ${ip} ${port}`], 3000).then((r) => r.stdout.includes('hi'))
 
   it('two guests on one VXLAN network on different hosts get exactly their addresses by DHCP and reach each other', async () => {
     const network = (await neutron('POST', '/networks', { network: { name: 'tenant' } })).network
