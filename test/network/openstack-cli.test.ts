@@ -10,6 +10,7 @@ import assert from 'node:assert/strict'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
 import { admin, type Json } from './helpers.js'
+import { defaultImageName } from '../../src/server/image/default-image.js'
 
 type Env = Record<string, string>
 
@@ -147,7 +148,7 @@ describe('openstack CLI: a server on a chosen network with a fixed IP and a floa
     await ok('router', 'set', '--external-gateway', 'public', 'edge')
     await ok('router', 'add', 'subnet', 'edge', 'lan-subnet')
 
-    const image = (await json<Json[]>('image', 'list')).find((i) => /cirros/.test(i.Name))
+    const image = (await json<Json[]>('image', 'list')).find((i) => i.Name === defaultImageName())
     assert.ok(image, 'the default image is there')
     // `--wait` prints progress lines before the -f json document.
     const out = await ok('server', 'create', '--image', image.ID, '--flavor', 'm1.tiny', '--nic', `net-id=${lan.id},v4-fixed-ip=10.20.0.15`, '--wait', '-f', 'json', 'web-1')
