@@ -76,7 +76,7 @@ describe('guest networking with real guests on two agent hosts', { skip: missing
       hosts: 2,
       networkHosts: [0],
       driver: 'qemu',
-      agentConfig: () => ({ qemu: { accel: 'tcg' } }),
+      qemu: { accel: 'tcg' },
       physicalInterfaces: (i): Record<string, string> => (i === 0 ? { public: 'ext0' } : {}),
     })
     ext = externalNetwork(c.hosts[0].namespace, 'ext0', `${EXTERNAL_GATEWAY}/24`)
@@ -154,7 +154,8 @@ describe('guest networking with real guests on two agent hosts', { skip: missing
     for (const s of [a, b]) {
       const log = await until(`the address of ${s.id}`, 180_000, async () => {
         const text = await consoleOf(s.id)
-        return /pcc-guest: address eth0 /.test(text) && /pcc-guest: ec2-instance-id /.test(text) ? text : undefined
+        // The values, not the user data's own echo lines (the console shows the script too).
+        return /pcc-guest: address eth0 \d/.test(text) && /pcc-guest: ec2-instance-id i-[0-9a-f]{8}/.test(text) ? text : undefined
       }, 1000)
       assert.match(log, new RegExp(`pcc-guest: address eth0 ${s.ip.replaceAll('.', '\\.')}/24 gateway 10\\.60\\.0\\.1 mtu 1450`))
       assert.match(log, new RegExp(`pcc-guest: metadata-uuid ${s.id}`), 'the guest read its own uuid from 169.254.169.254')
@@ -171,7 +172,7 @@ describe('guest networking with real guests on two agent hosts', { skip: missing
   })
 
   it('opens TCP 8080 on the second guest when a rule allows it, and closes it when the rule goes', async () => {
-    assert.equal(latest(await consoleOf(a.id), 'peer-tcp')?.value, 'closed')
+    await waitFor(a.id, 'peer-tcp', 'closed', 60_000)
     const rule = (await neutron('POST', '/security-group-rules', { security_group_rule: { security_group_id: bGroup, direction: 'ingress', protocol: 'tcp', port_range_min: 8080, port_range_max: 8080 } })).security_group_rule
     await waitFor(a.id, 'peer-tcp', 'open', 30_000)
     await neutron('DELETE', `/security-group-rules/${rule.id}`)
@@ -180,7 +181,9 @@ describe('guest networking with real guests on two agent hosts', { skip: missing
 
   it('drops pings the second guest sends from an address that is not its own, and passes its own', async () => {
     // Nothing pings the first guest yet: its echo counter stands still.
-    const before = Number(latest(await consoleOf(a.id), 'in-echos')!.value)
+    const before = Number(
+      (await until('the first guest counting echo requests', 60_000, async () => latest(await consoleOf(a.id), 'in-echos'), 1000)).value,
+    )
     assert.equal((await c.call('POST', `/compute/v2.1/servers/${b.id}/metadata`, { metadata: { spoof: 'now' } })).status, 200)
     await waitFor(b.id, 'own-pings', 'ok', 60_000)
     // Two rounds later, the first guest has counted the three pings from the second's own address, and no more.
