@@ -20,52 +20,9 @@ import { dataplaneMissing, externalNetwork, startDataplaneCluster, type Dataplan
 import { RemoteLinuxBackend } from '../../src/testkit/network-backend-host.js'
 import { guestImage, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { runIn } from '../../src/testkit/stand-in-guest.js'
+import { EXTERNAL_GATEWAY, latest, probeScript } from './guest-probe.js'
 
 const missing = realGuestsMissing() ?? dataplaneMissing()
-const EXTERNAL_GATEWAY = '203.0.113.1'
-
-/**
- * The probe loop each guest runs, one numbered line per check and round, so the test sees each change: it reads
- * its metadata, listens on TCP 8080, and every round pings the external gateway, tries the peer's 8080 (for 2 s:
- * busybox's `nc -w` does not bound a connect, and `timeout` does not stop it in the guest's standalone shell) and
- * prints how many echo requests reached it (/proc/net/snmp). The first guest also pings the peer every round.
- * The second never does, until server metadata `spoof` appears in its metadata (the test sets it through the
- * compute API): then it sends 3 pings to the peer from an address not its own, and 3 from its own.
- */
-function probeScript(peer: string, role: 'pinger' | 'spoofer'): string {
-  const md = 'http://169.254.169.254/openstack/latest/meta_data.json'
-  return `#!/bin/sh
-wget -q -O /tmp/md ${md} && echo "pcc-guest: metadata-uuid $(grep -o '"uuid": *"[^"]*"' /tmp/md | cut -d'"' -f4)"
-echo "pcc-guest: ec2-instance-id $(wget -q -O - http://169.254.169.254/latest/meta-data/instance-id)"
-nc -ll -p 8080 -e echo hi &
-n=0
-while true; do
-  n=$((n+1))
-${
-  role === 'pinger'
-    ? `  ping -c 1 -W 1 ${peer} >/dev/null 2>&1 && echo "pcc-guest: peer-ping ok $n" || echo "pcc-guest: peer-ping fail $n"`
-    : `  if [ -z "$spoofed" ] && wget -q -O - ${md} | grep -q '"spoof"'; then
-    spoofed=1
-    ip addr add 10.60.0.250/24 dev eth0
-    ping -c 3 -W 1 -I 10.60.0.250 ${peer} >/dev/null 2>&1
-    echo "pcc-guest: spoofed-pings-sent 3 $n"
-    sleep 2
-    ping -c 3 -W 1 ${peer} >/dev/null 2>&1 && echo "pcc-guest: own-pings ok $n" || echo "pcc-guest: own-pings fail $n"
-  fi`
-}
-  ping -c 1 -W 1 ${EXTERNAL_GATEWAY} >/dev/null 2>&1 && echo "pcc-guest: external-ping ok $n" || echo "pcc-guest: external-ping fail $n"
-  rm -f /tmp/nc.out
-  nc ${peer} 8080 </dev/null >/tmp/nc.out 2>/dev/null &
-  p=$!
-  sleep 2
-  kill $p 2>/dev/null
-  grep -q hi /tmp/nc.out && echo "pcc-guest: peer-tcp open $n" || echo "pcc-guest: peer-tcp closed $n"
-  echo "pcc-guest: in-echos $(awk '/^Icmp:/ { if (!c) { for (i = 1; i <= NF; i++) if ($i == "InEchos") c = i } else print $c }' /proc/net/snmp) $n"
-  sleep 1
-done
-`
-}
-
 describe('guest networking with real guests on two agent hosts', { skip: missing }, () => {
   let c: DataplaneCluster
   let ext: { namespace: string; close(): void }
@@ -89,12 +46,6 @@ describe('guest networking with real guests on two agent hosts', { skip: missing
 
   const neutron = (method: string, path: string, body?: unknown) => c.neutron(method, path, body)
   const consoleOf = async (id: string) => ((await c.call('POST', `/compute/v2.1/servers/${id}/action`, { 'os-getConsoleOutput': {} })).body?.output as string | undefined) ?? ''
-  /** The last round's value of a probe line (`pcc-guest: <what> <value> <n>`), with its round. */
-  const latest = (log: string, what: string) => {
-    const all = [...log.matchAll(new RegExp(`pcc-guest: ${what} (\\S+) (\\d+)`, 'g'))]
-    const last = all.at(-1)
-    return last ? { value: last[1], round: Number(last[2]) } : undefined
-  }
   const waitFor = (id: string, what: string, value: string, ms = 120_000) =>
     until(`${what} ${value} in the console of ${id}`, ms, async () => {
       const seen = latest(await consoleOf(id), what)
