@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { dataplaneMissing, externalNetwork } from '../../src/testkit/dataplane-cluster.js'
-import { freePort } from '../../src/testkit/harness.js'
 import { createTestNetwork, type TestNetwork } from '../../src/testkit/netns.js'
 import { RemoteLinuxBackend } from '../../src/testkit/network-backend-host.js'
-import { SERVER_MAIN, spawnServer, type ServerProcess } from '../../src/testkit/process.js'
+import { startAllInOne } from '../../src/testkit/all-in-one.js'
+import type { ServerProcess } from '../../src/testkit/process.js'
 import { qemuProcessesUnder } from '../../src/testkit/qemu-cloud.js'
 import { realGuestsMissing } from '../../src/testkit/qemu.js'
 import { runIn } from '../../src/testkit/stand-in-guest.js'
@@ -38,25 +38,7 @@ describe('all-in-one: real guest networking on one machine', { skip: missing }, 
     if (net.sharedBecause) throw new Error(net.sharedBecause)
     ext = externalNetwork(net.hosts[0].namespace!, 'ext0', `${EXTERNAL_GATEWAY}/24`)
     dataDir = mkdtempSync(join(tmpdir(), 'pcc-all-in-one-net-'))
-    const port = await freePort()
-    url = `http://${net.hosts[0].address}:${port}`
-    server = spawnServer(
-      {
-        PCC_LOCAL_HYPERVISOR: 'qemu', PCC_LOCAL_PHYSICAL_INTERFACES: 'public:ext0', PCC_DATA_DIR: dataDir, PCC_LISTEN: `0.0.0.0:${port}`, PCC_PUBLIC_URL: url,
-        PCC_ADMIN_PASSWORD: PASSWORD, PCC_LOG_LEVEL: 'warn',
-      },
-      [],
-      { command: ['nsenter', `--net=/run/netns/${net.hosts[0].namespace}`, '--', process.execPath, SERVER_MAIN] },
-    )
-    await server.listening(60_000)
-    const auth = await fetch(`${url}/identity/v3/auth/tokens`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ auth: { identity: { methods: ['password'], password: { user: { name: 'admin', domain: { id: 'default' }, password: PASSWORD } } }, scope: { project: { name: 'admin', domain: { id: 'default' } } } } }),
-    })
-    assert.equal(auth.status, 201, await auth.text())
-    token = auth.headers.get('x-subject-token')!
-    api = new ComputeClient(url, token)
+    ;({ server, url, token, api } = await startAllInOne({ host: net.hosts[0], dataDir, password: PASSWORD, env: { PCC_LOCAL_PHYSICAL_INTERFACES: 'public:ext0' } }))
   })
   after(async () => {
     // The agent's data plane goes through its own back end, then the server, its guests and the namespaces.
