@@ -16,6 +16,7 @@ import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { ensureDefaultFlavors } from './compute/flavors.js'
 import { serviceUrls, type AppDeps } from './deps.js'
 import { AuthFlow } from './identity/auth-flow.js'
+import { lockoutPolicy } from './identity/lockout.js'
 import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
 import { NetworkService } from './network/service.js'
@@ -124,10 +125,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await tokens.load()
     tokens.start()
     tokensStarted = tokens
-    const identityAuth = new AuthFlow(store, box, tokens, {
-      lockoutFailureAttempts: config.lockoutFailureAttempts,
-      lockoutDurationMs: config.lockoutDurationSeconds * 1000,
-    })
+    const identityAuth = new AuthFlow(store, box, tokens, lockoutPolicy(config))
     const idp = createIdp(store, box, tokens, config)
     await retryStartupRace(() => idp.clients.ensureBuiltins())
 

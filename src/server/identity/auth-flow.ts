@@ -3,7 +3,8 @@
  * of an auth receipt and of a rescoped token count as satisfied; the user's MFA rules decide between a token
  * and a receipt (401 + Openstack-Auth-Receipt); then the scope is resolved (explicit, application credential,
  * or the default project) and the token issued. Password checks apply Keystone's security_compliance order:
- * locked → wrong password (counted) → disabled → expired.
+ * locked → wrong password (counted) → disabled → expired; a TOTP passcode is counted and locked the same way
+ * (lockout.ts), and the failure count starts again only when the whole login succeeds.
  */
 import { AppError, badRequest } from '../../contracts/errors.js'
 import { hashPassword, needsRehash, verifyPassword } from '../crypto/passwords.js'
@@ -12,6 +13,7 @@ import { base32Decode, totpCode } from '../crypto/totp.js'
 import type { Store } from '../storage/store.js'
 import { tokenRoles, type ResolvedToken } from './principal-resolver.js'
 import type { AppCredRecord, IdentitySnapshot, ScopeRef } from './snapshot.js'
+import { Lockout, type LockoutPolicy } from './lockout.js'
 import { keystoneTime } from './token-body.js'
 import type { TokenPayload } from './token-format.js'
 import type { TokenService } from './token-service.js'
@@ -21,11 +23,10 @@ export const AUTH_METHODS = ['password', 'token', 'totp', 'application_credentia
 /** The one answer for a wrong password, an unknown user, an unknown project…: nothing to tell them apart. */
 export const GENERIC_401 = 'The request you have made requires authentication.'
 const fail = (message = GENERIC_401) => new AppError('unauthorized', message)
+const locked = (userId: string) => fail(`The account is locked for user: ${userId}.`)
 
-export interface SecurityCompliance {
-  lockoutFailureAttempts: number
-  lockoutDurationMs: number
-}
+/** The methods whose secrets the lockout guards: a login using one of them resets the count when it succeeds. */
+const GUARDED_METHODS = ['password', 'totp']
 
 type UserRef = { id?: string; name?: string; domain?: { id?: string; name?: string } }
 
@@ -42,13 +43,18 @@ export type AuthOutcome =
 let dummyHash: Promise<string> | undefined
 
 export class AuthFlow {
+  /** Failed password and TOTP logins (security_compliance lockout), shared with the IdP's login. */
+  readonly lockout: Lockout
+
   constructor(
     private readonly store: Store,
     private readonly box: SecretBox,
     private readonly tokens: TokenService,
-    private readonly compliance: SecurityCompliance,
+    lockout: LockoutPolicy,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.lockout = new Lockout(store.db, lockout, now)
+  }
 
   private get snap(): IdentitySnapshot {
     return this.tokens.snapshot
@@ -68,8 +74,9 @@ export class AuthFlow {
   }
 
   /**
-   * Checks a password for a user given by id or by name (or e-mail) and domain, with lockout, expiry and rehash.
-   * Answers the user id or throws 401. Reusable by other login surfaces (the OIDC password grant).
+   * The password factor of a user given by id or by name (or e-mail) and domain: lockout, the password (a wrong
+   * one counted), enabled, expiry, rehash. Answers the user id or throws 401. A right password does not reset the
+   * failure count: the caller does, once the whole login succeeded (`lockout.loginSucceeded`), as authenticate does.
    */
   async verifyUserPassword(ref: UserRef, password: string): Promise<string> {
     const userId = await this.findUserId(ref, 'password')
@@ -78,7 +85,7 @@ export class AuthFlow {
       ? await db
           .selectFrom('users')
           .innerJoin('domains', 'domains.id', 'users.domain_id')
-          .select(['users.id', 'users.enabled', 'users.options', 'users.password_hash', 'users.password_expires_at', 'users.failed_auth_count', 'users.failed_auth_at', 'domains.enabled as domain_enabled'])
+          .select(['users.id', 'users.enabled', 'users.options', 'users.password_hash', 'users.password_expires_at', 'domains.enabled as domain_enabled'])
           .where('users.id', '=', userId)
           .executeTakeFirst()
       : undefined
@@ -86,32 +93,16 @@ export class AuthFlow {
       await verifyPassword(password, await (dummyHash ??= hashPassword('not a password')))
       throw fail()
     }
+    const hash = user.password_hash
+    const outcome = await this.lockout.tryFactor(user.id, () => verifyPassword(password, hash))
+    if (outcome === 'locked') throw locked(user.id)
+    if (outcome === 'wrong') throw fail()
     const options = parseOptions(user.options)
-    const now = this.now()
-    const { lockoutFailureAttempts: attempts, lockoutDurationMs: duration } = this.compliance
-    const lockable = attempts > 0 && options.ignore_lockout_failure_attempts !== true
-    if (lockable && user.failed_auth_count >= attempts) {
-      if (user.failed_auth_at !== null && Number(user.failed_auth_at) + duration > now) throw fail(`The account is locked for user: ${user.id}.`)
-    }
-    if (!(await verifyPassword(password, user.password_hash))) {
-      // A lock that has run out starts a new count.
-      const expired = user.failed_auth_count >= attempts && attempts > 0
-      await db
-        .updateTable('users')
-        .set((eb) => ({ failed_auth_count: expired ? 1 : eb('failed_auth_count', '+', 1), failed_auth_at: now }))
-        .where('id', '=', user.id)
-        .execute()
-      throw fail()
-    }
     if (!user.enabled || !user.domain_enabled) throw fail(`The account is disabled for user: ${user.id}.`)
-    if (user.password_expires_at !== null && Number(user.password_expires_at) <= now && options.ignore_password_expiry !== true) {
+    if (user.password_expires_at !== null && Number(user.password_expires_at) <= this.now() && options.ignore_password_expiry !== true) {
       throw fail(`The password is expired and needs to be changed for user: ${user.id}.`)
     }
-    if (user.failed_auth_count > 0 || needsRehash(user.password_hash)) {
-      const update: { failed_auth_count: number; failed_auth_at: null; password_hash?: string } = { failed_auth_count: 0, failed_auth_at: null }
-      if (needsRehash(user.password_hash)) update.password_hash = await hashPassword(password)
-      await db.updateTable('users').set(update).where('id', '=', user.id).execute()
-    }
+    if (needsRehash(hash)) await db.updateTable('users').set({ password_hash: await hashPassword(password) }).where('id', '=', user.id).execute()
     return user.id
   }
 
@@ -131,15 +122,24 @@ export class AuthFlow {
     return this.verifyUserPassword({ id: userId ?? '' }, password)
   }
 
+  /** The totp factor: lockout, then the passcode (a wrong one counted like a wrong password), then enabled. */
   private async totp(body: unknown): Promise<string> {
     const ref = (body as { user?: UserRef & { passcode?: unknown } } | undefined)?.user
     const userId = await this.findUserId(ref, 'totp')
     const passcode = ref?.passcode
     if (typeof passcode !== 'string') throw badRequest('totp.user.passcode (a string) is required.')
     if (!userId) throw fail()
+    const outcome = await this.lockout.tryFactor(userId, () => this.passcodeMatches(userId, passcode))
+    if (outcome === 'locked') throw locked(userId)
+    if (outcome === 'wrong') throw fail()
+    await this.requireEnabled(userId)
+    return userId
+  }
+
+  private async passcodeMatches(userId: string, passcode: string): Promise<boolean> {
+    if (!/^\d{6}$/.test(passcode)) return false
     const creds = await this.store.db.selectFrom('credentials').select('blob').where('user_id', '=', userId).where('type', '=', 'totp').execute()
     const now = this.now()
-    let ok = false
     for (const cred of creds) {
       let secret: Buffer
       try {
@@ -148,11 +148,9 @@ export class AuthFlow {
         continue
       }
       // Keystone's window: the current step and one before it, never a future one.
-      for (const offset of [0, -30_000]) if (/^\d{6}$/.test(passcode) && totpCode(secret, now + offset) === passcode) ok = true
+      for (const offset of [0, -30_000]) if (totpCode(secret, now + offset) === passcode) return true
     }
-    if (!ok) throw fail()
-    await this.requireEnabled(userId)
-    return userId
+    return false
   }
 
   private async requireEnabled(userId: string): Promise<void> {
@@ -263,6 +261,10 @@ export class AuthFlow {
         }
       }
     }
+
+    // A whole login: only now does the failure count start again (a right password alone, for a user whose rules
+    // need a TOTP code as well, leaves it as it is).
+    if (methods.some((m) => GUARDED_METHODS.includes(m)) && (await this.lockout.loginSucceeded(userId)) === 'locked') throw locked(userId)
 
     const decide = () => {
       const u = this.snap.users.get(userId) ?? user
