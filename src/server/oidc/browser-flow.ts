@@ -159,10 +159,19 @@ export class BrowserFlow {
   async submitTotp(req: string, browser: string | undefined, code: string): Promise<View> {
     const request = await this.deps.requests.get(req, browser)
     if (!request || request.stage !== 'totp' || !request.userId) return expired()
-    const ok = /^\d{6}$/.test(code) && (await checkSecondFactor(this.deps.login, request.userId, code))
-    if (!ok) {
+    let error: string | undefined
+    try {
+      // Every code tried counts with identity's lockout (an empty field is no try), so that starting a new login
+      // after this one's last attempt gives no new guesses.
+      if (code === '' || !(await checkSecondFactor(this.deps.login, request.userId, code))) error = 'That code is not valid. Enter the current 6-digit code from your authenticator app.'
+    } catch (err) {
+      // A refusal (the account is locked) is shown; anything else is a fault, not a failed attempt.
+      if (!(err instanceof AppError)) throw err
+      error = err.message
+    }
+    if (error) {
       if (!(await this.deps.requests.failed(req))) return this.tooManyFailures()
-      return page(401, { name: 'totp', req, error: 'That code is not valid. Enter the current 6-digit code from your authenticator app.' })
+      return page(401, { name: 'totp', req, error })
     }
     if (!(await this.deps.requests.advance(req, 'totp', 'consent'))) return expired()
     return this.authenticated({ ...request, stage: 'consent' })

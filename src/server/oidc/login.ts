@@ -1,26 +1,21 @@
 /**
  * How the IdP checks a user, for the password grant (one call) and the login page (password, then the TOTP
  * code on a second page): the identity users of the Default domain, found by name or e-mail, checked the way
- * identity checks a password login (the same columns: lockout counters, enabled, password expiry), and a TOTP
- * code for users under multi-factor authentication.
+ * identity checks a password login (enabled, password expiry), and a TOTP code for users under multi-factor
+ * authentication. Both factors go through identity's lockout (identity/lockout.ts): a wrong password or code is a
+ * failed login, a locked account is refused, and the count starts again only when the whole login succeeded.
  */
 import { AppError } from '../../contracts/errors.js'
 import type { Authenticator } from '../auth/principal.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import { verifyPassword } from '../crypto/passwords.js'
+import { Lockout, type LockoutPolicy } from '../identity/lockout.js'
 import type { Db } from '../storage/store.js'
 import { verifyUserTotp } from './totp-credentials.js'
 
 export const DEFAULT_DOMAIN_ID = 'default'
 /** Platform9's convention: this username (or an empty one) means the password field carries an identity token. */
 export const TOKEN_USERNAME = '_TOKEN_'
-
-export interface LockoutPolicy {
-  /** Failed password logins before the account locks; undefined = never (Keystone's default). */
-  attempts?: number
-  /** How long a lock lasts; undefined = until an admin resets it. */
-  durationMs?: number
-}
 
 export interface LoginRequest {
   username: string
@@ -38,11 +33,12 @@ export interface LoginDeps {
 }
 
 export const invalidCredentials = () => new AppError('bad_request', 'Invalid username or password.', { type: 'invalid_grant' })
+const accountLocked = () => new AppError('bad_request', 'The account is locked after too many failed logins.', { type: 'invalid_grant' })
+const lockoutOf = (deps: LoginDeps) => new Lockout(deps.db, deps.lockout, deps.now)
 
 interface UserOptions {
   multi_factor_auth_enabled?: boolean
   multi_factor_auth_rules?: string[][]
-  ignore_lockout_failure_attempts?: boolean
   ignore_password_expiry?: boolean
 }
 
@@ -89,9 +85,11 @@ export async function checkLogin(deps: LoginDeps, request: LoginRequest): Promis
     password = password.slice(0, -6)
   }
   await passwordStep(deps, user, options, password)
-  if (!(await secondFactorStep(deps, user.id, options, code))) {
-    throw new AppError('bad_request', code ? 'Invalid username, password or TOTP code.' : 'Invalid Credentials: a TOTP code is required (totp field, or appended to the password).', { type: 'invalid_grant' })
+  if (!mfaSatisfied(options, ['password'])) {
+    if (!code) throw new AppError('bad_request', 'Invalid Credentials: a TOTP code is required (totp field, or appended to the password).', { type: 'invalid_grant' })
+    if (!(await secondFactorStep(deps, user.id, options, code))) throw new AppError('bad_request', 'Invalid username, password or TOTP code.', { type: 'invalid_grant' })
   }
+  await loginSucceeded(deps, user.id)
   return user.id
 }
 
@@ -104,47 +102,49 @@ export async function checkPassword(deps: LoginDeps, username: string, password:
   if (!user || !user.password_hash) throw invalidCredentials()
   const options = parseOptions(user.options)
   await passwordStep(deps, user, options, password)
-  return { userId: user.id, needsTotp: !mfaSatisfied(options, ['password']) }
+  const needsTotp = !mfaSatisfied(options, ['password'])
+  if (!needsTotp) await loginSucceeded(deps, user.id)
+  return { userId: user.id, needsTotp }
 }
 
-/** The login page's second step: true when the code satisfies the user's MFA settings. */
+/**
+ * The login page's second step: true when the code satisfies the user's MFA settings, false for a wrong code
+ * (counted as a failed login); throws 400 invalid_grant when the account is locked.
+ */
 export async function checkSecondFactor(deps: LoginDeps, userId: string, code: string): Promise<boolean> {
   const user = await deps.db.selectFrom('users').select(['options']).where('id', '=', userId).executeTakeFirst()
-  return user !== undefined && (await secondFactorStep(deps, userId, parseOptions(user.options), code))
+  if (!user || !(await secondFactorStep(deps, userId, parseOptions(user.options), code))) return false
+  await loginSucceeded(deps, userId)
+  return true
 }
 
 type FoundUser = NonNullable<Awaited<ReturnType<typeof findUser>>>
 
 /**
- * The password as identity checks it: lockout (identity's counters, shared), the password, then enabled and
- * expiry. A wrong password counts a failure; a right one resets the count, as Keystone's password check does.
+ * The password as identity checks it: lockout, the password (a wrong one counted), then enabled and expiry. A
+ * right password leaves the failure count alone: loginSucceeded resets it once every factor was right.
  */
 async function passwordStep(deps: LoginDeps, user: FoundUser, options: UserOptions, password: string): Promise<void> {
-  const now = deps.now()
-  const { attempts, durationMs } = deps.lockout
-  const lockable = attempts !== undefined && !options.ignore_lockout_failure_attempts
-  const lockExpired = durationMs !== undefined && (user.failed_auth_at ?? 0) + durationMs <= now
-  if (lockable && user.failed_auth_count >= attempts && !lockExpired) {
-    throw new AppError('bad_request', 'The account is locked after too many failed logins.', { type: 'invalid_grant' })
-  }
-  if (!(await verifyPassword(password, user.password_hash!))) {
-    // A lock that expired starts counting again from this failure.
-    const count = lockable && lockExpired && user.failed_auth_count >= attempts ? 1 : user.failed_auth_count + 1
-    await deps.db.updateTable('users').set({ failed_auth_count: count, failed_auth_at: now }).where('id', '=', user.id).execute()
-    throw invalidCredentials()
-  }
+  const hash = user.password_hash!
+  const outcome = await lockoutOf(deps).tryFactor(user.id, () => verifyPassword(password, hash))
+  if (outcome === 'locked') throw accountLocked()
+  if (outcome === 'wrong') throw invalidCredentials()
   if (!user.enabled || !user.domain_enabled) throw new AppError('bad_request', 'The account is disabled.', { type: 'invalid_grant' })
-  if (user.password_expires_at !== null && user.password_expires_at <= now && !options.ignore_password_expiry) {
+  if (user.password_expires_at !== null && user.password_expires_at <= deps.now() && !options.ignore_password_expiry) {
     throw new AppError('bad_request', 'The password is expired and must be changed.', { type: 'invalid_grant' })
   }
-  if (user.failed_auth_count > 0) await deps.db.updateTable('users').set({ failed_auth_count: 0, failed_auth_at: null }).where('id', '=', user.id).execute()
 }
 
-/** Whether password plus this code (if any) satisfies the user's MFA settings. */
-async function secondFactorStep(deps: LoginDeps, userId: string, options: UserOptions, code: string | undefined): Promise<boolean> {
-  const methods = ['password']
-  if (code !== undefined && code !== '' && (await verifyUserTotp(deps.db, deps.box, userId, code, deps.now()))) methods.push('totp')
-  return mfaSatisfied(options, methods)
+/** Whether password plus this code satisfies the user's MFA settings; a wrong code counts as a failed login. */
+async function secondFactorStep(deps: LoginDeps, userId: string, options: UserOptions, code: string): Promise<boolean> {
+  const outcome = await lockoutOf(deps).tryFactor(userId, () => verifyUserTotp(deps.db, deps.box, userId, code, deps.now()))
+  if (outcome === 'locked') throw accountLocked()
+  return mfaSatisfied(options, outcome === 'right' ? ['password', 'totp'] : ['password'])
+}
+
+/** The whole login succeeded: the failure count starts again (or the account was locked by concurrent failures). */
+async function loginSucceeded(deps: LoginDeps, userId: string): Promise<void> {
+  if ((await lockoutOf(deps).loginSucceeded(userId)) === 'locked') throw accountLocked()
 }
 
 /** A user of the Default domain by exact name, else by e-mail (case-insensitive) when exactly one has it. */
@@ -152,7 +152,7 @@ async function findUser(db: Db, username: string) {
   const base = db
     .selectFrom('users')
     .innerJoin('domains', 'domains.id', 'users.domain_id')
-    .select(['users.id', 'users.enabled', 'users.options', 'users.password_hash', 'users.password_expires_at', 'users.failed_auth_count', 'users.failed_auth_at', 'domains.enabled as domain_enabled'])
+    .select(['users.id', 'users.enabled', 'users.options', 'users.password_hash', 'users.password_expires_at', 'domains.enabled as domain_enabled'])
     .where('users.domain_id', '=', DEFAULT_DOMAIN_ID)
   const byName = await base.where('users.name', '=', username).executeTakeFirst()
   if (byName) return byName

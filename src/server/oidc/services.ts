@@ -2,6 +2,7 @@
 import type { Authenticator } from '../auth/principal.js'
 import type { Config } from '../config/settings.js'
 import type { SecretBox } from '../crypto/secret-box.js'
+import { lockoutPolicy } from '../identity/lockout.js'
 import type { Store } from '../storage/store.js'
 import { AccessTokens } from './access-tokens.js'
 import { AuthCodes } from './auth-codes.js'
@@ -9,7 +10,6 @@ import { AuthRequests } from './auth-requests.js'
 import { BrowserFlow } from './browser-flow.js'
 import { IdpClients } from './clients.js'
 import { DeviceRequests } from './device-requests.js'
-import type { LockoutPolicy } from './login.js'
 import { OidcProvider } from './provider.js'
 import { RefreshTokens } from './refresh-tokens.js'
 import { SigningKeys } from './signing-keys.js'
@@ -24,18 +24,6 @@ export interface IdpServices {
   provider: OidcProvider
   /** The pages browsers see: authorization, login, consent, device verification. */
   browser: BrowserFlow
-}
-
-/**
- * Identity owns the lockout settings (Keystone's lockout_failure_attempts / lockout_duration); the IdP applies
- * the same ones when identity's configuration has them, and none otherwise (Keystone's default).
- */
-export function lockoutFrom(config: Config): LockoutPolicy {
-  const c = config as Config & { lockoutFailureAttempts?: number; lockoutDurationSeconds?: number }
-  return {
-    attempts: c.lockoutFailureAttempts || undefined,
-    durationMs: c.lockoutDurationSeconds ? c.lockoutDurationSeconds * 1000 : undefined,
-  }
 }
 
 export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, config: Config, now: () => number = Date.now): IdpServices {
@@ -54,7 +42,8 @@ export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, c
   const codes = new AuthCodes(store, { now })
   const devices = new DeviceRequests(store, { now })
   const requests = new AuthRequests(store, { now })
-  const lockout = lockoutFrom(config)
+  // Identity owns the lockout (its settings and its rules); the IdP's logins go through the same one.
+  const lockout = lockoutPolicy(config)
   // Dead rows are deleted every 10 minutes at most, by whichever process serves a login: no timer to stop.
   let lastPurge = 0
   const housekeeping = () => {
