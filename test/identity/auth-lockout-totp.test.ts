@@ -107,6 +107,22 @@ for (const dialect of DIALECTS) {
       assert.equal(await failures(user.userId), 0)
     })
 
+    it('self-service password change: no way around the lock, and no reset of the wrong codes of an MFA user', async () => {
+      const user = await mfaUser('changes-password')
+      const change = (original: string, password: string) => call(server, 'POST', `/users/${user.userId}/password`, {}, { user: { original_password: original, password } })
+      const [w1, w2, w3] = user.wrong(ATTEMPTS)
+      for (const code of [w1, w2]) assert.equal((await both(user.userId, code)).status, 401)
+      assert.equal((await change(PASSWORD, 'second-password')).status, 204)
+      assert.equal(await failures(user.userId), 2, 'the original password alone is not a whole login for this user')
+      assert.equal((await both(user.userId, w3, 'second-password')).status, 401)
+      assert.equal(await failures(user.userId), ATTEMPTS)
+      const refused = await change('second-password', 'third-password')
+      assert.equal(refused.status, 401)
+      assert.equal(refused.body.error.message, lockedMessage(user.userId), 'the same answer as a locked password login')
+      assert.equal((await both(user.userId, user.right(), 'second-password')).body.error.message, lockedMessage(user.userId), 'the password is unchanged')
+      assert.equal(await failures(user.userId), ATTEMPTS)
+    })
+
     it('counts a wrong code of a user without MFA rules, and leaves its password login as it was', async () => {
       const seed = randomBytes(20)
       const userId = await createUser(server, { name: 'no-rules', password: PASSWORD })

@@ -6,6 +6,8 @@ import { badRequest, conflict, forbidden, notFound } from '../../../contracts/er
 import { hashPassword, verifyPassword } from '../../crypto/passwords.js'
 import type { UserTable } from '../../storage/tables/identity.js'
 import type { Db } from '../../storage/store.js'
+import { mfaRules } from '../auth-flow.js'
+import { Lockout, type LockoutPolicy } from '../lockout.js'
 import { mergeOptions, requireDomainRef } from './domains.repo.js'
 import { extraOf, newIdentityId, parseJson } from './write.js'
 
@@ -122,21 +124,25 @@ async function passwordColumns(password: string | null, now: number): Promise<Pi
 }
 
 /**
- * Self-service change: the original password is the proof. A wrong one is 401 and counts as a failed
- * authentication (the same counter the lockout reads), so this is no way around it.
+ * Self-service change: the original password is the proof, checked under the lockout as a password login is
+ * (identity/lockout.ts): a locked account is refused, a wrong original password (or a disabled user) is 401 and
+ * counts as a failed login, so this is no way around the lockout. The failure count starts again only when the
+ * password alone is a whole login for this user: for a user whose MFA rules also need a TOTP code, changing the
+ * password must not wipe out the count of wrongly guessed codes.
  */
-export async function changePassword(db: Db, id: string, original: string, password: string, now: number): Promise<'changed' | 'denied'> {
+export async function changePassword(db: Db, id: string, original: string, password: string, now: number, lockout: LockoutPolicy): Promise<'changed' | 'denied' | 'locked'> {
   const row = await findUser(db, id)
-  if (row && parseJson<Record<string, unknown>>(row.options, {}).lock_password === true) {
-    throw forbidden(`You are not allowed to change the password of user ${id}: the password is locked.`)
-  }
-  const ok = row?.password_hash ? await verifyPassword(original, row.password_hash) : false
-  if (!row || !ok || !row.enabled) {
-    // Returned, not thrown, so the caller's transaction commits the failure count.
-    if (row) await db.updateTable('users').set({ failed_auth_count: row.failed_auth_count + 1, failed_auth_at: now }).where('id', '=', id).execute()
-    return 'denied'
-  }
-  await db.updateTable('users').set(await passwordColumns(password, now)).where('id', '=', id).execute()
+  if (!row) return 'denied'
+  const options = parseJson<Record<string, unknown>>(row.options, {})
+  if (options.lock_password === true) throw forbidden(`You are not allowed to change the password of user ${id}: the password is locked.`)
+  const hash = row.password_hash
+  // Returned, not thrown, so the caller's transaction commits the failure count.
+  const outcome = await new Lockout(db, lockout, () => now).tryFactor(id, async () => hash !== null && (await verifyPassword(original, hash)) && Boolean(row.enabled))
+  if (outcome !== 'right') return outcome === 'locked' ? 'locked' : 'denied'
+  const { failed_auth_count, failed_auth_at, ...columns } = await passwordColumns(password, now)
+  const rules = mfaRules(options)
+  const wholeLogin = rules.length === 0 || rules.some((rule) => rule.every((method) => method === 'password'))
+  await db.updateTable('users').set(wholeLogin ? { ...columns, failed_auth_count, failed_auth_at } : columns).where('id', '=', id).execute()
   return 'changed'
 }
 

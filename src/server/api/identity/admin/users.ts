@@ -62,8 +62,9 @@ export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     { schema: { body: PasswordChange }, config: { public: true } },
     async (request, reply) => {
       const { password, original_password } = request.body.user
-      const outcome = await ctx.write((tx) => users.changePassword(tx, request.params.id, original_password, password, ctx.now()))
+      const outcome = await ctx.write((tx) => users.changePassword(tx, request.params.id, original_password, password, ctx.now(), ctx.deps.identityAuth.lockout.policy))
       if (outcome === 'denied') throw unauthorized('The request you have made requires authentication.')
+      if (outcome === 'locked') throw unauthorized(`The account is locked for user: ${request.params.id}.`)
       return reply.code(204).send()
     },
   )
