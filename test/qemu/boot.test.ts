@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { until } from '../../src/testkit/compute-api.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
-import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
+import { adminEnv, openstack } from '../../src/testkit/openstack.js'
 import { qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
 
