@@ -38,8 +38,10 @@ export interface QemuCloudOptions {
   /** One network namespace per host (needs root); default false: agents on the machine's own network. */
   namespaces?: boolean
   env?: Record<string, string>
-  /** agent.json `qemu` settings added for every host. */
-  qemu?: Record<string, unknown>
+  /** agent.json `qemu` settings added for every host (or per host, by index). */
+  qemu?: Record<string, unknown> | ((index: number) => Record<string, unknown>)
+  /** Runs on a host's scratch root before its agent starts (a small file system mounted somewhere, say). */
+  prepareRoot?: (root: string, index: number) => void
   /** agent.json `network` settings (default: backend `none`, guests without ports need no data plane). */
   network?: Record<string, unknown>
 }
@@ -94,8 +96,9 @@ export async function startQemuCloud(options: QemuCloudOptions): Promise<QemuClo
       const address = where?.address ?? '127.0.0.1'
       const scratch = scratchHost({
         hostname: `qemu-host-${i}`, controller: url, registrationToken: token, driver: 'qemu', fakeNics: false,
-        qemu: { migration_address: address, shutdown_timeout_seconds: 30, ...options.qemu },
+        qemu: { migration_address: address, shutdown_timeout_seconds: 30, ...(typeof options.qemu === 'function' ? options.qemu(i) : options.qemu) },
       })
+      options.prepareRoot?.(scratch.root, i)
       const configFile = join(scratch.root, 'etc/pcc/agent.json')
       writeFileSync(configFile, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), network: options.network ?? { backend: 'none' } }))
       const host: QemuHost = {
