@@ -101,7 +101,11 @@ export class PccAgent {
     this.loadState()
     this.driver = await createComputeDriver(this.root, this.config, this.facts, (method, path, body) => this.hostStream(method, path, body), (level, msg, fields) => this.log(level, msg, fields))
     this.driver.adopt(this.state.guests)
-    this.network = NetworkAgent.create({ root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), log: (l, m, f) => this.log(l, m, f) }, this.config.network, this.config.driver ?? 'simulated')
+    this.network = NetworkAgent.create(
+      { root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), stream: (m, p) => this.hostStream(m, p), log: (l, m, f) => this.log(l, m, f) },
+      this.config.network,
+      this.config.driver ?? 'simulated',
+    )
     await this.network?.start()
     this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, controller: this.config.controller })
     await this.ensureRegistered()

@@ -55,6 +55,17 @@ for (const way of ways) {
       assert.match(missing.stderr, /No Network found for cli-net/)
     })
 
+    it('network create with provider attributes; the admin sees the segment', async () => {
+      const flat = await json('network', 'create', '--external', '--provider-network-type', 'flat', '--provider-physical-network', 'datacentre', 'cli-flat')
+      assert.deepEqual([flat['provider:network_type'], flat['provider:physical_network'], flat['provider:segmentation_id']], ['flat', 'datacentre', null])
+      const vx = await json('network', 'create', '--provider-network-type', 'vxlan', '--provider-segment', '7777', 'cli-vx')
+      assert.deepEqual([vx['provider:network_type'], vx['provider:segmentation_id'], vx.mtu], ['vxlan', 7777, 1450])
+      const clash = await openstack(['network', 'create', '--provider-network-type', 'vxlan', '--provider-segment', '7777', 'cli-vx2'], env)
+      assert.notEqual(clash.code, 0)
+      assert.match(clash.stderr, /tunnel ID 7777 is in use/)
+      for (const name of ['cli-flat', 'cli-vx']) assert.equal((await openstack(['network', 'delete', name], env)).code, 0)
+    })
+
     it('subnet, port, security group, router and floating IP commands', async () => {
       const ext = await json('network', 'create', '--external', 'public')
       assert.equal(ext['router:external'], true)
