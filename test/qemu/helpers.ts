@@ -1,9 +1,17 @@
 /** What the QEMU end-to-end tests share: waiting on a server's status and on its guest's own console lines. */
+import assert from 'node:assert/strict'
 import type { ComputeClient } from '../../src/testkit/compute-api.js'
 import { until } from '../../src/testkit/compute-api.js'
 import { lastBoot, lastTick } from '../../src/testkit/qemu.js'
 
 export const NANO = '42'
+
+/** A server action that must be answered with `expected`; the reply. */
+export async function acts(api: ComputeClient, id: string, action: string, body: unknown, expected: number) {
+  const r = await api.action(id, action, body)
+  assert.equal(r.status, expected, `${action}: ${JSON.stringify(r.body)}`)
+  return r
+}
 
 /** The guest's console log as the API serves it (os-getConsoleOutput). */
 export async function consoleLog(api: ComputeClient, id: string): Promise<string> {

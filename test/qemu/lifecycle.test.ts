@@ -11,7 +11,7 @@ import { until } from '../../src/testkit/compute-api.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
 import { lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
-import { b64, booted, consoleLog, NANO, rests, runsOn, sees, TICKING_WRITER } from './helpers.js'
+import { acts, b64, booted, consoleLog, NANO, rests, runsOn, sees, TICKING_WRITER } from './helpers.js'
 
 const missing = realGuestsMissing()
 
@@ -26,11 +26,7 @@ describe('lifecycle of a real guest on one host', { skip: missing, timeout: 1_20
   after(async () => {
     await cloud?.close()
   })
-  const act = async (id: string, action: string, body: unknown = null, expected = 202) => {
-    const r = await cloud.api.action(id, action, body)
-    assert.equal(r.status, expected, `${action}: ${JSON.stringify(r.body)}`)
-    return r
-  }
+  const act = (id: string, action: string, body: unknown = null, expected = 202) => acts(cloud.api, id, action, body, expected)
 
   it('boots', async () => {
     ;({ id: vm } = await cloud.api.create({ name: 'life', imageRef: image, flavorRef: NANO, networks: 'none', user_data: b64(TICKING_WRITER) }))

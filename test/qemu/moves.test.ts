@@ -11,7 +11,7 @@ import { until } from '../../src/testkit/compute-api.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
 import { lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { qemuProcessesUnder, startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
-import { b64, booted, consoleLog, NANO, rests, runsOn, sees, TICKING_WRITER } from './helpers.js'
+import { acts, b64, booted, consoleLog, NANO, rests, runsOn, sees, TICKING_WRITER } from './helpers.js'
 
 const missing = realGuestsMissing() ?? (process.getuid?.() !== 0 ? 'not root (each host needs a network namespace)' : undefined)
 
@@ -28,11 +28,7 @@ describe('real guests moving between two hosts', { skip: missing, timeout: 1_500
   after(async () => {
     await cloud?.close()
   })
-  const act = async (id: string, action: string, body: unknown = null, expected = 202) => {
-    const r = await cloud.api.action(id, action, body)
-    assert.equal(r.status, expected, `${action}: ${JSON.stringify(r.body)}`)
-    return r
-  }
+  const act = (id: string, action: string, body: unknown = null, expected = 202) => acts(cloud.api, id, action, body, expected)
   const hostOf = async (id: string) => (await cloud.api.server(id))!['OS-EXT-SRV-ATTR:host'] as string
   const rootOf = (hostname: string) => cloud.hosts.find((h) => h.hostname === hostname)!.root
   const other = (hostname: string) => (hostname === 'qemu-host-0' ? 'qemu-host-1' : 'qemu-host-0')
