@@ -34,6 +34,15 @@ describe('lifecycle of a real guest on one host', { skip: missing, timeout: 1_20
     await booted(cloud.api, vm, 1)
   })
 
+  it('refuses to set the admin password (no guest agent) and leaves the server as it was, with the reason', async () => {
+    const r = await act(vm, 'changePassword', { adminPass: 'n3w-pass-w0rd' })
+    await until('the action finished', 30_000, async () => ((await cloud.api.instanceAction(vm, r.requestId)).events?.[0]?.finish_time ? true : undefined), 250)
+    await rests(cloud.api, vm, 'ACTIVE')
+    const action = await cloud.api.instanceAction(vm, r.requestId)
+    assert.equal(action.message, 'Error')
+    assert.match(JSON.stringify(action.events), /QEMU guest agent/)
+  })
+
   it('stops gracefully (the guest powers itself off) and starts again: a second boot', async () => {
     await act(vm, 'os-stop')
     const off = await rests(cloud.api, vm, 'SHUTOFF')
