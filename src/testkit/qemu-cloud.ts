@@ -40,6 +40,8 @@ export interface QemuCloudOptions {
   env?: Record<string, string>
   /** agent.json `qemu` settings added for every host (or per host, by index). */
   qemu?: Record<string, unknown> | ((index: number) => Record<string, unknown>)
+  /** The agents' heartbeat interval (default 1 s: tests see changes quickly; 5 s is the agent's own default). */
+  heartbeatSeconds?: number
   /** Runs on a host's scratch root before its agent starts (a small file system mounted somewhere, say). */
   prepareRoot?: (root: string, index: number) => void
   /** agent.json `network` settings (default: backend `none`, guests without ports need no data plane). */
@@ -95,7 +97,7 @@ export async function startQemuCloud(options: QemuCloudOptions): Promise<QemuClo
       const where = net?.hosts[i]
       const address = where?.address ?? '127.0.0.1'
       const scratch = scratchHost({
-        hostname: `qemu-host-${i}`, controller: url, registrationToken: token, driver: 'qemu', fakeNics: false,
+        hostname: `qemu-host-${i}`, controller: url, registrationToken: token, driver: 'qemu', fakeNics: false, heartbeatSeconds: options.heartbeatSeconds,
         qemu: { migration_address: address, shutdown_timeout_seconds: 30, ...(typeof options.qemu === 'function' ? options.qemu(i) : options.qemu) },
       })
       options.prepareRoot?.(scratch.root, i)
