@@ -281,7 +281,13 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
   revertResize,
   createImage,
   changePassword: async (run) => {
-    await run.driver().setAdminPassword(run.server.id, String(run.params.adminPass ?? ''))
+    try {
+      await run.driver().setAdminPassword(run.server.id, String(run.params.adminPass ?? ''))
+    } catch (err) {
+      // Nova's InstancePasswordSetFailed: a guest that cannot take a password (no guest agent) keeps its state.
+      if (err instanceof DriverError && err.code < 500) throw new StepFailure(err.message, err.code, err.stack ?? '', run.payload.before.vmState)
+      throw err
+    }
     return {}
   },
   'os-start': async (run) => {

@@ -66,6 +66,8 @@ export interface QemuDriverOptions {
   /** How long a soft reboot waits for the guest to go down before it reboots hard (Nova's wait_soft_reboot_seconds). */
   softRebootTimeoutMs?: number
   consoleLogMaxBytes?: number
+  /** A cached image no guest uses is removed once unused this long (default 24 h; Nova's remove_unused_original_minimum_age_seconds). */
+  imageCacheMaxAgeMs?: number
   /** Empty PCIe root ports on q35 guests for hot-plug. */
   hotplugPorts?: number
   /** Where guests' sockets go (default `<root>/run/pcc`). */
@@ -81,6 +83,8 @@ export interface QemuDriverOptions {
 interface GuestRecord {
   spec: Omit<GuestSpec, 'configDrive'>
   rescued: boolean
+  /** The image under the rescue disk while rescued (kept in the cache as long). */
+  rescueImage?: string
   suspended: boolean
   /** Starts and resets this driver made (GuestInfo.boots). */
   boots: number
@@ -125,6 +129,7 @@ export class QemuDriver implements ComputeDriver {
   private accelerator: AcceleratorChoice | undefined
   private version = { text: 'unknown', number: 0 }
   private readonly locks = new Map<string, Promise<unknown>>()
+  private prunedAt = 0
   /** Last power state seen per guest: what listGuests reports while an operation holds the guest. */
   private readonly lastPower = new Map<string, number>()
 
@@ -181,6 +186,7 @@ export class QemuDriver implements ComputeDriver {
   async listGuests(): Promise<GuestInfo[]> {
     if (!existsSync(this.paths.instances)) return []
     const out: GuestInfo[] = []
+    const images = new Set<string>()
     for (const id of readdirSync(this.paths.instances)) {
       if (id.includes('.')) continue
       const p = this.paths.instance(id)
@@ -188,6 +194,15 @@ export class QemuDriver implements ComputeDriver {
       // A guest under an operation reports what was last seen rather than waiting for the operation.
       const info = this.locks.has(id) ? this.cachedView(id, p) : await this.view(id)
       if (info) out.push(info)
+      const rec = this.record(p)
+      for (const ref of [rec?.spec.image, rec?.spec.kernel, rec?.spec.ramdisk]) if (ref) images.add(ref.id)
+      if (rec?.rescueImage) images.add(rec.rescueImage)
+    }
+    // Listing runs with every heartbeat; the image cache is pruned at most hourly.
+    if (Date.now() - this.prunedAt > 3_600_000) {
+      this.prunedAt = Date.now()
+      const removed = this.images.prune(images, this.options.imageCacheMaxAgeMs ?? 24 * 3_600_000)
+      if (removed.length) this.log('info', 'unused cached images removed', { images: removed })
     }
     return out
   }
@@ -319,7 +334,7 @@ export class QemuDriver implements ComputeDriver {
       await this.stopHard(p)
       rmSync(p.rescueDisk, { force: true })
       await qemuImg.overlay(p.rescueDisk, cached.file, cached.format)
-      this.save(p, { ...rec, rescued: true, suspended: false })
+      this.save(p, { ...rec, rescued: true, rescueImage: from.id, suspended: false })
       rmSync(p.suspendState, { force: true })
       await this.launch(serverId, p)
     })
@@ -331,7 +346,7 @@ export class QemuDriver implements ComputeDriver {
       if (!rec.rescued) return
       await this.stopHard(p)
       rmSync(p.rescueDisk, { force: true })
-      this.save(p, { ...rec, rescued: false })
+      this.save(p, { ...rec, rescued: false, rescueImage: undefined })
       await this.launch(serverId, p)
     })
   }
@@ -342,7 +357,7 @@ export class QemuDriver implements ComputeDriver {
       const rec = this.require(spec.serverId, p)
       await this.stopHard(p)
       for (const f of [p.disk, p.ephemeral, p.configDrive, p.rescueDisk, p.suspendState]) rmSync(f, { force: true })
-      this.save(p, { ...rec, rescued: false, suspended: false })
+      this.save(p, { ...rec, rescued: false, rescueImage: undefined, suspended: false })
       await this.create(spec, p)
       await this.launch(spec.serverId, p)
     })
