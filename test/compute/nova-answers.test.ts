@@ -1,6 +1,7 @@
 /**
- * Compute answers Tempest's interop tests hold pcc to, each checked here without Tempest: the image proxy
- * (`/images`, 2.1–2.35), generated x509 key pairs, and accessIPv6 in Nova's canonical form.
+ * Compute answers Tempest's tests hold pcc to, each checked here without Tempest: the image proxy (`/images`,
+ * 2.1–2.35), generated x509 key pairs, accessIPv6 in Nova's canonical form, flavors with numeric ids, os-resetState,
+ * hypervisor search, the legacy network quota keys, migrations to unknown hosts and the usage route without a project.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -122,5 +123,53 @@ describe('compute answers as Nova gives them', () => {
     const rebuilt = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { rebuild: { imageRef: IMAGE, accessIPv6: 'FE80:0000::0001' } })
     assert.equal(rebuilt.status, 202, JSON.stringify(rebuilt.body))
     assert.equal(await show(), 'fe80::1')
+  })
+
+  it('creates a flavor whose id is a JSON number, keeping its text', async () => {
+    const res = await call(tb, tb.admin, 'POST', '/flavors', { flavor: { name: 'numeric', id: 871434024, ram: 64, vcpus: 1, disk: 1 } })
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    assert.equal(res.body.flavor.id, '871434024')
+    assert.equal((await call(tb, tb.admin, 'GET', '/flavors/871434024')).body.flavor.name, 'numeric')
+    assert.equal((await call(tb, tb.admin, 'POST', '/flavors', { flavor: { name: 'fraction', id: 1.5, ram: 64, vcpus: 1, disk: 1 } })).status, 400)
+  })
+
+  it('lets admins reset a server\'s state (os-resetState), and nobody else', async () => {
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('reset'), '2.37')).body.server.id
+    await setState(tb, id, { ...ACTIVE, task_state: 'rebooting' })
+    assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { 'os-resetState': { state: 'error' } })).status, 403)
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { 'os-resetState': { state: 'paused' } })).status, 400)
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { 'os-resetState': { state: 'error' } })).status, 202)
+    const server = (await call(tb, tb.admin, 'GET', `/servers/${id}`)).body.server
+    assert.deepEqual([server.status, server['OS-EXT-STS:task_state']], ['ERROR', null])
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { 'os-resetState': { state: 'active' } })).status, 202)
+    assert.equal((await call(tb, tb.admin, 'GET', `/servers/${id}`)).body.server.status, 'ACTIVE')
+  })
+
+  it('refuses a migration to a host that does not exist before accepting it, leaving the server as it was', async () => {
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('stay'), '2.37')).body.server.id
+    await setState(tb, id, ACTIVE)
+    const live = await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { 'os-migrateLive': { host: 'nowhere', block_migration: false, disk_over_commit: false } })
+    assert.equal(live.status, 400, JSON.stringify(live.body))
+    assert.match(live.body.badRequest.message, /nowhere/)
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { migrate: { host: 'nowhere' } }, '2.56')).status, 400)
+    const server = (await call(tb, tb.admin, 'GET', `/servers/${id}`)).body.server
+    assert.deepEqual([server.status, server['OS-EXT-STS:task_state']], ['ACTIVE', null])
+  })
+
+  it('serves the pre-2.53 hypervisor search, and takes the legacy network quota keys below 2.36', async () => {
+    assert.equal((await call(tb, tb.admin, 'GET', '/os-hypervisors/no-such-host/search')).status, 404)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-hypervisors/x/search')).status, 403)
+    assert.equal((await call(tb, tb.admin, 'GET', '/os-hypervisors/x/search', undefined, '2.53')).status, 404)
+    const legacy = { fixed_ips: 10, floating_ips: 20, security_groups: 20, security_group_rules: 20, cores: 30 }
+    const updated = await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: legacy })
+    assert.equal(updated.status, 200, JSON.stringify(updated.body))
+    assert.equal(updated.body.quota_set.cores, 30)
+    assert.equal(updated.body.quota_set.fixed_ips, -1, 'network quotas belong to the network service')
+    assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: legacy }, '2.36')).status, 400)
+  })
+
+  it('answers 404 for the usage of an empty project id', async () => {
+    const res = await call(tb, tb.admin, 'GET', '/os-simple-tenant-usage/?start=2020-01-01T00:00:00&end=2020-01-02T00:00:00')
+    assert.equal(res.status, 404)
   })
 })
