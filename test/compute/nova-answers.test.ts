@@ -172,4 +172,16 @@ describe('compute answers as Nova gives them', () => {
     const res = await call(tb, tb.admin, 'GET', '/os-simple-tenant-usage/?start=2020-01-01T00:00:00&end=2020-01-02T00:00:00')
     assert.equal(res.status, 404)
   })
+
+  it('shows and clears the password a guest posted (os-server-password)', async () => {
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('pw'), '2.37')).body.server.id
+    assert.deepEqual((await call(tb, tb.member, 'GET', `/servers/${id}/os-server-password`)).body, { password: '' })
+    const posted = 'x'.repeat(255) + 'tail'
+    await tb.server.deps.store.db.insertInto('server_system_metadata').values([{ server_id: id, key: 'password_0', value: posted.slice(0, 255) }, { server_id: id, key: 'password_1', value: posted.slice(255) }]).execute()
+    assert.deepEqual((await call(tb, tb.member, 'GET', `/servers/${id}/os-server-password`)).body, { password: posted })
+    assert.equal((await call(tb, tb.other, 'DELETE', `/servers/${id}/os-server-password`)).status, 404)
+    assert.equal((await call(tb, tb.reader, 'DELETE', `/servers/${id}/os-server-password`)).status, 403)
+    assert.equal((await call(tb, tb.member, 'DELETE', `/servers/${id}/os-server-password`)).status, 204)
+    assert.deepEqual((await call(tb, tb.member, 'GET', `/servers/${id}/os-server-password`)).body, { password: '' })
+  })
 })
