@@ -1,7 +1,8 @@
 /**
  * Compute answers Tempest's tests hold pcc to, each checked here without Tempest: the image proxy (`/images`,
  * 2.1–2.35), generated x509 key pairs, accessIPv6 in Nova's canonical form, flavors with numeric ids, os-resetState,
- * hypervisor search, the legacy network quota keys, migrations to unknown hosts and the usage route without a project.
+ * hypervisor search, the legacy network quota keys, migrations to unknown hosts, the usage route without a project,
+ * os-server-password and the block storage proxies (`/os-volumes`, `/os-snapshots`).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -183,5 +184,30 @@ describe('compute answers as Nova gives them', () => {
     assert.equal((await call(tb, tb.reader, 'DELETE', `/servers/${id}/os-server-password`)).status, 403)
     assert.equal((await call(tb, tb.member, 'DELETE', `/servers/${id}/os-server-password`)).status, 204)
     assert.deepEqual((await call(tb, tb.member, 'GET', `/servers/${id}/os-server-password`)).body, { password: '' })
+  })
+
+  it('proxies volumes and snapshots in Nova\'s shape below 2.36', async () => {
+    const db = tb.server.deps.store.db
+    const created = await call(tb, tb.member, 'POST', '/os-volumes', { volume: { size: 1, display_name: 'proxied', metadata: { a: '1' } } })
+    assert.equal(created.status, 200, JSON.stringify(created.body))
+    const v = created.body.volume
+    assert.deepEqual(Object.keys(v).sort(), ['attachments', 'availabilityZone', 'createdAt', 'displayDescription', 'displayName', 'id', 'metadata', 'size', 'snapshotId', 'status', 'volumeType'])
+    assert.deepEqual([v.displayName, v.size, v.volumeType, v.attachments], ['proxied', 1, '__DEFAULT__', [{}]])
+    await db.updateTable('volumes').set({ status: 'available' }).where('id', '=', v.id).execute()
+    assert.equal((await call(tb, tb.member, 'GET', `/os-volumes/${v.id}`)).body.volume.status, 'available')
+    assert.ok((await call(tb, tb.member, 'GET', '/os-volumes/detail')).body.volumes.some((x: { id: string }) => x.id === v.id))
+    assert.equal((await call(tb, tb.member, 'GET', '/os-volumes?limit=1&offset=0')).body.volumes.length, 1)
+    assert.equal((await call(tb, tb.other, 'GET', `/os-volumes/${v.id}`)).status, 404)
+    for (const size of ['#$%', '', 0]) assert.equal((await call(tb, tb.member, 'POST', '/os-volumes', { volume: { size } })).status, 400, `size ${JSON.stringify(size)}`)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-volumes/')).status, 404)
+
+    const snap = await call(tb, tb.member, 'POST', '/os-snapshots', { snapshot: { volume_id: v.id, display_name: 'snap' } })
+    assert.equal(snap.status, 200, JSON.stringify(snap.body))
+    assert.deepEqual(Object.keys(snap.body.snapshot).sort(), ['createdAt', 'displayDescription', 'displayName', 'id', 'size', 'status', 'volumeId'])
+    await db.updateTable('volume_snapshots').set({ status: 'available' }).where('id', '=', snap.body.snapshot.id).execute()
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-snapshots/${snap.body.snapshot.id}`)).status, 202)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-volumes', undefined, '2.36')).status, 404)
+    await db.deleteFrom('volume_snapshots').where('volume_id', '=', v.id).execute()
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-volumes/${v.id}`)).status, 202)
   })
 })
