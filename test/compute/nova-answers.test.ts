@@ -2,7 +2,8 @@
  * Compute answers Tempest's tests hold pcc to, each checked here without Tempest: the image proxy (`/images`,
  * 2.1–2.35), generated x509 key pairs, accessIPv6 in Nova's canonical form, flavors with numeric ids, os-resetState,
  * hypervisor search, the legacy network quota keys, migrations to unknown hosts, the usage route without a project,
- * os-server-password and the block storage proxies (`/os-volumes`, `/os-snapshots`).
+ * os-server-password and the block storage and network proxies (`/os-volumes`, `/os-snapshots`, `/os-networks`,
+ * `/os-tenant-networks`).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -209,5 +210,24 @@ describe('compute answers as Nova gives them', () => {
     assert.equal((await call(tb, tb.member, 'GET', '/os-volumes', undefined, '2.36')).status, 404)
     await db.deleteFrom('volume_snapshots').where('volume_id', '=', v.id).execute()
     assert.equal((await call(tb, tb.member, 'DELETE', `/os-volumes/${v.id}`)).status, 202)
+  })
+
+  it('proxies the caller\'s networks in nova-network\'s shape below 2.36', async () => {
+    const neutron = async (path: string, body: unknown) => {
+      const res = await fetch(`${tb.server.url}/network/v2.0/${path}`, { method: 'POST', headers: { 'x-auth-token': tb.member.token, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      assert.equal(res.status, 201)
+      return (await res.json()) as Record<string, { id: string }>
+    }
+    const net = (await neutron('networks', { network: { name: 'proxied-net' } })).network
+    await neutron('subnets', { subnet: { network_id: net.id, cidr: '10.77.0.0/24', ip_version: 4, dns_nameservers: ['10.77.0.53'] } })
+    const tenant = (await call(tb, tb.member, 'GET', `/os-tenant-networks/${net.id}`)).body.network
+    assert.deepEqual(tenant, { id: net.id, cidr: '10.77.0.0/24', label: 'proxied-net' })
+    assert.ok((await call(tb, tb.member, 'GET', '/os-tenant-networks')).body.networks.some((n: { id: string }) => n.id === net.id))
+    const dict = (await call(tb, tb.member, 'GET', `/os-networks/${net.id}`)).body.network
+    assert.deepEqual([dict.label, dict.cidr, dict.netmask, dict.gateway, dict.dns1], ['proxied-net', '10.77.0.0/24', '255.255.255.0', '10.77.0.1', '10.77.0.53'])
+    assert.equal('project_id' in dict, false, 'nova-network\'s admin fields are for admins')
+    assert.equal((await call(tb, tb.admin, 'GET', `/os-networks/${net.id}`)).body.network.project_id, tb.member.projectId)
+    assert.equal((await call(tb, tb.other, 'GET', `/os-tenant-networks/${net.id}`)).status, 404)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-networks', undefined, '2.36')).status, 404)
   })
 })

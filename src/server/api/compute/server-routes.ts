@@ -19,6 +19,7 @@ import { volumeAttachmentRoutes } from './volume-attachments.js'
 import { remoteConsoleRoutes } from './remote-consoles.js'
 import { imageProxyRoutes } from './images.js'
 import { volumeProxyRoutes } from './volumes-proxy.js'
+import { networkProxyRoutes } from './networks-proxy.js'
 
 export function serverRoutes(deps: AppDeps) {
   const withImages = { ...deps, imageLookup: imageServiceLookup(deps.images) }
@@ -37,5 +38,6 @@ export function serverRoutes(deps: AppDeps) {
     await remoteConsoleRoutes(deps)(scope)
     await imageProxyRoutes(deps)(scope)
     await volumeProxyRoutes(deps)(scope)
+    await networkProxyRoutes(deps)(scope)
   }
 }
