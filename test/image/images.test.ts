@@ -236,11 +236,11 @@ for (const dialect of DIALECTS) {
       assert.equal(await server.deps.blobs.exists(`images/${img.id}`), false)
     })
 
-    it('deactivates and reactivates (admin only); deactivated data is for admins', async () => {
+    it('deactivates and reactivates (the owner\'s members and admins); deactivated data is for admins', async () => {
       const img = (await call(server, alice, 'POST', '/image/v2/images', { name: 'deact', disk_format: 'raw', container_format: 'bare' })).body
       await upload(server, alice, img.id, Buffer.from('0123456789'))
-      assert.equal((await call(server, alice, 'POST', `/image/v2/images/${img.id}/actions/deactivate`)).status, 403)
-      assert.equal((await call(server, admin, 'POST', `/image/v2/images/${img.id}/actions/deactivate`)).status, 204)
+      assert.equal((await call(server, bob, 'POST', `/image/v2/images/${img.id}/actions/deactivate`)).status, 404, 'another project cannot see it')
+      assert.equal((await call(server, alice, 'POST', `/image/v2/images/${img.id}/actions/deactivate`)).status, 204)
       assert.equal((await call(server, alice, 'GET', `/image/v2/images/${img.id}`)).body.status, 'deactivated')
       assert.equal((await fetch(`${server.url}/image/v2/images/${img.id}/file`, { headers: { 'x-auth-token': alice.token } })).status, 403)
       assert.equal((await fetch(`${server.url}/image/v2/images/${img.id}/file`, { headers: { 'x-auth-token': admin.token } })).status, 200)

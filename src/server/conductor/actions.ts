@@ -70,8 +70,8 @@ export class ActionRun {
   }
 
   /** Moves to the next task state; stops the run if the server left the action's states. */
-  async step(taskState: string, progress?: number): Promise<void> {
-    const ok = await moveServer(this.ctx.store.db, this.server.id, { taskStates: this.chain }, { task_state: taskState, ...(progress !== undefined && { progress }) })
+  async step(taskState: string): Promise<void> {
+    const ok = await moveServer(this.ctx.store.db, this.server.id, { taskStates: this.chain }, { task_state: taskState })
     if (!ok) throw new Abandoned()
     this.server = (await loadServer(this.ctx.store.db, this.server.id))!
     if (this.server.host_id) await this.ctx.drivers.get(this.server.host_id)?.beginStep(this.server.id, taskState)
@@ -145,17 +145,17 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
     vmStateOnFailure: before,
     extra: { old_flavor: JSON.stringify(current), new_flavor: JSON.stringify(target) },
   })
-  await run.step('resize_migrating', 25)
+  await run.step('resize_migrating')
   // A repeated run may find the guest already gone from the source (the first run got past the copy).
   const onSource = dest === run.server.host_id || (await run.driver().info(run.server.id)) !== undefined
   if (onSource) await run.driver().migrateDiskAndPowerOff(run.server.id, target, dest === run.server.host_id)
-  await run.step('resize_migrated', 50)
-  await run.step('resize_finish', 75)
+  await run.step('resize_migrated')
+  await run.step('resize_finish')
   const destName = await run.hostname(dest)
   // The source keeps its copy of the guest until the resize is confirmed (a revert starts it there again).
   await run.driver(dest).finishMigration(await run.spec(dest, { flavor: target }), powerOf(run.payload.before) === 'on')
   await run.ctx.storage?.transfers?.removeTransfers(run.server.id)
-  return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 100 }
+  return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 0 }
 }
 
 async function confirmResize(run: ActionRun): Promise<Outcome> {
@@ -196,11 +196,10 @@ async function moveClaim(run: ActionRun, dest: string): Promise<Outcome> {
 
 async function evacuate(run: ActionRun): Promise<Outcome> {
   const dest = await run.claimDestination({ flavor: JSON.parse(run.server.flavor) as FlavorSnapshot, sameHostAllowed: false, forcedHost: (run.params.host as string | undefined) ?? null, vmStateOnFailure: 'error' })
-  await run.step('rebuild_block_device_mapping', 33)
-  await run.step('rebuild_spawning', 66)
+  await run.step('rebuild_block_device_mapping')
+  await run.step('rebuild_spawning')
   await run.driver(dest).evacuateTo(await run.spec(dest, { adminPass: run.params.adminPass as string | undefined }), powerOf(run.payload.before) === 'on')
-  // Finished as a rebuild finishes: 100 %, not the 66 % of its last step.
-  return { ...(await moveClaim(run, dest)), launched_at: Date.now(), progress: 100 }
+  return { ...(await moveClaim(run, dest)), launched_at: Date.now(), progress: 0 }
 }
 
 async function liveMigrate(run: ActionRun): Promise<Outcome> {
@@ -244,11 +243,10 @@ async function unshelve(run: ActionRun): Promise<Outcome> {
     run.server = (await loadServer(run.ctx.store.db, run.server.id))!
   }
   const imageId = await unshelveImage(run)
-  await run.step('spawning', 50)
+  await run.step('spawning')
   await run.driver().spawn({ ...(await run.spec(run.server.host_id, { imageId })), volumes: await unshelveVolumes(run) })
   await finishUnshelve(run)
-  // Spawned as a build spawns: 100 %, not the 50 % of its last step.
-  return { progress: 100 }
+  return { progress: 0 }
 }
 
 type Impl = (run: ActionRun) => Promise<Outcome>
@@ -268,12 +266,12 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
   },
   rebuild: async (run) => {
     const imageId = typeof run.params.imageRef === 'string' ? run.params.imageRef.split('/').pop()! : run.server.image_id
-    await run.step('rebuild_block_device_mapping', 33)
-    await run.step('rebuild_spawning', 66)
+    await run.step('rebuild_block_device_mapping')
+    await run.step('rebuild_spawning')
     await run.driver().rebuild(await run.spec(run.server.host_id, { imageId, adminPass: run.params.adminPass as string | undefined }))
     if (powerOf(run.payload.before) === 'off') await run.driver().powerOff(run.server.id)
     // A volume-backed server's new image goes to its root volume; the server itself shows none.
-    return { ...(!run.params.volumeBacked && { image_id: imageId }), launched_at: Date.now(), progress: 100 }
+    return { ...(!run.params.volumeBacked && { image_id: imageId }), launched_at: Date.now(), progress: 0 }
   },
   resize: (run) => migrateCold(run, true),
   migrate: (run) => migrateCold(run, false),

@@ -52,6 +52,9 @@ export interface SnapshotImageRequest {
   visibility?: 'private' | 'shared'
 }
 
+/** Read-only attributes an admin may still change with a patch (Glance lets admins move an image to another owner). */
+const ADMIN_WRITABLE: ReadonlySet<string> = new Set(['owner'])
+
 export class ImageService {
   private readonly now: () => number
 
@@ -208,10 +211,13 @@ export class ImageService {
           min_disk: image.minDisk,
           min_ram: image.minRam,
           tags: image.tags,
+          owner: image.owner,
         },
         properties: { ...image.properties },
       }
-      applyPatch(draft, operations)
+      applyPatch(draft, operations, viewer.isAdmin ? ADMIN_WRITABLE : undefined)
+      const owner = draft.core.owner
+      if (owner !== image.owner && (typeof owner !== 'string' || owner === '' || owner.length > 255)) throw badRequest("Invalid value for 'owner': expected a project id.")
       const core = validateCore(draft.core)
       const properties = validateProperties(draft.properties)
       if (core.visibility === 'public' && image.visibility !== 'public') authorize(imagePolicy, 'publicize_image', principal)
@@ -232,6 +238,7 @@ export class ImageService {
           container_format: core.container_format ?? null,
           min_disk: core.min_disk!,
           min_ram: core.min_ram!,
+          owner: owner as string | null,
           properties: JSON.stringify(properties),
           updated_at: this.now(),
         })
@@ -261,9 +268,9 @@ export class ImageService {
   }
 
   async setStatusAction(principal: Principal, id: string, action: 'deactivate' | 'reactivate'): Promise<void> {
-    authorize(imagePolicy, action, principal)
     await this.store.db.transaction().execute(async (tx) => {
       const image = await this.find(viewerOf(principal), id, tx)
+      authorize(imagePolicy, action, principal, { projectId: image.owner ?? undefined })
       const [from, to] = action === 'deactivate' ? ['active', 'deactivated'] : ['deactivated', 'active']
       if (image.status === to) return
       if (image.status !== from) throw badRequest(`Not allowed to ${action} an image in status '${image.status}'.`)

@@ -29,6 +29,7 @@ import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type Volume
 import { checkQuota } from './quotas.js'
 import { hydrate, loadVolume, resolveType } from './repo.js'
 import { simulatedVolumeData, UPLOAD_FORMATS, type UploadFormat } from './simulated-data.js'
+import { page, type SortKeys } from './listing.js'
 
 export const VOLUME_TASKS = {
   create: 'volume.create',
@@ -101,19 +102,16 @@ function inheritedImageProperties(volume: VolumeRecord): Record<string, string> 
 
 const GIB = 1024 ** 3
 const DELETABLE = new Set(['available', 'error', 'error_restoring', 'error_extending', 'error_managing'])
-const SORT_KEYS: Record<string, (v: VolumeRecord) => string | number | null> = {
+const SORT_KEYS: SortKeys<VolumeRecord> = {
   created_at: (v) => v.createdAt,
   updated_at: (v) => v.updatedAt,
   id: (v) => v.id,
   name: (v) => v.name,
+  display_name: (v) => v.name,
   status: (v) => v.status,
   size: (v) => v.size,
   availability_zone: (v) => v.availabilityZone,
   bootable: (v) => Number(v.bootable),
-}
-
-export function sortKeys(): string[] {
-  return Object.keys(SORT_KEYS)
 }
 
 export class VolumeService {
@@ -167,27 +165,7 @@ export class VolumeService {
       const wanted = Object.entries(query.metadata)
       volumes = volumes.filter((v) => wanted.every(([k, val]) => v.metadata[k] === val))
     }
-    const specs = [...query.sort]
-    for (const s of specs) if (!(s.key in SORT_KEYS)) throw badRequest(`Invalid sort key '${s.key}': expected one of ${sortKeys().join(', ')}.`)
-    if (!specs.some((s) => s.key === 'id')) specs.push({ key: 'id', dir: specs[0]?.dir ?? 'desc' })
-    volumes.sort((a, b) => {
-      for (const s of specs) {
-        const va = SORT_KEYS[s.key](a)
-        const vb = SORT_KEYS[s.key](b)
-        if (va === vb) continue
-        const order = va === null ? -1 : vb === null ? 1 : va < vb ? -1 : 1
-        return s.dir === 'asc' ? order : -order
-      }
-      return 0
-    })
-    let start = query.offset ?? 0
-    if (query.marker !== undefined) {
-      const at = volumes.findIndex((v) => v.id === query.marker)
-      if (at < 0) throw badRequest(`Invalid marker: volume ${query.marker} could not be found.`)
-      start = at + 1
-    }
-    const end = query.limit === undefined ? volumes.length : start + query.limit
-    return { volumes: volumes.slice(start, end) }
+    return { volumes: page(volumes, query, SORT_KEYS, 'volume') }
   }
 
   async create(principal: Principal, input: CreateVolumeInput): Promise<VolumeRecord> {
@@ -432,6 +410,24 @@ export class VolumeService {
     })
     this.wake()
     return result
+  }
+
+  /**
+   * os-reserve / os-unreserve: marks an available volume `attaching` (nothing attached yet), and back. Only a
+   * reservation without an attachment in progress can be undone.
+   */
+  async reserve(principal: Principal, id: string, reserve: boolean): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      const [from, to] = reserve ? ['available', 'attaching'] : ['attaching', 'available']
+      if (volume.status !== from || (!reserve && volume.attachments.length > 0)) {
+        throw badRequest(`Invalid volume: Volume ${id} status must be ${from}${reserve ? '' : ' without attachments'} to ${reserve ? 'reserve' : 'unreserve'}, but current status is: ${volume.status}.`)
+      }
+      const moved = await tx.updateTable('volumes').set({ status: to, updated_at: this.now() }).where('id', '=', id).where('status', '=', from).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
+    })
   }
 
   /** Admins delete a volume whatever its status, attachments included (os-force_delete). */

@@ -134,7 +134,11 @@ export function snapshotDetail(s: SnapshotRecord, ctx: ViewContext): Record<stri
   }
 }
 
-export function typeView(t: VolumeTypeRecord, isAdmin: boolean): Record<string, unknown> {
+/**
+ * A volume type. `answer` is how Cinder answers: show and list carry admins' `qos_specs_id`, the answers to create
+ * and update do not (Tempest's schemas refuse it there).
+ */
+export function typeView(t: VolumeTypeRecord, isAdmin: boolean, answer: 'show' | 'write' = 'show'): Record<string, unknown> {
   return {
     id: t.id,
     name: t.name,
@@ -142,7 +146,8 @@ export function typeView(t: VolumeTypeRecord, isAdmin: boolean): Record<string, 
     is_public: t.isPublic,
     'os-volume-type-access:is_public': t.isPublic,
     // Extra specs are an operator's business.
-    ...(isAdmin ? { extra_specs: t.extraSpecs, qos_specs_id: null } : {}),
+    ...(isAdmin ? { extra_specs: t.extraSpecs } : {}),
+    ...(isAdmin && answer === 'show' ? { qos_specs_id: null } : {}),
   }
 }
 

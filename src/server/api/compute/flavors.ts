@@ -25,7 +25,8 @@ const createBody = (version: VersionNumber) =>
       flavor: T.Object(
         {
           name: P.name,
-          id: T.Optional(T.Union([T.Null(), T.String({ minLength: 1, maxLength: 255, pattern: '^(?!\\s)[a-zA-Z0-9_.\\- ]*(?<!\\s)$' })])),
+          // Nova's flavor_id also takes a JSON number (Tempest sends one) and stores its text.
+          id: T.Optional(T.Union([T.Null(), T.String({ minLength: 1, maxLength: 255, pattern: '^(?!\\s)[a-zA-Z0-9_.\\- ]*(?<!\\s)$' }), T.Integer({ minimum: 0 })])),
           ram: P.positiveInt,
           vcpus: P.positiveInt,
           disk: P.nonNegativeInt,
@@ -133,7 +134,7 @@ export function flavorRoutes(deps: AppDeps) {
       const body = bodyObject(request)
       validate('flavor', request, createBody, body)
       const f = body.flavor as Record<string, unknown>
-      const id = (f.id as string | null | undefined) ?? randomUUID()
+      const id = f.id === undefined || f.id === null ? randomUUID() : String(f.id)
       const exists = await db.selectFrom('flavors').select(['id', 'name']).where((eb) => eb.or([eb('id', '=', id), eb('name', '=', f.name as string)])).where('deleted', '=', 0).executeTakeFirst()
       if (exists) throw conflict(exists.id === id ? `Flavor with ID ${id} already exists.` : `Flavor with name ${f.name as string} already exists.`)
       const isPublic = f['os-flavor-access:is_public'] === undefined ? true : ['true', '1', 't', 'yes', 'y', 'on'].includes(String(f['os-flavor-access:is_public']).toLowerCase())

@@ -161,6 +161,16 @@ export function hostRoutes(deps: AppDeps) {
         return { hypervisor: { ...hypervisorSummary(host, v, ctx), uptime: uptime(host, ctx.now) } }
       })
 
+      // Below 2.53 a hostname pattern selects hypervisors (?hypervisor_hostname_pattern= from 2.53 on).
+      hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/search', async (request) => {
+        const v = allow(request, 'os_compute_api:os-hypervisors:search')
+        if (atLeast(v, 53)) throw notFound('The resource could not be found.')
+        const { hosts: all, ctx } = await context()
+        const matched = all.filter((h) => h.hostname.includes(request.params.id))
+        if (matched.length === 0) throw notFound(`No hypervisor matching '${request.params.id}' could be found.`)
+        return { hypervisors: matched.map((h) => hypervisorSummary(h, v, ctx)) }
+      })
+
       hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/servers', async (request) => {
         const v = allow(request, 'os_compute_api:os-hypervisors:servers')
         if (atLeast(v, 53)) throw notFound('The resource could not be found.')

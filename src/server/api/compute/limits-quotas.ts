@@ -4,20 +4,22 @@ import { Type as T } from '@sinclair/typebox'
 import { badRequest } from '../../../contracts/errors.js'
 import { project } from '../../../contracts/compute/fields.js'
 import { absoluteLimitFields, quotaSetFields } from '../../../contracts/compute/quota.fields.js'
+import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
 import type { AppDeps } from '../../deps.js'
 import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, usageOf, type QuotaResource } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
 
-const updateBody = () =>
-  T.Object(
-    {
-      quota_set: T.Object(
-        { ...Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, T.Optional(T.Union([T.Integer({ minimum: -1, maximum: 2147483647 }), T.String({ pattern: '^-?[0-9]+$' })]))])), force: T.Optional(T.Boolean()) },
-        { additionalProperties: false },
-      ),
-    },
-    { additionalProperties: false },
-  )
+/**
+ * Nova-network's quotas, still accepted below 2.36 (Tempest sends them). They belong to the network service here, so
+ * they are taken and have no effect; quota sets show them as -1 below 2.36 (quota.fields.ts).
+ */
+const LEGACY_NETWORK_QUOTAS = ['fixed_ips', 'floating_ips', 'security_groups', 'security_group_rules', 'networks']
+
+const updateBody = (version: VersionNumber) => {
+  const limit = T.Optional(T.Union([T.Integer({ minimum: -1, maximum: 2147483647 }), T.String({ pattern: '^-?[0-9]+$' })]))
+  const resources = [...QUOTA_RESOURCES, ...(version < versionNumber('2.36') ? LEGACY_NETWORK_QUOTAS : [])]
+  return T.Object({ quota_set: T.Object({ ...Object.fromEntries(resources.map((r) => [r, limit])), force: T.Optional(T.Boolean()) }, { additionalProperties: false }) }, { additionalProperties: false })
+}
 
 export function limitQuotaRoutes(deps: AppDeps) {
   const db = deps.store.db
@@ -62,7 +64,7 @@ export function limitQuotaRoutes(deps: AppDeps) {
       const force = values.force === true
       const used = await usageOf(db, request.params.projectId, undefined)
       for (const [resource, raw] of Object.entries(values)) {
-        if (resource === 'force') continue
+        if (resource === 'force' || LEGACY_NETWORK_QUOTAS.includes(resource)) continue
         const limit = Number(raw)
         const inUse = used[resource] ?? 0
         if (!force && limit >= 0 && limit < inUse) throw badRequest(`Quota value ${limit} for ${resource} is less than already used and reserved ${inUse}`)

@@ -1,10 +1,14 @@
-/** /servers/{id}/metadata and /servers/{id}/tags (2.26+); /ips is with the other network routes (server-network-routes.ts). */
+/**
+ * /servers/{id}/metadata, /servers/{id}/tags (2.26+) and /servers/{id}/os-server-password; /ips is with the other
+ * network routes (server-network-routes.ts).
+ */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type as T } from '@sinclair/typebox'
 import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
 import { P } from '../../../contracts/compute/params.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { checkMetadataQuota } from '../../compute/quotas.js'
+import { deleteSystemMetadata, PASSWORD_KEYS } from '../../compute/system-metadata.js'
 import type { ServerRouteDeps } from './servers.js'
 import { visibleServer } from './servers.js'
 import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
@@ -37,6 +41,20 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     type P1 = { Params: { id: string } }
     type P2 = { Params: { id: string; key: string } }
+
+    // The password a guest posted to a metadata service (encrypted with its key pair); '' when none was posted.
+    scope.get<P1>('/v2.1/servers/:id/os-server-password', async (request) => {
+      const row = await load(request, request.params.id, false)
+      const rows = await db.selectFrom('server_system_metadata').select(['key', 'value']).where('server_id', '=', row.id).where('key', 'in', [...PASSWORD_KEYS]).execute()
+      const byKey = new Map(rows.map((r) => [r.key, r.value]))
+      return { password: PASSWORD_KEYS.map((k) => byKey.get(k) ?? '').join('') }
+    })
+    scope.delete<P1>('/v2.1/servers/:id/os-server-password', async (request, reply) => {
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'servers:password:clear', { projectId: row.project_id })
+      await deleteSystemMetadata(db, row.id, [...PASSWORD_KEYS])
+      return reply.code(204).send()
+    })
 
     scope.get<P1>('/v2.1/servers/:id/metadata', async (request) => {
       const row = await load(request, request.params.id, false)

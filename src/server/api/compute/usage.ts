@@ -1,6 +1,6 @@
 /** /os-simple-tenant-usage: server hours and resource-hours per project over a period. */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { badRequest } from '../../../contracts/errors.js'
+import { badRequest, notFound } from '../../../contracts/errors.js'
 import { isoMicros } from '../../../contracts/compute/time.js'
 import type { AppDeps } from '../../deps.js'
 import type { ServerTable } from '../../storage/schema.js'
@@ -83,6 +83,8 @@ export function usageRoutes(deps: AppDeps) {
       return { tenant_usages: [...byProject.entries()].map(([p, list]) => usageOf(p, list, start, end, detailed)) }
     })
     scope.get<{ Params: { projectId: string } }>('/v2.1/os-simple-tenant-usage/:projectId', async (request) => {
+      // `…/os-simple-tenant-usage/` names no project: Nova's router has no such route.
+      if (request.params.projectId === '') throw notFound('The resource could not be found.')
       must(request, 'usage:show', { projectId: request.params.projectId })
       const { start, end } = period(request)
       const rows = await rowsIn(start, end, request.params.projectId)

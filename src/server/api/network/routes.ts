@@ -178,12 +178,15 @@ export function networkRoutes(deps: AppDeps) {
           return { quota: { ...quotas.QUOTA_DEFAULTS } }
         }),
       )
-      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project/details', async (request) =>
-        service.run(request.principal, async (ctx, actor) => {
-          must(actor, 'get_quota', { projectId: request.params.project })
-          return { quota: await quotas.quotaDetails(ctx.db, request.params.project) }
-        }),
-      )
+      // Neutron also answers with a `.json` format suffix, which Tempest's quota client uses here.
+      for (const url of ['/v2.0/quotas/:project/details', '/v2.0/quotas/:project/details.json']) {
+        api.get<{ Params: { project: string } }>(url, async (request) =>
+          service.run(request.principal, async (ctx, actor) => {
+            must(actor, 'get_quota', { projectId: request.params.project })
+            return { quota: await quotas.quotaDetails(ctx.db, request.params.project) }
+          }),
+        )
+      }
       api.put<{ Params: { project: string }; Body: { quota: Record<string, number> } }>('/v2.0/quotas/:project', { schema: { body: schemas.quotaUpdate } }, async (request) =>
         service.run(request.principal, async (ctx, actor) => {
           must(actor, 'update_quota', { projectId: request.params.project })

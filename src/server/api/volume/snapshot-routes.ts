@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
+import { badRequest } from '../../../contracts/errors.js'
 import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap } from './params.js'
 import { metadataRoutes } from './metadata-routes.js'
 
@@ -11,8 +12,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
   // ---- snapshots ----
   const listSnapshots = (detail: boolean) => async (request: FastifyRequest) => {
     const q = request.query as Record<string, unknown>
-    const limit = intParam('limit', q.limit, 1)
-    const sort = sortParam(q)
+    const limit = intParam('limit', q.limit, 0)
     const result = await snapshots.list(request.principal, {
       allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
       name: one(q.name),
@@ -21,12 +21,12 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       limit,
       marker: one(q.marker),
       offset: intParam('offset', q.offset, 0),
-      sortDir: sort[0].dir,
+      sort: sortParam(q),
     })
     const c = ctx(request)
     const body: Record<string, unknown> = { snapshots: result.snapshots.map((s) => (detail ? snapshotDetail(s, c) : snapshotSummary(s, c))) }
     // As for volumes: a full page links the next one.
-    if (limit !== undefined && result.snapshots.length === limit) {
+    if (limit && result.snapshots.length === limit) {
       const params = new URLSearchParams({ limit: String(limit), marker: result.snapshots[result.snapshots.length - 1].id })
       body.snapshots_links = [{ rel: 'next', href: `${deps.urls.volume}/snapshots${detail ? '/detail' : ''}?${params}` }]
     }
@@ -94,6 +94,23 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     const { id } = request.params as { id: string }
     await snapshots.delete(request.principal, id)
     return reply.code(202).send()
+  })
+  // Admin actions on snapshots (Cinder's os-admin-actions extension).
+  r.post('/snapshots/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } } }, async (request, reply) => {
+    const { id } = request.params as { id: string }
+    const [action, args] = Object.entries(request.body as Record<string, unknown>)[0]
+    const a = (args ?? {}) as Record<string, unknown>
+    switch (action) {
+      case 'os-reset_status':
+        if (typeof a.status !== 'string') throw badRequest("Invalid input received: 'status' is required.")
+        await snapshots.resetStatus(request.principal, id, a.status)
+        return reply.code(202).send()
+      case 'os-force_delete':
+        await snapshots.delete(request.principal, id, true)
+        return reply.code(202).send()
+      default:
+        throw badRequest(`There is no such action: ${action}`)
+    }
   })
   metadataRoutes(r, 'snapshots', snapshots)
 }

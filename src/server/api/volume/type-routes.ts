@@ -32,12 +32,12 @@ export function volumeTypeRoutes(r: FastifyInstance, deps: AppDeps, ctx: (reques
     const t = (request.body as { volume_type: TypeInput }).volume_type
     if (!t.name) throw badRequest("Invalid input received: 'name' is required.")
     const type = await volumeTypes.create(request.principal, { name: t.name, description: t.description, is_public: t['os-volume-type-access:is_public'] ?? t.is_public, extra_specs: t.extra_specs })
-    return { volume_type: typeView(type, true) }
+    return { volume_type: typeView(type, true, 'write') }
   })
   r.put('/types/:id', { schema: { params: idParams, body: typeBody } }, async (request) => {
     const { id } = request.params as { id: string }
     const t = (request.body as { volume_type: TypeInput }).volume_type
-    return { volume_type: typeView(await volumeTypes.update(request.principal, id, { name: t.name, description: t.description, is_public: t['os-volume-type-access:is_public'] ?? t.is_public }), true) }
+    return { volume_type: typeView(await volumeTypes.update(request.principal, id, { name: t.name, description: t.description, is_public: t['os-volume-type-access:is_public'] ?? t.is_public }), true, 'write') }
   })
   r.delete('/types/:id', { schema: { params: idParams } }, async (request, reply) => {
     const { id } = request.params as { id: string }

@@ -43,7 +43,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   // ---- volumes ----
   const listVolumes = (detail: boolean) => async (request: FastifyRequest) => {
     const q = request.query as Record<string, unknown>
-    const limit = intParam('limit', q.limit, 1)
+    const limit = intParam('limit', q.limit, 0)
     const result = await volumes.list(request.principal, {
       allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
       projectId: one(q.project_id),
@@ -60,7 +60,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     const c = ctx(request)
     const body: Record<string, unknown> = { volumes: result.volumes.map((v) => (detail ? volumeDetail(v, c) : volumeSummary(v, c))) }
     // Cinder links the next page whenever this one is full, even when nothing follows (Tempest checks it).
-    if (limit !== undefined && result.volumes.length === limit) {
+    if (limit && result.volumes.length === limit) {
       const params = new URLSearchParams()
       for (const [k, v] of Object.entries(q)) if (k !== 'marker' && k !== 'offset' && v !== undefined) params.set(k, String(one(v)))
       params.set('marker', result.volumes[result.volumes.length - 1].id)
@@ -87,6 +87,22 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     })
     if (str(v.backup_id)) throw badRequest('Restoring from backups is not supported.')
     return reply.code(202).send({ volume: volumeView(volume, ctx(request)) })
+  })
+
+  // 3.12: how many volumes the caller sees and their total size; from 3.36 the metadata keys with their values.
+  r.get('/volumes/summary', async (request) => {
+    if (!atLeast(request.volumeVersion, '3.12')) throw new AppError('not_found', 'Volume summary could not be found.')
+    const q = request.query as Record<string, unknown>
+    const { volumes: all } = await volumes.list(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, sort: [{ key: 'id', dir: 'asc' }] })
+    const metadata: Record<string, string[]> = {}
+    for (const v of all) for (const [key, value] of Object.entries(v.metadata)) if (!(metadata[key] ??= []).includes(value)) metadata[key].push(value)
+    return {
+      'volume-summary': {
+        total_size: all.reduce((n, v) => n + v.size, 0),
+        total_count: all.length,
+        ...(atLeast(request.volumeVersion, '3.36') ? { metadata } : {}),
+      },
+    }
   })
 
   r.get('/volumes/:id', { schema: { params: idParams } }, async (request) => {
@@ -193,6 +209,10 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
           },
         })
       }
+      case 'os-reserve':
+      case 'os-unreserve':
+        await volumes.reserve(request.principal, id, action === 'os-reserve')
+        return reply.code(202).send()
       case 'os-force_delete':
         await volumes.forceDelete(request.principal, id)
         return reply.code(202).send()
