@@ -3,8 +3,7 @@
  * and every API family under its prefix. Used by the server process and by tests (inject or real listen).
  */
 import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyInstance, type FastifySchema, type FastifyServerOptions } from 'fastify'
-import swagger from '@fastify/swagger'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './auth/principal.js'
 import { registerFamily, toPublicError } from './http/api-family.js'
@@ -14,28 +13,11 @@ import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
 import { registerDownloadRoutes } from './http/downloads-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
+import { registerOpenApi } from './http/openapi.js'
 
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }
   state?: OpsState
-}
-
-function hasSchema(schema: FastifySchema | undefined): boolean {
-  return !!schema && ['body', 'querystring', 'params', 'headers', 'response'].some((part) => (schema as Record<string, unknown>)[part] !== undefined)
-}
-
-/**
- * The schema a route is documented with: routes without one are hidden; path parameters a route's own schema
- * leaves out (it validates only some of them) are added as strings, so every `{name}` in the document is declared.
- */
-function documentedSchema(schema: FastifySchema | undefined, url: string): FastifySchema {
-  if (!hasSchema(schema)) return { ...schema, hide: true }
-  const names = [...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1])
-  const params = (schema!.params ?? { type: 'object', properties: {} }) as { properties?: Record<string, unknown> }
-  const missing = names.filter((name) => !params.properties?.[name])
-  if (missing.length === 0) return schema!
-  const properties = { ...params.properties, ...Object.fromEntries(missing.map((name) => [name, { type: 'string' }])) }
-  return { ...schema, params: { ...params, type: 'object', properties } }
 }
 
 /** Nova's request id form, which clients print and operators grep for. */
@@ -80,19 +62,15 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     done(null, payload)
   })
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'pcc', description: 'Private-cloud control plane: OpenStack-compatible compute, identity, network, volume and image APIs, resource manager and OIDC provider', version: '0.1.0' },
-      servers: [{ url: deps.urls.base }],
-    },
-    // The document lists what it can describe: routes declared with a schema (the one that validates them).
-    transform: ({ schema, url }) => ({ schema: documentedSchema(schema, url), url }),
-  })
+  // Response schemas describe answers in /openapi.json; they never shape them (fast-json-stringify would drop
+  // keys a schema leaves out and coerce types), so every answer is serialized as the handler built it.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data))
+  const families = apiFamilies(deps)
+  await registerOpenApi(app, { baseUrl: deps.urls.base, families })
 
   registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
   registerDownloadRoutes(app, deps)
-  for (const family of apiFamilies(deps)) await registerFamily(app, family)
+  for (const family of families) await registerFamily(app, family)
 
   // Outside every family's prefix: the plain error shape.
   app.setNotFoundHandler((request, reply) =>

@@ -1,6 +1,6 @@
 /**
  * Operations behaviour every API family shares: health and readiness, Prometheus metrics, request ids, the
- * body limit and malformed JSON in each family's error shape, the OpenAPI document, graceful stop of tasks.
+ * body limit and malformed JSON in each family's error shape, graceful stop of tasks (the OpenAPI document: openapi.test.ts).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -171,42 +171,6 @@ describe('operations endpoints', () => {
     assert.match(text, /^pcc_task_queue_depth\{status="running"\} 0$/m)
     assert.match(text, /^nodejs_eventloop_lag_seconds \d/m)
     assert.match(text, /^nodejs_eventloop_lag_p99_seconds \d/m)
-  })
-
-  it('/openapi.json is an OpenAPI 3.1 document listing the routes that have schemas', async () => {
-    const res = await fetch(`${server.url}/openapi.json`)
-    assert.equal(res.status, 200)
-    const doc = (await res.json()) as {
-      openapi: string
-      info: { title: string; version: string }
-      servers: { url: string }[]
-      paths: Record<string, Record<string, { responses?: Record<string, unknown>; parameters?: { name: string; in: string }[]; operationId?: string }>>
-    }
-    assert.match(doc.openapi, /^3\.1\.\d+$/)
-    assert.equal(typeof doc.info.title, 'string')
-    assert.equal(typeof doc.info.version, 'string')
-    assert.equal(doc.servers[0].url, server.deps.urls.base)
-    assert.ok(doc.paths['/healthz']?.get?.responses?.['200'], '/healthz is described')
-    assert.ok(doc.paths['/readyz']?.get?.responses?.['503'], '/readyz is described with its 503')
-    assert.equal(doc.paths['/metrics'], undefined, 'routes without a schema are not listed')
-    const methods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
-    const operationIds = new Set<string>()
-    for (const [path, item] of Object.entries(doc.paths)) {
-      assert.match(path, /^\//)
-      assert.doesNotMatch(path, /\/:/, `${path}: path parameters are written {name}`)
-      for (const [method, operation] of Object.entries(item)) {
-        if (method === 'parameters') continue
-        assert.ok(methods.has(method), `${path}: ${method} is an HTTP method`)
-        assert.ok(operation.responses && Object.keys(operation.responses).length > 0, `${method} ${path} has responses`)
-        for (const name of [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1])) {
-          assert.ok(operation.parameters?.some((p) => p.in === 'path' && p.name === name), `${method} ${path} declares path parameter ${name}`)
-        }
-        if (operation.operationId) {
-          assert.ok(!operationIds.has(operation.operationId), `operationId ${operation.operationId} is unique`)
-          operationIds.add(operation.operationId)
-        }
-      }
-    }
   })
 })
 

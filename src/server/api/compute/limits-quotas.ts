@@ -7,6 +7,9 @@ import { absoluteLimitFields, quotaSetFields } from '../../../contracts/compute/
 import type { AppDeps } from '../../deps.js'
 import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, usageOf, type QuotaResource } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A } from '../../../contracts/compute/answers.js'
+import { envelope, fieldsSchema, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 
 const updateBody = () =>
   T.Object(
@@ -19,6 +22,16 @@ const updateBody = () =>
     { additionalProperties: false },
   )
 
+const quotaSet = envelope('quota_set', fieldsSchema(quotaSetFields, 'set'))
+const DOCS = {
+  limits: documented({ summary: "The project's limits and usage", querystring: queryOf({ tenant_id: { type: 'string', description: 'admins: another project' } }), response: { 200: A.limits } }),
+  defaults: documented({ summary: 'Default quotas', response: { 200: quotaSet } }),
+  detail: documented({ summary: "A project's quotas with usage", response: { 200: quotaSet } }),
+  show: documented({ summary: "A project's quotas", response: { 200: quotaSet } }),
+  update: documented({ summary: "Change a project's quotas (admin)", body: versioned(updateBody), response: { 200: quotaSet } }),
+  reset: documented({ summary: "Reset a project's quotas to the defaults (admin)", response: { 202: noBody('Reset') } }),
+}
+
 export function limitQuotaRoutes(deps: AppDeps) {
   const db = deps.store.db
   const knownProject = async (id: string) => {
@@ -27,7 +40,7 @@ export function limitQuotaRoutes(deps: AppDeps) {
   }
   const set = (request: FastifyRequest, values: Record<string, unknown>) => project(quotaSetFields, values, { version: request.api.version, view: 'set', admin: true })
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2.1/limits', async (request) => {
+    scope.get('/v2.1/limits', DOCS.limits, async (request) => {
       const caller = callerOf(request)
       const q = request.query as Record<string, string>
       let projectId = caller.projectId
@@ -38,10 +51,10 @@ export function limitQuotaRoutes(deps: AppDeps) {
       return { limits: { rate: [], absolute: project(absoluteLimitFields, source, { version: request.api.version, view: 'set', admin: false }) } }
     })
 
-    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/defaults', async (request) => {
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/defaults', DOCS.defaults, async (request) => {
       return { quota_set: set(request, { id: request.params.projectId, ...DEFAULT_QUOTAS }) }
     })
-    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/detail', async (request) => {
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/detail', DOCS.detail, async (request) => {
       must(request, 'quotas:show', { projectId: request.params.projectId })
       const limits = await quotaLimits(db, request.params.projectId)
       const used = await usageOf(db, request.params.projectId, callerOf(request).userId)
@@ -49,11 +62,11 @@ export function limitQuotaRoutes(deps: AppDeps) {
       const legacy = { limit: -1, in_use: 0, reserved: 0 }
       return { quota_set: set(request, { id: request.params.projectId, ...detail, fixed_ips: legacy, floating_ips: legacy, security_groups: legacy, security_group_rules: legacy }) }
     })
-    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request) => {
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.show, async (request) => {
       must(request, 'quotas:show', { projectId: request.params.projectId })
       return { quota_set: set(request, { id: request.params.projectId, ...(await quotaLimits(db, request.params.projectId)) }) }
     })
-    scope.put<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request) => {
+    scope.put<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.update, async (request) => {
       must(request, 'quotas:update', { projectId: request.params.projectId })
       const body = bodyObject(request)
       validate('quota_set', request, updateBody, body)
@@ -74,7 +87,7 @@ export function limitQuotaRoutes(deps: AppDeps) {
       }
       return { quota_set: set(request, { ...(await quotaLimits(db, request.params.projectId)) }) }
     })
-    scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request, reply) => {
+    scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.reset, async (request, reply) => {
       must(request, 'quotas:update', { projectId: request.params.projectId })
       await knownProject(request.params.projectId)
       await db.deleteFrom('quotas').where('project_id', '=', request.params.projectId).where('resource', 'in', QUOTA_RESOURCES as QuotaResource[]).execute()
