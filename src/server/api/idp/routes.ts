@@ -9,6 +9,7 @@ import type { TokenForm } from '../../oidc/provider.js'
 
 const TOKEN_FIELDS = ['grant_type', 'client_id', 'client_secret', 'scope', 'username', 'password', 'connector_id', 'refresh_token', 'nonce', 'totp']
 
+const str = { type: 'string' }
 const tokenBody = {
   type: 'object',
   properties: Object.fromEntries(TOKEN_FIELDS.map((f) => [f, { type: 'string' }])),
@@ -24,17 +25,19 @@ export function idpRoutes(deps: AppDeps) {
       done(null, form)
     })
 
-    scope.get('/.well-known/openid-configuration', { schema: { tags: ['idp'] } }, async (_request, reply) => {
+    const json = (description: string) => ({ type: 'object', description })
+    scope.get('/.well-known/openid-configuration', { schema: { tags: ['idp'], summary: 'OpenID Connect discovery', response: { 200: json('OpenID Provider Metadata') } } }, async (_request, reply) => {
       reply.header('access-control-allow-origin', '*').header('cache-control', 'public, max-age=3600')
       return provider.discovery()
     })
 
-    scope.get('/keys', { schema: { tags: ['idp'] } }, async (_request, reply) => {
+    scope.get('/keys', { schema: { tags: ['idp'], summary: 'The signing keys', response: { 200: json('A JSON Web Key Set') } } }, async (_request, reply) => {
       reply.header('access-control-allow-origin', '*').header('cache-control', 'max-age=600, must-revalidate')
       return provider.jwks()
     })
 
-    scope.post<{ Body: TokenForm }>('/token', { schema: { tags: ['idp'], body: tokenBody } }, async (request, reply) => {
+    const tokenAnswer = { type: 'object', properties: { access_token: str, token_type: str, expires_in: { type: 'integer' }, id_token: str, refresh_token: str }, required: ['access_token', 'token_type'] }
+    scope.post<{ Body: TokenForm }>('/token', { schema: { tags: ['idp'], summary: 'The token endpoint (RFC 6749)', consumes: ['application/x-www-form-urlencoded'], body: tokenBody, response: { 200: tokenAnswer } } }, async (request, reply) => {
       const result = await provider.token(request.body ?? {}, request.headers.authorization)
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
       return result

@@ -15,7 +15,7 @@ const secretsMap = { type: 'object', additionalProperties: { type: 'string' } }
 export function idpClientRoutes(deps: AppDeps) {
   const requireAuth = authHook(deps.tokens, deps.urls.identity)
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2/idpclients', { onRequest: requireAuth, schema: { tags: ['resmgr'], response: { 200: secretsMap } } }, async (request, reply) => {
+    scope.get('/v2/idpclients', { onRequest: requireAuth, schema: { tags: ['resmgr'], summary: 'IdP client secrets: client_id → client_secret', response: { 200: secretsMap } } }, async (request, reply) => {
       authorize(IDP_POLICY, 'idp_clients:list', request.principal)
       if (!request.principal.roles.length && !(await hasProjectRole(deps.store.db, request.principal.userId))) {
         throw new AppError('forbidden', 'Reading IdP client secrets needs a role on a project.')
@@ -30,6 +30,7 @@ export function idpClientRoutes(deps: AppDeps) {
         onRequest: requireAuth,
         schema: {
           tags: ['resmgr'],
+          summary: "Rotate an IdP client's secret (admin); the previous one stays valid for a while",
           params: { type: 'object', properties: { clientId: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['clientId'] },
           response: { 200: { type: 'object', properties: { client_id: { type: 'string' }, client_secret: { type: 'string' }, previous_secret_valid_until: { type: 'string' } } } },
         },

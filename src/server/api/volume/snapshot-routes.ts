@@ -5,6 +5,8 @@ import type { ViewContext } from '../../volume/view.js'
 import { AppError } from '../../../contracts/errors.js'
 import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
 import { boolParam, idParams, intParam, keyParams, metadataBody, nullableString, one, sortParam, stringMap } from './params.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A, QUERY } from './answers.js'
 
 export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { snapshots } = deps.volumeServices
@@ -31,8 +33,8 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     }
     return body
   }
-  r.get('/snapshots', listSnapshots(false))
-  r.get('/snapshots/detail', listSnapshots(true))
+  r.get('/snapshots', documented({ summary: 'List snapshots', querystring: QUERY.snapshots, response: { 200: A.snapshots(false) } }), listSnapshots(false))
+  r.get('/snapshots/detail', documented({ summary: 'List snapshots with details', querystring: QUERY.snapshots, response: { 200: A.snapshots(true) } }), listSnapshots(true))
   r.post(
     '/snapshots',
     {
@@ -57,6 +59,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
           },
         },
       },
+      ...documented({ summary: 'Create a snapshot of a volume', response: { 202: A.snapshot } }),
     },
     async (request, reply) => {
       const s = (request.body as { snapshot: Record<string, unknown> }).snapshot
@@ -72,13 +75,13 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       return reply.code(202).send({ snapshot: snapshotDetail(snapshot, ctx(request)) })
     },
   )
-  r.get('/snapshots/:id', { schema: { params: idParams } }, async (request) => {
+  r.get('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a snapshot', response: { 200: A.snapshot } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { snapshot: snapshotDetail(await snapshots.get(request.principal, id), ctx(request)) }
   })
   r.put(
     '/snapshots/:id',
-    { schema: { params: idParams, body: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString() } } } } } },
+    { schema: { params: idParams, body: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString() } } } } }, ...documented({ summary: 'Update a snapshot', response: { 200: A.snapshot } }) },
     async (request) => {
       const { id } = request.params as { id: string }
       const s = (request.body as { snapshot: Record<string, string | null | undefined> }).snapshot
@@ -89,31 +92,31 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       return { snapshot: snapshotDetail(snapshot, ctx(request)) }
     },
   )
-  r.delete('/snapshots/:id', { schema: { params: idParams } }, async (request, reply) => {
+  r.delete('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a snapshot', response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
     const { id } = request.params as { id: string }
     await snapshots.delete(request.principal, id)
     return reply.code(202).send()
   })
-  r.get('/snapshots/:id/metadata', { schema: { params: idParams } }, async (request) => {
+  r.get('/snapshots/:id/metadata', { schema: { params: idParams }, ...documented({ summary: "A snapshot's metadata", response: { 200: A.metadata } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { metadata: (await snapshots.get(request.principal, id)).metadata }
   })
-  r.post('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
+  r.post('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody }, ...documented({ summary: "Add to a snapshot's metadata", response: { 200: A.metadata } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { metadata: await snapshots.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, false) }
   })
-  r.put('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
+  r.put('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody }, ...documented({ summary: "Replace a snapshot's metadata", response: { 200: A.metadata } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { metadata: await snapshots.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, true) }
   })
 
-  r.get('/snapshots/:id/metadata/:key', { schema: { params: keyParams } }, async (request) => {
+  r.get('/snapshots/:id/metadata/:key', { schema: { params: keyParams }, ...documented({ summary: 'One metadata item of a snapshot', response: { 200: A.meta } }) }, async (request) => {
     const { id, key } = request.params as { id: string; key: string }
     const metadata = (await snapshots.get(request.principal, id)).metadata
     if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
     return { meta: { [key]: metadata[key] } }
   })
-  r.delete('/snapshots/:id/metadata/:key', { schema: { params: keyParams } }, async (request, reply) => {
+  r.delete('/snapshots/:id/metadata/:key', { schema: { params: keyParams }, ...documented({ summary: 'Delete one metadata item of a snapshot', response: { 200: noBody('Deleted') } }) }, async (request, reply) => {
     const { id, key } = request.params as { id: string; key: string }
     const metadata = { ...(await snapshots.get(request.principal, id)).metadata }
     if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)

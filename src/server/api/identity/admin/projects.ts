@@ -10,6 +10,8 @@ import { listDomainFor } from '../../../policy/identity.policy.js'
 import { collection, guard, queryFlag, queryList, type AdminContext } from './common.js'
 import { ProjectCreate, ProjectUpdate, Tag, TagsBody, query } from './schemas.js'
 import { projectView } from './views.js'
+import { documented, noBody } from '../../../http/openapi.js'
+import { A, V, list, one } from '../answers.js'
 
 type IdParams = { Params: { id: string } }
 type ListQuery = Record<'name' | 'domain_id' | 'parent_id' | 'enabled' | 'is_domain' | 'tags' | 'tags-any' | 'not-tags' | 'not-tags-any', string | undefined>
@@ -23,7 +25,7 @@ function defaultDomain(request: FastifyRequest): string {
 export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   const listQuery = query(['name', 'domain_id', 'parent_id', 'enabled', 'is_domain', 'tags', 'tags-any', 'not-tags', 'not-tags-any'])
 
-  scope.get<{ Querystring: ListQuery }>('/projects', { schema: { querystring: listQuery } }, async (request) => {
+  scope.get<{ Querystring: ListQuery }>('/projects', { ...documented({ summary: 'List projects', response: { 200: list('projects', V.project) } }), schema: { querystring: listQuery } }, async (request) => {
     const q = request.query
     const domainId = listDomainFor(request.principal, q.domain_id)
     guard(request, 'identity:list_projects', { domainId })
@@ -41,13 +43,13 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return collection(ctx, request, 'projects', rows.map((p) => projectView(ctx, p)))
   })
 
-  scope.get<IdParams>('/projects/:id', async (request) => {
+  scope.get<IdParams>('/projects/:id', documented({ summary: 'Show a project', response: { 200: one('project', V.project) } }), async (request) => {
     const row = await projects.getProject(ctx.db, request.params.id)
     guard(request, 'identity:get_project', { domainId: row.domain_id, projectId: row.id })
     return { project: projectView(ctx, row) }
   })
 
-  scope.post<{ Body: Static<typeof ProjectCreate> }>('/projects', { schema: { body: ProjectCreate } }, async (request, reply) => {
+  scope.post<{ Body: Static<typeof ProjectCreate> }>('/projects', { ...documented({ summary: 'Create a project', response: { 201: one('project', V.project) } }), schema: { body: ProjectCreate } }, async (request, reply) => {
     const body = request.body.project
     const parent = body.parent_id ? await projects.findProject(ctx.db, body.parent_id) : undefined
     const domainId = body.domain_id ?? parent?.domain_id ?? defaultDomain(request)
@@ -56,14 +58,14 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return reply.code(201).send({ project: projectView(ctx, row) })
   })
 
-  scope.patch<IdParams & { Body: Static<typeof ProjectUpdate> }>('/projects/:id', { schema: { body: ProjectUpdate } }, async (request) => {
+  scope.patch<IdParams & { Body: Static<typeof ProjectUpdate> }>('/projects/:id', { ...documented({ summary: 'Update a project', response: { 200: one('project', V.project) } }), schema: { body: ProjectUpdate } }, async (request) => {
     const current = await projects.getProject(ctx.db, request.params.id)
     guard(request, 'identity:update_project', { domainId: current.domain_id, projectId: current.id })
     const row = await ctx.write((tx) => projects.updateProject(tx, request.params.id, request.body.project))
     return { project: projectView(ctx, row) }
   })
 
-  scope.delete<IdParams>('/projects/:id', async (request, reply) => {
+  scope.delete<IdParams>('/projects/:id', documented({ summary: 'Delete a project', response: { 204: noBody('Deleted') } }), async (request, reply) => {
     const current = await projects.getProject(ctx.db, request.params.id)
     guard(request, 'identity:delete_project', { domainId: current.domain_id, projectId: current.id })
     await ctx.write((tx) => projects.deleteProject(tx, request.params.id))
@@ -77,15 +79,15 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return project
   }
 
-  scope.get<IdParams>('/projects/:id/tags', async (request) => ({ tags: (await tagTarget(request, 'identity:list_project_tags')).tags }))
+  scope.get<IdParams>('/projects/:id/tags', documented({ summary: "A project's tags", response: { 200: A.tags } }), async (request) => ({ tags: (await tagTarget(request, 'identity:list_project_tags')).tags }))
 
-  scope.put<IdParams & { Body: Static<typeof TagsBody> }>('/projects/:id/tags', { schema: { body: TagsBody } }, async (request) => {
+  scope.put<IdParams & { Body: Static<typeof TagsBody> }>('/projects/:id/tags', { ...documented({ summary: "Replace a project's tags", response: { 200: A.tags } }), schema: { body: TagsBody } }, async (request) => {
     await tagTarget(request, 'identity:update_project_tags')
     await ctx.write((tx) => projects.setTags(tx, request.params.id, request.body.tags))
     return { tags: (await projects.getProject(ctx.db, request.params.id)).tags }
   })
 
-  scope.delete<IdParams>('/projects/:id/tags', async (request, reply) => {
+  scope.delete<IdParams>('/projects/:id/tags', documented({ summary: "Remove every tag of a project", response: { 204: noBody('Removed') } }), async (request, reply) => {
     await tagTarget(request, 'identity:update_project_tags')
     await ctx.write((tx) => projects.setTags(tx, request.params.id, []))
     return reply.code(204).send()
@@ -97,6 +99,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   scope.route<TagParams>({
     method: ['GET', 'HEAD'],
     url: '/projects/:id/tags/:tag',
+    ...documented({ summary: 'Check a tag of a project', response: { 204: noBody('Tagged') } }),
     schema: { params: tagParams },
     handler: async (request, reply) => {
       const project = await tagTarget(request, 'identity:list_project_tags')
@@ -105,7 +108,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     },
   })
 
-  scope.put<TagParams>('/projects/:id/tags/:tag', { schema: { params: tagParams } }, async (request, reply) => {
+  scope.put<TagParams>('/projects/:id/tags/:tag', { ...documented({ summary: 'Add a tag to a project', response: { 201: noBody('Tagged') } }), schema: { params: tagParams } }, async (request, reply) => {
     const project = await tagTarget(request, 'identity:update_project_tags')
     if (!project.tags.includes(request.params.tag)) {
       if (project.tags.length >= 80) throw badRequest(`Invalid input for field 'tag': project ${project.id} already has 80 tags.`)
@@ -114,14 +117,14 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return reply.code(201).header('location', `${ctx.deps.urls.identity}/projects/${project.id}/tags/${encodeURIComponent(request.params.tag)}`).send()
   })
 
-  scope.delete<TagParams>('/projects/:id/tags/:tag', async (request, reply) => {
+  scope.delete<TagParams>('/projects/:id/tags/:tag', documented({ summary: 'Remove a tag from a project', response: { 204: noBody('Removed') } }), async (request, reply) => {
     const project = await tagTarget(request, 'identity:update_project_tags')
     if (!project.tags.includes(request.params.tag)) throw notFound(`Tag ${request.params.tag} not found on project ${project.id}.`)
     await ctx.write((tx) => projects.setTags(tx, project.id, project.tags.filter((t) => t !== request.params.tag)))
     return reply.code(204).send()
   })
 
-  scope.get<IdParams>('/users/:id/projects', async (request) => {
+  scope.get<IdParams>('/users/:id/projects', documented({ summary: "The projects a user has a role on", response: { 200: list('projects', V.project) } }), async (request) => {
     const user = await getUser(ctx.db, request.params.id)
     guard(request, 'identity:list_user_projects', { userId: user.id, domainId: user.domain_id })
     const rows = await projects.listProjects(ctx.db, { ids: await projectIdsOfUser(ctx.db, user.id) })
