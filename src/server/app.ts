@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './auth/principal.js'
-import { registerFamily, toPublicError } from './http/api-family.js'
+import { frameworkErrors, registerFamily, toPublicError } from './http/api-family.js'
 import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
 import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
@@ -23,7 +23,14 @@ export interface BuildOptions {
 /** Nova's request id form, which clients print and operators grep for. */
 const newRequestId = () => `req-${randomUUID()}`
 
+/**
+ * Longest path parameter routed (percent-encoded): a 255-character name in 4-byte UTF-8 is 3,060 characters
+ * encoded, and key pair names, metadata keys, tags and image members may be 255 characters long.
+ */
+const MAX_PARAM_LENGTH = 4096
+
 export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const families = apiFamilies(deps)
   const serverOptions: FastifyServerOptions & { https?: { key: Buffer; cert: Buffer } } = {
     loggerInstance: deps.logger,
     genReqId: newRequestId,
@@ -31,6 +38,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     // One line per request (below) instead of Fastify's two: logging is a large share of a small request's cost.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.config.bodyLimitBytes,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrors(families),
     // Clients such as Tempest send Connection: close; Node honours it. Keep-alive sockets idle out.
     keepAliveTimeout: 65_000,
     return503OnClosing: true,
@@ -65,7 +74,6 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   // Response schemas describe answers in /openapi.json; they never shape them (fast-json-stringify would drop
   // keys a schema leaves out and coerce types), so every answer is serialized as the handler built it.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data))
-  const families = apiFamilies(deps)
   await registerOpenApi(app, { baseUrl: deps.urls.base, families })
 
   registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)

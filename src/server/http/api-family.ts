@@ -5,7 +5,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, ERROR_STATUS, type ErrorCode } from '../../contracts/errors.js'
-import type { ErrorRenderer, PublicError } from './error-renderers.js'
+import { renderPlainError, type ErrorRenderer, type PublicError } from './error-renderers.js'
 
 export interface ApiFamily {
   name: string
@@ -97,4 +97,27 @@ export async function registerFamily(app: FastifyInstance, family: ApiFamily): P
     },
     { prefix: family.prefix },
   )
+}
+
+/** The family whose prefix `url` is under, if any. */
+export function familyOf(families: ApiFamily[], url: string): ApiFamily | undefined {
+  const path = url.split('?')[0]
+  return families.find((f) => path === f.prefix || path.startsWith(`${f.prefix}/`))
+}
+
+/**
+ * Errors Fastify meets before any route runs (a path with a malformed percent-escape, a path parameter past
+ * `maxParamLength`): answered in the error shape of the family the URL is under, like every other error.
+ */
+export function frameworkErrors(families: ApiFamily[]) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const family = familyOf(families, request.url)
+    // A path segment that long names nothing; any other such error is a URL that cannot be read.
+    const error: PublicError =
+      err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? { status: 404, code: 'not_found', message: 'The resource could not be found: a path segment is too long.' }
+        : { status: 400, code: 'bad_request', message: 'The URL is not valid: a path segment is not a valid percent-encoded UTF-8 string.' }
+    for (const header of ['x-openstack-request-id', ...(family?.requestIdHeaders ?? [])]) reply.header(header, request.id)
+    return reply.code(error.status).type('application/json').send((family?.renderError ?? renderPlainError)(error))
+  }
 }

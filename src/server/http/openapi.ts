@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import swagger from '@fastify/swagger'
-import type { ApiFamily } from './api-family.js'
+import { familyOf, type ApiFamily } from './api-family.js'
 import { errorBodySchema } from './error-renderers.js'
 
 /** A JSON Schema, as plain data (TypeBox schemas are JSON Schemas too). */
@@ -71,7 +71,7 @@ function documentedSchema(route: RouteOptions, families: ApiFamily[]): FastifySc
     const properties = { ...params.properties, ...Object.fromEntries(missing.map((name) => [name, { type: 'string' }])) }
     schema.params = { ...params, type: 'object', properties, required: names }
   }
-  const family = families.find((f) => route.url === f.prefix || route.url.startsWith(`${f.prefix}/`))
+  const family = familyOf(families, route.url)
   const error = family ? errorBodySchema(family.renderError) : errorBodySchema(undefined)
   schema.response = { ...(schema.response as object), '4XX': error, '5XX': error }
   return schema as FastifySchema
