@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './auth/principal.js'
-import { frameworkErrors, registerFamily, toPublicError } from './http/api-family.js'
+import { clientErrors, frameworkErrors, registerFamily, toPublicError } from './http/api-family.js'
 import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
 import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
@@ -40,6 +40,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     bodyLimit: deps.config.bodyLimitBytes,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrors(families),
+    clientErrorHandler: clientErrors(families),
     // Clients such as Tempest send Connection: close; Node honours it. Keep-alive sockets idle out.
     keepAliveTimeout: 65_000,
     return503OnClosing: true,

@@ -10,6 +10,10 @@ import { buildApp } from '../../src/server/app.js'
 import type { TaskHandler } from '../../src/server/tasks/runner.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { freshDatabase } from '../../src/testkit/postgres.js'
+import { request } from 'node:http'
+import { Ajv } from 'ajv'
+import { apiFamilies } from '../../src/server/api/families.js'
+import { errorBodySchema } from '../../src/server/http/error-renderers.js'
 
 const REQUEST_ID = /^req-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -135,6 +139,44 @@ describe('operations endpoints', () => {
       const res = await fetch(`${server.url}${path}`, { method: 'POST', body: '{"auth": {', headers: { ...auth, 'content-type': 'application/json' } })
       assert.equal(res.status, 400)
       check((await res.json()) as Record<string, unknown>, 400)
+    })
+  }
+
+  /** A GET as raw as it comes (fetch would re-encode the path and refuse some of it). */
+  const rawGet = (path: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+      const url = new URL(server.url)
+      const r = request({ host: url.hostname, port: url.port, path, headers: { ...auth, ...headers }, agent: false }, (res) => {
+        let text = ''
+        res.on('data', (c: Buffer) => (text += c.toString()))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }))
+      })
+      r.on('error', reject)
+      r.end()
+    })
+
+  // Found by the fuzz suite: these answers came in Fastify's own shape, not the family's.
+  for (const [family, path] of [['compute', '/compute/v2.1/servers'], ['identity', '/identity/v3/users'], ['network', '/network/v2.0/networks'], ['image', '/image/v2/images'], ['volume', '/volume/v3/volumes'], ['resmgr', '/resmgr/v1/hosts']]) {
+    it(`answers URLs it cannot route or read in the ${family} error shape`, async () => {
+      const renderer = apiFamilies(server.deps).find((f) => f.name === family)!.renderError
+      const valid = new Ajv({ strict: false }).compile(errorBodySchema(renderer))
+      const cases: [string, Record<string, string>, number][] = [
+        [`${path}/%E0%A4%A`, {}, 400],
+        [`${path}/%zz`, {}, 400],
+        [`${path}/${'x'.repeat(5000)}`, {}, 404],
+        [`${path}?q=${'y'.repeat(20_000)}`, {}, 431],
+        [path, { 'x-padding': 'z'.repeat(20_000) }, 431],
+      ]
+      for (const [url, headers, status] of cases) {
+        const res = await rawGet(url, headers)
+        assert.equal(res.status, status, `${url.slice(0, 60)}: ${JSON.stringify(res.body)}`)
+        assert.ok(valid(res.body), `${url.slice(0, 60)}: ${JSON.stringify(res.body)} is not in the ${family} shape`)
+      }
+      // A parameter as long as a 255-character name of 4-byte characters, percent-encoded, reaches the route (which
+      // may find it too long for an id, 400, or find nothing, 404).
+      const long = await rawGet(`${path}/${encodeURIComponent('😀'.repeat(255))}`)
+      assert.ok([400, 404].includes(long.status) && valid(long.body), `${long.status} ${JSON.stringify(long.body)}`)
+      assert.doesNotMatch(JSON.stringify(long.body), /too long/)
     })
   }
 

@@ -3,6 +3,8 @@
  * prefix, with the family's own error envelope for every failure: thrown AppErrors, schema validation, bodies
  * that are too large or malformed, unknown routes (404) and known routes called with another method (405).
  */
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, ERROR_STATUS, type ErrorCode } from '../../contracts/errors.js'
 import { renderPlainError, type ErrorRenderer, type PublicError } from './error-renderers.js'
@@ -119,5 +121,30 @@ export function frameworkErrors(families: ApiFamily[]) {
         : { status: 400, code: 'bad_request', message: 'The URL is not valid: a path segment is not a valid percent-encoded UTF-8 string.' }
     for (const header of ['x-openstack-request-id', ...(family?.requestIdHeaders ?? [])]) reply.header(header, request.id)
     return reply.code(error.status).type('application/json').send((family?.renderError ?? renderPlainError)(error))
+  }
+}
+
+/** What a connection-level failure is, by Node's error code (before any request exists). */
+const CLIENT_ERRORS: Record<string, PublicError> = {
+  HPE_HEADER_OVERFLOW: { status: 431, code: 'headers_too_large', message: 'The request line and headers are larger than this server accepts.' },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: 'request_timeout', message: 'The request did not arrive in time.' },
+}
+const NOT_HTTP: PublicError = { status: 400, code: 'bad_request', message: 'The request is not valid HTTP.' }
+
+/**
+ * Fastify's clientErrorHandler: a request Node's parser refuses (headers too large, malformed HTTP) answered in
+ * the error shape of the family its request line names, when the line arrived, then the connection closes.
+ */
+export function clientErrors(families: ApiFamily[]) {
+  return (err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return
+    const error = CLIENT_ERRORS[err.code ?? ''] ?? NOT_HTTP
+    const packet = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1') : ''
+    const target = packet.split('\r\n')[0].split(' ')[1] ?? ''
+    const body = JSON.stringify((familyOf(families, target)?.renderError ?? renderPlainError)(error))
+    if (socket.writable) {
+      socket.write(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    }
+    socket.destroy(err)
   }
 }

@@ -64,8 +64,10 @@ export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     { schema: { body: PasswordChange }, config: { public: true, docs: { summary: 'Change your own password (proven by the original password; no token)', response: { 204: noBody('Changed') } } } },
     async (request, reply) => {
       const { password, original_password } = request.body.user
-      const outcome = await ctx.write((tx) => users.changePassword(tx, request.params.id, original_password, password, ctx.now()))
-      if (outcome === 'denied') throw unauthorized('The request you have made requires authentication.')
+      if ((await users.checkOriginalPassword(ctx.db, request.params.id, original_password, ctx.now())) === 'denied') {
+        throw unauthorized('The request you have made requires authentication.')
+      }
+      await ctx.write((tx) => users.setPassword(tx, request.params.id, password, ctx.now()))
       return reply.code(204).send()
     },
   )
