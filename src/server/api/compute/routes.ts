@@ -11,7 +11,7 @@ import { authHook } from '../../auth/http-auth.js'
 import { serverRoutes } from './server-routes.js'
 import { hostRoutes } from './hosts-routes.js'
 import { versionRoutes } from './versions.js'
-import { useMicroversions } from './context.js'
+import { useMicroversions, useSingleQueryValues } from './context.js'
 import { addDocs } from '../../http/openapi.js'
 import { MICROVERSION_HEADERS } from '../../../contracts/compute/schemas.js'
 
@@ -20,6 +20,7 @@ export function computeRoutes(deps: AppDeps) {
     await versionRoutes(deps)(scope)
     await scope.register(async (api) => {
       useMicroversions(api)
+      useSingleQueryValues(api)
       api.addHook('onRoute', (route) => addDocs(route, { headers: MICROVERSION_HEADERS }))
       // Nova reads JSON whatever the client calls it: text/plain (curl's default) and Nova's own media type too.
       api.removeContentTypeParser('text/plain')

@@ -117,12 +117,17 @@ const nextLinks = { servers_links: plain(J.links) }
 const created = plain(T.Object({ id: J.str, links: J.links, 'OS-DCF:diskConfig': J.str, security_groups: T.Array(T.Object({ name: J.str })), adminPass: J.str }))
 
 const DOCS = {
-  list: (view: 'summary' | 'detail') =>
-    documented({
-      summary: view === 'summary' ? 'List servers (id, name, links)' : 'List servers with details',
-      querystring: serverListQuery(),
-      response: { 200: envelope('servers', listOf(fieldsSchema(serverFields, view)), nextLinks) },
-    }),
+  // The filters read a repeated parameter as a list (vm_state=active&vm_state=error).
+  list: (view: 'summary' | 'detail') => ({
+    config: {
+      repeatedQuery: true,
+      docs: {
+        summary: view === 'summary' ? 'List servers (id, name, links)' : 'List servers with details',
+        querystring: serverListQuery(),
+        response: { 200: envelope('servers', listOf(fieldsSchema(serverFields, view)), nextLinks) },
+      },
+    },
+  }),
   show: documented({ summary: 'Show a server', response: { 200: envelope('server', fieldsSchema(serverFields, 'show')) } }),
   create: documented({
     summary: 'Create one or more servers',

@@ -35,6 +35,9 @@ export function versionDocument(identityUrl: string) {
   }
 }
 
+/** The token a validation, check or revocation is about (the caller's own is X-Auth-Token). */
+const subjectHeader = { type: 'object', properties: { 'x-subject-token': { type: 'string' } }, required: ['x-subject-token'] }
+
 const flagQuery = {
   type: 'object',
   properties: { nocatalog: { type: 'string' }, allow_expired: { type: 'string' } },
@@ -113,10 +116,10 @@ export function authRoutes(deps: AppDeps) {
       }
     // HEAD first: Fastify would otherwise derive it from GET (with a body to discard).
     type FlagQuery = { Querystring: { nocatalog?: string; allow_expired?: string } }
-    scope.head<FlagQuery>('/v3/auth/tokens', { ...documented({ summary: 'Check the token in X-Subject-Token', response: { 200: noBody('Valid') } }), schema: { querystring: flagQuery }, preHandler: requireAuth }, validate('identity:check_token', false))
-    scope.get<FlagQuery>('/v3/auth/tokens', { ...documented({ summary: 'Validate the token in X-Subject-Token', response: { 200: A.token } }), schema: { querystring: flagQuery }, preHandler: requireAuth }, validate('identity:validate_token', true))
+    scope.head<FlagQuery>('/v3/auth/tokens', { ...documented({ summary: 'Check the token in X-Subject-Token', headers: subjectHeader, response: { 200: noBody('Valid') } }), schema: { querystring: flagQuery }, preHandler: requireAuth }, validate('identity:check_token', false))
+    scope.get<FlagQuery>('/v3/auth/tokens', { ...documented({ summary: 'Validate the token in X-Subject-Token', headers: subjectHeader, response: { 200: A.token } }), schema: { querystring: flagQuery }, preHandler: requireAuth }, validate('identity:validate_token', true))
 
-    scope.delete<{ Querystring: { allow_expired?: string } }>('/v3/auth/tokens', { ...documented({ summary: 'Revoke the token in X-Subject-Token', response: { 204: noBody('Revoked') } }), preHandler: requireAuth }, async (request, reply) => {
+    scope.delete<{ Querystring: { allow_expired?: string } }>('/v3/auth/tokens', { ...documented({ summary: 'Revoke the token in X-Subject-Token', headers: subjectHeader, response: { 204: noBody('Revoked') } }), preHandler: requireAuth }, async (request, reply) => {
       const { checked } = subject(request, false)
       authorize(identityAuthPolicy, 'identity:revoke_token', request.principal, { userId: checked.payload.u })
       await tokens.revoke(checked.payload)
