@@ -15,6 +15,7 @@ import { DriverError, type GuestInfo, type GuestSpec, type VolumeConnection } fr
 import { SimulatedDriver } from '../server/drivers/compute/simulated/simulated-driver.js'
 import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
+import { ConsoleStreams, type OpenConsoleArgs } from './console/console-streams.js'
 
 export interface AgentConfig {
   controller: string
@@ -53,6 +54,7 @@ export class PccAgent {
   private factsSentAt = 0
   private factsReadAt = 0
   private readonly wake: (() => void)[] = []
+  private readonly consoles: ConsoleStreams
 
   constructor(
     readonly root: string,
@@ -62,6 +64,10 @@ export class PccAgent {
     this.config = JSON.parse(readFileSync(this.configFile, 'utf8')) as AgentConfig
     if (!this.config.controller) throw new Error(`${this.configFile}: "controller" (the control plane's URL) is required`)
     this.client = new JsonClient({ baseUrl: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure })
+    this.consoles = new ConsoleStreams({
+      controller: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure,
+      credential: () => this.config.credential, hostId: () => this.hostId, log: (level, message, fields) => this.log(level, message, fields),
+    })
   }
 
   log(level: string, message: string, fields: Record<string, unknown> = {}): void {
@@ -102,6 +108,7 @@ export class PccAgent {
     this.stopped = true
     for (const w of this.wake.splice(0)) w()
     this.client.close()
+    this.consoles.stop()
     try {
       this.saveState()
       rmSync(join(this.root, 'run/pcc-agent.pid'), { force: true })
@@ -392,6 +399,8 @@ export class PccAgent {
         return d.consoleOutput(sid, (a.lines as number | null) ?? undefined)
       case 'forget':
         return d.forget(sid)
+      case 'openConsole':
+        return this.consoles.open(d, a as unknown as OpenConsoleArgs)
       case 'receiveGuest':
         this.requireHypervisor()
         d.adopt([a.guest as GuestInfo])

@@ -257,7 +257,7 @@ async function derive(w: WorldBuilder): Promise<void> {
     extension: 'router',
   })
   w.memberOwned.project = personas.member.projectId!
-  fixtures.idpClient = Object.keys(await w.server.deps.idp.clients.secrets())[0]
+  fixtures.idpClient = Object.keys(await w.server.deps.idp.clients.secrets('builtin'))[0]
   fixtures.simulatedHost = (await w.must('admin', 'GET', '/compute/v2.1/os-hypervisors', undefined, COMPUTE)).body.hypervisors[0]?.id
   const server = `/compute/v2.1/servers/${fixtures.server}`
   fixtures.serverPort = (await w.call('admin', 'GET', `${server}/os-interface`, undefined, COMPUTE)).body.interfaceAttachments?.[0]?.port_id

@@ -1,0 +1,97 @@
+/**
+ * The volume backend: where a volume's bytes live and the few operations Cinder's volume manager asks of a driver.
+ * One backend object serves one place (the control plane's data dir, or one storage host); the volume service
+ * picks the backend of a volume from its type (docs/block-storage.md, "Backends"), and the same code runs in
+ * pcc-server for the control plane's volumes and in pcc-agent for a storage host's (src/agent/storage/).
+ *
+ * The interface is kept small on purpose, so that Ceph RBD fits it as a third implementation: every operation
+ * names volumes and snapshots by id, and the bytes are reached through a QEMU block node definition
+ * (`blockdev`), which qemu-storage-daemon exports over NBD and qemu-img copies from and to. An RBD backend
+ * answers `{driver: 'rbd', pool, image}` there and implements snapshots and clones with `rbd snap create` and
+ * `rbd clone`.
+ *
+ * Guarantees every implementation keeps (test/drivers/volume/conformance.ts checks them on each):
+ * - Every operation is idempotent: the task queue may run it twice (after a crash, a lost lease). Creating what
+ *   exists with the same size, deleting what is gone, extending to the current size all succeed.
+ * - A volume created blank reads as zeros; one created from a source holds the source's bytes, and zeros after
+ *   them up to its size. A snapshot holds the volume's bytes of its moment, whatever is written afterwards.
+ * - Sizes are whole GiB; `extend` never shrinks and keeps every byte.
+ * - A failure is a VolumeBackendError with a message an operator can act on (what is missing, what failed).
+ */
+
+/** A QEMU block node definition: the JSON of QMP `blockdev-add` (and of `--blockdev` in qemu-storage-daemon). */
+export type BlockdevSpec = { driver: string } & Record<string, unknown>
+
+/** What a backend object's bytes are: a volume or one of its snapshots. */
+export type VolumeRef = { volumeId: string } | { snapshotId: string }
+
+/** An NBD export to read bytes from (a volume of another backend or another place), with its TLS-PSK key. */
+export interface NbdSource {
+  host: string
+  port: number
+  export: string
+  pskIdentity: string
+  /** The pre-shared key (hex). */
+  pskKey: string
+}
+
+/**
+ * Where the bytes of a new volume come from:
+ * - `volume` / `snapshot`: an object of the same backend (a clone);
+ * - `image`: an image file on this machine (raw or qcow2; other formats are refused before they get here);
+ * - `nbd`: another place's export (retype and clones across backends).
+ */
+export type ByteSource =
+  | { kind: 'volume'; volumeId: string }
+  | { kind: 'snapshot'; snapshotId: string }
+  | { kind: 'image'; path: string; format: 'raw' | 'qcow2' }
+  | { kind: 'nbd'; source: NbdSource }
+
+export interface BackendCapacity {
+  /** GiB this backend can hold in all. */
+  totalGb: number
+  /** GiB not yet given to volumes and snapshots (file: free space of the filesystem). */
+  freeGb: number
+}
+
+/** A failure of the backend; the volume service records it as the volume's (or snapshot's) error. */
+export class VolumeBackendError extends Error {
+  override name = 'VolumeBackendError'
+}
+
+export interface VolumeBackend {
+  /** `file` or `lvm` (the `volume_backend_name` of the volume types that use it). */
+  readonly name: string
+  /**
+   * Whether the backend can work on this machine; resolves, or throws a VolumeBackendError naming exactly what is
+   * missing (a program, the volume group, a kernel feature). Cheap enough to call at every start.
+   */
+  check(): Promise<void>
+  capacity(): Promise<BackendCapacity>
+  /** Creates a blank volume of `sizeGb` that reads as zeros. */
+  create(volumeId: string, sizeGb: number): Promise<void>
+  /**
+   * Creates a volume of `sizeGb` holding the bytes of `source`. A source larger than `sizeGb` is an error;
+   * a repeated call after a crash starts the copy again.
+   */
+  createFrom(volumeId: string, sizeGb: number, source: ByteSource): Promise<void>
+  /** Grows a volume to `sizeGb` (also while it is exported: the export manager then publishes the new size). */
+  extend(volumeId: string, sizeGb: number): Promise<void>
+  /** Removes a volume and its bytes (an LVM backend wipes them first, so no other volume ever reads them). */
+  delete(volumeId: string): Promise<void>
+  /** A point-in-time copy of the volume, readable while the volume changes. */
+  createSnapshot(snapshotId: string, volumeId: string): Promise<void>
+  deleteSnapshot(snapshotId: string): Promise<void>
+  /** Size in bytes of a volume or snapshot, or undefined when it does not exist. */
+  size(ref: VolumeRef): Promise<number | undefined>
+  /** The block node that opens the bytes of a volume or snapshot (read-write for volumes). */
+  blockdev(ref: VolumeRef): BlockdevSpec
+}
+
+export const GIB = 1024 ** 3
+
+/** Refuses ids that could escape a directory or a volume group: every id pcc makes is a UUID. */
+export function checkId(id: string): string {
+  if (!/^[0-9a-fA-F-]{1,64}$/.test(id)) throw new VolumeBackendError(`invalid volume or snapshot id ${JSON.stringify(id)}`)
+  return id
+}

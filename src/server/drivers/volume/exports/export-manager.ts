@@ -1,0 +1,201 @@
+/**
+ * Runs the NBD exports of one storage place (the control plane's machine, or one storage host) as desired
+ * state: `converge(desired)` starts the qemu-storage-daemon of every exported volume that has none, updates
+ * key files and generations of those that run, and stops the daemons of volumes no longer exported. The same
+ * code runs in pcc-server and in pcc-agent.
+ *
+ * Daemons are detached from the process that starts them, so a restart of pcc-server or pcc-agent never cuts
+ * a guest's disk; the next `converge` (at start, from the store's truth) adopts them by their pid file — a
+ * daemon counts as running only if /proc/<pid>/cmdline is a qemu-storage-daemon with that very pid file, which
+ * guards against a reused pid. Files of a volume's daemon live in `<runDir>/<volume id>/` (qsd-command.ts).
+ *
+ * Calls are serialised: two attachments of one volume converging at once would otherwise start two daemons.
+ */
+import { spawn } from 'node:child_process'
+import { openSync, closeSync, readFileSync } from 'node:fs'
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { VolumeBackendError } from '../backend.js'
+import { QmpConnection } from './qmp.js'
+import { daemonFiles, exportArgs, keyFile, nodeName, qsdArgs, type ExportSpec } from './qsd-command.js'
+
+const START_TIMEOUT_MS = 15_000
+const STOP_TIMEOUT_MS = 10_000
+
+/** What converge remembers of a running daemon (spec.json): everything but the keys. */
+type DaemonState = Omit<ExportSpec, 'keys'>
+
+export class ExportManager {
+  private queue: Promise<unknown> = Promise.resolve()
+
+  constructor(readonly runDir: string) {}
+
+  /** Makes the running exports of this place exactly `desired`. */
+  converge(desired: ExportSpec[]): Promise<void> {
+    return this.serially(async () => {
+      const wanted = new Map(desired.filter((s) => s.keys.length > 0).map((s) => [s.volumeId, s]))
+      for (const spec of wanted.values()) await this.ensure(spec)
+      for (const volumeId of await this.known()) if (!wanted.has(volumeId)) await this.stop(volumeId)
+    })
+  }
+
+  /** Stops every daemon of this place (tests, decommissioning); the volumes' bytes are untouched. */
+  stopAll(): Promise<void> {
+    return this.serially(async () => {
+      for (const volumeId of await this.known()) await this.stop(volumeId)
+    })
+  }
+
+  /** Volumes whose daemon runs now. */
+  async running(): Promise<string[]> {
+    const ids = await this.known()
+    return ids.filter((id) => daemonPid(daemonFiles(join(this.runDir, id)).pid) !== undefined)
+  }
+
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work, work)
+    this.queue = next.catch(() => {})
+    return next
+  }
+
+  private async known(): Promise<string[]> {
+    try {
+      return (await readdir(this.runDir, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name)
+    } catch {
+      return []
+    }
+  }
+
+  private async ensure(spec: ExportSpec): Promise<void> {
+    const dir = join(this.runDir, spec.volumeId)
+    const files = daemonFiles(dir)
+    await mkdir(dir, { recursive: true, mode: 0o700 })
+    await writeIfChanged(files.keys, keyFile(spec.keys))
+    const { keys: _keys, ...state } = spec
+    const previous = await readState(files.spec)
+    const pid = daemonPid(files.pid)
+    const sameDaemon = previous && previous.address === state.address && previous.port === state.port && JSON.stringify(previous.blockdev) === JSON.stringify(state.blockdev)
+    if (pid !== undefined && sameDaemon) {
+      await this.changeGenerations(files.qmp, spec, previous.generations)
+    } else {
+      if (pid !== undefined) await terminate(pid)
+      await start(spec, dir)
+    }
+    await writeIfChanged(files.spec, JSON.stringify(state))
+  }
+
+  /** Adds the generations the daemon lacks and removes those no longer wanted, through its monitor. */
+  private async changeGenerations(qmpPath: string, spec: ExportSpec, running: number[]): Promise<void> {
+    const add = spec.generations.filter((g) => !running.includes(g))
+    const drop = running.filter((g) => !spec.generations.includes(g))
+    if (add.length === 0 && drop.length === 0) return
+    const qmp = await QmpConnection.open(qmpPath)
+    try {
+      for (const g of add) {
+        await qmp.execute('blockdev-add', { ...spec.blockdev, 'node-name': nodeName(g) })
+        await qmp.execute('block-export-add', exportArgs(spec.volumeId, g))
+      }
+      for (const g of drop) {
+        // Hard: the hypervisor has moved to the newer generation; a connection still open is a stale one.
+        await qmp.execute('block-export-del', { id: `e${g}`, mode: 'hard' })
+        await qmp.waitEvent((e) => e.event === 'BLOCK_EXPORT_DELETED' && e.data?.id === `e${g}`, 10_000)
+        await qmp.execute('blockdev-del', { 'node-name': nodeName(g) })
+      }
+    } finally {
+      qmp.close()
+    }
+  }
+
+  private async stop(volumeId: string): Promise<void> {
+    const dir = join(this.runDir, volumeId)
+    const pid = daemonPid(daemonFiles(dir).pid)
+    if (pid !== undefined) await terminate(pid)
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+/** Starts the daemon and waits for its pid file, which it writes once every export exists. */
+async function start(spec: ExportSpec, dir: string): Promise<void> {
+  const files = daemonFiles(dir)
+  await rm(files.pid, { force: true })
+  await rm(files.qmp, { force: true })
+  const log = openSync(files.log, 'a', 0o600)
+  let exited: string | undefined
+  try {
+    const child = spawn('qemu-storage-daemon', qsdArgs(spec, dir), { detached: true, stdio: ['ignore', log, log] })
+    child.on('error', (err) => (exited = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'qemu-storage-daemon is not installed' : err.message))
+    child.on('exit', (code, signal) => (exited ??= `it exited (${signal ?? `code ${code}`})`))
+    child.unref()
+  } finally {
+    closeSync(log)
+  }
+  const deadline = Date.now() + START_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    if (exited) break
+    if (daemonPid(files.pid) !== undefined) return
+    await sleep(20)
+  }
+  const tail = (await readFile(files.log, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join(' ')
+  throw new VolumeBackendError(`the NBD export of volume ${spec.volumeId} on ${spec.address}:${spec.port} did not start: ${exited ?? 'no pid file in time'}${tail ? `: ${tail}` : ''}`)
+}
+
+/** The pid of the daemon that owns `pidFile`, if it runs. */
+export function daemonPid(pidFile: string): number | undefined {
+  let pid: number
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8').trim())
+  } catch {
+    return undefined
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return undefined
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+    return argv[0]?.endsWith('qemu-storage-daemon') && argv.includes(pidFile) ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** SIGTERM (the daemon flushes and closes its images), then SIGKILL if it has not gone within the timeout. */
+async function terminate(pid: number): Promise<void> {
+  const gone = () => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8') === ''
+    } catch {
+      return true
+    }
+  }
+  try {
+    process.kill(pid, 'SIGTERM')
+  } catch {
+    return
+  }
+  const deadline = Date.now() + STOP_TIMEOUT_MS
+  while (!gone() && Date.now() < deadline) await sleep(20)
+  if (!gone()) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
+async function readState(path: string): Promise<DaemonState | undefined> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as DaemonState
+  } catch {
+    return undefined
+  }
+}
+
+/** Replaces a small file atomically (a reader never sees half a key file), and only when its content changes. */
+async function writeIfChanged(path: string, content: string): Promise<void> {
+  if ((await readFile(path, 'utf8').catch(() => undefined)) === content) return
+  await writeFile(`${path}.tmp`, content, { mode: 0o600 })
+  await rename(`${path}.tmp`, path)
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
