@@ -25,6 +25,8 @@ export interface OpenApiOperation {
   parameters?: OpenApiParameter[]
   requestBody?: { required?: boolean; content: Record<string, OpenApiMedia> }
   responses?: Record<string, OpenApiResponse>
+  /** `[]`: open to anyone; absent: the document's default (a token). */
+  security?: Record<string, string[]>[]
 }
 
 export interface OpenApiDocument {

@@ -13,7 +13,7 @@ const RELEASE_DIR = fileURLToPath(new URL('../../../release/', import.meta.url))
 const INSTALLER = fileURLToPath(new URL('../../../../install.sh', import.meta.url))
 
 export function registerDownloadRoutes(app: FastifyInstance, deps: AppDeps): void {
-  const download = (mediaType: string, what: string) => ({ schema: { summary: `Download ${what}`, tags: ['downloads'], response: { 200: mediaAnswer(mediaType, what), 404: errorBodySchema(undefined) } as Record<string, JsonSchema> } })
+  const download = (mediaType: string, what: string) => ({ schema: { summary: `Download ${what}`, tags: ['downloads'], security: [], response: { 200: mediaAnswer(mediaType, what), 404: errorBodySchema(undefined) } as Record<string, JsonSchema> } })
   const release = (name: string) => `${RELEASE_DIR}${name}`
   const missing = { error: { code: 404, title: 'Not Found', message: 'The pcctl release is not built on this server: run `npm run build`.' } }
 

@@ -29,7 +29,14 @@ export interface RouteDocs {
   consumes?: string[]
   /** Status code (or `2XX`, `default`) → schema of the body; `{ type: 'null' }` for none. */
   response?: Record<string, JsonSchema>
+  /** Who may call: `[]` for an open route, `[{ hostCredential: [] }]` for an agent's; the default is a token. */
+  security?: Record<string, string[]>[]
 }
+
+/** Routes anyone may call, without a token: the route's description says so, and the fuzz suite holds it to that. */
+export const OPEN: RouteDocs = { security: [] }
+/** Routes a host's agent calls with its host credential (`Authorization: Bearer pcch_…`). */
+export const HOST_CREDENTIAL: RouteDocs = { security: [{ hostCredential: [] }] }
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -73,7 +80,8 @@ function documentedSchema(route: RouteOptions, families: ApiFamily[]): FastifySc
   }
   const family = familyOf(families, route.url)
   const error = family ? errorBodySchema(family.renderError) : errorBodySchema(undefined)
-  schema.response = { ...(schema.response as object), '4XX': error, '5XX': error }
+  // The family's error body, unless the route answers its errors otherwise (the IdP's pages for browsers).
+  schema.response = { '4XX': error, '5XX': error, ...(schema.response as object) }
   return schema as FastifySchema
 }
 
@@ -93,6 +101,15 @@ export async function registerOpenApi(app: FastifyInstance, options: { baseUrl: 
         version: '0.1.0',
       },
       servers: [{ url: options.baseUrl }],
+      components: {
+        securitySchemes: {
+          token: { type: 'apiKey', in: 'header', name: 'X-Auth-Token', description: 'A Keystone token (POST /identity/v3/auth/tokens); `Authorization: Bearer <token>` works too' },
+          hostCredential: { type: 'http', scheme: 'bearer', description: "A host's credential, answered when it registered" },
+          idpAccessToken: { type: 'http', scheme: 'bearer', description: "An access token of pcc's OIDC provider (POST /idp/token)" },
+        },
+      },
+      // Every operation needs a token unless its description says otherwise.
+      security: [{ token: [] }],
     },
     transform: ({ url, route }) => ({ schema: documentedSchema(route, options.families), url }),
   })

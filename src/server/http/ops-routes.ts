@@ -37,6 +37,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: 
     {
       schema: {
         summary: 'Liveness: the process is up and serving HTTP',
+        security: [],
         tags: ['operations'],
         response: { 200: { type: 'object', properties: { status: { type: 'string', const: 'ok' } }, required: ['status'] } },
       },
@@ -49,6 +50,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: 
     {
       schema: {
         summary: 'Readiness: the database answers and migrations are done',
+        security: [],
         tags: ['operations'],
         response: { 200: readiness, 503: readiness },
       },
@@ -65,12 +67,12 @@ export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: 
     },
   )
 
-  const metricsDocs = { summary: 'Prometheus metrics', tags: ['operations'], response: { 200: mediaAnswer('text/plain', 'Metrics in the Prometheus text format 0.0.4') } }
+  const metricsDocs = { summary: 'Prometheus metrics', tags: ['operations'], security: [], response: { 200: mediaAnswer('text/plain', 'Metrics in the Prometheus text format 0.0.4') } }
   app.get('/metrics', { schema: metricsDocs }, async (_request, reply) => {
     reply.type(metrics.registry.contentType)
     return metricsText(metrics.registry, metrics.requests)
   })
 
-  const documentDocs = { summary: 'This document: every route with its schemas', tags: ['operations'], response: { 200: { type: 'object', description: 'An OpenAPI 3.1 document' } } }
+  const documentDocs = { summary: 'This document: every route with its schemas', tags: ['operations'], security: [], response: { 200: { type: 'object', description: 'An OpenAPI 3.1 document' } } }
   app.get('/openapi.json', { schema: documentDocs }, async () => app.swagger())
 }

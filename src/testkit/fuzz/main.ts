@@ -33,18 +33,21 @@ async function main(): Promise<number> {
     const doc = (await (await fetch(`${world.server.url}/openapi.json`)).json()) as OpenApiDocument
     const operations = openApiOperations(doc).filter((op) => op.method !== 'HEAD' && (!values.only || `${op.method} ${op.path}`.includes(values.only)))
     const checker = newChecker(world, doc)
+    const accepted = new Set<string>()
     console.log(`fuzzing ${operations.length} operations on ${dialect}, seed ${seed}, ${values.runs} runs each per round, for ${values.duration}`)
     // The first round always covers every operation; later ones run while time is left.
     for (let round = 0; round === 0 || Date.now() < deadline; round++) {
       for (const op of operations) {
         if (round > 0 && Date.now() >= deadline) break
         const result = await fuzzOperation(checker, op, { seed: seed + round, runsPerOperation: Number(values.runs), timeLimitMs: 120_000 })
+        if (Object.keys(result.statuses).some((status) => Number(status) < 300)) accepted.add(result.operation)
         if (result.failure) {
           failures++
           console.log(`\nFAIL ${result.operation} (replay: npm run fuzz -- --seed ${seed + round} --runs ${values.runs} --only '${result.operation}' --dialect ${dialect})\n${result.failure}\n`)
         }
       }
-      console.log(`round ${round} done (seed ${seed + round}), ${failures} failures so far`)
+      const never = operations.map((op) => `${op.method} ${op.path}`).filter((key) => !accepted.has(key))
+      console.log(`round ${round} done (seed ${seed + round}), ${failures} failures so far; ${accepted.size} operations accepted some request, ${never.length} none yet:\n  ${never.join('\n  ')}`)
     }
   } finally {
     await world.close()

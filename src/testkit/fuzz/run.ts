@@ -34,6 +34,8 @@ export class FuzzFailure extends Error {}
 export interface OperationResult {
   operation: string
   runs: number
+  /** How many answers of each status the operation gave (coverage: did valid input get through?). */
+  statuses: Record<number, number>
   /** fast-check's report: the seed, the path, the shrunk plan and what went wrong. */
   failure?: string
 }
@@ -47,6 +49,8 @@ interface Checker {
   known?: Digest
   /** An accepted request removed something: the world needs repair after this operation. */
   dirty: boolean
+  /** Statuses answered during the current operation. */
+  statuses: Record<number, number>
 }
 
 function describe(req: WireRequest, answer?: Answer): string {
@@ -85,32 +89,40 @@ function validator(c: Checker, schema: JsonSchema): ValidateFunction {
   return v
 }
 
-function documentedAnswer(op: Operation, status: number): { schema?: JsonSchema; json: boolean } | undefined {
+/** The documented answer for a status: its media types (none: no body) and their schemas. */
+function documentedAnswer(op: Operation, status: number): Record<string, { schema?: JsonSchema }> | undefined {
   const responses = op.operation.responses ?? {}
   const answer = responses[String(status)] ?? responses[`${String(status)[0]}XX`]
-  if (!answer) return undefined
-  const media = answer.content ?? {}
-  const json = media['application/json']
-  return { schema: json?.schema, json: json !== undefined }
+  return answer ? (answer.content ?? {}) : undefined
 }
 
 /** Checks the answer's status and body against the properties; throws a FuzzFailure. */
 function checkAnswer(c: Checker, op: Operation, req: WireRequest, answer: Answer): void {
   if (answer.status >= 500) throw new FuzzFailure(`a ${answer.status}\n  ${describe(req, answer)}`)
   if (req.method === 'HEAD' || answer.status === 204 || answer.status === 304) return
-  const documented = documentedAnswer(op, answer.status)
-  if (!documented) throw new FuzzFailure(`status ${answer.status} is not documented for ${op.method} ${op.path}\n  ${describe(req, answer)}`)
-  if (!documented.schema || answer.text === '') {
-    if (answer.status >= 400) throw new FuzzFailure(`a ${answer.status} without the error body\n  ${describe(req, answer)}`)
+  const media = documentedAnswer(op, answer.status)
+  if (!media) throw new FuzzFailure(`status ${answer.status} is not documented for ${op.method} ${op.path}\n  ${describe(req, answer)}`)
+  const types = Object.keys(media)
+  if (types.length === 0) {
+    if (answer.status >= 400) throw new FuzzFailure(`a ${answer.status} without an error body documented\n  ${describe(req, answer)}`)
     return
   }
+  const type = String(answer.headers['content-type'] ?? '').split(';')[0].trim()
+  if (!media['application/json']) {
+    // Not JSON (pages, files): the answer is of a documented media type (any type where octet-stream is documented).
+    if (!types.includes(type) && !types.includes('application/octet-stream')) throw new FuzzFailure(`a ${answer.status} of type ${type}, documented: ${types.join(', ')}\n  ${describe(req, answer)}`)
+    return
+  }
+  if (answer.text === '' && answer.status < 400) return
   let body: unknown
   try {
     body = JSON.parse(answer.text)
   } catch {
-    throw new FuzzFailure(`the answer is not JSON\n  ${describe(req, answer)}`)
+    throw new FuzzFailure(`the ${answer.status} answer is not JSON\n  ${describe(req, answer)}`)
   }
-  const valid = validator(c, documented.schema)
+  const schema = media['application/json'].schema
+  if (!schema) return
+  const valid = validator(c, schema)
   if (!valid(body)) {
     const what = answer.status >= 400 ? "not in the service's error shape" : 'not as documented'
     throw new FuzzFailure(`the ${answer.status} answer is ${what}: ${c.ajv.errorsText(valid.errors)}\n  ${describe(req, answer)}`)
@@ -135,7 +147,10 @@ async function exercise(c: Checker, op: Operation, plan: Plan): Promise<void> {
   const before = c.known ?? (await stateDigest(db))
   c.known = undefined
   const answer = await send(req, timeoutFor(op))
+  c.statuses[answer.status] = (c.statuses[answer.status] ?? 0) + 1
   checkAnswer(c, op, req, answer)
+  const open = Array.isArray(op.operation.security) && op.operation.security.length === 0
+  if (plan.persona === 'anonymous' && answer.status < 300 && !open) throw new FuzzFailure(`answered ${answer.status} without authentication, but the operation is not open\n  ${describe(req, answer)}`)
   if (answer.status >= 400) {
     const after = await stateDigest(db)
     const changed = changes(before, after)
@@ -180,7 +195,7 @@ export function personasFor(op: Operation): PersonaName[] {
 }
 
 export function newChecker(world: World, doc: OpenApiDocument): Checker {
-  return { world, doc, ajv: new Ajv({ strict: false, allErrors: false, validateFormats: false }), validators: new Map(), dirty: false }
+  return { world, doc, ajv: new Ajv({ strict: false, allErrors: false, validateFormats: false }), validators: new Map(), dirty: false, statuses: {} }
 }
 
 /** What failed and how to replay it: fast-check's seed and path, then the shrunk request and its answer. */
@@ -192,6 +207,7 @@ function report(details: fc.RunDetails<[Plan]>): string {
 /** Runs the properties on one operation; repairs the world afterwards when an accepted request removed something. */
 export async function fuzzOperation(c: Checker, op: Operation, options: FuzzOptions): Promise<OperationResult> {
   const key = `${op.method} ${op.path}`
+  c.statuses = {}
   const property = fc.asyncProperty(planArbitrary(op, { doc: c.doc, personas: personasFor(op) }), (plan) => exercise(c, op, plan))
   const details = await fc.check(property, {
     seed: operationSeed(options.seed, key),
@@ -204,5 +220,5 @@ export async function fuzzOperation(c: Checker, op: Operation, options: FuzzOpti
     c.dirty = false
     c.known = undefined
   }
-  return { operation: key, runs: details.numRuns, failure: details.failed ? report(details) : undefined }
+  return { operation: key, runs: details.numRuns, statuses: c.statuses, failure: details.failed ? report(details) : undefined }
 }

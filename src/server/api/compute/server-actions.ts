@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import { badRequest, notFound } from '../../../contracts/errors.js'
 import { ACTION_BODIES } from '../../../contracts/compute/server-action.params.js'
-import { inRange, MAX_VERSION, type ComputeVersion } from '../../../contracts/compute/versions.js'
+import { inRange, MAX_VERSION, MIN_VERSION, versionNumber, versionString, type ComputeVersion } from '../../../contracts/compute/versions.js'
 import { isoMicros } from '../../../contracts/compute/time.js'
 import { SERVER_ACTIONS } from '../../compute/server-states.js'
 import { actionNameOf, runAction, type ActionDeps } from '../../compute/server-actions.js'
@@ -20,12 +20,16 @@ import { serverFields } from '../../../contracts/compute/server.fields.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, fieldsSchema, listOf, Q, queryOf, versioned, type JsonSchema } from '../../../contracts/compute/schemas.js'
 
+const lastBefore = (until: ComputeVersion) => versionString(versionNumber(until) - 1)
+
 /** One alternative per action: `{ "<action>": <its value> }`, with the versions it exists in. */
 function actionBody(): JsonSchema {
   return {
     anyOf: Object.entries(ACTION_BODIES).map(([key, build]) => {
       const rule = SERVER_ACTIONS[actionNameOf(key, { type: 'SOFT' })!]
-      const since = 'since' in rule ? { 'x-microversions': { min: rule.since, max: MAX_VERSION } } : {}
+      const min = 'since' in rule ? (rule.since as ComputeVersion) : undefined
+      const until = 'until' in rule ? (rule.until as ComputeVersion) : undefined
+      const since = min || until ? { 'x-microversions': { min: min ?? MIN_VERSION, max: until ? lastBefore(until) : MAX_VERSION } } : {}
       return { type: 'object', properties: { [key]: versioned(build) }, required: [key], additionalProperties: false, ...since }
     }),
   }

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { MAX_VERSION, MIN_VERSION } from '../../../contracts/compute/versions.js'
 import { microversionHook } from './context.js'
-import { documented } from '../../http/openapi.js'
+import { documented, OPEN } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 
 export function versionDocuments(deps: AppDeps) {
@@ -22,9 +22,9 @@ export function versionDocuments(deps: AppDeps) {
 }
 
 const DOCS = {
-  root: documented({ summary: 'Compute API versions', response: { 200: A.versionList } }),
-  version: documented({ summary: 'The compute API v2.1 and its microversion range', response: { 200: A.version } }),
-  legacy: documented({ summary: 'The compute API v2.0', response: { 200: A.version } }),
+  root: documented({ ...OPEN, summary: 'Compute API versions', response: { 200: A.versionList } }),
+  version: documented({ ...OPEN, summary: 'The compute API v2.1 and its microversion range', response: { 200: A.version } }),
+  legacy: documented({ ...OPEN, summary: 'The compute API v2.0', response: { 200: A.version } }),
 }
 
 export function versionRoutes(deps: AppDeps) {

@@ -14,7 +14,7 @@ import { identityAuthPolicy } from '../../policy/identity-auth.policy.js'
 import { applicationCredentialRoutes } from './auth/application-credential-routes.js'
 import { credentialRoutes } from './auth/credential-routes.js'
 import { authListBodies } from './auth/scope-lists.js'
-import { documented, noBody } from '../../http/openapi.js'
+import { documented, noBody, OPEN } from '../../http/openapi.js'
 import { A, V, list } from './answers.js'
 
 const JSON_TYPE = 'application/json'
@@ -70,16 +70,16 @@ export function authRoutes(deps: AppDeps) {
     const identityUrl = deps.urls.identity
     const requireAuth = authHook(tokens, identityUrl)
 
-    scope.get('/', documented({ summary: 'Identity API versions', response: { 300: A.versions } }), async (_request, reply) => {
+    scope.get('/', documented({ ...OPEN, summary: 'Identity API versions', response: { 300: A.versions } }), async (_request, reply) => {
       reply.code(300).header('location', `${identityUrl}/`)
       return { versions: { values: [versionDocument(identityUrl)] } }
     })
-    scope.get('/v3', documented({ summary: 'The identity API v3', response: { 200: A.version } }), async () => ({ version: versionDocument(identityUrl) }))
-    scope.get('/v3/', documented({ summary: 'The identity API v3', response: { 200: A.version } }), async () => ({ version: versionDocument(identityUrl) }))
+    scope.get('/v3', documented({ ...OPEN, summary: 'The identity API v3', response: { 200: A.version } }), async () => ({ version: versionDocument(identityUrl) }))
+    scope.get('/v3/', documented({ ...OPEN, summary: 'The identity API v3', response: { 200: A.version } }), async () => ({ version: versionDocument(identityUrl) }))
 
     scope.post<{ Body: { auth: AuthRequest }; Querystring: { nocatalog?: string } }>(
       '/v3/auth/tokens',
-      { ...documented({ summary: 'Authenticate: issue a token (X-Subject-Token), or an auth receipt (401) when more factors are needed', response: { 201: A.token } }), schema: { body: authBody, querystring: flagQuery } },
+      { ...documented({ ...OPEN, summary: 'Authenticate: issue a token (X-Subject-Token), or an auth receipt (401) when more factors are needed', response: { 201: A.token } }), schema: { body: authBody, querystring: flagQuery } },
       async (request, reply) => {
         const receiptHeader = request.headers['openstack-auth-receipt']
         let outcome

@@ -11,7 +11,7 @@ import { authHook } from '../../auth/http-auth.js'
 import type { ImageQuery } from '../../image/listing.js'
 import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../../image/schemas.js'
 import { imageView, memberView } from '../../image/view.js'
-import { documented, mediaAnswer, noBody, type JsonSchema } from '../../http/openapi.js'
+import { documented, mediaAnswer, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
 
 const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', 'application/openstack-images-v2.0-json-patch']
 const GLANCE_VERSIONS = ['2.9', '2.8', '2.7', '2.6', '2.5', '2.4', '2.3', '2.2', '2.1', '2.0']
@@ -65,7 +65,7 @@ const patchBody = {
   items: { type: 'object', properties: { op: { type: 'string', enum: ['add', 'replace', 'remove'] }, path: { type: 'string' }, value: {} }, required: ['op', 'path'] },
 }
 const DOCS = {
-  versions: (status: number) => documented({ summary: 'Image API versions', response: { [status]: answer({ properties: { versions: { type: 'array', items: { type: 'object' } } } }) } }),
+  versions: (status: number) => documented({ ...OPEN, summary: 'Image API versions', response: { [status]: answer({ properties: { versions: { type: 'array', items: { type: 'object' } } } }) } }),
   redirect: documented({ summary: 'Redirects to /v2/', response: { 302: noBody('Location: the v2 root') } }),
   schema: (which: string) => documented({ summary: `Glance's JSON Schema of ${which}`, response: { 200: { type: 'object' } } }),
   list: documented({

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Ajv } from 'ajv'
 import { documentedForm, networkBodyAjv } from './validator.js'
-import { addDocs, documented, noBody, type JsonSchema } from '../../http/openapi.js'
+import { addDocs, documented, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
 import { A, LIST_QUERY, many, one, SHOW_QUERY } from './answers.js'
 import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
@@ -103,7 +103,7 @@ export function networkRoutes(deps: AppDeps) {
   const base = deps.urls.network
   return async (scope: FastifyInstance): Promise<void> => {
     strictValidators(scope)
-    scope.get('/', documented({ summary: 'Network API versions', response: { 200: A.versions } }), async () => versionsDocument(base))
+    scope.get('/', documented({ ...OPEN, summary: 'Network API versions', response: { 200: A.versions } }), async () => versionsDocument(base))
 
     await scope.register(async (api) => {
       api.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))

@@ -11,7 +11,7 @@ import type { HeartbeatRequest, RegistrationRequest } from '../../onboarding/onb
 import { ROLES } from '../../onboarding/roles.js'
 import { RESMGR_HOSTS_POLICY } from '../../policy/resmgr-hosts.policy.js'
 import { authorize } from '../../policy/rules.js'
-import { documented, noBody } from '../../http/openapi.js'
+import { documented, HOST_CREDENTIAL, noBody, OPEN } from '../../http/openapi.js'
 
 const uuid = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 const str = (max = 255) => ({ type: 'string', maxLength: max })
@@ -79,20 +79,21 @@ const HOST = obj(
 const hostCredential = 'Authorization: Bearer <host credential>; a host acts only for itself'
 const DOCS = {
   registrationToken: documented({ summary: 'Create a one-time registration token for a new host (admin)', response: { 201: obj({ token: str(), id: str(), expires_at: str() }, ['token', 'id', 'expires_at']) } }),
-  register: documented({ summary: 'Register a host with a registration token; answers its credential', response: { 201: obj({ host: HOST, credential: str() }, ['host', 'credential']) } }),
+  register: documented({ ...OPEN, summary: 'Register a host with a registration token; answers its credential', response: { 201: obj({ host: HOST, credential: str() }, ['host', 'credential']) } }),
   roles: documented({ summary: 'The roles a host can take', response: { 200: { type: 'array', items: obj({ name: str(), display_name: str(), description: str() }) } } }),
   list: documented({ summary: 'List hosts', response: { 200: { type: 'array', items: HOST } } }),
   show: documented({ summary: 'Show a host', response: { 200: HOST } }),
   delete: documented({ summary: 'Remove a host (force: also with servers on it)', response: { 200: { type: 'object', maxProperties: 0 } } }),
   assignRole: documented({ summary: 'Give a host a role', response: { 200: HOST } }),
   removeRole: documented({ summary: 'Take a role from a host', response: { 200: HOST } }),
-  heartbeat: documented({ summary: `The agent's heartbeat (${hostCredential})`, response: { 200: obj({ roles: { type: 'object', additionalProperties: str() } }, ['roles']) } }),
-  roleStatus: documented({ summary: `The agent reports a role's state (${hostCredential})`, response: { 200: obj({ role: str(), state: str() }, ['role', 'state']) } }),
+  heartbeat: documented({ ...HOST_CREDENTIAL, summary: `The agent's heartbeat (${hostCredential})`, response: { 200: obj({ roles: { type: 'object', additionalProperties: str() } }, ['roles']) } }),
+  roleStatus: documented({ ...HOST_CREDENTIAL, summary: `The agent reports a role's state (${hostCredential})`, response: { 200: obj({ role: str(), state: str() }, ['role', 'state']) } }),
   commands: documented({
+    ...HOST_CREDENTIAL,
     summary: `The agent takes its pending commands, waiting up to \`wait\` seconds (${hostCredential})`,
     response: { 200: obj({ commands: { type: 'array', items: obj({ id: str(), op: str(), args: {} }, ['id', 'op']) } }, ['commands']) },
   }),
-  commandResult: documented({ summary: `The agent reports a command's outcome (${hostCredential})`, response: { 204: noBody('Recorded') } }),
+  commandResult: documented({ ...HOST_CREDENTIAL, summary: `The agent reports a command's outcome (${hostCredential})`, response: { 204: noBody('Recorded') } }),
 }
 
 export function hostRoutes(deps: AppDeps) {

@@ -15,7 +15,7 @@ export function supportRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     let keys: Promise<SupportKeys> | undefined
     const supportKeys = () => (keys ??= ensureSupportKeys(deps.store, deps.box))
-    const key = (which: string) => ({ summary: `The support-bundle ${which} key`, tags: ['resmgr'], response: { 200: mediaAnswer('application/pgp-keys', `An armored OpenPGP ${which} key`) } })
+    const key = (which: string) => ({ summary: `The support-bundle ${which} key`, tags: ['resmgr'], security: which === 'public' ? [] : undefined, response: { 200: mediaAnswer('application/pgp-keys', `An armored OpenPGP ${which} key`) } })
     scope.get('/v1/support/public-key', { schema: key('public') }, async (_request, reply) => reply.type('application/pgp-keys').send((await supportKeys()).publicKey))
     scope.get('/v1/support/private-key', { schema: key('private'), onRequest: authHook(deps.tokens, deps.urls.identity) }, async (request, reply) => {
       authorize(SUPPORT_POLICY, 'resmgr:support:private_key', request.principal)

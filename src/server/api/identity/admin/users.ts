@@ -61,7 +61,7 @@ export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
 
   scope.post<IdParams & { Body: Static<typeof PasswordChange> }>(
     '/users/:id/password',
-    { schema: { body: PasswordChange }, config: { public: true, docs: { summary: 'Change your own password (proven by the original password; no token)', response: { 204: noBody('Changed') } } } },
+    { schema: { body: PasswordChange }, config: { public: true, docs: { security: [], summary: 'Change your own password (proven by the original password; no token)', response: { 204: noBody('Changed') } } } },
     async (request, reply) => {
       const { password, original_password } = request.body.user
       if ((await users.checkOriginalPassword(ctx.db, request.params.id, original_password, ctx.now())) === 'denied') {
