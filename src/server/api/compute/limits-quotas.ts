@@ -74,17 +74,23 @@ export function limitQuotaRoutes(deps: AppDeps) {
       const values = body.quota_set as Record<string, unknown>
       const force = values.force === true
       const used = await usageOf(db, request.params.projectId, undefined)
-      for (const [resource, raw] of Object.entries(values)) {
-        if (resource === 'force') continue
-        const limit = Number(raw)
+      const limits = Object.entries(values)
+        .filter(([resource]) => resource !== 'force')
+        .map(([resource, raw]) => ({ resource, limit: Number(raw) }))
+      // Every value is checked before any is written: a refused update changes nothing (found by the fuzz suite).
+      for (const { resource, limit } of limits) {
         const inUse = used[resource] ?? 0
         if (!force && limit >= 0 && limit < inUse) throw badRequest(`Quota value ${limit} for ${resource} is less than already used and reserved ${inUse}`)
-        await db
-          .insertInto('quotas')
-          .values({ project_id: request.params.projectId, resource, hard_limit: limit })
-          .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit: limit }))
-          .execute()
       }
+      await db.transaction().execute(async (tx) => {
+        for (const { resource, limit } of limits) {
+          await tx
+            .insertInto('quotas')
+            .values({ project_id: request.params.projectId, resource, hard_limit: limit })
+            .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit: limit }))
+            .execute()
+        }
+      })
       return { quota_set: set(request, { ...(await quotaLimits(db, request.params.projectId)) }) }
     })
     scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.reset, async (request, reply) => {
