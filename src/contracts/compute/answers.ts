@@ -68,6 +68,23 @@ export const A = {
       ),
     }),
   ),
+  imageSummary: plain(T.Object({ id: J.str, name: J.nstr, links: J.links })),
+  imageDetail: plain(
+    T.Object({
+      id: J.str,
+      name: J.nstr,
+      minRam: J.int,
+      minDisk: J.int,
+      metadata: J.strMap,
+      created: J.str,
+      updated: J.str,
+      status: J.str,
+      progress: J.int,
+      links: J.links,
+      'OS-EXT-IMG-SIZE:size': T.Union([J.int, T.Null()]),
+      server: T.Optional(T.Object({ id: J.str, links: J.links })),
+    }),
+  ),
   extraSpecs: plain(T.Object({ extra_specs: J.strMap })),
   /** One extra spec: `{ "<key>": "<value>" }` */
   extraSpec: plain(J.strMap),

@@ -45,6 +45,7 @@ export const REASON_PHRASES: Record<number, string> = {
   410: 'Gone',
   413: 'Request Entity Too Large',
   415: 'Unsupported Media Type',
+  426: 'Upgrade Required',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',

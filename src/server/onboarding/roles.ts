@@ -11,6 +11,11 @@ export const ROLES: RoleDefinition[] = [
     display_name: 'Hypervisor',
     description: 'Runs servers: the agent starts the compute service with its configured driver and reports capacity; the host becomes schedulable.',
   },
+  {
+    name: 'network',
+    display_name: 'Network node',
+    description: "Runs routers: each router's namespace with SNAT and floating IPs, bridged to the external networks named in the host's agent.json.",
+  },
 ]
 
 export const CONVERGING = ['applying', 'removing']

@@ -10,6 +10,7 @@
  *   in-use → detaching → available         (beginDetach, detach)
  *   available | error → deleting → gone    (task volume.delete)
  *   available → extending → available      (task volume.extend)
+ *   available | in-use → uploading → back  (task volume.upload: os-volume_upload_image)
  *
  * Compute calls the methods under "for compute" inside its own transactions (pass `tx`), so a server and its
  * volumes change together.
@@ -23,11 +24,20 @@ import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue, TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
+import type { ImageRecord } from '../image/model.js'
 import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type VolumeRecord } from './model.js'
 import { checkQuota } from './quotas.js'
 import { hydrate, loadVolume, resolveType } from './repo.js'
+import { simulatedVolumeData, UPLOAD_FORMATS, type UploadFormat } from './simulated-data.js'
 
-export const VOLUME_TASKS = { create: 'volume.create', delete: 'volume.delete', extend: 'volume.extend', snapshotCreate: 'snapshot.create', snapshotDelete: 'snapshot.delete' } as const
+export const VOLUME_TASKS = {
+  create: 'volume.create',
+  delete: 'volume.delete',
+  extend: 'volume.extend',
+  upload: 'volume.upload',
+  snapshotCreate: 'snapshot.create',
+  snapshotDelete: 'snapshot.delete',
+} as const
 
 export interface VolumeServiceOptions {
   /** How long simulated backend work takes, in ms (creation, deletion, extension, snapshots). */
@@ -72,6 +82,21 @@ export interface VolumeListQuery {
   marker?: string
   offset?: number
   sort: { key: string; dir: 'asc' | 'desc' }[]
+}
+
+export interface UploadToImageInput {
+  imageName: string
+  diskFormat: string
+  containerFormat: string
+  force: boolean
+}
+
+/** Keys of a volume's image metadata that describe the source image itself, not properties an upload carries on. */
+const SOURCE_IMAGE_KEYS = new Set(['image_id', 'image_name', 'checksum', 'container_format', 'disk_format', 'min_disk', 'min_ram', 'size'])
+
+/** The properties an uploaded image inherits from the image the volume was made from (Cinder copies them). */
+function inheritedImageProperties(volume: VolumeRecord): Record<string, string> {
+  return Object.fromEntries(Object.entries(volume.imageMetadata ?? {}).filter(([key]) => !SOURCE_IMAGE_KEYS.has(key)))
 }
 
 const GIB = 1024 ** 3
@@ -126,7 +151,7 @@ export class VolumeService {
     return volume
   }
 
-  async list(principal: Principal, query: VolumeListQuery): Promise<{ volumes: VolumeRecord[]; more: boolean }> {
+  async list(principal: Principal, query: VolumeListQuery): Promise<{ volumes: VolumeRecord[] }> {
     const caller = callerOf(principal)
     authorize(volumePolicy, 'volume:get_all', principal)
     if (query.allTenants || (query.projectId && query.projectId !== caller.projectId)) authorize(volumePolicy, 'volume:all_tenants', principal)
@@ -162,7 +187,7 @@ export class VolumeService {
       start = at + 1
     }
     const end = query.limit === undefined ? volumes.length : start + query.limit
-    return { volumes: volumes.slice(start, end), more: end < volumes.length }
+    return { volumes: volumes.slice(start, end) }
   }
 
   async create(principal: Principal, input: CreateVolumeInput): Promise<VolumeRecord> {
@@ -380,6 +405,35 @@ export class VolumeService {
     })
   }
 
+  /**
+   * os-volume_upload_image: a new image of the volume's bytes. The image is created queued with the request, the
+   * volume is `uploading` until the backend has written the bytes (task volume.upload), then back to its status.
+   * An attached volume needs `force`, as in Cinder.
+   */
+  async uploadToImage(principal: Principal, id: string, input: UploadToImageInput): Promise<{ volume: VolumeRecord; image: ImageRecord }> {
+    const caller = callerOf(principal)
+    if (!(UPLOAD_FORMATS as readonly string[]).includes(input.diskFormat)) {
+      throw badRequest(`Invalid disk-format '${input.diskFormat}': this block storage backend uploads ${UPLOAD_FORMATS.join(' or ')}.`)
+    }
+    const result = await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:upload_image', principal, { projectId: volume.projectId })
+      if (!(volume.status === 'available' || (volume.status === 'in-use' && input.force))) {
+        throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use with force, but current status is: ${volume.status}.`)
+      }
+      const moved = await tx.updateTable('volumes').set({ status: 'uploading', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
+      const image = await this.images.createSnapshotImage(
+        { projectId: volume.projectId, name: input.imageName, diskFormat: input.diskFormat, containerFormat: input.containerFormat, properties: inheritedImageProperties(volume) },
+        tx,
+      )
+      await this.enqueue(tx, VOLUME_TASKS.upload, id, { imageId: image.id, diskFormat: input.diskFormat, previousStatus: volume.status })
+      return { volume: (await loadVolume(tx, id))!, image }
+    })
+    this.wake()
+    return result
+  }
+
   /** Admins delete a volume whatever its status, attachments included (os-force_delete). */
   async forceDelete(principal: Principal, id: string): Promise<void> {
     authorize(volumePolicy, 'volume:reset_status', principal)
@@ -468,6 +522,22 @@ export class VolumeService {
             .where('id', '=', payloadId(task))
             .where('status', '=', 'extending')
             .execute()
+        },
+      ],
+      [
+        VOLUME_TASKS.upload,
+        async (task) => {
+          const id = payloadId(task)
+          const { imageId, diskFormat, previousStatus } = task.payload as { imageId?: string; diskFormat?: UploadFormat; previousStatus?: string }
+          if (!imageId || !diskFormat || !previousStatus) throw new PermanentTaskError('upload task without its image, format or status')
+          const volume = await loadVolume(this.store.db, id)
+          try {
+            // Run again after a crash, the image is no longer queued: the first run finished it, or it was killed.
+            const image = await this.images.getById(imageId)
+            if (volume && image?.status === 'queued') await this.images.completeSnapshotImage(imageId, simulatedVolumeData(volume, diskFormat))
+          } finally {
+            await this.store.db.updateTable('volumes').set({ status: previousStatus, updated_at: this.now() }).where('id', '=', id).where('status', '=', 'uploading').execute()
+          }
         },
       ],
       [

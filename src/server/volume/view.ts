@@ -27,13 +27,21 @@ function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): 
 }
 
 const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
-  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: () => 'pcc@simulated#simulated' },
-  'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
-  'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
   group_id: { since: '3.13', read: () => null },
   provider_id: { since: '3.21', adminOnly: true, read: () => null },
   service_uuid: { since: '3.48', adminOnly: true, read: () => null },
   shared_targets: { since: '3.48', read: () => false },
+}
+
+/**
+ * What Cinder's API extensions add to show and detail only: the answers to create and update (and Tempest's
+ * schemas for them) have none of these keys.
+ */
+const VOLUME_SHOW_GATES: Record<string, Gate<VolumeRecord>> = {
+  'os-vol-tenant-attr:tenant_id': { since: '3.0', read: (v) => v.projectId },
+  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: () => 'pcc@simulated#simulated' },
+  'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
+  'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
 }
 
 const SNAPSHOT_GATES: Record<string, Gate<SnapshotRecord>> = {
@@ -53,7 +61,8 @@ export function volumeSummary(v: VolumeRecord, ctx: ViewContext): Record<string,
   return { id: v.id, name: v.name, links: links(ctx, 'volumes', v.id) }
 }
 
-export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, unknown> {
+/** A volume as create and update answer it (Cinder's view builder without the show-only extensions). */
+export function volumeView(v: VolumeRecord, ctx: ViewContext): Record<string, unknown> {
   return {
     id: v.id,
     name: v.name,
@@ -75,7 +84,6 @@ export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, 
     migration_status: null,
     metadata: v.metadata,
     user_id: v.userId,
-    'os-vol-tenant-attr:tenant_id': v.projectId,
     attachments: v.attachments
       .filter((a) => a.attachStatus !== 'reserved')
       .map((a) => ({
@@ -88,11 +96,20 @@ export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, 
         attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
       })),
     links: links(ctx, 'volumes', v.id),
-    ...(v.imageMetadata ? { volume_image_metadata: v.imageMetadata } : {}),
     ...gated(VOLUME_GATES, v, ctx),
   }
 }
 
+/** A volume as show and the detail list answer it. */
+export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, unknown> {
+  return {
+    ...volumeView(v, ctx),
+    ...gated(VOLUME_SHOW_GATES, v, ctx),
+    ...(v.imageMetadata ? { volume_image_metadata: v.imageMetadata } : {}),
+  }
+}
+
+/** A snapshot in the list, and as create and update answer it. */
 export function snapshotSummary(s: SnapshotRecord, ctx: ViewContext): Record<string, unknown> {
   return {
     id: s.id,
@@ -108,6 +125,7 @@ export function snapshotSummary(s: SnapshotRecord, ctx: ViewContext): Record<str
   }
 }
 
+/** A snapshot as show and the detail list answer it (with the extended-attributes extension's keys). */
 export function snapshotDetail(s: SnapshotRecord, ctx: ViewContext): Record<string, unknown> {
   return {
     ...snapshotSummary(s, ctx),

@@ -84,6 +84,8 @@ const PARAM_KINDS: Record<string, string> = {
   'credentials/credential_id': 'credential',
   'application_credentials/credential_id': 'applicationCredential',
   'hosts/id': 'registeredHost',
+  'images/imageId': 'image',
+  'transfers/serverId': 'server',
   'idpclients/clientId': 'idpClient',
 }
 
@@ -152,7 +154,8 @@ function queryPlan(params: OpenApiParameter[], mode: Mode): fc.Arbitrary<[string
             ]
           : []),
       ),
-      { freq: 2 },
+      // Valid mode: each parameter now and then, so that a request with all of them valid is common.
+      { freq: mode === 'valid' ? 8 : 2 },
     ),
   )
   const extra = mode === 'chaos' ? fc.option(fc.tuple(fc.constantFrom('unknown', 'all_tenants', 'limit', 'marker', 'fields', '', '%ff', 'a[b]', '__proto__'), queryChaos), { freq: 4 }) : fc.constant(null)
@@ -190,11 +193,20 @@ function versionValues(family: string, mode: Mode): fc.Arbitrary<string> {
 
 const CONTENT_TYPES = ['application/json; charset=utf-8', 'text/plain', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'garbage', 'application/octet-stream']
 
-function headersPlan(params: OpenApiParameter[], mode: Mode): fc.Arbitrary<Record<string, string>> {
+/** Microversions as `x-microversions` gives them: { min: '2.1', max: '2.18' }. */
+export interface VersionRange {
+  min: string
+  max: string
+}
+
+function headersPlan(params: OpenApiParameter[], mode: Mode, range?: VersionRange): fc.Arbitrary<Record<string, string>> {
   const headers = params.filter((p) => p.in === 'header')
   const parts = headers.map((p) => {
     const pattern = typeof p.schema?.pattern === 'string' ? p.schema.pattern : ''
     const family = /compute/.test(pattern + (p.schema?.description ?? '')) ? 'compute' : /volume/.test(pattern + (p.schema?.description ?? '')) ? 'volume' : undefined
+    // A valid body of some microversions goes with a version among them.
+    if (p.name === 'openstack-api-version' && family && range && mode === 'valid') return fc.constant([p.name, `${family} ${range.max}`] as const)
+    if (p.name === 'x-openstack-nova-api-version' && range && mode === 'valid') return fc.constant(null)
     if (p.name === 'openstack-api-version' && family) return fc.option(versionValues(family, mode).map((v) => [p.name, v] as const), { freq: 3 })
     if (p.name === 'x-openstack-nova-api-version') return fc.option(versionValues('compute', mode).map((v) => [p.name, v.replace(/^compute ?/, '')] as const), { freq: 4 })
     return fc.option(fc.oneof(fc.stringMatching(/^[ -~]{0,40}$/), fc.constantFrom('', 'x'.repeat(4000))).map((v) => [p.name, v] as const), { freq: 3 })
@@ -221,6 +233,20 @@ const RAW_BODIES: fc.Arbitrary<BodyPlan> = fc.oneof(
   fc.constantFrom(1000, 5000, 50_000).map((n): BodyPlan => ({ kind: 'text', text: '['.repeat(n) + ']'.repeat(n) })),
   fc.constantFrom(1000, 5000, 50_000).map((n): BodyPlan => ({ kind: 'text', text: '{"a":'.repeat(n) + '1' + '}'.repeat(n) })),
 )
+
+/**
+ * A body with the microversions it was made for: of a schema whose alternatives each hold for some versions
+ * (compute's bodies), one alternative and its range; otherwise no range.
+ */
+function versionedBody(op: Operation, schema: JsonSchema | undefined, mode: Mode, resolve: (ref: string) => JsonSchema | undefined): fc.Arbitrary<{ body: BodyPlan; range?: VersionRange }> {
+  const variants = (schema?.anyOf ?? []) as JsonSchema[]
+  if (mode === 'valid' && variants.length > 0 && variants.every((v) => v['x-microversions'])) {
+    return fc.constantFrom(...variants).chain((variant) =>
+      valueFor(variant, { mode, resolve }).map((value) => ({ body: { kind: 'json', value } as BodyPlan, range: variant['x-microversions'] as VersionRange })),
+    )
+  }
+  return bodyPlan(op, schema, mode, resolve).map((body) => ({ body }))
+}
 
 function bodyPlan(op: Operation, schema: JsonSchema | undefined, mode: Mode, resolve: (ref: string) => JsonSchema | undefined): fc.Arbitrary<BodyPlan> {
   // No body on a GET or HEAD: nothing reads one, and Node closes such a connection without lingering, so a large
@@ -249,17 +275,20 @@ export function planArbitrary(op: Operation, options: PlanOptions): fc.Arbitrary
   const schema = Object.values(media)[0]?.schema
   const names = params.filter((p) => p.in === 'path').map((p) => p.name)
   return fc.constantFrom<Mode>('valid', 'chaos', 'chaos').chain((mode) =>
-    fc.record({
-      persona: fc.constantFrom(...options.personas),
-      params: fc.record(Object.fromEntries(names.map((n) => [n, paramPlan(op.path, n)]))) as fc.Arbitrary<Record<string, ParamPlan>>,
-      query: queryPlan(params, mode),
-      headers: headersPlan(params, mode),
-      body: bodyPlan(op, schema, mode, resolve),
-      contentType: mode === 'chaos' ? fc.option(fc.constantFrom(...CONTENT_TYPES), { freq: 4 }) : fc.constant(null),
-    }).map(({ contentType, ...plan }) => {
-      const type = contentType ?? Object.keys(media)[0] ?? 'application/json'
-      return { ...plan, headers: plan.body.kind === 'none' && contentType === null ? plan.headers : { ...plan.headers, 'content-type': type } }
-    }),
+    versionedBody(op, schema, mode, resolve).chain(({ body, range }) =>
+      fc
+        .record({
+          persona: fc.constantFrom(...options.personas),
+          params: fc.record(Object.fromEntries(names.map((n) => [n, paramPlan(op.path, n)]))) as fc.Arbitrary<Record<string, ParamPlan>>,
+          query: queryPlan(params, mode),
+          headers: headersPlan(params, mode, range),
+          contentType: mode === 'chaos' ? fc.option(fc.constantFrom(...CONTENT_TYPES), { freq: 4 }) : fc.constant(null),
+        })
+        .map(({ contentType, ...plan }) => {
+          const type = contentType ?? Object.keys(media)[0] ?? 'application/json'
+          return { ...plan, body, headers: body.kind === 'none' && contentType === null ? plan.headers : { ...plan.headers, 'content-type': type } }
+        }),
+    ),
   )
 }
 

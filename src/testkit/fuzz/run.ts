@@ -189,9 +189,9 @@ function operationSeed(seed: number, key: string): number {
 }
 
 export function personasFor(op: Operation): PersonaName[] {
-  // The agent's routes take a host credential; everything else a user's token.
-  const agent = /^\/resmgr\/v1\/hosts\/\{id\}\/(heartbeat|commands|roles\/\{role\}\/status)/.test(op.path)
-  return agent ? ['host', 'admin', 'anonymous'] : ['admin', 'admin', 'member', 'member', 'anonymous']
+  // The agent's routes take a host credential (their description says so); everything else a user's token.
+  const agent = op.operation.security?.some((s) => 'hostCredential' in s)
+  return agent ? ['host', 'host', 'admin', 'anonymous'] : ['admin', 'admin', 'member', 'member', 'anonymous']
 }
 
 export function newChecker(world: World, doc: OpenApiDocument): Checker {

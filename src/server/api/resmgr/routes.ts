@@ -1,6 +1,8 @@
-/** The resource manager API ({base}/resmgr): IdP client secrets (idp-clients.ts), support-bundle keys (support.ts); hosts and roles join here. */
+/** The resource manager API ({base}/resmgr): IdP client secrets (idp-clients.ts), support-bundle keys (support.ts); hosts and roles (hosts.ts); the bytes hosts move (host-data-routes.ts). */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { hostDataRoutes } from './host-data-routes.js'
+import { hostNetworkRoutes } from './host-network.js'
 import { hostRoutes } from './hosts.js'
 import { idpClientRoutes } from './idp-clients.js'
 import { supportRoutes } from './support.js'
@@ -10,5 +12,7 @@ export function resmgrRoutes(deps: AppDeps) {
     await idpClientRoutes(deps)(scope)
     await supportRoutes(deps)(scope)
     await hostRoutes(deps)(scope)
+    await hostDataRoutes(deps)(scope)
+    await hostNetworkRoutes(deps)(scope)
   }
 }

@@ -10,6 +10,7 @@ import { callerOf } from '../../volume/service.js'
 import { boolParam } from './params.js'
 import { documented } from '../../http/openapi.js'
 import { A, QUERY } from './answers.js'
+import { extensionsDocument } from '../../volume/extensions.js'
 
 export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: FastifyRequest) => ViewContext): void {
   // ---- quotas, limits, zones ----
@@ -79,7 +80,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
     }
   })
   r.get('/os-availability-zone', documented({ summary: 'Availability zones', response: { 200: A.zones } }), async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
-  r.get('/extensions', documented({ summary: 'Extensions (none)', response: { 200: A.extensions } }), async () => ({ extensions: [] }))
+  r.get('/extensions', documented({ summary: 'The extensions this service implements', response: { 200: A.extensions } }), async () => extensionsDocument())
   // The simulated backend, as `openstack volume service list` shows it (admins).
   r.get('/os-services', documented({ summary: 'Block storage services (admin)', response: { 200: A.services } }), async (request) => {
     authorize(volumePolicy, 'volume:all_tenants', request.principal)

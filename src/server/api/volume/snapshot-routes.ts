@@ -2,9 +2,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
-import { AppError } from '../../../contracts/errors.js'
 import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
-import { boolParam, idParams, intParam, keyParams, metadataBody, nullableString, one, sortParam, stringMap } from './params.js'
+import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap } from './params.js'
+import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY } from './answers.js'
 
@@ -27,7 +27,8 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     })
     const c = ctx(request)
     const body: Record<string, unknown> = { snapshots: result.snapshots.map((s) => (detail ? snapshotDetail(s, c) : snapshotSummary(s, c))) }
-    if (result.more && limit !== undefined && result.snapshots.length > 0) {
+    // As for volumes: a full page links the next one.
+    if (limit !== undefined && result.snapshots.length === limit) {
       const params = new URLSearchParams({ limit: String(limit), marker: result.snapshots[result.snapshots.length - 1].id })
       body.snapshots_links = [{ rel: 'next', href: `${deps.urls.volume}/snapshots${detail ? '/detail' : ''}?${params}` }]
     }
@@ -72,7 +73,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
         force,
         metadata: (s.metadata as Record<string, string> | null) ?? {},
       })
-      return reply.code(202).send({ snapshot: snapshotDetail(snapshot, ctx(request)) })
+      return reply.code(202).send({ snapshot: snapshotSummary(snapshot, ctx(request)) })
     },
   )
   r.get('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a snapshot', response: { 200: A.snapshot } }) }, async (request) => {
@@ -89,7 +90,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
         name: s.name !== undefined ? s.name : s.display_name,
         description: s.description !== undefined ? s.description : s.display_description,
       })
-      return { snapshot: snapshotDetail(snapshot, ctx(request)) }
+      return { snapshot: snapshotSummary(snapshot, ctx(request)) }
     },
   )
   r.delete('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a snapshot', response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
@@ -97,31 +98,5 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     await snapshots.delete(request.principal, id)
     return reply.code(202).send()
   })
-  r.get('/snapshots/:id/metadata', { schema: { params: idParams }, ...documented({ summary: "A snapshot's metadata", response: { 200: A.metadata } }) }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: (await snapshots.get(request.principal, id)).metadata }
-  })
-  r.post('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody }, ...documented({ summary: "Add to a snapshot's metadata", response: { 200: A.metadata } }) }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: await snapshots.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, false) }
-  })
-  r.put('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody }, ...documented({ summary: "Replace a snapshot's metadata", response: { 200: A.metadata } }) }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: await snapshots.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, true) }
-  })
-
-  r.get('/snapshots/:id/metadata/:key', { schema: { params: keyParams }, ...documented({ summary: 'One metadata item of a snapshot', response: { 200: A.meta } }) }, async (request) => {
-    const { id, key } = request.params as { id: string; key: string }
-    const metadata = (await snapshots.get(request.principal, id)).metadata
-    if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
-    return { meta: { [key]: metadata[key] } }
-  })
-  r.delete('/snapshots/:id/metadata/:key', { schema: { params: keyParams }, ...documented({ summary: 'Delete one metadata item of a snapshot', response: { 200: noBody('Deleted') } }) }, async (request, reply) => {
-    const { id, key } = request.params as { id: string; key: string }
-    const metadata = { ...(await snapshots.get(request.principal, id)).metadata }
-    if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
-    delete metadata[key]
-    await snapshots.setMetadata(request.principal, id, metadata, true)
-    return reply.code(200).send()
-  })
+  metadataRoutes(r, 'snapshots', snapshots)
 }
