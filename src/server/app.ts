@@ -15,7 +15,7 @@ import { registerWebConsoleRoutes } from './http/web-console-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
 import { registerOpenApi } from './http/openapi.js'
-import { acceptBodilessJson } from './http/json-body.js'
+import { acceptBodilessJson, refuseNul } from './http/json-body.js'
 import { registerConsoleRoutes } from './console/console-routes.js'
 
 export interface BuildOptions {
@@ -52,6 +52,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   }
   const app = Fastify(serverOptions) as unknown as FastifyInstance
   acceptBodilessJson(app)
+  refuseNul(app)
   // Declared up front so every request object keeps one shape; the auth hooks set it (auth/http-auth.ts).
   app.decorateRequest('principal', null as unknown as Principal)
   const metrics = createMetrics(deps.queue)

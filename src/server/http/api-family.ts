@@ -8,6 +8,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, ERROR_STATUS, type ErrorCode } from '../../contracts/errors.js'
 import { renderPlainError, type ErrorRenderer, type PublicError } from './error-renderers.js'
+import { isDataException } from '../storage/errors.js'
 
 export interface ApiFamily {
   name: string
@@ -42,6 +43,11 @@ export function toPublicError(err: unknown, request: FastifyRequest): PublicErro
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     const code = STATUS_TO_CODE.get(fe.statusCode) ?? 'bad_request'
     return { status: fe.statusCode, code, message: fe.message }
+  }
+  if (isDataException(err)) {
+    // The database refused a value of the request (PostgreSQL: a number past a column's range…): bad input.
+    request.log.info({ err }, 'the database refused a value of the request')
+    return { status: 400, code: 'bad_request', message: 'Invalid input: a value of the request cannot be stored (out of range or not valid text).' }
   }
   request.log.error({ err }, 'unexpected error')
   return { status: 500, code: 'internal', message: GENERIC_500, details: `request id ${request.id}` }

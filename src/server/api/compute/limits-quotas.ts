@@ -11,11 +11,14 @@ import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, fieldsSchema, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 
+/** Nova's largest quota limit (a 32-bit signed integer). */
+const MAX_QUOTA = 2147483647
+
 const updateBody = () =>
   T.Object(
     {
       quota_set: T.Object(
-        { ...Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, T.Optional(T.Union([T.Integer({ minimum: -1, maximum: 2147483647 }), T.String({ pattern: '^-?[0-9]+$' })]))])), force: T.Optional(T.Boolean()) },
+        { ...Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, T.Optional(T.Union([T.Integer({ minimum: -1, maximum: MAX_QUOTA }), T.String({ pattern: '^-?[0-9]+$' })]))])), force: T.Optional(T.Boolean()) },
         { additionalProperties: false },
       ),
     },
@@ -79,6 +82,8 @@ export function limitQuotaRoutes(deps: AppDeps) {
         .map(([resource, raw]) => ({ resource, limit: Number(raw) }))
       // Every value is checked before any is written: a refused update changes nothing (found by the fuzz suite).
       for (const { resource, limit } of limits) {
+        // Nova's bound, which the decimal-string form of a value must meet too (a 500 on PostgreSQL without it).
+        if (limit > MAX_QUOTA) throw badRequest(`Quota limit ${limit} for ${resource} must be less than or equal to ${MAX_QUOTA}.`)
         const inUse = used[resource] ?? 0
         if (!force && limit >= 0 && limit < inUse) throw badRequest(`Quota value ${limit} for ${resource} is less than already used and reserved ${inUse}`)
       }
