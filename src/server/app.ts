@@ -82,13 +82,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.setSerializerCompiler(() => (data) => JSON.stringify(data))
   await registerOpenApi(app, { baseUrl: deps.urls.base, families })
 
-  registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
-  registerDownloadRoutes(app, deps)
-  registerWebConsoleRoutes(app)
-  for (const family of families) await registerFamily(app, family)
-  registerConsoleRoutes(app, deps)
-
-  // Outside every family's prefix: the plain error shape.
+  // Outside every family's prefix: the plain error shape. Set before the routes, which keep the handler they
+  // were registered under (the operations routes answered their errors in Fastify's own shape; found by the fuzz suite).
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send(renderPlainError({ status: 404, code: 'not_found', message: `The resource could not be found: ${request.url.split('?')[0]}` })),
   )
@@ -96,5 +91,12 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     const error = toPublicError(err, request)
     return reply.code(error.status).send(renderPlainError(error))
   })
+
+  registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
+  registerDownloadRoutes(app, deps)
+  registerWebConsoleRoutes(app)
+  for (const family of families) await registerFamily(app, family)
+  registerConsoleRoutes(app, deps)
+
   return app
 }

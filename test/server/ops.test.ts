@@ -137,6 +137,16 @@ describe('operations endpoints', () => {
     })
   }
 
+  it('answers errors of the routes outside the families in the plain error shape', async () => {
+    // They were registered before the root error handler and kept Fastify's own (found by the fuzz suite).
+    const valid = new Ajv({ strict: false }).compile(errorBodySchema(undefined))
+    for (const path of ['/healthz?x=%00', '/metrics?x=%00', '/openapi.json?x=%00', '/downloads/install.sh?x=%00']) {
+      const res = await rawGet(path)
+      assert.equal(res.status, 400, path)
+      assert.ok(valid(res.body), `${path}: ${JSON.stringify(res.body)}`)
+    }
+  })
+
   it('applies the limit to a chunked body without a length as well', async () => {
     const chunk = new TextEncoder().encode('x'.repeat(64 << 10))
     let sent = 0
