@@ -244,6 +244,21 @@ async function drain(server: TestServer): Promise<void> {
   })
 }
 
+/**
+ * What the cross-project property relies on, set again after accepted writes: the admin's network private (a
+ * fuzzed update may have shared it), its image shared with the member's project only.
+ */
+async function keepPrivate(w: WorldBuilder): Promise<void> {
+  const { fixtures } = w
+  await w.call('admin', 'PUT', `/network/v2.0/networks/${fixtures.network}`, { network: { shared: false } })
+  // Glance's patch media type, which apiCall (JSON only) does not send.
+  await fetch(`${w.server.url}/image/v2/images/${fixtures.image}`, {
+    method: 'PATCH',
+    headers: { ...w.personas.admin.headers, 'content-type': 'application/openstack-images-v2.1-json-patch' },
+    body: JSON.stringify([{ op: 'replace', path: '/visibility', value: 'shared' }]),
+  }).then((r) => r.arrayBuffer())
+}
+
 /** Names and ids that come with the fixtures or the bootstrap rather than being made. */
 async function derive(w: WorldBuilder): Promise<void> {
   const { fixtures, personas } = w
@@ -297,6 +312,7 @@ export async function startWorld(dialect: Dialect = 'sqlite'): Promise<World> {
         await ensure(w, FIXTURES, w.fixtures)
         await ensure(w, MEMBER_FIXTURES, w.memberOwned)
         await drain(server)
+        await keepPrivate(w)
         await derive(w)
       } finally {
         await server.deps.runner.stop(5000)

@@ -48,10 +48,9 @@ export function tagRoutes(api: FastifyInstance, service: NetworkService, resourc
       return reply.code(204).send()
     })
     api.put<{ Params: Params }>(`${base}/:tag`, { schema: { params: tagParam }, ...documented({ summary: `Add a tag to ${what}`, response: { 201: noBody('Tagged') } }) }, async (req, reply) => {
-      await service.run(req.principal, async (ctx, actor) => {
-        const tags = await tagsOf(ctx, actor, req.params.id)
-        if (!tags.includes(req.params.tag)) await setTags(ctx, actor, req.params.id, [...tags, req.params.tag])
-      })
+      // Through the update even when the tag is there: its policy decides, so a project that may only see the
+      // resource (a shared network) gets 403 here too (it got 201; found by the fuzz suite).
+      await service.run(req.principal, async (ctx, actor) => setTags(ctx, actor, req.params.id, [...(await tagsOf(ctx, actor, req.params.id)), req.params.tag]))
       return reply.code(201).send()
     })
     api.delete<{ Params: Params }>(`${base}/:tag`, { schema: { params: tagParam }, ...documented({ summary: `Remove a tag from ${what}`, response: { 204: noBody('Removed') } }) }, async (req, reply) => {
