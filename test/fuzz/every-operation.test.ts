@@ -32,12 +32,13 @@ for (const dialect of DIALECTS) {
       const checker = newChecker(world, doc)
       const operations = openApiOperations(doc).filter((op) => op.method !== 'HEAD')
       const results: OperationResult[] = []
-      for (const op of operations) results.push(await fuzzOperation(checker, op, { seed: SEED, runsPerOperation: RUNS[dialect], timeLimitMs: 60_000 }))
+      for (const op of operations) results.push(await fuzzOperation(checker, op, { seed: SEED, runsPerOperation: RUNS[dialect] }))
       const failures = results.filter((r) => r.failure)
       const report = failures.map((f) => `${f.operation}: ${f.failure}\nreplay: npm run fuzz -- --seed ${SEED} --runs ${RUNS[dialect]} --only '${f.operation}' --dialect ${dialect}`)
       assert.equal(failures.length, 0, `${failures.length} of ${results.length} operations failed:\n\n${report.join('\n\n')}`)
       assert.equal(results.length, operations.length)
-      assert.ok(results.every((r) => r.runs === RUNS[dialect]), 'every operation ran every case')
+      const short = results.filter((r) => r.runs !== RUNS[dialect]).map((r) => `${r.operation}: ${r.runs} of ${RUNS[dialect]} cases`)
+      assert.deepEqual(short, [], 'every operation ran every case')
     })
   })
 }

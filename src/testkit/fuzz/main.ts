@@ -41,6 +41,7 @@ async function main(): Promise<number> {
         if (round > 0 && Date.now() >= deadline) break
         const result = await fuzzOperation(checker, op, { seed: seed + round, runsPerOperation: Number(values.runs), timeLimitMs: 120_000 })
         if (Object.keys(result.statuses).some((status) => Number(status) < 300)) accepted.add(result.operation)
+        if (!result.failure && result.runs < Number(values.runs)) console.log(`${result.operation}: ${result.runs} of ${values.runs} cases (stopped by the time limit)`)
         if (result.failure) {
           failures++
           console.log(`\nFAIL ${result.operation} (replay: npm run fuzz -- --seed ${seed + round} --runs ${values.runs} --only '${result.operation}' --dialect ${dialect})\n${result.failure}\n`)
