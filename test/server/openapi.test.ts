@@ -35,7 +35,7 @@ describe('the OpenAPI document', () => {
     const routed = new Set(
       registeredRoutes(server.app)
         .filter((r) => r.method !== 'HEAD')
-        .map((r) => key(r.method, r.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}'))),
+        .map((r) => key(r.method, r.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{*}'))),
     )
     const undocumented = [...routed].filter((k) => !documented.has(k))
     const unrouted = [...documented].filter((k) => !routed.has(k))

@@ -86,6 +86,7 @@ const PARAM_KINDS: Record<string, string> = {
   'hosts/id': 'registeredHost',
   'images/imageId': 'image',
   'transfers/serverId': 'server',
+  'metadata/portId': 'port',
   'idpclients/clientId': 'idpClient',
 }
 

@@ -5,11 +5,13 @@
  * - `GET …/network?known=<hash>&wait=<s ≤ 30>`: what the host's data plane must be (contracts/network/dataplane.ts)
  *   as `{hash, state}`, at once when its hash differs from `known`, else as soon as it changes; 204 when `wait`
  *   seconds passed with nothing new.
+ * - `GET …/metadata/{port_id}/<path>`: what the guest of that port reads at `http://169.254.169.254/<path>`
+ *   (the agent proxies guests' requests here); 404 unless the port is a guest port bound to this host.
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { hostAuth } from './host-auth.js'
-import { documented, HOST_CREDENTIAL, noBody } from '../../http/openapi.js'
+import { documented, HOST_CREDENTIAL, mediaAnswer, noBody } from '../../http/openapi.js'
 
 const hostParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] }
 
@@ -38,6 +40,26 @@ export function hostNetworkRoutes(deps: AppDeps) {
         if (!answer) return reply.code(204).send()
         reply.header('cache-control', 'no-store')
         return answer
+      },
+    )
+
+    scope.get<{ Params: { id: string; portId: string; '*': string } }>(
+      '/v1/hosts/:id/metadata/:portId/*',
+      {
+        onRequest: requireHost,
+        schema: {
+          tags: ['resmgr'],
+          params: { type: 'object', properties: { id: { type: 'string', maxLength: 64 }, portId: { type: 'string', maxLength: 64 }, '*': { type: 'string', maxLength: 1024 } }, required: ['id', 'portId'] },
+        },
+        ...documented({
+          ...HOST_CREDENTIAL,
+          summary: 'The metadata service, for a guest behind one of the host\'s ports (the path after the port is the guest\'s: /openstack/…, /latest/meta-data/…)',
+          response: { 200: mediaAnswer('application/octet-stream', 'The document asked for, in its own media type (JSON or text)') },
+        }),
+      },
+      async (request, reply) => {
+        const answer = await deps.dataplane.metadata(request.params.id.toLowerCase(), request.params.portId.toLowerCase(), `/${request.params['*'] ?? ''}`)
+        return reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', 'no-store').send(answer.body)
       },
     )
   }

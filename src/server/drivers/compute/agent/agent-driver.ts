@@ -50,7 +50,9 @@ const CAPABILITIES: DriverCapabilities = {
  */
 function commandKey(op: string, args: Record<string, unknown>): string {
   const json = JSON.stringify(args, (key, value: unknown) => (key === 'configDrive' ? undefined : value))
-  return `${op}:${createHash('sha256').update(json).digest('hex')}`
+  // The server's id in clear, so an operator (or a test) finds a server's commands in host_commands.
+  const serverId = (args.serverId ?? (args.spec as GuestSpec | undefined)?.serverId ?? (args.guest as GuestInfo | undefined)?.serverId ?? '') as string
+  return `${op}:${serverId}:${createHash('sha256').update(json).digest('hex')}`
 }
 
 const LONG_OPS = new Set(['spawn', 'rebuild', 'migrateDiskAndPowerOff', 'finishMigration', 'evacuateTo', 'snapshot', 'receiveGuest', 'prepareLiveMigration', 'liveMigrateTo'])
