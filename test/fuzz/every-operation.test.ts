@@ -16,7 +16,7 @@ import { startWorld, type World } from '../../src/testkit/fuzz/world.js'
 
 const SEED = Number(process.env.PCC_FUZZ_SEED ?? 20261126)
 /** Cases per operation and dialect: enough for every persona and both modes, within CI's minutes. */
-const RUNS: Record<string, number> = { sqlite: Number(process.env.PCC_FUZZ_RUNS ?? 8), postgres: Number(process.env.PCC_FUZZ_RUNS ?? 4) }
+const RUNS: Record<string, number> = { sqlite: Number(process.env.PCC_FUZZ_RUNS ?? 6), postgres: Number(process.env.PCC_FUZZ_RUNS ?? 3) }
 
 for (const dialect of DIALECTS) {
   describe(`fuzzing every operation (${dialect})`, () => {
