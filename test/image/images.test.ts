@@ -272,6 +272,11 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?sort_key=bogus')).status, 400)
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?marker=00000000-0000-0000-0000-000000000000')).status, 400)
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?limit=-1')).status, 400)
+      // limit=0 is an empty page without a next link (issue 18: it was a 500).
+      const none = await call(server, carol, 'GET', `/image/v2/images?owner=${carol.projectId}&limit=0`)
+      assert.equal(none.status, 200)
+      assert.deepEqual(none.body.images, [])
+      assert.equal(none.body.next, undefined)
     })
 
     it('keeps one default image across restarts', async () => {

@@ -285,6 +285,10 @@ for (const dialect of DIALECTS) {
       const fast = await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'fast', extra_specs: { volume_backend_name: 'sim' } } })
       assert.equal(fast.status, 200)
       assert.equal((await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'fast' } })).status, 409)
+      // An update that changes nothing answers the type as it is (it was a 500: an UPDATE without columns).
+      const same = await call(server, admin, 'PUT', `${V}/types/${fast.body.volume_type.id}`, { volume_type: {} })
+      assert.equal(same.status, 200)
+      assert.equal(same.body.volume_type.name, 'fast')
       const vol = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: 'fast' } })
       assert.equal(vol.body.volume.volume_type, 'fast')
       assert.equal((await call(server, admin, 'DELETE', `${V}/types/${fast.body.volume_type.id}`)).status, 400, 'in use')

@@ -53,15 +53,13 @@ export class VolumeTypeService {
   async update(principal: Principal, id: string, input: { name?: string; description?: string | null; is_public?: boolean }): Promise<VolumeTypeRecord> {
     authorize(volumePolicy, 'type:manage', principal)
     const type = await this.get(principal, id)
-    await this.store.db
-      .updateTable('volume_types')
-      .set({
-        ...(input.name !== undefined ? { name: input.name } : {}),
-        ...(input.description !== undefined ? { description: input.description } : {}),
-        ...(input.is_public !== undefined ? { is_public: input.is_public ? 1 : 0 } : {}),
-      })
-      .where('id', '=', type.id)
-      .execute()
+    const changes = {
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.is_public !== undefined ? { is_public: input.is_public ? 1 : 0 } : {}),
+    }
+    // A body that changes nothing is no UPDATE: one without columns is not SQL (a 500, found by the fuzz suite).
+    if (Object.keys(changes).length > 0) await this.store.db.updateTable('volume_types').set(changes).where('id', '=', type.id).execute()
     return resolveType(this.store.db, type.id)
   }
 

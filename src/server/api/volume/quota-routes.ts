@@ -8,6 +8,8 @@ import { volumePolicy } from '../../policy/volume.policy.js'
 import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage, type QuotaResource } from '../../volume/quotas.js'
 import { callerOf } from '../../volume/service.js'
 import { boolParam, one } from './params.js'
+import { documented } from '../../http/openapi.js'
+import { A, QUERY } from './answers.js'
 import { extensionsDocument } from '../../volume/extensions.js'
 
 /**
@@ -25,20 +27,20 @@ function quotaSet(limits: Record<QuotaResource, number>, used?: Record<QuotaReso
 export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: FastifyRequest) => ViewContext): void {
   // ---- quotas, limits, zones ----
   const quotaParams = { type: 'object', properties: { target: { type: 'string', maxLength: 64 } }, required: ['target'] } as const
-  r.get('/os-quota-sets/:target', { schema: { params: quotaParams } }, async (request) => {
+  r.get('/os-quota-sets/:target', { schema: { params: quotaParams }, ...documented({ summary: "A project's quotas (with usage=true, what is used)", querystring: QUERY.quota, response: { 200: A.quotaSet } }) }, async (request) => {
     const { target } = request.params as { target: string }
     authorize(volumePolicy, 'quota:show', request.principal, { projectId: target })
     const usage = boolParam('usage', (request.query as Record<string, unknown>).usage) ?? false
     const [limits, used] = await Promise.all([quotaLimits(deps.store.db, target), quotaUsage(deps.store.db, target)])
     return { quota_set: { id: target, ...quotaSet(limits, usage ? used : undefined) } }
   })
-  r.get('/os-quota-sets/:target/defaults', { schema: { params: quotaParams } }, async (request) => {
+  r.get('/os-quota-sets/:target/defaults', { schema: { params: quotaParams }, ...documented({ summary: 'Default quotas', response: { 200: A.quotaSet } }) }, async (request) => {
     const { target } = request.params as { target: string }
     return { quota_set: { id: target, ...quotaSet(DEFAULT_QUOTAS) } }
   })
   r.put(
     '/os-quota-sets/:target',
-    { schema: { params: quotaParams, body: { type: 'object', required: ['quota_set'], properties: { quota_set: { type: 'object', additionalProperties: { anyOf: [{ type: 'integer' }, { type: 'string' }] } } } } } },
+    { schema: { params: quotaParams, body: { type: 'object', required: ['quota_set'], properties: { quota_set: { type: 'object', additionalProperties: { anyOf: [{ type: 'integer' }, { type: 'string' }] } } } } }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quotaSet } }) },
     async (request) => {
       const { target } = request.params as { target: string }
       authorize(volumePolicy, 'quota:update', request.principal)
@@ -63,7 +65,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
       return { quota_set: quotaSet(await quotaLimits(deps.store.db, target)) }
     },
   )
-  r.get('/limits', async (request) => {
+  r.get('/limits', documented({ summary: "The project's limits and usage", response: { 200: A.limits } }), async (request) => {
     const caller = callerOf(request.principal)
     const [limits, used] = await Promise.all([quotaLimits(deps.store.db, caller.projectId), quotaUsage(deps.store.db, caller.projectId)])
     return {
@@ -84,10 +86,10 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
       },
     }
   })
-  r.get('/os-availability-zone', async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
-  r.get('/extensions', async () => extensionsDocument())
+  r.get('/os-availability-zone', documented({ summary: 'Availability zones', response: { 200: A.zones } }), async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
+  r.get('/extensions', documented({ summary: 'The extensions this service implements', response: { 200: A.extensions } }), async () => extensionsDocument())
   // The simulated backend, as `openstack volume service list` shows it (admins).
-  r.get('/os-services', async (request) => {
+  r.get('/os-services', documented({ summary: 'Block storage services (admin)', response: { 200: A.services } }), async (request) => {
     authorize(volumePolicy, 'volume:all_tenants', request.principal)
     const updated_at = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000')
     const q = request.query as Record<string, unknown>

@@ -6,6 +6,8 @@ import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
 import { badRequest } from '../../../contracts/errors.js'
 import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap } from './params.js'
 import { metadataRoutes } from './metadata-routes.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A, QUERY } from './answers.js'
 
 export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { snapshots } = deps.volumeServices
@@ -32,8 +34,8 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     }
     return body
   }
-  r.get('/snapshots', listSnapshots(false))
-  r.get('/snapshots/detail', listSnapshots(true))
+  r.get('/snapshots', documented({ summary: 'List snapshots', querystring: QUERY.snapshots, response: { 200: A.snapshots(false) } }), listSnapshots(false))
+  r.get('/snapshots/detail', documented({ summary: 'List snapshots with details', querystring: QUERY.snapshots, response: { 200: A.snapshots(true) } }), listSnapshots(true))
   r.post(
     '/snapshots',
     {
@@ -58,6 +60,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
           },
         },
       },
+      ...documented({ summary: 'Create a snapshot of a volume', response: { 202: A.snapshot } }),
     },
     async (request, reply) => {
       const s = (request.body as { snapshot: Record<string, unknown> }).snapshot
@@ -73,13 +76,13 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       return reply.code(202).send({ snapshot: snapshotSummary(snapshot, ctx(request)) })
     },
   )
-  r.get('/snapshots/:id', { schema: { params: idParams } }, async (request) => {
+  r.get('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a snapshot', response: { 200: A.snapshot } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { snapshot: snapshotDetail(await snapshots.get(request.principal, id), ctx(request)) }
   })
   r.put(
     '/snapshots/:id',
-    { schema: { params: idParams, body: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString() } } } } } },
+    { schema: { params: idParams, body: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString() } } } } }, ...documented({ summary: 'Update a snapshot', response: { 200: A.snapshot } }) },
     async (request) => {
       const { id } = request.params as { id: string }
       const s = (request.body as { snapshot: Record<string, string | null | undefined> }).snapshot
@@ -90,7 +93,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       return { snapshot: snapshotSummary(snapshot, ctx(request)) }
     },
   )
-  r.delete('/snapshots/:id', { schema: { params: idParams } }, async (request, reply) => {
+  r.delete('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a snapshot', response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
     const { id } = request.params as { id: string }
     await snapshots.delete(request.principal, id)
     return reply.code(202).send()

@@ -8,6 +8,8 @@ import { attachmentView, typeView, volumeDetail, volumeSummary, volumeView } fro
 import { cinderTime } from '../../volume/model.js'
 import { boolParam, idParams, intParam, metadataParam, nullableString, one, sortParam, stringMap } from './params.js'
 import { metadataRoutes } from './metadata-routes.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A, QUERY, VOLUME_ACTIONS } from './answers.js'
 
 const createVolumeBody = {
   type: 'object',
@@ -68,10 +70,10 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     }
     return body
   }
-  r.get('/volumes', listVolumes(false))
-  r.get('/volumes/detail', listVolumes(true))
+  r.get('/volumes', documented({ summary: 'List volumes', querystring: QUERY.volumes, response: { 200: A.volumes(false) } }), listVolumes(false))
+  r.get('/volumes/detail', documented({ summary: 'List volumes with details', querystring: QUERY.volumes, response: { 200: A.volumes(true) } }), listVolumes(true))
 
-  r.post('/volumes', { schema: { body: createVolumeBody } }, async (request, reply) => {
+  r.post('/volumes', { schema: { body: createVolumeBody }, ...documented({ summary: 'Create a volume', response: { 202: A.volume } }) }, async (request, reply) => {
     const v = (request.body as CreateVolumeBody).volume
     const str = (x: unknown) => (typeof x === 'string' ? x : null)
     const volume = await volumes.create(request.principal, {
@@ -105,7 +107,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     }
   })
 
-  r.get('/volumes/:id', { schema: { params: idParams } }, async (request) => {
+  r.get('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume', response: { 200: A.volume } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { volume: volumeDetail(await volumes.get(request.principal, id), ctx(request)) }
   })
@@ -121,6 +123,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
           properties: { volume: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString(), metadata: stringMap } } },
         },
       },
+      ...documented({ summary: 'Update a volume', response: { 200: A.volume } }),
     },
     async (request) => {
       const { id } = request.params as { id: string }
@@ -134,14 +137,19 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     },
   )
 
-  r.delete('/volumes/:id', { schema: { params: idParams } }, async (request, reply) => {
+  r.delete('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a volume', querystring: QUERY.deleteVolume, response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
     const { id } = request.params as { id: string }
     const q = request.query as Record<string, unknown>
     await volumes.delete(request.principal, id, { cascade: boolParam('cascade', q.cascade) ?? false })
     return reply.code(202).send()
   })
 
-  r.post('/volumes/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } } }, async (request, reply) => {
+  const actionDocs = documented({
+    summary: 'Run an action on a volume (extend, set bootable, reset status, retype, image metadata…)',
+    body: VOLUME_ACTIONS,
+    response: { 200: { anyOf: [A.metadata, { type: 'null' }] }, 202: noBody('Accepted') },
+  })
+  r.post('/volumes/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } }, ...actionDocs }, async (request, reply) => {
     const { id } = request.params as { id: string }
     const [action, args] = Object.entries(request.body as Record<string, unknown>)[0]
     const a = (args ?? {}) as Record<string, unknown>
@@ -231,9 +239,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     const rows = await volumes.listAttachments(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, volumeId: one(q.volume_id), serverId: one(q.instance_id) })
     return { attachments: rows.map((a) => attachmentView(a, detail)) }
   }
-  r.get('/attachments', listAttachments(false))
-  r.get('/attachments/detail', listAttachments(true))
-  r.get('/attachments/:id', { schema: { params: idParams } }, async (request) => {
+  r.get('/attachments', documented({ summary: 'List attachments (3.27+)', querystring: QUERY.attachments, response: { 200: A.attachments } }), listAttachments(false))
+  r.get('/attachments/detail', documented({ summary: 'List attachments with details (3.27+)', querystring: QUERY.attachments, response: { 200: A.attachments } }), listAttachments(true))
+  r.get('/attachments/:id', { schema: { params: idParams }, ...documented({ summary: 'Show an attachment (3.27+)', response: { 200: A.attachment } }) }, async (request) => {
     if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
     const { id } = request.params as { id: string }
     const found = (await volumes.listAttachments(request.principal, { allTenants: request.principal.roles.includes('admin') })).find((a) => a.id === id)

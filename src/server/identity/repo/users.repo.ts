@@ -122,22 +122,25 @@ async function passwordColumns(password: string | null, now: number): Promise<Pi
 }
 
 /**
- * Self-service change: the original password is the proof. A wrong one is 401 and counts as a failed
- * authentication (the same counter the lockout reads), so this is no way around it.
+ * Self-service change, first step: the original password is the proof. A wrong one counts as a failed
+ * authentication (the same counter the lockout reads), so this is no way around it. The count is written
+ * here, not in an identity write: it is no part of what tokens are checked against, so a failed attempt must
+ * not make every process reload its identity snapshot (which anyone could otherwise force, without a token).
  */
-export async function changePassword(db: Db, id: string, original: string, password: string, now: number): Promise<'changed' | 'denied'> {
+export async function checkOriginalPassword(db: Db, id: string, original: string, now: number): Promise<'ok' | 'denied'> {
   const row = await findUser(db, id)
   if (row && parseJson<Record<string, unknown>>(row.options, {}).lock_password === true) {
     throw forbidden(`You are not allowed to change the password of user ${id}: the password is locked.`)
   }
   const ok = row?.password_hash ? await verifyPassword(original, row.password_hash) : false
-  if (!row || !ok || !row.enabled) {
-    // Returned, not thrown, so the caller's transaction commits the failure count.
-    if (row) await db.updateTable('users').set({ failed_auth_count: row.failed_auth_count + 1, failed_auth_at: now }).where('id', '=', id).execute()
-    return 'denied'
-  }
+  if (row && ok && row.enabled) return 'ok'
+  if (row) await db.updateTable('users').set({ failed_auth_count: row.failed_auth_count + 1, failed_auth_at: now }).where('id', '=', id).execute()
+  return 'denied'
+}
+
+/** Self-service change, second step (in an identity write): the new password. */
+export async function setPassword(db: Db, id: string, password: string, now: number): Promise<void> {
   await db.updateTable('users').set(await passwordColumns(password, now)).where('id', '=', id).execute()
-  return 'changed'
 }
 
 export async function deleteUser(db: Db, id: string): Promise<void> {
