@@ -380,6 +380,8 @@ export class PccAgent {
         return d.attachVolume(sid, a.volume as VolumeConnection)
       case 'detachVolume':
         return d.detachVolume(sid, a.volumeId as string)
+      case 'extendVolume':
+        return d.extendVolume(sid, a.volume as VolumeConnection, a.sizeBytes as number)
       case 'migrateDiskAndPowerOff':
         return d.migrateDiskAndPowerOff(sid)
       case 'finishMigration':

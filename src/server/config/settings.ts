@@ -56,6 +56,10 @@ export interface Config {
   purgeRetentionDays: number
   /** How often the cluster-wide purge job runs. */
   purgeIntervalSeconds: number
+  /** Address the NBD exports of the control plane's volumes listen on and hypervisors connect to. */
+  volumeExportAddress: string
+  /** Ports those exports use, one per attached volume (first and last, inclusive). */
+  volumeExportPorts: { first: number; last: number }
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -110,6 +114,14 @@ function parseTls(raw: string): TlsSetting {
   const parts = raw.split(',')
   if (parts.length === 2 && parts[0] && parts[1]) return { mode: 'files', certFile: parts[0], keyFile: parts[1] }
   throw new Error('expected off, auto, or CERT_FILE,KEY_FILE')
+}
+
+function parsePortRange(raw: string): { first: number; last: number } {
+  const match = /^(\d{1,5})-(\d{1,5})$/.exec(raw.trim())
+  const first = Number(match?.[1])
+  const last = Number(match?.[2])
+  if (!match || first < 1 || last > 65535 || first > last) throw new Error(`expected FIRST-LAST ports from 1 to 65535, got "${raw}"`)
+  return { first, last }
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -291,6 +303,21 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'purgeIntervalSeconds', env: 'PCC_PURGE_INTERVAL_SECONDS', flag: '--purge-interval-seconds',
     help: 'how often one process of the cluster purges old rows', parse: integer(1, 7 * 86400), fallback: () => 3600,
   },
+  volumeExportAddress: {
+    key: 'volumeExportAddress', env: 'PCC_VOLUME_EXPORT_ADDRESS', flag: '--volume-export-address',
+    help: "address the control plane's volume exports (NBD) listen on; hypervisors connect to it (default: the public URL's host)",
+    parse: (raw) => {
+      if (!/^[A-Za-z0-9.:-]+$/.test(raw.trim())) throw new Error(`expected a host name or IP address, got "${raw}"`)
+      return raw.trim()
+    },
+    fallback: (partial) => new URL(partial.publicUrl!).hostname.replace(/^\[|\]$/g, ''),
+  },
+  volumeExportPorts: {
+    key: 'volumeExportPorts', env: 'PCC_VOLUME_EXPORT_PORTS', flag: '--volume-export-ports',
+    help: 'ports for volume exports, FIRST-LAST (one per attached volume; default 10810-11809)',
+    parse: parsePortRange,
+    fallback: () => ({ first: 10810, last: 11809 }),
+  },
 }
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
@@ -301,5 +328,5 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
   'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'tokenExpirationSeconds', 'tokenAllowExpiredWindowSeconds',
   'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit',
-  'purgeRetentionDays', 'purgeIntervalSeconds',
+  'purgeRetentionDays', 'purgeIntervalSeconds', 'volumeExportAddress', 'volumeExportPorts',
 ]

@@ -12,6 +12,7 @@ export type VolumeOperation =
   | 'volume:update'
   | 'volume:delete'
   | 'volume:extend'
+  | 'volume:upload_image'
   | 'volume:reset_status'
   | 'volume:all_tenants'
   | 'snapshot:get'
@@ -31,6 +32,7 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'volume:update': projectMemberOrAdmin,
   'volume:delete': projectMemberOrAdmin,
   'volume:extend': projectMemberOrAdmin,
+  'volume:upload_image': projectMemberOrAdmin,
   'volume:reset_status': isAdmin,
   'volume:all_tenants': isAdmin,
   'snapshot:get': projectReaderOrAdmin,

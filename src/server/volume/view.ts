@@ -27,7 +27,8 @@ function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): 
 }
 
 const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
-  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: () => 'pcc@simulated#simulated' },
+  // Cinder's host@backend#pool: the storage place (controller or a storage host's id) and the backend.
+  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: (v) => (v.location ? `${v.location}@${v.backend}#${v.backend}` : null) },
   'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
   'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
   group_id: { since: '3.13', read: () => null },
@@ -69,7 +70,7 @@ export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, 
     // Cinder sends the flag as a string.
     bootable: v.bootable ? 'true' : 'false',
     encrypted: false,
-    multiattach: false,
+    multiattach: v.multiattach,
     replication_status: null,
     consistencygroup_id: null,
     migration_status: null,
@@ -140,8 +141,25 @@ export function attachmentView(a: VolumeAttachment, detail: boolean): Record<str
           attach_mode: 'rw',
           attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
           detached_at: null,
-          connection_info: null,
+          // As the hypervisor got it, without the key (which only the attachment's host may fetch).
+          connection_info: a.connectionInfo,
         }
       : {}),
+  }
+}
+
+/** The answer to os-volume_upload_image (Cinder's shape). */
+export function uploadImageView(v: VolumeRecord, imageId: string, imageName: string, diskFormat: string): Record<string, unknown> {
+  return {
+    id: v.id,
+    updated_at: cinderTime(v.updatedAt),
+    status: v.status,
+    display_description: v.description,
+    size: v.size,
+    volume_type: { id: v.volumeTypeId, name: v.volumeTypeName },
+    image_id: imageId,
+    container_format: 'bare',
+    disk_format: diskFormat,
+    image_name: imageName,
   }
 }

@@ -77,9 +77,9 @@ export async function convertInto(source: { path: string; format: string } | { b
   await run('qemu-img', ['convert', '-n', ...from, jsonFilename(target)], COPY_TIMEOUT_MS)
 }
 
-/** Copies a node's bytes into a new raw file at `path` (upload to image). */
-export async function convertToFile(source: BlockdevSpec, path: string): Promise<void> {
-  await run('qemu-img', ['convert', '-O', 'raw', jsonFilename(source), path], COPY_TIMEOUT_MS)
+/** Copies a node's bytes into a new image file at `path` (upload to image): raw as they are, or qcow2. */
+export async function convertToFile(source: BlockdevSpec, path: string, format: 'raw' | 'qcow2' = 'raw'): Promise<void> {
+  await run('qemu-img', ['convert', '-O', format, jsonFilename(source), path], COPY_TIMEOUT_MS)
 }
 
 /** The size in bytes of what a node opens. */

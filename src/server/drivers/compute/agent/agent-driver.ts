@@ -41,8 +41,8 @@ export class AgentDriver implements ComputeDriver {
 
   constructor(readonly options: AgentDriverOptions) {}
 
-  /** Sends one command to the agent and waits for its result. */
-  async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string): Promise<T> {
+  /** Sends one command to the agent and waits for its result (`timeoutMs` overrides the op's usual wait). */
+  async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string, timeoutMs?: number): Promise<T> {
     const { channel, hostId, hostname } = this.options
     // A DOWN host answers nothing: fail at once rather than after the timeout (evacuation steps go on without it).
     const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status']).where('id', '=', hostId).executeTakeFirst()
@@ -52,7 +52,7 @@ export class AgentDriver implements ComputeDriver {
       throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
     }
     const id = await channel.enqueue(hostId, op, args, dedupeKey)
-    const outcome = await channel.waitResult(id, this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
+    const outcome = await channel.waitResult(id, timeoutMs ?? this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
     if (!outcome.ok) throw new DriverError(`${outcome.error.message} (host ${hostname}, ${op})`, outcome.error.code && outcome.error.code < 500 ? outcome.error.code : 500)
     return outcome.result as T
   }
@@ -159,6 +159,10 @@ export class AgentDriver implements ComputeDriver {
 
   detachVolume(serverId: string, volumeId: string): Promise<void> {
     return this.call('detachVolume', { serverId, volumeId })
+  }
+
+  extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
+    return this.call('extendVolume', { serverId, volume, sizeBytes })
   }
 
   migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot): Promise<void> {
