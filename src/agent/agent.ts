@@ -15,6 +15,8 @@ import { DriverError, type GuestInfo, type GuestSpec, type VolumeConnection } fr
 import { SimulatedDriver } from '../server/drivers/compute/simulated/simulated-driver.js'
 import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
+import { StorageRole, type StorageConfig } from './storage/storage-role.js'
+import { withVolumeKeys } from './storage/volume-keys.js'
 
 export interface AgentConfig {
   controller: string
@@ -27,6 +29,8 @@ export interface AgentConfig {
   heartbeat_seconds?: number
   /** Simulated driver: base operation time and capacity (defaults: 20 ms, the host's own CPU/RAM/disk). */
   simulated?: { delay_ms?: number; vcpus?: number; memory_mb?: number; disk_gb?: number }
+  /** The storage role (src/agent/storage/storage-role.ts). */
+  storage?: StorageConfig
 }
 
 type Outcome = { result: unknown } | { error: { message: string; code?: number } }
@@ -53,6 +57,7 @@ export class PccAgent {
   private factsSentAt = 0
   private factsReadAt = 0
   private readonly wake: (() => void)[] = []
+  private storage!: StorageRole
 
   constructor(
     readonly root: string,
@@ -91,6 +96,14 @@ export class PccAgent {
       failureRate: 0,
     })
     this.driver.adopt(this.state.guests)
+    this.storage = new StorageRole({
+      root: this.root,
+      controller: this.config.controller,
+      config: this.config.storage ?? {},
+      api: (method, path, body) => this.api(method, path, body),
+      transfer: (method, path, file) => this.client.transfer(method, `/resmgr/v1/hosts/${this.hostId}${path}`, file, { credential: this.config.credential }),
+      log: (level, message, fields) => this.log(level, message, fields),
+    })
     this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, controller: this.config.controller })
     await this.ensureRegistered()
     // Roles first: a restarted agent must know it is a hypervisor before it takes commands.
@@ -261,6 +274,7 @@ export class PccAgent {
     } else {
       this.hypervisor = state === 'ok'
     }
+    await this.storage.converge(roles.storage)
   }
 
   private async commandLoop(): Promise<void> {
@@ -333,7 +347,9 @@ export class PccAgent {
     if (!this.hypervisor) throw new DriverError(`the hypervisor role is not applied on host ${this.facts.hostname}`, 409)
   }
 
-  private async perform(op: string, a: Record<string, unknown>): Promise<unknown> {
+  private async perform(op: string, args: Record<string, unknown>): Promise<unknown> {
+    if (op.startsWith('volume.')) return this.storage.perform(op, args)
+    const a = await withVolumeKeys((method, path) => this.api(method, path), args)
     const d = this.driver
     const sid = a.serverId as string
     switch (op) {

@@ -1,5 +1,6 @@
-/** The agent's HTTP client: JSON over http(s) with the control plane's CA or, when configured, without verification. */
-import { readFileSync } from 'node:fs'
+/** The agent's HTTP client: JSON (and streamed files) over http(s) with the control plane's CA or, when configured, without verification. */
+import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs'
+import { pipeline } from 'node:stream/promises'
 import { Agent as HttpAgent, request as httpRequest } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 
@@ -76,6 +77,37 @@ export class JsonClient {
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out`)))
       req.on('error', reject)
       req.end(payload)
+    })
+  }
+
+  /**
+   * Streams a file to or from the control plane (image bytes): `download` writes the response body to `file`,
+   * `upload` sends `file` as the body. Rejects with HttpError for 4xx/5xx; no timeout while bytes flow.
+   */
+  transfer(method: 'GET' | 'PUT', path: string, file: string, init: { credential?: string } = {}): Promise<void> {
+    const url = new URL(this.options.baseUrl.replace(/\/$/, '') + path)
+    const send = this.https ? httpsRequest : httpRequest
+    return new Promise<void>((resolve, reject) => {
+      const headers: Record<string, string> = { ...(init.credential && { authorization: `Bearer ${init.credential}` }) }
+      if (method === 'PUT') Object.assign(headers, { 'content-type': 'application/octet-stream', 'content-length': String(statSync(file).size) })
+      const req = send(url, { method, agent: this.agent, headers }, (res) => {
+        const status = res.statusCode ?? 0
+        if (status >= 400) {
+          const chunks: Buffer[] = []
+          res.on('data', (c: Buffer) => chunks.push(c))
+          res.on('end', () => reject(new HttpError(status, `${method} ${path}: ${status} ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`)))
+          return
+        }
+        if (method === 'PUT') {
+          res.resume()
+          res.on('end', () => resolve())
+          return
+        }
+        pipeline(res, createWriteStream(file, { mode: 0o600 })).then(resolve, reject)
+      })
+      req.on('error', reject)
+      if (method === 'PUT') pipeline(createReadStream(file), req).catch(reject)
+      else req.end()
     })
   }
 

@@ -11,6 +11,11 @@ export const ROLES: RoleDefinition[] = [
     display_name: 'Hypervisor',
     description: 'Runs servers: the agent starts the compute service with its configured driver and reports capacity; the host becomes schedulable.',
   },
+  {
+    name: 'storage',
+    display_name: 'Block Storage',
+    description: 'Holds volumes: the agent runs the file backend (and LVM where volume group cinder-volumes exists) and exports attached volumes over NBD; volume types with pcc:placement storage-host are placed here.',
+  },
 ]
 
 export const CONVERGING = ['applying', 'removing']

@@ -60,16 +60,20 @@ const heartbeatSchema = {
   },
 }
 
-export function hostRoutes(deps: AppDeps) {
-  const requireAuth = authHook(deps.tokens, deps.urls.identity)
-  const onboarding = deps.onboarding
-  /** Authenticates the agent by its host credential; it may act only for its own host. */
-  const requireHost = async (request: FastifyRequest<{ Params: { id: string } }>): Promise<void> => {
+/** Authenticates an agent by its host credential (`Authorization: Bearer pcch_…`); it may act only for its own host. */
+export function hostCredentialHook(onboarding: AppDeps['onboarding']) {
+  return async (request: FastifyRequest<{ Params: { id: string } }>): Promise<void> => {
     const authorization = request.headers.authorization
     const credential = authorization && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : undefined
     const hostId = await onboarding.authenticateHost(credential)
     if (request.params.id.toLowerCase() !== hostId) throw forbidden('A host credential acts only for its own host.')
   }
+}
+
+export function hostRoutes(deps: AppDeps) {
+  const requireAuth = authHook(deps.tokens, deps.urls.identity)
+  const onboarding = deps.onboarding
+  const requireHost = hostCredentialHook(onboarding)
 
   return async (scope: FastifyInstance): Promise<void> => {
     scope.post<{ Body: { expires_in?: number; note?: string } }>(

@@ -1,7 +1,8 @@
-/** The resource manager API ({base}/resmgr): IdP client secrets (idp-clients.ts), support-bundle keys (support.ts); hosts and roles join here. */
+/** The resource manager API ({base}/resmgr): IdP client secrets (idp-clients.ts), support-bundle keys (support.ts), hosts and roles (hosts.ts), what storage and hypervisor hosts need for volumes (storage.ts). */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { hostRoutes } from './hosts.js'
+import { storageHostRoutes } from './storage.js'
 import { idpClientRoutes } from './idp-clients.js'
 import { supportRoutes } from './support.js'
 
@@ -10,5 +11,6 @@ export function resmgrRoutes(deps: AppDeps) {
     await idpClientRoutes(deps)(scope)
     await supportRoutes(deps)(scope)
     await hostRoutes(deps)(scope)
+    await scope.register(storageHostRoutes(deps))
   }
 }

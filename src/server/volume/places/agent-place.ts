@@ -8,7 +8,11 @@
  */
 import type { AgentDriver } from '../../drivers/compute/agent/agent-driver.js'
 import { DriverError } from '../../drivers/compute/driver.js'
+import { VolumeBackendError } from '../../drivers/volume/backend.js'
 import type { PlaceSource, StoragePlace } from './place.js'
+
+/** The code a storage agent gives its backends' failures (src/agent/storage/storage-role.ts). */
+export const BACKEND_FAILURE = 422
 
 /** Copies and conversions may take long: an hour before the control plane gives up waiting. */
 const COPY_TIMEOUT_MS = 3_600_000
@@ -20,10 +24,16 @@ export class AgentPlace implements StoragePlace {
     private readonly agent: () => AgentDriver | undefined,
   ) {}
 
-  private call<T>(op: string, args: Record<string, unknown>, options: { dedupeKey?: string; timeoutMs?: number } = {}): Promise<T> {
+  private async call<T>(op: string, args: Record<string, unknown>, options: { dedupeKey?: string; timeoutMs?: number } = {}): Promise<T> {
     const agent = this.agent()
     if (!agent) throw new DriverError(`Storage host ${this.location} is not registered.`)
-    return agent.call<T>(op, args, options.dedupeKey, options.timeoutMs)
+    try {
+      return await agent.call<T>(op, args, options.dedupeKey, options.timeoutMs)
+    } catch (err) {
+      // The agent marks its backends' failures 422: final, unlike a host that does not answer (retried).
+      if (err instanceof DriverError && err.code === BACKEND_FAILURE) throw new VolumeBackendError(err.message)
+      throw err
+    }
   }
 
   async create(backend: string, volumeId: string, sizeGb: number): Promise<void> {
