@@ -13,7 +13,7 @@ import type { VolumeConnectionInfo } from '../drivers/compute/driver.js'
 import { VolumeBackendError } from '../drivers/volume/backend.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
-import { attachmentIdentity, connectionInfo, grantExport, nbdSourceOf, revokeExport, setExportAddress, type PortRange } from './exports.js'
+import { attachmentIdentity, connectionInfo, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'
 import type { StoragePlaces } from './places/registry.js'
 import { VOLUME_TASKS } from './worker.js'
 
@@ -48,8 +48,7 @@ export class VolumeConnections {
       await grantExport(tx, box, ports, { volumeId: request.volumeId, location: attachment.location!, identity, attachmentId: attachment.id })
       await tx.updateTable('volume_attachments').set({ host_id: request.hostId }).where('id', '=', attachment.id).execute()
     })
-    const address = await places.get(attachment.location).syncExports()
-    await setExportAddress(store.db, attachment.location, address, attachment.location === 'controller')
+    await places.get(attachment.location).syncExports()
     const info = connectionInfo(await nbdSourceOf(store.db, box, identity), { volumeId: request.volumeId, attachmentId: attachment.id }, false)
     await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(info) }).where('id', '=', attachment.id).execute()
     return info

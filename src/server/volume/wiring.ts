@@ -53,7 +53,7 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
   const places = new StoragePlaces(controller, (hostId) => {
     const driver = drivers?.get(hostId)
     return driver instanceof AgentDriver ? driver : undefined
-  })
+  }, store.db)
   const volumeServices = createVolumeServices(
     store,
     queue,

@@ -22,6 +22,8 @@ export class AgentPlace implements StoragePlace {
     readonly location: string,
     /** The host's agent, or undefined when the host is not registered (any more). */
     private readonly agent: () => AgentDriver | undefined,
+    /** Records where the host serves its exports (it may change with the host's network). */
+    private readonly reportAddress: (address: string) => Promise<void>,
   ) {}
 
   private async call<T>(op: string, args: Record<string, unknown>, options: { dedupeKey?: string; timeoutMs?: number } = {}): Promise<T> {
@@ -66,6 +68,8 @@ export class AgentPlace implements StoragePlace {
   }
 
   async syncExports(): Promise<string> {
-    return (await this.call<{ address: string }>('volume.sync_exports', {}, { dedupeKey: `volume.sync_exports:${Date.now()}` })).address
+    const { address } = await this.call<{ address: string }>('volume.sync_exports', {}, { dedupeKey: `volume.sync_exports:${Date.now()}` })
+    await this.reportAddress(address)
+    return address
   }
 }
