@@ -15,6 +15,7 @@ import { DriverError, type GuestInfo, type GuestSpec, type VolumeConnection } fr
 import { SimulatedDriver } from '../server/drivers/compute/simulated/simulated-driver.js'
 import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
+import { ConsoleStreams, type OpenConsoleArgs } from './console/console-streams.js'
 import { StorageRole, type StorageConfig } from './storage/storage-role.js'
 import { withVolumeKeys } from './storage/volume-keys.js'
 
@@ -57,6 +58,7 @@ export class PccAgent {
   private factsSentAt = 0
   private factsReadAt = 0
   private readonly wake: (() => void)[] = []
+  private readonly consoles: ConsoleStreams
   private storage!: StorageRole
 
   constructor(
@@ -67,6 +69,10 @@ export class PccAgent {
     this.config = JSON.parse(readFileSync(this.configFile, 'utf8')) as AgentConfig
     if (!this.config.controller) throw new Error(`${this.configFile}: "controller" (the control plane's URL) is required`)
     this.client = new JsonClient({ baseUrl: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure })
+    this.consoles = new ConsoleStreams({
+      controller: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure,
+      credential: () => this.config.credential, hostId: () => this.hostId, log: (level, message, fields) => this.log(level, message, fields),
+    })
   }
 
   log(level: string, message: string, fields: Record<string, unknown> = {}): void {
@@ -115,6 +121,7 @@ export class PccAgent {
     this.stopped = true
     for (const w of this.wake.splice(0)) w()
     this.client.close()
+    this.consoles.stop()
     try {
       this.saveState()
       rmSync(join(this.root, 'run/pcc-agent.pid'), { force: true })
@@ -410,6 +417,8 @@ export class PccAgent {
         return d.consoleOutput(sid, (a.lines as number | null) ?? undefined)
       case 'forget':
         return d.forget(sid)
+      case 'openConsole':
+        return this.consoles.open(d, a as unknown as OpenConsoleArgs)
       case 'receiveGuest':
         this.requireHypervisor()
         d.adopt([a.guest as GuestInfo])

@@ -12,8 +12,11 @@ import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
 import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
 import { registerDownloadRoutes } from './http/downloads-routes.js'
+import { registerWebConsoleRoutes } from './http/web-console-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
+import { acceptBodilessJson } from './http/json-body.js'
+import { registerConsoleRoutes } from './console/console-routes.js'
 
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }
@@ -56,6 +59,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     https: options.https,
   }
   const app = Fastify(serverOptions) as unknown as FastifyInstance
+  acceptBodilessJson(app)
   // Declared up front so every request object keeps one shape; the auth hooks set it (auth/http-auth.ts).
   app.decorateRequest('principal', null as unknown as Principal)
   const metrics = createMetrics(deps.queue)
@@ -92,7 +96,9 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
 
   registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
   registerDownloadRoutes(app, deps)
+  registerWebConsoleRoutes(app)
   for (const family of apiFamilies(deps)) await registerFamily(app, family)
+  registerConsoleRoutes(app, deps)
 
   // Outside every family's prefix: the plain error shape.
   app.setNotFoundHandler((request, reply) =>

@@ -13,6 +13,7 @@ import type { OnboardingService } from './onboarding/onboarding-service.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import type { ImageService } from './image/service.js'
 import type { VolumeServices } from './volume/services.js'
+import type { Consoles } from './console/consoles.js'
 import type { NetworkService } from './network/service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
@@ -44,6 +45,8 @@ export interface AppDeps {
   images: ImageService
   /** Cinder-compatible block storage; compute calls volumes.reserveForAttach / attach / detach / createForBoot. */
   volumeServices: VolumeServices
+  /** Remote consoles: console auth tokens, and the sessions that carry hosts' console streams. */
+  consoles: Consoles
 }
 
 export interface ServiceUrls {

@@ -20,6 +20,8 @@ export const REDACT_PATHS = [
 
 /** Query parameters whose values never reach a log line (OAuth flows and some clients put secrets in URLs). */
 const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_token|client_secret|code|secret|passcode|totp)$/i
+/** Parameters that carry another URL whose own query may hold a secret (noVNC's `path=…%3Ftoken%3D…`). */
+const NESTED_URL_PARAMS = /^path$/i
 
 /** The request URL as logged: path and query, with secret parameter values replaced. */
 export function redactUrlQuery(url: string): string {
@@ -31,7 +33,12 @@ export function redactUrlQuery(url: string): string {
     .map((pair) => {
       const eq = pair.indexOf('=')
       const name = decodeURIComponentSafe(eq < 0 ? pair : pair.slice(0, eq))
-      return eq >= 0 && SECRET_QUERY_PARAMS.test(name) ? `${pair.slice(0, eq)}=[redacted]` : pair
+      if (eq >= 0 && SECRET_QUERY_PARAMS.test(name)) return `${pair.slice(0, eq)}=[redacted]`
+      if (eq >= 0 && NESTED_URL_PARAMS.test(name)) {
+        const nested = decodeURIComponentSafe(pair.slice(eq + 1))
+        if (nested.includes('?')) return `${pair.slice(0, eq)}=${encodeURIComponent(redactUrlQuery(nested))}`
+      }
+      return pair
     })
   return `${url.slice(0, q)}?${params.join('&')}`
 }

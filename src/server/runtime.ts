@@ -29,6 +29,7 @@ import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
 import { OnboardingService } from './onboarding/onboarding-service.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
+import { Consoles } from './console/consoles.js'
 import { purgeJob } from './tasks/purge-job.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
@@ -77,6 +78,14 @@ function ensureDataDir(dir: string): void {
   } catch (err) {
     throw new StartupError(`data directory ${dir} is not writable: ${fsReason(err)}`)
   }
+}
+
+/** The URL this process answers at (port 0 resolved; a wildcard address as the loopback). */
+function listeningUrl(app: FastifyInstance, config: Config, https: boolean): string {
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : config.listen.port
+  const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host
+  return `${https ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
 }
 
 export async function startServer(config: Config, logger: Logger, handlers: Map<string, TaskHandler> = new Map()): Promise<RunningServer> {
@@ -129,9 +138,14 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
     imageVolume.attachRunner(runner)
     queue.onEnqueue(() => runner.wake())
-    const onboarding = new OnboardingService(store, conductor.drivers, config, logger.child({ component: 'onboarding' }))
+    const consoles = new Consoles({
+      db: store.db, box, config, logger: logger.child({ component: 'consoles' }),
+      open: (serverId, protocol) => conductor.openConsole(serverId, protocol),
+      authenticateHost: (credential): Promise<string> => onboarding.authenticateHost(credential),
+    })
+    const onboarding = new OnboardingService(store, conductor.drivers, config, logger.child({ component: 'onboarding' }), consoles.sessions)
     const deps: AppDeps = {
-      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding,
+      config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding, consoles,
       network: new NetworkService(store),
       urls: serviceUrls(config.publicUrl),
       ...imageVolume.deps,
@@ -162,6 +176,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       conductor.stop()
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
+    const url = listeningUrl(app, config, !!https)
+    consoles.sessions.advertise(config.advertiseUrl ?? url)
     // After listening: reconciliation asks agent hosts for their guests, and agents reach us only once we listen.
     // Tasks start after it, so none runs before the hosts and drivers are known.
     await onboarding.start()
@@ -183,15 +199,11 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       clusterJobs.add({ name: 'reconcile', intervalMs: config.reconcileSeconds * 1000, run: async () => void (await conductor.reconcile()) })
     }
     clusterJobs.start()
-    const address = app.server.address()
-    const port = typeof address === 'object' && address ? address.port : config.listen.port
-    const scheme = https ? 'https' : 'http'
-    const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host
     let stopping: Promise<void> | undefined
     return {
       app,
       deps,
-      url: `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+      url,
       bootstrap: result,
       caFile,
       clusterJobs,

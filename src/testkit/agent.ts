@@ -72,3 +72,32 @@ export async function killAgent(child: ChildProcess, signal: NodeJS.Signals = 'S
   child.kill(signal)
   await exited
 }
+
+/**
+ * Onboards a simulated agent host end to end: a registration token from `api` (an admin), a scratch root whose
+ * agent dials `controller`, the agent process, and the hypervisor role applied. The caller kills the agent and
+ * removes the root.
+ */
+export async function onboardAgent(
+  api: { other(method: string, path: string, body?: unknown): Promise<{ status: number; body: { token?: string; role_status?: string } }> },
+  hostname: string,
+  controller: string,
+  options: Partial<ScratchHostOptions> = {},
+): Promise<{ host: ScratchHost; agent: ChildProcess }> {
+  const token = await api.other('POST', '/resmgr/v1/registration-tokens', { note: hostname })
+  if (token.status !== 201 || !token.body.token) throw new Error(`registration token: ${token.status} ${JSON.stringify(token.body)}`)
+  const host = scratchHost({ hostname, controller, registrationToken: token.body.token, ...options })
+  const agent = spawnAgent(host.root)
+  const deadline = Date.now() + 30_000
+  const wait = async (what: string, ok: () => Promise<boolean>) => {
+    while (!(await ok())) {
+      if (Date.now() > deadline || agent.exitCode !== null) throw new Error(`agent ${hostname}: ${what} did not happen`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+  await wait('registration', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200)
+  const role = await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})
+  if (role.status !== 200) throw new Error(`hypervisor role: ${role.status} ${JSON.stringify(role.body)}`)
+  await wait('the hypervisor role', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok')
+  return { host, agent }
+}

@@ -3,7 +3,7 @@
  * project's member) issued directly by the token service, and a small fetch wrapper for the compute API.
  */
 import { randomUUID } from 'node:crypto'
-import { startTestServer, type Dialect, type TestServer } from '../../src/testkit/harness.js'
+import { startTestServer, type Dialect, type TestServer, type TestServerOptions } from '../../src/testkit/harness.js'
 import { newId } from '../../src/server/bootstrap/bootstrap.js'
 import { DEFAULT_IMAGE_NAME } from '../../src/server/image/default-image.js'
 
@@ -53,8 +53,8 @@ async function makeUser(server: TestServer, name: string, projectId: string, rol
  * A server whose task runner and conductor are stopped (unless `withConductor`), so API tests see exactly the
  * state the API wrote (BUILD/scheduling, start task states, queued tasks) without the lifecycle moving on.
  */
-export async function computeTestbed(dialect: Dialect = 'sqlite', env: Record<string, string> = {}, withConductor = false): Promise<ComputeTestbed> {
-  const server = await startTestServer({ dialect, env: { PCC_RECONCILE_SECONDS: '0', ...env } })
+export async function computeTestbed(dialect: Dialect = 'sqlite', env: Record<string, string> = {}, withConductor = false, options: Pick<TestServerOptions, 'publicUrlFromListen'> = {}): Promise<ComputeTestbed> {
+  const server = await startTestServer({ dialect, env: { PCC_RECONCILE_SECONDS: '0', ...env }, ...options })
   if (!withConductor) {
     await server.deps.runner.stop(0)
     server.deps.conductor.stop()

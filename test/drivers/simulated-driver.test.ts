@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import type { Duplex } from 'node:stream'
 import { DriverError, type GuestSpec } from '../../src/server/drivers/compute/driver.js'
 import { SimulatedDriver } from '../../src/server/drivers/compute/simulated/simulated-driver.js'
 
@@ -89,5 +90,85 @@ describe('the simulated driver', () => {
     assert.equal((await d.info('known'))!.powerState, 1)
     await d.destroy('known')
     assert.equal(await d.info('known'), undefined)
+  })
+})
+
+/** Collects what a console stream sends; `until` waits (bounded) for a pattern in the text so far. */
+function reader(stream: Duplex) {
+  let text = ''
+  let ended = false
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
+  stream.on('end', () => (ended = true))
+  return {
+    get text() {
+      return text
+    },
+    get ended() {
+      return ended
+    },
+    async until(pattern: RegExp | (() => boolean), what = String(pattern)): Promise<string> {
+      const ok = () => (typeof pattern === 'function' ? pattern() : pattern.test(text))
+      for (const deadline = Date.now() + 2000; !ok(); ) {
+        if (Date.now() > deadline) throw new Error(`console never showed ${what}; it shows:\n${text}`)
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+      return text
+    },
+  }
+}
+
+describe('the simulated serial console', () => {
+  it('shows the boot lines and a login prompt, echoes what is typed and answers commands', async () => {
+    const d = driver()
+    await d.spawn(spec())
+    const term = await d.openConsole('srv-1', 'serial')
+    const out = reader(term)
+    await out.until(/Linux version 6\.1\.0-pcc \(boot 1\)[\s\S]*vm1 login: $/)
+    term.write('alice\r')
+    await out.until(/alice@vm1:~\$ $/)
+    term.write('hostnam')
+    term.write(Buffer.from([0x7f]))
+    term.write('me\r\n')
+    await out.until(/me\r\nvm1\r\nalice@vm1:~\$ $/, 'the hostname answer (typed with a backspace, CR LF counted once)')
+    assert.ok(out.text.includes('hostnam\b \bme'), 'backspace is echoed as erase')
+    term.write('cat /var/lib/cloud/data/instance-id\r')
+    await out.until(/\r\nsrv-1\r\nalice@vm1/)
+    term.write('frobnicate\r')
+    await out.until(/-sh: frobnicate: not found/)
+    term.write('sleep 100')
+    term.write(Buffer.from([0x03]))
+    await out.until(/sleep 100\^C\r\nalice@vm1:~\$ $/)
+    term.write('exit\r')
+    await out.until(/vm1 login: $/)
+    term.destroy()
+  })
+
+  it('prints new console lines while open, logs out on reboot and ends when the guest stops', async () => {
+    const d = driver()
+    await d.spawn(spec())
+    const term = await d.openConsole('srv-1', 'serial')
+    const out = reader(term)
+    term.write('root\r')
+    await out.until(/root@vm1:~# $/)
+    await d.attachVolume('srv-1', { volumeId: 'vol-1', device: '/dev/vdb' })
+    await out.until(/virtio_blk: \/dev\/vdb attached \(volume vol-1\)\r\nroot@vm1:~# $/)
+    await d.reboot('srv-1', 'SOFT')
+    await out.until(/\(boot 2\)[\s\S]*vm1 login: $/)
+    term.write('whoami\r')
+    await out.until(/vm1 login: whoami\r\nWelcome[^\n]*\r\nwhoami@vm1:~\$ $/, 'whoami taken as a login name after the reboot')
+    await d.powerOff('srv-1')
+    await out.until(() => out.ended, 'the end of the stream')
+    await assert.rejects(d.openConsole('srv-1', 'serial'), (err: DriverError) => err.code === 409 && /not running/.test(err.message))
+  })
+
+  it('has no VNC display, and no console for a guest it does not hold', async () => {
+    const d = driver()
+    await d.spawn(spec())
+    await assert.rejects(d.openConsole('srv-1', 'vnc'), (err: DriverError) => err.code === 501 && err.message === 'VNC is not available on simulated hosts.')
+    await assert.rejects(d.openConsole('nope', 'serial'), (err: DriverError) => err.code === 404)
+    const term = await d.openConsole('srv-1', 'serial')
+    const out = reader(term)
+    await d.destroy('srv-1')
+    await out.until(() => out.ended, 'the end of the stream when the guest is destroyed')
   })
 })

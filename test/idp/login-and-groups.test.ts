@@ -58,7 +58,7 @@ for (const dialect of DIALECTS) {
       assert.equal(mfaSatisfied({ multi_factor_auth_rules: [['password', 'saml2']] }, ['password']), true, 'unknown methods are dropped from rules')
     })
 
-    it('derives groups from project roles, group assignments, implied roles and domains', async () => {
+    it('derives groups from identity groups, project roles, group assignments, implied roles and domains', async () => {
       const db = server.deps.store.db
       const now = Date.now()
       const userId = await createUser(server, { name: 'frank', password: 'frank-password-1', role: 'reader' })
@@ -84,7 +84,8 @@ for (const dialect of DIALECTS) {
       const login = await tokenCall(server, { grant_type: 'password', client_id: 'kubernetes', client_secret: secret, scope: 'openid offline_access groups', username: 'frank', password: 'frank-password-1' })
       assert.equal(login.status, 200)
       const claims = (t: unknown) => JSON.parse(Buffer.from((t as string).split('.')[1], 'base64url').toString())
-      assert.deepEqual(claims(login.body.id_token).groups, ['Eng/dev', 'Eng/dev:member', 'Eng/dev:reader', 'admin', 'admin:reader'])
+      // The token adds the user's identity group (Eng/devs) to the project entries.
+      assert.deepEqual(claims(login.body.id_token).groups, ['Eng/dev', 'Eng/dev:member', 'Eng/dev:reader', 'Eng/devs', 'admin', 'admin:reader'])
       const wider = await tokenCall(server, { grant_type: 'refresh_token', client_id: 'kubernetes', client_secret: secret, refresh_token: login.body.refresh_token as string, scope: 'openid groups email' })
       assert.equal(wider.status, 400)
       assert.equal(wider.body.error, 'invalid_request')

@@ -23,7 +23,7 @@ for (const dialect of DIALECTS) {
       assert.equal(discovery.token_endpoint, `${issuer}/token`)
       assert.equal(discovery.jwks_uri, `${issuer}/keys`)
       assert.deepEqual(discovery.id_token_signing_alg_values_supported, ['RS256'])
-      assert.deepEqual(discovery.grant_types_supported, ['password', 'refresh_token'])
+      assert.deepEqual(discovery.grant_types_supported, ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code', 'password'])
       // The harness's public URL is not where it listens; fetch the keys from the real address.
       const jwks = createRemoteJWKSet(new URL(`${server.url}/idp/keys`))
 
@@ -185,7 +185,7 @@ for (const dialect of DIALECTS) {
 
     it('decodes form-encoded HTTP Basic credentials (RFC 6749 2.3.1) and passes the nonce through', async () => {
       const special = 'a+b:c%/ é'
-      await server.deps.store.db.insertInto('idp_clients').values({ id: 'odd client', sealed_secret: server.deps.box.seal(special), previous_sealed_secret: null, previous_valid_until: null, created_at: Date.now(), rotated_at: null }).execute()
+      await server.deps.store.db.insertInto('idp_clients').values({ id: 'odd client', sealed_secret: server.deps.box.seal(special), previous_sealed_secret: null, previous_valid_until: null, created_at: Date.now(), rotated_at: null, name: '', redirect_uris: '[]', public: 0 }).execute()
       const form = { grant_type: 'password', scope: 'openid', username: 'admin', password: ADMIN_PASSWORD, nonce: 'n-123' }
       const res = await tokenCall(server, form, { id: 'odd client', secret: special })
       assert.equal(res.status, 200, JSON.stringify(res.body))
@@ -199,7 +199,7 @@ for (const dialect of DIALECTS) {
 
     it('refuses a refresh token issued to another client', async () => {
       const login = await tokenCall(server, { grant_type: 'password', client_id: 'kubernetes', client_secret: secret, scope: FULL_SCOPE, username: 'admin', password: ADMIN_PASSWORD })
-      await server.deps.store.db.insertInto('idp_clients').values({ id: 'other', sealed_secret: server.deps.box.seal('other-secret'), previous_sealed_secret: null, previous_valid_until: null, created_at: Date.now(), rotated_at: null }).execute()
+      await server.deps.store.db.insertInto('idp_clients').values({ id: 'other', sealed_secret: server.deps.box.seal('other-secret'), previous_sealed_secret: null, previous_valid_until: null, created_at: Date.now(), rotated_at: null, name: '', redirect_uris: '[]', public: 0 }).execute()
       const res = await tokenCall(server, { grant_type: 'refresh_token', client_id: 'other', client_secret: 'other-secret', refresh_token: login.body.refresh_token as string })
       assert.equal(res.status, 400)
       assert.equal(res.body.error, 'invalid_grant')

@@ -89,6 +89,46 @@ for (const dialect of DIALECTS) {
       assertNeutronError(await alice.post('/v2.0/networks', { network: { name: 'e', 'router:external': true } }), 403, 'PolicyNotAuthorized')
     })
 
+    it('gives tenant networks a VXLAN segment with an allocated VNI and MTU 1450, shown to admins only', async () => {
+      const a = await alice.create('networks', 'network', { name: 'vx-a' })
+      const b = await alice.create('networks', 'network', { name: 'vx-b' })
+      assert.equal(a.mtu, 1450)
+      assert.equal(a['provider:network_type'], undefined, 'members do not see provider attributes')
+      const shown = async (id: unknown) => (await root.get<{ network: Record<string, unknown> }>(`/v2.0/networks/${id}`)).body.network
+      const [sa, sb] = [await shown(a.id), await shown(b.id)]
+      assert.equal(sa['provider:network_type'], 'vxlan')
+      assert.equal(sa['provider:physical_network'], null)
+      assert.equal(typeof sa['provider:segmentation_id'], 'number')
+      assert.notEqual(sa['provider:segmentation_id'], sb['provider:segmentation_id'])
+      const listed = await root.get<{ networks: Record<string, unknown>[] }>(`/v2.0/networks?provider:segmentation_id=${sa['provider:segmentation_id']}`)
+      assert.deepEqual(listed.body.networks.map((n) => n.id), [a.id])
+      assertNeutronError(await alice.post('/v2.0/networks', { network: { mtu: 1500 } }), 400, 'InvalidInput', /maximum is 1450/)
+      assertNeutronError(await alice.put(`/v2.0/networks/${a.id}`, { network: { mtu: 1451 } }), 400, 'InvalidInput')
+    })
+
+    it('lets admins name segments: flat on a physical network, or a chosen VNI; refuses clashes and bad combinations', async () => {
+      const flat = await root.create('networks', 'network', { name: 'ext-flat', 'router:external': true, 'provider:network_type': 'flat', 'provider:physical_network': 'public' })
+      assert.deepEqual([flat['provider:network_type'], flat['provider:physical_network'], flat['provider:segmentation_id'], flat.mtu], ['flat', 'public', null, 1500])
+      const vni = await root.create('networks', 'network', { name: 'vni-4000', 'provider:network_type': 'vxlan', 'provider:segmentation_id': 4000 })
+      assert.equal(vni['provider:segmentation_id'], 4000)
+      const next = await root.create('networks', 'network', { name: 'after-4000' })
+      assert.equal(next['provider:segmentation_id'], 4001, 'one above the highest in use')
+      const create = (body: Record<string, unknown>) => root.post('/v2.0/networks', { network: { name: 'bad', ...body } })
+      assertNeutronError(await create({ 'provider:network_type': 'flat', 'provider:physical_network': 'public' }), 409, 'FlatNetworkInUse')
+      assertNeutronError(await create({ 'provider:network_type': 'vxlan', 'provider:segmentation_id': 4000 }), 409, 'TunnelIdInUse')
+      assertNeutronError(await create({ 'provider:network_type': 'flat' }), 400, 'InvalidInput', /physical_network required/)
+      assertNeutronError(await create({ 'provider:network_type': 'flat', 'provider:physical_network': 'other', 'provider:segmentation_id': 3 }), 400, 'InvalidInput')
+      assertNeutronError(await create({ 'provider:network_type': 'vxlan', 'provider:physical_network': 'public' }), 400, 'InvalidInput')
+      assertNeutronError(await create({ 'provider:network_type': 'vxlan', 'provider:segmentation_id': 2 ** 24 }), 400, 'InvalidInput', /out of range/)
+      assertNeutronError(await create({ 'provider:network_type': 'vlan', 'provider:physical_network': 'public' }), 400, 'InvalidInput', /not supported/)
+      assertNeutronError(await create({ 'provider:segmentation_id': 7 }), 400, 'InvalidInput', /network_type required/)
+      assertNeutronError(await alice.post('/v2.0/networks', { network: { 'provider:network_type': 'vxlan' } }), 403, 'PolicyNotAuthorized')
+      assertNeutronError(await root.put(`/v2.0/networks/${vni.id}`, { network: { 'provider:segmentation_id': 4002 } }), 400, 'InvalidInput')
+      const same = await root.put<{ network: Record<string, unknown> }>(`/v2.0/networks/${vni.id}`, { network: { 'provider:segmentation_id': 4000, name: 'renamed' } })
+      assert.equal(same.status, 200)
+      for (const n of [flat, vni, next]) assert.equal((await root.del(`/v2.0/networks/${n.id}`)).status, 204)
+    })
+
     it('rejects wrong types and unknown attributes with 400 in Neutron shape', async () => {
       assertNeutronError(await alice.post('/v2.0/networks', { network: { name: 'x', admin_state_up: 'yes' } }), 400, 'BadRequest')
       assertNeutronError(await alice.post('/v2.0/networks', { network: { name: 5 } }), 400, 'BadRequest')

@@ -51,6 +51,8 @@ describe('secrets in logs', () => {
     assert.equal(redactUrlQuery('/x?Password=a&TOKEN=b&marker=c'), '/x?Password=[redacted]&TOKEN=[redacted]&marker=c')
     assert.equal(redactUrlQuery('/x?refresh%5Ftoken=a'), '/x?refresh%5Ftoken=[redacted]')
     assert.equal(redactUrlQuery('/compute/v2.1/servers?limit=5'), '/compute/v2.1/servers?limit=5')
+    // A console URL's token sits inside noVNC's path parameter.
+    assert.equal(redactUrlQuery('/console/vnc.html?path=console/websocket%3Ftoken%3Dabc-123&title=x'), '/console/vnc.html?path=console%2Fwebsocket%3Ftoken%3D%5Bredacted%5D&title=x')
   })
 
   it('writes none of them at trace level while serving requests that carry them', async () => {

@@ -10,59 +10,9 @@ import { buildApp } from '../../src/server/app.js'
 import type { TaskHandler } from '../../src/server/tasks/runner.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { freshDatabase } from '../../src/testkit/postgres.js'
+import { FAMILY_SHAPES } from './family-shapes.js'
 
 const REQUEST_ID = /^req-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-
-/** Each family's error body, as its clients parse it. */
-const FAMILY_SHAPES: { path: string; family: string; check: (body: Record<string, unknown>, status: number) => void }[] = [
-  {
-    path: '/compute/v2.1/servers',
-    family: 'compute',
-    check: (body, status) => {
-      const [name, ...rest] = Object.keys(body)
-      assert.deepEqual(rest, [])
-      assert.equal(name, status === 413 ? 'requestEntityTooLarge' : 'badRequest')
-      const fault = body[name] as { code: number; message: string }
-      assert.equal(fault.code, status)
-      assert.equal(typeof fault.message, 'string')
-    },
-  },
-  {
-    path: '/identity/v3/auth/tokens',
-    family: 'identity',
-    check: (body, status) => {
-      const error = body.error as { code: number; title: string; message: string }
-      assert.equal(error.code, status)
-      assert.equal(error.title, status === 413 ? 'Request Entity Too Large' : 'Bad Request')
-      assert.equal(typeof error.message, 'string')
-    },
-  },
-  {
-    path: '/network/v2.0/networks',
-    family: 'network',
-    check: (body) => {
-      const error = body.NeutronError as { type: string; message: string; detail: string }
-      assert.equal(typeof error.type, 'string')
-      assert.equal(typeof error.message, 'string')
-    },
-  },
-  {
-    path: '/image/v2/images',
-    family: 'image',
-    check: (body, status) => {
-      assert.match(String(body.code), new RegExp(`^${status} `))
-      assert.equal(typeof body.message, 'string')
-    },
-  },
-  {
-    path: '/idp/token',
-    family: 'idp',
-    check: (body) => {
-      assert.equal(body.error, 'invalid_request')
-      assert.equal(typeof body.error_description, 'string')
-    },
-  },
-]
 
 describe('operations endpoints', () => {
   let server: TestServer

@@ -5,6 +5,7 @@
 import { Type as T, type TSchema } from '@sinclair/typebox'
 import { objectAt, P } from './params.js'
 import { SERVER_REBUILD_FIELDS } from './server-create.params.js'
+import { LEGACY_CONSOLE_ACTIONS, legacyConsoleBody } from './remote-console.params.js'
 import { versionNumber, type VersionNumber } from './versions.js'
 
 const at = (v: string) => versionNumber(v)
@@ -59,4 +60,5 @@ export const ACTION_BODIES: Record<string, (version: VersionNumber) => TSchema> 
   trigger_crash_dump: () => T.Null(),
   addSecurityGroup: () => obj({ name: T.String({ minLength: 1, maxLength: 255 }) }, ['name']),
   removeSecurityGroup: () => obj({ name: T.String({ minLength: 1, maxLength: 255 }) }, ['name']),
+  ...Object.fromEntries(Object.keys(LEGACY_CONSOLE_ACTIONS).map((action) => [action, legacyConsoleBody(action)])),
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { AppError, badRequest, conflict, forbidden, notFound } from '../../contracts/errors.js'
 import type { ApiVersion } from '../../contracts/compute/versions.js'
+import { LEGACY_CONSOLE_ACTIONS } from '../../contracts/compute/remote-console.params.js'
 import type { ServerTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
@@ -51,6 +52,8 @@ export interface ActionDeps {
   consoleOutput: (serverId: string, lines?: number) => Promise<string | undefined>
   /** Security groups live on the server's ports. */
   network: NetworkService
+  /** A console URL for the server (console/remote-consoles.ts). */
+  remoteConsoleUrl: (row: ServerTable, protocol: string, type: string) => Promise<string>
 }
 
 /**
@@ -149,6 +152,13 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       const output = await deps.consoleOutput(row.id, length)
       if (output === undefined) throw notFound('Guest does not have a console available.')
       return { status: 200, body: { output } }
+    }
+    case 'os-getVNCConsole':
+    case 'os-getSPICEConsole':
+    case 'os-getSerialConsole': {
+      const type = v.type as string
+      const url = await deps.remoteConsoleUrl(row, LEGACY_CONSOLE_ACTIONS[action].protocol, type)
+      return { status: 200, body: { console: { type, url } } }
     }
     case 'trigger_crash_dump':
       await recordAction(db, row, 'trigger_crash_dump', requestId, caller, true)

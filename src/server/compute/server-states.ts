@@ -97,6 +97,8 @@ export interface ActionRule {
   adminOnly?: boolean
   /** First microversion where the action exists (404 below). */
   since?: string
+  /** First microversion where the action no longer exists (404 from it on). */
+  until?: string
 }
 
 const HARD_REBOOT_TASKS = [null, 'rebooting', 'reboot_pending', 'reboot_started', 'rebooting_hard', 'pausing', 'unpausing', 'suspending', 'resuming'] as const
@@ -126,6 +128,10 @@ export const SERVER_ACTIONS = {
   evacuate: { instanceAction: 'evacuate', vmStates: ['active', 'stopped', 'error'], taskStates: 'any', requiresLaunched: true, lockChecked: false, startTask: 'rebuilding', steps: ['rebuild_block_device_mapping', 'rebuild_spawning'], final: 'as-powered', success: 200, adminOnly: true },
   migrate: { instanceAction: 'migrate', vmStates: ['active', 'stopped'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: 'resize_prep', steps: ['resize_migrating', 'resize_migrated', 'resize_finish'], final: 'resized', success: 202, adminOnly: true },
   'os-migrateLive': { instanceAction: 'live-migration', vmStates: ['active', 'paused'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: 'migrating', steps: [], final: 'unchanged', success: 202, adminOnly: true },
+  // Console URLs (2.1–2.5; POST /servers/{id}/remote-consoles from 2.6): their own rules in console/remote-consoles.ts.
+  'os-getVNCConsole': { instanceAction: 'getVNCConsole', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 200, until: '2.6' },
+  'os-getSPICEConsole': { instanceAction: 'getSPICEConsole', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 200, until: '2.6' },
+  'os-getSerialConsole': { instanceAction: 'getSerialConsole', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 200, until: '2.6' },
   'os-getConsoleOutput': { instanceAction: 'getConsoleOutput', vmStates: 'any', taskStates: 'any', requiresLaunched: false, requiresHost: true, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 200 },
   forceDelete: { instanceAction: 'forceDelete', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: true, startTask: 'deleting', steps: [], final: 'deleted', success: 202 },
   restore: { instanceAction: 'restore', vmStates: ['soft-delete'], requiresLaunched: true, lockChecked: true, startTask: 'restoring', steps: [], final: 'active', success: 202 },

@@ -8,6 +8,8 @@ import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type BuildTaskPayload, type
 import type { ComputeStorage } from '../compute/storage.js'
 import type { Config } from '../config/settings.js'
 import { DriverRegistry } from '../drivers/compute/registry.js'
+import { DriverError, type ConsoleProtocol } from '../drivers/compute/driver.js'
+import type { Duplex } from 'node:stream'
 import { startSimulatedHost, startSimulatedHosts, type SimulatedHost, type SimulatedHostSpec } from '../hosts/simulated-hosts.js'
 import { Scheduler } from '../scheduler/scheduler.js'
 import { hostStatus, isUp, type HostStatus } from '../hosts/host-status.js'
@@ -116,6 +118,17 @@ export class Conductor {
       (text) => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ''),
       () => undefined,
     )
+  }
+
+  /**
+   * The console stream of a server's guest from its host's driver (remote consoles). A DriverError when the
+   * server has no host this process knows, or when the host refuses (not running, no such console).
+   */
+  async openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex> {
+    const row = await this.store.db.selectFrom('servers').select(['host_id', 'host']).where('id', '=', serverId).where('deleted', '=', 0).executeTakeFirst()
+    const driver = row?.host_id ? this.drivers.get(row.host_id) : undefined
+    if (!driver) throw new DriverError(`Instance ${serverId} has no host that can give its console${row?.host ? ` (host ${row.host} is unknown here)` : ''}.`, 404)
+    return driver.openConsole(serverId, protocol)
   }
 
   /** Whether a host's compute service is up (heartbeat within the timeout, not forced down). */

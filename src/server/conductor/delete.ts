@@ -15,6 +15,7 @@ import { findAction, finishAction, finishEvent, recordFault, startEvent } from '
 import { releaseServerNetwork } from '../compute/server-network.js'
 import { releaseShelvedImage } from './snapshots.js'
 import { releaseVolumes } from './volumes.js'
+import { ConsoleTokens } from '../console/console-tokens.js'
 
 const DELETE_EVENT = 'compute_terminate_instance'
 
@@ -64,6 +65,7 @@ export async function markDeleted(ctx: ConductorContext, serverId: string, alsoI
     await releaseAll(tx, serverId)
     await releaseServerNetwork(ctx.store, tx, serverId)
     await tx.deleteFrom('server_group_members').where('server_id', '=', serverId).execute()
+    await ConsoleTokens.deleteForServer(tx, serverId)
     await releaseVolumes(ctx, tx, serverId)
     return releaseShelvedImage(ctx, tx, serverId)
   })

@@ -56,6 +56,14 @@ export interface Config {
   purgeRetentionDays: number
   /** How often the cluster-wide purge job runs. */
   purgeIntervalSeconds: number
+  /** Lifetime of a remote-console URL's token (Nova's [consoleauth] token_ttl). */
+  consoleTokenTtlSeconds: number
+  /** Host names whose pages may open console websockets besides the public URL's (Nova's [console] allowed_origins). */
+  consoleAllowedOrigins: string[]
+  /** A console session with no byte either way for this long is closed (0: never). */
+  consoleIdleSeconds: number
+  /** Where the other pcc-server processes reach this one (console relays); undefined: the address it listens on. */
+  advertiseUrl: string | undefined
   /** Address the NBD exports of the control plane's volumes listen on and hypervisors connect to. */
   volumeExportAddress: string
   /** Ports those exports use, one per attached volume (first and last, inclusive). */
@@ -100,6 +108,15 @@ function parseUrl(raw: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`expected an http:// or https:// URL, got "${raw}"`)
   return url.toString().replace(/\/+$/, '')
+}
+
+/** Host names separated by commas (or a JSON array of them, from a config file). */
+function hostList(raw: string): string[] {
+  const items = raw.trim().startsWith('[') ? (JSON.parse(raw) as unknown[]).map(String) : raw.split(',')
+  const hosts = items.map((h) => h.trim().toLowerCase()).filter((h) => h !== '')
+  const bad = hosts.find((h) => !/^[a-z0-9.:[\]-]+$/.test(h))
+  if (bad !== undefined) throw new Error(`expected host names separated by commas, got "${bad}"`)
+  return hosts
 }
 
 function parseDatabaseUrl(raw: string): string {
@@ -303,6 +320,23 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'purgeIntervalSeconds', env: 'PCC_PURGE_INTERVAL_SECONDS', flag: '--purge-interval-seconds',
     help: 'how often one process of the cluster purges old rows', parse: integer(1, 7 * 86400), fallback: () => 3600,
   },
+  consoleTokenTtlSeconds: {
+    key: 'consoleTokenTtlSeconds', env: 'PCC_CONSOLE_TOKEN_TTL_SECONDS', flag: '--console-token-ttl-seconds',
+    help: 'how long a remote-console URL works (Nova [consoleauth] token_ttl)', parse: integer(0, 86400), fallback: () => 600,
+  },
+  consoleAllowedOrigins: {
+    key: 'consoleAllowedOrigins', env: 'PCC_CONSOLE_ALLOWED_ORIGINS', flag: '--console-allowed-origins',
+    help: 'host names (comma-separated) whose web pages may open consoles, besides the public URL\'s', parse: hostList, fallback: () => [],
+  },
+  consoleIdleSeconds: {
+    key: 'consoleIdleSeconds', env: 'PCC_CONSOLE_IDLE_SECONDS', flag: '--console-idle-seconds',
+    help: 'a remote-console session idle this long (no byte either way) is closed; 0: never', parse: integer(0, 7 * 86400), fallback: () => 3600,
+  },
+  advertiseUrl: {
+    key: 'advertiseUrl', env: 'PCC_ADVERTISE_URL', flag: '--advertise-url',
+    help: 'URL the other pcc-server processes reach this one at, for console relays (default: the address it listens on)',
+    parse: parseUrl, fallback: () => undefined,
+  },
   volumeExportAddress: {
     key: 'volumeExportAddress', env: 'PCC_VOLUME_EXPORT_ADDRESS', flag: '--volume-export-address',
     help: "address the control plane's volume exports (NBD) listen on; hypervisors connect to it (default: the public URL's host)",
@@ -328,5 +362,6 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
   'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'tokenExpirationSeconds', 'tokenAllowExpiredWindowSeconds',
   'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit',
-  'purgeRetentionDays', 'purgeIntervalSeconds', 'volumeExportAddress', 'volumeExportPorts',
+  'purgeRetentionDays', 'purgeIntervalSeconds',
+  'consoleTokenTtlSeconds', 'consoleAllowedOrigins', 'consoleIdleSeconds', 'advertiseUrl', 'volumeExportAddress', 'volumeExportPorts',
 ]

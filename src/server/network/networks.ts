@@ -6,10 +6,9 @@ import { neutron } from './errors.js'
 import { checkQuota } from './quotas.js'
 import { subnetIdsByNetwork, touched } from './queries.js'
 import { networkView, type View } from './views.js'
+import { checkSegmentUnchanged, hasProviderAttributes, maxMtu, resolveSegment, type ProviderBody } from './segments.js'
 
-export const DEFAULT_MTU = 1500
-
-export interface NetworkBody {
+export interface NetworkBody extends ProviderBody {
   name?: string
   description?: string
   admin_state_up?: boolean
@@ -44,8 +43,10 @@ export function owningProject(ctx: Actor, body: { project_id?: string; tenant_id
   return requested
 }
 
-function checkMtu(mtu: number | undefined): void {
-  if (mtu !== undefined && (mtu < 68 || mtu > 9000)) throw neutron.invalidInput(`Requested MTU ${mtu} is outside the range 68 to 9000.`)
+function checkMtu(mtu: number | undefined, type: string): void {
+  if (mtu === undefined) return
+  if (mtu < 68) throw neutron.invalidInput(`Requested MTU ${mtu} is outside the range 68 to 9000.`)
+  if (mtu > maxMtu(type)) throw neutron.invalidInput(`Requested MTU is too big, maximum is ${maxMtu(type)}`)
 }
 
 /** A network the actor may see, or NetworkNotFound (404) — also for another project's private network. */
@@ -55,19 +56,23 @@ export async function visibleNetwork(ctx: NetCtx, actor: Actor, id: string): Pro
   return row
 }
 
-export async function renderNetworks(ctx: NetCtx, rows: NetworkTable[]): Promise<View[]> {
+export async function renderNetworks(ctx: NetCtx, actor: Actor, rows: NetworkTable[]): Promise<View[]> {
   const subnets = await subnetIdsByNetwork(ctx.db, rows.map((r) => r.id))
-  return rows.map((r) => networkView(r, subnets.get(r.id) ?? []))
+  const provider = can(actor, 'get_network:provider')
+  return rows.map((r) => networkView(r, subnets.get(r.id) ?? [], provider))
 }
 
 export async function listNetworks(ctx: NetCtx, actor: Actor): Promise<View[]> {
   let q = ctx.db.selectFrom('networks').selectAll()
   if (!actor.admin) q = q.where((eb) => eb.or([eb('project_id', '=', actor.projectId), eb('shared', '=', 1), eb('external', '=', 1)]))
   const rows = (await q.execute()).filter((r) => can(actor, 'get_network', networkTarget(r)))
-  return renderNetworks(ctx, rows)
+  return renderNetworks(ctx, actor, rows)
 }
 
+/** Writes a network with its segment (a VNI allocated unless the body names one); callers checked the policy. */
 export async function insertNetwork(ctx: NetCtx, projectId: string, body: NetworkBody): Promise<NetworkTable> {
+  const segment = await resolveSegment(ctx, body)
+  checkMtu(body.mtu, segment.network_type)
   const row: NetworkTable = {
     id: newUuid(),
     project_id: projectId,
@@ -77,9 +82,10 @@ export async function insertNetwork(ctx: NetCtx, projectId: string, body: Networ
     shared: flag(body.shared, false),
     external: flag(body['router:external'], false),
     is_default: flag(body.is_default, false),
-    mtu: body.mtu ?? DEFAULT_MTU,
+    mtu: body.mtu ?? maxMtu(segment.network_type),
     status: 'ACTIVE',
     port_security_enabled: flag(body.port_security_enabled, true),
+    ...segment,
     tags: JSON.stringify(body.tags ?? []),
     revision_number: 1,
     created_at: ctx.now,
@@ -95,16 +101,16 @@ export async function createNetwork(ctx: NetCtx, actor: Actor, body: NetworkBody
   if (body.shared) must(actor, 'create_network:shared', { projectId })
   if (body['router:external']) must(actor, 'create_network:router:external', { projectId })
   if (body.is_default) must(actor, 'create_network:is_default', { projectId })
+  if (hasProviderAttributes(body)) must(actor, 'create_network:provider', { projectId })
   if (body.is_default && !body['router:external']) throw neutron.invalidInput('is_default can only be set on an external network')
-  checkMtu(body.mtu)
   await checkQuota(ctx.db, projectId, 'network')
   const row = await insertNetwork(ctx, projectId, body)
-  return networkView(row, [])
+  return networkView(row, [], can(actor, 'get_network:provider'))
 }
 
 export async function showNetwork(ctx: NetCtx, actor: Actor, id: string): Promise<View> {
   const row = await visibleNetwork(ctx, actor, id)
-  return (await renderNetworks(ctx, [row]))[0]
+  return (await renderNetworks(ctx, actor, [row]))[0]
 }
 
 export async function updateNetwork(ctx: NetCtx, actor: Actor, id: string, body: NetworkBody): Promise<View> {
@@ -128,7 +134,11 @@ export async function updateNetwork(ctx: NetCtx, actor: Actor, id: string, body:
     }
   }
   if (body.is_default !== undefined) must(actor, 'create_network:is_default', target)
-  checkMtu(body.mtu)
+  if (hasProviderAttributes(body)) {
+    must(actor, 'create_network:provider', target)
+    checkSegmentUnchanged(row, body)
+  }
+  checkMtu(body.mtu, row.network_type)
   const external = body['router:external'] ?? row.external === 1
   if ((body.is_default ?? row.is_default === 1) && !external) throw neutron.invalidInput('is_default can only be set on an external network')
   const changes: Partial<NetworkTable> = {

@@ -20,7 +20,8 @@ const standard = (row: { created_at: number; updated_at: number; revision_number
   revision_number: row.revision_number,
 })
 
-export function networkView(row: NetworkTable, subnetIds: string[]): View {
+/** A network as Neutron shows it; the provider attributes only to those who may see them (admins). */
+export function networkView(row: NetworkTable, subnetIds: string[], showProvider: boolean): View {
   return {
     id: row.id,
     name: row.name,
@@ -42,6 +43,11 @@ export function networkView(row: NetworkTable, subnetIds: string[]): View {
     vlan_transparent: false,
     project_id: row.project_id,
     tenant_id: row.project_id,
+    ...(showProvider && {
+      'provider:network_type': row.network_type,
+      'provider:physical_network': row.physical_network,
+      'provider:segmentation_id': row.segmentation_id,
+    }),
     ...standard(row),
   }
 }

@@ -1,8 +1,11 @@
 /**
- * What an ID token says about a user. The `groups` rule, for Kubernetes RBAC: for every enabled project where
- * the user has a role (directly or through an identity group, implied roles included), the project's name and
- * `<project>:<role>` for each role. Projects outside the Default domain are written `<domain>/<project>`.
- * Sorted, without duplicates. Example: admin on project `admin` → ["admin", "admin:admin", "admin:member", "admin:reader"].
+ * What an ID token (and the userinfo endpoint) says about a user, and which scope brings which claim.
+ *
+ * The `groups` rule, for Kubernetes RBAC (docs/idp.md): the names of the user's identity groups, and for every
+ * enabled project where the user has a role (directly or through an identity group, implied roles included),
+ * the project's name and `<project>:<role>` for each role. Groups and projects outside the Default domain are
+ * written `<domain>/<name>`. Sorted, without duplicates. Example: admin on project `admin` →
+ * ["admin", "admin:admin", "admin:member", "admin:reader"].
  */
 import type { Db } from '../storage/store.js'
 import { DEFAULT_DOMAIN_ID } from './login.js'
@@ -31,10 +34,34 @@ export async function userClaims(db: Db, userId: string): Promise<UserClaims | u
     userId: user.id,
     name: user.name,
     email: email ?? undefined,
-    groups: await projectGroups(db, userId),
+    groups: [...new Set([...(await identityGroups(db, userId)), ...(await projectGroups(db, userId))])].sort(),
     enabled: Boolean(user.enabled) && Boolean(user.domain_enabled),
     passwordStamp: user.password_created_at,
   }
+}
+
+/** Scope → the claims it brings (OpenID Connect Core §5.4, as Dex issues them). `openid` brings `sub` only. */
+export const SCOPE_CLAIMS: Partial<Record<string, { claims: string[]; of: (claims: UserClaims) => Record<string, unknown> }>> = {
+  email: { claims: ['email', 'email_verified'], of: (c) => (c.email ? { email: c.email, email_verified: true } : {}) },
+  profile: { claims: ['name', 'preferred_username'], of: (c) => ({ name: c.name, preferred_username: c.name }) },
+  groups: { claims: ['groups'], of: (c) => ({ groups: c.groups }) },
+}
+
+/** The claims the scopes grant, in both the ID token and the userinfo answer. */
+export function scopedClaims(claims: UserClaims, scopes: readonly string[]): Record<string, unknown> {
+  return Object.assign({}, ...scopes.map((scope) => SCOPE_CLAIMS[scope]?.of(claims) ?? {}))
+}
+
+/** The names of the identity groups the user belongs to (`<domain>/<group>` outside the Default domain). */
+export async function identityGroups(db: Db, userId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('group_members')
+    .innerJoin('groups', 'groups.id', 'group_members.group_id')
+    .innerJoin('domains', 'domains.id', 'groups.domain_id')
+    .select(['groups.name', 'groups.domain_id', 'domains.name as domain'])
+    .where('group_members.user_id', '=', userId)
+    .execute()
+  return rows.map((r) => (r.domain_id === DEFAULT_DOMAIN_ID ? r.name : `${r.domain}/${r.name}`))
 }
 
 export async function projectGroups(db: Db, userId: string): Promise<string[]> {

@@ -1,7 +1,8 @@
 /**
- * The password grant's check of a user: the identity users of the Default domain, found by name or e-mail,
- * checked the way identity checks a password login (the same columns: lockout counters, enabled, password
- * expiry), and a TOTP code for users under multi-factor authentication.
+ * How the IdP checks a user, for the password grant (one call) and the login page (password, then the TOTP
+ * code on a second page): the identity users of the Default domain, found by name or e-mail, checked the way
+ * identity checks a password login (the same columns: lockout counters, enabled, password expiry), and a TOTP
+ * code for users under multi-factor authentication.
  */
 import { AppError } from '../../contracts/errors.js'
 import type { Authenticator } from '../auth/principal.js'
@@ -67,7 +68,7 @@ export function mfaSatisfied(options: UserOptions, methods: string[]): boolean {
   return true
 }
 
-/** Returns the user id, or throws 400 invalid_grant. */
+/** The password grant's check: password and, for a user under MFA, the TOTP code. Returns the user id, or throws 400 invalid_grant. */
 export async function checkLogin(deps: LoginDeps, request: LoginRequest): Promise<string> {
   if (request.username === '' || request.username === TOKEN_USERNAME) {
     // The identity token already passed identity's checks, MFA included.
@@ -80,6 +81,45 @@ export async function checkLogin(deps: LoginDeps, request: LoginRequest): Promis
   const user = await findUser(deps.db, request.username)
   if (!user || !user.password_hash) throw invalidCredentials()
   const options = parseOptions(user.options)
+  let password = request.password
+  let code = request.totp
+  // The second way to send the code: appended to the password, for clients that only know a password.
+  if (!mfaSatisfied(options, ['password']) && code === undefined && /\d{6}$/.test(password) && password.length > 6) {
+    code = password.slice(-6)
+    password = password.slice(0, -6)
+  }
+  await passwordStep(deps, user, options, password)
+  if (!(await secondFactorStep(deps, user.id, options, code))) {
+    throw new AppError('bad_request', code ? 'Invalid username, password or TOTP code.' : 'Invalid Credentials: a TOTP code is required (totp field, or appended to the password).', { type: 'invalid_grant' })
+  }
+  return user.id
+}
+
+/**
+ * The login page's first step: the password alone. Returns the user and whether a TOTP code must follow
+ * (the page then asks for it: checkSecondFactor). Throws 400 invalid_grant like checkLogin.
+ */
+export async function checkPassword(deps: LoginDeps, username: string, password: string): Promise<{ userId: string; needsTotp: boolean }> {
+  const user = await findUser(deps.db, username)
+  if (!user || !user.password_hash) throw invalidCredentials()
+  const options = parseOptions(user.options)
+  await passwordStep(deps, user, options, password)
+  return { userId: user.id, needsTotp: !mfaSatisfied(options, ['password']) }
+}
+
+/** The login page's second step: true when the code satisfies the user's MFA settings. */
+export async function checkSecondFactor(deps: LoginDeps, userId: string, code: string): Promise<boolean> {
+  const user = await deps.db.selectFrom('users').select(['options']).where('id', '=', userId).executeTakeFirst()
+  return user !== undefined && (await secondFactorStep(deps, userId, parseOptions(user.options), code))
+}
+
+type FoundUser = NonNullable<Awaited<ReturnType<typeof findUser>>>
+
+/**
+ * The password as identity checks it: lockout (identity's counters, shared), the password, then enabled and
+ * expiry. A wrong password counts a failure; a right one resets the count, as Keystone's password check does.
+ */
+async function passwordStep(deps: LoginDeps, user: FoundUser, options: UserOptions, password: string): Promise<void> {
   const now = deps.now()
   const { attempts, durationMs } = deps.lockout
   const lockable = attempts !== undefined && !options.ignore_lockout_failure_attempts
@@ -87,16 +127,7 @@ export async function checkLogin(deps: LoginDeps, request: LoginRequest): Promis
   if (lockable && user.failed_auth_count >= attempts && !lockExpired) {
     throw new AppError('bad_request', 'The account is locked after too many failed logins.', { type: 'invalid_grant' })
   }
-
-  const needsTotp = !mfaSatisfied(options, ['password'])
-  let password = request.password
-  let code = request.totp
-  if (needsTotp && code === undefined && /\d{6}$/.test(password) && password.length > 6) {
-    code = password.slice(-6)
-    password = password.slice(0, -6)
-  }
-  const passwordOk = await verifyPassword(password, user.password_hash)
-  if (!passwordOk) {
+  if (!(await verifyPassword(password, user.password_hash!))) {
     // A lock that expired starts counting again from this failure.
     const count = lockable && lockExpired && user.failed_auth_count >= attempts ? 1 : user.failed_auth_count + 1
     await deps.db.updateTable('users').set({ failed_auth_count: count, failed_auth_at: now }).where('id', '=', user.id).execute()
@@ -106,13 +137,14 @@ export async function checkLogin(deps: LoginDeps, request: LoginRequest): Promis
   if (user.password_expires_at !== null && user.password_expires_at <= now && !options.ignore_password_expiry) {
     throw new AppError('bad_request', 'The password is expired and must be changed.', { type: 'invalid_grant' })
   }
-  const methods = ['password']
-  if (code !== undefined && code !== '' && (await verifyUserTotp(deps.db, deps.box, user.id, code, now))) methods.push('totp')
-  if (!mfaSatisfied(options, methods)) {
-    throw new AppError('bad_request', code ? 'Invalid username, password or TOTP code.' : 'Invalid Credentials: a TOTP code is required (totp field, or appended to the password).', { type: 'invalid_grant' })
-  }
   if (user.failed_auth_count > 0) await deps.db.updateTable('users').set({ failed_auth_count: 0, failed_auth_at: null }).where('id', '=', user.id).execute()
-  return user.id
+}
+
+/** Whether password plus this code (if any) satisfies the user's MFA settings. */
+async function secondFactorStep(deps: LoginDeps, userId: string, options: UserOptions, code: string | undefined): Promise<boolean> {
+  const methods = ['password']
+  if (code !== undefined && code !== '' && (await verifyUserTotp(deps.db, deps.box, userId, code, deps.now()))) methods.push('totp')
+  return mfaSatisfied(options, methods)
 }
 
 /** A user of the Default domain by exact name, else by e-mail (case-insensitive) when exactly one has it. */

@@ -5,11 +5,11 @@
  * as stolen and the whole family is revoked. A family also ends at its absolute lifetime (from the login) and a
  * token at its idle lifetime (from its issue, i.e. the family's last use).
  */
-import { createHash, randomBytes } from 'node:crypto'
 import { AppError } from '../../contracts/errors.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { IdpRefreshTokenTable } from '../storage/schema.js'
 import type { Store } from '../storage/store.js'
+import { randomId, randomToken, tokenHash } from './random-tokens.js'
 
 export interface RefreshTokenOptions {
   reuseMs: number
@@ -26,8 +26,6 @@ export interface RefreshGrantState {
   familyId: string
 }
 
-const hashOf = (token: string) => createHash('sha256').update(token).digest('hex')
-const newToken = () => randomBytes(32).toString('base64url')
 
 export const invalidRefresh = (message = 'Refresh token is invalid or has already been claimed by another client.') =>
   new AppError('bad_request', message, { type: 'invalid_grant' })
@@ -43,19 +41,19 @@ export class RefreshTokens {
     return (this.options.now ?? Date.now)()
   }
 
-  /** A new family, at login. */
-  async create(grant: Omit<RefreshGrantState, 'familyId'>): Promise<string> {
-    const token = newToken()
+  /** The first token of a family, at login (the family is the login's grant, shared with its access tokens). */
+  async create(grant: RefreshGrantState): Promise<string> {
+    const token = randomToken()
     const now = this.now()
-    await this.store.db.insertInto('idp_refresh_tokens').values(this.row(token, { ...grant, familyId: randomBytes(16).toString('hex') }, now, now)).execute()
+    await this.store.db.insertInto('idp_refresh_tokens').values(this.row(token, grant, now, now)).execute()
     return token
   }
 
   private row(token: string, grant: RefreshGrantState, familyCreatedAt: number, now: number): IdpRefreshTokenTable {
     return {
-      id: randomBytes(16).toString('hex'),
+      id: randomId(),
       family_id: grant.familyId,
-      token_hash: hashOf(token),
+      token_hash: tokenHash(token),
       client_id: grant.clientId,
       user_id: grant.userId,
       scopes: grant.scopes.join(' '),
@@ -75,7 +73,7 @@ export class RefreshTokens {
   async rotate(token: string, clientId: string, check: (grant: RefreshGrantState) => Promise<void>): Promise<{ token: string; grant: RefreshGrantState }> {
     const db = this.store.db
     const now = this.now()
-    const row = await db.selectFrom('idp_refresh_tokens').selectAll().where('token_hash', '=', hashOf(token)).executeTakeFirst()
+    const row = await db.selectFrom('idp_refresh_tokens').selectAll().where('token_hash', '=', tokenHash(token)).executeTakeFirst()
     if (!row || row.revoked_at !== null) throw invalidRefresh()
     if (row.client_id !== clientId) throw invalidRefresh('Refresh token was issued to another client.')
     if (row.family_created_at + this.options.absoluteMs <= now || row.created_at + this.options.idleMs <= now) throw invalidRefresh('Refresh token expired.')
@@ -83,7 +81,7 @@ export class RefreshTokens {
     await check(grant)
     if (row.used_at !== null) return { token: await this.reuse(row, now), grant }
 
-    const successor = newToken()
+    const successor = randomToken()
     const claimed = await db.transaction().execute(async (tx) => {
       // Only one concurrent caller marks the token used; the others fall back to the reuse path.
       const result = await tx
@@ -109,8 +107,12 @@ export class RefreshTokens {
     throw invalidRefresh()
   }
 
+  /** Ends a grant: its refresh tokens are revoked and its access tokens deleted. */
   async revokeFamily(familyId: string): Promise<void> {
-    await this.store.db.updateTable('idp_refresh_tokens').set({ revoked_at: this.now(), next_sealed: null }).where('family_id', '=', familyId).where('revoked_at', 'is', null).execute()
+    await this.store.db.transaction().execute(async (tx) => {
+      await tx.updateTable('idp_refresh_tokens').set({ revoked_at: this.now(), next_sealed: null }).where('family_id', '=', familyId).where('revoked_at', 'is', null).execute()
+      await tx.deleteFrom('idp_access_tokens').where('family_id', '=', familyId).execute()
+    })
   }
 
   /** Deletes rows nobody can use any more: families past their absolute lifetime, tokens idle too long, revoked families. */

@@ -3,7 +3,12 @@ import type { Authenticator } from '../auth/principal.js'
 import type { Config } from '../config/settings.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { Store } from '../storage/store.js'
+import { AccessTokens } from './access-tokens.js'
+import { AuthCodes } from './auth-codes.js'
+import { AuthRequests } from './auth-requests.js'
+import { BrowserFlow } from './browser-flow.js'
 import { IdpClients } from './clients.js'
+import { DeviceRequests } from './device-requests.js'
 import type { LockoutPolicy } from './login.js'
 import { OidcProvider } from './provider.js'
 import { RefreshTokens } from './refresh-tokens.js'
@@ -13,7 +18,10 @@ export interface IdpServices {
   clients: IdpClients
   keys: SigningKeys
   refreshTokens: RefreshTokens
+  /** The endpoints clients call: token, device authorization, userinfo, discovery, keys. */
   provider: OidcProvider
+  /** The pages browsers see: authorization, login, consent, device verification. */
+  browser: BrowserFlow
 }
 
 /**
@@ -30,6 +38,7 @@ export function lockoutFrom(config: Config): LockoutPolicy {
 
 export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, config: Config, now: () => number = Date.now): IdpServices {
   const idTokenTtlMs = config.idpIdTokenSeconds * 1000
+  const issuer = `${config.publicUrl}/idp`
   const clients = new IdpClients(store, box, { graceMs: config.idpSecretGraceSeconds * 1000, now })
   const keys = new SigningKeys(store, box, { rotationMs: config.idpKeyRotationSeconds * 1000, idTokenTtlMs, now })
   const refreshTokens = new RefreshTokens(store, box, {
@@ -38,9 +47,19 @@ export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, c
     absoluteMs: config.idpRefreshAbsoluteSeconds * 1000,
     now,
   })
+  // Access tokens live as long as the ID token they come with (`expires_in`).
+  const accessTokens = new AccessTokens(store, { ttlMs: idTokenTtlMs, now })
+  const codes = new AuthCodes(store, { now })
+  const devices = new DeviceRequests(store, { now })
+  const requests = new AuthRequests(store, { now })
+  const lockout = lockoutFrom(config)
+  const purge = async () => {
+    for (const rows of [refreshTokens, accessTokens, codes, devices, requests]) await rows.purge()
+  }
   const provider = new OidcProvider(
-    { store, box, tokens, clients, keys, refreshTokens },
-    { issuer: `${config.publicUrl}/idp`, idTokenSeconds: config.idpIdTokenSeconds, lockout: lockoutFrom(config), now },
+    { store, box, tokens, clients, keys, refreshTokens, accessTokens, codes, devices, purge },
+    { issuer, idTokenSeconds: config.idpIdTokenSeconds, lockout, now },
   )
-  return { clients, keys, refreshTokens, provider }
+  const browser = new BrowserFlow({ db: store.db, clients, requests, codes, devices, login: { db: store.db, box, tokens, lockout, now }, issuer, now })
+  return { clients, keys, refreshTokens, provider, browser }
 }

@@ -8,7 +8,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { AppError, conflict, notFound, unauthorized } from '../../contracts/errors.js'
 import type { Config } from '../config/settings.js'
-import { AgentDriver } from '../drivers/compute/agent/agent-driver.js'
+import { AgentDriver, type HostConsoleStreams } from '../drivers/compute/agent/agent-driver.js'
 import type { DriverRegistry } from '../drivers/compute/registry.js'
 import { registerHost, setHostRole } from '../hosts/host-protocol.js'
 import type { Store } from '../storage/store.js'
@@ -63,6 +63,8 @@ export class OnboardingService {
     private readonly drivers: DriverRegistry,
     private readonly config: Config,
     private readonly logger: Logger,
+    /** Where agents' console websockets arrive (remote consoles). */
+    private readonly consoles?: HostConsoleStreams,
     /** How long a driver call waits for the agent. */
     private readonly commandTimeoutMs = 60_000,
   ) {
@@ -135,7 +137,7 @@ export class OnboardingService {
     if (existing instanceof AgentDriver && existing.options.hostname === hostname) return
     this.drivers.set(
       hostId,
-      new AgentDriver({ hostId, hostname, store: this.store, channel: this.channel, timeoutMs: this.commandTimeoutMs, staleAfterMs: this.downAfterMs }),
+      new AgentDriver({ hostId, hostname, store: this.store, channel: this.channel, timeoutMs: this.commandTimeoutMs, staleAfterMs: this.downAfterMs, consoles: this.consoles }),
     )
   }
 

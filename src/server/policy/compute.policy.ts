@@ -27,6 +27,8 @@ export const COMPUTE_POLICY = {
   'servers:interfaces:create': projectMemberOrAdmin,
   'servers:interfaces:delete': projectMemberOrAdmin,
   'servers:security_groups:list': projectReaderOrAdmin,
+  'servers:remote_consoles': projectMemberOrAdmin,
+  'console_auth_tokens:show': isAdmin,
   'flavors:read': anyone,
   'flavors:manage': isAdmin,
   'keypairs:other_user': isAdmin,
@@ -43,3 +45,10 @@ export const COMPUTE_POLICY = {
 } satisfies PolicyTable
 
 export type ComputeOperation = keyof typeof COMPUTE_POLICY
+
+/** Server actions whose policy is not the action rule's (Nova checks the console actions as os-remote-consoles). */
+export const ACTION_POLICY: Partial<Record<string, ComputeOperation>> = {
+  'os-getVNCConsole': 'servers:remote_consoles',
+  'os-getSPICEConsole': 'servers:remote_consoles',
+  'os-getSerialConsole': 'servers:remote_consoles',
+}

@@ -27,6 +27,9 @@ export const NETWORK_POLICY = {
   'create_network:shared': isAdmin,
   'create_network:router:external': isAdmin,
   'create_network:is_default': isAdmin,
+  /** provider:network_type, provider:physical_network, provider:segmentation_id */
+  'create_network:provider': isAdmin,
+  'get_network:provider': isAdmin,
   update_network: projectMemberOrAdmin,
   'update_network:shared': isAdmin,
   'update_network:router:external': isAdmin,

@@ -18,6 +18,7 @@ import type { IdentityAuthTables } from './tables/identity-auth.js'
 import type { OnboardingTables } from './tables/onboarding.js'
 import type { ClusterTables } from './tables/cluster.js'
 import type { ComputeVolumeTables } from './tables/compute-volumes.js'
+import type { ConsoleTables } from './tables/console.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
@@ -30,6 +31,7 @@ export type * from './tables/identity-auth.js'
 export type * from './tables/onboarding.js'
 export type * from './tables/cluster.js'
 export type * from './tables/compute-volumes.js'
+export type * from './tables/console.js'
 
 export interface Database
   extends FoundationTables,
@@ -42,4 +44,5 @@ export interface Database
     IdentityAuthTables,
     OnboardingTables,
     ClusterTables,
-    ComputeVolumeTables {}
+    ComputeVolumeTables,
+    ConsoleTables {}

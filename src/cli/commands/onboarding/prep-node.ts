@@ -58,12 +58,62 @@ async function downloadAgent(context: CliContext, base: string, host: Host): Pro
   }
 }
 
+/** The agent's settings for a first registration: the control plane, this host's id and a one-time token. */
+function writeAgentConfig(context: CliContext, host: Host, base: string, id: string, token: string): void {
+  const agentConfig = { controller: base, host_id: id, registration_token: token, driver: 'simulated', ...(context.global.insecure ? { insecure: true } : {}), ...(context.global['os-cacert'] ? { ca_file: context.global['os-cacert'] } : {}) }
+  host.write(AGENT_CONFIG_FILE, JSON.stringify(agentConfig, null, 2) + '\n', 0o600)
+}
+
+function startAgent(context: CliContext, host: Host): void {
+  host.startService(AGENT_SERVICE, [process.execPath, host.path(AGENT_BINARY), '--root', host.root])
+  context.stderr.write('✓ agent service started\n')
+}
+
+/** The agent writes its host credential into agent.json once the control plane accepted the registration. */
+function registeredCredential(host: Host): string | undefined {
+  try {
+    return (JSON.parse(host.readText(AGENT_CONFIG_FILE) ?? '{}') as { credential?: string }).credential
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * With a registration token an administrator created (web console, Admin → Onboarding, or the resource manager
+ * API), the host needs no account: the agent registers with the token, and the host is done once it holds its
+ * credential. The control plane's URL comes from --account-url or the saved account.
+ */
+async function prepWithToken(context: CliContext, host: Host, token: string, accountUrl: string | undefined, skipRepo: boolean, privateRepo: string | undefined): Promise<number> {
+  const base = (accountUrl ?? readConfig(context.configDir)?.accountUrl)?.replace(/\/+$/, '')
+  if (!base) throw new CliFailure('--registration-token needs the control plane URL: add --account-url <url> (or save an account with `pcctl config set`)')
+  configureRepositories(context, host, skipRepo, privateRepo)
+  const id = hostId(host, true)!
+  if (registeredCredential(host) && host.serviceRunning(AGENT_SERVICE)) {
+    context.stdout.write(`Host ${id} is already onboarded and its agent is running; nothing to do.\n`)
+    return 0
+  }
+  context.stderr.write('… installing the pcc agent\n')
+  await downloadAgent(context, base, host)
+  context.stderr.write(`✓ agent installed at ${AGENT_BINARY} (checksum verified)\n`)
+  if (!registeredCredential(host)) writeAgentConfig(context, host, base, id, token)
+  startAgent(context, host)
+  await waitFor(context, 'the host to register', REGISTRATION_TIMEOUT_MS, async () => {
+    if (registeredCredential(host)) return { done: true }
+    if (!host.serviceRunning(AGENT_SERVICE)) throw new CliFailure('the agent stopped before registering: see /var/log/pcc/agent.log')
+    return { status: 'waiting for the agent to register (a used or expired token is refused: create a new one)' }
+  })
+  context.stdout.write(`Host ${host.hostname()} is registered with id ${id}. An administrator assigns its roles (web console, Admin → Hosts).\n`)
+  return 0
+}
+
 export const prepNode: CommandSpec = {
   words: ['prep-node'],
   summary: 'prepare this host for onboarding: checks, package repository, agent installation, registration',
   flags: [
     { name: 'skip-repo-config', type: 'boolean', default: false, help: 'do not configure the distribution cloud-archive repository (required with --private-package-repo)' },
     MFA_FLAG,
+    { name: 'registration-token', type: 'string', help: 'one-time token from an administrator (web console, Admin → Onboarding): registers without logging in', placeholder: '<token>' },
+    { name: 'account-url', type: 'string', help: 'URL of the control plane, with --registration-token when no account is saved', placeholder: '<string>' },
   ],
   async run(context, flags) {
     const host = Host.fromEnv(context.env)
@@ -76,6 +126,8 @@ export const prepNode: CommandSpec = {
     const skipRepo = Boolean(flags['skip-repo-config'])
     const privateRepo = readConfig(context.configDir)?.privatePackageRepo
     checkRepositoryFlags(skipRepo, privateRepo)
+    const registrationToken = flags['registration-token'] as string | undefined
+    if (registrationToken) return prepWithToken(context, host, registrationToken, flags['account-url'] as string | undefined, skipRepo, privateRepo)
     // Log in before writing anything: a refused login (a missing or wrong --mfa code) must leave the host as it was.
     const api = await connect(context, flags.mfa as string | undefined)
     try {
@@ -89,13 +141,8 @@ export const prepNode: CommandSpec = {
       context.stderr.write('… installing the pcc agent\n')
       await downloadAgent(context, api.base, host)
       context.stderr.write(`✓ agent installed at ${AGENT_BINARY} (checksum verified)\n`)
-      if (!known) {
-        const { token } = await api.resmgr.createRegistrationToken()
-        const agentConfig = { controller: api.base, host_id: id, registration_token: token, driver: 'simulated', ...(context.global.insecure ? { insecure: true } : {}), ...(context.global['os-cacert'] ? { ca_file: context.global['os-cacert'] } : {}) }
-        host.write(AGENT_CONFIG_FILE, JSON.stringify(agentConfig, null, 2) + '\n', 0o600)
-      }
-      host.startService(AGENT_SERVICE, [process.execPath, host.path(AGENT_BINARY), '--root', host.root])
-      context.stderr.write('✓ agent service started\n')
+      if (!known) writeAgentConfig(context, host, api.base, id, (await api.resmgr.createRegistrationToken()).token)
+      startAgent(context, host)
       const registered = await waitFor<HostView>(context, 'the host to register', REGISTRATION_TIMEOUT_MS, async () => {
         const view = await api.resmgr.host(id)
         return view?.info.responding ? { done: view } : { status: view ? 'registered, waiting for its first heartbeat' : 'waiting for the agent to register' }

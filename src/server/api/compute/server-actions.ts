@@ -13,6 +13,8 @@ import { parseIsoTime } from '../../../contracts/compute/time.js'
 import type { ServerRouteDeps } from './servers.js'
 import { renderServers, visibleServer } from './servers.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
+import { ACTION_POLICY } from '../../policy/compute.policy.js'
+import { remoteConsoleUrl } from '../../console/remote-consoles.js'
 
 export function serverActionRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
@@ -28,6 +30,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       return isUp(h, Date.now(), deps.config.hostDownAfterSeconds * 1000)
     },
     consoleOutput: (serverId, lines) => deps.conductor.consoleOutput(serverId, lines),
+    remoteConsoleUrl: (row, protocol, type) => remoteConsoleUrl({ db, tokens: deps.consoles.tokens, publicUrl: deps.urls.base }, row, protocol, type),
     network: deps.network,
   }
   return async (scope: FastifyInstance): Promise<void> => {
@@ -40,11 +43,12 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       if (!action || !ACTION_BODIES[key]) throw badRequest(`There is no such action: ${key}`)
       const rule = SERVER_ACTIONS[action]
       const since = 'since' in rule ? (rule.since as ComputeVersion) : undefined
-      if (!inRange(request.api.version, since)) throw notFound('The resource could not be found.')
+      const until = 'until' in rule ? (rule.until as ComputeVersion) : undefined
+      if (!inRange(request.api.version, since, until)) throw notFound('The resource could not be found.')
       const row = await visibleServer(deps, request, request.params.id)
       validate(`action:${key}`, request, ACTION_BODIES[key], body[key])
       const caller = callerOf(request)
-      must(request, 'adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action', { projectId: row.project_id })
+      must(request, ACTION_POLICY[key] ?? ('adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action'), { projectId: row.project_id })
       const outcome = await runAction(actionDeps, request.api, caller, row, action, body[key], request.id)
       deps.runner.wake()
       if (outcome.headers) reply.headers(outcome.headers)

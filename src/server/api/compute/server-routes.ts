@@ -16,6 +16,7 @@ import { limitQuotaRoutes } from './limits-quotas.js'
 import { serverGroupRoutes } from './server-groups.js'
 import { usageRoutes } from './usage.js'
 import { volumeAttachmentRoutes } from './volume-attachments.js'
+import { remoteConsoleRoutes } from './remote-consoles.js'
 
 export function serverRoutes(deps: AppDeps) {
   const withImages = { ...deps, imageLookup: imageServiceLookup(deps.images) }
@@ -31,5 +32,6 @@ export function serverRoutes(deps: AppDeps) {
     await limitQuotaRoutes(deps)(scope)
     await serverGroupRoutes(deps)(scope)
     await usageRoutes(deps)(scope)
+    await remoteConsoleRoutes(deps)(scope)
   }
 }

@@ -1,18 +1,24 @@
 /**
- * The OIDC provider's HTTP surface at {base}/idp (issuer = {base}/idp): discovery, JWKS and the token endpoint.
- * The token endpoint reads application/x-www-form-urlencoded bodies (RFC 6749); errors are OAuth2 JSON
- * (the family's renderer); successful token responses are never cached.
+ * The OIDC provider's HTTP surface at {base}/idp (issuer = {base}/idp): discovery, JWKS, the token endpoint,
+ * the device authorization endpoint and userinfo (this file), and the pages for browsers (browser-routes.ts).
+ * Form endpoints read application/x-www-form-urlencoded bodies (RFC 6749); errors are OAuth2 JSON (the
+ * family's renderer); token responses are never cached.
  */
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { TokenForm } from '../../oidc/provider.js'
+import { idpBrowserRoutes } from './browser-routes.js'
 
-const TOKEN_FIELDS = ['grant_type', 'client_id', 'client_secret', 'scope', 'username', 'password', 'connector_id', 'refresh_token', 'nonce', 'totp']
+const TOKEN_FIELDS = [
+  'grant_type', 'client_id', 'client_secret', 'scope', 'username', 'password', 'connector_id', 'refresh_token', 'nonce', 'totp',
+  'code', 'redirect_uri', 'code_verifier', 'device_code',
+]
 
-const tokenBody = {
-  type: 'object',
-  properties: Object.fromEntries(TOKEN_FIELDS.map((f) => [f, { type: 'string' }])),
-}
+// Null: a bodiless request is an empty form, which the provider answers with what is missing (RFC 6749 §5.2).
+const formBody = (fields: string[]) => ({ type: ['object', 'null'], properties: Object.fromEntries(fields.map((f) => [f, { type: 'string' }])) })
+
+/** RFC 6749 §5.1: responses carrying tokens are never stored by caches. */
+const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
 
 export function idpRoutes(deps: AppDeps) {
   const provider = deps.idp.provider
@@ -34,10 +40,32 @@ export function idpRoutes(deps: AppDeps) {
       return provider.jwks()
     })
 
-    scope.post<{ Body: TokenForm }>('/token', { schema: { tags: ['idp'], body: tokenBody } }, async (request, reply) => {
+    scope.post<{ Body: TokenForm }>('/token', { schema: { tags: ['idp'], body: formBody(TOKEN_FIELDS) } }, async (request, reply) => {
       const result = await provider.token(request.body ?? {}, request.headers.authorization)
-      reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+      noStore(reply)
       return result
     })
+
+    scope.post<{ Body: TokenForm }>('/device/code', { schema: { tags: ['idp'], body: formBody(['client_id', 'client_secret', 'scope']) } }, async (request, reply) => {
+      const result = await provider.deviceAuthorization(request.body ?? {}, request.headers.authorization)
+      noStore(reply)
+      return result
+    })
+
+    // OpenID Connect Core §5.3.1: GET and POST, the access token in the Authorization header.
+    for (const method of ['GET', 'POST'] as const) {
+      scope.route({
+        method,
+        url: '/userinfo',
+        schema: { tags: ['idp'] },
+        handler: async (request, reply) => {
+          const claims = await provider.userinfo(request.headers.authorization)
+          noStore(reply)
+          return claims
+        },
+      })
+    }
+
+    await idpBrowserRoutes(deps)(scope)
   }
 }

@@ -17,6 +17,7 @@ export const EXTENSIONS: { alias: string; name: string; description: string }[] 
   { alias: 'pagination', name: 'Pagination support', description: 'Extension that indicates that pagination is enabled.' },
   { alias: 'port-security', name: 'Port Security', description: 'Provides port security' },
   { alias: 'project-id', name: 'project_id field enabled', description: 'Extension that indicates that project_id field is enabled.' },
+  { alias: 'provider', name: 'Provider Network', description: 'Expose mapping of virtual networks to physical networks' },
   { alias: 'quotas', name: 'Quota management support', description: 'Expose functions for quotas management per project' },
   { alias: 'quota_details', name: 'Quota details management support', description: 'Expose functions for quotas usage statistics per project' },
   { alias: 'router', name: 'Neutron L3 Router', description: 'Router abstraction for basic L3 forwarding between L2 Neutron networks and access to external networks via a NAT gateway.' },

@@ -1,7 +1,8 @@
 /**
  * JSON Schemas of the network API's request bodies. Attribute names and types follow Neutron v2.0; integers
  * and booleans accept the string forms Neutron converts (validator.ts), everything else is strict. Accepted
- * but ignored: availability-zone hints, DNS and QoS attributes, provider attributes (one flat network type).
+ * but ignored: availability-zone hints, DNS and QoS attributes. Provider attributes are checked by the service
+ * (network/segments.ts).
  */
 const str = (max = 255) => ({ type: 'string', maxLength: max })
 const nullableStr = (max = 255) => ({ type: ['string', 'null'], maxLength: max })

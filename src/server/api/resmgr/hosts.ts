@@ -82,7 +82,8 @@ export function hostRoutes(deps: AppDeps) {
         onRequest: requireAuth,
         schema: {
           tags: ['resmgr'],
-          body: { type: 'object', additionalProperties: false, properties: { expires_in: { type: 'integer', minimum: 60, maximum: 30 * 86400 }, note: str(1024) } },
+          // Both fields have defaults: a bodiless request (validated as null) creates a token with them.
+          body: { type: ['object', 'null'], additionalProperties: false, properties: { expires_in: { type: 'integer', minimum: 60, maximum: 30 * 86400 }, note: str(1024) } },
         },
       },
       async (request, reply) => {

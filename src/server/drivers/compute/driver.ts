@@ -3,7 +3,7 @@
  * The simulated driver implements it in process; a real agent (qemu) will implement the same calls behind
  * the host protocol. Every call is idempotent: the conductor may repeat one after a crash.
  */
-import type { Readable } from 'node:stream'
+import type { Duplex, Readable } from 'node:stream'
 import type { FlavorSnapshot } from '../../storage/tables/compute.js'
 
 /** What the driver needs to know about a guest. */
@@ -72,6 +72,9 @@ export interface VolumeConnection {
   /** Where the bytes are; absent for hosts that do not read volumes' bytes (simulated). */
   connection?: VolumeConnectionInfo
 }
+
+/** A remote console a guest offers: its first serial port, or its graphical display (VNC, the RFB protocol). */
+export type ConsoleProtocol = 'serial' | 'vnc'
 
 export interface HostCapacity {
   vcpus: number
@@ -152,6 +155,14 @@ export interface ComputeDriver {
   evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void>
   /** Whole console log, or its last `lines` lines. */
   consoleOutput(serverId: string, lines?: number): Promise<string>
+  /**
+   * The byte stream of a guest's console, for one remote-console session: the serial port's bytes both ways
+   * (`serial`), or the display's RFB protocol from its first byte (`vnc`: the server's `RFB 003.008\n` comes first).
+   * Each call opens a new session; destroying the stream ends it and leaves the guest as it was. The stream ends
+   * by itself when the guest stops or goes away. Fails with a DriverError when the guest is not on this host (404),
+   * does not run (409), or the host has no such console (501).
+   */
+  openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex>
   /** Lets go of a guest without touching it (after a live migration). */
   forget(serverId: string): Promise<void>
   /** Takes back guests the store says this host holds (a control-plane restart does not kill guests). */

@@ -19,6 +19,12 @@ export interface NetworkTable {
   mtu: number
   status: string
   port_security_enabled: number
+  /** provider:network_type: `vxlan` (tenant networks) or `flat` (a host interface named per physical network). */
+  network_type: string
+  /** provider:physical_network (flat networks), mapped to an interface by each host's agent.json. */
+  physical_network: string | null
+  /** provider:segmentation_id: the VXLAN VNI. */
+  segmentation_id: number | null
   tags: string
   revision_number: number
   created_at: number
@@ -172,6 +178,12 @@ export interface AutoAllocatedNetworkTable {
   router_id: string | null
 }
 
+/** One row (id 1): raised by triggers with every change a host's data plane depends on (migration 0092). */
+export interface NetworkDataplaneRevisionTable {
+  id: number
+  rev: number
+}
+
 export interface NetworkTables {
   networks: NetworkTable
   subnets: SubnetTable
@@ -185,4 +197,5 @@ export interface NetworkTables {
   floating_ips: FloatingIpTable
   network_quotas: NetworkQuotaTable
   auto_allocated_networks: AutoAllocatedNetworkTable
+  network_dataplane_revision: NetworkDataplaneRevisionTable
 }

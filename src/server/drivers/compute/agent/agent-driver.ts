@@ -9,8 +9,8 @@ import { isUp } from '../../../hosts/host-status.js'
 import type { CommandChannel } from '../../../onboarding/command-channel.js'
 import type { Store } from '../../../storage/store.js'
 import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
-import { Readable } from 'node:stream'
-import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
+import { Readable, type Duplex } from 'node:stream'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
 
 export interface AgentDriverOptions {
   hostId: string
@@ -21,6 +21,13 @@ export interface AgentDriverOptions {
   timeoutMs: number
   /** Guests reported longer ago than this are not trusted (the host is DOWN). */
   staleAfterMs: number
+  /** Where the agent's console websockets arrive (console/console-sessions.ts); no consoles without it. */
+  consoles?: HostConsoleStreams
+}
+
+/** A console session waiting for a host's websocket: the agent dials in with the session's id. */
+export interface HostConsoleStreams {
+  expect(hostId: string, serverId: string): Promise<{ id: string; stream: Promise<Duplex>; cancel(reason: string): void }>
 }
 
 const CAPABILITIES: DriverCapabilities = {
@@ -188,6 +195,30 @@ export class AgentDriver implements ComputeDriver {
 
   consoleOutput(serverId: string, lines?: number): Promise<string> {
     return this.call('consoleOutput', { serverId, lines: lines ?? null }, `consoleOutput:${serverId}:${lines ?? ''}:${Date.now()}`)
+  }
+
+  /**
+   * The host cannot be dialled, so the agent dials in: a session waits for its websocket (in this process, or
+   * relayed to it by the process the agent reached), and the openConsole command tells the agent which session
+   * to dial with which console. A refusal of the agent's driver ends the wait at once.
+   */
+  async openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex> {
+    const consoles = this.options.consoles
+    if (!consoles) throw new DriverError(`Remote consoles of host ${this.options.hostname} are not served by this process.`, 501)
+    const session = await consoles.expect(this.options.hostId, serverId)
+    const refused = this.call('openConsole', { sessionId: session.id, serverId, protocol }, `openConsole:${session.id}`).then(
+      () => new Promise<never>(() => {}),
+      (err: unknown) => {
+        session.cancel((err as Error).message)
+        throw err
+      },
+    )
+    try {
+      return await Promise.race([session.stream, refused])
+    } catch (err) {
+      session.cancel((err as Error).message)
+      throw err instanceof DriverError ? err : new DriverError(`${(err as Error).message} (host ${this.options.hostname})`)
+    }
   }
 
   forget(serverId: string): Promise<void> {

@@ -1,12 +1,14 @@
 /**
  * A hypervisor simulated in memory: guests with a power state that moves as a real one does (booting takes
- * time, a paused guest cannot be rebooted softly…), a console log that grows on each boot, operations that
- * take a configurable time and fail at an injectable rate, and a capacity reported like a real host's.
+ * time, a paused guest cannot be rebooted softly…), a console log that grows on each boot, a serial console to
+ * type into (simulated-terminal.ts), operations that take a configurable time and fail at an injectable rate, and
+ * a capacity reported like a real host's.
  */
-import { Readable } from 'node:stream'
+import { Readable, type Duplex } from 'node:stream'
 import { POWER } from '../../../compute/server-states.js'
 import { qcow2Image } from '../../../image/qcow2.js'
-import { DriverError, type ComputeDriver, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
+import { SimulatedTerminal } from './simulated-terminal.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
 
 export interface SimulatedOptions {
   hostname: string
@@ -35,13 +37,27 @@ interface Guest {
   console: string[]
   /** Connected volumes: id → device. */
   volumes?: Map<string, string | null>
+  /** Open serial console sessions: they see new console lines, and end when the guest stops. */
+  terminals?: Set<SimulatedTerminal>
+}
+
+/** Adds lines to the guest's console log, and shows them on its open serial consoles. */
+function print(guest: Guest, ...lines: string[]): void {
+  guest.console.push(...lines)
+  for (const t of guest.terminals ?? []) t.print(lines)
+}
+
+/** The guest's QEMU is gone (powered off, suspended, destroyed, moved): its serial consoles end, as a socket would. */
+function hangUp(guest: Guest | undefined): void {
+  for (const t of guest?.terminals ?? []) t.hangUp()
+  guest?.terminals?.clear()
 }
 
 const GIB = 1024 ** 3
 
 function connect(guest: Guest, volume: VolumeConnection): void {
   guest.volumes ??= new Map()
-  if (!guest.volumes.has(volume.volumeId)) guest.console.push(`[ pcc ] virtio_blk: ${volume.device ?? 'disk'} attached (volume ${volume.volumeId})`)
+  if (!guest.volumes.has(volume.volumeId)) print(guest, `[ pcc ] virtio_blk: ${volume.device ?? 'disk'} attached (volume ${volume.volumeId})`)
   guest.volumes.set(volume.volumeId, volume.device)
 }
 
@@ -129,6 +145,7 @@ export class SimulatedDriver implements ComputeDriver {
 
   async destroy(serverId: string): Promise<void> {
     await this.operate('destroy')
+    hangUp(this.guests.get(serverId))
     this.guests.delete(serverId)
     this.gone.add(serverId)
   }
@@ -137,7 +154,7 @@ export class SimulatedDriver implements ComputeDriver {
     const guest = await this.guest(serverId)
     await this.operate(type === 'SOFT' ? 'reboot' : 'rebootHard')
     if (type === 'SOFT' && guest.powerState !== POWER.RUNNING) throw new DriverError(`guest ${serverId} is not running; a soft reboot needs a running guest`)
-    guest.console.push(type === 'SOFT' ? '[  OK  ] Reached target Reboot.' : '[ pcc ] hard reset')
+    print(guest, type === 'SOFT' ? '[  OK  ] Reached target Reboot.' : '[ pcc ] hard reset')
     guest.rescued = false
     this.boot(guest)
   }
@@ -145,8 +162,9 @@ export class SimulatedDriver implements ComputeDriver {
   async powerOff(serverId: string): Promise<void> {
     const guest = await this.guest(serverId)
     await this.operate('powerOff')
-    if (guest.powerState !== POWER.SHUTDOWN) guest.console.push('[  OK  ] Reached target Power-Off.')
+    if (guest.powerState !== POWER.SHUTDOWN) print(guest, '[  OK  ] Reached target Power-Off.')
     guest.powerState = POWER.SHUTDOWN
+    hangUp(guest)
   }
 
   async powerOn(serverId: string): Promise<void> {
@@ -175,6 +193,7 @@ export class SimulatedDriver implements ComputeDriver {
     if (guest.powerState === POWER.SUSPENDED) return
     if (guest.powerState !== POWER.RUNNING && guest.powerState !== POWER.PAUSED) throw new DriverError(`guest ${serverId} is not running and cannot be suspended`)
     guest.powerState = POWER.SUSPENDED
+    hangUp(guest)
   }
 
   async resume(serverId: string): Promise<void> {
@@ -188,7 +207,7 @@ export class SimulatedDriver implements ComputeDriver {
     await this.operate('rescue')
     if (guest.rescued) return
     guest.rescued = true
-    guest.console.push(`[ pcc ] booting rescue image ${imageId ?? guest.spec.imageId ?? 'default'}`)
+    print(guest, `[ pcc ] booting rescue image ${imageId ?? guest.spec.imageId ?? 'default'}`)
     this.boot(guest)
   }
 
@@ -204,7 +223,7 @@ export class SimulatedDriver implements ComputeDriver {
     const guest = await this.guest(spec.serverId)
     await this.operate('rebuild')
     guest.spec = spec
-    guest.console.push(`[ pcc ] rebuilding from image ${spec.imageId ?? 'none'}`)
+    print(guest, `[ pcc ] rebuilding from image ${spec.imageId ?? 'none'}`)
     this.boot(guest)
   }
 
@@ -212,7 +231,7 @@ export class SimulatedDriver implements ComputeDriver {
     const guest = await this.guest(serverId)
     await this.operate('setAdminPassword')
     if (guest.powerState !== POWER.RUNNING) throw new DriverError(`guest ${serverId} is not running; the password cannot be set`, 409)
-    guest.console.push('[ pcc ] admin password changed')
+    print(guest, '[ pcc ] admin password changed')
   }
 
   async snapshot(serverId: string): Promise<SnapshotData> {
@@ -230,7 +249,7 @@ export class SimulatedDriver implements ComputeDriver {
   async detachVolume(serverId: string, volumeId: string): Promise<void> {
     const guest = await this.guest(serverId).catch(() => undefined)
     await this.operate('detachVolume')
-    if (guest?.volumes?.delete(volumeId)) guest.console.push(`[ pcc ] virtio_blk: volume ${volumeId} detached`)
+    if (guest?.volumes?.delete(volumeId)) print(guest, `[ pcc ] virtio_blk: volume ${volumeId} detached`)
   }
 
   async extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
@@ -243,6 +262,7 @@ export class SimulatedDriver implements ComputeDriver {
     const guest = await this.guest(serverId)
     await this.operate('migrate')
     guest.powerState = POWER.SHUTDOWN
+    hangUp(guest)
   }
 
   async finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void> {
@@ -259,7 +279,8 @@ export class SimulatedDriver implements ComputeDriver {
     await this.operate('liveMigrate')
     if (!(target instanceof SimulatedDriver)) throw new DriverError('live migration between different hypervisor types is not supported')
     target.gone.delete(serverId)
-    target.guests.set(serverId, { ...guest, console: [...guest.console, `[ pcc ] live-migrated to ${target.options.hostname}`] })
+    target.guests.set(serverId, { ...guest, console: [...guest.console, `[ pcc ] live-migrated to ${target.options.hostname}`], terminals: undefined })
+    hangUp(guest)
     this.guests.delete(serverId)
     this.gone.add(serverId)
   }
@@ -279,13 +300,28 @@ export class SimulatedDriver implements ComputeDriver {
     return (lines === undefined || lines < 0 ? all : all.slice(Math.max(0, all.length - lines))).join('\n') + '\n'
   }
 
+  /** The serial console (a simulated terminal); simulated hosts have no graphical display. */
+  async openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex> {
+    const guest = await this.guest(serverId)
+    if (protocol !== 'serial') throw new DriverError('VNC is not available on simulated hosts.', 501)
+    if (guest.powerState !== POWER.RUNNING && guest.powerState !== POWER.PAUSED) throw new DriverError(`Instance ${serverId} is not running: its console is available once it is started.`, 409)
+    const name = guest.spec.hostname ?? guest.spec.instanceName
+    const terminal = new SimulatedTerminal({ name, serverId, boots: () => guest.boots, history: () => guest.console })
+    const open = (guest.terminals ??= new Set())
+    open.add(terminal)
+    terminal.once('close', () => open.delete(terminal))
+    return terminal
+  }
+
   async forget(serverId: string): Promise<void> {
+    hangUp(this.guests.get(serverId))
     this.guests.delete(serverId)
     this.gone.add(serverId)
   }
 
   /** Simulates a guest vanishing from the hypervisor behind the control plane's back (tests, chaos). */
   loseGuest(serverId: string): void {
+    hangUp(this.guests.get(serverId))
     this.guests.delete(serverId)
     this.gone.add(serverId)
   }
@@ -325,12 +361,15 @@ export class SimulatedDriver implements ComputeDriver {
   private boot(guest: Guest): void {
     guest.boots += 1
     const name = guest.spec.hostname ?? guest.spec.instanceName
-    guest.console.push(
+    const lines = [
       `[    0.000000] Linux version 6.1.0-pcc (boot ${guest.boots})`,
       `[    0.412345] Command line: root=/dev/vda1 console=ttyS0`,
       `[    2.100000] cloud-init: instance ${guest.spec.serverId}`,
       `${name} login: `,
-    )
+    ]
+    guest.console.push(...lines)
+    // A reboot ends the shell session: the console shows the boot and getty's prompt again.
+    for (const t of guest.terminals ?? []) t.rebooted(lines)
     guest.powerState = POWER.RUNNING
   }
 

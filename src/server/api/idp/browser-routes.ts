@@ -1,0 +1,100 @@
+/**
+ * The IdP's pages for browsers under {base}/idp: the authorization endpoint (/auth), the login pages
+ * (/login, /login/totp), consent (/approval) and device verification (/device). Thin: each route hands the
+ * query or form to oidc/browser-flow.ts and renders the View it returns (pages.ts) or redirects (303).
+ *
+ * A browser is recognised by the `pcc_idp_browser` cookie (random, HttpOnly, SameSite=Lax, Secure over https),
+ * set where a login starts (/auth, the device code form); each login answers only the browser that started it.
+ * Pages are never cached or framed, send no Referer (their URLs carry request ids) and load nothing but the
+ * stylesheet.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+import { toPublicError } from '../../http/api-family.js'
+import type { View } from '../../oidc/browser-flow.js'
+import { randomToken } from '../../oidc/random-tokens.js'
+import { renderPage, STYLESHEET } from './pages.js'
+
+const BROWSER_COOKIE = 'pcc_idp_browser'
+
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  pragma: 'no-cache',
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  // No form-action: the approval's 303 goes to the client's redirect URI, which form-action would block.
+  'content-security-policy': "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'",
+}
+
+const str = (max: number) => ({ type: 'string', maxLength: max })
+const form = (properties: Record<string, object>, required: string[]) => ({ type: 'object', properties, required })
+const REQ = str(64)
+
+function cookieOf(request: FastifyRequest, name: string): string | undefined {
+  for (const part of (request.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=')
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined
+  }
+  return undefined
+}
+
+export function idpBrowserRoutes(deps: AppDeps) {
+  const flow = deps.idp.browser
+  const base = flow.base
+  const secure = deps.urls.idp.startsWith('https:')
+
+  const send = (reply: FastifyReply, view: View) => {
+    if ('redirect' in view) return reply.code(303).header('cache-control', 'no-store').header('location', view.redirect).send()
+    return reply.code(view.status).headers(PAGE_HEADERS).send(renderPage(base, view.page))
+  }
+  /** The browser's cookie, set now when it has none (a login starts here). */
+  const browserOf = (request: FastifyRequest, reply: FastifyReply): string => {
+    const existing = cookieOf(request, BROWSER_COOKIE)
+    if (existing && existing.length <= 64) return existing
+    const value = randomToken()
+    reply.header('set-cookie', `${BROWSER_COOKIE}=${value}; Path=${base || '/'}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`)
+    return value
+  }
+  /** Errors of page routes (bad input, the unexpected) are pages too, not JSON. */
+  const errorHandler = (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const error = toPublicError(err, request)
+    return send(reply, { status: error.status, page: { name: 'error', title: 'Something went wrong', message: error.message } })
+  }
+  const options = (schema: object) => ({ schema: { tags: ['idp'], ...schema }, errorHandler })
+
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.get('/static/style.css', { schema: { hide: true } }, async (_request, reply) =>
+      reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff').send(STYLESHEET),
+    )
+
+    scope.get<{ Querystring: Record<string, unknown> }>('/auth', options({}), async (request, reply) => send(reply, await flow.authorize(request.query, browserOf(request, reply))))
+
+    scope.get<{ Querystring: { req: string; login_hint?: string } }>('/login', options({ querystring: form({ req: REQ, login_hint: str(255) }, ['req']) }), async (request, reply) =>
+      send(reply, await flow.show(request.query.req, cookieOf(request, BROWSER_COOKIE), request.query.login_hint)),
+    )
+
+    scope.post<{ Body: { req: string; username?: string; password?: string } }>(
+      '/login',
+      options({ body: form({ req: REQ, username: str(255), password: str(4096) }, ['req']) }),
+      async (request, reply) => send(reply, await flow.submitPassword(request.body.req, cookieOf(request, BROWSER_COOKIE), request.body.username ?? '', request.body.password ?? '')),
+    )
+
+    scope.post<{ Body: { req: string; totp?: string } }>('/login/totp', options({ body: form({ req: REQ, totp: str(16) }, ['req']) }), async (request, reply) =>
+      send(reply, await flow.submitTotp(request.body.req, cookieOf(request, BROWSER_COOKIE), (request.body.totp ?? '').trim())),
+    )
+
+    scope.post<{ Body: { req: string; approval?: string } }>('/approval', options({ body: form({ req: REQ, approval: str(16) }, ['req']) }), async (request, reply) =>
+      send(reply, await flow.decide(request.body.req, cookieOf(request, BROWSER_COOKIE), request.body.approval === 'approve')),
+    )
+
+    scope.get<{ Querystring: { user_code?: string } }>('/device', options({ querystring: form({ user_code: str(64) }, []) }), async (request, reply) =>
+      send(reply, flow.devicePage(request.query.user_code)),
+    )
+
+    scope.post<{ Body: { user_code?: string } }>('/device', options({ body: form({ user_code: str(64) }, []) }), async (request, reply) =>
+      send(reply, await flow.submitUserCode(request.body.user_code ?? '', browserOf(request, reply))),
+    )
+  }
+}

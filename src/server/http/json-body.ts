@@ -1,0 +1,19 @@
+/**
+ * JSON request bodies for every API family. Clients such as Tempest (and many HTTP helpers) send
+ * `Content-Type: application/json` on every request, also on bodiless ones: role grants, token revocation,
+ * deletes, Glance's image actions. Keystone, Nova, Neutron, Glance and Cinder all treat an empty body as no body,
+ * so pcc does too: an empty JSON body is an absent body (the same `undefined` Fastify gives a request without a
+ * Content-Type). A route whose body is optional declares `type: ['object', 'null']` (Fastify validates an absent
+ * body as null); a route that needs one still refuses it with 400 through its schema. Non-empty bodies go through
+ * Fastify's own parser (prototype-poisoning checks, 400 for malformed JSON in the family's error shape).
+ */
+import type { FastifyInstance } from 'fastify'
+
+export function acceptBodilessJson(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body.length === 0) done(null, undefined)
+    else parseJson(request, body as string, done)
+  })
+}
