@@ -163,6 +163,9 @@ describe('a storage host holds volumes with real bytes and exports them', () => 
     assert.equal((await call(server, admin, 'DELETE', `/resmgr/v1/hosts/${host.hostId}/roles/storage?force=true`)).status, 200)
     await settle(kept, 'error')
     await settle(again, 'error')
+    // Their bytes are out of reach; deleting them removes the records.
+    assert.equal((await call(server, admin, 'DELETE', `${V}/volumes/${kept}`)).status, 202)
+    await eventually(async () => (await call(server, admin, 'GET', `${V}/volumes/${kept}`)).status === 404, 20_000, 'the errored volume gone')
     assert.match(readFileSync(join(host.root, 'var/log/pcc/agent.log'), 'utf8'), /storage role active/)
   })
 })

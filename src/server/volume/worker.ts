@@ -163,7 +163,8 @@ export class VolumeWorker {
     const db = this.deps.store.db
     const v = await this.volume(id)
     const snapshots = await db.selectFrom('volume_snapshots').select('id').where('volume_id', '=', id).execute()
-    if (v.location) {
+    // The bytes of a volume whose storage host was removed (or lost the role) are out of reach: only the records go.
+    if (v.location && (await this.placeExists(v.location))) {
       const place = this.deps.places.get(v.location)
       for (const s of snapshots) await place.deleteSnapshot(v.backend, s.id)
       await place.delete(v.backend, id)
@@ -176,6 +177,12 @@ export class VolumeWorker {
       await tx.deleteFrom('volumes').where('id', '=', id).where('status', '=', 'deleting').execute()
     })
     if (keys.length > 0 && v.location) await this.deps.places.get(v.location).syncExports()
+  }
+
+  /** Whether a location still holds volumes: the controller, or a host that has the storage role. */
+  private async placeExists(location: string): Promise<boolean> {
+    if (location === 'controller') return true
+    return !!(await this.deps.store.db.selectFrom('host_roles').select('host_id').where('host_id', '=', location).where('role', '=', 'storage').executeTakeFirst())
   }
 
   /**
@@ -257,7 +264,7 @@ export class VolumeWorker {
 
   private async deleteSnapshot(snapshotId: string): Promise<void> {
     const volume = await this.snapshotVolume(snapshotId)
-    if (volume?.location) await this.deps.places.get(volume.location).deleteSnapshot(volume.backend, snapshotId)
+    if (volume?.location && (await this.placeExists(volume.location))) await this.deps.places.get(volume.location).deleteSnapshot(volume.backend, snapshotId)
     await this.deps.store.db.deleteFrom('volume_snapshots').where('id', '=', snapshotId).where('status', '=', 'deleting').execute()
   }
 }
