@@ -11,13 +11,12 @@
  * - Removing the role stops every export (the control plane marks the host's volumes `error`).
  */
 import { createSocket } from 'node:dgram'
-import { mkdtemp, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { VolumeBackendError, type VolumeBackend } from '../../server/drivers/volume/backend.js'
 import { ExportManager } from '../../server/drivers/volume/exports/export-manager.js'
 import { FileBackend } from '../../server/drivers/volume/file/file-backend.js'
 import { DEFAULT_VOLUME_GROUP, LvmBackend } from '../../server/drivers/volume/lvm/lvm-backend.js'
-import { convertToFile } from '../../server/drivers/volume/qemu-img.js'
+import { convertToFile, withScratchDir } from '../../server/drivers/volume/qemu-img.js'
 import { DriverError } from '../../server/drivers/compute/driver.js'
 import type { PlaceSource, WantedExport } from '../../server/volume/places/place.js'
 import { BACKEND_FAILURE } from '../../server/volume/places/agent-place.js'
@@ -149,7 +148,7 @@ export class StorageRole {
 
   private async createFrom(backend: VolumeBackend, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void> {
     if (source.kind !== 'image') return backend.createFrom(volumeId, sizeGb, source)
-    await this.withScratch(async (dir) => {
+    await withScratchDir(join(this.options.root, 'var/lib/pcc/volumes'), async (dir) => {
       const path = join(dir, 'image')
       await this.options.transfer('GET', `/storage/volumes/${volumeId}/image`, path)
       await backend.createFrom(volumeId, sizeGb, { kind: 'image', path, format: source.format })
@@ -157,21 +156,11 @@ export class StorageRole {
   }
 
   private async upload(backend: VolumeBackend, volumeId: string, imageId: string, format: 'raw' | 'qcow2'): Promise<void> {
-    await this.withScratch(async (dir) => {
+    await withScratchDir(join(this.options.root, 'var/lib/pcc/volumes'), async (dir) => {
       const path = join(dir, `image.${format}`)
       await convertToFile(backend.blockdev({ volumeId }), path, format)
       await this.options.transfer('PUT', `/storage/images/${imageId}`, path)
     })
-  }
-
-  /** A private scratch directory next to the file backend's volumes (same filesystem, room for images). */
-  private async withScratch<T>(use: (dir: string) => Promise<T>): Promise<T> {
-    const dir = await mkdtemp(join(this.options.root, 'var/lib/pcc/volumes/.scratch-'))
-    try {
-      return await use(dir)
-    } finally {
-      await rm(dir, { recursive: true, force: true })
-    }
   }
 
   private async syncExports(): Promise<string> {

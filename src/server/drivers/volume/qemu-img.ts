@@ -4,7 +4,7 @@
  * probed qcow2 could name a backing file anywhere on the host).
  */
 import { execFile } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { VolumeBackendError, type BlockdevSpec, type NbdSource } from './backend.js'
@@ -94,4 +94,15 @@ export async function checkImage(path: string, format: 'raw' | 'qcow2', maxBytes
   if (info.backingFile || info.dataFile) throw new VolumeBackendError('the image refers to other files (backing file or data file); only self-contained images can be written to volumes')
   if (info.virtualSize > maxBytes) throw new VolumeBackendError(`the image's virtual size (${info.virtualSize} bytes) is larger than the volume (${maxBytes} bytes)`)
   return info
+}
+
+/** Runs `use` with a private scratch directory under `parent` (image bytes on their way), removed afterwards. */
+export async function withScratchDir<T>(parent: string, use: (dir: string) => Promise<T>): Promise<T> {
+  await mkdir(parent, { recursive: true })
+  const dir = await mkdtemp(join(parent, '.scratch-'))
+  try {
+    return await use(dir)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
 }

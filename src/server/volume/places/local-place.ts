@@ -5,13 +5,12 @@
  * each runs the exports whose address is its own `volumeExportAddress` (docs/block-storage.md, "High availability").
  */
 import { createReadStream, createWriteStream } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { SecretBox } from '../../crypto/secret-box.js'
 import { VolumeBackendError, type VolumeBackend } from '../../drivers/volume/backend.js'
 import { ExportManager } from '../../drivers/volume/exports/export-manager.js'
-import { convertToFile } from '../../drivers/volume/qemu-img.js'
+import { convertToFile, withScratchDir } from '../../drivers/volume/qemu-img.js'
 import type { ImageService } from '../../image/service.js'
 import type { Store } from '../../storage/store.js'
 import { setExportAddress, wantedExports } from '../exports.js'
@@ -52,7 +51,7 @@ export class LocalPlace implements StoragePlace {
   async createFrom(backend: string, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void> {
     if (source.kind !== 'image') return this.backend(backend).createFrom(volumeId, sizeGb, source)
     // The image's bytes are copied out of the blob store first: qemu-img reads files, not streams.
-    await this.withScratch(async (dir) => {
+    await withScratchDir(this.options.scratchDir, async (dir) => {
       const path = join(dir, 'image')
       const { stream } = await this.options.images.openBytes(source.imageId)
       await pipeline(stream, createWriteStream(path, { mode: 0o600 }))
@@ -77,7 +76,7 @@ export class LocalPlace implements StoragePlace {
   }
 
   async uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void> {
-    await this.withScratch(async (dir) => {
+    await withScratchDir(this.options.scratchDir, async (dir) => {
       const path = join(dir, `image.${diskFormat}`)
       await convertToFile(this.backend(backend).blockdev({ volumeId }), path, diskFormat)
       await this.options.images.completeSnapshotImage(imageId, createReadStream(path, { highWaterMark: 1 << 20 }))
@@ -93,14 +92,6 @@ export class LocalPlace implements StoragePlace {
     return this.options.address
   }
 
-  private async withScratch<T>(use: (dir: string) => Promise<T>): Promise<T> {
-    const dir = await mkdtemp(join(this.options.scratchDir, '.scratch-'))
-    try {
-      return await use(dir)
-    } finally {
-      await rm(dir, { recursive: true, force: true })
-    }
-  }
 }
 
 /** The control plane's place: the file backend in the data dir, its exports run by this process. */

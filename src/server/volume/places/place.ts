@@ -7,16 +7,12 @@
  * The same guarantees as the backends hold: every call is idempotent, failures are VolumeBackendErrors (or the
  * compute driver's DriverError for a host that does not answer) with a message for the operator.
  */
-import type { NbdSource } from '../../drivers/volume/backend.js'
+import type { ByteSource } from '../../drivers/volume/backend.js'
 
 export const CONTROLLER = 'controller'
 
-/** Where the bytes of a new volume come from, as the volume service names them (ids, not paths). */
-export type PlaceSource =
-  | { kind: 'volume'; volumeId: string }
-  | { kind: 'snapshot'; snapshotId: string }
-  | { kind: 'image'; imageId: string; format: 'raw' | 'qcow2' }
-  | { kind: 'nbd'; source: NbdSource }
+/** Where the bytes of a new volume come from, as the volume service names them: an image by id, not a path. */
+export type PlaceSource = Exclude<ByteSource, { kind: 'image' }> | { kind: 'image'; imageId: string; format: 'raw' | 'qcow2' }
 
 /** An export this place should serve, as the store knows it (the place adds its block node and address). */
 export interface WantedExport {
