@@ -6,7 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
@@ -44,6 +44,8 @@ for (const dialect of DIALECTS) {
     after(async () => {
       await new ExportManager(join(dataDir, 'run', 'volumes')).stopAll()
       await server?.close()
+      // The restarted server was given the data dir, so it leaves it: it goes here.
+      rmSync(dataDir, { recursive: true, force: true })
       net?.close()
     })
 
