@@ -11,25 +11,29 @@
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
-import { DriverError, type GuestInfo, type GuestSpec, type VolumeConnection } from '../server/drivers/compute/driver.js'
-import { SimulatedDriver } from '../server/drivers/compute/simulated/simulated-driver.js'
+import type { Readable } from 'node:stream'
+import { DriverError, type ComputeDriver, type GuestImageRef, type GuestInfo, type GuestSpec, type VolumeConnection } from '../server/drivers/compute/driver.js'
+import type { FlavorSnapshot } from '../server/storage/tables/compute.js'
+import type { IncomingMigration } from '../server/drivers/compute/qemu/live-migration.js'
+import { QemuDriver, type LiveMigrationHandover } from '../server/drivers/compute/qemu/qemu-driver.js'
+import { createComputeDriver, type DriverSettings } from './compute-driver.js'
 import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
 import { ConsoleStreams, type OpenConsoleArgs } from './console/console-streams.js'
+import { NetworkAgent, type NetworkConfig } from './network/network-agent.js'
 import { StorageRole, type StorageConfig } from './storage/storage-role.js'
 import { withVolumeKeys } from './storage/volume-keys.js'
 
-export interface AgentConfig {
+export interface AgentConfig extends DriverSettings {
   controller: string
   host_id?: string
   registration_token?: string
   credential?: string
   ca_file?: string
   insecure?: boolean
-  driver?: string
   heartbeat_seconds?: number
-  /** Simulated driver: base operation time and capacity (defaults: 20 ms, the host's own CPU/RAM/disk). */
-  simulated?: { delay_ms?: number; vcpus?: number; memory_mb?: number; disk_gb?: number }
+  /** Guest networking (src/agent/network/network-agent.ts). */
+  network?: NetworkConfig
   /** The storage role (src/agent/storage/storage-role.ts). */
   storage?: StorageConfig
 }
@@ -44,16 +48,23 @@ interface AgentState {
 
 const DONE_KEPT = 5000
 
+/** Live migration's steps exist only between QEMU hosts. */
+function qemuOnly(driver: ComputeDriver): QemuDriver {
+  if (!(driver instanceof QemuDriver)) throw new DriverError(`live migration steps need the qemu driver; this host runs ${driver.type}`, 409)
+  return driver
+}
+
 export class PccAgent {
   readonly configFile: string
   private config: AgentConfig
   private client: JsonClient
-  private driver!: SimulatedDriver
+  private driver!: ComputeDriver
   private facts!: HostFacts
   private hostId = ''
   private state: AgentState = { guests: [], done: {} }
   private readonly running = new Set<string>()
   private hypervisor = false
+  private network?: NetworkAgent
   private stopped = false
   private factsSentAt = 0
   private factsReadAt = 0
@@ -91,34 +102,28 @@ export class PccAgent {
     this.facts = gatherFacts(this.root)
     this.hostId = this.loadHostId()
     this.loadState()
-    const sim = this.config.simulated ?? {}
-    if ((this.config.driver ?? 'simulated') !== 'simulated') throw new Error(`driver ${this.config.driver} is not supported by this agent (simulated)`)
-    this.driver = new SimulatedDriver({
-      hostname: this.facts.hostname,
-      vcpus: sim.vcpus ?? this.facts.cpu.count,
-      memoryMb: sim.memory_mb ?? this.facts.memory_mb,
-      diskGb: sim.disk_gb ?? this.facts.disk_gb,
-      delayMs: sim.delay_ms ?? 20,
-      failureRate: 0,
-    })
+    this.driver = await createComputeDriver(this.root, this.config, this.facts, (method, path, body) => this.hostStream(method, path, body), (level, msg, fields) => this.log(level, msg, fields))
     this.driver.adopt(this.state.guests)
     this.storage = new StorageRole({
       root: this.root,
       controller: this.config.controller,
       config: this.config.storage ?? {},
       api: (method, path, body) => this.api(method, path, body),
-      transfer: (method, path, file) => this.client.transfer(method, `/resmgr/v1/hosts/${this.hostId}${path}`, file, { credential: this.config.credential }),
+      host: (method, path, body) => this.hostStream(method, path, body),
       log: (level, message, fields) => this.log(level, message, fields),
     })
+    this.network = NetworkAgent.create({ root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), log: (l, m, f) => this.log(l, m, f) }, this.config.network, this.config.driver ?? 'simulated')
+    await this.network?.start()
     this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, controller: this.config.controller })
     await this.ensureRegistered()
     // Roles first: a restarted agent must know it is a hypervisor before it takes commands.
     await this.withBackoff('heartbeat', () => this.heartbeat())
-    await Promise.all([this.heartbeatLoop(), this.commandLoop(), this.repostLoop()])
+    await Promise.all([this.heartbeatLoop(), this.commandLoop(), this.repostLoop(), this.network?.run()])
   }
 
   stop(): void {
     this.stopped = true
+    this.network?.stop()
     for (const w of this.wake.splice(0)) w()
     this.client.close()
     this.consoles.stop()
@@ -237,6 +242,11 @@ export class PccAgent {
     return this.client.call<T>(method, `/resmgr/v1/hosts/${this.hostId}${path}`, body, { credential: this.config.credential, timeoutMs })
   }
 
+  /** A streamed call for this host (image downloads, snapshot and disk uploads). */
+  private hostStream(method: string, path: string, body?: Readable) {
+    return this.client.stream(method, `/resmgr/v1/hosts/${this.hostId}${path}`, { credential: this.config.credential, body })
+  }
+
   private async heartbeatLoop(): Promise<void> {
     const every = (this.config.heartbeat_seconds ?? 5) * 1000
     while (!this.stopped) {
@@ -261,7 +271,7 @@ export class PccAgent {
       capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
       guests,
       ...(sendFacts && {
-        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo },
+        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() },
       }),
     })
     if (sendFacts) this.factsSentAt = Date.now()
@@ -269,6 +279,10 @@ export class PccAgent {
   }
 
   private async converge(roles: Record<string, string>): Promise<void> {
+    // The network role asks nothing of the agent itself: routers come with the network state once it is ok, and
+    // go (namespaces and all) with the state applied before the removal is confirmed.
+    if (roles.network === 'removing' || roles.hypervisor === 'removing') await this.network?.syncNow()
+    if (roles.network === 'applying' || roles.network === 'removing') await this.api('PUT', '/roles/network/status', { state: roles.network === 'applying' ? 'ok' : 'removed' })
     const state = roles.hypervisor
     if (state === 'applying') {
       this.hypervisor = true
@@ -365,6 +379,8 @@ export class PccAgent {
       case 'listGuests':
         return d.listGuests()
       case 'beginStep':
+        // The build's networking step: the guest's tap in its bridge, behind its rules, before it starts.
+        if (a.taskState === 'networking') await this.network?.syncNow()
         return d.beginStep(sid, a.taskState as string)
       case 'spawn':
         this.requireHypervisor()
@@ -386,18 +402,23 @@ export class PccAgent {
       case 'resume':
         return d.resume(sid)
       case 'rescue':
-        return d.rescue(sid, (a.imageId as string | null) ?? null)
+        return d.rescue(sid, (a.image as GuestImageRef | null) ?? null)
       case 'unrescue':
         return d.unrescue(sid)
       case 'rebuild':
         return d.rebuild(a.spec as GuestSpec)
       case 'setAdminPassword':
-        return d.setAdminPassword(sid)
+        return d.setAdminPassword(sid, a.password as string)
       case 'snapshot': {
-        const snap = await d.snapshot(sid)
-        const chunks: Buffer[] = []
-        for await (const chunk of snap.data) chunks.push(chunk as Buffer)
-        return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat, data: Buffer.concat(chunks).toString('base64') }
+        // The bytes go straight into the queued image with this host's credential, never through a command result.
+        const snap = await d.snapshot(sid, a.imageName as string)
+        const imageId = a.imageId as string | null
+        if (!imageId) snap.data.resume()
+        else {
+          const query = `disk_format=${encodeURIComponent(snap.diskFormat)}&container_format=${encodeURIComponent(snap.containerFormat)}`
+          ;(await this.hostStream('PUT', `/images/${imageId}/file?${query}`, snap.data)).resume()
+        }
+        return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat }
       }
       case 'attachVolume':
         return d.attachVolume(sid, a.volume as VolumeConnection)
@@ -406,7 +427,7 @@ export class PccAgent {
       case 'extendVolume':
         return d.extendVolume(sid, a.volume as VolumeConnection, a.sizeBytes as number)
       case 'migrateDiskAndPowerOff':
-        return d.migrateDiskAndPowerOff(sid)
+        return d.migrateDiskAndPowerOff(sid, a.flavor as FlavorSnapshot, a.toSameHost === true)
       case 'finishMigration':
         this.requireHypervisor()
         return d.finishMigration(a.spec as GuestSpec, a.powerOn as boolean)
@@ -423,6 +444,15 @@ export class PccAgent {
         this.requireHypervisor()
         d.adopt([a.guest as GuestInfo])
         return null
+      case 'prepareLiveMigration':
+        this.requireHypervisor()
+        return qemuOnly(d).prepareIncoming(a.spec as GuestSpec)
+      case 'liveMigrateTo':
+        return qemuOnly(d).sendGuest(sid, a.target as IncomingMigration)
+      case 'finishLiveMigration':
+        return qemuOnly(d).finishIncoming(sid, (a.handover as LiveMigrationHandover | null) ?? {})
+      case 'abortLiveMigration':
+        return qemuOnly(d).abortIncoming(sid)
       default:
         throw new DriverError(`unknown command ${op}`, 400)
     }

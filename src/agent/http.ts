@@ -1,7 +1,7 @@
-/** The agent's HTTP client: JSON (and streamed files) over http(s) with the control plane's CA or, when configured, without verification. */
-import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs'
-import { pipeline } from 'node:stream/promises'
-import { Agent as HttpAgent, request as httpRequest } from 'node:http'
+/** The agent's HTTP client: JSON over http(s) with the control plane's CA or, when configured, without verification. */
+import { readFileSync } from 'node:fs'
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http'
+import type { Readable } from 'node:stream'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 
 export class HttpError extends Error {
@@ -81,33 +81,46 @@ export class JsonClient {
   }
 
   /**
-   * Streams a file to or from the control plane (image bytes): `download` writes the response body to `file`,
-   * `upload` sends `file` as the body. Rejects with HttpError for 4xx/5xx; no timeout while bytes flow.
+   * A request whose body is a stream (uploads) or whose answer is one (downloads, `stream: true`). No overall
+   * timeout: only the connection going quiet for `idleMs` fails it. 4xx/5xx reject with HttpError before any byte.
    */
-  transfer(method: 'GET' | 'PUT', path: string, file: string, init: { credential?: string } = {}): Promise<void> {
+  stream(method: string, path: string, init: { credential?: string; body?: Readable; idleMs?: number } = {}): Promise<IncomingMessage> {
     const url = new URL(this.options.baseUrl.replace(/\/$/, '') + path)
     const send = this.https ? httpsRequest : httpRequest
-    return new Promise<void>((resolve, reject) => {
-      const headers: Record<string, string> = { ...(init.credential && { authorization: `Bearer ${init.credential}` }) }
-      if (method === 'PUT') Object.assign(headers, { 'content-type': 'application/octet-stream', 'content-length': String(statSync(file).size) })
-      const req = send(url, { method, agent: this.agent, headers }, (res) => {
-        const status = res.statusCode ?? 0
-        if (status >= 400) {
-          const chunks: Buffer[] = []
-          res.on('data', (c: Buffer) => chunks.push(c))
-          res.on('end', () => reject(new HttpError(status, `${method} ${path}: ${status} ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`)))
-          return
-        }
-        if (method === 'PUT') {
-          res.resume()
-          res.on('end', () => resolve())
-          return
-        }
-        pipeline(res, createWriteStream(file, { mode: 0o600 })).then(resolve, reject)
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      const req = send(url, {
+        method,
+        agent: this.agent,
+        headers: {
+          ...(init.body && { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' }),
+          ...(init.credential && { authorization: `Bearer ${init.credential}` }),
+        },
+        timeout: init.idleMs ?? 60_000,
       })
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no data for ${Math.round((init.idleMs ?? 60_000) / 1000)} s`)))
       req.on('error', reject)
-      if (method === 'PUT') pipeline(createReadStream(file), req).catch(reject)
-      else req.end()
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 0
+        if (status < 400) return resolve(res)
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8')
+          let message = text
+          try {
+            message = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? text
+          } catch {
+            // not JSON
+          }
+          reject(new HttpError(status, `${method} ${path}: ${status} ${message}`))
+        })
+      })
+      if (init.body) {
+        init.body.on('error', (err) => req.destroy(err))
+        init.body.pipe(req)
+      } else {
+        req.end()
+      }
     })
   }
 

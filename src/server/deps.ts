@@ -9,12 +9,14 @@ import type { SecretBox } from './crypto/secret-box.js'
 import type { AuthFlow } from './identity/auth-flow.js'
 import type { TokenService } from './identity/token-service.js'
 import type { IdpServices } from './oidc/services.js'
+import type { HostDataService } from './onboarding/host-data.js'
 import type { OnboardingService } from './onboarding/onboarding-service.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import type { ImageService } from './image/service.js'
 import type { VolumeServices } from './volume/services.js'
 import type { Consoles } from './console/consoles.js'
 import type { NetworkService } from './network/service.js'
+import type { DataplaneService } from './network/dataplane/service.js'
 import type { Store } from './storage/store.js'
 import type { TaskQueue } from './tasks/queue.js'
 import type { TaskRunner } from './tasks/runner.js'
@@ -35,6 +37,8 @@ export interface AppDeps {
   conductor: Conductor
   /** Networks, ports and addresses (the network API and the compute service use it). */
   network: NetworkService
+  /** What each host's guest networking must be, for the agents (long poll on the data-plane revision). */
+  dataplane: DataplaneService
   /** Keystone authentication (methods, MFA, scopes); `verifyUserPassword` serves other login surfaces. */
   identityAuth: AuthFlow
   /** The URL prefix of each service, built from the public URL. */
@@ -45,6 +49,8 @@ export interface AppDeps {
   images: ImageService
   /** Cinder-compatible block storage; compute calls volumes.reserveForAttach / attach / detach / createForBoot. */
   volumeServices: VolumeServices
+  /** The bytes hosts move through the control plane: image downloads, snapshot uploads, cold-migration disks. */
+  hostData: HostDataService
   /** Remote consoles: console auth tokens, and the sessions that carry hosts' console streams. */
   consoles: Consoles
 }

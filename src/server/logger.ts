@@ -19,7 +19,7 @@ export const REDACT_PATHS = [
 ]
 
 /** Query parameters whose values never reach a log line (OAuth flows and some clients put secrets in URLs). */
-const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_token|client_secret|code|secret|passcode|totp)$/i
+const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_token|client_secret|code|code_verifier|device_code|user_code|secret|passcode|totp)$/i
 /** Parameters that carry another URL whose own query may hold a secret (noVNC's `path=…%3Ftoken%3D…`). */
 const NESTED_URL_PARAMS = /^path$/i
 

@@ -19,6 +19,7 @@ import { AuthFlow } from './identity/auth-flow.js'
 import { TokenService } from './identity/token-service.js'
 import { createIdp } from './oidc/services.js'
 import { NetworkService } from './network/service.js'
+import { DataplaneService } from './network/dataplane/service.js'
 import { migrate } from './storage/migrations/index.js'
 import { openStore, StoreOpenError, type Store } from './storage/store.js'
 import { retryStartupRace } from './storage/startup-race.js'
@@ -27,6 +28,7 @@ import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
 import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
+import { HostDataService } from './onboarding/host-data.js'
 import { OnboardingService } from './onboarding/onboarding-service.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
 import { Consoles } from './console/consoles.js'
@@ -130,8 +132,9 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
     const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, box, adminProjectId: result.adminProjectId, logger: logger.child({ component: 'volumes' }) }))
     // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
+    const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes)
     const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))
-    conductor.useStorage(computeStorage(imageVolume.deps))
+    conductor.useStorage(computeStorage({ ...imageVolume.deps, hostData }))
     imageVolume.attachCompute(conductor.drivers, conductor.volumeHooks())
     const allHandlers = new Map([...imageVolume.handlers, ...handlers])
     conductor.register(allHandlers)
@@ -147,8 +150,10 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     const deps: AppDeps = {
       config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding, consoles,
       network: new NetworkService(store),
+      dataplane: new DataplaneService(store),
       urls: serviceUrls(config.publicUrl),
       ...imageVolume.deps,
+      hostData,
     }
 
     let https: { key: Buffer; cert: Buffer } | undefined
@@ -211,6 +216,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
         (stopping ??= (async () => {
           state.closing = true
           await onboarding.stop()
+          deps.dataplane.stop()
           await app.close()
           await clusterJobs.stop()
           conductor.stop()

@@ -41,3 +41,19 @@ export async function launchBrowser(): Promise<TestBrowser> {
     },
   }
 }
+
+/** Debian's Firefox ESR, driven over WebDriver BiDi by puppeteer-core (Playwright drives only its own Firefox build). */
+export const FIREFOX = process.env.PCC_TEST_FIREFOX ?? '/usr/bin/firefox-esr'
+
+/** Why no Firefox test can run here, or undefined when Firefox is installed. */
+export function firefoxMissing(): string | undefined {
+  return existsSync(FIREFOX) ? undefined : `no Firefox at ${FIREFOX} (apt-get install firefox-esr)`
+}
+
+/** Starts headless Firefox with a throw-away profile (puppeteer-core makes and removes it). */
+export async function launchFirefox(): Promise<import('puppeteer-core').Browser> {
+  const missing = firefoxMissing()
+  if (missing) throw new Error(missing)
+  const { default: puppeteer } = await import('puppeteer-core')
+  return puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX, headless: true, timeout: 60_000 })
+}

@@ -84,18 +84,24 @@ export async function closedWithin(client: ConsoleClient, timeoutMs = 10_000): P
   }
 }
 
-/**
- * Tempest's upgrade (create_websocket/_upgrade): `GET /<path>` with the query as a Cookie and `binary` offered.
- * Resolves with the response's status line and whatever bytes followed the headers before the server closed
- * (or `waitMs` passed).
- */
-export function tempestUpgrade(consoleUrl: string, waitMs = 2000): Promise<{ statusLine: string; headers: string; after: Buffer }> {
+/** The upgrade request Tempest's create_websocket/_upgrade writes for a console URL. */
+function tempestRequest(consoleUrl: string): { url: URL; request: string } {
   const url = new URL(consoleUrl)
   // As Tempest: without a `path` parameter (serial URLs) it asks for /websockify and the token goes as a cookie.
   const path = url.searchParams.get('path') ?? 'websockify'
   const request =
     `GET /${path} HTTP/1.1\r\nHost: ${url.hostname}${url.port ? `:${url.port}` : ''}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
     `Cookie: ${url.search.slice(1)}\r\nSec-WebSocket-Key: x3JJHMbDL1EzLkh9GBhXDw==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: binary\r\n\r\n`
+  return { url, request }
+}
+
+/**
+ * Tempest's upgrade (create_websocket/_upgrade): `GET /<path>` with the query as a Cookie and `binary` offered.
+ * Resolves with the response's status line and whatever bytes followed the headers before the server closed
+ * (or `waitMs` passed).
+ */
+export function tempestUpgrade(consoleUrl: string, waitMs = 2000): Promise<{ statusLine: string; headers: string; after: Buffer }> {
+  const { url, request } = tempestRequest(consoleUrl)
   return new Promise((resolve, reject) => {
     const socket = tcpConnect(Number(url.port || 80), url.hostname)
     const chunks: Buffer[] = []
@@ -114,4 +120,97 @@ export function tempestUpgrade(consoleUrl: string, waitMs = 2000): Promise<{ sta
     socket.on('close', finish)
     socket.on('error', reject)
   })
+}
+
+/**
+ * A websocket spoken as Tempest's `_WebSocket` does, on a raw socket: upgrade, then single frames. The frame
+ * reader is Tempest's: it reads the length from the second byte only, so a frame of 126 bytes or more would be
+ * misread there; this one fails instead, to show the proxy keeps RFB's handshake messages in small frames.
+ */
+export async function tempestWebSocket(consoleUrl: string): Promise<{
+  statusLine: string
+  receiveFrame(timeoutMs?: number): Promise<Buffer | null>
+  sendFrame(data: Buffer): void
+  close(): void
+}> {
+  const { url, request } = tempestRequest(consoleUrl)
+  const socket = tcpConnect(Number(url.port || 80), url.hostname)
+  let buffered = Buffer.alloc(0)
+  let closed = false
+  let wake: (() => void) | undefined
+  socket.on('data', (d: Buffer) => {
+    buffered = Buffer.concat([buffered, d])
+    wake?.()
+  })
+  socket.on('close', () => {
+    closed = true
+    wake?.()
+  })
+  socket.on('error', () => {})
+  const need = async (n: number, deadline: number): Promise<Buffer | null> => {
+    while (buffered.length < n) {
+      if (closed) return null
+      if (Date.now() > deadline) throw new Error(`no ${n} bytes from the proxy in time (have ${buffered.length})`)
+      await new Promise<void>((resolve) => {
+        wake = resolve
+        setTimeout(resolve, 50)
+      })
+    }
+    const out = buffered.subarray(0, n)
+    buffered = buffered.subarray(n)
+    return out
+  }
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', () => resolve())
+    socket.once('error', reject)
+  })
+  socket.write(request)
+  const deadline = Date.now() + 10_000
+  while (buffered.indexOf('\r\n\r\n') < 0) {
+    if (closed || Date.now() > deadline) throw new Error(`no upgrade response: ${buffered.toString('latin1')}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  const end = buffered.indexOf('\r\n\r\n')
+  const statusLine = buffered.subarray(0, end).toString('latin1').split('\r\n')[0]
+  buffered = buffered.subarray(end + 4)
+  return {
+    statusLine,
+    async receiveFrame(timeoutMs = 10_000) {
+      const until = Date.now() + timeoutMs
+      for (;;) {
+        const header = await need(2, until)
+        if (!header) return null
+        const length = header[1] & 127
+        if (length >= 126) throw new Error(`a frame of ${length === 126 ? '126+' : 'many'} bytes: Tempest reads only 7-bit lengths`)
+        if (length > 0) return need(length, until)
+      }
+    },
+    sendFrame(data: Buffer) {
+      const mask = [7, 2, 1, 9]
+      socket.write(Buffer.from([130, data.length | 128, ...mask, ...data.map((b, i) => b ^ mask[i % 4])]))
+    },
+    close: () => socket.destroy(),
+  }
+}
+
+/**
+ * Tempest's RFB check (test_novnc.py _validate_rfb_negotiation) over a `tempestWebSocket`: the server's version,
+ * security type None, the security result, ClientInit, and a ServerInit of the right length. Returns what it saw.
+ */
+export async function tempestRfbNegotiation(ws: Awaited<ReturnType<typeof tempestWebSocket>>): Promise<{ version: string; securityTypes: number[]; desktopName: string }> {
+  const hello = await ws.receiveFrame()
+  if (!hello) throw new Error('the proxy closed before the RFB version')
+  const version = hello.toString('latin1')
+  ws.sendFrame(hello)
+  const types = await ws.receiveFrame()
+  if (!types) throw new Error('no security types')
+  const securityTypes = [...types.subarray(1, 1 + types[0])]
+  if (!securityTypes.includes(1)) throw new Error(`security type None not offered: ${securityTypes}`)
+  ws.sendFrame(Buffer.from([1]))
+  const result = await ws.receiveFrame()
+  if (!result || result.length !== 4 || result.readUInt32BE(0) !== 0) throw new Error(`security result ${result?.toString('hex')}`)
+  ws.sendFrame(Buffer.from([1]))
+  const init = await ws.receiveFrame()
+  if (!init || init.length <= 24 || init.length !== init.readUInt32BE(20) + 24) throw new Error(`ServerInit of ${init?.length} bytes is not the right format`)
+  return { version, securityTypes, desktopName: init.subarray(24).toString('utf8') }
 }

@@ -59,6 +59,15 @@ describe('remote consoles of an agent host', () => {
     assert.deepEqual(commands.map((c) => c.status), ['done'])
   })
 
+  it("closes the agent's side when the user vanishes without a close", async () => {
+    const closedBefore = (agentLog().match(/"msg":"console session closed"/g) ?? []).length
+    const client = await openConsoleClient(await serialUrl())
+    await client.until(/typed login: $/)
+    client.ws.terminate()
+    await until("the agent closed its side", 10_000, async () => ((agentLog().match(/"msg":"console session closed"/g) ?? []).length > closedBefore ? true : undefined))
+    await until('the server let go of both websockets', 10_000, async () => (server.deps.consoles.sessions.openSockets === 0 ? true : undefined))
+  })
+
   it("closes the user's websocket with the host's reason when the agent's driver refuses", async () => {
     // Simulated hosts have no display; the API says so (501), and so does the agent if asked anyway.
     assert.equal((await api.call('POST', `/servers/${serverId}/remote-consoles`, { remote_console: { protocol: 'vnc', type: 'novnc' } })).status, 501)

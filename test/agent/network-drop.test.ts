@@ -112,7 +112,7 @@ describe('an agent whose network drops reconnects with backoff and resumes its w
     assert.deepEqual(state.guests.map((g) => g.serverId).sort(), [...ids].sort())
     assert.deepEqual(state.guests.filter((g) => g.boots !== 1).map((g) => `${g.serverId}: ${g.boots} boots`), [])
     const spawns = await db().selectFrom('host_commands').select(['dedupe_key', 'status']).where('host_id', '=', host.hostId).where('op', '=', 'spawn').execute()
-    for (const id of ids) assert.equal(spawns.filter((c) => c.dedupe_key.includes(id)).length, 1, `one spawn command for ${id}`)
+    for (const id of ids) assert.equal(spawns.filter((c) => c.dedupe_key.startsWith(`spawn:${id}:`)).length, 1, `one spawn command for ${id}`)
     const open = await db().selectFrom('host_commands').select(['op', 'status']).where('host_id', '=', host.hostId).where('status', 'in', ['queued', 'delivered']).execute()
     assert.deepEqual(open, [], 'no command left unanswered')
   })

@@ -170,7 +170,7 @@ describe('three onboarded agents run, lose and recover servers', () => {
         .select(['status', 'finished_at'])
         .where('host_id', '=', hostId)
         .where('op', '=', 'forget')
-        .where('dedupe_key', '=', `forget:${JSON.stringify({ serverId: servers[0] })}`)
+        .where('dedupe_key', 'like', `forget:${servers[0]}:%`)
         .where('status', '=', 'done')
         .executeTakeFirst()
     })

@@ -1,4 +1,5 @@
 import { describe, it } from 'node:test'
+import { rmSync } from 'node:fs'
 import assert from 'node:assert/strict'
 import { Host } from '../../src/cli/host/host.js'
 import { preflight } from '../../src/cli/onboarding/preflight.js'
@@ -38,6 +39,18 @@ describe('prep-node preflight checks', () => {
     assert.match(result.stderr, /✗ network bonds/)
     assert.match(result.stderr, /1 required check\(s\) failed: network bonds/)
     assert.equal(new Host(root).exists('/etc/pcc/host_id'), false)
+  })
+})
+
+describe('prep-node with a registration token', () => {
+  it('needs the control plane URL and says how to give it, before touching the host', async () => {
+    const root = stageHostRoot()
+    const result = await cliSandbox().run(['prep-node', '--no-prompt', '--registration-token', 'pccr_x'], { PCCTL_HOST_ROOT: root })
+    assert.equal(result.code, 1)
+    assert.match(result.stderr, /--registration-token needs the control plane URL: add --account-url <url>/)
+    assert.equal(new Host(root).exists('/etc/pcc/host_id'), false)
+    assert.equal(new Host(root).exists('/etc/pcc/agent.json'), false)
+    rmSync(root, { recursive: true, force: true })
   })
 })
 

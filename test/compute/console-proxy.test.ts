@@ -7,6 +7,8 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { call, computeTestbed, createBody, type ComputeTestbed } from './helpers.js'
 import { until } from '../../src/testkit/compute-api.js'
 import { closedWithin, openConsoleClient, tempestUpgrade, websocketUrlOf } from '../../src/testkit/console-client.js'
@@ -102,6 +104,12 @@ describe('console websocket proxy', () => {
     const same = await openConsoleClient(url, { headers: { origin: base.origin } })
     await same.until(/login: $/)
     await same.close()
+    // A page reached under another name of this machine dials that name (Nova compares Origin with Host).
+    const other = url.replace('127.0.0.1', 'localhost')
+    const byName = await openConsoleClient(other, { headers: { origin: `http://localhost:${base.port}` } })
+    await byName.until(/login: $/)
+    await byName.close()
+    await assert.rejects(openConsoleClient(other, { headers: { origin: 'http://localhost.evil.example' } }), /upgrade refused: 403/)
   })
 
   it('closes with 1011 and the host\'s reason when the host cannot give the console (VNC on a simulated host, a stopped guest)', async () => {
@@ -136,13 +144,28 @@ describe('console websocket proxy', () => {
   it('serves a plain GET of the websocket URL a 426 and the noVNC page Tempest checks', async () => {
     const plain = await fetch(`${tb.server.deps.urls.base}/console/websocket?token=x`)
     assert.equal(plain.status, 426)
-    assert.match(((await plain.json()) as { error: { message: string } }).error.message, /websocket endpoint/)
+    const error = ((await plain.json()) as { error: { title: string; message: string } }).error
+    assert.equal(error.title, 'Upgrade Required')
+    assert.match(error.message, /websocket endpoint/)
     const page = await fetch(`${tb.server.deps.urls.base}/console/vnc.html?path=console/websocket%3Ftoken%3Dx`)
     assert.equal(page.status, 200)
     const html = await page.text()
     assert.match(html, /<html.*>/)
     for (const needle of ['</html>', 'noVNC', '<script']) assert.ok(html.includes(needle), needle)
     assert.match((await tempestUpgrade(`${tb.server.deps.urls.base}/elsewhere?path=no/such/socket`)).statusLine, /^HTTP\/1\.1 404 /)
+  })
+
+  it('survives a client that breaks the websocket protocol', async () => {
+    const url = new URL(await serialUrl(tb, id))
+    const socket = connect(Number(url.port), url.hostname)
+    await once(socket, 'connect')
+    socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: x3JJHMbDL1EzLkh9GBhXDw==\r\nSec-WebSocket-Version: 13\r\n\r\n`)
+    // An unmasked client frame is a protocol error (RFC 6455 5.1): the server must close, not crash.
+    socket.write(Buffer.from([0x81, 0x02, 0x68, 0x69]))
+    socket.resume()
+    await once(socket, 'close')
+    assert.equal((await fetch(`${tb.server.deps.urls.base}/healthz`)).status, 200)
+    await until('the proxy let go of the broken websocket', 5000, async () => (sockets(tb) === 0 ? true : undefined))
   })
 
   it('lets go of everything when a client vanishes without a close', async () => {

@@ -77,7 +77,7 @@ describe('the simulated driver', () => {
     const b = driver({ hostname: 'sim-b' })
     assert.deepEqual((({ vcpus, memoryMb, diskGb }) => ({ vcpus, memoryMb, diskGb }))(await a.capacity()), { vcpus: 16, memoryMb: 32768, diskGb: 500 })
     await a.spawn(spec())
-    await a.liveMigrate('srv-1', b)
+    await a.liveMigrate(spec(), b)
     assert.equal(await a.info('srv-1'), undefined)
     assert.equal((await b.info('srv-1'))!.powerState, 1)
     assert.match(await b.consoleOutput('srv-1'), /live-migrated to sim-b/)

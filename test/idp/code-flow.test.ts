@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as client from 'openid-client'
-import { atHash } from '../../src/server/oidc/provider.js'
+import { atHash } from '../../src/server/oidc/claims.js'
 import { DIALECTS } from '../../src/testkit/harness.js'
 import { authorizeUrl, completeLogin, FormBrowser, formPost, kubeApiserverAuthenticate, pkce, registerClient, reqOf, startHttpsPcc, type HttpsPcc } from './flows.js'
 import { adminToken, createUser, FULL_SCOPE } from './helpers.js'
@@ -77,6 +77,7 @@ for (const dialect of DIALECTS) {
       assert.equal(claims.at_hash, atHash(tokens.access_token))
       assert.equal(claims.email_verified, true)
       assert.equal(claims.preferred_username, 'alice')
+      assert.ok(claims.auth_time! <= claims.iat && claims.auth_time! > claims.iat - 60, 'auth_time is the login')
       const user = await kubeApiserverAuthenticate(tokens.id_token!, { issuer: pcc.issuer, clientId: 'kubernetes', fetch: pcc.fetch })
       assert.equal(user.username, ALICE.username)
       assert.deepEqual(user.groups, ['admin', 'admin:member', 'admin:reader', 'system:authenticated'])
@@ -89,6 +90,7 @@ for (const dialect of DIALECTS) {
       const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!)
       assert.notEqual(refreshed.refresh_token, tokens.refresh_token)
       assert.equal(refreshed.claims()!.sub, claims.sub)
+      assert.equal(refreshed.claims()!.auth_time, claims.auth_time, 'a refresh keeps the login time (OIDC Core §12.2)')
       assert.equal((await kubeApiserverAuthenticate(refreshed.id_token!, { issuer: pcc.issuer, clientId: 'kubernetes', fetch: pcc.fetch })).username, ALICE.username)
     })
 

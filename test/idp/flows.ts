@@ -14,13 +14,13 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose'
 import { freePort, startTestServer, type Dialect, type TestServer } from '../../src/testkit/harness.js'
 
 /** fetch's shape, without following redirects (a test looks at every 303 itself). */
-export type Fetch = (url: string, init?: { method?: string; headers?: Record<string, string> | Headers | [string, string][]; body?: unknown; redirect?: string; signal?: AbortSignal }) => Promise<Response>
+export type Fetch = (url: string, init?: { method?: string; headers?: Record<string, string>; body?: string; redirect?: 'manual'; signal?: AbortSignal }) => Promise<Response>
 
 /** A fetch over node:https that trusts `ca` (Node's global fetch cannot be given a CA). */
 export function caFetch(ca: Buffer): Fetch {
   return (url, init = {}) =>
     new Promise((resolve, reject) => {
-      const headers = Object.fromEntries(new Headers(init.headers as ConstructorParameters<typeof Headers>[0]))
+      const headers = Object.fromEntries(new Headers(init.headers))
       const req = request(url, { method: init.method ?? 'GET', headers, ca, signal: init.signal }, (res) => {
         const chunks: Buffer[] = []
         res.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -32,7 +32,8 @@ export function caFetch(ca: Buffer): Fetch {
         })
       })
       req.on('error', reject)
-      req.end(init.body === undefined || init.body === null ? undefined : String(init.body))
+      // openid-client hands over URLSearchParams bodies: String() gives their form encoding.
+      req.end(init.body == null ? undefined : String(init.body))
     })
 }
 

@@ -66,3 +66,13 @@ export async function tokenCall(server: TestServer, form: Record<string, string>
 }
 
 export const FULL_SCOPE = 'openid offline_access groups email profile'
+
+/** Gives a user a TOTP secret (base32) through identity's credentials API, as the user would; `fetchFn`/`base` for HTTPS servers. */
+export async function addTotpCredential(server: TestServer, userId: string, secret: string, via: { fetch: (url: string, init: { method: string; headers: Record<string, string>; body: string }) => Promise<Response>; base: string } = { fetch, base: server.url }): Promise<void> {
+  const res = await via.fetch(`${via.base}/identity/v3/credentials`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-auth-token': await adminToken(server) },
+    body: JSON.stringify({ credential: { type: 'totp', user_id: userId, blob: secret } }),
+  })
+  if (res.status !== 201) throw new Error(`credentials: ${res.status} ${await res.text()}`)
+}

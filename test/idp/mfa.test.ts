@@ -1,27 +1,14 @@
-/** The password grant for users under multi-factor authentication (TOTP), and the `_TOKEN_` login with an identity token. */
+/**
+ * Users under multi-factor authentication (TOTP): the password grant with the code (a field, or appended to the
+ * password), the `_TOKEN_` login with an identity token, and the login page's second step.
+ */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import type { Kysely } from 'kysely'
 import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { adminToken, createUser, kubernetesSecret, tokenCall, userToken } from './helpers.js'
-
-/**
- * Stores a TOTP secret as identity does: through POST /identity/v3/credentials when identity serves it, else
- * straight into a `credentials` table of the same shape (before identity's credentials exist on this branch).
- */
-async function addTotpCredential(server: TestServer, userId: string, secret: string): Promise<void> {
-  const res = await fetch(`${server.url}/identity/v3/credentials`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-auth-token': await adminToken(server) },
-    body: JSON.stringify({ credential: { type: 'totp', user_id: userId, blob: secret } }),
-  })
-  if (res.status === 201) return
-  const db = server.deps.store.db as unknown as Kysely<Record<string, Record<string, string>>>
-  await db.schema.createTable('credentials').ifNotExists().addColumn('id', 'text', (c) => c.primaryKey()).addColumn('user_id', 'text').addColumn('type', 'text').addColumn('blob', 'text').execute()
-  await db.insertInto('credentials').values({ id: randomBytes(16).toString('hex'), user_id: userId, type: 'totp', blob: server.deps.box.seal(secret) }).execute()
-}
+import { addTotpCredential, adminToken, createUser, kubernetesSecret, tokenCall, userToken } from './helpers.js'
+import { authorizeUrl, FormBrowser, pkce, reqOf } from './flows.js'
 
 for (const dialect of DIALECTS) {
   describe(`IdP login with MFA (${dialect})`, () => {
@@ -85,6 +72,46 @@ for (const dialect of DIALECTS) {
       const bad = await login({ username: '_TOKEN_', password: 'not-a-token' })
       assert.equal(bad.status, 400)
       assert.equal(bad.body.error, 'invalid_grant')
+    })
+
+    it('asks for the code on a second login page, which cannot be skipped, and ends the login after too many wrong codes', async () => {
+      const { verifier, challenge } = pkce()
+      const redirect = 'http://127.0.0.1:38555/'
+      const issuer = `${server.url}/idp`
+      const browser = new FormBrowser(fetch)
+      const start = await browser.request(authorizeUrl(issuer, { response_type: 'code', client_id: 'kubernetes', redirect_uri: redirect, scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256' }))
+      const req = reqOf((await browser.request(new URL(start.location!, issuer).toString())).html)
+      const second = await browser.request(`${issuer}/login`, { req, username: 'mfa@example.com', password: 'mfa-password-1' })
+      assert.equal(second.status, 200)
+      assert.match(second.html, /<label for="totp">Authentication code<\/label>/)
+      assert.equal(second.location, undefined, 'no code without the second factor')
+
+      // The steps after it refuse a login still waiting for its code.
+      assert.equal((await browser.request(`${issuer}/approval`, { req, approval: 'approve' })).status, 400)
+      assert.equal((await browser.request(`${issuer}/login`, { req, username: 'mfa@example.com', password: 'mfa-password-1' })).status, 400)
+      assert.equal((await server.deps.store.db.selectFrom('idp_auth_codes').select('id').execute()).length, 0)
+
+      const code = totpCode(seed, Date.now())
+      const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0')
+      const refused = await browser.request(`${issuer}/login/totp`, { req, totp: wrong })
+      assert.equal(refused.status, 401)
+      assert.match(refused.html, /role="alert" id="error">That code is not valid/)
+      const ok = await browser.request(`${issuer}/login/totp`, { req, totp: totpCode(seed, Date.now()) })
+      assert.equal(ok.status, 303, ok.html)
+      const landed = new URL(ok.location!)
+      assert.equal(landed.searchParams.get('state'), 's')
+      const tokens = await tokenCall(server, { grant_type: 'authorization_code', client_id: 'kubernetes', client_secret: clientSecret, code: landed.searchParams.get('code')!, code_verifier: verifier, redirect_uri: redirect })
+      assert.equal(tokens.status, 200, JSON.stringify(tokens.body))
+
+      // Five wrong codes end the login.
+      const again = new FormBrowser(fetch)
+      const restart = await again.request(authorizeUrl(issuer, { response_type: 'code', client_id: 'kubernetes', redirect_uri: redirect, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256' }))
+      const req2 = reqOf((await again.request(new URL(restart.location!, issuer).toString())).html)
+      await again.request(`${issuer}/login`, { req: req2, username: 'mfa@example.com', password: 'mfa-password-1' })
+      for (let i = 0; i < 4; i++) assert.equal((await again.request(`${issuer}/login/totp`, { req: req2, totp: wrong })).status, 401)
+      const ended = await again.request(`${issuer}/login/totp`, { req: req2, totp: wrong })
+      assert.match(ended.html, /Too many attempts/)
+      assert.equal((await again.request(`${issuer}/login/totp`, { req: req2, totp: totpCode(seed, Date.now()) })).status, 400, 'even the right code is too late')
     })
   })
 }

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
-import { atHash } from '../../src/server/oidc/provider.js'
+import { atHash } from '../../src/server/oidc/claims.js'
 import { ADMIN_PASSWORD, DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminToken, createUser, FULL_SCOPE, kubernetesSecret, tokenCall } from './helpers.js'
 

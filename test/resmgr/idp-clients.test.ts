@@ -1,8 +1,14 @@
-/** GET /resmgr/v2/idpclients and the admin rotation of a client secret. */
+/** GET /resmgr/v2/idpclients, the admin registration of further OIDC clients, and the rotation of a client secret. */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { ADMIN_PASSWORD, DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminToken, createUser, tokenCall, userToken } from '../idp/helpers.js'
+
+/** A client answer, or an error in the identity shape. */
+interface ClientAnswer {
+  client: { id: string; name: string; redirect_uris: string[]; public: boolean; builtin: boolean; client_secret?: string }
+  error: { message: string }
+}
 
 for (const dialect of DIALECTS) {
   describe(`resmgr idpclients (${dialect})`, () => {
@@ -67,6 +73,97 @@ for (const dialect of DIALECTS) {
 
       const missing = await fetch(`${server.url}/resmgr/v2/idpclients/nope/rotate`, { method: 'POST', headers: { 'x-auth-token': admin } })
       assert.equal(missing.status, 404)
+    })
+
+    const call = async (method: string, path: string, token: string, body?: unknown) => {
+      const res = await fetch(`${server.url}/resmgr/v2/idpclients${path}`, { method, headers: { 'x-auth-token': token, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined })
+      return { status: res.status, body: res.status === 204 ? undefined : ((await res.json()) as ClientAnswer) }
+    }
+
+    it('lets admins register a client with redirect URIs; the list shows it to admins only', async () => {
+      const admin = await adminToken(server)
+      const created = await call('POST', '', admin, { client: { id: 'grafana', name: 'Grafana', redirect_uris: ['https://grafana.example/login/generic_oauth'] } })
+      assert.equal(created.status, 201, JSON.stringify(created.body))
+      const c = created.body!.client
+      assert.equal(c.id, 'grafana')
+      assert.equal(c.name, 'Grafana')
+      assert.deepEqual(c.redirect_uris, ['https://grafana.example/login/generic_oauth'])
+      assert.equal(c.public, false)
+      assert.equal(c.builtin, false)
+      assert.ok(c.client_secret!.length >= 32)
+
+      const list = (await (await get(admin)).json()) as Record<string, string>
+      assert.deepEqual(Object.keys(list), ['grafana', 'kubernetes'])
+      assert.equal(list.grafana, c.client_secret)
+      const member = await userToken(server, await createUser(server, { name: 'viewer', password: 'viewer-password-1', role: 'member' }))
+      assert.deepEqual(Object.keys((await (await get(member)).json()) as Record<string, string>), ['kubernetes'], 'a registered client\'s secret is for admins')
+
+      const shown = await call('GET', '/grafana', admin)
+      assert.equal(shown.status, 200)
+      assert.equal(shown.body!.client.client_secret, c.client_secret)
+      assert.equal((await call('GET', '/kubernetes', admin)).body!.client.builtin, true)
+      assert.deepEqual((await call('GET', '/kubernetes', admin)).body!.client.redirect_uris, ['http://localhost', 'http://127.0.0.1', 'http://[::1]', 'urn:ietf:wg:oauth:2.0:oob'])
+      for (const [method, path, body] of [['POST', '', { client: { name: 'x', redirect_uris: ['https://x.example/cb'] } }], ['GET', '/grafana'], ['PATCH', '/grafana', { client: { name: 'y' } }], ['DELETE', '/grafana']] as [string, string, unknown?][]) {
+        assert.equal((await call(method, path, member, body)).status, 403, `${method} ${path} by a member`)
+      }
+      assert.equal((await call('GET', '/nope', admin)).status, 404)
+    })
+
+    it('refuses bad clients and redirect URIs with a 400 that changes nothing', async () => {
+      const admin = await adminToken(server)
+      const before = (await (await get(admin)).json()) as Record<string, string>
+      const cases: [string, unknown, number][] = [
+        ['no redirect URIs', { client: { name: 'a', redirect_uris: [] } }, 400],
+        ['relative URI', { client: { name: 'a', redirect_uris: ['/callback'] } }, 400],
+        ['javascript URI', { client: { name: 'a', redirect_uris: ['javascript:alert(1)'] } }, 400],
+        ['fragment', { client: { name: 'a', redirect_uris: ['https://a.example/cb#x'] } }, 400],
+        ['private scheme without a domain', { client: { name: 'a', redirect_uris: ['myapp:/cb'] } }, 400],
+        ['bad id', { client: { id: 'a b', name: 'a', redirect_uris: ['https://a.example/cb'] } }, 400],
+        ['empty name', { client: { name: ' ', redirect_uris: ['https://a.example/cb'] } }, 400],
+        ['unknown field', { client: { name: 'a', redirect_uris: ['https://a.example/cb'], secret: 'mine' } }, 400],
+        ['taken id', { client: { id: 'kubernetes', name: 'a', redirect_uris: ['https://a.example/cb'] } }, 409],
+      ]
+      for (const [name, body, status] of cases) {
+        const res = await call('POST', '', admin, body)
+        assert.equal(res.status, status, `${name}: ${JSON.stringify(res.body)}`)
+        assert.equal(typeof res.body!.error.message, 'string', name)
+      }
+      const patched = await call('PATCH', '/kubernetes', admin, { client: { redirect_uris: ['javascript:x'] } })
+      assert.equal(patched.status, 400)
+      assert.deepEqual((await (await get(admin)).json()) as Record<string, string>, before, 'nothing was registered')
+      assert.equal((await call('GET', '/kubernetes', admin)).body!.client.redirect_uris.length, 4, 'nothing was changed')
+      assert.ok((await call('POST', '', admin, { client: { name: 'App', redirect_uris: ['com.example.app:/cb'] } })).status === 201, 'a reverse-domain private scheme is fine')
+    })
+
+    it('changes, deletes (with what was issued to it) and rotates registered clients; public clients have no secret', async () => {
+      const admin = await adminToken(server)
+      const created = (await call('POST', '', admin, { client: { id: 'argo', name: 'Argo', redirect_uris: ['https://argo.example/cb'] } })).body!.client
+      const changed = await call('PATCH', '/argo', admin, { client: { name: 'Argo CD', redirect_uris: ['https://argo.example/auth/callback', 'http://127.0.0.1/cb'] } })
+      assert.equal(changed.status, 200)
+      assert.equal(changed.body!.client.name, 'Argo CD')
+      assert.deepEqual(changed.body!.client.redirect_uris, ['https://argo.example/auth/callback', 'http://127.0.0.1/cb'])
+      assert.equal(changed.body!.client.client_secret, undefined, 'a change does not show the secret')
+
+      const login = await tokenCall(server, { grant_type: 'password', client_id: 'argo', client_secret: created.client_secret!, scope: 'openid offline_access', username: 'admin', password: ADMIN_PASSWORD })
+      assert.equal(login.status, 200)
+      const db = server.deps.store.db
+      assert.equal((await db.selectFrom('idp_refresh_tokens').select('id').where('client_id', '=', 'argo').execute()).length, 1)
+      assert.equal((await call('DELETE', '/argo', admin)).status, 204)
+      assert.equal((await db.selectFrom('idp_refresh_tokens').select('id').where('client_id', '=', 'argo').execute()).length, 0, 'its refresh tokens are gone')
+      assert.equal((await db.selectFrom('idp_access_tokens').select('token_hash').where('client_id', '=', 'argo').execute()).length, 0, 'its access tokens are gone')
+      const refused = await tokenCall(server, { grant_type: 'refresh_token', client_id: 'argo', client_secret: created.client_secret!, refresh_token: login.body.refresh_token as string })
+      assert.equal(refused.status, 401)
+      assert.equal((await call('DELETE', '/argo', admin)).status, 404)
+      assert.equal((await call('DELETE', '/kubernetes', admin)).status, 409, 'the built-in client stays')
+
+      const pub = await call('POST', '', admin, { client: { id: 'cli', name: 'CLI', redirect_uris: ['http://127.0.0.1/'], public: true } })
+      assert.equal(pub.status, 201)
+      assert.equal(pub.body!.client.public, true)
+      assert.equal(pub.body!.client.client_secret, undefined)
+      assert.equal(((await (await get(admin)).json()) as Record<string, string>).cli, '')
+      const rotate = await fetch(`${server.url}/resmgr/v2/idpclients/cli/rotate`, { method: 'POST', headers: { 'x-auth-token': admin } })
+      assert.equal(rotate.status, 409)
+      await call('DELETE', '/cli', admin)
     })
   })
 }

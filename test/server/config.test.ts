@@ -48,12 +48,31 @@ describe('configuration', () => {
     ['a bad log level', { env: { PCC_LOG_LEVEL: 'loud' } }, /PCC_LOG_LEVEL.*one of/],
     ['a short admin password', { env: { PCC_ADMIN_PASSWORD: 'short' } }, /PCC_ADMIN_PASSWORD.*8 characters/],
     ['a missing config file', { env: { PCC_CONFIG: '/nonexistent/pcc.json' } }, /cannot be read: ENOENT/],
+    ['a console origin that is not a host name', { env: { PCC_CONSOLE_ALLOWED_ORIGINS: 'ok.example, http://x/y' } }, /PCC_CONSOLE_ALLOWED_ORIGINS.*host names/],
+    ['an advertise URL that is not one', { env: { PCC_ADVERTISE_URL: 'app1:8080' } }, /PCC_ADVERTISE_URL.*URL/],
+    ['a negative console token lifetime', { env: { PCC_CONSOLE_TOKEN_TTL_SECONDS: '-5' } }, /PCC_CONSOLE_TOKEN_TTL_SECONDS/],
   ]
   for (const [what, sources, message] of invalid) {
     it(`rejects ${what} with a message naming the setting`, () => {
       assert.throws(() => loadConfig({ argv: sources.argv ?? [], env: sources.env ?? {} }), (err: Error) => err.name === 'ConfigError' && message.test(err.message))
     })
   }
+
+  it('reads the console settings: token lifetime, allowed origins (list or JSON array), idle limit, advertise URL', () => {
+    const defaults = loadConfig({ argv: [], env: {} })
+    assert.equal(defaults.consoleTokenTtlSeconds, 600)
+    assert.deepEqual(defaults.consoleAllowedOrigins, [])
+    assert.equal(defaults.consoleIdleSeconds, 3600)
+    assert.equal(defaults.advertiseUrl, undefined)
+    const set = loadConfig({ argv: [], env: { PCC_CONSOLE_ALLOWED_ORIGINS: ' Console.Example ,[::1], 10.0.0.5', PCC_ADVERTISE_URL: 'http://app1.internal:8080/', PCC_CONSOLE_IDLE_SECONDS: '0' } })
+    assert.deepEqual(set.consoleAllowedOrigins, ['console.example', '[::1]', '10.0.0.5'])
+    assert.equal(set.advertiseUrl, 'http://app1.internal:8080')
+    assert.equal(set.consoleIdleSeconds, 0)
+    const dir = mkdtempSync(join(tmpdir(), 'pcc-config-'))
+    const file = join(dir, 'pcc.json')
+    writeFileSync(file, JSON.stringify({ consoleAllowedOrigins: ['a.example', 'b.example'] }))
+    assert.deepEqual(loadConfig({ argv: ['--config', file], env: {} }).consoleAllowedOrigins, ['a.example', 'b.example'])
+  })
 
   it('rejects unknown keys and bad JSON in the config file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'pcc-config-'))

@@ -39,7 +39,9 @@ describe('a storage host holds volumes with real bytes and exports them', () => 
       const v = await volume(id)
       if (v.status === 'error' && status !== 'error') {
         const row = await server.deps.store.db.selectFrom('volumes').select('status_reason').where('id', '=', id).executeTakeFirst()
-        throw new Error(`volume ${id} went to error: ${row?.status_reason}`)
+        const db = server.deps.store.db
+        const state = { hosts: await db.selectFrom('hosts').select(['id', 'last_heartbeat_at', 'forced_down']).execute(), now: Date.now(), roles: await db.selectFrom('host_roles').selectAll().execute(), storage: await db.selectFrom('storage_hosts').selectAll().execute() }
+        throw new Error(`volume ${id} went to error: ${row?.status_reason} ${JSON.stringify(state)}`)
       }
       return v.status === status ? v : undefined
     }, 60_000, `volume ${id} to be ${status}`)

@@ -11,7 +11,11 @@
  * - Removing the role stops every export (the control plane marks the host's volumes `error`).
  */
 import { createSocket } from 'node:dgram'
+import { createReadStream, createWriteStream } from 'node:fs'
 import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type { HostStream } from '../compute-driver.js'
 import { VolumeBackendError, type VolumeBackend } from '../../server/drivers/volume/backend.js'
 import { ExportManager } from '../../server/drivers/volume/exports/export-manager.js'
 import { FileBackend } from '../../server/drivers/volume/file/file-backend.js'
@@ -33,8 +37,8 @@ export interface StorageRoleOptions {
   config: StorageConfig
   /** A JSON call to `{base}/resmgr/v1/hosts/{id}{path}` with the host credential. */
   api: <T>(method: string, path: string, body?: unknown) => Promise<T>
-  /** Streams a file to or from `{base}/resmgr/v1/hosts/{id}{path}`. */
-  transfer: (method: 'GET' | 'PUT', path: string, file: string) => Promise<void>
+  /** A streaming call to `{base}/resmgr/v1/hosts/{id}{path}` (image bytes). */
+  host: HostStream
   log: (level: string, message: string, fields?: Record<string, unknown>) => void
 }
 
@@ -150,7 +154,7 @@ export class StorageRole {
     if (source.kind !== 'image') return backend.createFrom(volumeId, sizeGb, source)
     await withScratchDir(join(this.options.root, 'var/lib/pcc/volumes'), async (dir) => {
       const path = join(dir, 'image')
-      await this.options.transfer('GET', `/storage/volumes/${volumeId}/image`, path)
+      await pipeline(await this.options.host('GET', `/storage/volumes/${volumeId}/image`), createWriteStream(path, { mode: 0o600 }))
       await backend.createFrom(volumeId, sizeGb, { kind: 'image', path, format: source.format })
     })
   }
@@ -159,7 +163,8 @@ export class StorageRole {
     await withScratchDir(join(this.options.root, 'var/lib/pcc/volumes'), async (dir) => {
       const path = join(dir, `image.${format}`)
       await convertToFile(backend.blockdev({ volumeId }), path, format)
-      await this.options.transfer('PUT', `/storage/images/${imageId}`, path)
+      const answer = await this.options.host('PUT', `/storage/images/${imageId}`, createReadStream(path))
+      await pipeline(answer, new Writable({ write: (_chunk, _enc, done) => done() }))
     })
   }
 

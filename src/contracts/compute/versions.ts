@@ -126,7 +126,7 @@ export const GATES = {
   consoleAuthTokensAllTypes: '2.31',
   serverTags: '2.26',
   keypairsPaging: '2.35',
-  noNetworkProxies: '2.36',
+  noProxyApis: '2.36',
   networksRequired: '2.37',
   invalidStatusIs400: '2.38',
   limitsNoImageMeta: '2.39',

@@ -1,9 +1,11 @@
 /**
- * Key pairs: generating an RSA key in OpenSSH form, checking imported SSH public keys and X.509 certificates,
- * and Nova's fingerprints (MD5 of the SSH key blob, SHA-1 of the certificate; colon-separated hex).
+ * Key pairs: generating an RSA key in OpenSSH form or with a self-signed X.509 certificate (Nova's x509 type, for
+ * WinRM), checking imported SSH public keys and X.509 certificates, and Nova's fingerprints (MD5 of the SSH key
+ * blob, SHA-1 of the certificate; colon-separated hex).
  */
-import { createHash, generateKeyPairSync, X509Certificate } from 'node:crypto'
+import { createHash, generateKeyPairSync, webcrypto, X509Certificate } from 'node:crypto'
 import { badRequest } from '../../contracts/errors.js'
+import { x509 } from '../crypto/x509.js'
 
 function sshString(buf: Buffer): Buffer {
   const len = Buffer.alloc(4)
@@ -28,6 +30,30 @@ export function generateSshKeypair(comment: string): { publicKey: string; privat
     privateKey: privateKey.export({ format: 'pem', type: 'pkcs1' }).toString(),
     fingerprint: colonHex(createHash('md5').update(blob).digest()),
   }
+}
+
+const RSA = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 } as const
+const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000
+
+/**
+ * Nova's generated x509 key pair: an RSA key and a self-signed client certificate for `commonName` (Nova uses the
+ * user id), valid ten years. The certificate is the public key; the private key is PKCS#8 PEM, returned once.
+ */
+export async function generateX509Keypair(commonName: string): Promise<{ publicKey: string; privateKey: string; fingerprint: string }> {
+  const keys = (await webcrypto.subtle.generateKey(RSA, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair
+  const now = new Date()
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: createHash('sha1').update(`${commonName}${now.getTime()}${Math.random()}`).digest('hex').slice(0, 16),
+    name: `CN=${commonName.replace(/[,+="<>#;\\]/g, '')}`,
+    notBefore: now,
+    notAfter: new Date(now.getTime() + TEN_YEARS_MS),
+    keys: keys as unknown as Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>[0]['keys'],
+    signingAlgorithm: RSA,
+    extensions: [new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth])],
+  })
+  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
+  const privateKey = `-----BEGIN PRIVATE KEY-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`
+  return { publicKey: cert.toString('pem') + '\n', privateKey, fingerprint: colonHex(createHash('sha1').update(Buffer.from(cert.rawData)).digest()) }
 }
 
 const SSH_TYPES = ['ssh-rsa', 'ssh-dss', 'ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'sk-ssh-ed25519@openssh.com', 'sk-ecdsa-sha2-nistp256@openssh.com']

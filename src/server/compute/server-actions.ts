@@ -23,6 +23,7 @@ import { isVolumeBacked } from './block-devices.js'
 import { createVolumeBackedImage, reserveSnapshotImage, shelvedImageName } from './server-images.js'
 import type { ComputeStorage } from './storage.js'
 import type { FlavorSnapshot } from '../storage/tables/compute.js'
+import { accessIpv6 } from './access-ips.js'
 
 export interface ActionCaller {
   admin: boolean
@@ -198,7 +199,7 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       if (v.name !== undefined) changes.name = v.name as string
       if (v.metadata !== undefined) changes.metadata = JSON.stringify(v.metadata)
       if (v.accessIPv4 !== undefined) changes.access_ip_v4 = v.accessIPv4 as string
-      if (v.accessIPv6 !== undefined) changes.access_ip_v6 = v.accessIPv6 as string
+      if (v.accessIPv6 !== undefined) changes.access_ip_v6 = accessIpv6(v.accessIPv6 as string)
       if (v['OS-DCF:diskConfig'] !== undefined) changes.disk_config = v['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL'
       if (v.description !== undefined) changes.description = v.description as string | null
       if (v.user_data !== undefined) changes.user_data = v.user_data as string | null

@@ -19,6 +19,7 @@ import type { NetworkService } from '../network/service.js'
 import { allocateServerNetworks, networkRequest } from './server-network.js'
 import { fromLegacy, parseBlockDevices, recordBlockDevices, validateBlockDevices, type BdmRequest, type PlannedBdm } from './block-devices.js'
 import type { ComputeStorage } from './storage.js'
+import { accessIpv6 } from './access-ips.js'
 
 export interface CreateCaller {
   admin: boolean
@@ -199,7 +200,7 @@ export async function createServers(
             key_data: keyData,
             metadata: JSON.stringify(metadata),
             access_ip_v4: (s.accessIPv4 as string | undefined) ?? '',
-            access_ip_v6: (s.accessIPv6 as string | undefined) ?? '',
+            access_ip_v6: accessIpv6((s.accessIPv6 as string | undefined) ?? ''),
             availability_zone: zone.zone ?? null,
             pinned_availability_zone: zone.zone ?? null,
             config_drive: s.config_drive !== undefined && boolWord(s.config_drive) ? 1 : 0,
@@ -238,7 +239,7 @@ export async function createServers(
           .insertInto('instance_actions')
           .values(servers.map((r) => ({ id: randomUUID(), server_id: r.id, action: 'create', request_id: requestId, user_id: caller.userId, project_id: caller.projectId, message: null, start_time: now, finish_time: null, updated_at: now })))
           .execute()
-        await queue.enqueue<BuildTaskPayload>({ kind: COMPUTE_TASK_KINDS.build, payload: { serverIds: servers.map((r) => r.id), requestId }, subjectId: servers[0].id }, tx)
+        await queue.enqueue<BuildTaskPayload>({ kind: COMPUTE_TASK_KINDS.build, payload: { serverIds: servers.map((r) => r.id), requestId, adminPass }, subjectId: servers[0].id }, tx)
         return { servers, adminPass, reservationId, securityGroups }
       })
     } catch (err) {

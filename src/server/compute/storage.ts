@@ -3,6 +3,7 @@
  * conductor's build, action and delete paths. Built from the process's dependencies in one place.
  */
 import type { ImageService } from '../image/service.js'
+import type { HostDataService } from '../onboarding/host-data.js'
 import type { SnapshotService } from '../volume/snapshots.js'
 import type { VolumeService } from '../volume/service.js'
 import type { VolumeServices } from '../volume/services.js'
@@ -11,8 +12,10 @@ export interface ComputeStorage {
   images: ImageService
   volumes: VolumeService
   snapshots: SnapshotService
+  /** Disks of cold migrations on their way between hosts (dropped once the destination has them). */
+  transfers?: Pick<HostDataService, 'removeTransfers'>
 }
 
-export function computeStorage(deps: { images: ImageService; volumeServices: VolumeServices }): ComputeStorage {
-  return { images: deps.images, volumes: deps.volumeServices.volumes, snapshots: deps.volumeServices.snapshots }
+export function computeStorage(deps: { images: ImageService; volumeServices: VolumeServices; hostData?: HostDataService }): ComputeStorage {
+  return { images: deps.images, volumes: deps.volumeServices.volumes, snapshots: deps.volumeServices.snapshots, transfers: deps.hostData }
 }

@@ -21,6 +21,11 @@ export interface BuildTaskPayload {
   serverIds: string[]
   /** The request id of the create call, which names the instance action of each server. */
   requestId: string
+  /**
+   * The admin password the create answered, for the config drive (Nova passes it to the compute host the same way;
+   * actions' passwords ride in their params likewise). Absent in tasks written before it was added.
+   */
+  adminPass?: string
 }
 
 export interface ActionTaskPayload {

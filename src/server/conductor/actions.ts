@@ -10,7 +10,8 @@ import { DriverError, type ComputeDriver } from '../drivers/compute/driver.js'
 import { releaseAll, releasePart } from '../scheduler/claims.js'
 import { flavorResources, NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
 import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
-import { driverFor, guestSpec, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
+import { driverFor, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
+import { findImageRef, specFor, type SpecOptions } from './guest-specs.js'
 import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
@@ -105,6 +106,11 @@ export class ActionRun {
     }
   }
 
+  /** The guest spec for the driver of `hostId` (details only for drivers that run real guests). */
+  async spec(hostId: string | null, options: SpecOptions = {}) {
+    return specFor(this.ctx, this.driver(hostId), this.server, options)
+  }
+
   async hostname(hostId: string): Promise<string> {
     const row = await this.ctx.store.db.selectFrom('hosts').select('hostname').where('id', '=', hostId).executeTakeFirst()
     return row?.hostname ?? hostId
@@ -142,12 +148,13 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
   await run.step('resize_migrating', 25)
   // A repeated run may find the guest already gone from the source (the first run got past the copy).
   const onSource = dest === run.server.host_id || (await run.driver().info(run.server.id)) !== undefined
-  if (onSource) await run.driver().migrateDiskAndPowerOff(run.server.id, target)
+  if (onSource) await run.driver().migrateDiskAndPowerOff(run.server.id, target, dest === run.server.host_id)
   await run.step('resize_migrated', 50)
   await run.step('resize_finish', 75)
   const destName = await run.hostname(dest)
-  await run.driver(dest).finishMigration(guestSpec(run.server, target), powerOf(run.payload.before) === 'on')
-  if (dest !== run.server.host_id) await run.driver().forget(run.server.id).catch(() => {})
+  // The source keeps its copy of the guest until the resize is confirmed (a revert starts it there again).
+  await run.driver(dest).finishMigration(await run.spec(dest, { flavor: target }), powerOf(run.payload.before) === 'on')
+  await run.ctx.storage?.transfers?.removeTransfers(run.server.id)
   return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 100 }
 }
 
@@ -156,6 +163,7 @@ async function confirmResize(run: ActionRun): Promise<Outcome> {
   const source = await run.otherAllocation()
   // Cleaning the guest's copy off the source is the confirm's work on the hypervisor.
   await run.driver(source ?? run.server.host_id).beginStep(run.server.id, 'resize_confirming')
+  if (source && source !== run.server.host_id) await run.driver(source).forget(run.server.id)
   await run.ctx.store.db.transaction().execute(async (tx) => {
     if (source) await releaseAll(tx, run.server.id, source)
     else if (old && run.server.host_id) await releasePart(tx, run.server.id, run.server.host_id, flavorResources(old))
@@ -169,7 +177,7 @@ async function revertResize(run: ActionRun): Promise<Outcome> {
   const source = await run.otherAllocation()
   const back = source ?? run.server.host_id
   if (source) await run.driver().forget(run.server.id).catch(() => {})
-  await run.driver(back).finishMigration(guestSpec(run.server, old), powerOf(run.payload.before) === 'on')
+  await run.driver(back).finishMigration(await run.spec(back, { flavor: old }), powerOf(run.payload.before) === 'on')
   await run.ctx.store.db.transaction().execute(async (tx) => {
     if (source) await releaseAll(tx, run.server.id, run.server.host_id!)
     else if (neu && run.server.host_id) await releasePart(tx, run.server.id, run.server.host_id, flavorResources(neu))
@@ -190,7 +198,7 @@ async function evacuate(run: ActionRun): Promise<Outcome> {
   const dest = await run.claimDestination({ flavor: JSON.parse(run.server.flavor) as FlavorSnapshot, sameHostAllowed: false, forcedHost: (run.params.host as string | undefined) ?? null, vmStateOnFailure: 'error' })
   await run.step('rebuild_block_device_mapping', 33)
   await run.step('rebuild_spawning', 66)
-  await run.driver(dest).evacuateTo(guestSpec(run.server), powerOf(run.payload.before) === 'on')
+  await run.driver(dest).evacuateTo(await run.spec(dest, { adminPass: run.params.adminPass as string | undefined }), powerOf(run.payload.before) === 'on')
   // Finished as a rebuild finishes: 100 %, not the 66 % of its last step.
   return { ...(await moveClaim(run, dest)), launched_at: Date.now(), progress: 100 }
 }
@@ -200,7 +208,7 @@ async function liveMigrate(run: ActionRun): Promise<Outcome> {
   // A repeated run may find the guest already on the destination.
   const arrived = (await run.driver().info(run.server.id)) === undefined && (await run.driver(dest).info(run.server.id)) !== undefined
   try {
-    if (!arrived) await run.driver().liveMigrate(run.server.id, run.driver(dest))
+    if (!arrived) await run.driver().liveMigrate(await run.spec(dest), run.driver(dest))
   } catch (err) {
     // Nova's _rollback_live_migration: the guest still runs on the source, so the server keeps its state there.
     const onSource = err instanceof DriverError && (await run.driver().info(run.server.id)) !== undefined
@@ -237,7 +245,7 @@ async function unshelve(run: ActionRun): Promise<Outcome> {
   }
   const imageId = await unshelveImage(run)
   await run.step('spawning', 50)
-  await run.driver().spawn({ ...guestSpec(run.server), imageId, volumes: await unshelveVolumes(run) })
+  await run.driver().spawn({ ...(await run.spec(run.server.host_id, { imageId })), volumes: await unshelveVolumes(run) })
   await finishUnshelve(run)
   // Spawned as a build spawns: 100 %, not the 50 % of its last step.
   return { progress: 100 }
@@ -262,7 +270,7 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
     const imageId = typeof run.params.imageRef === 'string' ? run.params.imageRef.split('/').pop()! : run.server.image_id
     await run.step('rebuild_block_device_mapping', 33)
     await run.step('rebuild_spawning', 66)
-    await run.driver().rebuild({ ...guestSpec(run.server), imageId })
+    await run.driver().rebuild(await run.spec(run.server.host_id, { imageId, adminPass: run.params.adminPass as string | undefined }))
     if (powerOf(run.payload.before) === 'off') await run.driver().powerOff(run.server.id)
     // A volume-backed server's new image goes to its root volume; the server itself shows none.
     return { ...(!run.params.volumeBacked && { image_id: imageId }), launched_at: Date.now(), progress: 100 }
@@ -308,7 +316,10 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
     return {}
   },
   rescue: async (run) => {
-    await run.driver().rescue(run.server.id, ((run.params.rescueImageRef ?? run.params.rescue_image_ref) as string | null | undefined) ?? null)
+    const rescueImage = ((run.params.rescueImageRef ?? run.params.rescue_image_ref) as string | null | undefined) ?? null
+    const image = await findImageRef(run.ctx, rescueImage)
+    if (rescueImage && !image) throw new StepFailure(`Rescue image ${rescueImage} could not be found.`, 400, '', run.payload.before.vmState)
+    await run.driver().rescue(run.server.id, image)
     return {}
   },
   unrescue: async (run) => {

@@ -11,7 +11,8 @@ import type { Db } from '../storage/store.js'
 import { releaseAll } from '../scheduler/claims.js'
 import { NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
 import type { ServerTable } from '../storage/tables/compute.js'
-import { driverFor, guestSpec, loadServer, moveServer, type ConductorContext } from './context.js'
+import { driverFor, loadServer, moveServer, type ConductorContext } from './context.js'
+import { specFor } from './guest-specs.js'
 import { eventId, findActions, finishAction, finishEvent, recordFault, startEvents } from './records.js'
 import { bindServerNetwork, releaseServerNetwork } from '../compute/server-network.js'
 import { prepareBlockDevices, releaseVolumes } from './volumes.js'
@@ -70,7 +71,7 @@ export async function runBuild(ctx: ConductorContext, payload: BuildTaskPayload,
   }
   // The rows as placed (host columns set by the claim), still building.
   const placed = await db.selectFrom('servers').selectAll().where('id', 'in', live.map((s) => s.id)).where('deleted', '=', 0).where('vm_state', '=', 'building').where('host_id', 'is not', null).execute()
-  await buildTogether(ctx, placed, actions, signal)
+  await buildTogether(ctx, placed, actions, signal, payload.adminPass)
 }
 
 /**
@@ -78,7 +79,7 @@ export async function runBuild(ctx: ConductorContext, payload: BuildTaskPayload,
  * to each step (the servers a delete took meanwhile drop out), the hypervisors work in parallel, and the
  * ones that spawned become ACTIVE in one transaction with their events and actions.
  */
-async function buildTogether(ctx: ConductorContext, servers: ServerTable[], actions: Map<string, string>, signal: AbortSignal): Promise<void> {
+async function buildTogether(ctx: ConductorContext, servers: ServerTable[], actions: Map<string, string>, signal: AbortSignal, adminPass: string | undefined): Promise<void> {
   const db = ctx.store.db
   if (servers.length === 0) return
   let ids = servers.map((s) => s.id)
@@ -123,7 +124,9 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
   await Promise.all(
     ids.map(async (id) => {
       try {
-        const guest = await drivers.get(id)!.spawn({ ...guestSpec(byId.get(id)!), volumes: bootVolumes.get(id) })
+        const driver = drivers.get(id)!
+        const spec = await specFor(ctx, driver, byId.get(id)!, { adminPass })
+        const guest = await driver.spawn({ ...spec, volumes: bootVolumes.get(id) })
         if (guest.powerState === POWER.RUNNING) spawned.push(id)
         else failures.set(id, new DriverError(`Instance ${id} did not start (power state ${guest.powerState}).`))
       } catch (err) {

@@ -48,7 +48,14 @@ export async function reconcile(ctx: ConductorContext, queue: TaskQueue, now = D
       if (driver && isUp(host, now, downAfterMs)) {
         const guest = await driver.info(s.id)
         if (!guest) lost = `The guest of server ${s.id} is no longer on host ${host.hostname}.`
-        else if (guest.powerState !== s.power_state) {
+        else if (guest.powerState === POWER.CRASHED && s.power_state !== POWER.CRASHED) {
+          // The guest crashed (a kernel panic QEMU saw through pvpanic): ERROR with a fault saying so.
+          await db.transaction().execute(async (tx) => {
+            if (!(await moveServer(tx, s.id, { vmStates: [s.vm_state], taskStates: [null] }, { vm_state: 'error', power_state: POWER.CRASHED }))) return
+            await recordFault(tx, s.id, { code: 500, message: `The guest of server ${s.id} crashed (its hypervisor reports a guest panic).`, details: 'found by the conductor reconciliation' })
+            report.powerSynced++
+          })
+        } else if (guest.powerState !== s.power_state) {
           const stoppedInside = s.vm_state === 'active' && guest.powerState === POWER.SHUTDOWN
           if (await moveServer(db, s.id, { vmStates: [s.vm_state], taskStates: [null] }, { power_state: guest.powerState, ...(stoppedInside && { vm_state: 'stopped' }) })) report.powerSynced++
         }
@@ -70,14 +77,22 @@ export async function reconcile(ctx: ConductorContext, queue: TaskQueue, now = D
     })
   }
 
-  // Guests of deleted servers that a host still holds.
+  // Guests of deleted servers that a host still holds (or of servers now elsewhere, unless the host still holds a
+  // claim for them: the source of a resize keeps its copy until the resize is confirmed).
   for (const [hostId, driver] of ctx.drivers.entries()) {
     const guests = await driver.listGuests()
     if (guests.length === 0) continue
     const ids = guests.map((g) => g.serverId)
     const live = new Set<string>()
     for (let i = 0; i < ids.length; i += 500) {
-      const rows = await db.selectFrom('servers').select('id').where('id', 'in', ids.slice(i, i + 500)).where('deleted', '=', 0).where('host_id', '=', hostId).execute()
+      const part = ids.slice(i, i + 500)
+      const rows = await db
+        .selectFrom('servers')
+        .select('id')
+        .where('id', 'in', part)
+        .where('deleted', '=', 0)
+        .where((eb) => eb.or([eb('host_id', '=', hostId), eb('id', 'in', eb.selectFrom('allocations').select('server_id').where('host_id', '=', hostId).where('server_id', 'in', part))]))
+        .execute()
       for (const r of rows) live.add(r.id)
     }
     for (const g of guests) {

@@ -30,9 +30,10 @@ export async function snapshotInto(run: ActionRun, imageId: string | undefined, 
     return
   }
   try {
-    const snapshot = await run.driver().snapshot(run.server.id, name)
+    const snapshot = await run.driver().snapshot(run.server.id, name, imageId)
     await between()
-    if (imageId) await images.completeSnapshotImage(imageId, snapshot.data, { diskFormat: snapshot.diskFormat, containerFormat: snapshot.containerFormat })
+    if (snapshot.stored) snapshot.data.resume()
+    else if (imageId) await images.completeSnapshotImage(imageId, snapshot.data, { diskFormat: snapshot.diskFormat, containerFormat: snapshot.containerFormat })
     else snapshot.data.resume()
   } catch (err) {
     if (!(err instanceof DriverError) && !(err instanceof AppError)) throw err

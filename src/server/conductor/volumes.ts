@@ -42,19 +42,13 @@ function hostDriver(ctx: ConductorContext, server: ServerTable): ComputeDriver |
   return server.host_id ? driverFor(ctx, server.host_id, server.host) : undefined
 }
 
-/** Whether the host's hypervisor reads volumes' bytes (a qemu agent), so it needs an export to connect to. */
-async function hostReadsBytes(db: Db, hostId: string | null): Promise<boolean> {
-  if (!hostId) return false
-  const host = await db.selectFrom('hosts').select('driver').where('id', '=', hostId).executeTakeFirst()
-  return !!host && host.driver !== 'simulated'
-}
-
 /**
- * What the server's host needs to connect a volume: on a host that reads bytes, the volume's export is granted
+ * What the server's host needs to connect a volume: on a host that runs real guests, the volume's export is granted
  * to the attachment and served first (a failure there is the hypervisor's: a DriverError with its reason).
  */
 export async function volumeConnection(ctx: ConductorContext, server: ServerTable, volumeId: string, device: string | null): Promise<VolumeConnection> {
-  if (!(await hostReadsBytes(ctx.store.db, server.host_id))) return { volumeId, device }
+  // Simulated hosts read no bytes: they attach without an export.
+  if (!server.host_id || !ctx.drivers.get(server.host_id)?.guestDetails) return { volumeId, device }
   try {
     const connection = await storageOf(ctx).volumes.connect({ volumeId, serverId: server.id, hostId: server.host_id! })
     return { volumeId, device, connection }

@@ -29,8 +29,12 @@ export interface ConsoleProxyOptions {
   logger: Logger
 }
 
-/** Nova's origin rule: no Origin (not a browser) passes; a browser page must come from the public URL's host, or an allowed one. */
-export function originRefusal(origin: string | undefined, publicUrl: URL, allowed: string[]): string | undefined {
+/**
+ * nova-novncproxy's origin rule: no Origin (not a browser) passes; a browser page must come from this host (the
+ * public URL's, or the one the request names in Host, as Nova compares) with the public URL's scheme, or from an
+ * allowed host. Host names only: ports do not matter, as in Nova.
+ */
+export function originRefusal(origin: string | undefined, requestHost: string | undefined, publicUrl: URL, allowed: string[]): string | undefined {
   if (origin === undefined) return undefined
   let page: URL
   try {
@@ -40,9 +44,19 @@ export function originRefusal(origin: string | undefined, publicUrl: URL, allowe
   }
   const host = page.hostname.toLowerCase()
   if (allowed.includes(host)) return undefined
-  if (host !== publicUrl.hostname.toLowerCase()) return 'Origin header does not match this host'
+  const own = [publicUrl.hostname.toLowerCase(), hostnameOf(requestHost)]
+  if (!own.includes(host)) return 'Origin header does not match this host'
   if (page.protocol !== publicUrl.protocol) return 'Origin header protocol does not match this host'
   return undefined
+}
+
+/** The host name of a Host header (`name:port`, `[v6]:port`). */
+function hostnameOf(hostHeader: string | undefined): string {
+  try {
+    return new URL(`http://${hostHeader ?? ''}`).hostname.toLowerCase()
+  } catch {
+    return ''
+  }
 }
 
 /** The token from the query, else from a `token` cookie (noVNC before 1.1 sent it so; nova-novncproxy reads both). */
@@ -80,7 +94,7 @@ export class ConsoleProxy {
   async accept(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const token = tokenOf(request)
     if (!token) return refuseUpgrade(socket, 401, 'A console token is required')
-    const refusal = originRefusal(request.headers.origin, this.publicUrl, this.o.allowedOrigins)
+    const refusal = originRefusal(request.headers.origin, request.headers.host, this.publicUrl, this.o.allowedOrigins)
     if (refusal) return refuseUpgrade(socket, 403, refusal)
     const offered = offeredProtocols(request)
     if (offered.length > 0 && !offered.includes('binary')) return refuseUpgrade(socket, 400, 'Only the binary subprotocol is supported')

@@ -96,7 +96,6 @@ export class ConsoleSessions {
       secret,
       arrive: (ws) => {
         forget()
-        this.track(ws)
         settle.resolve(createWebSocketStream(ws))
       },
       cancel,
@@ -135,6 +134,7 @@ export class ConsoleSessions {
       this.o.logger.warn({ err, sessionId, owner: row.owner_url }, 'console relay to the owning process failed')
       return refuseUpgrade(socket, 502, 'The process holding the console session cannot be reached')
     }
+    this.o.logger.info({ sessionId, owner: row.owner_url }, 'console session relayed to the process that owns it')
     const held = hold(relay)
     this.wss.handleUpgrade(request, socket, head, (ws) => {
       this.track(ws)
@@ -168,12 +168,15 @@ export class ConsoleSessions {
     return this.sockets.size
   }
 
+  /** Holds a websocket until it closes; a protocol error on it (a bad frame) closes it instead of the process. */
   track(ws: WebSocket): void {
     this.sockets.add(ws)
+    ws.on('error', () => {})
     ws.once('close', () => this.sockets.delete(ws))
   }
 
   private arrive(sessionId: string, ws: WebSocket): void {
+    this.track(ws)
     const waiting = this.waiting.get(sessionId)
     if (!waiting) return closeSocket(ws, 1011, 'The console session is over')
     keepAlive(ws, this.o.pingMs)

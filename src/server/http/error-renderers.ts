@@ -44,6 +44,7 @@ export const REASON_PHRASES: Record<number, string> = {
   410: 'Gone',
   413: 'Request Entity Too Large',
   415: 'Unsupported Media Type',
+  426: 'Upgrade Required',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   501: 'Not Implemented',

@@ -39,6 +39,10 @@ const CORE_FILTERS: Record<string, (i: ImageRecord) => string | null> = {
   os_hidden: (i) => String(i.osHidden),
   min_disk: (i) => String(i.minDisk),
   min_ram: (i) => String(i.minRam),
+  size: (i) => (i.size === null ? null : String(i.size)),
+  virtual_size: (i) => (i.virtualSize === null ? null : String(i.virtualSize)),
+  checksum: (i) => i.checksum,
+  os_hash_value: (i) => i.osHashValue,
 }
 
 export type ImageQuery = Record<string, string | string[] | undefined>

@@ -1,7 +1,9 @@
 /**
  * Glance's JSON-patch dialect (`application/openstack-images-v2.1-json-patch`): a list of add/replace/remove
  * operations on top-level paths (`/name`, `/tags`, `/<property>`). Applied to a draft of the image; the
- * service validates the draft as a whole before anything is written.
+ * service validates the draft as a whole before anything is written. The older media type
+ * `application/openstack-images-v2.0-json-patch` writes each operation in JSON-patch draft 4's form
+ * (`{"replace": "/name", "value": …}`), which Tempest still sends: `fromDraft4` turns it into the current form.
  */
 import { AppError, badRequest, conflict } from '../../contracts/errors.js'
 import { CORE_ATTRIBUTES, READ_ONLY_ATTRIBUTES } from './model.js'
@@ -19,6 +21,19 @@ export interface ImageDraft {
 }
 
 const REMOVABLE_CORE = new Set<string>([])
+const OPERATIONS = ['add', 'replace', 'remove']
+
+/** Draft-4 operations (`{"<op>": "<path>", "value"?}`, exactly one operation member) in the current form. */
+export function fromDraft4(operations: unknown): unknown {
+  if (!Array.isArray(operations)) return operations
+  return operations.map((raw) => {
+    if (!raw || typeof raw !== 'object') return raw
+    const ops = OPERATIONS.filter((op) => op in raw)
+    if (ops.length !== 1) throw badRequest('Operation objects must contain exactly one member named "add", "remove", or "replace".')
+    const { [ops[0]]: path, ...rest } = raw as Record<string, unknown>
+    return { ...rest, op: ops[0], path }
+  })
+}
 
 function attributeOf(path: string): string {
   if (typeof path !== 'string' || !path.startsWith('/') || path.length < 2) throw badRequest(`Invalid JSON pointer for this resource: '${path}'`)
@@ -32,7 +47,7 @@ export function applyPatch(draft: ImageDraft, operations: unknown): void {
   for (const raw of operations) {
     if (!raw || typeof raw !== 'object') throw badRequest('Each patch operation must be a JSON object.')
     const op = raw as PatchOperation
-    if (!['add', 'replace', 'remove'].includes(op.op)) throw badRequest(`Unsupported patch operation '${String(op.op)}': use add, replace or remove.`)
+    if (!OPERATIONS.includes(op.op)) throw badRequest(`Unsupported patch operation '${String(op.op)}': use add, replace or remove.`)
     const name = attributeOf(op.path)
     if (name === 'id' || READ_ONLY_ATTRIBUTES.has(name)) throw new AppError('forbidden', `Attribute '${name}' is read-only.`)
     if (op.op !== 'remove' && !('value' in op)) throw badRequest(`Operation '${op.op}' on '${op.path}' needs a value.`)

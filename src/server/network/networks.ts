@@ -6,6 +6,7 @@ import { neutron } from './errors.js'
 import { checkQuota } from './quotas.js'
 import { subnetIdsByNetwork, touched } from './queries.js'
 import { networkView, type View } from './views.js'
+import { removeDhcpPorts } from './dhcp-ports.js'
 import { checkSegmentUnchanged, hasProviderAttributes, maxMtu, resolveSegment, type ProviderBody } from './segments.js'
 
 export interface NetworkBody extends ProviderBody {
@@ -156,7 +157,7 @@ export async function updateNetwork(ctx: NetCtx, actor: Actor, id: string, body:
   return showNetwork(ctx, actor, id)
 }
 
-/** Deletes a network and its subnets; NetworkInUse (409) while any port remains on it. */
+/** Deletes a network, its subnets and its DHCP port; NetworkInUse (409) while any other port remains on it. */
 export async function deleteNetwork(ctx: NetCtx, actor: Actor, id: string): Promise<void> {
   const row = await visibleNetwork(ctx, actor, id)
   must(actor, 'delete_network', networkTarget(row))
@@ -164,6 +165,7 @@ export async function deleteNetwork(ctx: NetCtx, actor: Actor, id: string): Prom
 }
 
 export async function removeNetwork(ctx: NetCtx, row: NetworkTable): Promise<void> {
+  await removeDhcpPorts(ctx, row.id)
   const port = await ctx.db.selectFrom('ports').select('id').where('network_id', '=', row.id).executeTakeFirst()
   if (port) throw neutron.networkInUse(row.id)
   await ctx.db.deleteFrom('subnets').where('network_id', '=', row.id).execute()

@@ -26,7 +26,7 @@ export interface RouterBody {
   description?: string
   admin_state_up?: boolean
   external_gateway_info?: GatewayInfo | null
-  routes?: { destination: string; nexthop: string }[]
+  routes?: { destination: string; nexthop: string }[] | null
   project_id?: string
   tenant_id?: string
   tags?: string[]

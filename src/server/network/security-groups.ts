@@ -193,6 +193,8 @@ function normalizeProtocol(protocol: RuleBody['protocol']): { text: string | nul
 
 function validatePorts(protocol: { text: string | null; number: number | null }, min: number | null, max: number | null): [number | null, number | null] {
   if (min === null && max === null) return [null, null]
+  // Neutron converts both values first, whatever the protocol: beyond 0–65535 is no port at all.
+  for (const p of [min, max]) if (p !== null && (p < 0 || p > 65535)) throw neutron.invalid('SecurityGroupInvalidPortValue', `Invalid value for port ${p}`)
   if (protocol.number === null) throw neutron.invalid('SecurityGroupProtocolRequiredWithPorts', 'Must also specify protocol if port range is given.')
   if (PORT_PROTOCOLS.has(protocol.number)) {
     if (min === null || max === null) throw neutron.invalid('SecurityGroupInvalidPortRange', 'For TCP/UDP protocols, port_range_min must be <= port_range_max')

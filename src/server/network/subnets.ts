@@ -6,6 +6,7 @@ import type { NetworkTable, SubnetTable } from '../storage/schema.js'
 import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { cidrContains, cidrsOverlap, formatCidr, formatIp, lastAddress, parseCidr, parseIp, type Cidr, type IpVersion } from './ip.js'
+import { releaseDhcpAddresses } from './dhcp-ports.js'
 import type { Pool } from './ipam.js'
 import { networkTarget, owningProject, visibleNetwork } from './networks.js'
 import { checkQuota } from './quotas.js'
@@ -25,8 +26,8 @@ export interface SubnetBody {
   description?: string
   gateway_ip?: string | null
   allocation_pools?: Pool[]
-  dns_nameservers?: string[]
-  host_routes?: HostRoute[]
+  dns_nameservers?: string[] | null
+  host_routes?: HostRoute[] | null
   enable_dhcp?: boolean
   ipv6_ra_mode?: string | null
   ipv6_address_mode?: string | null
@@ -56,7 +57,7 @@ export async function listSubnets(ctx: NetCtx, actor: Actor): Promise<View[]> {
     .select(['networks.project_id as net_project', 'networks.shared as net_shared', 'networks.external as net_external'])
     .$if(!actor.admin, (q) =>
       q.where((eb) =>
-        eb.or([eb('subnets.project_id', '=', actor.projectId), eb('networks.project_id', '=', actor.projectId), eb('networks.shared', '=', 1), eb('networks.external', '=', 1)]),
+        eb.or([eb('subnets.project_id', '=', actor.projectId), eb('networks.project_id', '=', actor.projectId), eb('networks.shared', '=', 1)]),
       ),
     )
     .execute()
@@ -138,7 +139,7 @@ function validateGateway(cidr: Cidr, gateway: string | null | undefined): bigint
   return ip.value
 }
 
-function validateDns(list: string[] | undefined): string[] {
+function validateDns(list: string[] | null | undefined): string[] {
   const out: string[] = []
   for (const s of list ?? []) {
     const ip = parseIp(s)
@@ -151,7 +152,7 @@ function validateDns(list: string[] | undefined): string[] {
   return out
 }
 
-function validateRoutes(version: IpVersion, list: HostRoute[] | undefined): HostRoute[] {
+function validateRoutes(version: IpVersion, list: HostRoute[] | null | undefined): HostRoute[] {
   const routes = (list ?? []).map((r) => {
     const destination = parseCidr(r.destination)
     const nexthop = parseIp(r.nexthop)
@@ -272,6 +273,7 @@ export async function deleteSubnet(ctx: NetCtx, actor: Actor, id: string): Promi
   const { subnet, network } = await visibleSubnet(ctx, actor, id)
   must(actor, 'delete_subnet', subnetTarget(subnet, network))
   await lockNetwork(ctx, network.id)
+  await releaseDhcpAddresses(ctx, id)
   const used = await ctx.db.selectFrom('ip_allocations').select('port_id').where('subnet_id', '=', id).executeTakeFirst()
   if (used) throw neutron.subnetInUse(id)
   await ctx.db.deleteFrom('subnets').where('id', '=', id).execute()

@@ -11,6 +11,7 @@
  * - there is no single sign-on session: every authorization request shows the login page, and prompt=none
  *   answers login_required.
  */
+import { AppError } from '../../contracts/errors.js'
 import type { Db } from '../storage/store.js'
 import { S256_CHALLENGE, type AuthCodes } from './auth-codes.js'
 import { MAX_LOGIN_FAILURES, type AuthRequest, type AuthRequests } from './auth-requests.js'
@@ -41,6 +42,8 @@ export interface BrowserFlowDeps {
   login: LoginDeps
   issuer: string
   now: () => number
+  /** Deletes expired rows now and then (every login started writes one). */
+  housekeeping: () => void
 }
 
 type Query = Record<string, unknown>
@@ -112,6 +115,7 @@ export class BrowserFlow {
       },
       browser,
     )
+    this.deps.housekeeping()
     const hint = typeof query.login_hint === 'string' ? `&login_hint=${encodeURIComponent(query.login_hint.slice(0, 255))}` : ''
     return { redirect: `${this.base}/login?req=${id}${hint}` }
   }
@@ -135,8 +139,10 @@ export class BrowserFlow {
     try {
       outcome = await checkPassword(this.deps.login, username, password)
     } catch (err) {
+      // A refusal (wrong password, locked, disabled, expired) is shown; anything else is a fault, not a failed attempt.
+      if (!(err instanceof AppError)) throw err
       if (!(await this.deps.requests.failed(req))) return this.tooManyFailures()
-      return retry(401, (err as Error).message)
+      return retry(401, err.message)
     }
     const user = { userId: outcome.userId, authTime: this.deps.now() }
     if (!(await this.deps.requests.advance(req, 'login', outcome.needsTotp ? 'totp' : 'consent', user))) return expired()

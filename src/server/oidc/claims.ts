@@ -7,6 +7,7 @@
  * written `<domain>/<name>`. Sorted, without duplicates. Example: admin on project `admin` →
  * ["admin", "admin:admin", "admin:member", "admin:reader"].
  */
+import { createHash } from 'node:crypto'
 import type { Db } from '../storage/store.js'
 import { DEFAULT_DOMAIN_ID } from './login.js'
 
@@ -38,6 +39,21 @@ export async function userClaims(db: Db, userId: string): Promise<UserClaims | u
     enabled: Boolean(user.enabled) && Boolean(user.domain_enabled),
     passwordStamp: user.password_created_at,
   }
+}
+
+/** Dex's subject: base64url(protobuf{1: user id, 2: connector id}), stable per user and connector. */
+export function dexSubject(userId: string, connectorId: string): string {
+  const field = (tag: number, value: string) => {
+    const bytes = Buffer.from(value)
+    if (bytes.length > 127) throw new Error('subject field too long')
+    return Buffer.concat([Buffer.from([tag, bytes.length]), bytes])
+  }
+  return Buffer.concat([field(0x0a, userId), field(0x12, connectorId)]).toString('base64url')
+}
+
+/** OIDC core §3.1.3.6 (at_hash) and §3.3.2.11 (c_hash): the left half of the SHA-256 of the value, base64url. */
+export function atHash(value: string): string {
+  return createHash('sha256').update(value).digest().subarray(0, 16).toString('base64url')
 }
 
 /** Scope → the claims it brings (OpenID Connect Core §5.4, as Dex issues them). `openid` brings `sub` only. */

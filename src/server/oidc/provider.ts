@@ -5,7 +5,6 @@
  * pass the form fields and the Authorization header in and send the result out; failures are AppErrors whose
  * `type` is the OAuth2 `error`.
  */
-import { createHash } from 'node:crypto'
 import { SignJWT } from 'jose'
 import { AppError } from '../../contracts/errors.js'
 import type { Authenticator } from '../auth/principal.js'
@@ -13,7 +12,7 @@ import type { SecretBox } from '../crypto/secret-box.js'
 import type { Store } from '../storage/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { AuthCodes } from './auth-codes.js'
-import { SCOPE_CLAIMS, scopedClaims, userClaims, type UserClaims } from './claims.js'
+import { atHash, dexSubject, SCOPE_CLAIMS, scopedClaims, userClaims, type UserClaims } from './claims.js'
 import type { IdpClient, IdpClients } from './clients.js'
 import type { DeviceRequests } from './device-requests.js'
 import { checkLogin, type LockoutPolicy } from './login.js'
@@ -64,8 +63,8 @@ export interface ProviderDeps {
   accessTokens: AccessTokens
   codes: AuthCodes
   devices: DeviceRequests
-  /** Deletes what nobody can use any more (expired codes, requests, tokens); run now and then. */
-  purge: () => Promise<void>
+  /** Deletes, at most now and then, what nobody can use any more (expired codes, requests, tokens). */
+  housekeeping: () => void
 }
 
 /** What a new set of tokens is issued for. */
@@ -73,6 +72,8 @@ interface Issue {
   clientId: string
   scopes: string[]
   familyId: string
+  /** When the user logged in (ms): the ID token's auth_time, kept across refreshes (OIDC Core §12.2). */
+  authTime: number
   nonce?: string | null
   /** The authorization code exchanged, for `c_hash`. */
   code?: string
@@ -81,21 +82,6 @@ interface Issue {
 const oauthError = (type: string, message: string) => new AppError('bad_request', message, { type })
 const invalidClient = () => new AppError('unauthorized', 'Invalid client credentials.', { type: 'invalid_client' })
 const sessionEnded = () => oauthError('invalid_grant', 'The user is disabled or its password changed; log in again.')
-
-/** Dex's subject: base64url(protobuf{1: user id, 2: connector id}), stable per user and connector. */
-export function dexSubject(userId: string, connectorId: string): string {
-  const field = (tag: number, value: string) => {
-    const bytes = Buffer.from(value)
-    if (bytes.length > 127) throw new Error('subject field too long')
-    return Buffer.concat([Buffer.from([tag, bytes.length]), bytes])
-  }
-  return Buffer.concat([field(0x0a, userId), field(0x12, connectorId)]).toString('base64url')
-}
-
-/** OIDC core §3.1.3.6 (at_hash) and §3.3.2.11 (c_hash): the left half of the SHA-256 of the value, base64url. */
-export function atHash(value: string): string {
-  return createHash('sha256').update(value).digest().subarray(0, 16).toString('base64url')
-}
 
 /** RFC 6749 §2.3.1: Basic credentials are form-encoded before base64. */
 function basicCredentials(authorization: string | undefined): { id: string; secret: string } | undefined {
@@ -117,7 +103,6 @@ function bearerToken(authorization: string | undefined): string | undefined {
 }
 
 export class OidcProvider {
-  private lastPurge = 0
   /** The token endpoint's grants, by grant_type. */
   private readonly grants: Record<string, (form: TokenForm, client: IdpClient) => Promise<TokenResponse>> = {
     authorization_code: (form, client) => this.codeGrant(form, client),
@@ -156,7 +141,7 @@ export class OidcProvider {
       code_challenge_methods_supported: ['S256'],
       scopes_supported: [...SUPPORTED_SCOPES],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-      claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'at_hash', 'c_hash', 'nonce', ...Object.values(SCOPE_CLAIMS).flatMap((scope) => scope!.claims)],
+      claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'auth_time', 'at_hash', 'c_hash', 'nonce', ...Object.values(SCOPE_CLAIMS).flatMap((scope) => scope!.claims)],
       request_parameter_supported: false,
       request_uri_parameter_supported: false,
       claims_parameter_supported: false,
@@ -186,7 +171,7 @@ export class OidcProvider {
     const problem = scopeProblem(scopes)
     if (problem) throw oauthError('invalid_scope', problem)
     const device = await this.deps.devices.create(client.id, scopes)
-    this.purgeNowAndThen()
+    this.deps.housekeeping()
     const verificationUri = `${this.options.issuer}/device`
     return {
       device_code: device.deviceCode,
@@ -236,7 +221,7 @@ export class OidcProvider {
     )
     const claims = await userClaims(this.deps.store.db, userId)
     if (!claims || !claims.enabled) throw oauthError('invalid_grant', 'Invalid username or password.')
-    return this.login(claims, { clientId: client.id, scopes, familyId: randomId(), nonce: form.nonce })
+    return this.login(claims, { clientId: client.id, scopes, familyId: randomId(), authTime: this.now(), nonce: form.nonce })
   }
 
   /** RFC 6749 §4.1.3 with RFC 7636 §4.5–4.6 (auth-codes.ts holds the checks). */
@@ -244,7 +229,7 @@ export class OidcProvider {
     const revoke = (familyId: string) => this.deps.refreshTokens.revokeFamily(familyId)
     const grant = await this.deps.codes.redeem({ code: form.code, clientId: client.id, redirectUri: form.redirect_uri, codeVerifier: form.code_verifier }, revoke)
     const claims = await this.activeUser(grant.userId, grant.passwordStamp)
-    const response = await this.login(claims, { clientId: client.id, scopes: grant.scopes, familyId: grant.familyId, nonce: grant.nonce, code: form.code })
+    const response = await this.login(claims, { clientId: client.id, scopes: grant.scopes, familyId: grant.familyId, authTime: grant.authTime, nonce: grant.nonce, code: form.code })
     if (await this.deps.codes.replayed(grant)) {
       await revoke(grant.familyId)
       throw oauthError('invalid_grant', 'The authorization code was already used; the tokens issued for it are revoked.')
@@ -256,7 +241,7 @@ export class OidcProvider {
   private async deviceGrant(form: TokenForm, client: IdpClient): Promise<TokenResponse> {
     const grant = await this.deps.devices.poll(form.device_code, client.id)
     const claims = await this.activeUser(grant.userId, grant.passwordStamp)
-    return this.login(claims, { clientId: client.id, scopes: grant.scopes, familyId: randomId() })
+    return this.login(claims, { clientId: client.id, scopes: grant.scopes, familyId: randomId(), authTime: grant.authTime })
   }
 
   private async refreshGrant(form: TokenForm, client: IdpClient): Promise<TokenResponse> {
@@ -276,7 +261,7 @@ export class OidcProvider {
         throw invalidRefresh('The user is disabled or its password changed; log in again.')
       }
     })
-    const response = await this.issue(claims!, { clientId: client.id, scopes, familyId: grant.familyId, nonce: form.nonce })
+    const response = await this.issue(claims!, { clientId: client.id, scopes, familyId: grant.familyId, authTime: grant.loginAt, nonce: form.nonce })
     response.refresh_token = token
     return response
   }
@@ -292,16 +277,16 @@ export class OidcProvider {
   private async login(claims: UserClaims, issue: Issue): Promise<TokenResponse> {
     const response = await this.issue(claims, issue)
     if (issue.scopes.includes('offline_access')) {
-      response.refresh_token = await this.deps.refreshTokens.create({ userId: claims.userId, clientId: issue.clientId, scopes: issue.scopes, passwordStamp: claims.passwordStamp, familyId: issue.familyId })
+      response.refresh_token = await this.deps.refreshTokens.create({ userId: claims.userId, clientId: issue.clientId, scopes: issue.scopes, passwordStamp: claims.passwordStamp, familyId: issue.familyId, loginAt: issue.authTime })
     }
-    this.purgeNowAndThen()
+    this.deps.housekeeping()
     return response
   }
 
   private async issue(claims: UserClaims, issue: Issue): Promise<TokenResponse> {
     const accessToken = await this.deps.accessTokens.issue({ familyId: issue.familyId, clientId: issue.clientId, userId: claims.userId, scopes: issue.scopes })
     const iat = Math.floor(this.now() / 1000)
-    const payload: Record<string, unknown> = { at_hash: atHash(accessToken), ...scopedClaims(claims, issue.scopes) }
+    const payload: Record<string, unknown> = { auth_time: Math.floor(issue.authTime / 1000), at_hash: atHash(accessToken), ...scopedClaims(claims, issue.scopes) }
     if (issue.code) payload.c_hash = atHash(issue.code)
     if (issue.nonce) payload.nonce = issue.nonce
     const key = await this.deps.keys.current()
@@ -314,14 +299,6 @@ export class OidcProvider {
       .setExpirationTime(iat + this.options.idTokenSeconds)
       .sign(key.privateKey)
     return { access_token: accessToken, token_type: 'bearer', expires_in: this.options.idTokenSeconds, id_token: idToken }
-  }
-
-  /** Old rows (refresh tokens, codes, requests, access tokens) are deleted now and then, by whichever process serves a login. */
-  private purgeNowAndThen(): void {
-    const now = this.now()
-    if (now - this.lastPurge < 10 * 60_000) return
-    this.lastPurge = now
-    this.deps.purge().catch(() => {})
   }
 }
 

@@ -24,6 +24,8 @@ export interface RefreshGrantState {
   scopes: string[]
   passwordStamp: number | null
   familyId: string
+  /** When the user logged in (the ID token's auth_time); the absolute lifetime counts from it. */
+  loginAt: number
 }
 
 
@@ -45,7 +47,7 @@ export class RefreshTokens {
   async create(grant: RefreshGrantState): Promise<string> {
     const token = randomToken()
     const now = this.now()
-    await this.store.db.insertInto('idp_refresh_tokens').values(this.row(token, grant, now, now)).execute()
+    await this.store.db.insertInto('idp_refresh_tokens').values(this.row(token, grant, grant.loginAt, now)).execute()
     return token
   }
 
@@ -77,7 +79,7 @@ export class RefreshTokens {
     if (!row || row.revoked_at !== null) throw invalidRefresh()
     if (row.client_id !== clientId) throw invalidRefresh('Refresh token was issued to another client.')
     if (row.family_created_at + this.options.absoluteMs <= now || row.created_at + this.options.idleMs <= now) throw invalidRefresh('Refresh token expired.')
-    const grant: RefreshGrantState = { userId: row.user_id, clientId: row.client_id, scopes: row.scopes.split(' ').filter(Boolean), passwordStamp: row.password_stamp, familyId: row.family_id }
+    const grant: RefreshGrantState = { userId: row.user_id, clientId: row.client_id, scopes: row.scopes.split(' ').filter(Boolean), passwordStamp: row.password_stamp, familyId: row.family_id, loginAt: row.family_created_at }
     await check(grant)
     if (row.used_at !== null) return { token: await this.reuse(row, now), grant }
 

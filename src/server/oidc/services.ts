@@ -14,6 +14,8 @@ import { OidcProvider } from './provider.js'
 import { RefreshTokens } from './refresh-tokens.js'
 import { SigningKeys } from './signing-keys.js'
 
+const PURGE_EVERY_MS = 10 * 60_000
+
 export interface IdpServices {
   clients: IdpClients
   keys: SigningKeys
@@ -53,13 +55,19 @@ export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, c
   const devices = new DeviceRequests(store, { now })
   const requests = new AuthRequests(store, { now })
   const lockout = lockoutFrom(config)
-  const purge = async () => {
-    for (const rows of [refreshTokens, accessTokens, codes, devices, requests]) await rows.purge()
+  // Dead rows are deleted every 10 minutes at most, by whichever process serves a login: no timer to stop.
+  let lastPurge = 0
+  const housekeeping = () => {
+    if (now() - lastPurge < PURGE_EVERY_MS) return
+    lastPurge = now()
+    void (async () => {
+      for (const rows of [refreshTokens, accessTokens, codes, devices, requests]) await rows.purge()
+    })().catch(() => {})
   }
   const provider = new OidcProvider(
-    { store, box, tokens, clients, keys, refreshTokens, accessTokens, codes, devices, purge },
+    { store, box, tokens, clients, keys, refreshTokens, accessTokens, codes, devices, housekeeping },
     { issuer, idTokenSeconds: config.idpIdTokenSeconds, lockout, now },
   )
-  const browser = new BrowserFlow({ db: store.db, clients, requests, codes, devices, login: { db: store.db, box, tokens, lockout, now }, issuer, now })
+  const browser = new BrowserFlow({ db: store.db, clients, requests, codes, devices, login: { db: store.db, box, tokens, lockout, now }, issuer, now, housekeeping })
   return { clients, keys, refreshTokens, provider, browser }
 }

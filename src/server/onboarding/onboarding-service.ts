@@ -126,18 +126,18 @@ export class OnboardingService {
   }
 
   async syncDrivers(): Promise<void> {
-    const hosts = await this.store.db.selectFrom('hosts').select(['id', 'hostname']).where('kind', '=', 'agent').execute()
+    const hosts = await this.store.db.selectFrom('hosts').select(['id', 'hostname', 'driver']).where('kind', '=', 'agent').execute()
     const live = new Set(hosts.map((h) => h.id))
-    for (const h of hosts) this.ensureDriver(h.id, h.hostname)
+    for (const h of hosts) this.ensureDriver(h.id, h.hostname, h.driver)
     for (const [id, driver] of this.drivers.entries()) if (driver instanceof AgentDriver && !live.has(id)) this.drivers.delete(id)
   }
 
-  private ensureDriver(hostId: string, hostname: string): void {
+  private ensureDriver(hostId: string, hostname: string, driver: string): void {
     const existing = this.drivers.get(hostId)
-    if (existing instanceof AgentDriver && existing.options.hostname === hostname) return
+    if (existing instanceof AgentDriver && existing.options.hostname === hostname && existing.options.driver === driver) return
     this.drivers.set(
       hostId,
-      new AgentDriver({ hostId, hostname, store: this.store, channel: this.channel, timeoutMs: this.commandTimeoutMs, staleAfterMs: this.downAfterMs, consoles: this.consoles }),
+      new AgentDriver({ hostId, hostname, driver, store: this.store, channel: this.channel, timeoutMs: this.commandTimeoutMs, staleAfterMs: this.downAfterMs, consoles: this.consoles }),
     )
   }
 
@@ -201,7 +201,7 @@ export class OnboardingService {
       else await tx.insertInto('agent_hosts').values({ host_id: hostId, agent_version: req.agent_version, guests: '[]', guests_at: now, message: null, registered_at: now }).execute()
     })
     for (const [hash, entry] of this.credentialCache) if (entry.hostId === hostId) this.credentialCache.delete(hash)
-    this.ensureDriver(hostId, req.hostname)
+    this.ensureDriver(hostId, req.hostname, req.driver ?? 'simulated')
     this.logger.info({ hostId, hostname: req.hostname, agentVersion: req.agent_version }, 'host registered')
     return { host: await this.view(hostId), credential }
   }

@@ -1,7 +1,8 @@
 /**
  * The network service's policy, after Neutron's defaults: admins see and manage everything; project members
- * manage their project's resources; shared and external networks (and their subnets) are visible to every
- * project; a network's owner sees and manages the ports on it. Operations whose target is invisible answer
+ * manage their project's resources; shared and external networks are visible to every project, and the subnets of
+ * shared ones (an external network's subnets are not: Neutron's rule:shared); a network's owner sees and manages the
+ * ports on it. Operations whose target is invisible answer
  * 404 (the caller checks `get_*` first), visible but forbidden ones 403 PolicyNotAuthorized.
  */
 import type { Principal } from '../auth/principal.js'
@@ -35,7 +36,7 @@ export const NETWORK_POLICY = {
   'update_network:router:external': isAdmin,
   delete_network: projectMemberOrAdmin,
 
-  get_subnet: anyOf(projectReaderOrAdmin, sharedNetwork, externalNetwork, networkOwner),
+  get_subnet: anyOf(projectReaderOrAdmin, sharedNetwork, networkOwner),
   create_subnet: adminOrNetworkOwner,
   update_subnet: adminOrNetworkOwner,
   delete_subnet: adminOrNetworkOwner,

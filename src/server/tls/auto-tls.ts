@@ -2,18 +2,14 @@
  * PCC_TLS=auto: a private CA and a server certificate signed by it, generated once in data-dir/tls and reused.
  * Clients trust the CA file the server prints (kubectl's certificate-authority, openstack's --os-cacert).
  */
-// @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata API.
-import 'reflect-metadata'
 import { webcrypto } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join } from 'node:path'
-import * as x509 from '@peculiar/x509'
+import { x509 } from '../crypto/x509.js'
 
 type CryptoKey = webcrypto.CryptoKey
 type CryptoKeyPair = webcrypto.CryptoKeyPair
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0])
 
 export interface TlsFiles {
   caFile: string

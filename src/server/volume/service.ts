@@ -23,6 +23,7 @@ import { authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
+import type { ImageRecord } from '../image/model.js'
 import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type VolumeRecord } from './model.js'
 import type { VolumeConnections } from './connections.js'
 import type { VolumeConnectionInfo } from '../drivers/compute/driver.js'
@@ -83,6 +84,25 @@ export interface VolumeListQuery {
   sort: { key: string; dir: 'asc' | 'desc' }[]
 }
 
+export interface UploadToImageInput {
+  imageName: string
+  diskFormat: string
+  containerFormat: string
+  force: boolean
+  visibility?: 'private' | 'shared'
+}
+
+/** The formats a volume's bytes are uploaded in. */
+const UPLOAD_FORMATS = ['raw', 'qcow2'] as const
+
+/** Keys of a volume's image metadata that describe the source image itself, not properties an upload carries on. */
+const SOURCE_IMAGE_KEYS = new Set(['image_id', 'image_name', 'checksum', 'container_format', 'disk_format', 'min_disk', 'min_ram', 'size'])
+
+/** The properties an uploaded image inherits from the image the volume was made from (Cinder copies them). */
+function inheritedImageProperties(volume: VolumeRecord): Record<string, string> {
+  return Object.fromEntries(Object.entries(volume.imageMetadata ?? {}).filter(([key]) => !SOURCE_IMAGE_KEYS.has(key)))
+}
+
 const GIB = 1024 ** 3
 const DELETABLE = new Set(['available', 'error', 'error_restoring', 'error_extending', 'error_managing'])
 const SORT_KEYS: Record<string, (v: VolumeRecord) => string | number | null> = {
@@ -94,10 +114,6 @@ const SORT_KEYS: Record<string, (v: VolumeRecord) => string | number | null> = {
   size: (v) => v.size,
   availability_zone: (v) => v.availabilityZone,
   bootable: (v) => Number(v.bootable),
-}
-
-function pick(record: Record<string, string>, keys: string[]): Record<string, string> {
-  return Object.fromEntries(keys.filter((k) => k in record).map((k) => [k, record[k]]))
 }
 
 export function sortKeys(): string[] {
@@ -148,7 +164,7 @@ export class VolumeService {
     return volume
   }
 
-  async list(principal: Principal, query: VolumeListQuery): Promise<{ volumes: VolumeRecord[]; more: boolean }> {
+  async list(principal: Principal, query: VolumeListQuery): Promise<{ volumes: VolumeRecord[] }> {
     const caller = callerOf(principal)
     authorize(volumePolicy, 'volume:get_all', principal)
     if (query.allTenants || (query.projectId && query.projectId !== caller.projectId)) authorize(volumePolicy, 'volume:all_tenants', principal)
@@ -184,7 +200,7 @@ export class VolumeService {
       start = at + 1
     }
     const end = query.limit === undefined ? volumes.length : start + query.limit
-    return { volumes: volumes.slice(start, end), more: end < volumes.length }
+    return { volumes: volumes.slice(start, end) }
   }
 
   async create(principal: Principal, input: CreateVolumeInput): Promise<VolumeRecord> {
@@ -418,36 +434,6 @@ export class VolumeService {
     this.wake()
   }
 
-  /**
-   * os-volume_upload_image: a queued image of the volume's project, filled with the volume's bytes (converted to
-   * `disk_format` raw or qcow2) by the worker; an in-use volume needs `force`. Answers the image's record.
-   */
-  async uploadToImage(
-    principal: Principal,
-    id: string,
-    request: { imageName: string; diskFormat: string; containerFormat: string; force: boolean; visibility?: 'private' | 'shared'; protected?: boolean },
-  ): Promise<{ volume: VolumeRecord; imageId: string }> {
-    const caller = callerOf(principal)
-    if (!['raw', 'qcow2'].includes(request.diskFormat)) throw badRequest(`Invalid disk-format '${request.diskFormat}': volumes upload as raw or qcow2.`)
-    if (request.containerFormat !== 'bare') throw badRequest(`Invalid container-format '${request.containerFormat}': volumes upload as bare.`)
-    const imageId = await this.store.db.transaction().execute(async (tx) => {
-      const volume = await this.find(caller, id, tx)
-      authorize(volumePolicy, 'volume:upload_image', principal, { projectId: volume.projectId })
-      const ok = volume.status === 'available' || (volume.status === 'in-use' && request.force)
-      if (!ok) throw badRequest(`Invalid volume: Volume ${id} status must be available${request.force ? ' or in-use' : ' (or in-use with force)'}, but it is ${volume.status}.`)
-      const image = await this.images.createSnapshotImage(
-        { projectId: volume.projectId, name: request.imageName, diskFormat: request.diskFormat, containerFormat: 'bare', minDisk: volume.size, visibility: request.visibility, imageType: null, properties: volume.imageMetadata ? pick(volume.imageMetadata, ['kernel_id', 'ramdisk_id', 'os_type', 'hw_disk_bus']) : {} },
-        tx,
-      )
-      await tx.insertInto('volume_image_uploads').values({ image_id: image.id, volume_id: id, disk_format: request.diskFormat, created_at: this.now() }).execute()
-      await tx.updateTable('volumes').set({ status: 'uploading', updated_at: this.now() }).where('id', '=', id).execute()
-      await this.enqueue(tx, VOLUME_TASKS.uploadImage, id, { imageId: image.id, previousStatus: volume.status })
-      return image.id
-    })
-    this.wake()
-    return { volume: (await loadVolume(this.store.db, id))!, imageId }
-  }
-
   /** Sets (merge) or removes keys of the volume's image metadata (os-set_image_metadata / os-unset_image_metadata). */
   async changeImageMetadata(principal: Principal, id: string, change: { set?: Record<string, string>; unset?: string }): Promise<Record<string, string>> {
     const caller = callerOf(principal)
@@ -462,6 +448,37 @@ export class VolumeService {
       await tx.updateTable('volumes').set({ image_metadata: JSON.stringify(next), updated_at: this.now() }).where('id', '=', id).execute()
       return next
     })
+  }
+
+  /**
+   * os-volume_upload_image: a new image of the volume's bytes. The image is created queued with the request, the
+   * volume is `uploading` until its storage place has copied the bytes in, converted to `diskFormat` (the worker's
+   * task volume.upload_image), then back to its status. An attached volume needs `force`, as in Cinder.
+   */
+  async uploadToImage(principal: Principal, id: string, input: UploadToImageInput): Promise<{ volume: VolumeRecord; image: ImageRecord }> {
+    const caller = callerOf(principal)
+    if (!(UPLOAD_FORMATS as readonly string[]).includes(input.diskFormat)) {
+      throw badRequest(`Invalid disk-format '${input.diskFormat}': volumes upload as ${UPLOAD_FORMATS.join(' or ')}.`)
+    }
+    if (input.containerFormat !== 'bare') throw badRequest(`Invalid container-format '${input.containerFormat}': volumes upload as bare.`)
+    const result = await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:upload_image', principal, { projectId: volume.projectId })
+      if (!(volume.status === 'available' || (volume.status === 'in-use' && input.force))) {
+        throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use with force, but current status is: ${volume.status}.`)
+      }
+      const moved = await tx.updateTable('volumes').set({ status: 'uploading', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
+      const image = await this.images.createSnapshotImage(
+        { projectId: volume.projectId, name: input.imageName, diskFormat: input.diskFormat, containerFormat: input.containerFormat, visibility: input.visibility, imageType: null, minDisk: volume.size, properties: inheritedImageProperties(volume) },
+        tx,
+      )
+      await tx.insertInto('volume_image_uploads').values({ image_id: image.id, volume_id: id, disk_format: input.diskFormat, created_at: this.now() }).execute()
+      await this.enqueue(tx, VOLUME_TASKS.uploadImage, id, { imageId: image.id, previousStatus: volume.status })
+      return { volume: (await loadVolume(tx, id))!, image }
+    })
+    this.wake()
+    return result
   }
 
   /** Admins delete a volume whatever its status, attachments included (os-force_delete). */

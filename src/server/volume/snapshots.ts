@@ -48,7 +48,7 @@ export class SnapshotService {
   async list(
     principal: Principal,
     query: { allTenants: boolean; name?: string; status?: string; volumeId?: string; limit?: number; marker?: string; offset?: number; sortDir: 'asc' | 'desc' },
-  ): Promise<{ snapshots: SnapshotRecord[]; more: boolean }> {
+  ): Promise<{ snapshots: SnapshotRecord[] }> {
     const caller = callerOf(principal)
     if (query.allTenants) authorize(volumePolicy, 'volume:all_tenants', principal)
     let q = this.store.db.selectFrom('volume_snapshots').selectAll()
@@ -65,7 +65,7 @@ export class SnapshotService {
       start = at + 1
     }
     const end = query.limit === undefined ? all.length : start + query.limit
-    return { snapshots: all.slice(start, end), more: end < all.length }
+    return { snapshots: all.slice(start, end) }
   }
 
   async create(principal: Principal, input: SnapshotInput): Promise<SnapshotRecord> {
@@ -148,6 +148,18 @@ export class SnapshotService {
       const next = replace ? { ...metadata } : { ...snapshot.metadata, ...metadata }
       await tx.updateTable('volume_snapshots').set({ metadata: JSON.stringify(next), updated_at: this.now() }).where('id', '=', id).execute()
       return next
+    })
+  }
+
+  async deleteMetadataKey(principal: Principal, id: string, key: string): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const snapshot = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'snapshot:update', principal, { projectId: snapshot.projectId })
+      if (!(key in snapshot.metadata)) throw notFound(`Metadata item was not found: ${key}`)
+      const next = { ...snapshot.metadata }
+      delete next[key]
+      await tx.updateTable('volume_snapshots').set({ metadata: JSON.stringify(next), updated_at: this.now() }).where('id', '=', id).execute()
     })
   }
 

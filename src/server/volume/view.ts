@@ -27,14 +27,22 @@ function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): 
 }
 
 const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
-  // Cinder's host@backend#pool: the storage place (controller or a storage host's id) and the backend.
-  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: (v) => (v.location ? `${v.location}@${v.backend}#${v.backend}` : null) },
-  'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
-  'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
   group_id: { since: '3.13', read: () => null },
   provider_id: { since: '3.21', adminOnly: true, read: () => null },
   service_uuid: { since: '3.48', adminOnly: true, read: () => null },
   shared_targets: { since: '3.48', read: () => false },
+}
+
+/**
+ * What Cinder's API extensions add to show and detail only: the answers to create and update (and Tempest's
+ * schemas for them) have none of these keys.
+ */
+const VOLUME_SHOW_GATES: Record<string, Gate<VolumeRecord>> = {
+  'os-vol-tenant-attr:tenant_id': { since: '3.0', read: (v) => v.projectId },
+  // Cinder's host@backend#pool: the storage place (controller or a storage host's id) and the backend.
+  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: (v) => (v.location ? `${v.location}@${v.backend}#${v.backend}` : null) },
+  'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
+  'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
 }
 
 const SNAPSHOT_GATES: Record<string, Gate<SnapshotRecord>> = {
@@ -54,7 +62,8 @@ export function volumeSummary(v: VolumeRecord, ctx: ViewContext): Record<string,
   return { id: v.id, name: v.name, links: links(ctx, 'volumes', v.id) }
 }
 
-export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, unknown> {
+/** A volume as create and update answer it (Cinder's view builder without the show-only extensions). */
+export function volumeView(v: VolumeRecord, ctx: ViewContext): Record<string, unknown> {
   return {
     id: v.id,
     name: v.name,
@@ -76,7 +85,6 @@ export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, 
     migration_status: null,
     metadata: v.metadata,
     user_id: v.userId,
-    'os-vol-tenant-attr:tenant_id': v.projectId,
     attachments: v.attachments
       .filter((a) => a.attachStatus !== 'reserved')
       .map((a) => ({
@@ -89,11 +97,20 @@ export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, 
         attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
       })),
     links: links(ctx, 'volumes', v.id),
-    ...(v.imageMetadata ? { volume_image_metadata: v.imageMetadata } : {}),
     ...gated(VOLUME_GATES, v, ctx),
   }
 }
 
+/** A volume as show and the detail list answer it. */
+export function volumeDetail(v: VolumeRecord, ctx: ViewContext): Record<string, unknown> {
+  return {
+    ...volumeView(v, ctx),
+    ...gated(VOLUME_SHOW_GATES, v, ctx),
+    ...(v.imageMetadata ? { volume_image_metadata: v.imageMetadata } : {}),
+  }
+}
+
+/** A snapshot in the list, and as create and update answer it. */
 export function snapshotSummary(s: SnapshotRecord, ctx: ViewContext): Record<string, unknown> {
   return {
     id: s.id,
@@ -109,6 +126,7 @@ export function snapshotSummary(s: SnapshotRecord, ctx: ViewContext): Record<str
   }
 }
 
+/** A snapshot as show and the detail list answer it (with the extended-attributes extension's keys). */
 export function snapshotDetail(s: SnapshotRecord, ctx: ViewContext): Record<string, unknown> {
   return {
     ...snapshotSummary(s, ctx),
@@ -145,21 +163,5 @@ export function attachmentView(a: VolumeAttachment, detail: boolean): Record<str
           connection_info: a.connectionInfo,
         }
       : {}),
-  }
-}
-
-/** The answer to os-volume_upload_image (Cinder's shape). */
-export function uploadImageView(v: VolumeRecord, imageId: string, imageName: string, diskFormat: string): Record<string, unknown> {
-  return {
-    id: v.id,
-    updated_at: cinderTime(v.updatedAt),
-    status: v.status,
-    display_description: v.description,
-    size: v.size,
-    volume_type: { id: v.volumeTypeId, name: v.volumeTypeName },
-    image_id: imageId,
-    container_format: 'bare',
-    disk_format: diskFormat,
-    image_name: imageName,
   }
 }

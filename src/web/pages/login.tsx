@@ -19,7 +19,7 @@ export function LoginPage() {
         <Form
           submitLabel="Log in"
           fields={[
-            { name: 'username', label: 'User name', required: true, autocomplete: 'username' },
+            { name: 'username', label: 'User name', required: true, autocomplete: 'username', autofocus: true },
             { name: 'password', label: 'Password', type: 'password', required: true, autocomplete: 'current-password' },
             { name: 'domain', label: 'Domain', initial: 'Default', required: true },
           ]}
@@ -30,7 +30,7 @@ export function LoginPage() {
           <p>Your account needs a second factor. Enter the 6-digit code your authenticator app shows now.</p>
           <Form
             submitLabel="Verify"
-            fields={[{ name: 'passcode', label: 'Authentication code', required: true, autocomplete: 'one-time-code', placeholder: '123456' }]}
+            fields={[{ name: 'passcode', label: 'Authentication code', required: true, autocomplete: 'one-time-code', placeholder: '123456', autofocus: true }]}
             submit={(v) => loginWithTotp(receipt, (v.passcode as string).replace(/\s/g, ''))}
             onCancel={() => setReceipt(undefined)}
           />

@@ -17,6 +17,8 @@ interface ServerAction {
   when: (s: Server) => boolean
   admin?: boolean
   danger?: boolean
+  /** Shown under "More actions" (the toolbar keeps the everyday ones). */
+  more?: boolean
   confirm?: (s: Server) => string
   /** The form to fill first (loaded when the action is chosen). */
   form?: (s: Server) => Promise<Field[]>
@@ -44,13 +46,14 @@ export const SERVER_ACTIONS: ServerAction[] = [
   { id: 'unpause', label: 'Unpause', when: is('PAUSED'), run: action({ unpause: null }) },
   { id: 'suspend', label: 'Suspend', when: is('ACTIVE'), run: action({ suspend: null }) },
   { id: 'resume', label: 'Resume', when: is('SUSPENDED'), run: action({ resume: null }) },
-  { id: 'lock', label: 'Lock', when: (s) => !s.locked, form: async () => [{ name: 'reason', label: 'Reason (optional)' }], run: (s, v) => action({ lock: v.reason ? { locked_reason: v.reason } : null })(s) },
-  { id: 'unlock', label: 'Unlock', when: (s) => s.locked, run: action({ unlock: null }) },
-  { id: 'shelve', label: 'Shelve', when: is('ACTIVE', 'SHUTOFF', 'PAUSED', 'SUSPENDED'), run: action({ shelve: null }) },
+  { id: 'lock', more: true, label: 'Lock', when: (s) => !s.locked, form: async () => [{ name: 'reason', label: 'Reason (optional)' }], run: (s, v) => action({ lock: v.reason ? { locked_reason: v.reason } : null })(s) },
+  { id: 'unlock', more: true, label: 'Unlock', when: (s) => s.locked, run: action({ unlock: null }) },
+  { id: 'shelve', more: true, label: 'Shelve', when: is('ACTIVE', 'SHUTOFF', 'PAUSED', 'SUSPENDED'), run: action({ shelve: null }) },
   { id: 'unshelve', label: 'Unshelve', when: is('SHELVED', 'SHELVED_OFFLOADED'), run: action({ unshelve: null }) },
-  { id: 'shelve-offload', label: 'Offload shelved', admin: true, when: is('SHELVED'), run: action({ shelveOffload: null }) },
+  { id: 'shelve-offload', more: true, label: 'Offload shelved', admin: true, when: is('SHELVED'), run: action({ shelveOffload: null }) },
   {
     id: 'rescue',
+    more: true,
     label: 'Rescue',
     when: is('ACTIVE', 'SHUTOFF', 'ERROR'),
     form: async () => [{ name: 'image', label: 'Rescue image', type: 'select', options: (await listImages()).filter((i) => i.status === 'active').map((i) => ({ value: i.id, label: i.name })), help: 'Empty: the server’s own image.' }],
@@ -62,6 +65,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   { id: 'unrescue', label: 'Unrescue', when: is('RESCUE'), run: action({ unrescue: null }) },
   {
     id: 'resize',
+    more: true,
     label: 'Resize',
     when: is('ACTIVE', 'SHUTOFF'),
     form: async (s) => [{ name: 'flavor', label: 'New flavor', type: 'select', required: true, options: (await listFlavors()).filter((f) => f.name !== s.flavor.original_name).map((f) => ({ value: f.id, label: flavorLabel(f) })) }],
@@ -71,6 +75,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   { id: 'revert-resize', label: 'Revert resize', when: is('VERIFY_RESIZE'), run: action({ revertResize: null }) },
   {
     id: 'rebuild',
+    more: true,
     label: 'Rebuild',
     when: is('ACTIVE', 'SHUTOFF', 'ERROR'),
     danger: true,
@@ -89,6 +94,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'password',
+    more: true,
     label: 'Change password',
     when: is('ACTIVE'),
     form: async () => [{ name: 'password', label: 'New administrator password', type: 'password', required: true, autocomplete: 'new-password' }],
@@ -96,6 +102,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'edit',
+    more: true,
     label: 'Edit',
     when: () => true,
     form: async (s) => [
@@ -106,6 +113,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'attach-volume',
+    more: true,
     label: 'Attach volume',
     when: is('ACTIVE', 'SHUTOFF', 'PAUSED', 'SHELVED', 'SHELVED_OFFLOADED'),
     form: async () => [{ name: 'volume', label: 'Volume', type: 'select', required: true, options: (await listVolumes()).filter((v) => v.status === 'available').map((v) => ({ value: v.id, label: `${v.name || v.id} (${v.size} GiB)` })), help: 'Available volumes of this project.' }],
@@ -113,6 +121,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'attach-interface',
+    more: true,
     label: 'Attach interface',
     when: is('ACTIVE', 'SHUTOFF', 'PAUSED'),
     form: async () => [{ name: 'network', label: 'Network', type: 'select', required: true, options: (await listNetworks()).filter((n) => !n['router:external']).map((n) => ({ value: n.id, label: n.name || n.id })) }],
@@ -120,6 +129,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'floating-ip',
+    more: true,
     label: 'Associate floating IP',
     when: (s) => Object.keys(s.addresses ?? {}).length > 0,
     form: async (s) => {
@@ -138,6 +148,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'add-group',
+    more: true,
     label: 'Add security group',
     when: (s) => Object.keys(s.addresses ?? {}).length > 0,
     form: async (s) => {
@@ -148,6 +159,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'remove-group',
+    more: true,
     label: 'Remove security group',
     when: (s) => (s.security_groups ?? []).length > 0,
     form: async (s) => [{ name: 'group', label: 'Security group', type: 'select', required: true, options: [...new Set((s.security_groups ?? []).map((g) => g.name))].map((name) => ({ value: name, label: name })) }],
@@ -155,6 +167,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'migrate',
+    more: true,
     label: 'Migrate',
     admin: true,
     when: is('ACTIVE', 'SHUTOFF'),
@@ -163,6 +176,7 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'live-migrate',
+    more: true,
     label: 'Live migrate',
     admin: true,
     when: is('ACTIVE', 'PAUSED'),
@@ -171,13 +185,14 @@ export const SERVER_ACTIONS: ServerAction[] = [
   },
   {
     id: 'evacuate',
+    more: true,
     label: 'Evacuate',
     admin: true,
     when: () => true,
     form: async () => [{ name: 'host', label: 'Target host (optional)', help: 'Only for a server whose host is down.' }],
     run: (s, v) => action({ evacuate: v.host ? { host: v.host } : {} })(s),
   },
-  { id: 'crash-dump', label: 'Trigger crash dump', when: is('ACTIVE'), confirm: (s) => `Send a crash-dump interrupt (NMI) to ${s.name}?`, run: action({ trigger_crash_dump: null }) },
+  { id: 'crash-dump', more: true, label: 'Trigger crash dump', when: is('ACTIVE'), confirm: (s) => `Send a crash-dump interrupt (NMI) to ${s.name}?`, run: action({ trigger_crash_dump: null }) },
   {
     id: 'delete',
     label: 'Delete',
@@ -209,16 +224,23 @@ export function ServerActions({ server, onChanged }: { server: Server; onChanged
     if (text) setMessage(text)
     onChanged()
   }
+  const button = (a: ServerAction) =>
+    a.form ? (
+      <button type="button" class={a.danger ? 'danger' : ''} onClick={() => setOpen(a)}>
+        {a.label}…
+      </button>
+    ) : (
+      <ActionButton label={a.label} danger={a.danger} confirm={a.confirm?.(server)} run={() => a.run(server, {}).then((text) => done(text ?? undefined))} />
+    )
+  const more = offered.filter((a) => a.more)
   return (
     <div class="toolbar" role="toolbar" aria-label="Server actions">
-      {offered.map((a) =>
-        a.form ? (
-          <button type="button" class={a.danger ? 'danger' : ''} onClick={() => setOpen(a)}>
-            {a.label}…
-          </button>
-        ) : (
-          <ActionButton label={a.label} danger={a.danger} confirm={a.confirm?.(server)} run={() => a.run(server, {}).then((text) => done(text ?? undefined))} />
-        ),
+      {offered.filter((a) => !a.more).map(button)}
+      {more.length > 0 && (
+        <details class="more">
+          <summary>More actions</summary>
+          <div class="menu">{more.map(button)}</div>
+        </details>
       )}
       {open && <ActionForm server={server} spec={open} onClose={() => setOpen(undefined)} onDone={done} />}
       {message && (

@@ -179,7 +179,7 @@ export function ServerDetailPage({ params, query }: { params: { id: string }; qu
       <p>
         <a href={href('/servers')}>← Servers</a>
       </p>
-      <div class="page-head">
+      <div class="page-head detail">
         <h1>{s.name}</h1>
         <Status value={s.status} />
         {s['OS-EXT-STS:task_state'] && <span class="muted">{s['OS-EXT-STS:task_state']}…</span>}

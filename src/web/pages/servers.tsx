@@ -3,7 +3,7 @@
  * without reloading by asking only for what changed since the last look (`changes-since`, which also reports
  * deleted servers). The interval is short while a server on the page is busy and longer when all are settled.
  */
-import { useRef, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { call, query } from '../api/http'
 import { serverAddresses, serverBusy, type Server } from '../api/resources'
 import { href } from '../router'
@@ -37,7 +37,16 @@ interface PageState {
 }
 
 export function ServersPage() {
+  const [typed, setTyped] = useState('')
   const [search, setSearch] = useState('')
+  // Ask the API once typing pauses, not per key.
+  useEffect(() => {
+    const timer = setTimeout(() => {
+      setMarkers([])
+      setSearch(typed)
+    }, 300)
+    return () => clearTimeout(timer)
+  }, [typed])
   const [status, setStatus] = useState('')
   const [markers, setMarkers] = useState<string[]>([])
   const [creating, setCreating] = useState(false)
@@ -84,11 +93,8 @@ export function ServersPage() {
           Name contains{' '}
           <input
             type="search"
-            value={search}
-            onInput={(e) => {
-              setMarkers([])
-              setSearch(e.currentTarget.value)
-            }}
+            value={typed}
+            onInput={(e) => setTyped(e.currentTarget.value)}
           />
         </label>
         <label>

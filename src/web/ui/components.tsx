@@ -119,6 +119,8 @@ export interface Field {
   when?: (values: Record<string, FieldValue>) => boolean
   min?: number
   autocomplete?: string
+  /** Focused when the form appears (a form that replaces another, like the TOTP step). */
+  autofocus?: boolean
 }
 
 function FieldInput({ field, value, onChange }: { field: Field; value: FieldValue; onChange: (v: FieldValue) => void }) {
@@ -191,6 +193,11 @@ export function Form({ fields, submit, submitLabel, onCancel, children }: { fiel
   const [values, setValues] = useState(() => initialValues(fields))
   const [error, setError] = useState<unknown>()
   const [busy, setBusy] = useState(false)
+  const form = useRef<HTMLFormElement>(null)
+  useEffect(() => {
+    const first = fields.find((f) => f.autofocus)
+    if (first) form.current?.querySelector<HTMLElement>(`#f-${first.name}`)?.focus()
+  }, [])
   const onSubmit = async (event: Event) => {
     event.preventDefault()
     setBusy(true)
@@ -204,7 +211,7 @@ export function Form({ fields, submit, submitLabel, onCancel, children }: { fiel
     }
   }
   return (
-    <form onSubmit={onSubmit} class="form">
+    <form ref={form} onSubmit={onSubmit} class="form">
       {fields
         .filter((f) => !f.when || f.when(values))
         .map((f) => (

@@ -94,6 +94,11 @@ export function requireGate(request: FastifyRequest, gate: Gate): void {
   if (!request.api.has(gate)) throw notFound('The resource could not be found.')
 }
 
+/** 404 for routes that Nova removed at some version (the proxy APIs at 2.36…). */
+export function requireBefore(request: FastifyRequest, gate: Gate): void {
+  if (request.api.has(gate)) throw notFound('The resource could not be found.')
+}
+
 /** Reads a JSON object body (Fastify parsed it); anything else is a malformed request. */
 export function bodyObject(request: FastifyRequest): Record<string, unknown> {
   const body = request.body

@@ -8,7 +8,7 @@ import { keypairFields, type KeypairModel } from '../../../contracts/compute/key
 import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
 import type { KeypairTable } from '../../storage/schema.js'
 import type { AppDeps } from '../../deps.js'
-import { fingerprintOf, generateSshKeypair } from '../../compute/keypairs.js'
+import { fingerprintOf, generateSshKeypair, generateX509Keypair } from '../../compute/keypairs.js'
 import { quotaLimits } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
 
@@ -51,8 +51,7 @@ export function keypairRoutes(deps: AppDeps) {
       let privateKey: string | undefined
       let fingerprint: string
       if (publicKey === undefined) {
-        if (type === 'x509') throw badRequest('Keypair data is invalid: x509 key pairs must be imported')
-        const generated = generateSshKeypair(`Generated-by-pcc`)
+        const generated = type === 'x509' ? await generateX509Keypair(userId) : generateSshKeypair(`Generated-by-pcc`)
         publicKey = generated.publicKey
         privateKey = generated.privateKey
         fingerprint = generated.fingerprint

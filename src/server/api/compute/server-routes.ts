@@ -17,6 +17,7 @@ import { serverGroupRoutes } from './server-groups.js'
 import { usageRoutes } from './usage.js'
 import { volumeAttachmentRoutes } from './volume-attachments.js'
 import { remoteConsoleRoutes } from './remote-consoles.js'
+import { imageProxyRoutes } from './images.js'
 
 export function serverRoutes(deps: AppDeps) {
   const withImages = { ...deps, imageLookup: imageServiceLookup(deps.images) }
@@ -33,5 +34,6 @@ export function serverRoutes(deps: AppDeps) {
     await serverGroupRoutes(deps)(scope)
     await usageRoutes(deps)(scope)
     await remoteConsoleRoutes(deps)(scope)
+    await imageProxyRoutes(deps)(scope)
   }
 }

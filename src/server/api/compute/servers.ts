@@ -16,6 +16,7 @@ import type { ImageLookup } from '../../compute/images.js'
 import { computeStorage } from '../../compute/storage.js'
 import { bodyObject, callerOf, can, must, validate } from './context.js'
 import { randomUUID } from 'node:crypto'
+import { accessIpv6 } from '../../compute/access-ips.js'
 
 export interface ServerRouteDeps extends AppDeps {
   imageLookup: ImageLookup
@@ -187,7 +188,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       if (s.name !== undefined) changes.name = s.name as string
       if (s.description !== undefined) changes.description = s.description as string | null
       if (s.accessIPv4 !== undefined) changes.access_ip_v4 = s.accessIPv4 as string
-      if (s.accessIPv6 !== undefined) changes.access_ip_v6 = s.accessIPv6 as string
+      if (s.accessIPv6 !== undefined) changes.access_ip_v6 = accessIpv6(s.accessIPv6 as string)
       if (s['OS-DCF:diskConfig'] !== undefined) changes.disk_config = s['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL'
       if (s.hostname !== undefined) changes.hostname = s.hostname as string
       let updated = row

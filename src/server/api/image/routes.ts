@@ -4,15 +4,17 @@
  * the raw request through untouched, so the global body limit does not apply and nothing is buffered; the
  * service enforces the image size limit instead.
  */
-import { PassThrough } from 'node:stream'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import { uploadStream } from '../../http/upload-stream.js'
 import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
 import type { ImageQuery } from '../../image/listing.js'
 import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../../image/schemas.js'
 import { imageView, memberView } from '../../image/view.js'
+import { fromDraft4 } from '../../image/patch.js'
 
-const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', 'application/openstack-images-v2.0-json-patch']
+const DRAFT4_PATCH_TYPE = 'application/openstack-images-v2.0-json-patch'
+const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', DRAFT4_PATCH_TYPE]
 const GLANCE_VERSIONS = ['2.9', '2.8', '2.7', '2.6', '2.5', '2.4', '2.3', '2.2', '2.1', '2.0']
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] } as const
@@ -31,20 +33,6 @@ const createBody = {
     tags: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 255 } },
   },
 } as const
-
-/** Consumes the request body as a stream of its own, so a failed upload can still be answered. */
-function uploadStream(request: FastifyRequest): PassThrough {
-  const raw = request.raw
-  const body = new PassThrough({ highWaterMark: 1 << 20 })
-  const abort = () => {
-    if (!raw.complete) body.destroy(new Error('the client closed the connection before the upload finished'))
-  }
-  raw.on('aborted', abort)
-  raw.on('error', (err) => body.destroy(err))
-  raw.on('close', abort)
-  raw.pipe(body)
-  return body
-}
 
 export function imageRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
@@ -102,7 +90,8 @@ export function imageRoutes(deps: AppDeps) {
             .send({ message: `Unsupported Content-Type: use ${JSON_PATCH_TYPES[0]}`, code: '415 Unsupported Media Type', title: 'Unsupported Media Type' })
         }
         const { id } = request.params as { id: string }
-        return imageView(await images.update(request.principal, id, request.body))
+        const operations = contentType === DRAFT4_PATCH_TYPE ? fromDraft4(request.body) : request.body
+        return imageView(await images.update(request.principal, id, operations))
       })
 
       v2.delete('/v2/images/:id', { schema: { params: idParams } }, async (request, reply) => {

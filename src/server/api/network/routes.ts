@@ -124,6 +124,16 @@ export function networkRoutes(deps: AppDeps) {
           return { [r.member]: projectFields(item, fieldsOf(request.query as Query)) }
         })
         api.post<{ Body: Body }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema } }, async (request, reply: FastifyReply) => {
+          const bulk = request.body[r.collection] as unknown as Record<string, unknown>[] | undefined
+          if (bulk) {
+            // Neutron's bulk create: every member in one transaction, all created or none.
+            const items = await service.run(request.principal, async (ctx, actor) => {
+              const created: View[] = []
+              for (const member of bulk) created.push(await r.create(ctx, actor, member as never))
+              return created
+            })
+            return reply.code(201).send({ [r.collection]: items })
+          }
           const item = await service.run(request.principal, (ctx, actor) => r.create(ctx, actor, request.body[r.member] as never))
           return reply.code(201).send({ [r.member]: item })
         })

@@ -10,7 +10,8 @@ const bool = { neutronBool: {} }
 const int = (spec: { min?: number; max?: number; nullable?: boolean } = {}) => ({ neutronInt: spec })
 const tags = { type: 'array', items: str(255), maxItems: 50 }
 const uuidish = str(36)
-const port = int({ min: 0, max: 65535, nullable: true })
+// Port range values: the rule validator answers out-of-range values with Neutron's "Invalid value for port N".
+const port = int({ nullable: true })
 
 const owner = { project_id: str(64), tenant_id: str(64) }
 const ignored = {
@@ -21,6 +22,14 @@ const ignored = {
 
 const object = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', additionalProperties: false, properties, required })
 const wrap = (key: string, inner: unknown) => ({ type: 'object', additionalProperties: false, required: [key], properties: { [key]: inner } })
+/** A create body: one member (`{"port": {…}}`) or, in bulk, a list of them (`{"ports": [{…}, …]}`). */
+const creatable = (member: string, collection: string, inner: unknown) => ({
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  maxProperties: 1,
+  properties: { [member]: inner, [collection]: { type: 'array', minItems: 1, maxItems: 1000, items: inner } },
+})
 
 const networkAttrs = {
   name: str(),
@@ -38,7 +47,7 @@ const networkAttrs = {
   'provider:segmentation_id': int({ nullable: true }),
   ...ignored,
 }
-export const networkCreate = wrap('network', object({ ...networkAttrs, ...owner }))
+export const networkCreate = creatable('network', 'networks', object({ ...networkAttrs, ...owner }))
 export const networkUpdate = wrap('network', object({ ...networkAttrs, ...owner }))
 
 const pool = object({ start: str(64), end: str(64) }, ['start', 'end'])
@@ -48,15 +57,17 @@ const subnetMutable = {
   description: str(),
   gateway_ip: nullableStr(64),
   allocation_pools: { type: 'array', items: pool },
-  dns_nameservers: { type: 'array', items: str(64) },
-  host_routes: { type: 'array', items: hostRoute },
+  // Neutron reads null as an empty list for these (convert_none_to_empty_list).
+  dns_nameservers: { type: ['array', 'null'], items: str(64) },
+  host_routes: { type: ['array', 'null'], items: hostRoute },
   enable_dhcp: bool,
   tags,
   service_types: { type: 'array', maxItems: 0 },
   segment_id: { type: 'null' },
 }
-export const subnetCreate = wrap(
+export const subnetCreate = creatable(
   'subnet',
+  'subnets',
   object(
     {
       ...subnetMutable,
@@ -94,7 +105,7 @@ const portAttrs = {
   tags,
   qos_policy_id: { type: 'null' },
 }
-export const portCreate = wrap('port', object({ ...portAttrs, network_id: uuidish, ...owner }, ['network_id']))
+export const portCreate = creatable('port', 'ports', object({ ...portAttrs, network_id: uuidish, ...owner }, ['network_id']))
 export const portUpdate = wrap('port', object({ ...portAttrs, network_id: uuidish, ...owner }))
 
 const sgAttrs = { name: str(), description: str(), stateful: bool, tags }
@@ -131,7 +142,7 @@ const routerAttrs = {
   description: str(),
   admin_state_up: bool,
   external_gateway_info: gatewayInfo,
-  routes: { type: 'array', items: hostRoute },
+  routes: { type: ['array', 'null'], items: hostRoute },
   tags,
   distributed: bool,
   ha: bool,

@@ -3,9 +3,10 @@
  * and role changes for users (identity token), registration with a one-time token, and the agent's calls
  * (heartbeat, role status, command long-poll and results) authenticated by the host's own credential.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { forbidden, notFound } from '../../../contracts/errors.js'
+import type { FastifyInstance } from 'fastify'
+import { notFound } from '../../../contracts/errors.js'
 import { authHook } from '../../auth/http-auth.js'
+import { hostAuth } from './host-auth.js'
 import type { AppDeps } from '../../deps.js'
 import type { HeartbeatRequest, RegistrationRequest } from '../../onboarding/onboarding-service.js'
 import { ROLES } from '../../onboarding/roles.js'
@@ -43,7 +44,7 @@ const registerSchema = {
     disk_gb: { type: 'integer', minimum: 0 },
     nics: { type: 'array', maxItems: 256, items: nicSchema },
     agent_version: str(64),
-    driver: { type: 'string', enum: ['simulated'] },
+    driver: { type: 'string', enum: ['simulated', 'qemu'] },
   },
 }
 
@@ -60,20 +61,10 @@ const heartbeatSchema = {
   },
 }
 
-/** Authenticates an agent by its host credential (`Authorization: Bearer pcch_…`); it may act only for its own host. */
-export function hostCredentialHook(onboarding: AppDeps['onboarding']) {
-  return async (request: FastifyRequest<{ Params: { id: string } }>): Promise<void> => {
-    const authorization = request.headers.authorization
-    const credential = authorization && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : undefined
-    const hostId = await onboarding.authenticateHost(credential)
-    if (request.params.id.toLowerCase() !== hostId) throw forbidden('A host credential acts only for its own host.')
-  }
-}
-
 export function hostRoutes(deps: AppDeps) {
   const requireAuth = authHook(deps.tokens, deps.urls.identity)
   const onboarding = deps.onboarding
-  const requireHost = hostCredentialHook(onboarding)
+  const requireHost = hostAuth(deps)
 
   return async (scope: FastifyInstance): Promise<void> => {
     scope.post<{ Body: { expires_in?: number; note?: string } }>(

@@ -11,7 +11,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { exportsForHost, receiveUploadFromHost, recordStorageReport, sourceImageForHost, type StorageReport } from '../../volume/storage-hosts.js'
-import { hostCredentialHook } from './hosts.js'
+import { hostAuth } from './host-auth.js'
 
 const id = { type: 'string', maxLength: 64 }
 const hostParams = { type: 'object', properties: { id }, required: ['id'] }
@@ -31,7 +31,7 @@ const reportSchema = {
 }
 
 export function storageHostRoutes(deps: AppDeps) {
-  const requireHost = hostCredentialHook(deps.onboarding)
+  const requireHost = hostAuth(deps)
   const db = deps.store.db
   const { connections } = deps.volumeServices
   return async (scope: FastifyInstance): Promise<void> => {

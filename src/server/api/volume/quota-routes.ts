@@ -9,6 +9,7 @@ import { volumePolicy } from '../../policy/volume.policy.js'
 import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage } from '../../volume/quotas.js'
 import { callerOf } from '../../volume/service.js'
 import { boolParam } from './params.js'
+import { extensionsDocument } from '../../volume/extensions.js'
 
 export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: FastifyRequest) => ViewContext): void {
   // ---- quotas, limits, zones ----
@@ -78,7 +79,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
     }
   })
   r.get('/os-availability-zone', async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
-  r.get('/extensions', async () => ({ extensions: [] }))
+  r.get('/extensions', async () => extensionsDocument())
   // The scheduler and one volume service per backend of each storage place, as `openstack volume service list` shows them (admins).
   r.get('/os-services', async (request) => {
     authorize(volumePolicy, 'volume:all_tenants', request.principal)

@@ -2,9 +2,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
-import { AppError } from '../../../contracts/errors.js'
 import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
-import { boolParam, idParams, intParam, keyParams, metadataBody, nullableString, one, sortParam, stringMap } from './params.js'
+import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap } from './params.js'
+import { metadataRoutes } from './metadata-routes.js'
 
 export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { snapshots } = deps.volumeServices
@@ -25,7 +25,8 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     })
     const c = ctx(request)
     const body: Record<string, unknown> = { snapshots: result.snapshots.map((s) => (detail ? snapshotDetail(s, c) : snapshotSummary(s, c))) }
-    if (result.more && limit !== undefined && result.snapshots.length > 0) {
+    // As for volumes: a full page links the next one.
+    if (limit !== undefined && result.snapshots.length === limit) {
       const params = new URLSearchParams({ limit: String(limit), marker: result.snapshots[result.snapshots.length - 1].id })
       body.snapshots_links = [{ rel: 'next', href: `${deps.urls.volume}/snapshots${detail ? '/detail' : ''}?${params}` }]
     }
@@ -69,7 +70,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
         force,
         metadata: (s.metadata as Record<string, string> | null) ?? {},
       })
-      return reply.code(202).send({ snapshot: snapshotDetail(snapshot, ctx(request)) })
+      return reply.code(202).send({ snapshot: snapshotSummary(snapshot, ctx(request)) })
     },
   )
   r.get('/snapshots/:id', { schema: { params: idParams } }, async (request) => {
@@ -86,7 +87,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
         name: s.name !== undefined ? s.name : s.display_name,
         description: s.description !== undefined ? s.description : s.display_description,
       })
-      return { snapshot: snapshotDetail(snapshot, ctx(request)) }
+      return { snapshot: snapshotSummary(snapshot, ctx(request)) }
     },
   )
   r.delete('/snapshots/:id', { schema: { params: idParams } }, async (request, reply) => {
@@ -94,31 +95,5 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     await snapshots.delete(request.principal, id)
     return reply.code(202).send()
   })
-  r.get('/snapshots/:id/metadata', { schema: { params: idParams } }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: (await snapshots.get(request.principal, id)).metadata }
-  })
-  r.post('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: await snapshots.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, false) }
-  })
-  r.put('/snapshots/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: await snapshots.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, true) }
-  })
-
-  r.get('/snapshots/:id/metadata/:key', { schema: { params: keyParams } }, async (request) => {
-    const { id, key } = request.params as { id: string; key: string }
-    const metadata = (await snapshots.get(request.principal, id)).metadata
-    if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
-    return { meta: { [key]: metadata[key] } }
-  })
-  r.delete('/snapshots/:id/metadata/:key', { schema: { params: keyParams } }, async (request, reply) => {
-    const { id, key } = request.params as { id: string; key: string }
-    const metadata = { ...(await snapshots.get(request.principal, id)).metadata }
-    if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
-    delete metadata[key]
-    await snapshots.setMetadata(request.principal, id, metadata, true)
-    return reply.code(200).send()
-  })
+  metadataRoutes(r, 'snapshots', snapshots)
 }

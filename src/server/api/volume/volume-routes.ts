@@ -4,8 +4,10 @@ import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { AppError, badRequest } from '../../../contracts/errors.js'
 import { atLeast } from '../../volume/microversion.js'
-import { attachmentView, uploadImageView, volumeDetail, volumeSummary } from '../../volume/view.js'
-import { boolParam, idParams, intParam, keyParams, metadataBody, metadataParam, nullableString, one, sortParam, stringMap } from './params.js'
+import { attachmentView, typeView, volumeDetail, volumeSummary, volumeView } from '../../volume/view.js'
+import { cinderTime } from '../../volume/model.js'
+import { boolParam, idParams, intParam, metadataParam, nullableString, one, sortParam, stringMap } from './params.js'
+import { metadataRoutes } from './metadata-routes.js'
 
 const createVolumeBody = {
   type: 'object',
@@ -57,7 +59,8 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     })
     const c = ctx(request)
     const body: Record<string, unknown> = { volumes: result.volumes.map((v) => (detail ? volumeDetail(v, c) : volumeSummary(v, c))) }
-    if (result.more && limit !== undefined && result.volumes.length > 0) {
+    // Cinder links the next page whenever this one is full, even when nothing follows (Tempest checks it).
+    if (limit !== undefined && result.volumes.length === limit) {
       const params = new URLSearchParams()
       for (const [k, v] of Object.entries(q)) if (k !== 'marker' && k !== 'offset' && v !== undefined) params.set(k, String(one(v)))
       params.set('marker', result.volumes[result.volumes.length - 1].id)
@@ -85,7 +88,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       imageRef: str(v.imageRef),
       metadata: v.metadata ?? {},
     })
-    return reply.code(202).send({ volume: volumeDetail(volume, ctx(request)) })
+    return reply.code(202).send({ volume: volumeView(volume, ctx(request)) })
   })
 
   r.get('/volumes/:id', { schema: { params: idParams } }, async (request) => {
@@ -113,7 +116,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
         description: v.description !== undefined ? v.description : v.display_description,
         metadata: v.metadata,
       })
-      return { volume: volumeDetail(volume, ctx(request)) }
+      return { volume: volumeView(volume, ctx(request)) }
     },
   )
 
@@ -175,19 +178,27 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       case 'os-show_image_metadata':
         return { metadata: (await volumes.get(request.principal, id)).imageMetadata ?? {} }
       case 'os-volume_upload_image': {
-        if (typeof a.image_name !== 'string' || a.image_name.trim() === '') throw badRequest("Invalid input received: 'image_name' is required.")
+        if (typeof a.image_name !== 'string' || a.image_name === '') throw badRequest("Invalid input received: 'image_name' is required.")
         const force = typeof a.force === 'boolean' ? a.force : (boolParam('force', a.force) ?? false)
+        const diskFormat = typeof a.disk_format === 'string' ? a.disk_format : 'raw'
+        const containerFormat = typeof a.container_format === 'string' ? a.container_format : 'bare'
         const visibility = a.visibility ?? 'private'
         if (visibility !== 'private' && visibility !== 'shared') throw badRequest(`Invalid input received: visibility ${String(visibility)} is not allowed for an image from a volume (private or shared).`)
-        const diskFormat = typeof a.disk_format === 'string' ? a.disk_format : 'raw'
-        const { volume, imageId } = await volumes.uploadToImage(request.principal, id, {
-          imageName: a.image_name,
-          diskFormat,
-          containerFormat: typeof a.container_format === 'string' ? a.container_format : 'bare',
-          force,
-          visibility,
+        const { volume, image } = await volumes.uploadToImage(request.principal, id, { imageName: a.image_name, diskFormat, containerFormat, force, visibility })
+        return reply.code(202).send({
+          'os-volume_upload_image': {
+            id: volume.id,
+            updated_at: cinderTime(volume.updatedAt),
+            status: volume.status,
+            display_description: volume.description,
+            size: volume.size,
+            volume_type: typeView(await deps.volumeServices.volumeTypes.get(request.principal, volume.volumeTypeId), false),
+            image_id: image.id,
+            container_format: containerFormat,
+            disk_format: diskFormat,
+            image_name: image.name,
+          },
         })
-        return reply.code(202).send({ 'os-volume_upload_image': uploadImageView(volume, imageId, a.image_name, diskFormat) })
       }
       case 'os-force_delete':
         await volumes.forceDelete(request.principal, id)
@@ -198,36 +209,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   })
 
   // ---- volume metadata ----
-  r.get('/volumes/:id/metadata', { schema: { params: idParams } }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: (await volumes.get(request.principal, id)).metadata }
-  })
-  r.post('/volumes/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: await volumes.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, false) }
-  })
-  r.put('/volumes/:id/metadata', { schema: { params: idParams, body: metadataBody } }, async (request) => {
-    const { id } = request.params as { id: string }
-    return { metadata: await volumes.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, true) }
-  })
-  r.get('/volumes/:id/metadata/:key', { schema: { params: keyParams } }, async (request) => {
-    const { id, key } = request.params as { id: string; key: string }
-    const metadata = (await volumes.get(request.principal, id)).metadata
-    if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
-    return { meta: { [key]: metadata[key] } }
-  })
-  r.put('/volumes/:id/metadata/:key', { schema: { params: keyParams, body: { type: 'object', required: ['meta'], properties: { meta: { ...stringMap, minProperties: 1, maxProperties: 1 } } } } }, async (request) => {
-    const { id, key } = request.params as { id: string; key: string }
-    const meta = (request.body as { meta: Record<string, string> }).meta
-    if (!(key in meta)) throw badRequest('Request body and URI mismatch')
-    await volumes.setMetadata(request.principal, id, meta, false)
-    return { meta }
-  })
-  r.delete('/volumes/:id/metadata/:key', { schema: { params: keyParams } }, async (request, reply) => {
-    const { id, key } = request.params as { id: string; key: string }
-    await volumes.deleteMetadataKey(request.principal, id, key)
-    return reply.code(200).send()
-  })
+  metadataRoutes(r, 'volumes', volumes)
 
   // ---- attachments (3.27+): read-only here; attaching is compute's business ----
   const listAttachments = (detail: boolean) => async (request: FastifyRequest) => {

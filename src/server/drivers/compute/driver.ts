@@ -17,6 +17,44 @@ export interface GuestSpec {
   userData: string | null
   /** Volumes the guest boots with (block device mappings prepared in the build's block_device_mapping step). */
   volumes?: VolumeConnection[]
+  /**
+   * The image `imageId` names, as the image service describes it (formats, digests, `hw_*` properties), and the
+   * images its `kernel_id` / `ramdisk_id` properties name. Set by the conductor; a real hypervisor fetches the bytes
+   * by id and checks them against these digests.
+   */
+  image?: GuestImageRef | null
+  kernel?: GuestImageRef | null
+  ramdisk?: GuestImageRef | null
+  /** One NIC per port of the server, in the ports' creation order. */
+  nics?: GuestNic[]
+  /**
+   * The config drive's files (path inside the drive → base64 content), laid out by src/server/metadata (OpenStack's
+   * config-2 tree). Carries the admin password when there is one, so it lives only in the command that spawns.
+   */
+  configDrive?: Record<string, string>
+}
+
+/** An image as a hypervisor needs it: what to fetch and how to check and open it. */
+export interface GuestImageRef {
+  id: string
+  diskFormat: string
+  containerFormat: string
+  /** Bytes, when the image service knows them. */
+  size: number | null
+  virtualSize: number | null
+  /** Hex MD5 (Glance's legacy `checksum`). */
+  checksum: string | null
+  osHashAlgo: string | null
+  osHashValue: string | null
+  properties: Record<string, string>
+}
+
+/** A NIC of the guest: the port it plugs into (its tap is `tap` + the first 11 characters of the port id). */
+export interface GuestNic {
+  portId: string
+  macAddress: string
+  networkId: string
+  mtu: number | null
 }
 
 export interface GuestInfo {
@@ -39,6 +77,8 @@ export interface SnapshotData {
   containerFormat: string
   /** The bytes, streamed into the image service. */
   data: Readable
+  /** The driver already stored the bytes in the image it was given (`data` is empty). */
+  stored?: boolean
 }
 
 /**
@@ -111,6 +151,11 @@ export class DriverError extends Error {
 export interface ComputeDriver {
   readonly type: string
   readonly capabilities: DriverCapabilities
+  /**
+   * Whether the driver runs real guests and so needs the spec's details (image formats and digests, NICs, the
+   * config drive's files). False: the conductor leaves them out (simulated hosts).
+   */
+  readonly guestDetails: boolean
   capacity(): Promise<HostCapacity>
   /** Every guest the host holds, with its power state. */
   listGuests(): Promise<GuestInfo[]>
@@ -130,12 +175,16 @@ export interface ComputeDriver {
   unpause(serverId: string): Promise<void>
   suspend(serverId: string): Promise<void>
   resume(serverId: string): Promise<void>
-  rescue(serverId: string, imageId: string | null): Promise<void>
+  /** Boots the guest from a rescue disk made of `image` (null: the server's own image), its own disk attached second. */
+  rescue(serverId: string, image: GuestImageRef | null): Promise<void>
   unrescue(serverId: string): Promise<void>
   rebuild(spec: GuestSpec): Promise<void>
   setAdminPassword(serverId: string, password: string): Promise<void>
-  /** Copies the guest's root disk out (the bytes of the new image). */
-  snapshot(serverId: string, imageName: string): Promise<SnapshotData>
+  /**
+   * Copies the guest's root disk out (the bytes of the new image). `imageId`: the queued image the bytes are for; a
+   * driver that stores them there itself (an agent uploading from its host) answers with `stored` and no bytes.
+   */
+  snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData>
   /** Connects a volume to the guest (os-volume_attachments, boot volumes at build). */
   attachVolume(serverId: string, volume: VolumeConnection): Promise<void>
   /** Disconnects a volume (flushing the guest's writes to it); a guest that is gone has nothing to disconnect. */
@@ -145,12 +194,15 @@ export interface ComputeDriver {
    * generation, at `sizeBytes`) and told of the new size, without losing a write.
    */
   extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void>
-  /** Copies the guest's disk out for a migration or resize (source side). */
-  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot): Promise<void>
+  /**
+   * Powers the guest off and copies its disk out for a migration or resize (source side). `toSameHost`: a resize
+   * that stays on this host (the disks need not travel; the driver keeps what a revert needs).
+   */
+  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot, toSameHost?: boolean): Promise<void>
   /** Starts a migrated or resized guest on this host (destination side); powerOn false keeps it off. */
   finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void>
-  /** Moves a running guest to `target` without stopping it. */
-  liveMigrate(serverId: string, target: ComputeDriver): Promise<void>
+  /** Moves a running guest (`spec`: as the target should run it) to `target` without stopping it. */
+  liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void>
   /** Recreates on this host a guest whose host died (evacuate). */
   evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void>
   /** Whole console log, or its last `lines` lines. */

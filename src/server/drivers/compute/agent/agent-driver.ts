@@ -9,12 +9,15 @@ import { isUp } from '../../../hosts/host-status.js'
 import type { CommandChannel } from '../../../onboarding/command-channel.js'
 import type { Store } from '../../../storage/store.js'
 import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
+import { createHash } from 'node:crypto'
 import { Readable, type Duplex } from 'node:stream'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
 
 export interface AgentDriverOptions {
   hostId: string
   hostname: string
+  /** The driver the agent runs (its registration's `driver`): `simulated` or `qemu`. */
+  driver: string
   store: Store
   channel: CommandChannel
   /** How long a call waits for the agent (spawns and migrations get three times as long). */
@@ -40,13 +43,29 @@ const CAPABILITIES: DriverCapabilities = {
   supportsSnapshot: true,
 }
 
-const LONG_OPS = new Set(['spawn', 'rebuild', 'migrateDiskAndPowerOff', 'finishMigration', 'evacuateTo', 'snapshot', 'receiveGuest'])
+/**
+ * The dedupe key of a command: its op and a digest of its arguments without the config drive, whose files hold the
+ * admin password (never kept once the command is answered) and a random seed (new on every try, so a retried spawn
+ * would never match the first).
+ */
+function commandKey(op: string, args: Record<string, unknown>): string {
+  const json = JSON.stringify(args, (key, value: unknown) => (key === 'configDrive' ? undefined : value))
+  // The server's id in clear, so an operator (or a test) finds a server's commands in host_commands.
+  const serverId = (args.serverId ?? (args.spec as GuestSpec | undefined)?.serverId ?? (args.guest as GuestInfo | undefined)?.serverId ?? '') as string
+  return `${op}:${serverId}:${createHash('sha256').update(json).digest('hex')}`
+}
+
+const LONG_OPS = new Set(['spawn', 'rebuild', 'migrateDiskAndPowerOff', 'finishMigration', 'evacuateTo', 'snapshot', 'receiveGuest', 'prepareLiveMigration', 'liveMigrateTo'])
 
 export class AgentDriver implements ComputeDriver {
   readonly type = 'agent'
   readonly capabilities = CAPABILITIES
 
   constructor(readonly options: AgentDriverOptions) {}
+
+  get guestDetails(): boolean {
+    return this.options.driver !== 'simulated'
+  }
 
   /** Sends one command to the agent and waits for its result (`timeoutMs` overrides the op's usual wait). */
   async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string, timeoutMs?: number): Promise<T> {
@@ -58,7 +77,7 @@ export class AgentDriver implements ComputeDriver {
       if (op === 'beginStep') return undefined as T
       throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
     }
-    const id = await channel.enqueue(hostId, op, args, dedupeKey)
+    const id = await channel.enqueue(hostId, op, args, dedupeKey ?? commandKey(op, args))
     const outcome = await channel.waitResult(id, timeoutMs ?? this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
     if (!outcome.ok) throw new DriverError(`${outcome.error.message} (host ${hostname}, ${op})`, outcome.error.code && outcome.error.code < 500 ? outcome.error.code : 500)
     return outcome.result as T
@@ -134,8 +153,8 @@ export class AgentDriver implements ComputeDriver {
     return this.call('resume', { serverId })
   }
 
-  rescue(serverId: string, imageId: string | null): Promise<void> {
-    return this.call('rescue', { serverId, imageId })
+  rescue(serverId: string, image: GuestImageRef | null): Promise<void> {
+    return this.call('rescue', { serverId, image })
   }
 
   unrescue(serverId: string): Promise<void> {
@@ -152,12 +171,13 @@ export class AgentDriver implements ComputeDriver {
   }
 
   /**
-   * The agent answers with the disk's bytes in the command's result (base64): right for the simulated disk's few
-   * KiB; an agent with real disks will upload to the image service itself.
+   * The agent uploads the disk's bytes into the queued image itself, with its host credential
+   * (`PUT /resmgr/v1/hosts/{id}/images/{image_id}/file`), and answers with their formats. Without an image to
+   * store into, the agent snapshots and discards (the caller wanted only the side effects).
    */
-  async snapshot(serverId: string, imageName: string): Promise<SnapshotData> {
-    const result = await this.call<{ diskFormat: string; containerFormat: string; data: string }>('snapshot', { serverId, imageName })
-    return { diskFormat: result.diskFormat, containerFormat: result.containerFormat, data: Readable.from([Buffer.from(result.data, 'base64')]) }
+  async snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData> {
+    const result = await this.call<{ diskFormat: string; containerFormat: string }>('snapshot', { serverId, imageName, imageId: imageId ?? null })
+    return { diskFormat: result.diskFormat, containerFormat: result.containerFormat, data: Readable.from([]), stored: imageId !== undefined }
   }
 
   attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {
@@ -172,17 +192,37 @@ export class AgentDriver implements ComputeDriver {
     return this.call('extendVolume', { serverId, volume, sizeBytes })
   }
 
-  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot): Promise<void> {
-    return this.call('migrateDiskAndPowerOff', { serverId, flavor })
+  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot, toSameHost = false): Promise<void> {
+    return this.call('migrateDiskAndPowerOff', { serverId, flavor, toSameHost })
   }
 
   finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void> {
     return this.call('finishMigration', { spec, powerOn })
   }
 
-  /** Between two agent hosts: the destination takes the guest as it runs, then the source lets it go. */
-  async liveMigrate(serverId: string, target: ComputeDriver): Promise<void> {
+  /**
+   * Between two agent hosts. QEMU hosts run QEMU's own migration, sequenced here: the destination prepares (a
+   * paused QEMU, its disks exported over NBD), the source sends disks and memory to it, the destination lets the
+   * guest run, the source lets go; a failure drops what the destination prepared and the guest runs on at the
+   * source. Simulated hosts hand the guest's record over (`receiveGuest`).
+   */
+  async liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void> {
     if (!(target instanceof AgentDriver)) throw new DriverError('live migration between an agent host and another kind of host is not supported')
+    const serverId = spec.serverId
+    if (this.options.driver !== target.options.driver) throw new DriverError(`live migration from a ${this.options.driver} host to a ${target.options.driver} host is not possible`)
+    if (this.options.driver === 'qemu') {
+      const incoming = await target.call('prepareLiveMigration', { spec })
+      let handover: unknown
+      try {
+        handover = await this.call('liveMigrateTo', { serverId, target: incoming })
+      } catch (err) {
+        await target.call('abortLiveMigration', { serverId }).catch(() => {})
+        throw err
+      }
+      await target.call('finishLiveMigration', { serverId, handover })
+      await this.call('forget', { serverId })
+      return
+    }
     const guest = await this.info(serverId)
     if (!guest) throw new DriverError(`Instance ${serverId} could not be found on host ${this.options.hostname}.`, 404)
     await target.call('receiveGuest', { guest })

@@ -50,7 +50,6 @@ export function generationOf(info: VolumeConnectionInfo): number {
 function connectionOf(volume: VolumeConnection): VolumeConnectionInfo {
   const info = volume.connection
   if (!info || info.driver_volume_type !== 'nbd') throw new DriverError(`Volume ${volume.volumeId} has no NBD connection to attach.`)
-  if (!info.data.psk_key) throw new DriverError(`Volume ${volume.volumeId}: the host has no key for its export.`)
   return info
 }
 
@@ -60,14 +59,20 @@ function connectionOf(volume: VolumeConnection): VolumeConnectionInfo {
  */
 export async function writeVolumeKey(instanceDir: string, volume: VolumeConnection): Promise<string> {
   const info = connectionOf(volume)
-  const dir = join(instanceDir, 'volumes', volume.volumeId)
+  if (!info.data.psk_key) throw new DriverError(`Volume ${volume.volumeId}: the host has no key for its export.`)
+  const dir = volumeKeyDir(instanceDir, volume.volumeId)
   await mkdir(dir, { recursive: true, mode: 0o700 })
   await writeFile(join(dir, 'keys.psk'), `${info.data.psk_identity}:${info.data.psk_key}\n`, { mode: 0o600 })
   return dir
 }
 
 export async function removeVolumeKey(instanceDir: string, volumeId: string): Promise<void> {
-  await rm(join(instanceDir, 'volumes', volumeId), { recursive: true, force: true })
+  await rm(volumeKeyDir(instanceDir, volumeId), { recursive: true, force: true })
+}
+
+/** Where a volume's key file lives in the guest's directory. */
+export function volumeKeyDir(instanceDir: string, volumeId: string): string {
+  return join(instanceDir, 'volumes', volumeId)
 }
 
 function tlsObject(volume: VolumeConnection, keyDir: string) {

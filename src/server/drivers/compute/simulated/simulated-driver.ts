@@ -7,8 +7,9 @@
 import { Readable, type Duplex } from 'node:stream'
 import { POWER } from '../../../compute/server-states.js'
 import { qcow2Image } from '../../../image/qcow2.js'
+import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
 import { SimulatedTerminal } from './simulated-terminal.js'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
 
 export interface SimulatedOptions {
   hostname: string
@@ -34,6 +35,8 @@ interface Guest {
   powerState: number
   rescued: boolean
   boots: number
+  /** Boots of the guest's own disk, as a real guest counts them (a rescue boots another disk; a rebuild starts anew). */
+  diskBoots?: number
   console: string[]
   /** Connected volumes: id → device. */
   volumes?: Map<string, string | null>
@@ -87,6 +90,7 @@ const COST: Record<string, number> = { spawn: 3, rebuild: 3, migrate: 3, finishM
 export class SimulatedDriver implements ComputeDriver {
   readonly type = 'simulated'
   readonly capabilities = CAPABILITIES
+  readonly guestDetails = false
   private readonly guests = new Map<string, Guest>()
   /** Guests this driver destroyed or lost: never looked up again. */
   private readonly gone = new Set<string>()
@@ -202,13 +206,13 @@ export class SimulatedDriver implements ComputeDriver {
     if (guest.powerState === POWER.SUSPENDED) guest.powerState = POWER.RUNNING
   }
 
-  async rescue(serverId: string, imageId: string | null): Promise<void> {
+  async rescue(serverId: string, image: GuestImageRef | null): Promise<void> {
     const guest = await this.guest(serverId)
     await this.operate('rescue')
     if (guest.rescued) return
     guest.rescued = true
-    print(guest, `[ pcc ] booting rescue image ${imageId ?? guest.spec.imageId ?? 'default'}`)
-    this.boot(guest)
+    print(guest, `[ pcc ] booting rescue image ${image?.id ?? guest.spec.imageId ?? 'default'}`)
+    this.boot(guest, 'rescue')
   }
 
   async unrescue(serverId: string): Promise<void> {
@@ -224,6 +228,7 @@ export class SimulatedDriver implements ComputeDriver {
     await this.operate('rebuild')
     guest.spec = spec
     print(guest, `[ pcc ] rebuilding from image ${spec.imageId ?? 'none'}`)
+    guest.diskBoots = 0
     this.boot(guest)
   }
 
@@ -258,9 +263,10 @@ export class SimulatedDriver implements ComputeDriver {
     guest.console.push(`[ pcc ] virtio_blk: volume ${volume.volumeId} capacity change to ${sizeBytes} bytes`)
   }
 
-  async migrateDiskAndPowerOff(serverId: string): Promise<void> {
+  async migrateDiskAndPowerOff(serverId: string, flavor?: FlavorSnapshot): Promise<void> {
     const guest = await this.guest(serverId)
     await this.operate('migrate')
+    if (flavor && flavor.disk < guest.spec.flavor.disk) throw new DriverError(`Unable to resize disk down: the root disk is ${guest.spec.flavor.disk} GiB, flavor ${flavor.name} has ${flavor.disk} GiB.`, 400)
     guest.powerState = POWER.SHUTDOWN
     hangUp(guest)
   }
@@ -274,7 +280,8 @@ export class SimulatedDriver implements ComputeDriver {
     if (powerOn && guest.powerState !== POWER.RUNNING) this.boot(guest)
   }
 
-  async liveMigrate(serverId: string, target: ComputeDriver): Promise<void> {
+  async liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void> {
+    const serverId = spec.serverId
     const guest = await this.guest(serverId)
     await this.operate('liveMigrate')
     if (!(target instanceof SimulatedDriver)) throw new DriverError('live migration between different hypervisor types is not supported')
@@ -291,7 +298,7 @@ export class SimulatedDriver implements ComputeDriver {
     const guest: Guest = this.guests.get(spec.serverId) ?? { spec, powerState: POWER.SHUTDOWN, rescued: false, boots: 0, console: [] }
     guest.spec = spec
     this.guests.set(spec.serverId, guest)
-    if (powerOn) this.boot(guest)
+    if (powerOn && guest.powerState !== POWER.RUNNING) this.boot(guest)
   }
 
   async consoleOutput(serverId: string, lines?: number): Promise<string> {
@@ -358,11 +365,12 @@ export class SimulatedDriver implements ComputeDriver {
     return guest
   }
 
-  private boot(guest: Guest): void {
+  private boot(guest: Guest, disk: 'own' | 'rescue' = 'own'): void {
     guest.boots += 1
+    if (disk === 'own') guest.diskBoots = (guest.diskBoots ?? guest.boots - 1) + 1
     const name = guest.spec.hostname ?? guest.spec.instanceName
     const lines = [
-      `[    0.000000] Linux version 6.1.0-pcc (boot ${guest.boots})`,
+      `[    0.000000] Linux version 6.1.0-pcc (${disk === 'own' ? `boot ${guest.diskBoots}` : 'rescue boot'})`,
       `[    0.412345] Command line: root=/dev/vda1 console=ttyS0`,
       `[    2.100000] cloud-init: instance ${guest.spec.serverId}`,
       `${name} login: `,

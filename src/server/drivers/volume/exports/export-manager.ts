@@ -16,7 +16,7 @@ import { openSync, closeSync, readFileSync } from 'node:fs'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { VolumeBackendError } from '../backend.js'
-import { QmpConnection } from './qmp.js'
+import { QmpClient } from '../../compute/qemu/qmp.js'
 import { daemonFiles, exportArgs, keyFile, nodeName, qsdArgs, type ExportSpec } from './qsd-command.js'
 
 const START_TIMEOUT_MS = 15_000
@@ -89,7 +89,7 @@ export class ExportManager {
     const add = spec.generations.filter((g) => !running.includes(g))
     const drop = running.filter((g) => !spec.generations.includes(g))
     if (add.length === 0 && drop.length === 0) return
-    const qmp = await QmpConnection.open(qmpPath)
+    const qmp = await QmpClient.connect(qmpPath)
     try {
       for (const g of add) {
         await qmp.execute('blockdev-add', { ...spec.blockdev, 'node-name': nodeName(g) })
@@ -97,8 +97,9 @@ export class ExportManager {
       }
       for (const g of drop) {
         // Hard: the hypervisor has moved to the newer generation; a connection still open is a stale one.
+        const since = qmp.events.length
         await qmp.execute('block-export-del', { id: `e${g}`, mode: 'hard' })
-        await qmp.waitEvent((e) => e.event === 'BLOCK_EXPORT_DELETED' && e.data?.id === `e${g}`, 10_000)
+        await qmp.waitEvent('BLOCK_EXPORT_DELETED', 10_000, { since, match: (e) => e.data?.id === `e${g}` })
         await qmp.execute('blockdev-del', { 'node-name': nodeName(g) })
       }
     } finally {

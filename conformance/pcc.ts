@@ -1,0 +1,128 @@
+/**
+ * pcc as a user starts it for Tempest: the real `pcc-server` process on a free port of 127.0.0.1, its own data
+ * dir, default settings, its log in a file. Then what a cloud operator would have made before running Tempest:
+ * a second image (Tempest's image_ref_alt) and an external network for routers and floating IPs.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { openSync, closeSync } from 'node:fs'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { freePort } from '../src/testkit/harness.js'
+import { cleanEnv, SERVER_MAIN } from '../src/testkit/process.js'
+
+export const ADMIN = { username: 'admin', project: 'admin', domain: 'Default', password: 'tempest-admin-password' }
+
+export interface RunningPcc {
+  url: string
+  logFile: string
+  stop(): Promise<void>
+}
+
+const READY_TIMEOUT_MS = 60_000
+
+export async function startPcc(workDir: string): Promise<RunningPcc> {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const logFile = join(workDir, 'pcc-server.log')
+  const log = openSync(logFile, 'a')
+  const child = spawn(process.execPath, [SERVER_MAIN], {
+    env: cleanEnv({ PCC_LISTEN: `127.0.0.1:${port}`, PCC_DATA_DIR: join(workDir, 'pcc-data'), PCC_ADMIN_PASSWORD: ADMIN.password }),
+    stdio: ['ignore', log, log],
+  })
+  closeSync(log)
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    await exited
+  }
+  try {
+    await untilReady(url, child)
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return { url, logFile, stop }
+}
+
+async function untilReady(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`pcc-server exited with ${child.exitCode} before it was ready (see its log)`)
+    const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false)
+    if (ready) return
+    await sleep(200)
+  }
+  throw new Error(`pcc-server was not ready within ${READY_TIMEOUT_MS / 1000} s`)
+}
+
+/** A small admin client over the public APIs, for the set-up Tempest expects from the operator. */
+export class AdminClient {
+  private constructor(private readonly url: string, private readonly token: string) {}
+
+  static async login(url: string): Promise<AdminClient> {
+    const res = await fetch(`${url}/identity/v3/auth/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        auth: {
+          identity: { methods: ['password'], password: { user: { name: ADMIN.username, domain: { name: ADMIN.domain }, password: ADMIN.password } } },
+          scope: { project: { name: ADMIN.project, domain: { name: ADMIN.domain } } },
+        },
+      }),
+    })
+    if (res.status !== 201) throw new Error(`admin login: ${res.status} ${await res.text()}`)
+    await res.arrayBuffer()
+    return new AdminClient(url, res.headers.get('x-subject-token')!)
+  }
+
+  async request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
+    const payload = body === undefined ? undefined : body instanceof Uint8Array ? body : JSON.stringify(body)
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers: { 'x-auth-token': this.token, ...(payload === undefined ? {} : { 'content-type': contentType }) },
+      body: payload,
+    })
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
+    return res
+  }
+
+  async json<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await this.request(method, path, body)
+    return (await res.json()) as T
+  }
+}
+
+export interface CloudResources {
+  imageRef: string
+  imageRefAlt: string
+  publicNetworkId: string
+  publicNetworkName: string
+  networkExtensions: string[]
+  volumeExtensions: string[]
+}
+
+/** What the operator of a new cloud makes before pointing Tempest at it. */
+export async function prepareCloud(admin: AdminClient): Promise<CloudResources> {
+  const { images } = await admin.json<{ images: { id: string; name: string }[] }>('GET', '/image/v2/images')
+  const image = images.find((i) => i.name.startsWith('cirros'))
+  if (!image) throw new Error('the default image is missing')
+  // A second active image with the same bytes (Tempest rebuilds and compares with image_ref_alt).
+  const bytes = new Uint8Array(await (await admin.request('GET', `/image/v2/images/${image.id}/file`)).arrayBuffer())
+  const alt = await admin.json<{ id: string }>('POST', '/image/v2/images', { name: 'cirros-alt', disk_format: 'qcow2', container_format: 'bare', visibility: 'public' })
+  await admin.request('PUT', `/image/v2/images/${alt.id}/file`, bytes, 'application/octet-stream')
+
+  const publicNetworkName = 'public'
+  const { network } = await admin.json<{ network: { id: string } }>('POST', '/network/v2.0/networks', { network: { name: publicNetworkName, 'router:external': true } })
+  await admin.json('POST', '/network/v2.0/subnets', { subnet: { network_id: network.id, ip_version: 4, cidr: '172.24.4.0/24', name: 'public-subnet' } })
+
+  // Tempest's extension flags: what the services list, nothing more.
+  const aliases = async (path: string) => (await admin.json<{ extensions: { alias: string }[] }>('GET', path)).extensions.map((e) => e.alias)
+  return {
+    imageRef: image.id,
+    imageRefAlt: alt.id,
+    publicNetworkId: network.id,
+    publicNetworkName,
+    networkExtensions: await aliases('/network/v2.0/extensions'),
+    volumeExtensions: await aliases('/volume/v3/extensions'),
+  }
+}

@@ -1,0 +1,205 @@
+#!/usr/bin/env node
+/**
+ * Runs Tempest against a fresh pcc: `node dist/conformance/run.js <interop|ci|full> [--service compute,image]
+ * [--concurrency 2] [--only REGEX] [--keep]`. Starts pcc-server on a free port with its own data dir, prepares
+ * what Tempest expects of an operator (conformance/pcc.ts), writes tempest.conf (conformance/tempest-conf.ts)
+ * into a Tempest workspace in a temporary folder, runs the selection, prints the counts per service, every
+ * failure and every skip with Tempest's reason, and exits 1 on any failure (for interop: of a required test).
+ * Everything it started is stopped and the folder removed, also on failure or Ctrl-C (`--keep` keeps the folder:
+ * the pcc and Tempest logs are in it).
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { AdminClient, prepareCloud, startPcc, type RunningPcc } from './pcc.js'
+import { FEATURES_OFF, renderIni, tempestOptions } from './tempest-conf.js'
+import { interopTests, selection, SELECTIONS, SERVICES, type SelectionName, type Service } from './selections.js'
+import { countByService, interopResults, outcome, readResults, skipReasons, type Counts, type TestResult } from './results.js'
+
+const USAGE = `usage: run.js <${SELECTIONS.join('|')}> [--service ${SERVICES.join(',')}] [--concurrency N] [--only REGEX] [--keep] [--timeout-minutes N]`
+
+interface Options {
+  name: SelectionName
+  services: Service[]
+  concurrency: number
+  only?: string
+  keep: boolean
+  timeoutMs: number
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      service: { type: 'string' },
+      concurrency: { type: 'string', default: '2' },
+      only: { type: 'string' },
+      keep: { type: 'boolean', default: false },
+      'timeout-minutes': { type: 'string', default: '60' },
+    },
+  })
+  const name = positionals[0] as SelectionName
+  if (positionals.length !== 1 || !SELECTIONS.includes(name)) throw new Error(USAGE)
+  const services = (values.service?.split(',') ?? [...SERVICES]) as Service[]
+  const unknown = services.filter((s) => !SERVICES.includes(s))
+  if (unknown.length > 0) throw new Error(`unknown service ${unknown.join(', ')}\n${USAGE}`)
+  const concurrency = Number(values.concurrency)
+  const timeoutMinutes = Number(values['timeout-minutes'])
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a positive integer\n${USAGE}`)
+  if (!(timeoutMinutes > 0)) throw new Error(`--timeout-minutes must be positive\n${USAGE}`)
+  return { name, services, concurrency, only: values.only, keep: values.keep, timeoutMs: timeoutMinutes * 60_000 }
+}
+
+/** The tempest command, or why it cannot run (the reason a caller prints when it skips the conformance lane). */
+function tempestMissing(): string | undefined {
+  const found = spawnSync('sh', ['-c', 'command -v tempest && command -v stestr'], { encoding: 'utf8' })
+  return found.status === 0 ? undefined : 'the `tempest` command is not installed (Debian: apt-get install tempest python3-tempest)'
+}
+
+/** Runs `tempest run` in the workspace, in its own process group so that a timeout or Ctrl-C stops its workers too. */
+function runTempest(workspace: string, args: string[], logFile: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', `exec tempest run ${args.map((a) => `'${a}'`).join(' ')} >'${logFile}' 2>&1`], { cwd: workspace, detached: true, stdio: 'ignore' })
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL')
+      } catch {
+        /* already gone */
+      }
+    }
+    const timer = setTimeout(() => {
+      killGroup()
+      reject(new Error(`tempest run did not finish within ${timeoutMs / 60_000} minutes`))
+    }, timeoutMs)
+    signal.addEventListener('abort', killGroup, { once: true })
+    // Tempest exits non-zero when a test fails; the verdict comes from the results, not the code.
+    child.once('exit', () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', killGroup)
+      resolve()
+    })
+    child.once('error', reject)
+  })
+}
+
+const pad = (s: string | number, n: number) => String(s).padEnd(n)
+
+function printCounts(title: string, counts: Map<string, Counts>): void {
+  console.log(`\n${title}`)
+  console.log(`  ${pad('service', 10)} ${pad('passed', 7)} ${pad('failed', 7)} skipped`)
+  const total: Counts = { passed: 0, failed: 0, skipped: 0 }
+  for (const [service, c] of [...counts].sort()) {
+    console.log(`  ${pad(service, 10)} ${pad(c.passed, 7)} ${pad(c.failed, 7)} ${c.skipped}`)
+    total.passed += c.passed
+    total.failed += c.failed
+    total.skipped += c.skipped
+  }
+  console.log(`  ${pad('total', 10)} ${pad(total.passed, 7)} ${pad(total.failed, 7)} ${total.skipped}`)
+}
+
+function printSkips(title: string, results: { status: TestResult['status']; reason: string }[]): void {
+  const reasons = skipReasons(results)
+  if (reasons.length === 0) return
+  console.log(`\n${title}`)
+  for (const [reason, n] of reasons) console.log(`  ${pad(n, 4)} ${reason}`)
+}
+
+function printFailures(title: string, failures: { id: string; name?: string; status: string; reason: string }[]): void {
+  if (failures.length === 0) return
+  console.log(`\n${title}`)
+  for (const f of failures) console.log(`  ${f.name ?? f.id} [${f.status}]\n      ${f.reason}`)
+}
+
+/** Prints the report; returns whether the run passes. */
+function report(options: Options, results: TestResult[]): boolean {
+  const tests = results.filter((r) => !/^(setUpClass|tearDownClass) /.test(r.id))
+  const classLevel = results.filter((r) => /^(setUpClass|tearDownClass) /.test(r.id) && r.status !== 'success')
+  printCounts(`Tempest results by service (class-level set-up failures and skips count once per class):`, countByService([...tests, ...classLevel]))
+
+  let passes = !results.some((r) => outcome(r.status) === 'failed')
+  if (options.name !== 'full' && !options.only) {
+    const interop = interopResults(
+      interopTests().filter((t) => options.services.some((s) => t.name.startsWith(`tempest.api.${s}.`))),
+      results,
+    )
+    const required = interop.filter((t) => !t.flagged)
+    const flagged = interop.filter((t) => t.flagged)
+    const tally = (list: typeof interop) => ['passed', 'failed', 'skipped'].map((o) => `${list.filter((t) => outcome(t.status) === o).length} ${o}`).join(', ')
+    console.log(`\nOpenStack Powered Compute 2020.06: required ${required.length} (${tally(required)}); flagged ${flagged.length} (${tally(flagged)})`)
+    printSkips('Interop tests skipped (reason: count):', interop)
+    printFailures('Flagged interop tests that failed (excused by the guideline):', flagged.filter((t) => outcome(t.status) === 'failed'))
+    const requiredFailures = required.filter((t) => outcome(t.status) === 'failed')
+    printFailures('Required interop tests that failed:', requiredFailures)
+    if (options.name === 'interop') passes = requiredFailures.length === 0
+    else passes = passes && requiredFailures.length === 0
+  }
+  printSkips('Skips (reason: count):', results)
+  printFailures('Failures:', results.filter((r) => outcome(r.status) === 'failed'))
+  console.log('\nFeatures pcc does not have (Tempest flags off):')
+  for (const f of FEATURES_OFF) console.log(`  [${f.section}] ${f.name}: ${f.missing}`)
+  return passes
+}
+
+async function main(): Promise<number> {
+  const options = parseOptions(process.argv.slice(2))
+  const missing = tempestMissing()
+  if (missing) {
+    console.error(`conformance: ${missing}`)
+    return 2
+  }
+  const started = Date.now()
+  const workDir = mkdtempSync(join(tmpdir(), 'pcc-tempest-'))
+  const abort = new AbortController()
+  let pcc: RunningPcc | undefined
+  const cleanup = async () => {
+    abort.abort()
+    await pcc?.stop()
+    if (!options.keep) rmSync(workDir, { recursive: true, force: true })
+  }
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void cleanup().finally(() => process.exit(130))
+    })
+  }
+  try {
+    pcc = await startPcc(workDir)
+    const cloud = await prepareCloud(await AdminClient.login(pcc.url))
+    const workspace = join(workDir, 'workspace')
+    const init = spawnSync('tempest', ['init', '--workspace-path', join(workDir, 'workspace.yaml'), workspace], { encoding: 'utf8' })
+    if (init.status !== 0) throw new Error(`tempest init: ${init.stderr}`)
+    // Without it Tempest logs through tempest.conf's log_dir, one file all workers append to (its logging.conf
+    // makes each worker truncate the same file).
+    rmSync(join(workspace, 'etc', 'logging.conf'), { force: true })
+    const config = join(workspace, 'etc', 'tempest.conf')
+    writeFileSync(config, renderIni(tempestOptions(pcc.url, cloud, workspace)))
+
+    const selected = options.only ? { include: [options.only], exclude: [] } : selection(options.name, options.services)
+    const args = ['--config-file', config, '--concurrency', String(options.concurrency), '--include-list', join(workDir, 'include.txt')]
+    writeFileSync(join(workDir, 'include.txt'), selected.include.join('\n') + '\n')
+    if (selected.exclude.length > 0) {
+      writeFileSync(join(workDir, 'exclude.txt'), selected.exclude.join('\n') + '\n')
+      args.push('--exclude-list', join(workDir, 'exclude.txt'))
+    }
+    const what = options.only ? `--only ${options.only}` : `${options.name} (${options.services.join(', ')})`
+    console.log(`Tempest ${what} against pcc at ${pcc.url}, concurrency ${options.concurrency}`)
+    await runTempest(workspace, args, join(workDir, 'tempest-run.log'), options.timeoutMs, abort.signal)
+    const results = readResults(workspace)
+    if (results.length === 0) throw new Error(`Tempest ran no test; its output is in ${join(workDir, 'tempest-run.log')} (use --keep)`)
+    const passes = report(options, results)
+    console.log(`\n${passes ? 'PASSED' : 'FAILED'}: ${results.length} results in ${Math.round((Date.now() - started) / 1000)} s${options.keep ? `; logs in ${workDir}` : ''}`)
+    return passes ? 0 : 1
+  } finally {
+    await cleanup()
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    console.error(`conformance: ${err.message}`)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,128 @@
+/**
+ * Routers on a host with the `network` role, as Neutron's L3 agent builds them (data-plane.md §7.6): a namespace
+ * `qrouter-<id>` that forwards, an interface `qr-<port>` on each attached network (the subnet's gateway address,
+ * the port's MAC) and a gateway `qg-<port>` on the external network, each a veth whose other end sits in the
+ * network's bridge; the default route through the external subnet's gateway; and in the namespace one nftables
+ * table: floating IPs as DNAT in and SNAT out (the floating address held on `qg-` and announced by gratuitous
+ * ARP), everything else leaving through the gateway SNATed to the gateway's address when SNAT is enabled.
+ */
+import type { DataplaneRouter, DataplaneRouterPort, HostNetworkState } from '../../../contracts/network/dataplane.js'
+import { names } from '../names.js'
+import { addresses, links, run, runIdempotent } from './host-commands.js'
+import { disableIpv6 } from './links.js'
+import type { Namespaces } from './namespaces.js'
+
+/** The namespace's NAT rules, whole, for one atomic `nft -f` inside it. */
+export function natRuleset(router: DataplaneRouter): string {
+  const gw = router.gateway
+  const pre: string[] = []
+  const post: string[] = []
+  if (gw) {
+    const qg = names.routerGateway(gw.portId)
+    for (const f of router.floatingIps) {
+      pre.push(`ip daddr ${f.floatingIpAddress} dnat to ${f.fixedIpAddress}`)
+      post.push(`oifname "${qg}" ip saddr ${f.fixedIpAddress} snat to ${f.floatingIpAddress}`)
+    }
+    const gwIp = gw.addresses.map((a) => a.split('/')[0]).find((a) => !a.includes(':'))
+    if (gw.enableSnat && gwIp) post.push(`oifname "${qg}" snat to ${gwIp}`)
+  }
+  const chain = (name: string, hook: string, rules: string[]) => [`  chain ${name} {`, `    ${hook}`, ...rules.map((r) => `    ${r}`), '  }']
+  return [
+    'table ip pcc-nat',
+    'delete table ip pcc-nat',
+    'table ip pcc-nat {',
+    ...chain('prerouting', 'type nat hook prerouting priority dstnat; policy accept;', pre),
+    ...chain('output', 'type nat hook output priority -100; policy accept;', pre),
+    ...chain('postrouting', 'type nat hook postrouting priority srcnat; policy accept;', post),
+    '}',
+    '',
+  ].join('\n')
+}
+
+export class Routers {
+  constructor(
+    private readonly namespaces: Namespaces,
+    private readonly warn: (message: string, fields?: Record<string, unknown>) => void,
+  ) {}
+
+  async converge(state: HostNetworkState): Promise<void> {
+    const keep = new Set(state.routers.map((r) => names.routerNamespace(r.id)))
+    for (const ns of this.namespaces.list()) if (ns.startsWith('qrouter-') && !keep.has(ns)) await this.namespaces.remove(ns)
+    const mtuOf = new Map(state.networks.map((n) => [n.id, n.mtu]))
+    for (const router of state.routers) {
+      try {
+        await this.ensure(router, mtuOf)
+      } catch (err) {
+        // One router's failure (its external interface missing…) must not keep the others down.
+        this.warn('router not converged', { router: router.id, error: (err as Error).message })
+      }
+    }
+  }
+
+  private async ensure(router: DataplaneRouter, mtuOf: Map<string, number>): Promise<void> {
+    const ns = await this.namespaces.ensure(names.routerNamespace(router.id))
+    await run('sh', ['-c', 'echo 1 > /proc/sys/net/ipv4/ip_forward'], { netns: ns })
+    const hostLinks = new Map((await links()).map((l) => [l.ifname, l]))
+    const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
+    const ports: [DataplaneRouterPort, string, string[]][] = router.interfaces.map((p) => [p, names.routerInterface(p.portId), p.addresses])
+    let newFloating: string[] = []
+    if (router.gateway) {
+      const qg = names.routerGateway(router.gateway.portId)
+      const floating = router.floatingIps.map((f) => `${f.floatingIpAddress}/32`)
+      const held = nsLinks.has(qg) ? await addresses(qg, ns) : []
+      newFloating = floating.filter((f) => !held.includes(f)).map((f) => f.split('/')[0])
+      ports.push([router.gateway, qg, [...router.gateway.addresses, ...floating]])
+    }
+    for (const [port, inside, wanted] of ports) {
+      const outside = names.tap(port.portId)
+      const bridge = names.bridge(port.networkId)
+      const mtu = mtuOf.get(port.networkId) ?? 1500
+      if (!hostLinks.has(outside) || !nsLinks.has(inside)) {
+        await runIdempotent('ip', ['link', 'del', 'dev', outside], /Cannot find device/)
+        await runIdempotent('ip', ['link', 'del', 'dev', inside], /Cannot find device/, { netns: ns })
+        await run('ip', ['link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', ns])
+      }
+      disableIpv6(outside)
+      const out = hostLinks.get(outside)
+      if (out?.master !== bridge) await run('ip', ['link', 'set', 'dev', outside, 'master', bridge])
+      if (out?.mtu !== mtu) await run('ip', ['link', 'set', 'dev', outside, 'mtu', String(mtu)])
+      if (!out?.flags.includes('UP')) await run('ip', ['link', 'set', 'dev', outside, 'up'])
+      const inLink = nsLinks.get(inside)
+      if (inLink?.address !== port.mac) await run('ip', ['link', 'set', 'dev', inside, 'address', port.mac], { netns: ns })
+      if (inLink?.mtu !== mtu) await run('ip', ['link', 'set', 'dev', inside, 'mtu', String(mtu)], { netns: ns })
+      const have = await addresses(inside, ns)
+      for (const a of have) if (!wanted.includes(a)) await run('ip', ['addr', 'del', a, 'dev', inside], { netns: ns })
+      for (const a of wanted) if (!have.includes(a)) await run('ip', ['addr', 'add', a, 'dev', inside], { netns: ns })
+      if (!inLink?.flags.includes('UP')) await run('ip', ['link', 'set', 'dev', inside, 'up'], { netns: ns })
+    }
+    // Ports the router no longer has: their veths go (the bridge end with them).
+    const wantedInside = new Set(ports.map(([, inside]) => inside))
+    for (const l of nsLinks.values()) if (/^(qr|qg)-/.test(l.ifname) && !wantedInside.has(l.ifname)) await runIdempotent('ip', ['link', 'del', 'dev', l.ifname], /Cannot find device/, { netns: ns })
+    await this.ensureRoutes(router, ns)
+    await run('nft', ['-f', '-'], { netns: ns, input: natRuleset(router) })
+    if (router.gateway && newFloating.length) {
+      // Gratuitous ARP, so the external network's neighbours learn the new floating addresses at once.
+      const qg = names.routerGateway(router.gateway.portId)
+      for (const ip of newFloating) void run('busybox', ['arping', '-U', '-c', '1', '-I', qg, ip], { netns: ns }).catch(() => {})
+    }
+  }
+
+  private async ensureRoutes(router: DataplaneRouter, ns: string): Promise<void> {
+    const want = new Map<string, string>()
+    if (router.gateway?.nexthop) want.set('default', router.gateway.nexthop)
+    for (const r of router.routes) if (!r.destination.includes(':')) want.set(r.destination === '0.0.0.0/0' ? 'default' : r.destination, r.nexthop)
+    const routes = JSON.parse((await run('ip', ['-j', 'route', 'show'], { netns: ns })) || '[]') as { dst: string; gateway?: string; protocol?: string }[]
+    for (const r of routes) {
+      if (r.gateway && want.get(r.dst) !== r.gateway) await runIdempotent('ip', ['route', 'del', r.dst, 'via', r.gateway], /No such process/, { netns: ns })
+    }
+    for (const [dst, via] of want) {
+      if (!routes.some((r) => r.dst === dst && r.gateway === via)) {
+        try {
+          await run('ip', ['route', 'replace', dst, 'via', via], { netns: ns })
+        } catch (err) {
+          this.warn('route not added (next hop unreachable?)', { router: router.id, dst, via, error: (err as Error).message })
+        }
+      }
+    }
+  }
+}

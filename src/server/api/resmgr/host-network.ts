@@ -1,0 +1,38 @@
+/**
+ * The agents' guest-networking calls under {base}/resmgr/v1/hosts/{id}, authenticated by the host credential
+ * (a host acts only for itself: 403 for another host id; identity tokens 401):
+ *
+ * - `GET …/network?known=<hash>&wait=<s ≤ 30>`: what the host's data plane must be (contracts/network/dataplane.ts)
+ *   as `{hash, state}`, at once when its hash differs from `known`, else as soon as it changes; 204 when `wait`
+ *   seconds passed with nothing new.
+ */
+import type { FastifyInstance } from 'fastify'
+import type { AppDeps } from '../../deps.js'
+import { hostAuth } from './host-auth.js'
+
+const hostParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] }
+
+export function hostNetworkRoutes(deps: AppDeps) {
+  const requireHost = hostAuth(deps)
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.get<{ Params: { id: string }; Querystring: { known?: string; wait?: number } }>(
+      '/v1/hosts/:id/network',
+      {
+        onRequest: requireHost,
+        schema: {
+          tags: ['resmgr'],
+          params: hostParams,
+          querystring: { type: 'object', additionalProperties: false, properties: { known: { type: 'string', maxLength: 64 }, wait: { type: 'number', minimum: 0, maximum: 30 } } },
+        },
+      },
+      async (request, reply) => {
+        const abort = new AbortController()
+        request.raw.once('close', () => abort.abort())
+        const answer = await deps.dataplane.watch(request.params.id.toLowerCase(), request.query.known ?? '', (request.query.wait ?? 0) * 1000, abort.signal)
+        if (!answer) return reply.code(204).send()
+        reply.header('cache-control', 'no-store')
+        return answer
+      },
+    )
+  }
+}

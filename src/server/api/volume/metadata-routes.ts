@@ -1,0 +1,56 @@
+/**
+ * Metadata of volumes and of snapshots: Cinder serves both with the same six routes and the same answers.
+ * GET/POST (merge)/PUT (replace) `/{collection}/{id}/metadata`, GET/PUT/DELETE `/{collection}/{id}/metadata/{key}`.
+ */
+import type { FastifyInstance } from 'fastify'
+import type { Principal } from '../../auth/principal.js'
+import { AppError, badRequest } from '../../../contracts/errors.js'
+import { idParams, keyParams, metadataBody, stringMap } from './params.js'
+
+/** What the routes need of the service that owns the records (the volume and snapshot services). */
+export interface MetadataOwner {
+  get(principal: Principal, id: string): Promise<{ metadata: Record<string, string> }>
+  /** `replace` drops the keys not given (PUT); otherwise merges (POST). Returns the result. */
+  setMetadata(principal: Principal, id: string, metadata: Record<string, string>, replace: boolean): Promise<Record<string, string>>
+  /** 404 when the key is not set. */
+  deleteMetadataKey(principal: Principal, id: string, key: string): Promise<void>
+}
+
+const itemBody = { type: 'object', required: ['meta'], properties: { meta: { ...stringMap, minProperties: 1, maxProperties: 1 } } } as const
+
+export function metadataRoutes(r: FastifyInstance, collection: 'volumes' | 'snapshots', owner: MetadataOwner): void {
+  const base = `/${collection}/:id/metadata`
+  r.get(base, { schema: { params: idParams } }, async (request) => {
+    const { id } = request.params as { id: string }
+    return { metadata: (await owner.get(request.principal, id)).metadata }
+  })
+  for (const [method, replace] of [['POST', false], ['PUT', true]] as const) {
+    r.route({
+      method,
+      url: base,
+      schema: { params: idParams, body: metadataBody },
+      handler: async (request) => {
+        const { id } = request.params as { id: string }
+        return { metadata: await owner.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, replace) }
+      },
+    })
+  }
+  r.get(`${base}/:key`, { schema: { params: keyParams } }, async (request) => {
+    const { id, key } = request.params as { id: string; key: string }
+    const metadata = (await owner.get(request.principal, id)).metadata
+    if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
+    return { meta: { [key]: metadata[key] } }
+  })
+  r.put(`${base}/:key`, { schema: { params: keyParams, body: itemBody } }, async (request) => {
+    const { id, key } = request.params as { id: string; key: string }
+    const meta = (request.body as { meta: Record<string, string> }).meta
+    if (!(key in meta)) throw badRequest('Request body and URI mismatch')
+    await owner.setMetadata(request.principal, id, meta, false)
+    return { meta }
+  })
+  r.delete(`${base}/:key`, { schema: { params: keyParams } }, async (request, reply) => {
+    const { id, key } = request.params as { id: string; key: string }
+    await owner.deleteMetadataKey(request.principal, id, key)
+    return reply.code(200).send()
+  })
+}

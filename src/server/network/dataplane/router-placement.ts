@@ -1,0 +1,31 @@
+/**
+ * Which host runs a router: one of the hosts holding the `network` role (state ok), chosen by rendezvous
+ * hashing — each router goes to the host with the highest hash of (router id, host id). Nothing is stored: every
+ * process computes the same answer from the role table, and a host gaining or losing the role moves only the
+ * routers that hash highest to it (Neutron's L3 agent scheduler stores a binding; deriving it keeps a removed
+ * host from holding routers nobody runs).
+ */
+import { createHash } from 'node:crypto'
+import type { Db } from '../../storage/store.js'
+
+export const NETWORK_ROLE = 'network'
+
+/** The hosts that may run routers, sorted by id. */
+export async function routerHosts(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom('host_roles').select('host_id').where('role', '=', NETWORK_ROLE).where('state', '=', 'ok').orderBy('host_id').execute()
+  return rows.map((r) => r.host_id)
+}
+
+/** The host of `hostIds` that runs the router, or undefined when there is none. */
+export function placeRouter(routerId: string, hostIds: string[]): string | undefined {
+  let best: string | undefined
+  let bestWeight = ''
+  for (const host of hostIds) {
+    const weight = createHash('sha256').update(`${routerId}/${host}`).digest('hex')
+    if (best === undefined || weight > bestWeight) {
+      best = host
+      bestWeight = weight
+    }
+  }
+  return best
+}

@@ -1,0 +1,137 @@
+/**
+ * The Linux network back end: the conformance suite, run inside a test host's network namespace, then what only
+ * a real host shows — the devices' settings, the DHCP server's configuration, the router's NAT rules, and drift
+ * repaired by applying again.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { dataplaneMissing } from '../../../src/testkit/dataplane-cluster.js'
+import { createTestNetwork, type TestNetwork } from '../../../src/testkit/netns.js'
+import { RemoteLinuxBackend } from '../../../src/testkit/network-backend-host.js'
+import { runIn } from '../../../src/testkit/stand-in-guest.js'
+import { networkBackendConformance } from './backend-conformance.js'
+import { fullState, ID } from './states.js'
+
+const missing = dataplaneMissing()
+
+interface LinuxHost {
+  net: TestNetwork
+  root: string
+  backend: RemoteLinuxBackend
+  namespace: string
+  address: string
+  close(): Promise<void>
+}
+
+/** One test host: a namespace with an interface for the `public` physical network, and its back end. */
+function linuxHost(): LinuxHost {
+  const net = createTestNetwork(1)
+  if (net.sharedBecause) throw new Error(net.sharedBecause)
+  const { namespace, address } = net.hosts[0]
+  try {
+    // The host's interface for the `public` physical network (the kernel may lack dummy devices: a veth pair).
+    execFileSync('ip', ['-n', namespace!, 'link', 'add', 'ext0', 'type', 'veth', 'peer', 'name', 'ext0-peer'])
+  } catch (err) {
+    net.close()
+    throw err
+  }
+  const root = mkdtempSync(join(tmpdir(), 'pcc-netbackend-'))
+  chmodSync(root, 0o755)
+  const backend = new RemoteLinuxBackend(namespace!, root, address, { public: 'ext0' })
+  return {
+    net, root, backend, namespace: namespace!, address,
+    async close() {
+      await backend.close()
+      net.close()
+      rmSync(root, { recursive: true, force: true })
+    },
+  }
+}
+
+networkBackendConformance(
+  'linux',
+  async () => {
+    const h = linuxHost()
+    return { backend: h.backend, tunnelIp: h.address, close: () => h.close() }
+  },
+  { skip: missing },
+)
+
+describe('Linux network back end on a host', { skip: missing }, () => {
+  let h: LinuxHost
+  before(async () => {
+    h = linuxHost()
+    await h.backend.apply(fullState(h.address))
+  })
+  after(async () => {
+    await h?.backend.teardown().catch(() => {})
+    await h?.close()
+  })
+  const host = async (...args: string[]) => {
+    const r = await runIn(h.namespace, args)
+    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`)
+    return r.stdout
+  }
+  const link = async (name: string) => (JSON.parse(await host('ip', '-j', '-d', 'link', 'show', 'dev', name)) as Record<string, any>[])[0] // eslint-disable-line @typescript-eslint/no-explicit-any
+
+  it('makes VXLAN devices with the VNI, the tunnel address, port 4789, no learning, MTU 1450, and head-end replication to the peers', async () => {
+    const vxlan = await link('vxlan-101')
+    assert.deepEqual([vxlan.linkinfo.info_data.id, vxlan.linkinfo.info_data.local, vxlan.linkinfo.info_data.port, vxlan.linkinfo.info_data.learning], [101, h.address, 4789, false])
+    assert.equal(vxlan.mtu, 1450)
+    assert.equal(vxlan.master, `brq${ID.netA.slice(0, 11)}`)
+    assert.equal(vxlan.linkinfo.info_slave_data.isolated, true, 'the uplink never reaches the local DHCP server')
+    const fdb = (JSON.parse(await host('bridge', '-j', 'fdb', 'show', 'dev', 'vxlan-101')) as { mac: string; dst?: string }[]).filter((e) => e.dst).map((e) => `${e.mac} ${e.dst}`)
+    assert.deepEqual(fdb.sort(), ['00:00:00:00:00:00 10.255.0.7', 'fa:16:3e:77:00:01 10.255.0.7', 'fa:16:3e:77:00:02 10.255.0.7'])
+  })
+
+  it('makes persistent taps in their bridges (down when the port is administratively down), and maps flat networks to the host interface', async () => {
+    const tap = await link(`tap${ID.port1.slice(0, 11)}`)
+    assert.equal(tap.linkinfo.info_kind, 'tun')
+    assert.equal(tap.master, `brq${ID.netA.slice(0, 11)}`)
+    assert.ok(tap.flags.includes('UP'))
+    assert.ok(!(await link(`tap${ID.port3.slice(0, 11)}`)).flags.includes('UP'))
+    assert.equal((await link('ext0')).master, `brq${ID.netExt.slice(0, 11)}`)
+  })
+
+  it('runs dnsmasq in the qdhcp namespace with the port entries, the MTU, the gateway and classless routes (metadata through the DHCP port)', async () => {
+    const dir = join(h.root, 'var/lib/pcc/dhcp', ID.netA)
+    const conf = readFileSync(join(dir, 'dnsmasq.conf'), 'utf8')
+    assert.match(conf, /^dhcp-range=set:subnet-a1000000-0000-4000-8000-000000000001,10\.60\.0\.0,static,255\.255\.255\.0,86400s$/m)
+    assert.match(conf, /option:mtu,1450/)
+    assert.match(conf, /option:classless-static-route,169\.254\.169\.254\/32,10\.60\.0\.2,10\.99\.0\.0\/16,10\.60\.0\.254,0\.0\.0\.0\/0,10\.60\.0\.1$/m)
+    assert.equal(readFileSync(join(dir, 'host'), 'utf8'), 'fa:16:3e:0a:00:11,host-10-60-0-11,10.60.0.11\nfa:16:3e:0a:00:12,host-10-60-0-12,10.60.0.12\n')
+    const inside = await runIn(h.namespace, ['true'])
+    assert.equal(inside.code, 0)
+    const addresses = execFileSync('nsenter', [`--net=${join(h.root, 'run/netns', `qdhcp-${ID.netA}`)}`, 'ip', '-br', 'addr', 'show', `ns-${ID.dhcpA.slice(0, 11)}`]).toString()
+    assert.match(addresses, /10\.60\.0\.2\/24/)
+    assert.match(addresses, /169\.254\.169\.254\/32/)
+  })
+
+  it("puts the router's floating IPs and SNAT in its namespace", async () => {
+    const ns = join(h.root, 'run/netns', `qrouter-${ID.router}`)
+    const rules = execFileSync('nsenter', [`--net=${ns}`, 'nft', 'list', 'table', 'ip', 'pcc-nat']).toString()
+    assert.match(rules, /ip daddr 198\.51\.100\.20 dnat to 10\.60\.0\.11/)
+    assert.match(rules, /oifname "qg-f2000000-00" ip saddr 10\.60\.0\.11 snat to 198\.51\.100\.20/)
+    assert.match(rules, /oifname "qg-f2000000-00" snat to 198\.51\.100\.10/)
+    const routes = execFileSync('nsenter', [`--net=${ns}`, 'ip', 'route', 'show', 'default']).toString()
+    assert.match(routes, /default via 198\.51\.100\.1 dev qg-f2000000-00/)
+  })
+
+  it('repairs drift on the next apply: a deleted tap, bridge or dnsmasq comes back, other devices keep their identity', async () => {
+    const index = async (name: string) => (await link(name)).ifindex as number
+    const keptTap = await index(`tap${ID.port3.slice(0, 11)}`)
+    await host('ip', 'link', 'del', `tap${ID.port1.slice(0, 11)}`)
+    await host('ip', 'link', 'del', `brq${ID.netB.slice(0, 11)}`)
+    const pid = Number(readFileSync(join(h.root, 'var/lib/pcc/dhcp', ID.netA, 'pid'), 'utf8'))
+    process.kill(pid, 'SIGKILL')
+    await h.backend.apply(fullState(h.address))
+    assert.equal((await link(`tap${ID.port1.slice(0, 11)}`)).master, `brq${ID.netA.slice(0, 11)}`)
+    assert.equal((await link(`tap${ID.port3.slice(0, 11)}`)).master, `brq${ID.netB.slice(0, 11)}`)
+    assert.equal(await index(`tap${ID.port3.slice(0, 11)}`), keptTap)
+    assert.ok((await h.backend.inventory()).dhcpServers.includes(ID.netA))
+  })
+})

@@ -1,0 +1,96 @@
+/**
+ * The driver conformance suite over the QEMU driver: real guests (the pcc guest image under TCG or KVM), two hosts
+ * in scratch roots on this machine, images served from files, cold-migration disks through a directory standing in
+ * for the control plane. The evidence is the guest's own console: `pcc-guest: boot N` counted on its own disk, and a
+ * `pcc-guest: tick N` its user data prints every second (a guest that was paused, suspended or migrated live goes
+ * on counting where it was).
+ */
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import type { ComputeDriver, GuestSpec } from '../../src/server/drivers/compute/driver.js'
+import { QemuDriver, type DiskTransfers } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
+import { metadataFiles } from '../../src/server/metadata/documents.js'
+import { facts, fileImage, guestImage, lastBoot, lastTick, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
+import { driverConformance } from './conformance.js'
+
+const BOOT_MS = 90_000
+
+const missing = realGuestsMissing()
+
+driverConformance(
+  'qemu',
+  async () => {
+    const image = await guestImage()
+    const work = mkdtempSync(join(tmpdir(), 'pcc-qemu-conf-'))
+    const files = new Map<string, string>([['guest-image', image.disk.path]])
+    const guest = fileImage('guest-image', image.disk.path, 'qcow2')
+    writeFileSync(join(work, 'not-a-disk'), 'these bytes are not a qcow2 disk\n')
+    files.set('not-a-disk', join(work, 'not-a-disk'))
+    const transfers: DiskTransfers = {
+      upload: (serverId, name, data) => pipeline(data, createWriteStream(join(work, `${serverId}-${name}`))),
+      download: async (serverId, name) => {
+        const file = join(work, `${serverId}-${name}`)
+        if (!existsSync(file)) throw new Error(`no transfer ${name} for ${serverId}`)
+        return createReadStream(file)
+      },
+    }
+    const roots: string[] = []
+    const host = async (name: string) => {
+      const root = mkdtempSync(join(tmpdir(), `pcc-${name}-`))
+      roots.push(root)
+      const d = new QemuDriver({
+        hostname: name, root, vcpus: 2, memoryMb: 4096, diskGb: 20, transfers, migrationAddress: '127.0.0.1',
+        images: { open: async (img) => createReadStream(files.get(img.id)!) },
+        shutdownTimeoutMs: 30_000, softRebootTimeoutMs: 30_000,
+      })
+      await d.start()
+      return d
+    }
+    const rootOf = (d: ComputeDriver) => (d as unknown as QemuDriver).options.root
+    const spec = (serverId: string, flavor = {}): GuestSpec => ({
+      serverId, instanceName: `instance-${serverId.slice(-8)}`, imageId: 'guest-image', hostname: 'vm', userData: null, image: guest,
+      flavor: { id: '1', name: 'm1.tiny', vcpus: 1, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {}, ...flavor },
+      configDrive: Object.fromEntries(Object.entries(metadataFiles(facts(serverId))).map(([k, v]) => [k, v.toString('base64')])),
+    })
+    const consoleOf = (d: ComputeDriver, id: string) => d.consoleOutput(id).catch(() => '')
+    return {
+      hosts: async () => [await host('qemu-a'), await host('qemu-b')],
+      spec,
+      failingSpawn: (_d, serverId) => ({ ...spec(serverId), imageId: 'not-a-disk', image: fileImage('not-a-disk', files.get('not-a-disk')!, 'qcow2') }),
+      booted: async (d, id, n) => {
+        let text = ''
+        const deadline = Date.now() + BOOT_MS
+        while (Date.now() < deadline) {
+          text = await consoleOf(d, id)
+          const after = text.slice(text.lastIndexOf('pcc-guest: boot '))
+          if (lastBoot(text) === n && /pcc-guest: ready/.test(after)) return
+          await new Promise((r) => setTimeout(r, 200))
+        }
+        throw new Error(`boot ${n} not seen within ${BOOT_MS} ms; console:\n${text.slice(-2000)}`)
+      },
+      boots: async (d, id) => lastBoot(await consoleOf(d, id)),
+      continues: async (d, id) => {
+        const start = await consoleOf(d, id)
+        const before = lastTick(start)
+        const deadline = Date.now() + 20_000
+        for (;;) {
+          const text = await consoleOf(d, id)
+          const fresh = text.slice(start.length)
+          if (/pcc-guest: userspace up/.test(fresh)) throw new Error(`the guest started again instead of running on:\n${fresh.slice(-1500)}`)
+          if (lastTick(fresh) > before) return
+          if (Date.now() > deadline) throw new Error(`no tick after ${before} within 20 s:\n${text.slice(-1500)}`)
+          await new Promise((r) => setTimeout(r, 200))
+        }
+      },
+      leftovers: async (d, id) => qemuLeftovers(rootOf(d), id),
+      volumes: false,
+      disksMove: true,
+      close: async () => {
+        for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
+      },
+    }
+  },
+  { skip: missing },
+)

@@ -1,0 +1,319 @@
+/**
+ * What is particular to the QEMU driver, beyond the conformance suite: the command line (no QEMU needed), the
+ * accelerator probe, the image cache's refusals, a restarted driver finding its guests, guests that power off or
+ * crash by themselves, image properties (buses, machine types, kernel/ramdisk), flavor disks, NICs, and failures
+ * that must leave nothing behind.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { POWER } from '../../src/server/compute/server-states.js'
+import { DriverError, type GuestImageRef, type GuestSpec } from '../../src/server/drivers/compute/driver.js'
+import { probeAccelerator } from '../../src/server/drivers/compute/qemu/accelerator.js'
+import { imageHardware, qemuArgs, tapName, type LaunchPlan } from '../../src/server/drivers/compute/qemu/command-line.js'
+import { readConsoleLog, rotateConsoleLog } from '../../src/server/drivers/compute/qemu/console-log.js'
+import { HostPaths } from '../../src/server/drivers/compute/qemu/host-paths.js'
+import { ImageCache } from '../../src/server/drivers/compute/qemu/image-cache.js'
+import { QemuDriver } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
+import { metadataFiles } from '../../src/server/metadata/documents.js'
+import type { GuestImage } from '../../src/guest-image/build.js'
+import { facts, fileImage, guestImage, lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
+
+const PLAN: LaunchPlan = {
+  binary: 'qemu-system-x86_64', name: 'instance-00000001', uuid: 'c0ffee00-0000-4000-8000-000000000001', accel: 'tcg', cpu: undefined, machine: 'pc',
+  vcpus: 2, memoryMb: 256, pidfile: '/r/qemu.pid', qmpSocket: '/run/x.qmp', serialSocket: '/run/x.serial', consoleLog: '/i/console.log', vncSocket: '/run/x.vnc',
+  disks: [
+    { node: 'root', file: '/i/disk', format: 'qcow2', bus: 'virtio', bootIndex: 1 },
+    { node: 'config', file: '/i/disk.config', format: 'raw', bus: 'ide', cdrom: true, readOnly: true },
+  ],
+  nics: [], daemonize: true, hotplugPorts: 4,
+}
+
+const arg = (args: string[], flag: string) => args.filter((_, i) => args[i - 1] === flag)
+
+describe('the QEMU command line', () => {
+  it('daemonizes with a pidfile, no default devices, QMP, serial with its log, VNC: all on unix sockets', () => {
+    const args = qemuArgs(PLAN)
+    for (const flag of ['-nodefaults', '-no-user-config', '-daemonize']) assert.ok(args.includes(flag), flag)
+    assert.deepEqual(arg(args, '-pidfile'), ['/r/qemu.pid'])
+    assert.ok(arg(args, '-chardev').includes('socket,id=qmp,path=/run/x.qmp,server=on,wait=off'))
+    assert.ok(arg(args, '-chardev').includes('socket,id=serial0,path=/run/x.serial,server=on,wait=off,logfile=/i/console.log,logappend=on'))
+    assert.deepEqual(arg(args, '-vnc'), ['unix:/run/x.vnc'])
+    assert.deepEqual(arg(args, '-accel'), ['tcg'])
+    assert.deepEqual(arg(args, '-nic'), ['none'], 'no ports: no NIC')
+    assert.match(arg(args, '-smbios')[0], /product=OpenStack Nova.*uuid=c0ffee00/)
+  })
+
+  it('names every disk format explicitly and puts the config drive on IDE as a CD-ROM', () => {
+    const blockdevs = arg(qemuArgs(PLAN), '-blockdev').map((j) => JSON.parse(j) as Record<string, unknown>)
+    assert.deepEqual(blockdevs[0], { driver: 'qcow2', 'node-name': 'root', file: { driver: 'file', filename: '/i/disk' } })
+    assert.equal(blockdevs[1]['read-only'], true)
+    const devices = arg(qemuArgs(PLAN), '-device')
+    assert.ok(devices.includes('virtio-blk-pci,drive=root,id=disk-root,bootindex=1'))
+    assert.ok(devices.includes('ide-cd,drive=config,id=disk-config,bus=ide.0,unit=0'))
+  })
+
+  it('plugs NICs into taps named after their ports, SCSI and SATA disks, hot-plug ports on q35, kernels and incoming migrations', () => {
+    const portId = '5f2b7c1e-93aa-4c0e-8d4e-0123456789ab'
+    const args = qemuArgs({
+      ...PLAN, machine: 'q35', incoming: true,
+      disks: [{ node: 'root', file: '/i/disk', format: 'qcow2', bus: 'scsi', bootIndex: 1 }, { node: 'config', file: '/c', format: 'raw', bus: 'sata', cdrom: true }],
+      nics: [{ id: 'net0', tap: tapName(portId), mac: 'fa:16:3e:00:00:01', model: 'virtio-net-pci' }],
+      kernel: { kernel: '/k', ramdisk: '/r', cmdline: 'root=/dev/vda console=ttyS0' },
+    })
+    assert.equal(tapName(portId), 'tap5f2b7c1e-93')
+    assert.ok(arg(args, '-netdev').includes('tap,id=hostnet0,ifname=tap5f2b7c1e-93,script=no,downscript=no'))
+    assert.ok(arg(args, '-device').includes('virtio-net-pci,netdev=hostnet0,id=net0,mac=fa:16:3e:00:00:01'))
+    assert.ok(arg(args, '-device').includes('virtio-scsi-pci,id=scsi0'))
+    assert.ok(arg(args, '-device').includes('scsi-hd,drive=root,id=disk-root,bus=scsi0.0,bootindex=1'))
+    assert.ok(arg(args, '-device').includes('ide-cd,drive=config,id=disk-config,bus=ide.0'))
+    assert.equal(arg(args, '-device').filter((d) => d.startsWith('pcie-root-port')).length, 4)
+    assert.deepEqual([arg(args, '-kernel'), arg(args, '-initrd'), arg(args, '-append')], [['/k'], ['/r'], ['root=/dev/vda console=ttyS0']])
+    assert.deepEqual(arg(args, '-incoming'), ['defer'])
+    assert.ok(args.includes('-S'))
+  })
+
+  it('refuses image properties QEMU cannot honour, naming them', () => {
+    const image = (properties: Record<string, string>): GuestImageRef => ({ id: 'i', diskFormat: 'qcow2', containerFormat: 'bare', size: 1, virtualSize: 1, checksum: null, osHashAlgo: null, osHashValue: null, properties })
+    assert.deepEqual(imageHardware(image({ hw_disk_bus: 'scsi', hw_vif_model: 'e1000', hw_machine_type: 'q35' })), { diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35' })
+    assert.throws(() => imageHardware(image({ hw_disk_bus: 'floppy' })), /hw_disk_bus=floppy is not supported/)
+    assert.throws(() => imageHardware(image({ hw_machine_type: 'pc; rm -rf /' })), /hw_machine_type/)
+    assert.throws(() => qemuArgs({ ...PLAN, machine: 'q35' }), /q35 machines have no IDE bus/)
+  })
+})
+
+describe('the console log', () => {
+  it('rotates past its limit and reads the newest bytes across both files, or the last lines', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcc-console-'))
+    try {
+      const log = join(dir, 'console.log')
+      writeFileSync(log, Array.from({ length: 100 }, (_, i) => `line ${i}`).join('\n') + '\n')
+      assert.equal(rotateConsoleLog(log, 100), true)
+      assert.equal(statSync(log).size, 0)
+      writeFileSync(log, 'line 100\nline 101\n')
+      assert.equal(readConsoleLog(log, 3), 'line 99\nline 100\nline 101\n')
+      assert.match(readConsoleLog(log), /^line 0\n[\s\S]*line 101\n$/)
+      assert.equal(readConsoleLog(log, 0), '')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+const missing = realGuestsMissing()
+
+describe('the QEMU driver with real guests', { skip: missing }, () => {
+  let image: GuestImage
+  let work: string
+  let guest: GuestImageRef
+  const files = new Map<string, string>()
+  const opens: string[] = []
+  const roots: string[] = []
+  const driver = async (options: Partial<ConstructorParameters<typeof QemuDriver>[0]> = {}) => {
+    const root = options.root ?? mkdtempSync(join(tmpdir(), 'pcc-qemu-host-'))
+    if (!roots.includes(root)) roots.push(root)
+    const d = new QemuDriver({
+      hostname: 'qemu-test', root, vcpus: 2, memoryMb: 4096, diskGb: 20, shutdownTimeoutMs: 20_000,
+      images: { open: async (img) => (opens.push(img.id), createReadStream(files.get(img.id)!)) },
+      ...options,
+    })
+    await d.start()
+    return d
+  }
+  const spec = (serverId: string, over: Partial<GuestSpec> = {}, userData?: string): GuestSpec => ({
+    serverId, instanceName: 'instance-00000001', imageId: guest.id, hostname: 'vm', userData: null, image: guest,
+    flavor: { id: '1', name: 'm1.tiny', vcpus: 1, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} },
+    configDrive: Object.fromEntries(Object.entries(metadataFiles(facts(serverId, userData))).map(([k, v]) => [k, v.toString('base64')])),
+    ...over,
+  })
+  const waitConsole = async (d: QemuDriver, id: string, pattern: RegExp, ms = 90_000) => {
+    const deadline = Date.now() + ms
+    let text = ''
+    while (Date.now() < deadline) {
+      text = await d.consoleOutput(id).catch(() => '')
+      if (pattern.test(text)) return text
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    throw new Error(`${pattern} not seen; console:\n${text.slice(-2000)}`)
+  }
+  const waitPower = async (d: QemuDriver, id: string, power: number, ms = 30_000) => {
+    const deadline = Date.now() + ms
+    while ((await d.info(id))?.powerState !== power) {
+      if (Date.now() > deadline) throw new Error(`power state ${(await d.info(id))?.powerState}, not ${power}`)
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }
+
+  before(async () => {
+    image = await guestImage()
+    work = mkdtempSync(join(tmpdir(), 'pcc-qemu-driver-'))
+    guest = fileImage('guest-image', image.disk.path, 'qcow2')
+    files.set('guest-image', image.disk.path)
+  })
+  after(() => {
+    for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
+  })
+
+  it('tries KVM with a real guest and says which accelerator it chose and why', async () => {
+    const started = Date.now()
+    const choice = await probeAccelerator({ binary: 'qemu-system-x86_64', timeoutMs: 3000 })
+    assert.ok(Date.now() - started < 10_000, 'the probe is bounded')
+    assert.ok(['kvm', 'tcg'].includes(choice.accel))
+    assert.ok(choice.reason.length > 10, choice.reason)
+    if (!existsSync('/dev/kvm')) assert.equal(choice.accel, 'tcg')
+    const d = await driver()
+    const cap = await d.capacity()
+    assert.equal(cap.hypervisorType, 'QEMU')
+    assert.ok(cap.hypervisorVersion >= 7_000_000)
+    assert.equal(cap.cpuInfo.accelerator, d.accel.accel)
+  })
+
+  it('fetches an image once per host, checks its digest and refuses what is not a plain disk of its format', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'pcc-qemu-cache-'))
+    roots.push(root)
+    const paths = new HostPaths(root)
+    const cache = new ImageCache(paths, { open: async (img) => (opens.push(img.id), createReadStream(files.get(img.id)!)) })
+    opens.length = 0
+    await Promise.all([cache.get(guest), cache.get(guest), cache.get(guest)])
+    assert.deepEqual(opens, ['guest-image'], 'one download for concurrent users')
+    assert.equal((await cache.get(guest)).virtualSize, image.diskVirtualSize)
+
+    const tampered = { ...guest, id: 'tampered', osHashValue: 'ab'.repeat(64) }
+    files.set('tampered', image.disk.path)
+    await assert.rejects(cache.get(tampered), /tampered failed verification: its sha512 is/)
+    const raw = join(work, 'raw-but-qcow2')
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', raw, '16M'])
+    files.set('raw-but-qcow2', raw)
+    await assert.rejects(cache.get(fileImage('raw-but-qcow2', raw, 'raw')), /declared raw but holds a qcow2 image/)
+    const backed = join(work, 'backed')
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', '-F', 'qcow2', '-b', image.disk.path, backed])
+    files.set('backed', backed)
+    await assert.rejects(cache.get(fileImage('backed', backed, 'qcow2')), /has a backing file/)
+    assert.deepEqual(readdirSync(paths.images).sort(), ['guest-image', 'guest-image.json'], 'nothing left of refused images')
+  })
+
+  it('finds its guests again after a restart (a new driver on the same root), still running', async () => {
+    const id = '00000000-0000-4000-8000-0000000d0001'
+    const first = await driver()
+    await first.spawn(spec(id))
+    await waitConsole(first, id, /pcc-guest: ready/)
+    const again = await driver({ root: first.options.root })
+    assert.equal((await again.info(id))!.powerState, POWER.RUNNING)
+    assert.deepEqual((await again.listGuests()).map((g) => g.serverId), [id])
+    await again.powerOff(id)
+    assert.equal((await again.info(id))!.powerState, POWER.SHUTDOWN)
+    assert.match(await again.consoleOutput(id), /pcc-guest: power button: powering off/, 'a graceful stop: the guest itself powered off')
+    await again.destroy(id)
+    assert.deepEqual(qemuLeftovers(first.options.root, id), [])
+  })
+
+  it('sees a guest that powered itself off as SHUTDOWN and one that crashed as CRASHED', async () => {
+    const d = await driver()
+    const off = '00000000-0000-4000-8000-0000000d0002'
+    const crash = '00000000-0000-4000-8000-0000000d0003'
+    await d.spawn(spec(off, {}, '#!/bin/sh\nsleep 1\nsync\npoweroff -f\n'))
+    await d.spawn(spec(crash, {}, '#!/bin/sh\nsleep 1\necho c > /proc/sysrq-trigger\n'))
+    await waitPower(d, off, POWER.SHUTDOWN, 90_000)
+    await waitPower(d, crash, POWER.CRASHED, 90_000)
+    assert.match(await d.consoleOutput(crash), /Kernel panic/)
+    await d.destroy(off)
+    await d.destroy(crash)
+  })
+
+  it('honours hw_disk_bus, hw_machine_type and hw_cdrom_bus, and gives the flavor ephemeral and swap disks', async () => {
+    const d = await driver()
+    const id = '00000000-0000-4000-8000-0000000d0004'
+    const props = { ...guest, id: 'guest-q35', properties: { hw_machine_type: 'q35', hw_disk_bus: 'scsi', hw_cdrom_bus: 'virtio' } }
+    files.set('guest-q35', image.disk.path)
+    await d.spawn(spec(id, { image: props, imageId: props.id, flavor: { ...spec(id).flavor, ephemeral: 1, swap: 64 } }))
+    const text = await waitConsole(d, id, /pcc-guest: ready/)
+    assert.match(text, /pcc-guest: block sda 1073741824/, 'root disk on SCSI')
+    assert.match(text, /pcc-guest: block sdb 1073741824/, 'ephemeral 1 GiB')
+    assert.match(text, /pcc-guest: block sdc 67108864/, 'swap 64 MiB')
+    assert.match(text, /pcc-guest: config-drive \/dev\/vd/, 'the config drive as a virtio disk')
+    assert.match(text, /pcc-guest: name vm-0004/)
+    await d.destroy(id)
+  })
+
+  it('boots an image with kernel_id and ramdisk_id directly, with its os_command_line', async () => {
+    const d = await driver()
+    const id = '00000000-0000-4000-8000-0000000d0005'
+    files.set('kernel', image.kernel.path)
+    files.set('ramdisk', image.ramdisk.path)
+    files.set('root-fs', image.rootFs.path)
+    const root = { ...fileImage('root-fs', image.rootFs.path, 'qcow2'), properties: { kernel_id: 'kernel', ramdisk_id: 'ramdisk', os_command_line: 'console=ttyS0 pcc.marker=direct-boot' } }
+    await d.spawn(spec(id, { image: root, imageId: 'root-fs', kernel: fileImage('kernel', image.kernel.path, 'aki'), ramdisk: fileImage('ramdisk', image.ramdisk.path, 'ari') }))
+    const text = await waitConsole(d, id, /pcc-guest: ready/)
+    assert.match(text, /pcc-guest: disk \/dev\/vda mounted[\s\S]*pcc-guest: boot 1\r?\n/)
+    const cmdline = execFileSync('sh', ['-c', `tr '\\0' ' ' < /proc/$(cat ${join(d.options.root, 'var/lib/pcc/instances', id, 'qemu.pid')})/cmdline`]).toString()
+    assert.match(cmdline, /-append console=ttyS0 pcc\.marker=direct-boot/)
+    await d.destroy(id)
+  })
+
+  it('gives a guest one NIC per port with the port MAC on a tap named after the port, and no tap outlives it', async () => {
+    const d = await driver()
+    const id = '00000000-0000-4000-8000-0000000d0006'
+    const ports = ['7a1e5b2c-0d1e-4f00-9abc-000000000001', '8b2f6c3d-1e2f-4f00-9abc-000000000002'].map((portId, i) => ({ portId, macAddress: `fa:16:3e:00:00:0${i + 1}`, networkId: 'n1', mtu: 1450 }))
+    await d.spawn(spec(id, { nics: ports }))
+    const text = await waitConsole(d, id, /pcc-guest: ready/)
+    assert.match(text, /pcc-guest: nic eth0 fa:16:3e:00:00:01/)
+    assert.match(text, /pcc-guest: nic eth1 fa:16:3e:00:00:02/)
+    for (const tap of ['tap7a1e5b2c-0d', 'tap8b2f6c3d-1e']) assert.match(execFileSync('ip', ['-o', 'link', 'show', 'dev', tap]).toString(), new RegExp(tap))
+    await d.destroy(id)
+    for (const tap of ['tap7a1e5b2c-0d', 'tap8b2f6c3d-1e']) assert.throws(() => execFileSync('ip', ['link', 'show', 'dev', tap], { stdio: 'pipe' }), `${tap} went with QEMU`)
+  })
+
+  it('fails cleanly: no QEMU binary, a flavor too small for the image, a full disk — nothing left behind', async () => {
+    const noQemu = await driver({ binary: 'qemu-system-does-not-exist', accel: 'tcg' })
+    const id = '00000000-0000-4000-8000-0000000d0007'
+    await assert.rejects(noQemu.spawn(spec(id)), (err: unknown) => err instanceof DriverError && /qemu-system-does-not-exist is not installed/.test(err.message))
+    assert.deepEqual(qemuLeftovers(noQemu.options.root, id), [])
+
+    const d = await driver()
+    await assert.rejects(d.spawn(spec(id, { flavor: { ...spec(id).flavor, disk: 0.01 } })), /Flavor's disk is too small for requested image/)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
+
+    // A host root on a 4 MiB file system: the 14 MB image does not fit.
+    const small = mkdtempSync(join(tmpdir(), 'pcc-qemu-full-'))
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', small])
+    try {
+      const full = await driver({ root: small })
+      await assert.rejects(full.spawn(spec(id)), /out of disk space|No space left/)
+      assert.deepEqual(qemuLeftovers(small, id), [])
+      assert.deepEqual(readdirSync(join(small, 'var/lib/pcc/images')), [], 'no partial image left')
+    } finally {
+      execFileSync('umount', [small])
+      rmSync(small, { recursive: true, force: true })
+    }
+  })
+
+  it('keeps the boot count on the guest disk across a hard reboot; serves its serial console (a shell answers) and its display (RFB)', async () => {
+    const d = await driver()
+    const id = '00000000-0000-4000-8000-0000000d0008'
+    await d.spawn(spec(id, {}, '#!/bin/sh\ntrue\n'))
+    await waitConsole(d, id, /pcc-guest: ready/)
+    await d.reboot(id, 'HARD')
+    const text = await waitConsole(d, id, /pcc-guest: boot 2\r?\n[\s\S]*pcc-guest: ready/)
+    assert.equal(lastBoot(text), 2)
+
+    const serial = await d.openConsole(id, 'serial')
+    let typed = ''
+    serial.on('data', (b: Buffer) => (typed += b.toString('latin1')))
+    const deadline = Date.now() + 30_000
+    while (!/pcc-console-\d+ answered/.test(typed) && Date.now() < deadline) {
+      serial.write('echo pcc-console-$((6*7)) answered\n')
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    serial.destroy()
+    assert.match(typed, /pcc-console-42 answered/, 'the guest shell ran what was typed')
+    const vnc = await d.openConsole(id, 'vnc')
+    const hello = await new Promise<string>((resolve) => vnc.once('data', (b: Buffer) => resolve(b.toString('latin1'))))
+    vnc.destroy()
+    assert.match(hello, /^RFB 003\.008\n/)
+    await d.destroy(id)
+    await assert.rejects(d.openConsole(id, 'serial'), (err: unknown) => err instanceof DriverError && err.code === 404)
+  })
+})

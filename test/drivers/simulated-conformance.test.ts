@@ -1,0 +1,42 @@
+/** The driver conformance suite over the simulated driver (in memory; its console says `boot N`). */
+import type { ComputeDriver, GuestSpec } from '../../src/server/drivers/compute/driver.js'
+import { SimulatedDriver } from '../../src/server/drivers/compute/simulated/simulated-driver.js'
+import { driverConformance } from './conformance.js'
+
+const FLAVOR = { id: '1', name: 'm1.tiny', vcpus: 1, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} }
+
+const spec = (serverId: string, flavor = {}): GuestSpec => ({
+  serverId,
+  instanceName: 'instance-00000001',
+  flavor: { ...FLAVOR, ...flavor },
+  imageId: 'image-1',
+  hostname: 'vm1',
+  userData: null,
+})
+
+const host = (hostname: string) => new SimulatedDriver({ hostname, vcpus: 8, memoryMb: 16384, diskGb: 100, delayMs: 0, failureRate: 0 })
+
+/** The number of the last boot of the guest's own disk its console shows. */
+async function boots(d: ComputeDriver, id: string): Promise<number> {
+  const seen = [...(await d.consoleOutput(id)).matchAll(/\(boot (\d+)\)/g)]
+  return Number(seen.at(-1)?.[1] ?? 0)
+}
+
+driverConformance('simulated', async () => ({
+  hosts: async () => [host('sim-a'), host('sim-b')],
+  spec,
+  failingSpawn: (driver, id) => {
+    ;(driver as SimulatedDriver).injectFailures(0, { spawn: 'the hypervisor refused the guest' })
+    return spec(id)
+  },
+  booted: async (d, id, n) => {
+    const seen = await boots(d, id)
+    if (seen !== n) throw new Error(`the console shows boot ${seen}, not ${n}`)
+  },
+  boots,
+  continues: async () => {},
+  leftovers: async (d, id) => ((await d.info(id)) ? [`guest ${id}`] : []),
+  volumes: true,
+  disksMove: false,
+  close: async () => {},
+}))
