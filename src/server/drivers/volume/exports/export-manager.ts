@@ -12,6 +12,7 @@
  * Calls are serialised: two attachments of one volume converging at once would otherwise start two daemons.
  */
 import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
 import { openSync, closeSync, readFileSync } from 'node:fs'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -120,15 +121,18 @@ async function start(spec: ExportSpec, dir: string): Promise<void> {
   const files = daemonFiles(dir)
   await rm(files.pid, { force: true })
   await rm(files.qmp, { force: true })
+  const listener = await listenNoDelay(spec)
   const log = openSync(files.log, 'a', 0o600)
   let exited: string | undefined
   try {
-    const child = spawn('qemu-storage-daemon', qsdArgs(spec, dir), { detached: true, stdio: ['ignore', log, log] })
+    const child = spawn('qemu-storage-daemon', qsdArgs(spec, dir), { detached: true, stdio: ['ignore', log, log, listener.fd] })
     child.on('error', (err) => (exited = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'qemu-storage-daemon is not installed' : err.message))
     child.on('exit', (code, signal) => (exited ??= `it exited (${signal ?? `code ${code}`})`))
     child.unref()
   } finally {
     closeSync(log)
+    // The daemon holds its own copy of the socket; ours goes.
+    listener.close()
   }
   const deadline = Date.now() + START_TIMEOUT_MS
   while (Date.now() < deadline) {
@@ -138,6 +142,23 @@ async function start(spec: ExportSpec, dir: string): Promise<void> {
   }
   const tail = (await readFile(files.log, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join(' ')
   throw new VolumeBackendError(`the NBD export of volume ${spec.volumeId} on ${spec.address}:${spec.port} did not start: ${exited ?? 'no pid file in time'}${tail ? `: ${tail}` : ''}`)
+}
+
+/**
+ * The export's listening socket with TCP_NODELAY set, which every accepted connection inherits on Linux. Node
+ * sets it only through the handle of a listening server (`_handle.setNoDelay`), there being no public way.
+ */
+async function listenNoDelay(spec: ExportSpec): Promise<{ fd: number; close(): void }> {
+  const server = createServer()
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new VolumeBackendError(`the NBD export of volume ${spec.volumeId} cannot listen on ${spec.address}:${spec.port}: ${err.code ?? err.message}`)),
+    )
+    server.listen({ host: spec.address, port: spec.port, exclusive: true }, resolve)
+  })
+  const handle = (server as unknown as { _handle: { fd: number; setNoDelay(on: boolean): void } })._handle
+  handle.setNoDelay(true)
+  return { fd: handle.fd, close: () => server.close() }
 }
 
 /** The pid of the daemon that owns `pidFile`, if it runs. */
