@@ -8,6 +8,7 @@
  *   attached to a guest on the other host, which reads the same file, then writes one more;
  * - an online extend is seen by that guest (its disk's size grows while it runs);
  * - a snapshot and a clone hold the files of their moment, read by the first guest;
+ * - a server moves live to the other host with its volume attached, and uses it there;
  * - an export that cannot be reached fails the attach with the server's fault and leaves the volume available;
  * - a volume created from the guest image boots a server; uploaded to an image, it boots another (whose boot count,
  *   kept on the disk, says the bytes came from the volume).
@@ -220,6 +221,25 @@ describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_20
     assert.match(text, /pcc-guest: vdc file note.txt hello from writer/)
     assert.doesNotMatch(text, /pcc-guest: vdc file later.txt/, 'the snapshot was taken before later.txt')
     for (const v of [clone, fromSnapshot]) await detach(writer, v)
+  })
+
+  it('a server moves live to the other host with its volume, and uses it there', async () => {
+    const r = await api.action(reader, 'os-migrateLive', { host: 'hv-a', block_migration: 'auto' })
+    assert.equal(r.status, 202, JSON.stringify(r.body))
+    const moved = await until('the live migration', 300_000, async () => {
+      const s = await api.server(reader)
+      return s && s['OS-EXT-STS:task_state'] === null ? s : undefined
+    }, 1000)
+    assert.equal(moved.status, 'ACTIVE', JSON.stringify(moved.fault))
+    assert.equal(moved['OS-EXT-SRV-ATTR:host'], 'hv-a')
+    assert.equal((await volume(data)).status, 'in-use')
+    // Unplugged and plugged again on the new host: the guest lists the volume's files once more.
+    const before = (await consoleOf(reader)).split('pcc-guest: vdb listed').length
+    await detach(reader, data)
+    await sees(reader, /pcc-guest: vdb gone/)
+    await attach(reader, data)
+    await until('the volume listed again', 120_000, async () => ((await consoleOf(reader)).split('pcc-guest: vdb listed').length > before ? true : undefined), 1000)
+    assert.match(await consoleOf(reader), /pcc-guest: vdb file later.txt later from reader/)
   })
 
   it('an export that cannot be reached fails the attach with a fault and leaves the volume available', async () => {

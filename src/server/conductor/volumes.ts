@@ -46,16 +46,29 @@ function hostDriver(ctx: ConductorContext, server: ServerTable): ComputeDriver |
  * What the server's host needs to connect a volume: on a host that runs real guests, the volume's export is granted
  * to the attachment and served first (a failure there is the hypervisor's: a DriverError with its reason).
  */
-export async function volumeConnection(ctx: ConductorContext, server: ServerTable, volumeId: string, device: string | null): Promise<VolumeConnection> {
+export async function volumeConnection(ctx: ConductorContext, server: ServerTable, volumeId: string, device: string | null, hostId = server.host_id): Promise<VolumeConnection> {
   // Simulated hosts read no bytes: they attach without an export.
-  if (!server.host_id || !ctx.drivers.get(server.host_id)?.guestDetails) return { volumeId, device }
+  if (!hostId || !ctx.drivers.get(hostId)?.guestDetails) return { volumeId, device }
   try {
-    const connection = await storageOf(ctx).volumes.connect({ volumeId, serverId: server.id, hostId: server.host_id! })
+    const connection = await storageOf(ctx).volumes.connect({ volumeId, serverId: server.id, hostId })
     return { volumeId, device, connection }
   } catch (err) {
-    if (err instanceof VolumeBackendError) throw new DriverError(`Volume ${volumeId} could not be exported to host ${server.host}: ${err.message}`)
+    if (err instanceof VolumeBackendError) throw new DriverError(`Volume ${volumeId} could not be exported to host ${hostId}: ${err.message}`)
     throw err
   }
+}
+
+/**
+ * Every volume attached to the server, connected for `hostId`: what a guest rebuilt, migrated or evacuated there
+ * needs to find its disks again (during a live migration both hosts hold a connection).
+ */
+export async function attachedVolumes(ctx: ConductorContext, server: ServerTable, hostId: string): Promise<VolumeConnection[]> {
+  const out: VolumeConnection[] = []
+  for (const bdm of await volumeMappings(ctx.store.db, server.id)) {
+    if (!bdm.volume_id || (await attachmentStatus(ctx.store.db, bdm.volume_id, server.id)) !== 'attached') continue
+    out.push(await volumeConnection(ctx, server, bdm.volume_id, bdm.device_name, hostId))
+  }
+  return out
 }
 
 /** An attached volume grew: the server's hypervisor moves the guest onto the export's new generation. */

@@ -184,7 +184,7 @@ export function qemuArgs(plan: LaunchPlan): string[] {
   ]
   for (let i = 0; i < (isQ35(plan.machine) ? plan.hotplugPorts : 0); i++) args.push('-device', `pcie-root-port,id=hotplug${i},chassis=${i + 1},bus=pcie.0`)
   args.push(...diskArgs(plan.disks, plan.machine))
-  for (const v of plan.volumes ?? []) args.push(...volumeArgs(v.volume, v.keyDir, v.bootIndex))
+  for (const v of plan.volumes ?? []) args.push(...volumeArgs(v.volume, v.keyDir, plan.machine, v.bootIndex))
   if (plan.nics.length === 0) args.push('-nic', 'none')
   for (const n of plan.nics) {
     args.push('-netdev', `tap,id=host${n.id},ifname=${n.tap},script=no,downscript=no`)

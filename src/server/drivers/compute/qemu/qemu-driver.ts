@@ -397,7 +397,7 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
       const keyDir = await writeVolumeKey(p.dir, volume)
-      if (runningPid(p.pidfile)) await this.qmp(p, (q) => attachNbdVolume(q, volume, keyDir))
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => attachNbdVolume(q, volume, keyDir, imageHardware(rec.spec.image).machine))
       this.saveVolumes(p, rec, [...(rec.spec.volumes ?? []).filter((v) => v.volumeId !== volume.volumeId), volume])
     })
   }

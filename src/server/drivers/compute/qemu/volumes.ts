@@ -94,16 +94,38 @@ function nbdNode(volume: VolumeConnection) {
   }
 }
 
-function deviceArgs(volume: VolumeConnection, bootIndex?: number) {
-  const names = volumeNames(volume.volumeId)
-  return { driver: 'virtio-blk-pci', id: names.device, drive: names.format, serial: volume.volumeId.slice(0, 20), ...(bootIndex !== undefined ? { bootindex: bootIndex } : {}) }
+/**
+ * Where a volume's device sits, fixed by its device name so that a guest started again, or arriving on another
+ * host by live migration, has it at the same PCI address (QEMU's migration stream names devices by address): on
+ * i440FX (`pc`), slot 0x0f + the letter of `/dev/vdX` on `pci.0` (vda 0x0f … vdq 0x1f; later letters: QEMU picks);
+ * on q35, the letter's hot-plug root port (`hotplug<n>` for vdb = 0 …, as many as the guest was given).
+ */
+export function volumePlacement(machine: string, device: string | null): Record<string, string> {
+  const letter = device ? /^\/dev\/[a-z]*d([a-z])$/.exec(device)?.[1] : undefined
+  if (!letter) return {}
+  const index = letter.charCodeAt(0) - 'a'.charCodeAt(0)
+  if (/q35/.test(machine)) return index >= 1 ? { bus: `hotplug${index - 1}` } : {}
+  const slot = 0x0f + index
+  return slot <= 0x1f ? { bus: 'pci.0', addr: `0x${slot.toString(16)}` } : {}
 }
 
-/** Command-line arguments that give the guest a volume from its start (boot from volume: `bootIndex` 0). */
-export function volumeArgs(volume: VolumeConnection, keyDir: string, bootIndex?: number): string[] {
+function deviceArgs(volume: VolumeConnection, machine: string, bootIndex?: number) {
+  const names = volumeNames(volume.volumeId)
+  return {
+    driver: 'virtio-blk-pci',
+    id: names.device,
+    drive: names.format,
+    serial: volume.volumeId.slice(0, 20),
+    ...volumePlacement(machine, volume.device),
+    ...(bootIndex !== undefined ? { bootindex: bootIndex } : {}),
+  }
+}
+
+/** Command-line arguments that give the guest a volume from its start (boot from volume: a `bootIndex`). */
+export function volumeArgs(volume: VolumeConnection, keyDir: string, machine: string, bootIndex?: number): string[] {
   const tls = tlsObject(volume, keyDir)
   const names = volumeNames(volume.volumeId)
-  const device = deviceArgs(volume, bootIndex)
+  const device = deviceArgs(volume, machine, bootIndex)
   return [
     '-object', `tls-creds-psk,id=${tls.id},dir=${tls.dir},endpoint=client,username=${tls.username}`,
     '-blockdev', JSON.stringify(nbdNode(volume)),
@@ -121,7 +143,7 @@ async function nodeNames(qmp: QmpSession): Promise<Set<string>> {
 }
 
 /** Hot-plugs a volume into a running guest; nothing changes when it is there already. */
-export async function attachVolume(qmp: QmpSession, volume: VolumeConnection, keyDir: string): Promise<void> {
+export async function attachVolume(qmp: QmpSession, volume: VolumeConnection, keyDir: string, machine: string): Promise<void> {
   const names = volumeNames(volume.volumeId)
   if ((await nodeNames(qmp)).has(names.format)) return
   const added: (() => Promise<unknown>)[] = []
@@ -133,7 +155,7 @@ export async function attachVolume(qmp: QmpSession, volume: VolumeConnection, ke
     added.push(() => qmp.execute('blockdev-del', { 'node-name': nbd['node-name'] }))
     await qmp.execute('blockdev-add', { driver: 'raw', 'node-name': names.format, file: nbd['node-name'] })
     added.push(() => qmp.execute('blockdev-del', { 'node-name': names.format }))
-    await qmp.execute('device_add', deviceArgs(volume))
+    await qmp.execute('device_add', deviceArgs(volume, machine))
   } catch (err) {
     for (const undo of added.reverse()) await undo().catch(() => {})
     throw new DriverError(`Volume ${volume.volumeId} could not be attached: ${(err as Error).message}`)
