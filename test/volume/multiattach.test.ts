@@ -7,17 +7,8 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { DIALECTS } from '../../src/testkit/harness.js'
+import { until } from '../../src/testkit/compute-api.js'
 import { call, computeTestbed, IMAGE, type ComputeTestbed } from '../compute/helpers.js'
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await check()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 for (const dialect of DIALECTS) {
   describe(`multi-attach (${dialect})`, () => {
@@ -29,7 +20,7 @@ for (const dialect of DIALECTS) {
     }
     const volume = async (id: string) => (await volumeApi(tb.member.token, 'GET', `/volumes/${id}`)).body.volume
     const volumeAt = (id: string, status: string, attachments: number) =>
-      until(`volume ${id} ${status} with ${attachments} attachment(s)`, async () => {
+      until(`volume ${id} ${status} with ${attachments} attachment(s)`, 60_000, async () => {
         const v = await volume(id)
         return v.status === status && v.attachments.length === attachments ? v : undefined
       })
@@ -37,7 +28,7 @@ for (const dialect of DIALECTS) {
       const r = await call(tb, tb.member, 'POST', '/servers', { server: { name, imageRef: IMAGE, flavorRef: '1', networks: 'none' } }, '2.96')
       assert.equal(r.status, 202, JSON.stringify(r.body))
       const id = r.body.server.id as string
-      await until(`server ${name} ACTIVE`, async () => ((await call(tb, tb.member, 'GET', `/servers/${id}`)).body.server.status === 'ACTIVE' ? true : undefined))
+      await until(`server ${name} ACTIVE`, 60_000, async () => ((await call(tb, tb.member, 'GET', `/servers/${id}`)).body.server.status === 'ACTIVE' ? true : undefined))
       return id
     }
     const attach = (serverId: string, volumeId: string) => call(tb, tb.member, 'POST', `/servers/${serverId}/os-volume_attachments`, { volumeAttachment: { volumeId } }, '2.96')
