@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module'
 import { startTestServer } from '../src/testkit/harness.js'
 import { newId } from '../src/server/bootstrap/bootstrap.js'
-import { DEFAULT_IMAGE_NAME } from '../src/server/image/default-image.js'
+import { defaultImageName } from '../src/server/image/default-image.js'
 import type { BenchRow, BenchRun } from './harness.js'
 import { bareBodyServer } from './procs.js'
 import { seedServers } from './seed-servers.js'
@@ -71,7 +71,7 @@ export const run: BenchRun = async () => {
     }
     rows.push(row('GET /servers?limit=100, 100,000 servers', await autocannon({ url: `${compute}/servers?limit=100`, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: listHeaders }), 'ms p50', '< 5 ms p50'))
     rows.push(row('GET /servers/{id}', await autocannon({ url: `${compute}/servers/${oneId}`, connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: listHeaders }), 'ms p50'))
-    const image = await db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirstOrThrow()
+    const image = await db.selectFrom('images').select('id').where('name', '=', defaultImageName()).executeTakeFirstOrThrow()
     const body = JSON.stringify({ server: { name: 'bench-new', imageRef: image.id, flavorRef: '1', networks: 'none' } })
     const creates = await autocannon({ url: `${compute}/servers`, method: 'POST', connections: CONNECTIONS, duration: SECONDS, workers: WORKERS, headers: { ...listHeaders, 'content-type': 'application/json' }, body })
     rows.push(row('POST /servers accepted (202)', creates, 'req/s', '>= 1000 creates/s'))

@@ -1,6 +1,6 @@
 /**
  * pcc as a user starts it for Tempest: the real `pcc-server` process on a free port of 127.0.0.1, its own data
- * dir, default settings, its log in a file. Then what a cloud operator would have made before running Tempest:
+ * dir, default settings but the lockout ones (SETTINGS), its log in a file. Then what a cloud operator would have made before running Tempest:
  * a second image (Tempest's image_ref_alt) and an external network for routers and floating IPs.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -9,8 +9,16 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../src/testkit/harness.js'
 import { cleanEnv, SERVER_MAIN } from '../src/testkit/process.js'
+import { defaultImageName } from '../src/server/image/default-image.js'
 
 export const ADMIN = { username: 'admin', project: 'admin', domain: 'Default', password: 'tempest-admin-password' }
+
+/**
+ * Settings other than the defaults, as devstack sets Keystone's for Tempest: lockout after 2 failed logins for
+ * 5 s (Tempest's lockout test waits the lockout out; with the default 30 min it could not). tempest-conf.ts tells
+ * Tempest the same values.
+ */
+export const SETTINGS = { PCC_LOCKOUT_FAILURE_ATTEMPTS: '2', PCC_LOCKOUT_DURATION_SECONDS: '5' }
 
 export interface RunningPcc {
   url: string
@@ -26,7 +34,7 @@ export async function startPcc(workDir: string): Promise<RunningPcc> {
   const logFile = join(workDir, 'pcc-server.log')
   const log = openSync(logFile, 'a')
   const child = spawn(process.execPath, [SERVER_MAIN], {
-    env: cleanEnv({ PCC_LISTEN: `127.0.0.1:${port}`, PCC_DATA_DIR: join(workDir, 'pcc-data'), PCC_ADMIN_PASSWORD: ADMIN.password }),
+    env: cleanEnv({ ...SETTINGS, PCC_LISTEN: `127.0.0.1:${port}`, PCC_DATA_DIR: join(workDir, 'pcc-data'), PCC_ADMIN_PASSWORD: ADMIN.password }),
     stdio: ['ignore', log, log],
   })
   closeSync(log)
@@ -104,11 +112,11 @@ export interface CloudResources {
 /** What the operator of a new cloud makes before pointing Tempest at it. */
 export async function prepareCloud(admin: AdminClient): Promise<CloudResources> {
   const { images } = await admin.json<{ images: { id: string; name: string }[] }>('GET', '/image/v2/images')
-  const image = images.find((i) => i.name.startsWith('cirros'))
+  const image = images.find((i) => i.name === defaultImageName())
   if (!image) throw new Error('the default image is missing')
   // A second active image with the same bytes (Tempest rebuilds and compares with image_ref_alt).
   const bytes = new Uint8Array(await (await admin.request('GET', `/image/v2/images/${image.id}/file`)).arrayBuffer())
-  const alt = await admin.json<{ id: string }>('POST', '/image/v2/images', { name: 'cirros-alt', disk_format: 'qcow2', container_format: 'bare', visibility: 'public' })
+  const alt = await admin.json<{ id: string }>('POST', '/image/v2/images', { name: `${defaultImageName()}-alt`, disk_format: 'qcow2', container_format: 'bare', visibility: 'public' })
   await admin.request('PUT', `/image/v2/images/${alt.id}/file`, bytes, 'application/octet-stream')
 
   const publicNetworkName = 'public'

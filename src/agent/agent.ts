@@ -32,6 +32,8 @@ export interface AgentConfig extends DriverSettings {
   ca_file?: string
   insecure?: boolean
   heartbeat_seconds?: number
+  /** Where the host's facts are read (default: the root). pcc-server's own host keeps state under its data dir but is the machine at `/`. */
+  facts_root?: string
   /** Guest networking (src/agent/network/network-agent.ts). */
   network?: NetworkConfig
   /** The storage role (src/agent/storage/storage-role.ts). */
@@ -99,7 +101,7 @@ export class PccAgent {
   async run(): Promise<void> {
     mkdirSync(join(this.root, 'run'), { recursive: true })
     writeFileSync(join(this.root, 'run/pcc-agent.pid'), `${process.pid}\n`)
-    this.facts = gatherFacts(this.root)
+    this.facts = gatherFacts(this.config.facts_root ?? this.root)
     this.hostId = this.loadHostId()
     this.loadState()
     this.driver = await createComputeDriver(this.root, this.config, this.facts, (method, path, body) => this.hostStream(method, path, body), (level, msg, fields) => this.log(level, msg, fields))
@@ -112,7 +114,11 @@ export class PccAgent {
       host: (method, path, body) => this.hostStream(method, path, body),
       log: (level, message, fields) => this.log(level, message, fields),
     })
-    this.network = NetworkAgent.create({ root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), log: (l, m, f) => this.log(l, m, f) }, this.config.network, this.config.driver ?? 'simulated')
+    this.network = NetworkAgent.create(
+      { root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), stream: (m, p) => this.hostStream(m, p), log: (l, m, f) => this.log(l, m, f) },
+      this.config.network,
+      this.config.driver ?? 'simulated',
+    )
     await this.network?.start()
     this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, controller: this.config.controller })
     await this.ensureRegistered()
@@ -262,7 +268,7 @@ export class PccAgent {
     // Facts go with the first heartbeat, then when they change (read every minute) or every half hour.
     let sendFacts = Date.now() - this.factsSentAt > 1_800_000
     if (Date.now() - this.factsReadAt > 60_000) {
-      const fresh = gatherFacts(this.root)
+      const fresh = gatherFacts(this.config.facts_root ?? this.root)
       this.factsReadAt = Date.now()
       if (JSON.stringify(fresh) !== JSON.stringify(this.facts)) sendFacts = true
       this.facts = fresh

@@ -28,6 +28,8 @@ export interface DriverSettings {
     binary?: string
     /** The address other hosts send live migrations to (default: the host's first non-loopback IPv4 address). */
     migration_address?: string
+    /** Where guests' sockets go (default `<root>/run/pcc`). */
+    run_dir?: string
   }
 }
 
@@ -76,6 +78,7 @@ export async function createComputeDriver(
     binary: q.binary,
     shutdownTimeoutMs: (q.shutdown_timeout_seconds ?? 60) * 1000,
     migrationAddress: q.migration_address ?? firstAddress(),
+    runDir: q.run_dir,
     images: { open: (image) => host('GET', `/images/${image.id}/file`) },
     transfers: {
       upload: async (serverId, name, data) => drain(await host('PUT', `/transfers/${serverId}/${name}`, data)),

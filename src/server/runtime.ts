@@ -30,6 +30,8 @@ import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
 import { HostDataService } from './onboarding/host-data.js'
 import { OnboardingService } from './onboarding/onboarding-service.js'
+import { startLocalHypervisor } from './hosts/local-hypervisor.js'
+import { VERSION } from '../cli/version.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
 import { Consoles } from './console/consoles.js'
 import { purgeJob } from './tasks/purge-job.js'
@@ -187,6 +189,12 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     // Tasks start after it, so none runs before the hosts and drivers are known.
     await onboarding.start()
     await imageVolume.start()
+    // All-in-one: this machine runs guests too, through an agent of its own dialing this very server. It starts
+    // before reconciliation, which asks it about its guests.
+    const local =
+      config.localHypervisor === 'qemu'
+        ? await startLocalHypervisor({ dataDir: config.dataDir, controller: url, caFile, adminUserId: result.adminUserId, version: VERSION, store, onboarding, logger })
+        : undefined
     await conductor.start()
     runner.start()
     const clusterJobs = new ClusterJobRunner(store, { logger: logger.child({ component: 'cluster-jobs' }), owner: runner.owner, leaseMs: config.taskLeaseSeconds * 1000 })
@@ -215,6 +223,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           state.closing = true
+          local?.stop()
           await onboarding.stop()
           deps.dataplane.stop()
           await app.close()

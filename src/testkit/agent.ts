@@ -1,7 +1,7 @@
 /** Test helpers for host agents: a scratch host root with the files the agent reads, and the agent as a process. */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -21,6 +21,12 @@ export interface ScratchHostOptions {
   delayMs?: number
   vcpus?: number
   memoryMb?: number
+  /** The agent's driver (default simulated); `qemu` runs real guests under this scratch root. */
+  driver?: 'simulated' | 'qemu'
+  /** agent.json's `qemu` settings (qemu driver). */
+  qemu?: Record<string, unknown>
+  /** Write made-up NICs and a bond under sys/class/net (default true); false: the machine's (or namespace's) own NICs and addresses. */
+  fakeNics?: boolean
 }
 
 /** A host root with /etc/hostname, os-release, /proc (cpuinfo, meminfo, a bond) and /sys/class/net, and agent.json. */
@@ -36,18 +42,21 @@ export function scratchHost(o: ScratchHostOptions): ScratchHost {
   write('proc/cpuinfo', [0, 1, 2, 3].map((i) => `processor\t: ${i}\nmodel name\t: Test CPU @ 2.0GHz\nflags\t\t: fpu vme vmx sse\n`).join('\n'))
   write('proc/meminfo', 'MemTotal:       16384000 kB\nMemFree:         8000000 kB\n')
   write('proc/net/bonding/bond0', 'Ethernet Channel Bonding Driver: v5.10\n\nBonding Mode: IEEE 802.3ad Dynamic link aggregation\n\nSlave Interface: eth0\nMII Status: up\n\nSlave Interface: eth1\nMII Status: up\n')
-  write('sys/class/net/eth0/address', '52:54:00:00:00:01\n')
-  write('sys/class/net/eth1/address', '52:54:00:00:00:02\n')
-  write('sys/class/net/bond0/address', '52:54:00:00:00:01\n')
+  if (o.fakeNics ?? true) {
+    write('sys/class/net/eth0/address', '52:54:00:00:00:01\n')
+    write('sys/class/net/eth1/address', '52:54:00:00:00:02\n')
+    write('sys/class/net/bond0/address', '52:54:00:00:00:01\n')
+  }
   write(
     'etc/pcc/agent.json',
     JSON.stringify({
       controller: o.controller,
       host_id: hostId,
       registration_token: o.registrationToken,
-      driver: 'simulated',
+      driver: o.driver ?? 'simulated',
       heartbeat_seconds: o.heartbeatSeconds ?? 1,
       simulated: { delay_ms: o.delayMs ?? 5, vcpus: o.vcpus ?? 8, memory_mb: o.memoryMb ?? 16000, disk_gb: 200 },
+      ...(o.qemu && { qemu: o.qemu }),
     }),
   )
   return { root, hostId, hostname: o.hostname }
@@ -76,7 +85,7 @@ export async function killAgent(child: ChildProcess, signal: NodeJS.Signals = 'S
 /**
  * Onboards a simulated agent host end to end: a registration token from `api` (an admin), a scratch root whose
  * agent dials `controller`, the agent process, and the hypervisor role applied. The caller kills the agent and
- * removes the root.
+ * removes the root. (Hosts with the QEMU driver: testkit/qemu-cloud.ts.)
  */
 export async function onboardAgent(
   api: { other(method: string, path: string, body?: unknown): Promise<{ status: number; body: { token?: string; role_status?: string } }> },
@@ -95,9 +104,23 @@ export async function onboardAgent(
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
-  await wait('registration', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200)
-  const role = await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})
-  if (role.status !== 200) throw new Error(`hypervisor role: ${role.status} ${JSON.stringify(role.body)}`)
-  await wait('the hypervisor role', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok')
+  try {
+    await wait('registration', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200)
+    const role = await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})
+    if (role.status !== 200) throw new Error(`hypervisor role: ${role.status} ${JSON.stringify(role.body)}`)
+    await wait('the hypervisor role', async () => (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok')
+  } catch (err) {
+    // The caller never got the agent or the root: leave neither behind.
+    const log = (() => {
+      try {
+        return readFileSync(join(host.root, 'var/log/pcc/agent.log'), 'utf8').trim().split('\n').slice(-3).join('\n')
+      } catch {
+        return ''
+      }
+    })()
+    await killAgent(agent)
+    rmSync(host.root, { recursive: true, force: true })
+    throw new Error(`${(err as Error).message}${log ? `; its log ends:\n${log}` : ''}`)
+  }
   return { host, agent }
 }

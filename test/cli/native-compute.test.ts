@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { cliSandbox, type CliRun } from '../../src/testkit/cli.js'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
-import { DEFAULT_IMAGE_NAME } from '../../src/server/image/default-image.js'
+import { defaultImageName } from '../../src/server/image/default-image.js'
 
 type Row = Record<string, unknown>
 const execFileAsync = promisify(execFile)
@@ -95,7 +95,7 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
     token = (await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })).token
     const net = await api<{ network: { id: string } }>('POST', '/network/v2.0/networks', { network: { name: 'net1' } })
     assert.equal(net.status, 201)
-    webImageId = (await api<{ images: { id: string; name: string }[] }>('GET', '/image/v2/images')).body.images.find((i) => i.name === DEFAULT_IMAGE_NAME)!.id
+    webImageId = (await api<{ images: { id: string; name: string }[] }>('GET', '/image/v2/images')).body.images.find((i) => i.name === defaultImageName())!.id
   })
   after(async () => server.close())
 
@@ -112,7 +112,7 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
 
   it('server create --wait prints progress on stderr, then the server as openstack server show prints it', async () => {
     const r = await pcctl([
-      'server', 'create', '--image', DEFAULT_IMAGE_NAME, '--flavor', 'm1.tiny', '--network', 'net1', '--property', 'role=web', '--key-name', 'kp1',
+      'server', 'create', '--image', defaultImageName(), '--flavor', 'm1.tiny', '--network', 'net1', '--property', 'role=web', '--key-name', 'kp1',
       '--security-group', 'default', '--wait', 'web-1', '-f', 'json',
     ])
     assert.equal(r.code, 0, r.stderr)
@@ -129,7 +129,7 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
   })
 
   it('server create without --wait answers with the fields openstack server create answers with', async () => {
-    const args = (name: string) => ['server', 'create', '--image', DEFAULT_IMAGE_NAME, '--flavor', '1', '--network', 'net1', '--property', 'role=db', name]
+    const args = (name: string) => ['server', 'create', '--image', defaultImageName(), '--flavor', '1', '--network', 'net1', '--property', 'role=db', name]
     const [mine, theirs] = await Promise.all([pcJson(args('db-1')), osJson(args('db-2'))])
     assert.deepEqual(Object.keys(mine).sort(), Object.keys(theirs).sort())
     // Ids, names, the generated password and times are the servers' own; the rest is what both clients asked for.
@@ -147,7 +147,7 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
       () => sameData(['flavor', 'list', '--long']),
       () => sameData(['flavor', 'show', 'm1.tiny']),
       () => sameData(['image', 'list', '--long']),
-      () => sameData(['image', 'show', DEFAULT_IMAGE_NAME]),
+      () => sameData(['image', 'show', defaultImageName()]),
       () => sameData(['keypair', 'list']),
       () => sameData(['keypair', 'show', 'kp1']),
       () => sameData(['hypervisor', 'list', '--long']),
@@ -186,7 +186,7 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
     const ambiguous = await pcctl(['server', 'show', 'dup'])
     assert.equal(ambiguous.code, 1)
     assert.equal(ambiguous.stderr, "Error: More than one server exists with the name 'dup'.\n")
-    const network = await pcctl(['server', 'create', '--image', DEFAULT_IMAGE_NAME, '--flavor', '1', '--network', 'no-such-net', 'web-x'])
+    const network = await pcctl(['server', 'create', '--image', defaultImageName(), '--flavor', '1', '--network', 'no-such-net', 'web-x'])
     assert.equal(network.code, 1)
     assert.equal(network.stderr, 'Error: No Network found for no-such-net\n')
     assert.equal((await api<{ servers: unknown[] }>('GET', '/compute/v2.1/servers?name=web-x')).body.servers.length, 0, 'nothing created')
@@ -295,7 +295,7 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
   })
 
   it('volume create from an image, bootable; list, show and table columns as openstack; delete', async () => {
-    const created = await pcJson(['volume', 'create', '--size', '1', '--image', DEFAULT_IMAGE_NAME, '--bootable', '--availability-zone', 'nova', '--property', 'k=v', 'pc-vol'])
+    const created = await pcJson(['volume', 'create', '--size', '1', '--image', defaultImageName(), '--bootable', '--availability-zone', 'nova', '--property', 'k=v', 'pc-vol'])
     assert.equal(created.size, 1)
     assert.deepEqual(created.properties, { k: 'v' })
     const id = String(created.id)
@@ -304,7 +304,7 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
       return v.status === 'available' ? v : undefined
     }, 'volume available')
     assert.equal(volume.bootable, 'true')
-    assert.equal((volume.volume_image_metadata as Row).image_name, DEFAULT_IMAGE_NAME)
+    assert.equal((volume.volume_image_metadata as Row).image_name, defaultImageName())
     await pairwise([() => sameData(['volume', 'show', 'pc-vol']), () => sameData(['volume', 'list', '--long']), () => sameTable(['volume', 'list', '--long'])])
 
     const r = await pcctl(['volume', 'delete', 'pc-vol'])
@@ -315,9 +315,9 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
   it('refuses usage mistakes with exit code 2 and a short message, never a stack trace', async () => {
     const cases: [string[], RegExp][] = [
       [['server', 'list', '--bogus'], /unknown flag --bogus for 'server list'/],
-      [['server', 'create', '--image', DEFAULT_IMAGE_NAME, 'x'], /the following arguments are required: --flavor/],
-      [['server', 'create', '--image', DEFAULT_IMAGE_NAME, '--flavor', '1', '--nic', 'net-id=a,port-id=b', 'x'], /either network or port should be specified but not both/],
-      [['server', 'create', '--image', DEFAULT_IMAGE_NAME, '--flavor', '1', '--nic', 'none', '--network', 'net1', 'x'], /cannot be used with any other --nic/],
+      [['server', 'create', '--image', defaultImageName(), 'x'], /the following arguments are required: --flavor/],
+      [['server', 'create', '--image', defaultImageName(), '--flavor', '1', '--nic', 'net-id=a,port-id=b', 'x'], /either network or port should be specified but not both/],
+      [['server', 'create', '--image', defaultImageName(), '--flavor', '1', '--nic', 'none', '--network', 'net1', 'x'], /cannot be used with any other --nic/],
       [['server', 'reboot', '--hard', '--soft', 'web-1b'], /argument --soft: not allowed with argument --hard/],
       [['server', 'show'], /the following arguments are required: <server>/],
       [['flavor', 'create', '--ram', 'lots', 'f'], /argument --ram: invalid int value: 'lots'/],

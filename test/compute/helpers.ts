@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { startTestServer, type Dialect, type TestServer, type TestServerOptions } from '../../src/testkit/harness.js'
 import { newId } from '../../src/server/bootstrap/bootstrap.js'
-import { DEFAULT_IMAGE_NAME } from '../../src/server/image/default-image.js'
+import { defaultImageName } from '../../src/server/image/default-image.js'
 
 export interface Persona {
   token: string
@@ -61,7 +61,7 @@ export async function computeTestbed(dialect: Dialect = 'sqlite', env: Record<st
   }
   const adminUser = await server.deps.store.db.selectFrom('users').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()
   const adminIssued = await server.deps.tokens.issue({ userId: adminUser.id, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })
-  const image = await server.deps.store.db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirst()
+  const image = await server.deps.store.db.selectFrom('images').select('id').where('name', '=', defaultImageName()).executeTakeFirst()
   if (image) IMAGE = image.id
   const projectA = await makeProject(server, `proj-a-${randomUUID().slice(0, 6)}`)
   const projectB = await makeProject(server, `proj-b-${randomUUID().slice(0, 6)}`)

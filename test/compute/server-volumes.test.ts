@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto'
 import { DIALECTS } from '../../src/testkit/harness.js'
 import { qcow2Label, qcow2VirtualSize } from '../../src/server/image/qcow2.js'
 import { call, computeTestbed, IMAGE, unlimited, type ComputeTestbed, type Persona } from './helpers.js'
+import { DEFAULT_IMAGE_NAME, defaultImageName } from '../../src/server/image/default-image.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -396,7 +397,7 @@ for (const dialect of DIALECTS) {
       assert.equal(image.base_image_ref, IMAGE)
       assert.equal(image.user_id, tb.member.userId)
       assert.equal(image.purpose, 'test')
-      assert.equal(image.os_distro, 'cirros', 'inherited from the base image')
+      assert.equal(image.os_distro, defaultImageName() === DEFAULT_IMAGE_NAME ? 'pcc-busybox' : undefined, 'inherited from the base image')
       assert.equal(image.disk_format, 'qcow2')
       assert.equal(image.min_disk, 1, "the flavor's root disk")
       await serverAt(tb, serverId, 'ACTIVE')

@@ -8,6 +8,8 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { until } from '../../src/testkit/compute-api.js'
 import { dataplaneMissing, externalNetwork, startDataplaneCluster, type DataplaneCluster } from '../../src/testkit/dataplane-cluster.js'
 import { RemoteLinuxBackend } from '../../src/testkit/network-backend-host.js'
@@ -107,7 +109,7 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     await rogue.guest.exec(['rm', '-f', `/tmp/udhcpd-${rogue.guest.namespace}.conf`])
   })
 
-  it('plugs the port of a server booted through the compute API in its build, so the guest leases at once', async () => {
+  it('plugs the port of a server booted through the compute API in its build: the guest leases at once and reads its metadata', async () => {
     const port = (await neutron('POST', '/ports', { port: { network_id: networkId, name: 'booted' } })).port
     const guest = standInGuest(c.hosts[1].namespace, port.id, port.mac_address)
     guests.push(guest)
@@ -122,6 +124,30 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     // ACTIVE means the build's networking step returned: the agent had applied the binding by then.
     const lease = await guest.dhcp(2)
     assert.equal(lease?.ip, port.fixed_ips[0].ip_address)
+    // The metadata service answers the guest as its server, whatever it claims, through the DHCP port's route.
+    const read = async (path: string) => (await guest.exec(['busybox', 'wget', '-q', '-O', '-', `http://169.254.169.254${path}`])).stdout
+    const md = await until('metadata for the server', 15_000, async () => {
+      const text = await read('/openstack/latest/meta_data.json')
+      return text ? (JSON.parse(text) as Record<string, unknown>) : undefined
+    })
+    assert.equal(md.uuid, serverId)
+    assert.equal(md.name, 'booted')
+    assert.match(await read('/latest/meta-data/instance-id'), /^i-[0-9a-f]{8}$/)
+    assert.equal(await read('/latest/meta-data/local-ipv4'), port.fixed_ips[0].ip_address)
+    const network = JSON.parse(await read('/openstack/latest/network_data.json')) as { links: { vif_id: string }[] }
+    assert.equal(network.links[0].vif_id, port.id)
+    // A guest whose port belongs to no server gets nothing.
+    const nobody = await ports.a.guest.exec(['busybox', 'wget', '-O', '-', 'http://169.254.169.254/openstack/latest/meta_data.json'])
+    assert.match(nobody.stderr, /404 Not Found/)
+    // The control plane answers a host for the ports bound to it only, with its own credential only.
+    const [other, own] = c.hosts
+    const credential = (h: typeof own) => (JSON.parse(readFileSync(join(h.root, 'etc/pcc/agent.json'), 'utf8')) as { credential: string }).credential
+    const ask = async (host: typeof own, auth: string) =>
+      (await fetch(`${c.server.url}/resmgr/v1/hosts/${host.hostId}/metadata/${port.id}/openstack/latest/meta_data.json`, { headers: { authorization: `Bearer ${auth}`, 'x-auth-token': auth } })).status
+    assert.equal(await ask(own, credential(own)), 200)
+    assert.equal(await ask(other, credential(other)), 404, 'the port is not bound to that host')
+    assert.equal(await ask(own, credential(other)), 403, "another host's credential")
+    assert.equal(await ask(own, c.adminToken), 401, 'a user token, even an admin one')
     assert.equal((await c.call('DELETE', `/compute/v2.1/servers/${serverId}`)).status, 204)
     await until('the port unbound from the deleted server', 30_000, async () => ((await neutron('GET', `/ports/${port.id}`)).port.device_id === '' ? true : undefined))
     await until('the guest cut off from its network', 10_000, async () => ((await pings(guest, ports.a.ip)) ? undefined : true))

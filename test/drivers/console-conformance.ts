@@ -58,12 +58,15 @@ export function consoleConformance(setup: () => Promise<ConsoleTestbed>): void {
   it('a serial console answers what is typed', async () => {
     const { driver, serverId, answerMs } = await setup()
     const stream = await driver.openConsole(serverId, 'serial')
+    const marker = `pcc-${Date.now().toString(36)}`
+    // Typed until a shell answers (a login prompt or a busy console may take the first lines): the answer is the
+    // marker on a line of its own, which the terminal's echo of the typed command is not.
+    const typing = setInterval(() => stream.write(`echo ${marker}\r`), 500)
+    stream.write(`echo ${marker}\r`)
     try {
-      const marker = `pcc-${Date.now().toString(36)}`
-      stream.write(`\r`)
-      stream.write(`echo ${marker}\r`)
-      await readUntil(stream, new RegExp(marker), answerMs, 'the typed line answered')
+      await readUntil(stream, new RegExp(`\n${marker}\r?\n`), answerMs, 'the typed command answered')
     } finally {
+      clearInterval(typing)
       stream.destroy()
     }
   })

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { hostStatus } from '../../src/server/hosts/host-status.js'
+import { registerHost, setHostRole } from '../../src/server/hosts/host-protocol.js'
 
 /** An admin token scoped to the admin project, or an unscoped one (no roles), issued by the server's token service. */
 async function token(server: TestServer, scoped = true): Promise<string> {
@@ -60,6 +61,21 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(old.body.hypervisors.map((h: { id: number }) => typeof h.id), ['number', 'number'])
     })
 
+    it('lists a host only once its hypervisor role is applied (an onboarded host without it runs no compute service)', async () => {
+      const host = await registerHost(server.deps.store.db, { hostname: 'no-role-yet', kind: 'agent', driver: 'qemu', vcpus: 4, memoryMb: 8192, diskGb: 100 })
+      const names = async (path: string) => ((await call(path, { version: '2.53' })).body[path.includes('services') ? 'services' : 'hypervisors'] as { hypervisor_hostname?: string; host?: string }[]).map((h) => h.hypervisor_hostname ?? h.host)
+      assert.ok(!(await names('/os-hypervisors')).includes('no-role-yet'))
+      assert.ok(!(await names('/os-services')).includes('no-role-yet'))
+      await setHostRole(server.deps.store.db, host.id, 'hypervisor', 'applying')
+      assert.ok(!(await names('/os-hypervisors')).includes('no-role-yet'), 'not while the role is being applied')
+      await setHostRole(server.deps.store.db, host.id, 'hypervisor', 'ok')
+      assert.ok((await names('/os-hypervisors')).includes('no-role-yet'))
+      const detail = await call(`/os-hypervisors/${host.id}`, { version: '2.53' })
+      assert.equal(detail.body.hypervisor.hypervisor_type, 'QEMU')
+      await server.deps.store.db.deleteFrom('host_roles').where('host_id', '=', host.id).execute()
+      await server.deps.store.db.deleteFrom('hosts').where('id', '=', host.id).execute()
+    })
+
     it('shows capacity and usage in the detail up to 2.87, uptime from 2.88', async () => {
       const final = await boot(await api.createFlavor({ name: 'c2-r2048-d20', vcpus: 2, ram: 2048, disk: 20 }))
       assert.equal(final.status, 'ACTIVE')
@@ -71,7 +87,7 @@ for (const dialect of DIALECTS) {
       assert.equal(mine.local_gb_used, 20)
       assert.equal(mine.running_vms, 1)
       assert.equal(mine.free_ram_mb, 131072 - 2048)
-      assert.equal(mine.hypervisor_type, 'QEMU')
+      assert.equal(mine.hypervisor_type, 'fake', "a simulated host says what Nova's fake driver says")
       assert.equal(typeof mine.cpu_info, 'object')
       assert.equal(mine.service.host, final.host)
       assert.match(mine.host_ip, /^192\.0\.2\./)

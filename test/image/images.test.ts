@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
 import { request } from 'node:http'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { DEFAULT_IMAGE_NAME } from '../../src/server/image/default-image.js'
+import { defaultImageName } from '../../src/server/image/default-image.js'
 import { adminSession, call, eventually, projectSession, type Session } from './support.js'
 
 const PATCH = { 'content-type': 'application/openstack-images-v2.1-json-patch' }
@@ -43,7 +43,7 @@ for (const dialect of DIALECTS) {
     })
 
     it('has the default public qcow2 image, active, with matching checksums', async () => {
-      const list = await call(server, alice, 'GET', `/image/v2/images?name=${DEFAULT_IMAGE_NAME}`)
+      const list = await call(server, alice, 'GET', `/image/v2/images?name=${defaultImageName()}`)
       assert.equal(list.status, 200)
       assert.equal(list.body.images.length, 1)
       const image = list.body.images[0]
@@ -277,7 +277,7 @@ for (const dialect of DIALECTS) {
     it('keeps one default image across restarts', async () => {
       const again = await startTestServer({ dialect, dataDir: server.dataDir, databaseUrl: server.config.databaseUrl || undefined, env: { PCC_LISTEN: '127.0.0.1:0' } })
       try {
-        const rows = await again.deps.store.db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).execute()
+        const rows = await again.deps.store.db.selectFrom('images').select('id').where('name', '=', defaultImageName()).execute()
         assert.equal(rows.length, 1)
         const types = await again.deps.store.db.selectFrom('volume_types').select('id').where('name', '=', '__DEFAULT__').execute()
         assert.equal(types.length, 1)

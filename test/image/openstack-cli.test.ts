@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
 import { eventually } from './support.js'
+import { defaultImageName } from '../../src/server/image/default-image.js'
 
 describe('openstack CLI against the image and block storage services', { timeout: 600_000 }, () => {
   let server: TestServer
@@ -49,7 +50,7 @@ describe('openstack CLI against the image and block storage services', { timeout
     assert.ok(readFileSync(saved).equals(data), 'image save returns the uploaded bytes')
     const list = await openstackJson<{ Name: string; Status: string }[]>(['image', 'list'], env)
     assert.ok(list.some((i) => i.Name === 'cli-image' && i.Status === 'active'))
-    assert.ok(list.some((i) => i.Name === 'cirros-0.6.2-x86_64-disk'))
+    assert.ok(list.some((i) => i.Name === defaultImageName()))
     const set = await openstack(['image', 'set', '--name', 'cli-image-2', '--property', 'os_distro=debian', '--min-disk', '1', 'cli-image'], env)
     assert.equal(set.code, 0, set.stderr)
     const shown = await openstackJson<{ name: string; min_disk: number; properties: Record<string, unknown>; size: number }>(['image', 'show', 'cli-image-2'], env)
@@ -67,7 +68,7 @@ describe('openstack CLI against the image and block storage services', { timeout
     const blank = await openstackJson<{ id: string; size: number }>(['volume', 'create', '--size', '1', 'cli-vol'], env)
     assert.equal(blank.size, 1)
     await volumeStatus('cli-vol', 'available')
-    const fromImage = await openstackJson<{ id: string }>(['volume', 'create', '--size', '1', '--image', 'cirros-0.6.2-x86_64-disk', 'cli-boot'], env)
+    const fromImage = await openstackJson<{ id: string }>(['volume', 'create', '--size', '1', '--image', defaultImageName(), 'cli-boot'], env)
     const boot = await volumeStatus('cli-boot', 'available')
     assert.equal((boot as unknown as { bootable: string }).bootable, 'true')
     assert.ok(fromImage.id)
@@ -137,7 +138,7 @@ describe('openstack CLI against the image and block storage services', { timeout
     }
 
     // Boot from a bootable volume made from the image.
-    await ok(['volume', 'create', '--size', '1', '--image', 'cirros-0.6.2-x86_64-disk', 'cli-root'])
+    await ok(['volume', 'create', '--size', '1', '--image', defaultImageName(), 'cli-root'])
     const root = await volumeStatus('cli-root', 'available')
     const bfv = await created(['server', 'create', '--volume', 'cli-root', '--flavor', 'm1.tiny', '--wait', 'cli-bfv'])
     assert.equal(bfv.status, 'ACTIVE')
@@ -158,7 +159,7 @@ describe('openstack CLI against the image and block storage services', { timeout
 
     // A blank volume made at create, deleted with the server.
     const blank = await created([
-      'server', 'create', '--image', 'cirros-0.6.2-x86_64-disk', '--flavor', 'm1.tiny',
+      'server', 'create', '--image', defaultImageName(), '--flavor', 'm1.tiny',
       '--block-device', 'source_type=blank,destination_type=volume,volume_size=1,delete_on_termination=true', '--wait', 'cli-blank',
     ])
     assert.equal(blank.status, 'ACTIVE')

@@ -173,6 +173,12 @@ for (const dialect of DIALECTS) {
       assert.equal(onCompute.routers.length, 0)
       const routerMac = (await root.get<{ ports: { mac_address: string }[] }>(`/v2.0/ports?device_id=${router.id}&device_owner=network:router_interface`)).body.ports[0].mac_address
       assert.deepEqual(onCompute.networks.find((n) => n.id === net.id)!.peers, [{ tunnelIp: '192.0.2.3', macs: [routerMac] }])
+      // Administratively down, the router runs nowhere; up again, it is back.
+      assert.equal((await alice.put(`/v2.0/routers/${router.id}`, { router: { admin_state_up: false } })).status, 200)
+      assert.equal((await state(netnode)).body.state.routers.length, 0)
+      assert.deepEqual((await state(h1)).body.state.networks.find((n) => n.id === net.id)!.peers, [])
+      assert.equal((await alice.put(`/v2.0/routers/${router.id}`, { router: { admin_state_up: true } })).status, 200)
+      assert.equal((await state(netnode)).body.state.routers.length, 1)
       // Without a network host, nobody runs the router.
       assert.equal((await resmgr('DELETE', `/v1/hosts/${netnode.id}/roles/network`, adminToken)).status, 200)
       assert.equal((await resmgr('PUT', `/v1/hosts/${netnode.id}/roles/network/status`, netnode.credential, { state: 'removed' })).status, 200)

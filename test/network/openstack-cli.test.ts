@@ -10,6 +10,7 @@ import assert from 'node:assert/strict'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
 import { admin, type Json } from './helpers.js'
+import { defaultImageName } from '../../src/server/image/default-image.js'
 
 type Env = Record<string, string>
 
@@ -52,6 +53,17 @@ for (const way of ways) {
       const missing = await openstack(['network', 'show', 'cli-net'], env)
       assert.notEqual(missing.code, 0)
       assert.match(missing.stderr, /No Network found for cli-net/)
+    })
+
+    it('network create with provider attributes; the admin sees the segment', async () => {
+      const flat = await json('network', 'create', '--external', '--provider-network-type', 'flat', '--provider-physical-network', 'datacentre', 'cli-flat')
+      assert.deepEqual([flat['provider:network_type'], flat['provider:physical_network'], flat['provider:segmentation_id']], ['flat', 'datacentre', null])
+      const vx = await json('network', 'create', '--provider-network-type', 'vxlan', '--provider-segment', '7777', 'cli-vx')
+      assert.deepEqual([vx['provider:network_type'], vx['provider:segmentation_id'], vx.mtu], ['vxlan', 7777, 1450])
+      const clash = await openstack(['network', 'create', '--provider-network-type', 'vxlan', '--provider-segment', '7777', 'cli-vx2'], env)
+      assert.notEqual(clash.code, 0)
+      assert.match(clash.stderr, /tunnel ID 7777 is in use/)
+      for (const name of ['cli-flat', 'cli-vx']) assert.equal((await openstack(['network', 'delete', name], env)).code, 0)
     })
 
     it('subnet, port, security group, router and floating IP commands', async () => {
@@ -136,7 +148,7 @@ describe('openstack CLI: a server on a chosen network with a fixed IP and a floa
     await ok('router', 'set', '--external-gateway', 'public', 'edge')
     await ok('router', 'add', 'subnet', 'edge', 'lan-subnet')
 
-    const image = (await json<Json[]>('image', 'list')).find((i) => /cirros/.test(i.Name))
+    const image = (await json<Json[]>('image', 'list')).find((i) => i.Name === defaultImageName())
     assert.ok(image, 'the default image is there')
     // `--wait` prints progress lines before the -f json document.
     const out = await ok('server', 'create', '--image', image.ID, '--flavor', 'm1.tiny', '--nic', `net-id=${lan.id},v4-fixed-ip=10.20.0.15`, '--wait', '-f', 'json', 'web-1')

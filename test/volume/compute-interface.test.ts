@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { Readable } from 'node:stream'
 import { AppError } from '../../src/contracts/errors.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { DEFAULT_IMAGE_NAME } from '../../src/server/image/default-image.js'
+import { defaultImageName } from '../../src/server/image/default-image.js'
 import { call, eventually, projectSession, type Session } from '../image/support.js'
 import { qcow2Image } from '../../src/testkit/disk-images.js'
 
@@ -28,7 +28,7 @@ for (const dialect of DIALECTS) {
       server = await startTestServer({ dialect })
       alice = await projectSession(server)
       bob = await projectSession(server)
-      const row = await server.deps.store.db.selectFrom('images').select('id').where('name', '=', DEFAULT_IMAGE_NAME).executeTakeFirstOrThrow()
+      const row = await server.deps.store.db.selectFrom('images').select('id').where('name', '=', defaultImageName()).executeTakeFirstOrThrow()
       defaultImageId = row.id
     })
     after(() => server.close())
@@ -36,7 +36,7 @@ for (const dialect of DIALECTS) {
     it('getVisibleImage follows Nova: 400 for missing, invisible or inactive images', async () => {
       const images = server.deps.images
       const found = await images.getVisibleImage(alice.projectId, false, defaultImageId)
-      assert.equal(found.name, DEFAULT_IMAGE_NAME)
+      assert.equal(found.name, defaultImageName())
       await rejectsWith(images.getVisibleImage(alice.projectId, false, '00000000-0000-0000-0000-000000000000'), 400, /Can not find requested image/)
       const priv = (await call(server, alice, 'POST', '/image/v2/images', { name: 'priv', visibility: 'private', disk_format: 'raw', container_format: 'bare' })).body
       await rejectsWith(images.getVisibleImage(alice.projectId, false, priv.id), 400, /not active/)

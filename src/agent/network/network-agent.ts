@@ -16,12 +16,17 @@
  * address towards the control plane), `physical_interfaces` ({physical network: interface}), `vxlan_port` (4789).
  */
 import { lookup } from 'node:dns/promises'
+import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { HostNetworkAnswer, HostNetworkFacts, HostNetworkState } from '../../contracts/network/dataplane.js'
+import { HttpError } from '../http.js'
 import type { NetworkBackend } from './backend.js'
+import { DhcpServers } from './linux/dhcp.js'
 import { run } from './linux/host-commands.js'
 import { LinuxNetworkBackend } from './linux/linux-backend.js'
+import { MetadataProxy, type MetadataAnswer } from './metadata-proxy.js'
+import { names } from './names.js'
 import { SimulatedNetworkBackend } from './simulated-backend.js'
 
 export interface NetworkConfig {
@@ -35,7 +40,10 @@ export interface NetworkConfig {
 export interface AgentServices {
   root: string
   controller: string
+  /** A JSON call for this host (`/resmgr/v1/hosts/{id}` + path). */
   api<T>(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<T>
+  /** A call for this host whose answer is read as bytes; 4xx/5xx reject with the agent's HttpError. */
+  stream(method: string, path: string): Promise<IncomingMessage>
   log(level: string, message: string, fields?: Record<string, unknown>): void
 }
 
@@ -48,6 +56,7 @@ export class NetworkAgent {
   private stopped = false
   private readonly abort = new AbortController()
   private tunnelIp: string | null = null
+  private metadata?: MetadataProxy
 
   private constructor(
     private readonly agent: AgentServices,
@@ -77,6 +86,7 @@ export class NetworkAgent {
       this.backendName === 'linux'
         ? new LinuxNetworkBackend({ root: this.agent.root, tunnelIp: this.tunnelIp, physicalInterfaces: this.config.physical_interfaces ?? {}, vxlanPort: this.config.vxlan_port ?? 4789, warn })
         : new SimulatedNetworkBackend()
+    if (this.backend instanceof LinuxNetworkBackend) this.metadata = new MetadataProxy((portId, path) => this.askMetadata(portId, path), (l, m, f) => this.agent.log(l, m, f))
     this.agent.log('info', 'network back end ready', { backend: this.backendName, tunnelIp: this.tunnelIp })
   }
 
@@ -96,15 +106,27 @@ export class NetworkAgent {
     }
   }
 
-  /** Fetches the state now and applies it (a build's networking step waits for this). */
+  /**
+   * Fetches the state now and applies it (a build's networking step waits for this). A failure is tried again
+   * twice (a control-plane hiccup must not fail a build) before it fails the step.
+   */
   async syncNow(): Promise<void> {
-    const answer = await this.agent.api<HostNetworkAnswer>('GET', '/network?wait=0')
-    await this.converge(answer)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const answer = await this.agent.api<HostNetworkAnswer>('GET', '/network?wait=0')
+        await this.converge(answer)
+        return
+      } catch (err) {
+        if (attempt >= 3 || this.stopped) throw err
+        await this.pause(500 * attempt)
+      }
+    }
   }
 
   stop(): void {
     this.stopped = true
     this.abort.abort()
+    void this.metadata?.closeAll()
   }
 
   /** Applies a new state, or the last one again when nothing changed; one apply at a time. */
@@ -114,6 +136,7 @@ export class NetworkAgent {
       if (!state || !this.backend) return
       const started = Date.now()
       await this.backend.apply(state)
+      await this.serveMetadata(state)
       if (answer) {
         this.known = answer.hash
         this.last = answer.state
@@ -122,6 +145,30 @@ export class NetworkAgent {
     })
     this.applying = next.catch(() => {})
     return next
+  }
+
+  /** Metadata in the DHCP namespace of every network this host serves (a failure is retried at the next apply). */
+  private async serveMetadata(state: HostNetworkState): Promise<void> {
+    if (!this.metadata || !(this.backend instanceof LinuxNetworkBackend)) return
+    const namespaces = this.backend.namespaces
+    try {
+      await this.metadata.converge(state, new Map(DhcpServers.served(state).map((n) => [n.id, namespaces.path(names.dhcpNamespace(n.id))])))
+    } catch (err) {
+      this.agent.log('warn', 'network: metadata not served', { error: (err as Error).message })
+    }
+  }
+
+  /** The control plane's answer for a guest's metadata request (its 404 passed on as such). */
+  private async askMetadata(portId: string, path: string): Promise<MetadataAnswer> {
+    try {
+      const res = await this.agent.stream('GET', `/metadata/${portId}${path.startsWith('/') ? path : `/${path}`}`)
+      const chunks: Buffer[] = []
+      for await (const chunk of res) chunks.push(chunk as Buffer)
+      return { status: res.statusCode ?? 200, contentType: String(res.headers['content-type'] ?? 'text/plain'), body: Buffer.concat(chunks) }
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 404) return { status: 404, contentType: 'text/plain; charset=UTF-8', body: Buffer.from('404 Not Found\n') }
+      throw err
+    }
   }
 
   /** This host's source address towards the control plane: what other hosts reach it at, as a rule. */

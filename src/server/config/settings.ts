@@ -18,6 +18,8 @@ export interface Config {
   databaseUrl: string
   adminPassword: string | undefined
   simulatedHosts: number
+  /** All-in-one: `qemu` makes this machine a QEMU host run by an agent inside pcc-server; `none` (default) does not. */
+  localHypervisor: 'none' | 'qemu'
   tls: TlsSetting
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   bodyLimitBytes: number
@@ -198,9 +200,15 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     },
     fallback: () => undefined,
   },
+  localHypervisor: {
+    key: 'localHypervisor', env: 'PCC_LOCAL_HYPERVISOR', flag: '--local-hypervisor',
+    help: 'qemu: run real guests on this machine (an agent inside pcc-server, state under the data dir); none',
+    parse: oneOf(['none', 'qemu'] as const), fallback: () => 'none',
+  },
   simulatedHosts: {
     key: 'simulatedHosts', env: 'PCC_SIMULATED_HOSTS', flag: '--simulated-hosts',
-    help: 'number of built-in simulated hypervisor hosts', parse: integer(0, 1000), fallback: () => 3,
+    help: 'number of built-in simulated hypervisor hosts (default 3; 0 with a local hypervisor)', parse: integer(0, 1000),
+    fallback: (c) => (c.localHypervisor === 'qemu' ? 0 : 3),
   },
   logLevel: {
     key: 'logLevel', env: 'PCC_LOG_LEVEL', flag: '--log-level', help: LOG_LEVELS.join(', '),
@@ -356,7 +364,7 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
-  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'simulatedHosts', 'logLevel',
+  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'localHypervisor', 'simulatedHosts', 'logLevel',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'idpIdTokenSeconds', 'idpKeyRotationSeconds',
   'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',

@@ -9,6 +9,9 @@ import type { VersionNumber } from '../../contracts/compute/versions.js'
 /** The request's compute microversion, as the compute scope parsed it (request.api.version). */
 export type Version = VersionNumber
 
+/** What each driver reports as `hypervisor_type`: QEMU for QEMU (KVM or TCG, said in cpu_info), Nova's fake driver's word for simulated hosts. */
+export const HYPERVISOR_TYPES: Record<string, string> = { qemu: 'QEMU', simulated: 'fake' }
+
 export const atLeast = (v: Version, minor: number) => v >= 2000 + minor
 
 export interface HostContext {
@@ -53,7 +56,7 @@ export function hypervisorDetail(host: HostTable, v: Version, ctx: HostContext) 
   const f = facts(host)
   const base = {
     ...hypervisorSummary(host, v, ctx),
-    hypervisor_type: (f.hypervisor_type as string | undefined) ?? (host.driver === 'simulated' ? 'QEMU' : host.driver),
+    hypervisor_type: (f.hypervisor_type as string | undefined) ?? HYPERVISOR_TYPES[host.driver] ?? host.driver,
     hypervisor_version: (f.hypervisor_version as number | undefined) ?? 1000000,
     host_ip: ips(host)[0] ?? null,
     service: { id: hostId(host, v, ctx), host: host.hostname, disabled_reason: host.disabled_reason },

@@ -286,9 +286,10 @@ export class IdentitySnapshot {
       }
     }
     this.closeOverImplied(ids)
+    // A domain-specific role only stands for the global roles it implies (Keystone leaves it out of tokens).
     const roles = [...ids]
       .map((id) => this.roles.get(id))
-      .filter((r): r is RoleRecord => r !== undefined)
+      .filter((r): r is RoleRecord => r !== undefined && r.domainId === null)
       .sort((a, b) => a.name.localeCompare(b.name))
     this.roleMemo.set(memoKey, roles)
     return roles

@@ -6,6 +6,7 @@
 import type { Db } from '../storage/store.js'
 import type { HostTable } from '../storage/tables/compute.js'
 import { isUp } from '../hosts/host-status.js'
+import { HYPERVISOR_TYPES } from '../hosts/host-views.js'
 
 export interface HostState {
   id: string
@@ -56,7 +57,7 @@ export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: numb
     up: isUp(row, now, downAfterMs),
     enabled: row.service_status === 'enabled',
     hypervisor: hypervisorRoleOk,
-    hypervisorType: row.driver === 'simulated' ? 'QEMU' : row.driver,
+    hypervisorType: HYPERVISOR_TYPES[row.driver] ?? row.driver,
   }
 }
 

@@ -121,6 +121,19 @@ describe('Linux network back end on a host', { skip: missing }, () => {
     assert.match(routes, /default via 198\.51\.100\.1 dev qg-f2000000-00/)
   })
 
+  it("replaces a network's DHCP port made again (new id, new MAC) without leaving the old one in the namespace", async () => {
+    const state = fullState(h.address)
+    const newPort = 'ae000000-0000-4000-8000-0000000000ff'
+    const moved = { ...state, networks: state.networks.map((n) => (n.dhcp ? { ...n, dhcp: { ...n.dhcp, portId: newPort, mac: 'fa:16:3e:0a:00:ff' } } : n)) }
+    await h.backend.apply(moved)
+    const ns = join(h.root, 'run/netns', `qdhcp-${ID.netA}`)
+    const inside = execFileSync('nsenter', [`--net=${ns}`, 'ip', '-br', 'link']).toString()
+    assert.match(inside, new RegExp(`^ns-${newPort.slice(0, 11)}`, 'm'))
+    assert.doesNotMatch(inside, new RegExp(`ns-${ID.dhcpA.slice(0, 11)}`))
+    assert.ok((await h.backend.inventory()).taps.includes(`tap${newPort.slice(0, 11)}`))
+    await h.backend.apply(state)
+  })
+
   it('repairs drift on the next apply: a deleted tap, bridge or dnsmasq comes back, other devices keep their identity', async () => {
     const index = async (name: string) => (await link(name)).ifindex as number
     const keptTap = await index(`tap${ID.port3.slice(0, 11)}`)

@@ -78,7 +78,7 @@ for (const dialect of DIALECTS) {
       assert.ok(!(await names('?not-tags-any=prod')).includes('web'))
       assert.ok((await names('?domain_id=default')).includes('admin'))
       assert.deepEqual(await names('?domain_id=nope'), [])
-      assert.deepEqual(await names('?is_domain=true'), [])
+      assert.deepEqual(await names('?is_domain=true'), ['Default'], 'domains are the projects acting as domains')
 
       const set = await f.call('PATCH', `/projects/${p.id}`, { body: { project: { name: 'web2', description: 'renamed', enabled: false, tags: ['x'] } } })
       assert.equal(set.status, 200)
@@ -255,7 +255,7 @@ for (const dialect of DIALECTS) {
       const inferences = (await f.call('GET', '/role_inferences')).body.role_inferences
       assert.ok(inferences.some((i: { prior_role: { name: string }; implies: { name: string }[] }) => i.prior_role.name === 'admin' && i.implies[0].name === 'member'))
       assert.equal((await f.call('PUT', `/roles/${reader}/implies/${auditor}`)).status, 400, 'a cycle is refused')
-      assert.equal((await f.call('PUT', `/roles/${auditor}/implies/${local.body.role.id}`)).status, 400, 'a domain role cannot be implied')
+      assert.equal((await f.call('PUT', `/roles/${auditor}/implies/${local.body.role.id}`)).status, 403, 'a global role cannot imply a domain role')
       assert.equal((await f.call('DELETE', `/roles/${auditor}/implies/${reader}`)).status, 204)
       assert.equal((await f.call('GET', `/roles/${auditor}/implies/${reader}`)).status, 404)
 
@@ -402,9 +402,8 @@ for (const dialect of DIALECTS) {
         ['POST', '/users', { user: { name: 'x', options: { multi_factor_auth_rules: [['password', 'password']] } } }, /multi_factor_auth_rules/],
         ['POST', '/users', { user: { name: 'x', options: { not_an_option: true } } }, /user\/options\/not_an_option/],
         ['POST', '/users', { user: { name: 'x', password: 12345678 } }, /user\/password/],
-        ['POST', '/users', { user: { name: 'x', domain_id: 'nope' } }, /domain_id/],
         ['POST', '/projects', { project: { name: 'x', parent_id: 'nope' } }, /parent_id/],
-        ['POST', '/projects', { project: { name: 'x', is_domain: true } }, /is_domain/],
+        ['POST', '/projects', { project: { name: 'x', is_domain: true, domain_id: 'default' } }, /is_domain/],
       ]
       for (const [method, path, body, field] of cases) {
         const res = await f.call(method, path, { body })

@@ -130,6 +130,8 @@ export class DhcpServers {
     const inside = names.dhcpInside(dhcp.portId)
     const hostLinks = new Map((await links()).map((l) => [l.ifname, l]))
     const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
+    // A DHCP port made again (its predecessor deleted through the API) comes with new names: the old veth goes.
+    for (const name of nsLinks.keys()) if (name.startsWith('ns-') && name !== inside) await runIdempotent('ip', ['link', 'del', 'dev', name], /Cannot find device/, { netns: ns })
     if (!hostLinks.has(outside) || !nsLinks.has(inside)) {
       await runIdempotent('ip', ['link', 'del', 'dev', outside], /Cannot find device/)
       await runIdempotent('ip', ['link', 'del', 'dev', inside], /Cannot find device/, { netns: ns })

@@ -38,8 +38,15 @@ export function hostRoutes(deps: AppDeps) {
   const db = deps.store.db
   const downAfterMs = deps.config.hostDownAfterSeconds * 1000
 
+  /** The compute hosts: those whose hypervisor role is applied (a host onboarded without it runs no compute service). */
   async function context(): Promise<{ hosts: HostTable[]; ctx: HostContext }> {
-    const hosts = await db.selectFrom('hosts').selectAll().orderBy('created_at').orderBy('hostname').execute()
+    const hosts = await db
+      .selectFrom('hosts')
+      .selectAll()
+      .where('id', 'in', db.selectFrom('host_roles').select('host_id').where('role', '=', 'hypervisor').where('state', 'in', ['ok', 'removing']))
+      .orderBy('created_at')
+      .orderBy('hostname')
+      .execute()
     const legacyIds = new Map(hosts.map((h, i) => [h.id, i + 1]))
     return { hosts, ctx: { now: Date.now(), downAfterMs, legacyIds } }
   }

@@ -5,6 +5,8 @@
  * - `GET …/network?known=<hash>&wait=<s ≤ 30>`: what the host's data plane must be (contracts/network/dataplane.ts)
  *   as `{hash, state}`, at once when its hash differs from `known`, else as soon as it changes; 204 when `wait`
  *   seconds passed with nothing new.
+ * - `GET …/metadata/{port_id}/<path>`: what the guest of that port reads at `http://169.254.169.254/<path>`
+ *   (the agent proxies guests' requests here); 404 unless the port is a guest port bound to this host.
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
@@ -32,6 +34,21 @@ export function hostNetworkRoutes(deps: AppDeps) {
         if (!answer) return reply.code(204).send()
         reply.header('cache-control', 'no-store')
         return answer
+      },
+    )
+
+    scope.get<{ Params: { id: string; portId: string; '*': string } }>(
+      '/v1/hosts/:id/metadata/:portId/*',
+      {
+        onRequest: requireHost,
+        schema: {
+          tags: ['resmgr'],
+          params: { type: 'object', properties: { id: { type: 'string', maxLength: 64 }, portId: { type: 'string', maxLength: 64 }, '*': { type: 'string', maxLength: 1024 } }, required: ['id', 'portId'] },
+        },
+      },
+      async (request, reply) => {
+        const answer = await deps.dataplane.metadata(request.params.id.toLowerCase(), request.params.portId.toLowerCase(), `/${request.params['*'] ?? ''}`)
+        return reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', 'no-store').send(answer.body)
       },
     )
   }

@@ -105,6 +105,9 @@ export async function listAssignments(db: Db, q: AssignmentQuery): Promise<Assig
       entries.push(e)
       for (const implied of closure(implications, [e.roleId])) if (implied !== e.roleId) entries.push({ ...e, roleId: implied, priorRoleId: e.roleId })
     }
+    // Domain-specific roles are never effective themselves (nor in tokens): only the global roles they imply are.
+    const domainRoles = new Set((await db.selectFrom('roles').select('id').where('domain_id', '!=', '').execute()).map((r) => r.id))
+    entries = entries.filter((e) => !domainRoles.has(e.roleId))
   }
   return entries.filter(
     (e) =>

@@ -122,6 +122,8 @@ export interface EndpointInput {
   service_id?: string
   interface?: EndpointRow['interface']
   region_id?: string | null
+  /** The v2-era name of region_id, still sent by Tempest and old clients; region_id wins when both are given. */
+  region?: string | null
   url?: string
   enabled?: boolean
 }
@@ -130,10 +132,22 @@ async function assertServiceRef(db: Db, id: string): Promise<void> {
   if (!(await db.selectFrom('services').select('id').where('id', '=', id).executeTakeFirst())) throw badRequest(`Invalid input for field 'service_id': could not find service ${id}.`)
 }
 
+/**
+ * The region an endpoint names (region_id, or the legacy region), created when it does not exist yet: Keystone
+ * does the same, so an operator can register endpoints of a new region in one step. Undefined: not named.
+ */
+async function endpointRegion(db: Db, input: EndpointInput): Promise<string | null | undefined> {
+  const id = input.region_id !== undefined ? input.region_id : input.region
+  if (id && !(await db.selectFrom('regions').select('id').where('id', '=', id).executeTakeFirst())) {
+    await db.insertInto('regions').values({ id, description: '', parent_region_id: null }).execute()
+  }
+  return id
+}
+
 export async function createEndpoint(db: Db, input: Required<Pick<EndpointInput, 'service_id' | 'interface' | 'url'>> & EndpointInput): Promise<EndpointRow> {
   await assertServiceRef(db, input.service_id)
-  await assertRegionRef(db, input.region_id, 'region_id')
-  const row: EndpointRow = { id: newIdentityId(), service_id: input.service_id, interface: input.interface, region_id: input.region_id ?? null, url: input.url, enabled: input.enabled === false ? 0 : 1 }
+  const regionId = await endpointRegion(db, input)
+  const row: EndpointRow = { id: newIdentityId(), service_id: input.service_id, interface: input.interface, region_id: regionId ?? null, url: input.url, enabled: input.enabled === false ? 0 : 1 }
   await db.insertInto('endpoints').values(row).execute()
   return row
 }
@@ -141,12 +155,12 @@ export async function createEndpoint(db: Db, input: Required<Pick<EndpointInput,
 export async function updateEndpoint(db: Db, id: string, input: EndpointInput): Promise<EndpointRow> {
   const row = await getEndpoint(db, id)
   if (input.service_id !== undefined) await assertServiceRef(db, input.service_id)
-  if (input.region_id !== undefined) await assertRegionRef(db, input.region_id, 'region_id')
+  const regionId = await endpointRegion(db, input)
   const next: EndpointRow = {
     ...row,
     service_id: input.service_id ?? row.service_id,
     interface: input.interface ?? row.interface,
-    region_id: input.region_id === undefined ? row.region_id : input.region_id,
+    region_id: regionId === undefined ? row.region_id : regionId,
     url: input.url ?? row.url,
     enabled: input.enabled === undefined ? row.enabled : input.enabled ? 1 : 0,
   }

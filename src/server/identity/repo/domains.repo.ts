@@ -1,5 +1,5 @@
 /** Domains: the top of the identity tree; deleting one removes everything in it. */
-import { badRequest, conflict, forbidden, notFound } from '../../../contracts/errors.js'
+import { conflict, forbidden, notFound } from '../../../contracts/errors.js'
 import type { DomainTable } from '../../storage/tables/identity.js'
 import type { Db } from '../../storage/store.js'
 import { extraOf, newIdentityId } from './write.js'
@@ -38,10 +38,10 @@ export async function getDomain(db: Db, id: string): Promise<DomainRow> {
   return row
 }
 
-/** A domain named in a request body: unknown is the caller's mistake (400), naming the field. */
+/** A domain named in a request body (domain_id of a user, group, project or role): unknown is 404, as Keystone's DomainNotFound. */
 export async function requireDomainRef(db: Db, id: string, field: string): Promise<DomainRow> {
   const row = await findDomain(db, id)
-  if (!row) throw badRequest(`Invalid input for field '${field}': could not find domain ${id}.`)
+  if (!row) throw notFound(`Could not find domain: ${id} (${field}).`)
   return row
 }
 

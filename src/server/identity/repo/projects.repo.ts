@@ -18,7 +18,7 @@ export interface ProjectInput {
   name?: string
   description?: string | null
   enabled?: boolean
-  domain_id?: string
+  domain_id?: string | null
   parent_id?: string | null
   is_domain?: boolean
   tags?: string[]
@@ -92,7 +92,6 @@ export async function setTags(db: Db, projectId: string, tags: string[]): Promis
 
 /** Creates a project in `domainId` (already resolved by the caller: body, parent or the token's domain). */
 export async function createProject(db: Db, input: ProjectInput & { name: string }, domainId: string, now: number): Promise<ProjectRecord> {
-  if (input.is_domain === true) throw badRequest(`Invalid input for field 'is_domain': projects acting as domains are not supported.`)
   await requireDomainRef(db, domainId, 'domain_id')
   let parentId: string = domainId
   if (input.parent_id) {
@@ -120,7 +119,7 @@ export async function createProject(db: Db, input: ProjectInput & { name: string
 
 export async function updateProject(db: Db, id: string, input: ProjectInput): Promise<ProjectRecord> {
   const row = await getProject(db, id)
-  if (input.domain_id !== undefined && input.domain_id !== row.domain_id) throw badRequest(`Invalid input for field 'domain_id': the domain of a project cannot change.`)
+  if (input.domain_id != null && input.domain_id !== row.domain_id) throw badRequest(`Invalid input for field 'domain_id': the domain of a project cannot change.`)
   if (input.parent_id !== undefined && input.parent_id !== row.parent_id) throw badRequest(`Invalid input for field 'parent_id': the parent of a project cannot change.`)
   if (input.is_domain === true) throw badRequest(`Invalid input for field 'is_domain': a project cannot become a domain.`)
   if (input.name !== undefined && input.name !== row.name) await assertNameFree(db, row.domain_id, input.name, id)

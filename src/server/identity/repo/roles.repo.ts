@@ -2,7 +2,7 @@
  * Roles, global (domain_id '' in the table, null on the wire) or domain-specific, and role implications
  * (prior ⇒ implied). Implications form a DAG: a rule that would close a cycle is refused.
  */
-import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
+import { badRequest, conflict, forbidden, notFound } from '../../../contracts/errors.js'
 import type { RoleTable } from '../../storage/tables/identity.js'
 import type { Db } from '../../storage/store.js'
 import { mergeOptions, requireDomainRef } from './domains.repo.js'
@@ -88,8 +88,12 @@ export async function hasImplication(db: Db, priorId: string, impliedId: string)
   return !!(await db.selectFrom('implied_roles').select('prior_role_id').where('prior_role_id', '=', priorId).where('implied_role_id', '=', impliedId).executeTakeFirst())
 }
 
+/**
+ * Keystone's rule: a domain-specific role may imply any role (that is what it is for: an alias of global roles);
+ * a global role may not imply a domain-specific one (403).
+ */
 export async function createImplication(db: Db, prior: RoleRow, implied: RoleRow): Promise<void> {
-  if (implied.domain_id) throw badRequest(`Invalid input: a domain-specific role (${implied.id}) cannot be implied by another role.`)
+  if (implied.domain_id && !prior.domain_id) throw forbidden(`Implied role ${implied.id} is domain-specific; only a domain-specific role may imply it, ${prior.id} is global.`)
   if (prior.id === implied.id) throw badRequest(`Invalid input: role ${prior.id} cannot imply itself.`)
   const all = await listImplications(db)
   if (closure(all, [implied.id]).has(prior.id)) throw badRequest(`Invalid input: role ${implied.id} already implies ${prior.id}; the rule would form a cycle.`)

@@ -60,7 +60,10 @@ export async function buildHostState(db: Db, hostId: string): Promise<BuiltState
   const host = await db.selectFrom('hosts').select(['id', 'hostname', 'facts']).where('id', '=', hostId).executeTakeFirst()
   if (!host) return undefined
   const placementHosts = await routerHosts(db)
-  const routers = placementHosts.includes(hostId) ? (await db.selectFrom('routers').selectAll().execute()).filter((r) => placeRouter(r.id, placementHosts) === hostId) : []
+  // A router that is administratively down runs nowhere (Neutron's L3 agent drops it too).
+  const routers = placementHosts.includes(hostId)
+    ? (await db.selectFrom('routers').selectAll().where('admin_state_up', '=', 1).execute()).filter((r) => placeRouter(r.id, placementHosts) === hostId)
+    : []
   const localPorts = await db
     .selectFrom('ports')
     .selectAll()
@@ -88,7 +91,7 @@ export async function buildHostState(db: Db, hostId: string): Promise<BuiltState
   // Where each neighbour lives: a compute port on its bound host, a router port on its router's host.
   const neighbourRouters = await selectIn(
     neighbours.filter((p) => ROUTER_OWNERS.includes(p.device_owner)).map((p) => p.device_id),
-    (ids) => db.selectFrom('routers').select('id').where('id', 'in', ids).execute(),
+    (ids) => db.selectFrom('routers').select('id').where('id', 'in', ids).where('admin_state_up', '=', 1).execute(),
   )
   const routerHostOf = new Map(neighbourRouters.map((r) => [r.id, placeRouter(r.id, placementHosts)]))
   const peerHosts = await selectIn(

@@ -1,11 +1,14 @@
 /**
  * The control plane's side of guest networking on hosts: what each host's data plane must be (host-state.ts),
- * answered to the host's agent at once or when it changes (a long poll on the data-plane revision), and the
- * writes the hosts' needs cause (a network's DHCP port, made when a host first runs guests on it).
+ * answered to the host's agent at once or when it changes (a long poll on the data-plane revision), the writes
+ * the hosts' needs cause (a network's DHCP port, made when a host first runs guests on it), and the metadata of
+ * the guests a host asks for.
  */
 import { createHash } from 'node:crypto'
 import type { HostNetworkAnswer } from '../../../contracts/network/dataplane.js'
 import { notFound } from '../../../contracts/errors.js'
+import { loadInstanceFacts } from '../../metadata/load.js'
+import { answerMetadata, type MetadataReply } from '../../metadata/service-paths.js'
 import type { Store } from '../../storage/store.js'
 import { ensureDhcpPort } from '../dhcp-ports.js'
 import { isUniqueViolation } from '../ipam.js'
@@ -49,6 +52,21 @@ export class DataplaneService {
       const next = await this.revision.waitForChange(rev, left, signal)
       if (Number.isNaN(next)) return undefined
     }
+  }
+
+  /**
+   * The metadata service's answer to `path` for the guest of port `portId`, asked by host `hostId`'s agent (which
+   * found the port from the request's source address). Only a guest port bound to that very host answers: a
+   * host never reads the metadata of another host's guests. 404 otherwise.
+   */
+  async metadata(hostId: string, portId: string, path: string): Promise<MetadataReply> {
+    const db = this.store.db
+    const host = await db.selectFrom('hosts').select('hostname').where('id', '=', hostId).executeTakeFirst()
+    const port = await db.selectFrom('ports').select(['device_id', 'device_owner', 'binding_host_id']).where('id', '=', portId).executeTakeFirst()
+    if (!host || !port || !port.device_owner.startsWith('compute:') || port.binding_host_id !== host.hostname) throw notFound(`Port ${portId} is not a guest port of this host.`)
+    const facts = await loadInstanceFacts(db, port.device_id)
+    if (!facts) throw notFound(`Port ${portId} belongs to no server.`)
+    return answerMetadata(facts, path)
   }
 
   stop(): void {

@@ -4,12 +4,13 @@ import { Type as T, type Static } from '@sinclair/typebox'
 import { badRequest, notFound } from '../../../../contracts/errors.js'
 import { DEFAULT_DOMAIN_ID } from '../../../bootstrap/bootstrap.js'
 import * as projects from '../../../identity/repo/projects.repo.js'
+import * as domains from '../../../identity/repo/domains.repo.js'
 import { getUser } from '../../../identity/repo/users.repo.js'
 import { projectIdsOfUser } from '../../../identity/repo/assignments.repo.js'
 import { listDomainFor } from '../../../policy/identity.policy.js'
 import { collection, guard, queryFlag, queryList, type AdminContext } from './common.js'
 import { ProjectCreate, ProjectUpdate, Tag, TagsBody, query } from './schemas.js'
-import { projectView } from './views.js'
+import { domainAsProjectView, projectView } from './views.js'
 
 type IdParams = { Params: { id: string } }
 type ListQuery = Record<'name' | 'domain_id' | 'parent_id' | 'enabled' | 'is_domain' | 'tags' | 'tags-any' | 'not-tags' | 'not-tags-any', string | undefined>
@@ -23,8 +24,15 @@ function defaultDomain(request: FastifyRequest): string {
 export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   const listQuery = query(['name', 'domain_id', 'parent_id', 'enabled', 'is_domain', 'tags', 'tags-any', 'not-tags', 'not-tags-any'])
 
+  // Keystone's domains are projects acting as domains: the projects API shows, creates, updates and deletes them
+  // too (`is_domain: true`), with the domain API's policy.
   scope.get<{ Querystring: ListQuery }>('/projects', { schema: { querystring: listQuery } }, async (request) => {
     const q = request.query
+    if (queryFlag(q.is_domain) === true) {
+      guard(request, 'identity:list_domains')
+      const rows = await domains.listDomains(ctx.db, { name: q.name, enabled: queryFlag(q.enabled) })
+      return collection(ctx, request, 'projects', rows.map((d) => domainAsProjectView(ctx, d)))
+    }
     const domainId = listDomainFor(request.principal, q.domain_id)
     guard(request, 'identity:list_projects', { domainId })
     const rows = await projects.listProjects(ctx.db, {
@@ -42,6 +50,11 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   })
 
   scope.get<IdParams>('/projects/:id', async (request) => {
+    const domain = await domains.findDomain(ctx.db, request.params.id)
+    if (domain) {
+      guard(request, 'identity:get_domain', { domainId: domain.id })
+      return { project: domainAsProjectView(ctx, domain) }
+    }
     const row = await projects.getProject(ctx.db, request.params.id)
     guard(request, 'identity:get_project', { domainId: row.domain_id, projectId: row.id })
     return { project: projectView(ctx, row) }
@@ -49,6 +62,13 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
 
   scope.post<{ Body: Static<typeof ProjectCreate> }>('/projects', { schema: { body: ProjectCreate } }, async (request, reply) => {
     const body = request.body.project
+    if (body.is_domain === true) {
+      if (body.domain_id || body.parent_id) throw badRequest("Invalid input for field 'is_domain': a project acting as a domain has no domain_id and no parent_id.")
+      guard(request, 'identity:create_domain')
+      const { is_domain: _isDomain, domain_id: _domainId, parent_id: _parentId, tags: _tags, ...domain } = body
+      const row = await ctx.write((tx) => domains.createDomain(tx, domain, ctx.now()))
+      return reply.code(201).send({ project: domainAsProjectView(ctx, row) })
+    }
     const parent = body.parent_id ? await projects.findProject(ctx.db, body.parent_id) : undefined
     const domainId = body.domain_id ?? parent?.domain_id ?? defaultDomain(request)
     guard(request, 'identity:create_project', { domainId })
@@ -57,6 +77,12 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   })
 
   scope.patch<IdParams & { Body: Static<typeof ProjectUpdate> }>('/projects/:id', { schema: { body: ProjectUpdate } }, async (request) => {
+    if (await domains.findDomain(ctx.db, request.params.id)) {
+      guard(request, 'identity:update_domain', { domainId: request.params.id })
+      const { is_domain: isDomain, domain_id: domainId, parent_id: parentId, tags: _tags, ...change } = request.body.project
+      if (isDomain === false || domainId || parentId) throw badRequest("Invalid input: a project acting as a domain keeps is_domain, and has no domain_id and no parent_id.")
+      return { project: domainAsProjectView(ctx, await ctx.write((tx) => domains.updateDomain(tx, request.params.id, change))) }
+    }
     const current = await projects.getProject(ctx.db, request.params.id)
     guard(request, 'identity:update_project', { domainId: current.domain_id, projectId: current.id })
     const row = await ctx.write((tx) => projects.updateProject(tx, request.params.id, request.body.project))
@@ -64,6 +90,11 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   })
 
   scope.delete<IdParams>('/projects/:id', async (request, reply) => {
+    if (await domains.findDomain(ctx.db, request.params.id)) {
+      guard(request, 'identity:delete_domain', { domainId: request.params.id })
+      await ctx.write((tx) => domains.deleteDomain(tx, request.params.id))
+      return reply.code(204).send()
+    }
     const current = await projects.getProject(ctx.db, request.params.id)
     guard(request, 'identity:delete_project', { domainId: current.domain_id, projectId: current.id })
     await ctx.write((tx) => projects.deleteProject(tx, request.params.id))

@@ -44,7 +44,8 @@ export const DomainUpdate = T.Object({ domain: T.Object({ name: T.Optional(Name6
 const projectFields = {
   description: T.Optional(Description),
   enabled: T.Optional(Bool),
-  domain_id: T.Optional(Id),
+  // null: no domain named (a project acting as a domain has none; a regular one goes to the caller's domain).
+  domain_id: T.Optional(Nullable(Id)),
   parent_id: T.Optional(Nullable(Id)),
   is_domain: T.Optional(Bool),
   tags: T.Optional(Tags),
@@ -86,7 +87,7 @@ export const ServiceUpdate = T.Object({ service: T.Object({ type: T.Optional(Ser
 
 const Interface = T.Union([T.Literal('public'), T.Literal('internal'), T.Literal('admin')])
 const Url = T.String({ minLength: 1, maxLength: 225, pattern: '^[a-zA-Z][a-zA-Z0-9+.-]*://' })
-const endpointFields = { region_id: T.Optional(Nullable(RegionId)), enabled: T.Optional(Bool) }
+const endpointFields = { region_id: T.Optional(Nullable(RegionId)), region: T.Optional(Nullable(RegionId)), enabled: T.Optional(Bool) }
 export const EndpointCreate = T.Object({ endpoint: T.Object({ service_id: Id, interface: Interface, url: Url, ...endpointFields }, open) })
 export const EndpointUpdate = T.Object({ endpoint: T.Object({ service_id: T.Optional(Id), interface: T.Optional(Interface), url: T.Optional(Url), ...endpointFields }, open) })
 

@@ -35,6 +35,23 @@ export function projectView(ctx: AdminContext, p: ProjectRecord) {
   }
 }
 
+/** A domain seen through the projects API: Keystone's domains are projects acting as domains (`is_domain`). */
+export function domainAsProjectView(ctx: AdminContext, d: DomainRow) {
+  return {
+    ...extra(d.extra),
+    id: d.id,
+    name: d.name,
+    domain_id: null,
+    description: d.description,
+    enabled: !!d.enabled,
+    parent_id: null,
+    is_domain: true,
+    tags: [],
+    options: parseJson(d.options, {}),
+    links: ctx.link(`projects/${d.id}`),
+  }
+}
+
 export function userView(ctx: AdminContext, u: UserRow) {
   return {
     ...extra(u.extra),

@@ -16,7 +16,11 @@ import { DriverError } from '../driver.js'
 const UNIX_PATH_MAX = 107
 
 export class HostPaths {
-  constructor(readonly root: string) {}
+  constructor(
+    readonly root: string,
+    /** Where sockets go (default `<root>/run/pcc`); a short path where the root is long (unix socket paths are short). */
+    private readonly runDir?: string,
+  ) {}
 
   get instances(): string {
     return join(this.root, 'var/lib/pcc/instances')
@@ -27,7 +31,7 @@ export class HostPaths {
   }
 
   get run(): string {
-    return join(this.root, 'run/pcc')
+    return this.runDir ?? join(this.root, 'run/pcc')
   }
 
   instance(serverId: string): InstancePaths {

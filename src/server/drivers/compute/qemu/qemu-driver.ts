@@ -69,6 +69,8 @@ export interface QemuDriverOptions {
   consoleLogMaxBytes?: number
   /** Empty PCIe root ports on q35 guests for hot-plug. */
   hotplugPorts?: number
+  /** Where guests' sockets go (default `<root>/run/pcc`). */
+  runDir?: string
   /** The address other hosts reach this one on for live-migration traffic (default 127.0.0.1: one machine). */
   migrationAddress?: string
   /** Each QEMU in its own systemd scope (default: when systemd runs and the root is /). */
@@ -128,7 +130,7 @@ export class QemuDriver implements ComputeDriver {
   private readonly lastPower = new Map<string, number>()
 
   constructor(readonly options: QemuDriverOptions) {
-    this.paths = new HostPaths(options.root)
+    this.paths = new HostPaths(options.root, options.runDir)
     this.images = new ImageCache(this.paths, options.images)
     this.binary = options.binary ?? 'qemu-system-x86_64'
   }

@@ -115,8 +115,9 @@ export class SimulatedDriver implements ComputeDriver {
       vcpus: this.options.vcpus,
       memoryMb: this.options.memoryMb,
       diskGb: this.options.diskGb,
-      hypervisorType: 'QEMU',
-      hypervisorVersion: 8002000,
+      // Nova's fake driver says `fake`: a simulated host never claims to run QEMU.
+      hypervisorType: 'fake',
+      hypervisorVersion: 1000,
       cpuInfo: { arch: 'x86_64', model: 'pcc-simulated', vendor: 'pcc', topology: { sockets: 1, cores: this.options.vcpus, threads: 1 } },
     }
   }

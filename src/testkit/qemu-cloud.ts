@@ -1,0 +1,132 @@
+/**
+ * A small cloud with real guests for tests: a pcc server and agent hosts running the QEMU driver in scratch roots,
+ * registered and given the hypervisor role through the public API. With `namespaces`, each agent runs in a network
+ * namespace of its own (netns.ts) and the server listens on the test bridge, so two hosts really are two
+ * addresses (live migration goes from one to the other over the test network).
+ *
+ * Guests are daemonized QEMU processes: they outlive their agent. `close()` kills every QEMU started under the
+ * hosts' roots, then the agents, the server, the namespaces and the roots — also when a test failed halfway.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { AGENT_MAIN, killAgent, scratchHost, type ScratchHost } from './agent.js'
+import { ComputeClient, until } from './compute-api.js'
+import { startTestServer, type TestServer } from './harness.js'
+import { createTestNetwork, type TestNetwork } from './netns.js'
+
+export interface QemuHost extends ScratchHost {
+  namespace?: string
+  address: string
+  agent?: ChildProcess
+  start(): ChildProcess
+  kill(): Promise<void>
+}
+
+export interface QemuCloud {
+  server: TestServer
+  hosts: QemuHost[]
+  api: ComputeClient
+  adminToken: string
+  /** An admin call under the server's base URL. */
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> // eslint-disable-line @typescript-eslint/no-explicit-any
+  close(): Promise<void>
+}
+
+export interface QemuCloudOptions {
+  hosts: number
+  /** One network namespace per host (needs root); default false: agents on the machine's own network. */
+  namespaces?: boolean
+  env?: Record<string, string>
+  /** agent.json `qemu` settings added for every host. */
+  qemu?: Record<string, unknown>
+  /** agent.json `network` settings (default: backend `none`, guests without ports need no data plane). */
+  network?: Record<string, unknown>
+}
+
+/** QEMU processes whose pidfile lies under `root`, by pid. */
+export function qemuProcessesUnder(root: string): number[] {
+  const pids: number[] = []
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+      if (/qemu-system/.test(argv[0]) && (argv[argv.indexOf('-pidfile') + 1] ?? '').startsWith(`${root}/`)) pids.push(Number(pid))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids
+}
+
+export async function startQemuCloud(options: QemuCloudOptions): Promise<QemuCloud> {
+  const net: TestNetwork | undefined = options.namespaces ? createTestNetwork(options.hosts) : undefined
+  if (net?.sharedBecause) throw new Error(net.sharedBecause)
+  const hosts: QemuHost[] = []
+  let server: TestServer | undefined
+  const close = async () => {
+    for (const h of hosts) await h.kill()
+    for (const h of hosts) for (const pid of qemuProcessesUnder(h.root)) process.kill(pid, 'SIGKILL')
+    await new Promise((r) => setTimeout(r, 200))
+    await server?.close()
+    net?.close()
+    for (const h of hosts) rmSync(h.root, { recursive: true, force: true })
+  }
+  try {
+    server = await startTestServer({
+      publicUrlFromListen: true,
+      ...(net && { listenAddress: net.gateway }),
+      env: { PCC_SIMULATED_HOSTS: '0', PCC_HOST_DOWN_AFTER_SECONDS: '30', PCC_RECONCILE_SECONDS: '0', ...options.env },
+    })
+    const adminToken = (await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })).token
+    const url = server.url
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { 'x-auth-token': adminToken, ...(body !== undefined && { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+      const text = await res.text()
+      return { status: res.status, body: text ? JSON.parse(text) : undefined }
+    }
+    for (let i = 0; i < options.hosts; i++) {
+      const token = (await call('POST', '/resmgr/v1/registration-tokens', {})).body.token as string
+      const where = net?.hosts[i]
+      const address = where?.address ?? '127.0.0.1'
+      const scratch = scratchHost({
+        hostname: `qemu-host-${i}`, controller: url, registrationToken: token, driver: 'qemu', fakeNics: false,
+        qemu: { migration_address: address, shutdown_timeout_seconds: 30, ...options.qemu },
+      })
+      const configFile = join(scratch.root, 'etc/pcc/agent.json')
+      writeFileSync(configFile, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), network: options.network ?? { backend: 'none' } }))
+      const host: QemuHost = {
+        ...scratch,
+        namespace: where?.namespace,
+        address,
+        start() {
+          // nsenter switches the network namespace only: the agent sees the machine's files and its QEMU.
+          const command = where?.namespace ? ['nsenter', `--net=/run/netns/${where.namespace}`, '--', process.execPath] : [process.execPath]
+          const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PCC_')))
+          const child = spawn(command[0], [...command.slice(1), AGENT_MAIN, '--root', scratch.root], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+          child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[agent ${scratch.hostname}] ${d.toString()}`))
+          host.agent = child
+          return child
+        },
+        async kill() {
+          if (host.agent) await killAgent(host.agent)
+          host.agent = undefined
+        },
+      }
+      hosts.push(host)
+      host.start()
+    }
+    for (const h of hosts) {
+      await until(`${h.hostname} registered`, 30_000, async () => ((await call('GET', `/resmgr/v1/hosts/${h.hostId}`)).status === 200 ? true : undefined))
+      await until(`hypervisor role given to ${h.hostname}`, 20_000, async () => ((await call('PUT', `/resmgr/v1/hosts/${h.hostId}/roles/hypervisor`, {})).status === 200 ? true : undefined))
+      await until(`hypervisor role of ${h.hostname} applied`, 30_000, async () => ((await call('GET', `/resmgr/v1/hosts/${h.hostId}`)).body.role_status === 'ok' ? true : undefined))
+    }
+    return { server, hosts, api: new ComputeClient(url, adminToken), adminToken, call, close }
+  } catch (err) {
+    await close()
+    throw err
+  }
+}
