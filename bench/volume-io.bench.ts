@@ -14,9 +14,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BenchRun } from './harness.js'
-import { startTestServer } from '../src/testkit/harness.js'
-import { agentConfig, killAgent, scratchHost, spawnAgent } from '../src/testkit/agent.js'
-import { ComputeClient, until } from '../src/testkit/compute-api.js'
+import { until } from '../src/testkit/compute-api.js'
+import { startQemuCloud } from '../src/testkit/qemu-cloud.js'
 import { guestImage, realGuestsMissing } from '../src/testkit/qemu.js'
 import { ExportManager } from '../src/server/drivers/volume/exports/export-manager.js'
 
@@ -90,19 +89,12 @@ export const run: BenchRun = async () => {
   const missing = realGuestsMissing()
   if (missing) throw new Error(`real guests cannot run here: ${missing}`)
   const image = await guestImage()
-  const server = await startTestServer({ publicUrlFromListen: true, env: { PCC_VOLUME_EXPORT_ADDRESS: '127.0.0.1' } })
-  const token = (await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })).token
-  const api = new ComputeClient(server.url, token)
-  const t = await api.other('POST', '/resmgr/v1/registration-tokens', {})
-  const host = scratchHost({ hostname: 'bench-hv', controller: server.url, registrationToken: t.body.token })
-  writeFileSync(join(host.root, 'etc/pcc/agent.json'), JSON.stringify({ ...agentConfig(host.root), driver: 'qemu', qemu: { accel: 'auto', vcpus: 2, memory_mb: 2048, disk_gb: 20 } }))
-  const agent = spawnAgent(host.root)
+  const cloud = await startQemuCloud({ hosts: 1, qemu: { accel: 'auto', vcpus: 2, memory_mb: 2048, disk_gb: 20 } })
+  const { server, api } = cloud
+  const token = cloud.adminToken
   let serverId: string | undefined
   let accel = ''
   try {
-    await until('the host registered', 60_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200 ? true : undefined), 250)
-    await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})
-    await until('the hypervisor role', 120_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok' ? true : undefined), 250)
     const flavor = await api.createFlavor({ name: 'bench', vcpus: 1, ram: 256, disk: 1 })
     const img = await api.other('POST', '/image/v2/images', { name: 'pcc-guest', disk_format: 'qcow2', container_format: 'bare' })
     await fetch(`${server.url}/image/v2/images/${img.body.id}/file`, { method: 'PUT', headers: { 'x-auth-token': token, 'content-type': 'application/octet-stream' }, body: readFileSync(image.disk.path) })
@@ -118,7 +110,7 @@ export const run: BenchRun = async () => {
       return /^pcc-guest: bench done/m.test(out) ? out : undefined
     }, 2000)
     // The accelerator the driver chose (KVM when a KVM guest works, else TCG), from the agent's own log.
-    accel = /guests run under (\w+)/.exec(readFileSync(join(host.root, 'var/log/pcc/agent.log'), 'utf8'))?.[1] ?? 'unknown'
+    accel = /guests run under (\w+)/.exec(readFileSync(join(cloud.hosts[0].root, 'var/log/pcc/agent.log'), 'utf8'))?.[1] ?? 'unknown'
     const timings = [...parse(text), ...hostTimings()]
     return timings.map((t) => {
       const f = FIGURES[t.test]
@@ -129,9 +121,7 @@ export const run: BenchRun = async () => {
       await api.call('DELETE', `/servers/${serverId}`).catch(() => {})
       await until('the guest gone', 120_000, async () => ((await api.server(serverId!).catch(() => undefined)) ? undefined : true), 500).catch(() => {})
     }
-    await killAgent(agent)
     await new ExportManager(join(server.dataDir, 'run', 'volumes')).stopAll()
-    await server.close()
-    rmSync(host.root, { recursive: true, force: true })
+    await cloud.close()
   }
 }

@@ -18,13 +18,12 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync, type ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { agentConfig, killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
+import type { TestServer } from '../../src/testkit/harness.js'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
-import { createTestNetwork, type TestNetwork } from '../../src/testkit/netns.js'
+import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
 import { guestImage, lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { ExportManager } from '../../src/server/drivers/volume/exports/export-manager.js'
 
@@ -69,11 +68,11 @@ done
 const missing = realGuestsMissing()
 
 describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_200_000 }, () => {
-  let net: TestNetwork
+  let cloud: QemuCloud
   let server: TestServer
   let api: ComputeClient
-  const hosts: ScratchHost[] = []
-  const agents: ChildProcess[] = []
+  let hostA: string
+  let hostB: string
   const servers: string[] = []
   let flavor: string
   let imageId: string
@@ -124,50 +123,27 @@ describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_20
   before(async () => {
     if (missing) return
     const image = await guestImage()
-    net = createTestNetwork(2)
-    server = await startTestServer({
-      publicUrlFromListen: true,
-      listenAddress: net.gateway,
-      env: { PCC_VOLUME_EXPORT_ADDRESS: net.gateway, PCC_VOLUME_EXPORT_PORTS: `${PORTS.first}-${PORTS.last}`, PCC_HOST_DOWN_AFTER_SECONDS: '30' },
-    })
-    const token = (await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })).token
-    api = new ComputeClient(server.url, token)
+    // Exports listen on the public URL's host: the test bridge, which the hosts' namespaces reach.
+    cloud = await startQemuCloud({ hosts: 2, namespaces: true, env: { PCC_VOLUME_EXPORT_PORTS: `${PORTS.first}-${PORTS.last}` }, qemu: { accel: 'tcg', vcpus: 4, memory_mb: 4096, disk_gb: 20 } })
+    server = cloud.server
+    api = cloud.api
+    ;[hostA, hostB] = cloud.hosts.map((h) => h.hostname)
     await api.unlimitedQuotas(server.bootstrap.adminProjectId)
-    for (const [i, name] of ['hv-a', 'hv-b'].entries()) {
-      const t = await api.other('POST', '/resmgr/v1/registration-tokens', {})
-      const host = scratchHost({ hostname: name, controller: server.url, registrationToken: t.body.token })
-      const config = agentConfig(host.root)
-      writeFileSync(join(host.root, 'etc/pcc/agent.json'), JSON.stringify({ ...config, driver: 'qemu', qemu: { accel: 'tcg', vcpus: 4, memory_mb: 4096, disk_gb: 20 } }))
-      hosts.push(host)
-      agents.push(spawnAgent(host.root, net.hosts[i].exec))
-    }
-    for (const h of hosts) {
-      await until(`${h.hostname} registered`, 30_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${h.hostId}`)).status === 200 ? true : undefined), 250)
-      assert.equal((await api.other('PUT', `/resmgr/v1/hosts/${h.hostId}/roles/hypervisor`, {})).status, 200)
-    }
-    for (const h of hosts) await until(`${h.hostname}'s role`, 60_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${h.hostId}`)).body.role_status === 'ok' ? true : undefined), 250)
     flavor = await api.createFlavor({ name: 'guest.tiny', vcpus: 1, ram: 192, disk: 1 })
     const created = await api.other('POST', '/image/v2/images', { name: 'pcc-guest', disk_format: 'qcow2', container_format: 'bare', visibility: 'public' })
     imageId = created.body.id
-    const put = await fetch(`${server.url}/image/v2/images/${imageId}/file`, { method: 'PUT', headers: { 'x-auth-token': token, 'content-type': 'application/octet-stream' }, body: readFileSync(image.disk.path) })
+    const put = await fetch(`${server.url}/image/v2/images/${imageId}/file`, { method: 'PUT', headers: { 'x-auth-token': cloud.adminToken, 'content-type': 'application/octet-stream' }, body: readFileSync(image.disk.path) })
     assert.equal(put.status, 204)
   })
 
   after(async () => {
-    if (missing) return
-    for (const id of servers) await api?.call('DELETE', `/servers/${id}`).catch(() => {})
-    if (api) await until('every server gone', 120_000, async () => ((await Promise.all(servers.map((id) => api.server(id).catch(() => undefined)))).every((s) => !s) ? true : undefined), 500).catch(() => {})
-    for (const a of agents) await killAgent(a)
-    const left = hosts.flatMap((h) => servers.flatMap((id) => qemuLeftovers(h.root, id)))
-    // Whatever a failed run left behind is stopped here, and named by the assertion below.
-    for (const line of left) {
-      const pid = /QEMU process (\d+)/.exec(line)?.[1]
-      if (pid) process.kill(Number(pid), 'SIGKILL')
-    }
-    if (server) await new ExportManager(join(server.dataDir, 'run', 'volumes')).stopAll()
-    await server?.close()
-    for (const h of hosts) rmSync(h.root, { recursive: true, force: true })
-    net?.close()
+    if (missing || !cloud) return
+    for (const id of servers) await api.call('DELETE', `/servers/${id}`).catch(() => {})
+    await until('every server gone', 120_000, async () => ((await Promise.all(servers.map((id) => api.server(id).catch(() => undefined)))).every((s) => !s) ? true : undefined), 500).catch(() => {})
+    const left = cloud.hosts.flatMap((h) => servers.flatMap((id) => qemuLeftovers(h.root, id)))
+    await new ExportManager(join(server.dataDir, 'run', 'volumes')).stopAll()
+    // Kills whatever a failed run left behind; the assertion names it.
+    await cloud.close()
     assert.deepEqual(left, [], 'no guest left on a host')
   })
 
@@ -178,8 +154,8 @@ describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_20
 
   it('a guest writes a file to an attached volume; detached and attached on the other host, a guest there reads it', async () => {
     ;[writer, reader] = await Promise.all([
-      boot('writer', 'hv-a', { imageRef: imageId, user_data: Buffer.from(watcher('writer')).toString('base64') }),
-      boot('reader', 'hv-b', { imageRef: imageId, user_data: Buffer.from(watcher('reader')).toString('base64') }),
+      boot('writer', hostA, { imageRef: imageId, user_data: Buffer.from(watcher('writer')).toString('base64') }),
+      boot('reader', hostB, { imageRef: imageId, user_data: Buffer.from(watcher('reader')).toString('base64') }),
     ])
     data = await newVolume({ size: 1, name: 'data' })
     assert.equal(await attach(writer, data), '/dev/vdb')
@@ -224,14 +200,14 @@ describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_20
   })
 
   it('a server moves live to the other host with its volume, and uses it there', async () => {
-    const r = await api.action(reader, 'os-migrateLive', { host: 'hv-a', block_migration: 'auto' })
+    const r = await api.action(reader, 'os-migrateLive', { host: hostA, block_migration: 'auto' })
     assert.equal(r.status, 202, JSON.stringify(r.body))
     const moved = await until('the live migration', 300_000, async () => {
       const s = await api.server(reader)
       return s && s['OS-EXT-STS:task_state'] === null ? s : undefined
     }, 1000)
     assert.equal(moved.status, 'ACTIVE', JSON.stringify(moved.fault))
-    assert.equal(moved['OS-EXT-SRV-ATTR:host'], 'hv-a')
+    assert.equal(moved['OS-EXT-SRV-ATTR:host'], hostA)
     assert.equal((await volume(data)).status, 'in-use')
     // Unplugged and plugged again on the new host: the guest lists the volume's files once more.
     const before = (await consoleOf(reader)).split('pcc-guest: vdb listed').length
@@ -244,9 +220,8 @@ describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_20
 
   it('an export that cannot be reached fails the attach with a fault and leaves the volume available', async () => {
     const unreachable = await newVolume({ size: 1, name: 'unreachable' })
-    const ns = net.hosts[0].namespace
+    const ns = cloud.hosts[0].namespace
     const nft = (...args: string[]) => execFileSync('ip', ['netns', 'exec', ns!, 'nft', ...args])
-    if (!ns) return void console.log('# skipped the unreachable-export case: the hosts share the machine network')
     nft('add', 'table', 'inet', 'pcc_block')
     nft('add', 'chain', 'inet', 'pcc_block', 'out', '{ type filter hook output priority 0; }')
     nft('add', 'rule', 'inet', 'pcc_block', 'out', 'tcp', 'dport', `${PORTS.first}-${PORTS.last}`, 'reject', 'with', 'tcp', 'reset')
@@ -258,7 +233,7 @@ describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_20
         return (action.events as { result: string | null }[]).some((e) => e.result) ? action : undefined
       }, 500).catch(async (err: Error) => {
         const action = await api.instanceAction(writer, r.requestId)
-        const log = readFileSync(join(hosts[0].root, 'var/log/pcc/agent.log'), 'utf8').slice(-4000)
+        const log = readFileSync(join(cloud.hosts[0].root, 'var/log/pcc/agent.log'), 'utf8').slice(-4000)
         throw new Error(`${err.message}\naction: ${JSON.stringify(action)}\nvolume: ${JSON.stringify(await volume(unreachable))}\nagent log:\n${log}`)
       })
       const event = (failed.events as { event: string; result: string; traceback?: string }[]).find((e) => e.event === 'compute_attach_volume')
@@ -277,7 +252,7 @@ describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_20
   it('a volume created from an image boots; uploaded to an image, it boots again', async () => {
     const root = await newVolume({ size: 1, imageRef: imageId, name: 'root' })
     assert.equal((await volume(root)).bootable, 'true')
-    const fromVolume = await boot('from-volume', 'hv-b', {
+    const fromVolume = await boot('from-volume', hostB, {
       block_device_mapping_v2: [{ boot_index: 0, uuid: root, source_type: 'volume', destination_type: 'volume', delete_on_termination: false }],
     })
     const first = await sees(fromVolume, /pcc-guest: ready/)
@@ -290,7 +265,7 @@ describe('volumes with real guests on two hosts', { skip: missing, timeout: 1_20
     assert.equal(up.status, 202, JSON.stringify(up.body))
     const uploaded = up.body['os-volume_upload_image'].image_id as string
     await until('the image of the volume', 120_000, async () => ((await api.other('GET', `/image/v2/images/${uploaded}`)).body.status === 'active' ? true : undefined), 500)
-    const again = await boot('from-uploaded', 'hv-a', { imageRef: uploaded })
+    const again = await boot('from-uploaded', hostA, { imageRef: uploaded })
     assert.equal(lastBoot(await sees(again, /pcc-guest: ready/)), 2, 'the boot count the volume carried')
   })
 
