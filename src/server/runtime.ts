@@ -223,6 +223,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           state.closing = true
+          imageVolume.stop()
           local?.stop()
           await onboarding.stop()
           deps.dataplane.stop()

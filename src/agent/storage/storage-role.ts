@@ -91,7 +91,12 @@ export class StorageRole {
     await this.report()
     await this.syncExports()
     this.active = true
-    this.timer ??= setInterval(() => void this.report().catch((err: Error) => this.options.log('warn', 'storage report failed', { error: err.message })), REPORT_EVERY_MS)
+    // Every minute: capacity for the scheduler, and the exports checked against the desired state (a daemon that
+    // died is started again).
+    this.timer ??= setInterval(
+      () => void this.report().then(() => this.syncExports()).catch((err: Error) => this.options.log('warn', 'storage report or export check failed', { error: err.message })),
+      REPORT_EVERY_MS,
+    )
     this.timer.unref()
     this.options.log('info', 'storage role active', { backends: [...backends.keys()], exportAddress: this.address })
   }

@@ -30,9 +30,14 @@ export interface ImageAndVolume {
   attachRunner(runner: { wake(): void }): void
   /** The conductor's drivers (storage hosts' agents) and compute's part of online extends, once they exist. */
   attachCompute(drivers: DriverRegistry, hooks: AttachedVolumeHooks): void
-  /** Adopts or restarts the control plane's volume exports (after the HTTP server listens). */
+  /** Adopts or restarts the control plane's volume exports (after the HTTP server listens), then every 30 s. */
   start(): Promise<void>
+  /** Stops the periodic check (the exports themselves run on: they outlive pcc-server). */
+  stop(): void
 }
+
+/** How often the control plane checks its exports against the store (a daemon that died is started again). */
+const EXPORT_CHECK_MS = 30_000
 
 export async function setUpImageAndVolume(options: { config: Config; store: Store; queue: TaskQueue; box: SecretBox; adminProjectId: string; logger: Logger }): Promise<ImageAndVolume> {
   const { config, store, queue } = options
@@ -42,6 +47,7 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
   await images.sweepStaleUploads()
   let runner: { wake(): void } | undefined
   let drivers: DriverRegistry | undefined
+  let timer: NodeJS.Timeout | undefined
   const controller = controllerPlace({
     dataDir: config.dataDir,
     address: config.volumeExportAddress,
@@ -74,7 +80,11 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
     },
     start: async () => {
       await controller.backend('file').check().catch((err: Error) => options.logger.warn({ err }, 'the file volume backend cannot work here'))
-      await controller.syncExports().catch((err: Error) => options.logger.error({ err }, 'the control plane could not restore its volume exports'))
+      const sync = () => controller.syncExports().catch((err: Error) => options.logger.error({ err }, 'the control plane could not restore its volume exports'))
+      await sync()
+      timer = setInterval(() => void sync(), EXPORT_CHECK_MS)
+      timer.unref()
     },
+    stop: () => clearInterval(timer),
   }
 }
