@@ -55,7 +55,7 @@ describe('a storage host holds volumes with real bytes and exports them', () => 
 
   before(async () => {
     net = createTestNetwork(2)
-    server = await startTestServer({ publicUrlFromListen: true, listenAddress: net.gateway, env: { PCC_VOLUME_EXPORT_ADDRESS: net.gateway, PCC_VOLUME_EXPORT_PORTS: '22810-22829', PCC_HOST_DOWN_AFTER_SECONDS: '10' } })
+    server = await startTestServer({ publicUrlFromListen: true, listenAddress: net.gateway, env: { PCC_VOLUME_EXPORT_ADDRESS: net.gateway, PCC_VOLUME_EXPORT_PORTS: '22810-22829', PCC_HOST_DOWN_AFTER_SECONDS: '20' } })
     admin = await adminSession(server)
     const token = await server.deps.onboarding.createRegistrationToken(admin.userId, 3600, 'storage test')
     host = scratchHost({ hostname: 'store1', controller: server.url, registrationToken: token.token })
@@ -152,7 +152,7 @@ describe('a storage host holds volumes with real bytes and exports them', () => 
     const kept = await create({ size: 1, volume_type: 'remote', name: 'kept' })
     await settle(kept)
     await killAgent(agent)
-    await eventually(async () => (await call(server, admin, 'GET', `/resmgr/v1/hosts/${host.hostId}`)).body.info.responding === false, 20_000, 'the host DOWN')
+    await eventually(async () => (await call(server, admin, 'GET', `/resmgr/v1/hosts/${host.hostId}`)).body.info.responding === false, 40_000, 'the host DOWN')
     const orphan = await create({ size: 1, volume_type: 'remote', name: 'nowhere' })
     await settle(orphan, 'error')
     assert.equal((await volume(kept)).status, 'available', 'a DOWN host may come back')
