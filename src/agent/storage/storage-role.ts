@@ -138,7 +138,7 @@ export class StorageRole {
         case 'volume.delete':
           return await b().delete(volumeId)
         case 'volume.snapshot_create':
-          return await b().createSnapshot(a.snapshotId as string, volumeId)
+          return await b().createSnapshot(a.snapshotId as string, volumeId, (target) => this.exports.backup(volumeId, target))
         case 'volume.snapshot_delete':
           return await b().deleteSnapshot(a.snapshotId as string)
         case 'volume.upload_image':

@@ -68,7 +68,7 @@ export class LocalPlace implements StoragePlace {
   }
 
   createSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void> {
-    return this.backend(backend).createSnapshot(snapshotId, volumeId)
+    return this.backend(backend).createSnapshot(snapshotId, volumeId, (target) => this.options.exports.backup(volumeId, target))
   }
 
   deleteSnapshot(backend: string, snapshotId: string): Promise<void> {

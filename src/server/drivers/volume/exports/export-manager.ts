@@ -16,12 +16,13 @@ import { createServer } from 'node:net'
 import { openSync, closeSync, readFileSync } from 'node:fs'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { VolumeBackendError } from '../backend.js'
+import { VolumeBackendError, type BlockdevSpec } from '../backend.js'
 import { QmpClient } from '../../compute/qemu/qmp.js'
 import { daemonFiles, exportArgs, keyFile, nodeName, qsdArgs, type ExportSpec } from './qsd-command.js'
 
 const START_TIMEOUT_MS = 15_000
 const STOP_TIMEOUT_MS = 10_000
+const BACKUP_TIMEOUT_MS = 3_600_000
 
 /** What converge remembers of a running daemon (spec.json): everything but the keys. */
 type DaemonState = Omit<ExportSpec, 'keys'>
@@ -44,6 +45,34 @@ export class ExportManager {
   stopAll(): Promise<void> {
     return this.serially(async () => {
       for (const volumeId of await this.known()) await this.stop(volumeId)
+    })
+  }
+
+  /**
+   * A point-in-time copy of an exported volume into `target` (an existing node of the volume's size), made by its
+   * daemon with `blockdev-backup` (full): what the guest writes after the job starts does not reach the copy.
+   * False when no daemon serves the volume here.
+   */
+  backup(volumeId: string, target: BlockdevSpec): Promise<boolean> {
+    return this.serially(async () => {
+      const files = daemonFiles(join(this.runDir, volumeId))
+      const state = await readState(files.spec)
+      if (daemonPid(files.pid) === undefined || !state) return false
+      const qmp = await QmpClient.connect(files.qmp)
+      try {
+        await qmp.execute('blockdev-add', { ...target, 'node-name': 'snapshot-target' })
+        try {
+          const since = qmp.events.length
+          await qmp.execute('blockdev-backup', { 'job-id': 'snapshot', device: nodeName(state.generations[state.generations.length - 1]), target: 'snapshot-target', sync: 'full' })
+          const done = await qmp.waitEvent('BLOCK_JOB_COMPLETED', BACKUP_TIMEOUT_MS, { since, match: (e) => e.data?.device === 'snapshot' })
+          if (done.data?.error) throw new VolumeBackendError(`copying volume ${volumeId} failed: ${String(done.data.error)}`)
+        } finally {
+          await qmp.execute('blockdev-del', { 'node-name': 'snapshot-target' }).catch(() => {})
+        }
+      } finally {
+        qmp.close()
+      }
+      return true
     })
   }
 

@@ -10,7 +10,7 @@
 import { statfsSync } from 'node:fs'
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { checkId, GIB, VolumeBackendError, type BackendCapacity, type BlockdevSpec, type ByteSource, type VolumeBackend, type VolumeRef } from '../backend.js'
+import { checkId, GIB, VolumeBackendError, type BackendCapacity, type BlockdevSpec, type ByteSource, type LiveCopy, type VolumeBackend, type VolumeRef } from '../backend.js'
 import { checkImage, convertInto, nbdBlockdev, nodeSize, run, withPskDir } from '../qemu-img.js'
 
 export class FileBackend implements VolumeBackend {
@@ -122,11 +122,15 @@ export class FileBackend implements VolumeBackend {
     await rm(`${this.pathOf({ volumeId })}.part`, { force: true })
   }
 
-  async createSnapshot(snapshotId: string, volumeId: string): Promise<void> {
+  /** A copy of the file: through the export daemon while the volume is attached (point in time), else `cp`. */
+  async createSnapshot(snapshotId: string, volumeId: string, live?: LiveCopy): Promise<void> {
     const from = this.pathOf({ volumeId })
     const bytes = await this.size({ volumeId })
     if (bytes === undefined) throw new VolumeBackendError(`volume ${volumeId} does not exist on this backend`)
-    await this.place(this.pathOf({ snapshotId }), 0, (part) => run('cp', ['--reflink=auto', '--sparse=always', from, part], 3_600_000).then(() => {}))
+    await this.place(this.pathOf({ snapshotId }), Math.ceil(bytes / GIB), async (part) => {
+      if (live && (await live(this.fileNode(part)))) return
+      await run('cp', ['--reflink=auto', '--sparse=always', from, part], 3_600_000)
+    })
   }
 
   async deleteSnapshot(snapshotId: string): Promise<void> {
