@@ -138,7 +138,7 @@ export class StorageRole {
         case 'volume.delete':
           return await b().delete(volumeId)
         case 'volume.snapshot_create':
-          return await b().createSnapshot(a.snapshotId as string, volumeId, (target) => this.exports.backup(volumeId, target))
+          return await b().createSnapshot(a.snapshotId as string, volumeId, this.exports.liveCopyOf({ kind: 'volume', volumeId }))
         case 'volume.snapshot_delete':
           return await b().deleteSnapshot(a.snapshotId as string)
         case 'volume.upload_image':
@@ -156,7 +156,7 @@ export class StorageRole {
   }
 
   private async createFrom(backend: VolumeBackend, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void> {
-    if (source.kind !== 'image') return backend.createFrom(volumeId, sizeGb, source)
+    if (source.kind !== 'image') return backend.createFrom(volumeId, sizeGb, source, this.exports.liveCopyOf(source))
     await withScratchDir(join(this.options.root, 'var/lib/pcc/volumes'), async (dir) => {
       const path = join(dir, 'image')
       await pipeline(await this.options.host('GET', `/storage/volumes/${volumeId}/image`), createWriteStream(path, { mode: 0o600 }))

@@ -79,9 +79,10 @@ export interface VolumeBackend {
   create(volumeId: string, sizeGb: number): Promise<void>
   /**
    * Creates a volume of `sizeGb` holding the bytes of `source`. A source larger than `sizeGb` is an error;
-   * a repeated call after a crash starts the copy again.
+   * a repeated call after a crash starts the copy again. `live` copies a source volume that is attached through its
+   * export daemon, as for snapshots.
    */
-  createFrom(volumeId: string, sizeGb: number, source: ByteSource): Promise<void>
+  createFrom(volumeId: string, sizeGb: number, source: ByteSource, live?: LiveCopy): Promise<void>
   /** Grows a volume to `sizeGb` (also while it is exported: the export manager then publishes the new size). */
   extend(volumeId: string, sizeGb: number): Promise<void>
   /** Removes a volume and its bytes (an LVM backend wipes them first, so no other volume ever reads them). */

@@ -49,7 +49,7 @@ export class LocalPlace implements StoragePlace {
   }
 
   async createFrom(backend: string, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void> {
-    if (source.kind !== 'image') return this.backend(backend).createFrom(volumeId, sizeGb, source)
+    if (source.kind !== 'image') return this.backend(backend).createFrom(volumeId, sizeGb, source, this.options.exports.liveCopyOf(source))
     // The image's bytes are copied out of the blob store first: qemu-img reads files, not streams.
     await withScratchDir(this.options.scratchDir, async (dir) => {
       const path = join(dir, 'image')
@@ -68,7 +68,7 @@ export class LocalPlace implements StoragePlace {
   }
 
   createSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void> {
-    return this.backend(backend).createSnapshot(snapshotId, volumeId, (target) => this.options.exports.backup(volumeId, target))
+    return this.backend(backend).createSnapshot(snapshotId, volumeId, this.options.exports.liveCopyOf({ kind: 'volume', volumeId }))
   }
 
   deleteSnapshot(backend: string, snapshotId: string): Promise<void> {

@@ -16,7 +16,7 @@ import { createServer } from 'node:net'
 import { openSync, closeSync, readFileSync } from 'node:fs'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { VolumeBackendError, type BlockdevSpec } from '../backend.js'
+import { VolumeBackendError, type BlockdevSpec, type ByteSource, type LiveCopy } from '../backend.js'
 import { QmpClient } from '../../compute/qemu/qmp.js'
 import { daemonFiles, exportArgs, keyFile, nodeName, qsdArgs, type ExportSpec } from './qsd-command.js'
 
@@ -74,6 +74,11 @@ export class ExportManager {
       }
       return true
     })
+  }
+
+  /** How a copy of `source` is made through its daemon while it is exported (for volumes; `backup`). */
+  liveCopyOf(source: ByteSource): LiveCopy | undefined {
+    return source.kind === 'volume' ? (target) => this.backup(source.volumeId, target) : undefined
   }
 
   /** Volumes whose daemon runs now. */
