@@ -23,6 +23,16 @@ const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_toke
 /** Parameters that carry another URL whose own query may hold a secret (noVNC's `path=…%3Ftoken%3D…`). */
 const NESTED_URL_PARAMS = /^path$/i
 
+/** Path segments that are credentials themselves (the `$2` group): the token of Nova's GET /os-console-auth-tokens/{token}. */
+const SECRET_PATH_SEGMENTS = [/^([^?]*\/os-console-auth-tokens\/)([^/?]+)/i]
+
+/** The request URL as logged: secret path segments and secret query parameter values replaced. */
+export function redactUrl(url: string): string {
+  let redacted = url
+  for (const pattern of SECRET_PATH_SEGMENTS) redacted = redacted.replace(pattern, '$1[redacted]')
+  return redactUrlQuery(redacted)
+}
+
 /** The request URL as logged: path and query, with secret parameter values replaced. */
 export function redactUrlQuery(url: string): string {
   const q = url.indexOf('?')
@@ -43,7 +53,8 @@ export function redactUrlQuery(url: string): string {
   return `${url.slice(0, q)}?${params.join('&')}`
 }
 
-function decodeURIComponentSafe(text: string): string {
+/** decodeURIComponent, or the text as it is when it is not valid percent-encoding (input from clients must not throw). */
+export function decodeURIComponentSafe(text: string): string {
   try {
     return decodeURIComponent(text)
   } catch {
@@ -61,7 +72,7 @@ interface LoggedRequest {
 
 /** Replaces Fastify's request serializer (pino's own serializers win over Fastify's defaults). */
 const serializers = {
-  req: (req: LoggedRequest) => ({ method: req.method, url: redactUrlQuery(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }),
+  req: (req: LoggedRequest) => ({ method: req.method, url: redactUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }),
 }
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {

@@ -193,7 +193,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     // before reconciliation, which asks it about its guests.
     const local =
       config.localHypervisor === 'qemu'
-        ? await startLocalHypervisor({ dataDir: config.dataDir, controller: url, caFile, adminUserId: result.adminUserId, version: VERSION, store, onboarding, logger })
+        ? await startLocalHypervisor({ dataDir: config.dataDir, controller: url, caFile, adminUserId: result.adminUserId, version: VERSION, store, onboarding, logger, physicalInterfaces: config.localPhysicalInterfaces })
         : undefined
     await conductor.start()
     runner.start()

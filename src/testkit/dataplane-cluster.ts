@@ -1,31 +1,19 @@
 /**
- * A small cloud with real guest networking for tests: a pcc server on a private test network (netns.ts), and
- * agent hosts each in its own network namespace running pcc-agent with the Linux network back end, registered
- * and given their roles. Hosts tunnel VXLAN to one another over the test network; an "external" network is one
- * more namespace joined to a host's interface (`externalNetwork`). Nothing leaves the machine.
+ * A small cloud with real guest networking for tests: the shared test cloud (qemu-cloud.ts) with every agent host in
+ * its own network namespace running the Linux network back end, the hosts named as network nodes given that role.
+ * Hosts tunnel VXLAN to one another over the test network; an "external" network is one more namespace joined
+ * to a host's interface (`externalNetwork`). Nothing leaves the machine.
  *
- * `close()` tears every host's data plane down through its back end, stops the agents and removes the
- * namespaces and scratch roots — also when a test failed halfway.
+ * `close()` stops the agents, tears every host's data plane down through its back end, then closes the cloud
+ * (QEMU processes, server, namespaces, scratch roots) — also when a test failed halfway.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { execFileSync } from 'node:child_process'
-import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { startTestServer, type TestServer } from './harness.js'
-import { AGENT_MAIN, killAgent, scratchHost, type ScratchHost } from './agent.js'
-import { until } from './compute-api.js'
-import { createTestNetwork, type TestNetwork } from './netns.js'
+import { chmodSync } from 'node:fs'
+import type { TestServer } from './harness.js'
 import { RemoteLinuxBackend } from './network-backend-host.js'
+import { startQemuCloud, type QemuHost } from './qemu-cloud.js'
 
-export interface DataplaneHost extends ScratchHost {
-  namespace: string
-  address: string
-  agent?: ChildProcess
-  /** Starts (again) the host's agent inside its namespace. */
-  start(): ChildProcess
-  /** SIGKILLs the agent (its data plane stays, as after a crash). */
-  kill(): Promise<void>
-}
+export type DataplaneHost = QemuHost & { namespace: string }
 
 export interface DataplaneClusterOptions {
   hosts: number
@@ -34,7 +22,9 @@ export interface DataplaneClusterOptions {
   /** agent.json `network.physical_interfaces` of each host. */
   physicalInterfaces?: (index: number) => Record<string, string>
   /** agent.json `driver` (default simulated: stand-in guests need no hypervisor). */
-  driver?: string
+  driver?: 'qemu' | 'simulated'
+  /** agent.json `qemu` settings of every host. */
+  qemu?: Record<string, unknown>
   env?: Record<string, string>
 }
 
@@ -45,7 +35,6 @@ export interface Reply {
 
 export interface DataplaneCluster {
   server: TestServer
-  net: TestNetwork
   hosts: DataplaneHost[]
   adminToken: string
   /** An admin call to the server (path under the base URL). */
@@ -68,80 +57,41 @@ export function dataplaneMissing(): string | undefined {
   return undefined
 }
 
+/** The shared test cloud (qemu-cloud.ts), one namespace per host, every agent with the Linux network back end. */
 export async function startDataplaneCluster(options: DataplaneClusterOptions): Promise<DataplaneCluster> {
-  const net = createTestNetwork(options.hosts)
-  if (net.sharedBecause) throw new Error(net.sharedBecause)
-  const hosts: DataplaneHost[] = []
-  let server: TestServer | undefined
-  const close = async () => {
-    for (const h of hosts) if (h.agent) await killAgent(h.agent)
-    // The agents are gone; what they built goes through the same back end, so nothing is left on the hosts.
-    for (const h of hosts) {
-      const backend = new RemoteLinuxBackend(h.namespace, h.root, h.address)
-      await backend.teardown().catch(() => {})
-      await backend.close()
-    }
-    await server?.close()
-    net.close()
-    for (const h of hosts) rmSync(h.root, { recursive: true, force: true })
+  const cloud = await startQemuCloud({
+    hosts: options.hosts,
+    namespaces: true,
+    driver: options.driver ?? 'simulated',
+    qemu: options.qemu,
+    env: options.env,
+    network: (i) => ({ backend: 'linux', physical_interfaces: options.physicalInterfaces?.(i) ?? {} }),
+    roles: (i) => ((options.networkHosts ?? []).includes(i) ? ['network'] : []),
+  })
+  const hosts = cloud.hosts as DataplaneHost[]
+  // dnsmasq drops to nobody and must reach its files under the root.
+  for (const h of hosts) chmodSync(h.root, 0o755)
+  const neutron = async (method: string, path: string, body?: unknown) => {
+    const r = await cloud.call(method, `/network/v2.0${path}`, body)
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`)
+    return r.body
   }
-  try {
-    server = await startTestServer({ publicUrlFromListen: true, listenAddress: net.gateway, env: { PCC_HOST_DOWN_AFTER_SECONDS: '30', ...options.env } })
-    const adminToken = (await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })).token
-    const url = server.url
-    const call = async (method: string, path: string, body?: unknown): Promise<Reply> => {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        headers: { 'x-auth-token': adminToken, ...(body !== undefined && { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
-      const text = await res.text()
-      return { status: res.status, body: text ? JSON.parse(text) : undefined }
-    }
-    for (let i = 0; i < options.hosts; i++) {
-      const token = (await call('POST', '/resmgr/v1/registration-tokens', {})).body.token as string
-      const scratch = scratchHost({ hostname: `dp-host-${i}`, controller: url, registrationToken: token })
-      // dnsmasq drops to nobody and must reach its files under the root.
-      chmodSync(scratch.root, 0o755)
-      const configFile = join(scratch.root, 'etc/pcc/agent.json')
-      const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>
-      writeFileSync(configFile, JSON.stringify({ ...config, driver: options.driver ?? 'simulated', network: { backend: 'linux', physical_interfaces: options.physicalInterfaces?.(i) ?? {} } }))
-      const { namespace, address } = net.hosts[i]
-      const host: DataplaneHost = {
-        ...scratch,
-        namespace: namespace!,
-        address,
-        start() {
-          // nsenter switches the network namespace only: the agent sees the host's devices and the machine's files.
-          const child = spawn('nsenter', [`--net=/run/netns/${namespace}`, '--', process.execPath, AGENT_MAIN, '--root', scratch.root], { stdio: ['ignore', 'ignore', 'pipe'] })
-          child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[agent ${scratch.hostname}] ${d.toString()}`))
-          host.agent = child
-          return child
-        },
-        async kill() {
-          if (host.agent) await killAgent(host.agent)
-          host.agent = undefined
-        },
+  return {
+    server: cloud.server,
+    hosts,
+    adminToken: cloud.adminToken,
+    call: cloud.call,
+    neutron,
+    async close() {
+      for (const h of hosts) await h.kill()
+      // The agents are gone; what they built goes through the same back end, so nothing is left on the hosts.
+      for (const h of hosts) {
+        const backend = new RemoteLinuxBackend(h.namespace, h.root, h.address)
+        await backend.teardown().catch(() => {})
+        await backend.close()
       }
-      hosts.push(host)
-      host.start()
-    }
-    for (const h of hosts) {
-      await until(`${h.hostname} registered`, 20_000, async () => ((await call('GET', `/resmgr/v1/hosts/${h.hostId}`)).status === 200 ? true : undefined))
-      for (const role of ['hypervisor', ...((options.networkHosts ?? []).includes(hosts.indexOf(h)) ? ['network'] : [])]) {
-        await until(`${role} role given to ${h.hostname}`, 20_000, async () => ((await call('PUT', `/resmgr/v1/hosts/${h.hostId}/roles/${role}`, {})).status === 200 ? true : undefined))
-        await until(`${role} role of ${h.hostname} applied`, 20_000, async () => ((await call('GET', `/resmgr/v1/hosts/${h.hostId}`)).body.role_status === 'ok' ? true : undefined))
-      }
-    }
-    const neutron = async (method: string, path: string, body?: unknown) => {
-      const r = await call(method, `/network/v2.0${path}`, body)
-      if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`)
-      return r.body
-    }
-    return { server, net, hosts, adminToken, call, neutron, close }
-  } catch (err) {
-    await close()
-    throw err
+      await cloud.close()
+    },
   }
 }
 

@@ -40,8 +40,12 @@ export interface QemuCloudOptions {
   env?: Record<string, string>
   /** agent.json `qemu` settings added for every host. */
   qemu?: Record<string, unknown>
-  /** agent.json `network` settings (default: backend `none`, guests without ports need no data plane). */
-  network?: Record<string, unknown>
+  /** agent.json `network` settings, by host index (default: backend `none`, guests without ports need no data plane). */
+  network?: (index: number) => Record<string, unknown>
+  /** agent.json `driver` (default qemu; `simulated` for hosts whose guests need no hypervisor). */
+  driver?: 'qemu' | 'simulated'
+  /** Roles given to each host beside `hypervisor` (e.g. `network`). */
+  roles?: (index: number) => string[]
 }
 
 /** QEMU processes whose pidfile lies under `root`, by pid. */
@@ -93,11 +97,11 @@ export async function startQemuCloud(options: QemuCloudOptions): Promise<QemuClo
       const where = net?.hosts[i]
       const address = where?.address ?? '127.0.0.1'
       const scratch = scratchHost({
-        hostname: `qemu-host-${i}`, controller: url, registrationToken: token, driver: 'qemu', fakeNics: false,
+        hostname: `qemu-host-${i}`, controller: url, registrationToken: token, driver: options.driver ?? 'qemu', fakeNics: false,
         qemu: { migration_address: address, shutdown_timeout_seconds: 30, ...options.qemu },
       })
       const configFile = join(scratch.root, 'etc/pcc/agent.json')
-      writeFileSync(configFile, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), network: options.network ?? { backend: 'none' } }))
+      writeFileSync(configFile, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), network: options.network?.(i) ?? { backend: 'none' } }))
       const host: QemuHost = {
         ...scratch,
         namespace: where?.namespace,
@@ -119,10 +123,12 @@ export async function startQemuCloud(options: QemuCloudOptions): Promise<QemuClo
       hosts.push(host)
       host.start()
     }
-    for (const h of hosts) {
+    for (const [i, h] of hosts.entries()) {
       await until(`${h.hostname} registered`, 30_000, async () => ((await call('GET', `/resmgr/v1/hosts/${h.hostId}`)).status === 200 ? true : undefined))
-      await until(`hypervisor role given to ${h.hostname}`, 20_000, async () => ((await call('PUT', `/resmgr/v1/hosts/${h.hostId}/roles/hypervisor`, {})).status === 200 ? true : undefined))
-      await until(`hypervisor role of ${h.hostname} applied`, 30_000, async () => ((await call('GET', `/resmgr/v1/hosts/${h.hostId}`)).body.role_status === 'ok' ? true : undefined))
+      for (const role of ['hypervisor', ...(options.roles?.(i) ?? [])]) {
+        await until(`${role} role given to ${h.hostname}`, 20_000, async () => ((await call('PUT', `/resmgr/v1/hosts/${h.hostId}/roles/${role}`, {})).status === 200 ? true : undefined))
+        await until(`${role} role of ${h.hostname} applied`, 30_000, async () => ((await call('GET', `/resmgr/v1/hosts/${h.hostId}`)).body.role_status === 'ok' ? true : undefined))
+      }
     }
     return { server, hosts, api: new ComputeClient(url, adminToken), adminToken, call, close }
   } catch (err) {

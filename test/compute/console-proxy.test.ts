@@ -73,6 +73,30 @@ describe('console websocket proxy', () => {
     await assert.rejects(openConsoleClient(bare), /upgrade refused: 401/)
   })
 
+  it('refuses a token cookie that is not valid percent-encoding as any bad token (401)', async () => {
+    const url = await serialUrl(tb, id)
+    await assert.rejects(openConsoleClient(url.slice(0, url.indexOf('?')), { headers: { cookie: 'token=%E0%A4%A' } }), /upgrade refused: 401/)
+  })
+
+  it('joins a relay to a waiting session only with that session\'s secret', async () => {
+    // The owner's side of a session whose agent reached another process (test/ha/console-relay.test.ts runs the whole path).
+    const session = await tb.server.deps.consoles.sessions.expect('relay-test-host', id)
+    try {
+      const relayUrl = `${tb.server.url.replace(/^http/, 'ws')}/console/relay/${session.id}`
+      await assert.rejects(openConsoleClient(relayUrl), /upgrade refused: 404/, 'no secret')
+      await assert.rejects(openConsoleClient(relayUrl, { headers: { 'x-pcc-console-relay': 'not-the-secret' } }), /upgrade refused: 404/, 'a wrong secret')
+      const row = await tb.server.deps.store.db.selectFrom('console_sessions').select('relay_secret').where('id', '=', session.id).executeTakeFirstOrThrow()
+      const relay = await openConsoleClient(relayUrl, { headers: { 'x-pcc-console-relay': tb.server.deps.box.openText(row.relay_secret) } })
+      const stream = await session.stream
+      stream.write('from the owner')
+      await relay.until(/from the owner/)
+      stream.destroy()
+      await relay.close()
+    } finally {
+      session.cancel('the test is over')
+    }
+  })
+
   it('answers Tempest-style clients: 101 and the console for a good token, a bodiless 401 and no stream for a bad one', async () => {
     const url = await serialUrl(tb, id)
     // Tempest has no path for serial URLs: it asks for /websockify with the query as a cookie.

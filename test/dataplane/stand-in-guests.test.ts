@@ -55,7 +55,7 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     const [head, values] = snmp.map((l) => l.split(/\s+/))
     return Number(values[head.indexOf('InEchos')])
   }
-  const connects = (guest: StandInGuest, ip: string, port: number) => guest.exec(['sh', '-c', `echo | busybox nc -w 1 ${ip} ${port}`], 3000).then((r) => r.stdout.includes('hi'))
+  const connects = (guest: StandInGuest, ip: string, port: number) => guest.exec(['sh', '-c', `echo | busybox timeout 1 busybox nc ${ip} ${port}`], 3000).then((r) => r.stdout.includes('hi'))
 
   it('two guests on one VXLAN network on different hosts get exactly their addresses by DHCP and reach each other', async () => {
     const network = (await neutron('POST', '/networks', { network: { name: 'tenant' } })).network
@@ -210,6 +210,16 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     assert.match(seen.stdout, /lladdr/, 'the outside talked to the router gateway (SNAT), it has no route to the tenant subnet')
     const fip = (await neutron('POST', '/floatingips', { floatingip: { floating_network_id: public_.id, port_id: ports.b.id } })).floatingip
     await until('the floating IP to reach b from outside', 20_000, async () => ((await runIn(ext.namespace, ['busybox', 'ping', '-c', '1', '-W', '1', fip.floating_ip_address])).code === 0 ? true : undefined))
+    // The network node decommissioned: by the time its role's removal is confirmed, its router namespace is gone.
+    const node = c.hosts[0]
+    assert.equal((await c.call('DELETE', `/resmgr/v1/hosts/${node.hostId}/roles/network`)).status, 200)
+    await until('the network role removed', 20_000, async () => ((await c.call('GET', `/resmgr/v1/hosts/${node.hostId}`)).body.roles.includes('network') ? undefined : true))
+    const backend = new RemoteLinuxBackend(node.namespace, node.root, node.address)
+    try {
+      assert.ok(!(await backend.inventory()).namespaces.some((n) => n.startsWith('qrouter-')), 'no router namespace left on the former network node')
+    } finally {
+      await backend.close()
+    }
   })
 
   it('keeps guests connected while an agent is down, and its restart rebuilds nothing that is right', async () => {

@@ -207,6 +207,18 @@ for (const dialect of DIALECTS) {
       }
     })
 
+    it('pre-fills the username from login_hint, cut to 255 characters without splitting one', async () => {
+      const { challenge } = pkce()
+      // UTF-16 unit 255 is the first half of the emoji: a cut there leaves half a character, which no URL can hold.
+      const hint = `${'a'.repeat(254)}\u{1F600}tail`
+      const browser = new FormBrowser(pcc.fetch)
+      const res = await browser.request(authorizeUrl(pcc.issuer, { response_type: 'code', client_id: 'kubernetes', redirect_uri: redirectUri, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', login_hint: hint }))
+      assert.equal(res.status, 303, res.html.slice(0, 300))
+      const page = await browser.request(res.location!)
+      assert.equal(page.status, 200, page.html.slice(0, 300))
+      assert.ok(page.html.includes(`value="${'a'.repeat(254)}\u{1F600}"`), 'the first 255 characters, the emoji whole')
+    })
+
     it('shows the code on a page for the out-of-band redirect (kubelogin authcode-keyboard)', async () => {
       const { verifier, challenge } = pkce()
       const oob = 'urn:ietf:wg:oauth:2.0:oob'

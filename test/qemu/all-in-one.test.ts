@@ -10,9 +10,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
-import { freePort } from '../../src/testkit/harness.js'
 import { createTestNetwork, type TestNetwork } from '../../src/testkit/netns.js'
-import { SERVER_MAIN, spawnServer, type ServerProcess } from '../../src/testkit/process.js'
+import { startAllInOne } from '../../src/testkit/all-in-one.js'
+import type { ServerProcess } from '../../src/testkit/process.js'
 import { qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { qemuProcessesUnder } from '../../src/testkit/qemu-cloud.js'
 
@@ -23,26 +23,11 @@ describe('all-in-one: pcc-server runs real guests on its own machine', { skip: m
   let net: TestNetwork
   let dataDir: string
   let server: ServerProcess | undefined
-  let url: string
   let api: ComputeClient
   let serverId: string
 
   const start = async () => {
-    const port = await freePort()
-    url = `http://${net.hosts[0].address}:${port}`
-    server = spawnServer(
-      { PCC_LOCAL_HYPERVISOR: 'qemu', PCC_DATA_DIR: dataDir, PCC_LISTEN: `0.0.0.0:${port}`, PCC_PUBLIC_URL: url, PCC_ADMIN_PASSWORD: PASSWORD, PCC_LOG_LEVEL: 'warn', PCC_RECONCILE_SECONDS: '5' },
-      [],
-      { command: ['nsenter', `--net=/run/netns/${net.hosts[0].namespace}`, '--', process.execPath, SERVER_MAIN] },
-    )
-    await server.listening(60_000)
-    const auth = await fetch(`${url}/identity/v3/auth/tokens`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ auth: { identity: { methods: ['password'], password: { user: { name: 'admin', domain: { id: 'default' }, password: PASSWORD } } }, scope: { project: { name: 'admin', domain: { id: 'default' } } } } }),
-    })
-    assert.equal(auth.status, 201, await auth.text())
-    api = new ComputeClient(url, auth.headers.get('x-subject-token')!)
+    ;({ server, api } = await startAllInOne({ host: net.hosts[0], dataDir, password: PASSWORD, env: { PCC_RECONCILE_SECONDS: '5' } }))
   }
   const stop = async () => {
     await server?.stop('SIGTERM')

@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { redactUrlQuery } from '../../src/server/logger.js'
+import { redactUrl, redactUrlQuery } from '../../src/server/logger.js'
 import { freshDatabase } from '../../src/testkit/postgres.js'
 import { spawnServer } from '../../src/testkit/process.js'
 
@@ -24,6 +24,7 @@ const SECRETS = {
   clientSecret: 'cs-SECRET-0007',
   refreshToken: 'rt-SECRET-0008',
   queryToken: 'qs-SECRET-0009',
+  consoleToken: 'ct-SECRET-0010',
 }
 
 /** A database owned by a role with a distinctive password, so a leaked URL is recognisable. */
@@ -46,6 +47,12 @@ async function databaseWithPassword(password: string): Promise<string> {
 }
 
 describe('secrets in logs', () => {
+  it('redacts the secret path segments of logged URLs, and their query', () => {
+    assert.equal(redactUrl('/compute/v2.1/os-console-auth-tokens/abc-123'), '/compute/v2.1/os-console-auth-tokens/[redacted]')
+    assert.equal(redactUrl('/compute/v2.1/os-console-auth-tokens/abc-123/?token=x'), '/compute/v2.1/os-console-auth-tokens/[redacted]/?token=[redacted]')
+    assert.equal(redactUrl('/compute/v2.1/servers/abc-123?limit=5'), '/compute/v2.1/servers/abc-123?limit=5')
+  })
+
   it('redacts secret query parameters from logged URLs', () => {
     assert.equal(redactUrlQuery('/idp/auth?client_id=kubectl&client_secret=abc&state=1'), '/idp/auth?client_id=kubectl&client_secret=[redacted]&state=1')
     assert.equal(redactUrlQuery('/x?Password=a&TOKEN=b&marker=c'), '/x?Password=[redacted]&TOKEN=[redacted]&marker=c')
@@ -89,6 +96,8 @@ describe('secrets in logs', () => {
           },
         ],
         [`/idp/auth?client_id=kubectl&client_secret=${SECRETS.clientSecret}&token=${SECRETS.queryToken}`, {}],
+        // Nova's console token lookup carries the token in the path.
+        [`/compute/v2.1/os-console-auth-tokens/${SECRETS.consoleToken}`, { headers: { 'x-auth-token': SECRETS.authToken } }],
       ]
       for (const [path, init] of requests) await (await fetch(`${url}${path}`, init)).arrayBuffer()
       assert.equal(await server.stop(), 0)
@@ -97,7 +106,8 @@ describe('secrets in logs', () => {
     }
     const output = server.stdout() + server.stderr()
     // The log is really there: each request was logged coming in, with its URL.
-    assert.equal(output.match(/"msg":"request completed"/g)?.length, 7, 'one line per request')
+    assert.equal(output.match(/"msg":"request completed"/g)?.length, 8, 'one line per request')
+    assert.match(output, /"url":"\/compute\/v2\.1\/os-console-auth-tokens\/\[redacted\]"/)
     assert.match(output, /"url":"\/idp\/auth\?client_id=kubectl&client_secret=\[redacted\]&token=\[redacted\]"/)
     for (const [name, secret] of Object.entries(SECRETS)) {
       assert.ok(!output.includes(secret), `${name} appears in the output`)

@@ -20,6 +20,8 @@ export interface Config {
   simulatedHosts: number
   /** All-in-one: `qemu` makes this machine a QEMU host run by an agent inside pcc-server; `none` (default) does not. */
   localHypervisor: 'none' | 'qemu'
+  /** All-in-one: the machine's interfaces for flat (provider/external) networks, by physical network name. */
+  localPhysicalInterfaces: Record<string, string>
   tls: TlsSetting
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   bodyLimitBytes: number
@@ -151,6 +153,18 @@ function fraction(raw: string): number {
   return value
 }
 
+/** `physnet:interface` pairs separated by commas (or a JSON object of them, from a config file). */
+function physicalInterfaces(raw: string): Record<string, string> {
+  if (raw.trim().startsWith('{')) return JSON.parse(raw) as Record<string, string>
+  const out: Record<string, string> = {}
+  for (const item of raw.split(',').map((i) => i.trim()).filter(Boolean)) {
+    const match = /^([A-Za-z0-9_.-]+):([A-Za-z0-9_.@-]{1,15})$/.exec(item)
+    if (!match) throw new Error(`expected PHYSICAL_NETWORK:INTERFACE pairs separated by commas (public:eth1), got "${item}"`)
+    out[match[1]] = match[2]
+  }
+  return out
+}
+
 function oneOf<T extends string>(values: readonly T[]) {
   return (raw: string): T => {
     if (!(values as readonly string[]).includes(raw)) throw new Error(`expected one of ${values.join(', ')}, got "${raw}"`)
@@ -204,6 +218,11 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'localHypervisor', env: 'PCC_LOCAL_HYPERVISOR', flag: '--local-hypervisor',
     help: 'qemu: run real guests on this machine (an agent inside pcc-server, state under the data dir); none',
     parse: oneOf(['none', 'qemu'] as const), fallback: () => 'none',
+  },
+  localPhysicalInterfaces: {
+    key: 'localPhysicalInterfaces', env: 'PCC_LOCAL_PHYSICAL_INTERFACES', flag: '--local-physical-interfaces',
+    help: 'with a local hypervisor: this machine\'s interfaces for flat networks, as PHYSICAL_NETWORK:INTERFACE,… (public:eth1)',
+    parse: physicalInterfaces, fallback: () => ({}),
   },
   simulatedHosts: {
     key: 'simulatedHosts', env: 'PCC_SIMULATED_HOSTS', flag: '--simulated-hosts',
@@ -364,7 +383,7 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
-  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'localHypervisor', 'simulatedHosts', 'logLevel',
+  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'localHypervisor', 'localPhysicalInterfaces', 'simulatedHosts', 'logLevel',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'idpIdTokenSeconds', 'idpKeyRotationSeconds',
   'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',

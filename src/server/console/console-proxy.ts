@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { WebSocketServer } from 'ws'
 import type { ConsoleProtocol } from '../drivers/compute/driver.js'
+import { cookieValue } from '../http/cookies.js'
 import { refuseUpgrade } from '../http/upgrades.js'
 import type { ConsoleSessions } from './console-sessions.js'
 import type { ConsoleTokens } from './console-tokens.js'
@@ -62,12 +63,7 @@ function hostnameOf(hostHeader: string | undefined): string {
 /** The token from the query, else from a `token` cookie (noVNC before 1.1 sent it so; nova-novncproxy reads both). */
 export function tokenOf(request: IncomingMessage): string | undefined {
   const query = new URL(request.url ?? '/', 'http://console').searchParams.get('token')
-  if (query) return query
-  for (const pair of (request.headers.cookie ?? '').split(';')) {
-    const eq = pair.indexOf('=')
-    if (eq > 0 && pair.slice(0, eq).trim() === 'token') return decodeURIComponent(pair.slice(eq + 1).trim())
-  }
-  return undefined
+  return query || cookieValue(request.headers.cookie, 'token')
 }
 
 /** Offered subprotocols; websockify answers `binary` when offered and refuses a client that offers only others. */

@@ -3,7 +3,9 @@
  * makes one machine a whole cloud. It runs a pcc-agent inside its own process, exactly the agent an onboarded
  * host runs (same registration, heartbeats, command channel, QEMU driver), with its state under the data dir
  * (`<data-dir>/host`: agent.json with the credential, instances, image cache, logs) and the machine's own facts.
- * It registers the host with a token it makes itself and applies the hypervisor role itself. Guests are daemonized
+ * It registers the host with a token it makes itself and applies the hypervisor and network roles itself: the
+ * machine runs the guests' data plane and their routers, its flat networks on the interfaces
+ * `PCC_LOCAL_PHYSICAL_INTERFACES` names. Guests are daemonized
  * QEMU processes: they outlive a pcc-server restart, and the agent finds them again.
  */
 import { createHash, randomUUID } from 'node:crypto'
@@ -24,6 +26,8 @@ export interface LocalHypervisorOptions {
   store: Store
   onboarding: OnboardingService
   logger: Logger
+  /** Flat networks' physical networks → this machine's interfaces. */
+  physicalInterfaces?: Record<string, string>
 }
 
 export interface LocalHypervisor {
@@ -53,6 +57,7 @@ export async function startLocalHypervisor(o: LocalHypervisorOptions): Promise<L
     facts_root: '/',
     heartbeat_seconds: previous?.heartbeat_seconds ?? 5,
     qemu: { ...previous?.qemu, migration_address: previous?.qemu?.migration_address ?? '127.0.0.1', ...(runDir(root) && { run_dir: runDir(root) }) },
+    network: { ...previous?.network, backend: 'linux', physical_interfaces: o.physicalInterfaces ?? previous?.network?.physical_interfaces ?? {} },
   }
   // A registration that never completed (or a first start) needs a fresh one-time token.
   if (!config.credential) config.registration_token = (await o.onboarding.createRegistrationToken(o.adminUserId, 3600, 'pcc-server local hypervisor')).token
@@ -67,7 +72,7 @@ export async function startLocalHypervisor(o: LocalHypervisorOptions): Promise<L
   return { hostId, root, stop: () => agent.stop() }
 }
 
-/** Once the agent has registered, the hypervisor role, unless it already has it. */
+/** Once the agent has registered, the hypervisor and network roles, unless it already has them. */
 async function applyRole(o: LocalHypervisorOptions, hostId: string): Promise<void> {
   const deadline = Date.now() + 120_000
   for (;;) {
@@ -76,6 +81,18 @@ async function applyRole(o: LocalHypervisorOptions, hostId: string): Promise<voi
     if (Date.now() > deadline) throw new Error('the local agent did not register within 120 s')
     await new Promise((r) => setTimeout(r, 200))
   }
-  const role = await o.store.db.selectFrom('host_roles').select('state').where('host_id', '=', hostId).where('role', '=', 'hypervisor').executeTakeFirst()
-  if (role?.state !== 'ok') await o.onboarding.assignRole(hostId, 'hypervisor')
+  for (const name of ['hypervisor', 'network']) {
+    const role = await o.store.db.selectFrom('host_roles').select('state').where('host_id', '=', hostId).where('role', '=', name).executeTakeFirst()
+    if (role?.state === 'ok') continue
+    // One role converges at a time: wait for the agent to confirm the one before.
+    for (;;) {
+      try {
+        await o.onboarding.assignRole(hostId, name)
+        break
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'conflict' || Date.now() > deadline) throw err
+        await new Promise((r) => setTimeout(r, 200))
+      }
+    }
+  }
 }

@@ -50,6 +50,11 @@ type Query = Record<string, unknown>
 
 const MAX_STATE = 2048
 const MAX_NONCE = 512
+/** The login page's username field takes this many characters (its schema counts code points, as this cut does). */
+const MAX_LOGIN_HINT = 255
+
+/** The first `max` characters by code point: a cut between two UTF-16 units would leave half a character, which encodeURIComponent refuses. */
+const firstCharacters = (text: string, max: number) => Array.from(text).slice(0, max).join('')
 
 const page = (status: number, p: Page): View => ({ status, page: p })
 const errorPage = (status: number, title: string, message: string) => page(status, { name: 'error', title, message })
@@ -116,7 +121,7 @@ export class BrowserFlow {
       browser,
     )
     this.deps.housekeeping()
-    const hint = typeof query.login_hint === 'string' ? `&login_hint=${encodeURIComponent(query.login_hint.slice(0, 255))}` : ''
+    const hint = typeof query.login_hint === 'string' ? `&login_hint=${encodeURIComponent(firstCharacters(query.login_hint, MAX_LOGIN_HINT))}` : ''
     return { redirect: `${this.base}/login?req=${id}${hint}` }
   }
 

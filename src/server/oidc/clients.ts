@@ -129,10 +129,6 @@ export class IdpClients {
     return row ? toClient(row) : undefined
   }
 
-  async list(): Promise<IdpClient[]> {
-    return (await this.store.db.selectFrom('idp_clients').selectAll().orderBy('id').execute()).map(toClient)
-  }
-
   /** The current secret of a confidential client (for the admin who reads one client). */
   async secretOf(clientId: string): Promise<string | undefined> {
     const row = await this.store.db.selectFrom('idp_clients').select(['sealed_secret', 'public']).where('id', '=', clientId).executeTakeFirst()

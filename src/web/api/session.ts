@@ -144,7 +144,7 @@ export async function login(credentials: Credentials): Promise<Receipt | undefin
     const response = (err as { response?: Response }).response
     const receipt = response?.headers.get('openstack-auth-receipt')
     if (!receipt && err instanceof ApiError && err.status === 401) {
-      throw new ApiError(401, 'The user name, password or domain is not right.', err.requestId, 'Check them and try again. After 6 failed logins in a row the account is locked for 30 minutes.')
+      throw new ApiError(401, 'The user name, password or domain is not right.', err.requestId, 'Check them and try again: repeated failed logins may lock the account for a while.')
     }
     if (!receipt) throw err
     const body = (err as { body?: { receipt?: { user?: { id: string } }; required_auth_methods?: string[][] } }).body

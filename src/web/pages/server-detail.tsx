@@ -170,7 +170,8 @@ function ActionLog({ server }: { server: Server }) {
 
 export function ServerDetailPage({ params, query }: { params: { id: string }; query: URLSearchParams }) {
   const tab = query.get('tab') ?? 'overview'
-  const server = useAsync(async (signal) => (await get<{ server: Server }>('compute', `/servers/${params.id}`, signal)).server, [params.id])
+  // The id comes from the address, which anyone can write into a link: encoded, it stays one path segment.
+  const server = useAsync(async (signal) => (await get<{ server: Server }>('compute', `/servers/${encodeURIComponent(params.id)}`, signal)).server, [params.id])
   usePoll(async () => server.reload(), server.data ? (serverBusy(server.data) ? 2000 : 10000) : undefined)
   if (!server.data) return server.error ? <ErrorNotice error={server.error} title="Could not load the server" /> : <Loading what="the server" />
   const s = server.data

@@ -10,6 +10,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { cookieValue } from '../../http/cookies.js'
 import { toPublicError } from '../../http/api-family.js'
 import type { View } from '../../oidc/browser-flow.js'
 import { randomToken } from '../../oidc/random-tokens.js'
@@ -32,13 +33,8 @@ const str = (max: number) => ({ type: 'string', maxLength: max })
 const form = (properties: Record<string, object>, required: string[]) => ({ type: 'object', properties, required })
 const REQ = str(64)
 
-function cookieOf(request: FastifyRequest, name: string): string | undefined {
-  for (const part of (request.headers.cookie ?? '').split(';')) {
-    const eq = part.indexOf('=')
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined
-  }
-  return undefined
-}
+/** The browser's cookie, as its login requests know it (undefined: none). */
+const browserCookie = (request: FastifyRequest) => cookieValue(request.headers.cookie, BROWSER_COOKIE)
 
 export function idpBrowserRoutes(deps: AppDeps) {
   const flow = deps.idp.browser
@@ -51,7 +47,7 @@ export function idpBrowserRoutes(deps: AppDeps) {
   }
   /** The browser's cookie, set now when it has none (a login starts here). */
   const browserOf = (request: FastifyRequest, reply: FastifyReply): string => {
-    const existing = cookieOf(request, BROWSER_COOKIE)
+    const existing = browserCookie(request)
     if (existing && existing.length <= 64) return existing
     const value = randomToken()
     reply.header('set-cookie', `${BROWSER_COOKIE}=${value}; Path=${base || '/'}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`)
@@ -72,21 +68,21 @@ export function idpBrowserRoutes(deps: AppDeps) {
     scope.get<{ Querystring: Record<string, unknown> }>('/auth', options({}), async (request, reply) => send(reply, await flow.authorize(request.query, browserOf(request, reply))))
 
     scope.get<{ Querystring: { req: string; login_hint?: string } }>('/login', options({ querystring: form({ req: REQ, login_hint: str(255) }, ['req']) }), async (request, reply) =>
-      send(reply, await flow.show(request.query.req, cookieOf(request, BROWSER_COOKIE), request.query.login_hint)),
+      send(reply, await flow.show(request.query.req, browserCookie(request), request.query.login_hint)),
     )
 
     scope.post<{ Body: { req: string; username?: string; password?: string } }>(
       '/login',
       options({ body: form({ req: REQ, username: str(255), password: str(4096) }, ['req']) }),
-      async (request, reply) => send(reply, await flow.submitPassword(request.body.req, cookieOf(request, BROWSER_COOKIE), request.body.username ?? '', request.body.password ?? '')),
+      async (request, reply) => send(reply, await flow.submitPassword(request.body.req, browserCookie(request), request.body.username ?? '', request.body.password ?? '')),
     )
 
     scope.post<{ Body: { req: string; totp?: string } }>('/login/totp', options({ body: form({ req: REQ, totp: str(16) }, ['req']) }), async (request, reply) =>
-      send(reply, await flow.submitTotp(request.body.req, cookieOf(request, BROWSER_COOKIE), (request.body.totp ?? '').trim())),
+      send(reply, await flow.submitTotp(request.body.req, browserCookie(request), (request.body.totp ?? '').trim())),
     )
 
     scope.post<{ Body: { req: string; approval?: string } }>('/approval', options({ body: form({ req: REQ, approval: str(16) }, ['req']) }), async (request, reply) =>
-      send(reply, await flow.decide(request.body.req, cookieOf(request, BROWSER_COOKIE), request.body.approval === 'approve')),
+      send(reply, await flow.decide(request.body.req, browserCookie(request), request.body.approval === 'approve')),
     )
 
     scope.get<{ Querystring: { user_code?: string } }>('/device', options({ querystring: form({ user_code: str(64) }, []) }), async (request, reply) =>
