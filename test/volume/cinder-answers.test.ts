@@ -7,7 +7,6 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { simulatedVolumeData } from '../../src/server/volume/simulated-data.js'
 import { adminSession, call, eventually, projectSession, type Reply, type Session } from '../image/support.js'
 
 const V = '/volume/v3'
@@ -151,17 +150,6 @@ describe('block storage answers as Cinder gives them', () => {
     await call(server, admin, 'POST', `${V}/volumes/${volume.id}/action`, { 'os-reset_status': { status: 'in-use' } })
     assert.equal((await action({ 'os-volume_upload_image': { image_name: 'y', disk_format: 'qcow2' } })).status, 400, 'in use, no force')
     assert.equal((await call(server, alice, 'GET', '/image/v2/images?name=y')).body.images.length, 0, 'no image made')
-  })
-
-  it('reads a simulated volume as raw: its size in zeros', async () => {
-    let length = 0
-    let zeros = true
-    for await (const chunk of simulatedVolumeData({ id: 'v', size: 1 }, 'raw')) {
-      length += (chunk as Buffer).length
-      zeros &&= (chunk as Buffer).equals(Buffer.alloc((chunk as Buffer).length))
-    }
-    assert.equal(length, 1024 ** 3)
-    assert.ok(zeros)
   })
 
   it('answers every quota set with Cinder\'s keys, the ones it does not count included', async () => {

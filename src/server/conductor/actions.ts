@@ -16,6 +16,7 @@ import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
 import { createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
+import { attachedVolumes } from './volumes.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
 const EVENTS: Partial<Record<ServerActionName, string>> = {
@@ -106,9 +107,13 @@ export class ActionRun {
     }
   }
 
-  /** The guest spec for the driver of `hostId` (details only for drivers that run real guests). */
+  /**
+   * The guest spec for the driver of `hostId` (details only for drivers that run real guests), with the server's
+   * volumes connected for that host (a guest moving to another host takes its volumes along).
+   */
   async spec(hostId: string | null, options: SpecOptions = {}) {
-    return specFor(this.ctx, this.driver(hostId), this.server, options)
+    const spec = await specFor(this.ctx, this.driver(hostId), this.server, options)
+    return hostId && this.driver(hostId).guestDetails ? { ...spec, volumes: await attachedVolumes(this.ctx, this.server, hostId) } : spec
   }
 
   async hostname(hostId: string): Promise<string> {

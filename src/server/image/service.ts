@@ -50,6 +50,8 @@ export interface SnapshotImageRequest {
   minDisk?: number
   minRam?: number
   visibility?: 'private' | 'shared'
+  /** The `image_type` property (default `snapshot`, as Nova sets it); null for none (an image uploaded from a volume). */
+  imageType?: string | null
 }
 
 /** Read-only attributes an admin may still change with a patch (Glance lets admins move an image to another owner). */
@@ -447,7 +449,8 @@ export class ImageService {
   async createSnapshotImage(request: SnapshotImageRequest, db: Db = this.store.db): Promise<ImageRecord> {
     const id = randomUUID()
     const now = this.now()
-    const properties = validateProperties({ image_type: 'snapshot', ...request.properties })
+    const imageType = request.imageType === undefined ? 'snapshot' : request.imageType
+    const properties = validateProperties({ ...(imageType ? { image_type: imageType } : {}), ...request.properties })
     await db
       .insertInto('images')
       .values({
@@ -526,6 +529,13 @@ export class ImageService {
   /** Marks a snapshot image that could not be made as killed (Nova deletes it; keeping it tells the user why). */
   async killImage(imageId: string): Promise<void> {
     await this.store.db.updateTable('images').set({ status: 'killed', updated_at: this.now() }).where('id', '=', imageId).where('status', 'in', ['queued', 'saving']).execute()
+  }
+
+  /** The bytes of any image by id (block storage copying an image it already checked into a volume). */
+  async openBytes(imageId: string): Promise<{ stream: Readable; size: number }> {
+    const image = await this.load(this.store.db, imageId)
+    if (!image?.blobKey) throw notFound(`Image ${imageId} has no data.`)
+    return this.blobs.open(image.blobKey)
   }
 
   /** Any image by id regardless of visibility (compute reading an image it already checked). */

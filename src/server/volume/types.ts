@@ -6,6 +6,7 @@ import { authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Store } from '../storage/store.js'
 import { DEFAULT_VOLUME_TYPE, rowToType, type VolumeTypeRecord } from './model.js'
+import { layoutOf } from './placement.js'
 import { resolveType } from './repo.js'
 
 export class VolumeTypeService {
@@ -37,6 +38,8 @@ export class VolumeTypeService {
 
   async create(principal: Principal, input: { name: string; description?: string | null; is_public?: boolean; extra_specs?: Record<string, string> }): Promise<VolumeTypeRecord> {
     authorize(volumePolicy, 'type:manage', principal)
+    // A backend or placement that does not exist is refused here, not when a volume of the type is made.
+    layoutOf(input.extra_specs ?? {})
     const name = input.name.trim()
     if (name === '' || name.length > 255) throw badRequest('Invalid input received: Volume type name must be 1 to 255 characters.')
     const id = randomUUID()
@@ -67,6 +70,7 @@ export class VolumeTypeService {
     authorize(volumePolicy, 'type:manage', principal)
     const type = await this.get(principal, id)
     const next = { ...type.extraSpecs, ...specs }
+    layoutOf(next)
     await this.store.db.updateTable('volume_types').set({ extra_specs: JSON.stringify(next) }).where('id', '=', type.id).execute()
     return next
   }

@@ -39,7 +39,8 @@ const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
  */
 const VOLUME_SHOW_GATES: Record<string, Gate<VolumeRecord>> = {
   'os-vol-tenant-attr:tenant_id': { since: '3.0', read: (v) => v.projectId },
-  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: () => 'pcc@simulated#simulated' },
+  // Cinder's host@backend#pool: the storage place (controller or a storage host's id) and the backend.
+  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: (v) => (v.location ? `${v.location}@${v.backend}#${v.backend}` : null) },
   'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
   'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
 }
@@ -78,7 +79,7 @@ export function volumeView(v: VolumeRecord, ctx: ViewContext): Record<string, un
     // Cinder sends the flag as a string.
     bootable: v.bootable ? 'true' : 'false',
     encrypted: false,
-    multiattach: false,
+    multiattach: v.multiattach,
     replication_status: null,
     consistencygroup_id: null,
     migration_status: null,
@@ -163,7 +164,8 @@ export function attachmentView(a: VolumeAttachment, detail: boolean): Record<str
           attach_mode: 'rw',
           attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
           detached_at: null,
-          connection_info: null,
+          // As the hypervisor got it, without the key (which only the attachment's host may fetch).
+          connection_info: a.connectionInfo,
         }
       : {}),
   }

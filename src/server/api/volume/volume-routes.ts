@@ -76,7 +76,10 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   r.post('/volumes', { schema: { body: createVolumeBody }, ...documented({ summary: 'Create a volume', response: { 202: A.volume } }) }, async (request, reply) => {
     const v = (request.body as CreateVolumeBody).volume
     const str = (x: unknown) => (typeof x === 'string' ? x : null)
+    // Checked before anything is created: bad input changes nothing.
+    if (str(v.backup_id)) throw badRequest('Restoring from backups is not supported.')
     const volume = await volumes.create(request.principal, {
+      multiattach: v.multiattach === true,
       size: typeof v.size === 'number' ? v.size : undefined,
       name: str(v.name) ?? str(v.display_name),
       description: str(v.description) ?? str(v.display_description),
@@ -87,7 +90,6 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       imageRef: str(v.imageRef),
       metadata: v.metadata ?? {},
     })
-    if (str(v.backup_id)) throw badRequest('Restoring from backups is not supported.')
     return reply.code(202).send({ volume: volumeView(volume, ctx(request)) })
   })
 
@@ -157,7 +159,8 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       case 'os-extend': {
         const newSize = typeof a.new_size === 'string' && /^\d+$/.test(a.new_size) ? Number(a.new_size) : a.new_size
         if (typeof newSize !== 'number' || !Number.isInteger(newSize)) throw badRequest("Invalid input received: 'new_size' must be a whole number.")
-        await volumes.extend(request.principal, id, newSize)
+        // Extending an attached volume is Cinder's 3.42.
+        await volumes.extend(request.principal, id, newSize, atLeast(request.volumeVersion, '3.42'))
         return reply.code(202).send()
       }
       case 'os-set_bootable': {
@@ -179,7 +182,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       }
       case 'os-retype': {
         if (typeof a.new_type !== 'string') throw badRequest("Invalid input received: 'new_type' is required.")
-        await volumes.retype(request.principal, id, a.new_type)
+        const policy = a.migration_policy ?? 'never'
+        if (policy !== 'never' && policy !== 'on-demand') throw badRequest(`Invalid input received: migration_policy must be never or on-demand, not ${String(policy)}.`)
+        await volumes.retype(request.principal, id, a.new_type, policy)
         return reply.code(202).send()
       }
       case 'os-set_image_metadata': {
@@ -201,7 +206,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
         const force = typeof a.force === 'boolean' ? a.force : (boolParam('force', a.force) ?? false)
         const diskFormat = typeof a.disk_format === 'string' ? a.disk_format : 'raw'
         const containerFormat = typeof a.container_format === 'string' ? a.container_format : 'bare'
-        const { volume, image } = await volumes.uploadToImage(request.principal, id, { imageName: a.image_name, diskFormat, containerFormat, force })
+        const visibility = a.visibility ?? 'private'
+        if (visibility !== 'private' && visibility !== 'shared') throw badRequest(`Invalid input received: visibility ${String(visibility)} is not allowed for an image from a volume (private or shared).`)
+        const { volume, image } = await volumes.uploadToImage(request.principal, id, { imageName: a.image_name, diskFormat, containerFormat, force, visibility })
         return reply.code(202).send({
           'os-volume_upload_image': {
             id: volume.id,
