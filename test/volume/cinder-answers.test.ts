@@ -175,7 +175,7 @@ describe('block storage answers as Cinder gives them', () => {
   it('filters the services by binary and host', async () => {
     const list = async (query: string) => (await call(server, admin, 'GET', `${V}/os-services${query}`)).body.services.map((s: { binary: string }) => s.binary)
     assert.deepEqual(await list('?binary=cinder-volume'), ['cinder-volume'])
-    assert.deepEqual(await list('?host=pcc&binary=cinder-volume'), ['cinder-volume'], 'the host without its backend part')
+    assert.deepEqual(await list('?host=controller&binary=cinder-volume'), ['cinder-volume'], 'the host without its backend part (controller@file)')
     assert.deepEqual(await list('?host=elsewhere'), [])
   })
 
