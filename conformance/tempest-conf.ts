@@ -18,10 +18,9 @@ type Flags = Record<string, boolean | string | number>
 
 /** Flags pcc lacks, with the capability missing. Everything not listed here is on (or Tempest's default). */
 export const FEATURES_OFF: Option[] = [
-  { section: 'compute-feature-enabled', name: 'console_output', value: false, missing: 'os-getConsoleOutput answers 404 on simulated hosts (no guest console log)' },
-  { section: 'compute-feature-enabled', name: 'vnc_console', value: false, missing: 'no remote consoles (os-remote-consoles) on simulated hosts' },
+  { section: 'compute-feature-enabled', name: 'vnc_console', value: false, missing: 'VNC is not available on simulated hosts (only the QEMU driver has a display)' },
   { section: 'compute-feature-enabled', name: 'spice_console', value: false, missing: 'no SPICE consoles' },
-  { section: 'compute-feature-enabled', name: 'serial_console', value: false, missing: 'no serial console websocket on simulated hosts' },
+  { section: 'compute-feature-enabled', name: 'serial_console', value: false, missing: 'Tempest\'s serial console test needs a guest answering on its serial port, which simulated hosts do not run' },
   { section: 'compute-feature-enabled', name: 'rdp_console', value: false, missing: 'no RDP consoles' },
   { section: 'compute-feature-enabled', name: 'metadata_service', value: false, missing: 'no metadata service for simulated guests' },
   { section: 'compute-feature-enabled', name: 'personality', value: false, missing: 'file injection (personality, removed from Nova at 2.57) is not implemented' },
@@ -85,6 +84,7 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
     }),
     ...flags('compute-feature-enabled', {
       resize: true,
+      console_output: true,
       cold_migration: true,
       live_migration: true,
       pause: true,

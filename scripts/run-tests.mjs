@@ -30,6 +30,11 @@ if (files.length === 0 && !conformance) {
   process.exit(1)
 }
 const children = []
+
+// The guest image real-guest tests boot: built once here (or found in its cache) rather than by several test files
+// at once. Where it cannot be built those tests skip, naming what the machine lacks.
+const image = spawnSync(process.execPath, ['dist/src/guest-image/main.js'], { encoding: 'utf8' })
+console.log(image.status === 0 ? image.stdout.split('\n')[0] : `guest image: ${image.stderr.trim()}`)
 // Ctrl-C or a CI timeout: stop the children (the conformance run stops its pcc and Tempest), then PostgreSQL.
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => children.forEach((c) => c.kill(signal)))
 

@@ -21,6 +21,8 @@ import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
 import { ConsoleStreams, type OpenConsoleArgs } from './console/console-streams.js'
 import { NetworkAgent, type NetworkConfig } from './network/network-agent.js'
+import { StorageRole, type StorageConfig } from './storage/storage-role.js'
+import { withVolumeKeys } from './storage/volume-keys.js'
 
 export interface AgentConfig extends DriverSettings {
   controller: string
@@ -34,6 +36,8 @@ export interface AgentConfig extends DriverSettings {
   facts_root?: string
   /** Guest networking (src/agent/network/network-agent.ts). */
   network?: NetworkConfig
+  /** The storage role (src/agent/storage/storage-role.ts). */
+  storage?: StorageConfig
 }
 
 type Outcome = { result: unknown } | { error: { message: string; code?: number } }
@@ -68,6 +72,7 @@ export class PccAgent {
   private factsReadAt = 0
   private readonly wake: (() => void)[] = []
   private readonly consoles: ConsoleStreams
+  private storage!: StorageRole
 
   constructor(
     readonly root: string,
@@ -101,6 +106,14 @@ export class PccAgent {
     this.loadState()
     this.driver = await createComputeDriver(this.root, this.config, this.facts, (method, path, body) => this.hostStream(method, path, body), (level, msg, fields) => this.log(level, msg, fields))
     this.driver.adopt(this.state.guests)
+    this.storage = new StorageRole({
+      root: this.root,
+      controller: this.config.controller,
+      config: this.config.storage ?? {},
+      api: (method, path, body) => this.api(method, path, body),
+      host: (method, path, body) => this.hostStream(method, path, body),
+      log: (level, message, fields) => this.log(level, message, fields),
+    })
     this.network = NetworkAgent.create(
       { root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), stream: (m, p) => this.hostStream(m, p), log: (l, m, f) => this.log(l, m, f) },
       this.config.network,
@@ -288,6 +301,7 @@ export class PccAgent {
     } else {
       this.hypervisor = state === 'ok'
     }
+    await this.storage.converge(roles.storage)
   }
 
   private async commandLoop(): Promise<void> {
@@ -360,7 +374,9 @@ export class PccAgent {
     if (!this.hypervisor) throw new DriverError(`the hypervisor role is not applied on host ${this.facts.hostname}`, 409)
   }
 
-  private async perform(op: string, a: Record<string, unknown>): Promise<unknown> {
+  private async perform(op: string, args: Record<string, unknown>): Promise<unknown> {
+    if (op.startsWith('volume.')) return this.storage.perform(op, args)
+    const a = await withVolumeKeys((method, path) => this.api(method, path), args)
     const d = this.driver
     const sid = a.serverId as string
     switch (op) {
@@ -414,6 +430,8 @@ export class PccAgent {
         return d.attachVolume(sid, a.volume as VolumeConnection)
       case 'detachVolume':
         return d.detachVolume(sid, a.volumeId as string)
+      case 'extendVolume':
+        return d.extendVolume(sid, a.volume as VolumeConnection, a.sizeBytes as number)
       case 'migrateDiskAndPowerOff':
         return d.migrateDiskAndPowerOff(sid, a.flavor as FlavorSnapshot, a.toSameHost === true)
       case 'finishMigration':

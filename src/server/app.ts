@@ -3,11 +3,10 @@
  * and every API family under its prefix. Used by the server process and by tests (inject or real listen).
  */
 import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyInstance, type FastifySchema, type FastifyServerOptions } from 'fastify'
-import swagger from '@fastify/swagger'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { AppDeps } from './deps.js'
 import type { Principal } from './auth/principal.js'
-import { registerFamily, toPublicError } from './http/api-family.js'
+import { clientErrors, frameworkErrors, registerFamily, toPublicError } from './http/api-family.js'
 import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
 import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
@@ -15,7 +14,8 @@ import { registerDownloadRoutes } from './http/downloads-routes.js'
 import { registerWebConsoleRoutes } from './http/web-console-routes.js'
 import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
-import { acceptBodilessJson } from './http/json-body.js'
+import { registerOpenApi } from './http/openapi.js'
+import { acceptBodilessJson, refuseNul } from './http/json-body.js'
 import { registerConsoleRoutes } from './console/console-routes.js'
 
 export interface BuildOptions {
@@ -23,28 +23,17 @@ export interface BuildOptions {
   state?: OpsState
 }
 
-function hasSchema(schema: FastifySchema | undefined): boolean {
-  return !!schema && ['body', 'querystring', 'params', 'headers', 'response'].some((part) => (schema as Record<string, unknown>)[part] !== undefined)
-}
-
-/**
- * The schema a route is documented with: routes without one are hidden; path parameters a route's own schema
- * leaves out (it validates only some of them) are added as strings, so every `{name}` in the document is declared.
- */
-function documentedSchema(schema: FastifySchema | undefined, url: string): FastifySchema {
-  if (!hasSchema(schema)) return { ...schema, hide: true }
-  const names = [...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1])
-  const params = (schema!.params ?? { type: 'object', properties: {} }) as { properties?: Record<string, unknown> }
-  const missing = names.filter((name) => !params.properties?.[name])
-  if (missing.length === 0) return schema!
-  const properties = { ...params.properties, ...Object.fromEntries(missing.map((name) => [name, { type: 'string' }])) }
-  return { ...schema, params: { ...params, type: 'object', properties } }
-}
-
 /** Nova's request id form, which clients print and operators grep for. */
 const newRequestId = () => `req-${randomUUID()}`
 
+/**
+ * Longest path parameter routed (percent-encoded): a 255-character name in 4-byte UTF-8 is 3,060 characters
+ * encoded, and key pair names, metadata keys, tags and image members may be 255 characters long.
+ */
+const MAX_PARAM_LENGTH = 4096
+
 export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const families = apiFamilies(deps)
   const serverOptions: FastifyServerOptions & { https?: { key: Buffer; cert: Buffer } } = {
     loggerInstance: deps.logger,
     genReqId: newRequestId,
@@ -52,6 +41,9 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     // One line per request (below) instead of Fastify's two: logging is a large share of a small request's cost.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.config.bodyLimitBytes,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrors(families),
+    clientErrorHandler: clientErrors(families),
     // Clients such as Tempest send Connection: close; Node honours it. Keep-alive sockets idle out.
     keepAliveTimeout: 65_000,
     return503OnClosing: true,
@@ -60,6 +52,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   }
   const app = Fastify(serverOptions) as unknown as FastifyInstance
   acceptBodilessJson(app)
+  refuseNul(app)
   // Declared up front so every request object keeps one shape; the auth hooks set it (auth/http-auth.ts).
   app.decorateRequest('principal', null as unknown as Principal)
   const metrics = createMetrics(deps.queue)
@@ -84,23 +77,13 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     done(null, payload)
   })
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'pcc', description: 'Private-cloud control plane: OpenStack-compatible compute, identity, network, volume and image APIs, resource manager and OIDC provider', version: '0.1.0' },
-      servers: [{ url: deps.urls.base }],
-    },
-    // The document lists what it can describe: routes declared with a schema (the one that validates them).
-    transform: ({ schema, url }) => ({ schema: documentedSchema(schema, url), url }),
-  })
+  // Response schemas describe answers in /openapi.json; they never shape them (fast-json-stringify would drop
+  // keys a schema leaves out and coerce types), so every answer is serialized as the handler built it.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data))
+  await registerOpenApi(app, { baseUrl: deps.urls.base, families })
 
-  registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
-  registerDownloadRoutes(app, deps)
-  registerWebConsoleRoutes(app)
-  for (const family of apiFamilies(deps)) await registerFamily(app, family)
-  registerConsoleRoutes(app, deps)
-
-  // Outside every family's prefix: the plain error shape.
+  // Outside every family's prefix: the plain error shape. Set before the routes, which keep the handler they
+  // were registered under (the operations routes answered their errors in Fastify's own shape; found by the fuzz suite).
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send(renderPlainError({ status: 404, code: 'not_found', message: `The resource could not be found: ${request.url.split('?')[0]}` })),
   )
@@ -108,5 +91,12 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     const error = toPublicError(err, request)
     return reply.code(error.status).send(renderPlainError(error))
   })
+
+  registerOpsRoutes(app, deps, { registry: metrics, requests: requestStats }, state)
+  registerDownloadRoutes(app, deps)
+  registerWebConsoleRoutes(app)
+  for (const family of families) await registerFamily(app, family)
+  registerConsoleRoutes(app, deps)
+
   return app
 }

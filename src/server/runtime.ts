@@ -130,11 +130,12 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await retryStartupRace(() => idp.clients.ensureBuiltins())
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
-    const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, adminProjectId: result.adminProjectId }))
+    const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, box, adminProjectId: result.adminProjectId, logger: logger.child({ component: 'volumes' }) }))
     // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
     const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes)
     const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))
     conductor.useStorage(computeStorage({ ...imageVolume.deps, hostData }))
+    imageVolume.attachCompute(conductor.drivers, conductor.volumeHooks())
     const allHandlers = new Map([...imageVolume.handlers, ...handlers])
     conductor.register(allHandlers)
     const runner = new TaskRunner(queue, allHandlers, { concurrency: config.taskWorkers, leaseMs: config.taskLeaseSeconds * 1000, logger: logger.child({ component: 'tasks' }) })
@@ -185,6 +186,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     // After listening: reconciliation asks agent hosts for their guests, and agents reach us only once we listen.
     // Tasks start after it, so none runs before the hosts and drivers are known.
     await onboarding.start()
+    await imageVolume.start()
     // All-in-one: this machine runs guests too, through an agent of its own dialing this very server. It starts
     // before reconciliation, which asks it about its guests.
     const local =
@@ -219,6 +221,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       stop: () =>
         (stopping ??= (async () => {
           state.closing = true
+          imageVolume.stop()
           local?.stop()
           await onboarding.stop()
           deps.dataplane.stop()

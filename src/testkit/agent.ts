@@ -66,9 +66,11 @@ export function agentConfig(root: string): Record<string, unknown> {
   return JSON.parse(readFileSync(join(root, 'etc/pcc/agent.json'), 'utf8')) as Record<string, unknown>
 }
 
-export function spawnAgent(root: string): ChildProcess {
+/** The agent as a process; `exec` runs it inside a test host's network namespace (testkit/netns.ts). */
+export function spawnAgent(root: string, exec: string[] = []): ChildProcess {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PCC_')))
-  const child = spawn(process.execPath, [AGENT_MAIN, '--root', root], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+  const command = [...exec, process.execPath, AGENT_MAIN, '--root', root]
+  const child = spawn(command[0], command.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'] })
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[agent ${root}] ${d.toString()}`))
   return child
 }

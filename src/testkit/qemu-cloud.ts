@@ -38,8 +38,12 @@ export interface QemuCloudOptions {
   /** One network namespace per host (needs root); default false: agents on the machine's own network. */
   namespaces?: boolean
   env?: Record<string, string>
-  /** agent.json `qemu` settings added for every host. */
-  qemu?: Record<string, unknown>
+  /** agent.json `qemu` settings added for every host (or per host, by index). */
+  qemu?: Record<string, unknown> | ((index: number) => Record<string, unknown>)
+  /** The agents' heartbeat interval (default 1 s: tests see changes quickly; 5 s is the agent's own default). */
+  heartbeatSeconds?: number
+  /** Runs on a host's scratch root before its agent starts (a small file system mounted somewhere, say). */
+  prepareRoot?: (root: string, index: number) => void
   /** agent.json `network` settings, by host index (default: backend `none`, guests without ports need no data plane). */
   network?: (index: number) => Record<string, unknown>
   /** agent.json `driver` (default qemu; `simulated` for hosts whose guests need no hypervisor). */
@@ -97,9 +101,10 @@ export async function startQemuCloud(options: QemuCloudOptions): Promise<QemuClo
       const where = net?.hosts[i]
       const address = where?.address ?? '127.0.0.1'
       const scratch = scratchHost({
-        hostname: `qemu-host-${i}`, controller: url, registrationToken: token, driver: options.driver ?? 'qemu', fakeNics: false,
-        qemu: { migration_address: address, shutdown_timeout_seconds: 30, ...options.qemu },
+        hostname: `qemu-host-${i}`, controller: url, registrationToken: token, driver: options.driver ?? 'qemu', fakeNics: false, heartbeatSeconds: options.heartbeatSeconds,
+        qemu: { migration_address: address, shutdown_timeout_seconds: 30, ...(typeof options.qemu === 'function' ? options.qemu(i) : options.qemu) },
       })
+      options.prepareRoot?.(scratch.root, i)
       const configFile = join(scratch.root, 'etc/pcc/agent.json')
       writeFileSync(configFile, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), network: options.network?.(i) ?? { backend: 'none' } }))
       const host: QemuHost = {

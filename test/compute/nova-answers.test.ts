@@ -1,6 +1,9 @@
 /**
- * Compute answers Tempest's interop tests hold pcc to, each checked here without Tempest: the image proxy
- * (`/images`, 2.1–2.35), generated x509 key pairs, and accessIPv6 in Nova's canonical form.
+ * Compute answers Tempest's tests hold pcc to, each checked here without Tempest: the image proxy (`/images`,
+ * 2.1–2.35), generated x509 key pairs, accessIPv6 in Nova's canonical form, flavors with numeric ids, os-resetState,
+ * hypervisor search, the legacy network quota keys, migrations to unknown hosts, the usage route without a project,
+ * os-server-password and the block storage and network proxies (`/os-volumes`, `/os-snapshots`, `/os-networks`,
+ * `/os-tenant-networks`).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -122,5 +125,109 @@ describe('compute answers as Nova gives them', () => {
     const rebuilt = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { rebuild: { imageRef: IMAGE, accessIPv6: 'FE80:0000::0001' } })
     assert.equal(rebuilt.status, 202, JSON.stringify(rebuilt.body))
     assert.equal(await show(), 'fe80::1')
+  })
+
+  it('creates a flavor whose id is a JSON number, keeping its text', async () => {
+    const res = await call(tb, tb.admin, 'POST', '/flavors', { flavor: { name: 'numeric', id: 871434024, ram: 64, vcpus: 1, disk: 1 } })
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    assert.equal(res.body.flavor.id, '871434024')
+    assert.equal((await call(tb, tb.admin, 'GET', '/flavors/871434024')).body.flavor.name, 'numeric')
+    assert.equal((await call(tb, tb.admin, 'POST', '/flavors', { flavor: { name: 'fraction', id: 1.5, ram: 64, vcpus: 1, disk: 1 } })).status, 400)
+  })
+
+  it('lets admins reset a server\'s state (os-resetState), and nobody else', async () => {
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('reset'), '2.37')).body.server.id
+    await setState(tb, id, { ...ACTIVE, task_state: 'rebooting' })
+    assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { 'os-resetState': { state: 'error' } })).status, 403)
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { 'os-resetState': { state: 'paused' } })).status, 400)
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { 'os-resetState': { state: 'error' } })).status, 202)
+    const server = (await call(tb, tb.admin, 'GET', `/servers/${id}`)).body.server
+    assert.deepEqual([server.status, server['OS-EXT-STS:task_state']], ['ERROR', null])
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { 'os-resetState': { state: 'active' } })).status, 202)
+    assert.equal((await call(tb, tb.admin, 'GET', `/servers/${id}`)).body.server.status, 'ACTIVE')
+  })
+
+  it('refuses a migration to a host that does not exist before accepting it, leaving the server as it was', async () => {
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('stay'), '2.37')).body.server.id
+    await setState(tb, id, ACTIVE)
+    const live = await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { 'os-migrateLive': { host: 'nowhere', block_migration: false, disk_over_commit: false } })
+    assert.equal(live.status, 400, JSON.stringify(live.body))
+    assert.match(live.body.badRequest.message, /nowhere/)
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${id}/action`, { migrate: { host: 'nowhere' } }, '2.56')).status, 400)
+    const server = (await call(tb, tb.admin, 'GET', `/servers/${id}`)).body.server
+    assert.deepEqual([server.status, server['OS-EXT-STS:task_state']], ['ACTIVE', null])
+  })
+
+  it('serves the pre-2.53 hypervisor search, and takes the legacy network quota keys below 2.36', async () => {
+    assert.equal((await call(tb, tb.admin, 'GET', '/os-hypervisors/no-such-host/search')).status, 404)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-hypervisors/x/search')).status, 403)
+    assert.equal((await call(tb, tb.admin, 'GET', '/os-hypervisors/x/search', undefined, '2.53')).status, 404)
+    const legacy = { fixed_ips: 10, floating_ips: 20, security_groups: 20, security_group_rules: 20, cores: 30 }
+    const updated = await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: legacy })
+    assert.equal(updated.status, 200, JSON.stringify(updated.body))
+    assert.equal(updated.body.quota_set.cores, 30)
+    assert.equal(updated.body.quota_set.fixed_ips, -1, 'network quotas belong to the network service')
+    assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: legacy }, '2.36')).status, 400)
+  })
+
+  it('answers 404 for the usage of an empty project id', async () => {
+    const res = await call(tb, tb.admin, 'GET', '/os-simple-tenant-usage/?start=2020-01-01T00:00:00&end=2020-01-02T00:00:00')
+    assert.equal(res.status, 404)
+  })
+
+  it('shows and clears the password a guest posted (os-server-password)', async () => {
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('pw'), '2.37')).body.server.id
+    assert.deepEqual((await call(tb, tb.member, 'GET', `/servers/${id}/os-server-password`)).body, { password: '' })
+    const posted = 'x'.repeat(255) + 'tail'
+    await tb.server.deps.store.db.insertInto('server_system_metadata').values([{ server_id: id, key: 'password_0', value: posted.slice(0, 255) }, { server_id: id, key: 'password_1', value: posted.slice(255) }]).execute()
+    assert.deepEqual((await call(tb, tb.member, 'GET', `/servers/${id}/os-server-password`)).body, { password: posted })
+    assert.equal((await call(tb, tb.other, 'DELETE', `/servers/${id}/os-server-password`)).status, 404)
+    assert.equal((await call(tb, tb.reader, 'DELETE', `/servers/${id}/os-server-password`)).status, 403)
+    assert.equal((await call(tb, tb.member, 'DELETE', `/servers/${id}/os-server-password`)).status, 204)
+    assert.deepEqual((await call(tb, tb.member, 'GET', `/servers/${id}/os-server-password`)).body, { password: '' })
+  })
+
+  it('proxies volumes and snapshots in Nova\'s shape below 2.36', async () => {
+    const db = tb.server.deps.store.db
+    const created = await call(tb, tb.member, 'POST', '/os-volumes', { volume: { size: 1, display_name: 'proxied', metadata: { a: '1' } } })
+    assert.equal(created.status, 200, JSON.stringify(created.body))
+    const v = created.body.volume
+    assert.deepEqual(Object.keys(v).sort(), ['attachments', 'availabilityZone', 'createdAt', 'displayDescription', 'displayName', 'id', 'metadata', 'size', 'snapshotId', 'status', 'volumeType'])
+    assert.deepEqual([v.displayName, v.size, v.volumeType, v.attachments], ['proxied', 1, '__DEFAULT__', [{}]])
+    await db.updateTable('volumes').set({ status: 'available' }).where('id', '=', v.id).execute()
+    assert.equal((await call(tb, tb.member, 'GET', `/os-volumes/${v.id}`)).body.volume.status, 'available')
+    assert.ok((await call(tb, tb.member, 'GET', '/os-volumes/detail')).body.volumes.some((x: { id: string }) => x.id === v.id))
+    assert.equal((await call(tb, tb.member, 'GET', '/os-volumes?limit=1&offset=0')).body.volumes.length, 1)
+    assert.equal((await call(tb, tb.other, 'GET', `/os-volumes/${v.id}`)).status, 404)
+    for (const size of ['#$%', '', 0]) assert.equal((await call(tb, tb.member, 'POST', '/os-volumes', { volume: { size } })).status, 400, `size ${JSON.stringify(size)}`)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-volumes/')).status, 404)
+
+    const snap = await call(tb, tb.member, 'POST', '/os-snapshots', { snapshot: { volume_id: v.id, display_name: 'snap' } })
+    assert.equal(snap.status, 200, JSON.stringify(snap.body))
+    assert.deepEqual(Object.keys(snap.body.snapshot).sort(), ['createdAt', 'displayDescription', 'displayName', 'id', 'size', 'status', 'volumeId'])
+    await db.updateTable('volume_snapshots').set({ status: 'available' }).where('id', '=', snap.body.snapshot.id).execute()
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-snapshots/${snap.body.snapshot.id}`)).status, 202)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-volumes', undefined, '2.36')).status, 404)
+    await db.deleteFrom('volume_snapshots').where('volume_id', '=', v.id).execute()
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-volumes/${v.id}`)).status, 202)
+  })
+
+  it('proxies the caller\'s networks in nova-network\'s shape below 2.36', async () => {
+    const neutron = async (path: string, body: unknown) => {
+      const res = await fetch(`${tb.server.url}/network/v2.0/${path}`, { method: 'POST', headers: { 'x-auth-token': tb.member.token, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      assert.equal(res.status, 201)
+      return (await res.json()) as Record<string, { id: string }>
+    }
+    const net = (await neutron('networks', { network: { name: 'proxied-net' } })).network
+    await neutron('subnets', { subnet: { network_id: net.id, cidr: '10.77.0.0/24', ip_version: 4, dns_nameservers: ['10.77.0.53'] } })
+    const tenant = (await call(tb, tb.member, 'GET', `/os-tenant-networks/${net.id}`)).body.network
+    assert.deepEqual(tenant, { id: net.id, cidr: '10.77.0.0/24', label: 'proxied-net' })
+    assert.ok((await call(tb, tb.member, 'GET', '/os-tenant-networks')).body.networks.some((n: { id: string }) => n.id === net.id))
+    const dict = (await call(tb, tb.member, 'GET', `/os-networks/${net.id}`)).body.network
+    assert.deepEqual([dict.label, dict.cidr, dict.netmask, dict.gateway, dict.dns1], ['proxied-net', '10.77.0.0/24', '255.255.255.0', '10.77.0.1', '10.77.0.53'])
+    assert.equal('project_id' in dict, false, 'nova-network\'s admin fields are for admins')
+    assert.equal((await call(tb, tb.admin, 'GET', `/os-networks/${net.id}`)).body.network.project_id, tb.member.projectId)
+    assert.equal((await call(tb, tb.other, 'GET', `/os-tenant-networks/${net.id}`)).status, 404)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-networks', undefined, '2.36')).status, 404)
   })
 })

@@ -226,6 +226,13 @@ for (const dialect of DIALECTS) {
       await expectNames(m, 'not-tags=a,b', ['epsilon', 'delta', 'gamma', 'beta', 'alpha2'])
       await expectNames(m, 'not-tags-any=a,c', ['delta', 'gamma', 'beta'])
       await expectNames(m, 'tags=a,b', live, '2.25')
+      // A thousand tags in one filter, repeated or distinct (issue 18: a condition per tag made SQLite refuse the query as too deep, a 500).
+      const thousand = (tag: (i: number) => string) => Array.from({ length: 1000 }, (_, i) => tag(i)).join(',')
+      await expectNames(m, `tags=${thousand(() => 'a')}`, ['alpha2', 'alpha'])
+      await expectNames(m, `tags=${thousand((i) => (i < 2 ? ['a', 'b'][i] : `x${i}`))}`, [])
+      await expectNames(m, `tags-any=${thousand((i) => (i === 999 ? 'c' : `x${i}`))}`, ['epsilon'])
+      await expectNames(m, `not-tags=${thousand((i) => `x${i}`)}`, live)
+      await expectNames(m, `not-tags-any=${thousand(() => 'a')}`, ['epsilon', 'delta', 'gamma', 'beta'])
       // 2.73 locked, 2.83 filters, 2.90 hostname; ignored below for members.
       await expectNames(m, 'locked=true', ['alpha2'])
       await expectNames(m, 'locked=0', ['epsilon', 'delta', 'gamma', 'beta', 'alpha'])

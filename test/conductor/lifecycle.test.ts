@@ -26,14 +26,14 @@ type View = Record<string, any>
 const idle = (v: View | undefined) => !!v && v['OS-EXT-STS:task_state'] === null && v.status !== 'BUILD'
 const gone = (v: View | undefined) => v === undefined
 
-/** The create sequence (reference §6, progress from docs/conductor.md). */
+/** The create sequence (reference §6; progress stays 0, as in Nova: data-plane.md §6). */
 const BUILD: ExpectedState[] = [
   { status: 'BUILD', vm: 'building', task: 'scheduling', power: 0, optional: true },
   { status: 'BUILD', vm: 'building', task: null, power: 0, optional: true },
-  { status: 'BUILD', vm: 'building', task: 'networking', power: 0, progress: 10 },
-  { status: 'BUILD', vm: 'building', task: 'block_device_mapping', power: 0, progress: 30 },
-  { status: 'BUILD', vm: 'building', task: 'spawning', power: 0, progress: 60 },
-  { status: 'ACTIVE', vm: 'active', task: null, power: 1, progress: 100 },
+  { status: 'BUILD', vm: 'building', task: 'networking', power: 0, progress: 0 },
+  { status: 'BUILD', vm: 'building', task: 'block_device_mapping', power: 0, progress: 0 },
+  { status: 'BUILD', vm: 'building', task: 'spawning', power: 0, progress: 0 },
+  { status: 'ACTIVE', vm: 'active', task: null, power: 1, progress: 0 },
 ]
 
 const ACTIVE: ExpectedState = { status: 'ACTIVE', vm: 'active', task: null, power: 1 }
@@ -81,11 +81,11 @@ const CASES: ActionCase[] = [
   { title: 'unrescue', action: ['unrescue', null], from: [['rescue', null]], expect: [state('RESCUE', 'rescued', 'unrescuing'), ACTIVE], code: 202, instanceAction: 'unrescue', event: 'compute_unrescue_instance' },
   {
     title: 'rebuild', action: ['rebuild', { imageRef: SECOND_IMAGE }], code: 202, instanceAction: 'rebuild', event: 'compute_rebuild_instance',
-    expect: [brief('REBUILD', 'active', 'rebuilding'), state('REBUILD', 'active', 'rebuild_block_device_mapping', { progress: 33 }), state('REBUILD', 'active', 'rebuild_spawning', { progress: 66 }), { ...ACTIVE, progress: 100 }],
+    expect: [brief('REBUILD', 'active', 'rebuilding'), state('REBUILD', 'active', 'rebuild_block_device_mapping', { progress: 0 }), state('REBUILD', 'active', 'rebuild_spawning', { progress: 0 }), { ...ACTIVE, progress: 0 }],
   },
   {
     title: 'rebuild of a stopped server', action: ['rebuild', { imageRef: SECOND_IMAGE }], from: [['os-stop', null]], code: 202, instanceAction: 'rebuild', event: 'compute_rebuild_instance',
-    expect: [brief('REBUILD', 'stopped', 'rebuilding'), state('REBUILD', 'stopped', 'rebuild_block_device_mapping', { progress: 33 }), state('REBUILD', 'stopped', 'rebuild_spawning', { progress: 66 }), SHUTOFF],
+    expect: [brief('REBUILD', 'stopped', 'rebuilding'), state('REBUILD', 'stopped', 'rebuild_block_device_mapping', { progress: 0 }), state('REBUILD', 'stopped', 'rebuild_spawning', { progress: 0 }), SHUTOFF],
   },
   {
     title: 'createImage', action: ['createImage', { name: 'snap' }], code: 202, instanceAction: 'createImage', event: 'compute_snapshot_instance',
@@ -95,8 +95,8 @@ const CASES: ActionCase[] = [
   {
     title: 'cold migrate', action: ['migrate', null], code: 202, instanceAction: 'migrate', event: 'compute_prep_resize',
     expect: [
-      brief('RESIZE', 'active', 'resize_prep'), state('RESIZE', 'active', 'resize_migrating', { progress: 25 }), state('RESIZE', 'active', 'resize_migrated', { progress: 50 }),
-      state('RESIZE', 'active', 'resize_finish', { progress: 75 }), state('VERIFY_RESIZE', 'resized', null, { power: 1, progress: 100 }),
+      brief('RESIZE', 'active', 'resize_prep'), state('RESIZE', 'active', 'resize_migrating', { progress: 0 }), state('RESIZE', 'active', 'resize_migrated', { progress: 0 }),
+      state('RESIZE', 'active', 'resize_finish', { progress: 0 }), state('VERIFY_RESIZE', 'resized', null, { power: 1, progress: 0 }),
     ],
   },
   { title: 'confirmResize', action: ['confirmResize', null], from: [['migrate', null]], expect: [state('VERIFY_RESIZE', 'resized', 'resize_confirming'), ACTIVE], code: 204, instanceAction: 'confirmResize', event: 'compute_confirm_resize' },
@@ -111,7 +111,7 @@ const CASES: ActionCase[] = [
   },
   {
     title: 'unshelve', action: ['unshelve', null], from: [['shelve', null]], code: 202, instanceAction: 'unshelve', event: 'compute_unshelve_instance',
-    expect: [brief('SHELVED_OFFLOADED', 'shelved_offloaded', 'unshelving'), state('SHELVED_OFFLOADED', 'shelved_offloaded', 'spawning'), { ...ACTIVE, progress: 100 }],
+    expect: [brief('SHELVED_OFFLOADED', 'shelved_offloaded', 'unshelving'), state('SHELVED_OFFLOADED', 'shelved_offloaded', 'spawning'), { ...ACTIVE, progress: 0 }],
   },
 ]
 
@@ -287,9 +287,9 @@ for (const dialect of DIALECTS) {
         const { reply, states, final } = await act(id, 'evacuate', {}, 200)
         const wrong = checkSequence(states, [
           brief('REBUILD', 'active', 'rebuilding'),
-          state('REBUILD', 'active', 'rebuild_block_device_mapping', { progress: 33 }),
-          state('REBUILD', 'active', 'rebuild_spawning', { progress: 66 }),
-          { ...ACTIVE, progress: 100 },
+          state('REBUILD', 'active', 'rebuild_block_device_mapping', { progress: 0 }),
+          state('REBUILD', 'active', 'rebuild_spawning', { progress: 0 }),
+          { ...ACTIVE, progress: 0 },
         ])
         assert.equal(wrong, undefined, wrong)
         assert.notEqual(final!['OS-EXT-SRV-ATTR:host'], source)

@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { POWER } from '../../src/server/compute/server-states.js'
@@ -193,6 +193,15 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     files.set('backed', backed)
     await assert.rejects(cache.get(fileImage('backed', backed, 'qcow2')), /has a backing file/)
     assert.deepEqual(readdirSync(paths.images).sort(), ['guest-image', 'guest-image.json'], 'nothing left of refused images')
+
+    // Pruning: an image in use stays; an unused one goes once old enough; so does a download that died long ago.
+    writeFileSync(join(paths.images, 'dead.part'), 'half an image')
+    const old = new Date(Date.now() - 2 * 3_600_000)
+    utimesSync(join(paths.images, 'dead.part'), old, old)
+    assert.deepEqual(cache.prune(new Set(['guest-image']), 0), [])
+    assert.deepEqual(cache.prune(new Set(), 60_000), [], 'used a moment ago')
+    assert.deepEqual(cache.prune(new Set(), 0), ['guest-image'])
+    assert.deepEqual(readdirSync(paths.images), [])
   })
 
   it('finds its guests again after a restart (a new driver on the same root), still running', async () => {

@@ -1,11 +1,12 @@
 /**
- * Image API behaviour Tempest's interop tests hold pcc to, checked without Tempest: the draft-4 JSON-patch media
- * type (`application/openstack-images-v2.0-json-patch`, which Tempest's client sends) and filtering lists by size.
+ * Image API behaviour Tempest's tests hold pcc to, checked without Tempest: the draft-4 JSON-patch media type
+ * (`application/openstack-images-v2.0-json-patch`, which Tempest's client sends), filtering lists by size, and an
+ * admin giving an image to another project.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { call, projectSession, type Session } from './support.js'
+import { adminSession, call, projectSession, type Session } from './support.js'
 
 const DRAFT4 = { 'content-type': 'application/openstack-images-v2.0-json-patch' }
 
@@ -47,5 +48,18 @@ describe('image API answers as Glance gives them', () => {
     assert.deepEqual(await named('size=5'), ['big'])
     assert.deepEqual(await named('size=4'), [])
     assert.deepEqual(await named('size_min=3&size_max=5&visibility=shared'), ['big', 'small'])
+  })
+
+  it('lets an admin give an image to another project; for the owner, owner stays read-only', async () => {
+    const admin = await adminSession(server)
+    const bob = await projectSession(server)
+    const image = await create('given-away')
+    const patch = (who: Session, value: string) => call(server, who, 'PATCH', `/image/v2/images/${image.id}`, JSON.stringify([{ op: 'replace', path: '/owner', value }]), { 'content-type': 'application/openstack-images-v2.1-json-patch' })
+    assert.equal((await patch(alice, bob.projectId)).status, 403)
+    const moved = await patch(admin, bob.projectId)
+    assert.equal(moved.status, 200, JSON.stringify(moved.body))
+    assert.equal(moved.body.owner, bob.projectId)
+    assert.equal((await call(server, bob, 'GET', `/image/v2/images/${image.id}`)).body.owner, bob.projectId)
+    assert.equal((await patch(admin, '')).status, 400)
   })
 })

@@ -236,11 +236,11 @@ for (const dialect of DIALECTS) {
       assert.equal(await server.deps.blobs.exists(`images/${img.id}`), false)
     })
 
-    it('deactivates and reactivates (admin only); deactivated data is for admins', async () => {
+    it('deactivates and reactivates (the owner\'s members and admins); deactivated data is for admins', async () => {
       const img = (await call(server, alice, 'POST', '/image/v2/images', { name: 'deact', disk_format: 'raw', container_format: 'bare' })).body
       await upload(server, alice, img.id, Buffer.from('0123456789'))
-      assert.equal((await call(server, alice, 'POST', `/image/v2/images/${img.id}/actions/deactivate`)).status, 403)
-      assert.equal((await call(server, admin, 'POST', `/image/v2/images/${img.id}/actions/deactivate`)).status, 204)
+      assert.equal((await call(server, bob, 'POST', `/image/v2/images/${img.id}/actions/deactivate`)).status, 404, 'another project cannot see it')
+      assert.equal((await call(server, alice, 'POST', `/image/v2/images/${img.id}/actions/deactivate`)).status, 204)
       assert.equal((await call(server, alice, 'GET', `/image/v2/images/${img.id}`)).body.status, 'deactivated')
       assert.equal((await fetch(`${server.url}/image/v2/images/${img.id}/file`, { headers: { 'x-auth-token': alice.token } })).status, 403)
       assert.equal((await fetch(`${server.url}/image/v2/images/${img.id}/file`, { headers: { 'x-auth-token': admin.token } })).status, 200)
@@ -272,6 +272,11 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?sort_key=bogus')).status, 400)
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?marker=00000000-0000-0000-0000-000000000000')).status, 400)
       assert.equal((await call(server, carol, 'GET', '/image/v2/images?limit=-1')).status, 400)
+      // limit=0 is an empty page without a next link (issue 18: it was a 500).
+      const none = await call(server, carol, 'GET', `/image/v2/images?owner=${carol.projectId}&limit=0`)
+      assert.equal(none.status, 200)
+      assert.deepEqual(none.body.images, [])
+      assert.equal(none.body.next, undefined)
     })
 
     it('keeps one default image across restarts', async () => {

@@ -7,6 +7,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -94,6 +95,30 @@ describe('openstack CLI against the image and block storage services', { timeout
       assert.equal(del.code, 0, del.stderr)
     }
     await eventually(async () => (await openstackJson<unknown[]>(['volume', 'list'], env)).length === 0, 60_000, 'volumes deleted')
+  })
+
+  it("volume create --image holds the image's bytes; image create --volume makes an image of the volume's", async () => {
+    const raw = join(dir, 'patterned.raw')
+    const data = Buffer.concat([Buffer.alloc(1024 * 1024, 0), randomBytes(2 * 1024 * 1024)])
+    writeFileSync(raw, data)
+    assert.equal((await openstack(['image', 'create', '--file', raw, '--disk-format', 'raw', '--container-format', 'bare', 'cli-src'], env)).code, 0)
+    const vol = await openstackJson<{ id: string }>(['volume', 'create', '--size', '1', '--image', 'cli-src', 'cli-data'], env)
+    await volumeStatus('cli-data', 'available')
+    const bytes = readFileSync(join(server.dataDir, 'volumes', `volume-${vol.id}`))
+    assert.equal(bytes.length, 1024 ** 3)
+    assert.ok(bytes.subarray(0, data.length).equals(data), "the volume starts with the image's bytes")
+    assert.ok(bytes.subarray(data.length, data.length + 1024 * 1024).every((b) => b === 0))
+
+    const made = await openstack(['image', 'create', '--volume', 'cli-data', '--disk-format', 'qcow2', 'cli-from-volume'], env)
+    assert.equal(made.code, 0, made.stderr)
+    await eventually(async () => (await openstackJson<{ status: string }>(['image', 'show', 'cli-from-volume'], env)).status === 'active', 60_000, 'the image of the volume')
+    await volumeStatus('cli-data', 'available')
+    const saved = join(dir, 'from-volume.qcow2')
+    assert.equal((await openstack(['image', 'save', '--file', saved, 'cli-from-volume'], env)).code, 0)
+    // Same bytes: qemu-img compares the 1 GiB image with the 3 MiB file (the rest must be zeros).
+    const compared = spawnSync('qemu-img', ['compare', '-f', 'qcow2', '-F', 'raw', saved, raw], { encoding: 'utf8' })
+    assert.equal(compared.status, 0, compared.stdout + compared.stderr)
+    for (const args of [['image', 'delete', 'cli-from-volume'], ['image', 'delete', 'cli-src'], ['volume', 'delete', 'cli-data']]) assert.equal((await openstack(args, env)).code, 0)
   })
 
   it('server add/remove volume, server create --volume and --block-device, server image create', async () => {

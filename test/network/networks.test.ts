@@ -238,6 +238,9 @@ for (const dialect of DIALECTS) {
       assert.equal((await alice.del(`/v2.0/networks/${net.id}/tags`)).status, 204)
       assert.deepEqual((await alice.get<{ network: { tags: string[] } }>(`/v2.0/networks/${net.id}`)).body.network.tags, [])
       assertNeutronError(await bob.put(`/v2.0/networks/${net.id}/tags`, { tags: ['x'] }), 404, 'NetworkNotFound')
+      // A project that only sees a shared network may not tag it, with a tag it has too (that was a 201; found by the fuzz suite).
+      const shared = await root.create('networks', 'network', { name: 'shared-tagged', shared: true, tags: ['blue'] })
+      assertNeutronError(await bob.call('PUT', `/v2.0/networks/${shared.id}/tags/blue`), 403, 'PolicyNotAuthorized')
     })
 
     it('answers 405 for a known path with another method, 404 for unknown paths', async () => {

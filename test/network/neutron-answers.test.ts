@@ -1,7 +1,9 @@
 /**
- * Network API behaviour Tempest's interop tests hold pcc to, checked without Tempest: bulk creation (all or
- * nothing), null meaning an empty list for routes, host routes and name servers, an external network's subnets
- * hidden from other projects, and Neutron's messages for out-of-range security group rule ports.
+ * Network API behaviour Tempest's tests hold pcc to, checked without Tempest: bulk creation (all or nothing), null
+ * meaning an empty list for routes, host routes and name servers, an external network's subnets hidden from other
+ * projects, Neutron's messages for out-of-range security group rule ports, deleting an external network with its
+ * unused floating IPs and an auto-address IPv6 subnet with its ports' addresses, renaming a group to `default`, and
+ * the `.json` suffix of the quota details.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -96,5 +98,43 @@ describe('network answers as Neutron gives them', () => {
     const before = await count('security-group-rules')
     for (const [protocol, min, max, type, message] of cases) assertNeutronError(await rule(protocol, min, max), 400, type, message)
     assert.equal(await count('security-group-rules'), before)
+  })
+
+  it('deletes an external network with its unused floating IPs; an associated one keeps it in use', async () => {
+    const ext = await root.create('networks', 'network', { name: 'ext-del', 'router:external': true })
+    await root.create('subnets', 'subnet', { network_id: ext.id, cidr: '172.29.0.0/24', ip_version: 4 })
+    const fip = await root.create('floatingips', 'floatingip', { floating_network_id: ext.id })
+    assert.equal((await root.del(`/v2.0/networks/${ext.id}`)).status, 204)
+    assert.equal((await root.get(`/v2.0/floatingips/${fip.id}`)).status, 404)
+    const holders = (await root.get<{ ports: unknown[] }>(`/v2.0/ports?network_id=${ext.id}`)).body.ports
+    assert.deepEqual(holders, [], 'the floating IP\'s holder port went too')
+  })
+
+  it('deletes an auto-address IPv6 subnet that ports have addresses on; a router interface keeps it', async () => {
+    const net = await alice.create('networks', 'network', { name: 'slaac' })
+    const v6 = await alice.create('subnets', 'subnet', { network_id: net.id, cidr: '2001:db8:5::/64', ip_version: 6, ipv6_address_mode: 'slaac', ipv6_ra_mode: 'slaac' })
+    const port = await alice.create('ports', 'port', { network_id: net.id })
+    assert.equal(port.fixed_ips.length, 1)
+    assert.equal((await alice.del(`/v2.0/subnets/${v6.id}`)).status, 204)
+    assert.deepEqual((await alice.get<{ port: { fixed_ips: unknown[] } }>(`/v2.0/ports/${port.id}`)).body.port.fixed_ips, [])
+    const kept = await alice.create('subnets', 'subnet', { network_id: net.id, cidr: '2001:db8:6::/64', ip_version: 6, ipv6_address_mode: 'slaac', ipv6_ra_mode: 'slaac' })
+    const router = await alice.create('routers', 'router', { name: 'v6r' })
+    assert.equal((await alice.put(`/v2.0/routers/${router.id}/add_router_interface`, { subnet_id: kept.id })).status, 200)
+    assertNeutronError(await alice.del(`/v2.0/subnets/${kept.id}`), 409, 'SubnetInUse')
+  })
+
+  it('refuses to rename a group to default (409) and to rename the default group (400)', async () => {
+    const group = await alice.create('security-groups', 'security_group', { name: 'plain' })
+    assertNeutronError(await alice.put(`/v2.0/security-groups/${group.id}`, { security_group: { name: 'default' } }), 409, 'SecurityGroupDefaultAlreadyExists')
+    const groups = (await alice.get<{ security_groups: { id: string; name: string }[] }>('/v2.0/security-groups')).body.security_groups
+    const def = groups.find((g) => g.name === 'default')!
+    assertNeutronError(await alice.put(`/v2.0/security-groups/${def.id}`, { security_group: { name: 'other' } }), 400, 'SecurityGroupCannotUpdateDefault')
+  })
+
+  it('answers the quota details with the .json format suffix too', async () => {
+    const a = await root.get('/v2.0/quotas/p1/details')
+    const b = await root.get('/v2.0/quotas/p1/details.json')
+    assert.equal(a.status, 200)
+    assert.deepEqual(b, a)
   })
 })

@@ -1,12 +1,12 @@
 /**
  * Answers of the block storage API that Cinder's clients (and Tempest's response schemas) hold pcc to: which keys
  * create/update carry versus show/detail, next links of full pages, per-key snapshot metadata, the extension list,
- * and uploading a volume to an image (os-volume_upload_image).
+ * uploading a volume to an image (os-volume_upload_image), quota sets, volume types, service filters, snapshot
+ * admin actions, sorting and paging, reservations and the volume summary.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { simulatedVolumeData } from '../../src/server/volume/simulated-data.js'
 import { adminSession, call, eventually, projectSession, type Reply, type Session } from '../image/support.js'
 
 const V = '/volume/v3'
@@ -152,14 +152,82 @@ describe('block storage answers as Cinder gives them', () => {
     assert.equal((await call(server, alice, 'GET', '/image/v2/images?name=y')).body.images.length, 0, 'no image made')
   })
 
-  it('reads a simulated volume as raw: its size in zeros', async () => {
-    let length = 0
-    let zeros = true
-    for await (const chunk of simulatedVolumeData({ id: 'v', size: 1 }, 'raw')) {
-      length += (chunk as Buffer).length
-      zeros &&= (chunk as Buffer).equals(Buffer.alloc((chunk as Buffer).length))
+  it('answers every quota set with Cinder\'s keys, the ones it does not count included', async () => {
+    const keys = ['backup_gigabytes', 'backups', 'gigabytes', 'groups', 'per_volume_gigabytes', 'snapshots', 'volumes']
+    const shown = (await call(server, admin, 'GET', `${V}/os-quota-sets/${alice.projectId}`)).body.quota_set
+    assert.deepEqual(Object.keys(shown).sort(), [...keys, 'id'].sort())
+    const updated = await call(server, admin, 'PUT', `${V}/os-quota-sets/${alice.projectId}`, { quota_set: { volumes: 12 } })
+    assert.equal(updated.status, 200)
+    assert.deepEqual(Object.keys(updated.body.quota_set).sort(), keys)
+    assert.equal(updated.body.quota_set.volumes, 12)
+    const usage = (await call(server, admin, 'GET', `${V}/os-quota-sets/${alice.projectId}?usage=true`)).body.quota_set
+    assert.deepEqual(usage.backups, { limit: 10, in_use: 0, reserved: 0, allocated: 0 })
+  })
+
+  it('shows qos_specs_id of a volume type to admins, but not in the create and update answers', async () => {
+    const created = (await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'qos-shape' } })).body.volume_type
+    assert.equal('qos_specs_id' in created, false)
+    const updated = (await call(server, admin, 'PUT', `${V}/types/${created.id}`, { volume_type: { description: 'd' } })).body.volume_type
+    assert.equal('qos_specs_id' in updated, false)
+    assert.equal((await call(server, admin, 'GET', `${V}/types/${created.id}`)).body.volume_type.qos_specs_id, null)
+  })
+
+  it('filters the services by binary and host', async () => {
+    const list = async (query: string) => (await call(server, admin, 'GET', `${V}/os-services${query}`)).body.services.map((s: { binary: string }) => s.binary)
+    assert.deepEqual(await list('?binary=cinder-volume'), ['cinder-volume'])
+    assert.deepEqual(await list('?host=controller&binary=cinder-volume'), ['cinder-volume'], 'the host without its backend part (controller@file)')
+    assert.deepEqual(await list('?host=elsewhere'), [])
+  })
+
+  it('resets a snapshot\'s status and force-deletes it (admins only)', async () => {
+    const volume = await createVolume(alice, {})
+    const snap = (await call(server, alice, 'POST', `${V}/snapshots`, { snapshot: { volume_id: volume.id } })).body.snapshot
+    await status(alice, 'snapshots', snap.id, 'available')
+    const action = (who: Session, body: unknown) => call(server, who, 'POST', `${V}/snapshots/${snap.id}/action`, body)
+    assert.equal((await action(alice, { 'os-reset_status': { status: 'error' } })).status, 403)
+    assert.equal((await action(admin, { 'os-reset_status': { status: 'sideways' } })).status, 400)
+    assert.equal((await action(admin, { 'os-reset_status': { status: 'creating' } })).status, 202)
+    assert.equal((await call(server, alice, 'DELETE', `${V}/snapshots/${snap.id}`)).status, 400, 'a creating snapshot stays')
+    assert.equal((await action(alice, { 'os-force_delete': {} })).status, 403)
+    assert.equal((await action(admin, { 'os-force_delete': {} })).status, 202)
+    await eventually(async () => (await call(server, alice, 'GET', `${V}/snapshots/${snap.id}`)).status === 404, 10_000, 'the snapshot to go')
+  })
+
+  it('sorts snapshots by any key, pages them, and answers 404 for an unknown marker', async () => {
+    const carol = await projectSession(server)
+    const volume = await createVolume(carol, {})
+    for (const name of ['b', 'a', 'c']) {
+      const snap = (await call(server, carol, 'POST', `${V}/snapshots`, { snapshot: { volume_id: volume.id, name } })).body.snapshot
+      await status(carol, 'snapshots', snap.id, 'available')
     }
-    assert.equal(length, 1024 ** 3)
-    assert.ok(zeros)
+    const names = async (query: string) => (await call(server, carol, 'GET', `${V}/snapshots?${query}`)).body.snapshots.map((x: { name: string }) => x.name)
+    assert.deepEqual(await names('sort_key=name&sort_dir=asc'), ['a', 'b', 'c'])
+    assert.deepEqual(await names('sort_key=display_name&sort_dir=desc'), ['c', 'b', 'a'])
+    assert.deepEqual(await names('sort=name:asc&limit=2'), ['a', 'b'])
+    assert.deepEqual(await names('limit=0'), [])
+    assert.equal((await call(server, carol, 'GET', `${V}/snapshots?sort_key=colour`)).status, 400)
+    assert.equal((await call(server, carol, 'GET', `${V}/snapshots?marker=00000000-0000-0000-0000-000000000000`)).status, 404)
+    assert.equal((await call(server, carol, 'GET', `${V}/volumes?marker=00000000-0000-0000-0000-000000000000`)).status, 404)
+  })
+
+  it('reserves and unreserves an available volume', async () => {
+    const volume = await createVolume(alice, {})
+    const action = (body: unknown) => call(server, alice, 'POST', `${V}/volumes/${volume.id}/action`, body)
+    assert.equal((await action({ 'os-unreserve': {} })).status, 400, 'nothing to unreserve')
+    assert.equal((await action({ 'os-reserve': {} })).status, 202)
+    assert.equal((await call(server, alice, 'GET', `${V}/volumes/${volume.id}`)).body.volume.status, 'attaching')
+    assert.equal((await action({ 'os-reserve': {} })).status, 400)
+    assert.equal((await action({ 'os-unreserve': {} })).status, 202)
+    assert.equal((await call(server, alice, 'GET', `${V}/volumes/${volume.id}`)).body.volume.status, 'available')
+  })
+
+  it('summarises the caller\'s volumes from 3.12 (with their metadata from 3.36)', async () => {
+    const dave = await projectSession(server)
+    await createVolume(dave, { size: 2, metadata: { tier: 'gold' } })
+    await createVolume(dave, { size: 3, metadata: { tier: 'silver' } })
+    const summary = (version: string) => call(server, dave, 'GET', `${V}/volumes/summary`, undefined, { 'openstack-api-version': `volume ${version}` })
+    assert.equal((await summary('3.11')).status, 404)
+    assert.deepEqual((await summary('3.12')).body, { 'volume-summary': { total_size: 5, total_count: 2 } })
+    assert.deepEqual((await summary('3.36')).body['volume-summary'].metadata.tier.sort(), ['gold', 'silver'])
   })
 })

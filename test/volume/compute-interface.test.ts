@@ -6,6 +6,7 @@ import { AppError } from '../../src/contracts/errors.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
 import { call, eventually, projectSession, type Session } from '../image/support.js'
+import { qcow2Image } from '../../src/testkit/disk-images.js'
 
 async function rejectsWith(promise: Promise<unknown>, status: number, message?: RegExp) {
   await assert.rejects(promise, (err: unknown) => {
@@ -108,12 +109,14 @@ for (const dialect of DIALECTS) {
       const { volumes } = server.deps.volumeServices
       const db = server.deps.store.db
       const image = (await call(server, alice, 'POST', '/image/v2/images', { name: 'b', disk_format: 'qcow2', container_format: 'bare', min_disk: 2 })).body
-      await server.deps.images.completeSnapshotImage(image.id, Readable.from([Buffer.alloc(512, 1)]))
-      await rejectsWith(db.transaction().execute((tx) => volumes.createFromImageForBoot(tx, { projectId: alice.projectId, userId: alice.userId, imageId: image.id, size: 1 })), 400, /minDisk/)
-      const vol = await db.transaction().execute((tx) => volumes.createFromImageForBoot(tx, { projectId: alice.projectId, userId: alice.userId, imageId: image.id, size: 2, name: 'root' }))
-      assert.equal(vol.status, 'available')
+      await server.deps.images.completeSnapshotImage(image.id, Readable.from([qcow2Image(16 * 1024 * 1024)]))
+      await rejectsWith(db.transaction().execute((tx) => volumes.createForBoot(tx, { projectId: alice.projectId, userId: alice.userId, source: 'image', sourceId: image.id, size: 1 })), 400, /minDisk/)
+      const vol = await db.transaction().execute((tx) => volumes.createForBoot(tx, { projectId: alice.projectId, userId: alice.userId, source: 'image', sourceId: image.id, size: 2, name: 'root' }))
+      assert.equal(vol.status, 'creating')
       assert.equal(vol.bootable, true)
       assert.equal(vol.imageMetadata?.image_id, image.id)
+      assert.equal(await volumes.build(vol.id), 'available', 'the bytes are made in the caller’s task')
+      assert.equal(await volumes.build(vol.id), 'available', 'and only once')
       const blank = await db.transaction().execute((tx) => volumes.createForBoot(tx, { projectId: alice.projectId, userId: alice.userId, source: 'blank', size: 1 }))
       assert.equal(blank.bootable, false)
       await db.transaction().execute(async (tx) => {

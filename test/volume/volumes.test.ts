@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminSession, call, eventually, projectSession, type Session } from '../image/support.js'
+import { qcow2Image } from '../../src/testkit/disk-images.js'
 
 const V = '/volume/v3'
 
@@ -104,7 +105,7 @@ for (const dialect of DIALECTS) {
       const image = (await call(server, alice, 'POST', '/image/v2/images', { name: 'boot', disk_format: 'qcow2', container_format: 'bare', min_disk: 3 })).body
       const queuedRef = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 3, imageRef: image.id } })
       assert.equal(queuedRef.status, 400, 'an image without data is not active')
-      await fetch(`${server.url}/image/v2/images/${image.id}/file`, { method: 'PUT', headers: { 'x-auth-token': alice.token, 'content-type': 'application/octet-stream' }, body: Buffer.alloc(4096, 3) })
+      await fetch(`${server.url}/image/v2/images/${image.id}/file`, { method: 'PUT', headers: { 'x-auth-token': alice.token, 'content-type': 'application/octet-stream' }, body: qcow2Image(64 * 1024 * 1024) })
       const before = await volumeCount(server, alice)
       const small = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 2, imageRef: image.id } })
       assert.equal(small.status, 400)
@@ -259,7 +260,8 @@ for (const dialect of DIALECTS) {
       const vol = (await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, name: 'rt' } })).body.volume
       await waitStatus(server, alice, vol.id, 'available')
       assert.equal((await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-retype': { new_type: 'slow' } })).status, 202)
-      assert.equal((await call(server, alice, 'GET', `${V}/volumes/${vol.id}`)).body.volume.volume_type, 'slow')
+      await eventually(async () => (await call(server, alice, 'GET', `${V}/volumes/${vol.id}`)).body.volume.volume_type === 'slow', 10_000, 'the new type')
+      await waitStatus(server, alice, vol.id, 'available')
       assert.equal((await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-retype': { new_type: 'nope' } })).status, 404)
       const set = await call(server, alice, 'POST', `${V}/volumes/${vol.id}/action`, { 'os-set_image_metadata': { metadata: { hw_disk_bus: 'scsi' } } })
       assert.deepEqual(set.body.metadata, { hw_disk_bus: 'scsi' })
@@ -282,9 +284,18 @@ for (const dialect of DIALECTS) {
       assert.ok(types.body.volume_types.some((t: { name: string }) => t.name === '__DEFAULT__'))
       assert.equal((await call(server, alice, 'GET', `${V}/types/default`)).body.volume_type.name, '__DEFAULT__')
       assert.equal((await call(server, alice, 'POST', `${V}/types`, { volume_type: { name: 'fast' } })).status, 403)
-      const fast = await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'fast', extra_specs: { volume_backend_name: 'sim' } } })
+      const fast = await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'fast', extra_specs: { volume_backend_name: 'file' } } })
       assert.equal(fast.status, 200)
       assert.equal((await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'fast' } })).status, 409)
+      // An update that changes nothing answers the type as it is (it was a 500: an UPDATE without columns).
+      const same = await call(server, admin, 'PUT', `${V}/types/${fast.body.volume_type.id}`, { volume_type: {} })
+      assert.equal(same.status, 200)
+      assert.equal(same.body.volume_type.name, 'fast')
+      const unknown = await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'ceph', extra_specs: { volume_backend_name: 'rbd' } } })
+      assert.equal(unknown.status, 400, 'a backend pcc does not have')
+      assert.match(unknown.body.badRequest.message, /volume_backend_name/)
+      const misplaced = await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'lvm-here', extra_specs: { volume_backend_name: 'lvm', 'pcc:placement': 'controller' } } })
+      assert.equal(misplaced.status, 400, 'LVM lives on storage hosts only')
       const vol = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: 'fast' } })
       assert.equal(vol.body.volume.volume_type, 'fast')
       assert.equal((await call(server, admin, 'DELETE', `${V}/types/${fast.body.volume_type.id}`)).status, 400, 'in use')

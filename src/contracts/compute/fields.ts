@@ -3,11 +3,15 @@
  * each valid on [since, until) for some views, optionally for admins only, optionally omitted for a given
  * object (`omit`). `project()` builds a response object from a table for a (version, view, admin) triple; the
  * list of applicable entries is computed once per triple and cached, so projecting 1,000 rows costs one pass
- * over a short array per row. A key not in a table never reaches the wire.
+ * over a short array per row. A key not in a table never reaches the wire. Each entry's `type` describes the
+ * value, so the OpenAPI document's response schemas come from the same table (schemas.ts).
  */
+import type { TSchema } from '@sinclair/typebox'
 import { inRange, type ComputeVersion, type VersionNumber } from './versions.js'
 
 export interface FieldEntry<T, V extends string> {
+  /** The JSON Schema of the value `read` returns: the field's description in /openapi.json (schemas.ts). */
+  type: TSchema
   since?: ComputeVersion
   /** Exclusive. */
   until?: ComputeVersion

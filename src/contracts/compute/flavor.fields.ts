@@ -1,5 +1,7 @@
 /** The flavor representation per microversion (compute-api.md §8.1). Views: `summary` (GET /flavors) and `detail`. */
+import { Type as T } from '@sinclair/typebox'
 import type { FieldTable } from './fields.js'
+import { J } from './json-types.js'
 import type { Link } from './server.fields.js'
 
 export type FlavorView = 'summary' | 'detail'
@@ -24,20 +26,20 @@ const BOTH = ['summary', 'detail'] as const
 const DETAIL = ['detail'] as const
 
 export const flavorFields: FieldTable<FlavorModel, FlavorView> = {
-  id: { views: BOTH, read: (f) => f.id },
-  name: { views: BOTH, read: (f) => f.name },
-  ram: { views: DETAIL, read: (f) => f.ram },
-  disk: { views: DETAIL, read: (f) => f.disk },
+  id: { type: J.str, views: BOTH, read: (f) => f.id },
+  name: { type: J.str, views: BOTH, read: (f) => f.name },
+  ram: { type: J.int, views: DETAIL, read: (f) => f.ram },
+  disk: { type: J.int, views: DETAIL, read: (f) => f.disk },
   swap: [
-    { views: DETAIL, until: '2.75', read: (f) => (f.swap === 0 ? '' : f.swap) },
-    { views: DETAIL, since: '2.75', read: (f) => f.swap },
+    { type: T.Union([J.int, T.Literal('')]), views: DETAIL, until: '2.75', read: (f) => (f.swap === 0 ? '' : f.swap) },
+    { type: J.int, views: DETAIL, since: '2.75', read: (f) => f.swap },
   ],
-  'OS-FLV-EXT-DATA:ephemeral': { views: DETAIL, read: (f) => f.ephemeral },
-  'OS-FLV-DISABLED:disabled': { views: DETAIL, read: (f) => f.disabled },
-  vcpus: { views: DETAIL, read: (f) => f.vcpus },
-  'os-flavor-access:is_public': { views: DETAIL, read: (f) => f.isPublic },
-  rxtx_factor: { views: DETAIL, read: (f) => (f.rxtxFactor ? f.rxtxFactor : '') },
-  links: { views: BOTH, read: (f) => f.links },
-  description: { views: BOTH, since: '2.55', read: (f) => f.description },
-  extra_specs: { views: DETAIL, since: '2.61', read: (f) => f.extraSpecs },
+  'OS-FLV-EXT-DATA:ephemeral': { type: J.int, views: DETAIL, read: (f) => f.ephemeral },
+  'OS-FLV-DISABLED:disabled': { type: J.bool, views: DETAIL, read: (f) => f.disabled },
+  vcpus: { type: J.int, views: DETAIL, read: (f) => f.vcpus },
+  'os-flavor-access:is_public': { type: J.bool, views: DETAIL, read: (f) => f.isPublic },
+  rxtx_factor: { type: T.Union([J.num, T.Literal('')]), views: DETAIL, read: (f) => (f.rxtxFactor ? f.rxtxFactor : '') },
+  links: { type: J.links, views: BOTH, read: (f) => f.links },
+  description: { type: J.nstr, views: BOTH, since: '2.55', read: (f) => f.description },
+  extra_specs: { type: J.strMap, views: DETAIL, since: '2.61', read: (f) => f.extraSpecs },
 }

@@ -1,5 +1,7 @@
 /** The key pair representation per microversion (compute-api.md §8.2). */
+import { Type as T } from '@sinclair/typebox'
 import type { FieldTable } from './fields.js'
+import { J } from './json-types.js'
 import { isoMicros } from './time.js'
 
 export type KeypairView = 'list' | 'show' | 'create'
@@ -16,15 +18,15 @@ export interface KeypairModel {
 }
 
 export const keypairFields: FieldTable<KeypairModel, KeypairView> = {
-  name: { views: ['list', 'show', 'create'], read: (k) => k.name },
-  public_key: { views: ['list', 'show', 'create'], read: (k) => k.publicKey },
-  fingerprint: { views: ['list', 'show', 'create'], read: (k) => k.fingerprint },
-  user_id: { views: ['show', 'create'], read: (k) => k.userId },
-  private_key: { views: ['create'], read: (k) => k.privateKey, omit: (k) => k.privateKey === undefined },
-  created_at: { views: ['show'], read: (k) => isoMicros(k.createdAt) },
-  deleted: { views: ['show'], read: () => false },
-  deleted_at: { views: ['show'], read: () => null },
-  updated_at: { views: ['show'], read: () => null },
-  id: { views: ['show'], read: (k) => Number.parseInt(k.id.replace(/-/g, '').slice(0, 8), 16) },
-  type: { views: ['list', 'show', 'create'], since: '2.2', read: (k) => k.type },
+  name: { type: J.str, views: ['list', 'show', 'create'], read: (k) => k.name },
+  public_key: { type: J.str, views: ['list', 'show', 'create'], read: (k) => k.publicKey },
+  fingerprint: { type: J.str, views: ['list', 'show', 'create'], read: (k) => k.fingerprint },
+  user_id: { type: J.str, views: ['show', 'create'], read: (k) => k.userId },
+  private_key: { type: J.str, views: ['create'], read: (k) => k.privateKey, omit: (k) => k.privateKey === undefined },
+  created_at: { type: J.str, views: ['show'], read: (k) => isoMicros(k.createdAt) },
+  deleted: { type: J.bool, views: ['show'], read: () => false },
+  deleted_at: { type: T.Null(), views: ['show'], read: () => null },
+  updated_at: { type: T.Null(), views: ['show'], read: () => null },
+  id: { type: J.int, views: ['show'], read: (k) => Number.parseInt(k.id.replace(/-/g, '').slice(0, 8), 16) },
+  type: { type: J.str, views: ['list', 'show', 'create'], since: '2.2', read: (k) => k.type },
 }

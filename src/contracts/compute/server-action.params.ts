@@ -58,6 +58,7 @@ export const ACTION_BODIES: Record<string, (version: VersionNumber) => TSchema> 
   forceDelete: () => anything,
   restore: () => anything,
   trigger_crash_dump: () => T.Null(),
+  'os-resetState': () => obj({ state: T.Union([T.Literal('active'), T.Literal('error')]) }, ['state']),
   addSecurityGroup: () => obj({ name: T.String({ minLength: 1, maxLength: 255 }) }, ['name']),
   removeSecurityGroup: () => obj({ name: T.String({ minLength: 1, maxLength: 255 }) }, ['name']),
   ...Object.fromEntries(Object.keys(LEGACY_CONSOLE_ACTIONS).map((action) => [action, legacyConsoleBody(action)])),

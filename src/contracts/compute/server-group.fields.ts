@@ -1,5 +1,7 @@
 /** Server groups per microversion (compute-api.md §8.8). */
+import { Type as T } from '@sinclair/typebox'
 import type { FieldTable } from './fields.js'
+import { J } from './json-types.js'
 
 export interface ServerGroupModel {
   id: string
@@ -14,13 +16,13 @@ export interface ServerGroupModel {
 const V = ['group'] as const
 
 export const serverGroupFields: FieldTable<ServerGroupModel, 'group'> = {
-  id: { views: V, read: (g) => g.id },
-  name: { views: V, read: (g) => g.name },
-  policies: { views: V, until: '2.64', read: (g) => [g.policy] },
-  policy: { views: V, since: '2.64', read: (g) => g.policy },
-  rules: { views: V, since: '2.64', read: (g) => g.rules },
-  members: { views: V, read: (g) => g.members },
-  metadata: { views: V, until: '2.64', read: () => ({}) },
-  project_id: { views: V, since: '2.13', read: (g) => g.projectId },
-  user_id: { views: V, since: '2.13', read: (g) => g.userId },
+  id: { type: J.str, views: V, read: (g) => g.id },
+  name: { type: J.str, views: V, read: (g) => g.name },
+  policies: { type: T.Array(J.str), views: V, until: '2.64', read: (g) => [g.policy] },
+  policy: { type: J.str, views: V, since: '2.64', read: (g) => g.policy },
+  rules: { type: T.Record(J.str, T.Unknown()), views: V, since: '2.64', read: (g) => g.rules },
+  members: { type: T.Array(J.str), views: V, read: (g) => g.members },
+  metadata: { type: T.Object({}), views: V, until: '2.64', read: () => ({}) },
+  project_id: { type: J.str, views: V, since: '2.13', read: (g) => g.projectId },
+  user_id: { type: J.str, views: V, since: '2.13', read: (g) => g.userId },
 }

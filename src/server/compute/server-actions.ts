@@ -126,6 +126,14 @@ async function accept(
   })
 }
 
+/** A migration's named destination: a compute host that is up, and not the server's own (400 otherwise, as Nova). */
+async function requireTargetHost(deps: ActionDeps, row: ServerTable, host: string): Promise<void> {
+  const up = await deps.hostUp(host)
+  if (up === undefined) throw badRequest(`Compute host ${host} could not be found.`)
+  if (!up) throw badRequest(`Compute service of ${host} is unavailable at this time.`)
+  if (host === row.host) throw badRequest(`Unable to migrate instance (${row.id}) to current host (${host}).`)
+}
+
 export async function runAction(deps: ActionDeps, api: ApiVersion, caller: ActionCaller, row: ServerTable, action: ServerActionName, value: unknown, requestId: string): Promise<ActionOutcome> {
   const rule = SERVER_ACTIONS[action]
   const why = refusal(action, stateView(row), caller.admin)
@@ -163,6 +171,9 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
     }
     case 'trigger_crash_dump':
       await recordAction(db, row, 'trigger_crash_dump', requestId, caller, true)
+      return { status: 202 }
+    case 'os-resetState':
+      await db.updateTable('servers').set({ vm_state: v.state as string, task_state: null, updated_at: Date.now() }).where('id', '=', row.id).execute()
       return { status: 202 }
     case 'addSecurityGroup':
     case 'removeSecurityGroup':
@@ -268,7 +279,14 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
     }
     case 'migrate': {
       if (v.host && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:os-migrate-server:migrate:host to be performed.")
+      if (v.host) await requireTargetHost(deps, row, v.host as string)
       await accept(deps, row, action, { host: v.host ?? null }, requestId, caller)
+      return { status: 202 }
+    }
+    case 'os-migrateLive': {
+      // Nova checks a named destination before accepting (400), so a bad host leaves the server as it was.
+      if (v.host) await requireTargetHost(deps, row, v.host as string)
+      await accept(deps, row, action, v, requestId, caller)
       return { status: 202 }
     }
     case 'confirmResize':

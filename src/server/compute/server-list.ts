@@ -199,16 +199,19 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
 
   // Tags.
   if (usable('tags', SERVER_LIST_PARAMS.tags)) {
-    const list = (name: string) => many(query[name]).flatMap((v) => v.split(',')).filter((t) => t !== '')
-    const hasTag = (eb: Eb, tag: string) => eb.exists(eb.selectFrom('server_tags').select('server_tags.tag').whereRef('server_tags.server_id', '=', 'servers.id').where('server_tags.tag', '=', tag))
-    const hasAny = (eb: Eb, tags: string[]) => eb.exists(eb.selectFrom('server_tags').select('server_tags.tag').whereRef('server_tags.server_id', '=', 'servers.id').where('server_tags.tag', 'in', tags))
+    // Distinct tags; "has all of them" is one count over the server's tags, so a list of any length is one
+    // subquery (a condition per tag made SQLite refuse a thousand of them as too deep an expression).
+    const list = (name: string) => [...new Set(many(query[name]).flatMap((v) => v.split(',')).filter((t) => t !== ''))]
+    const tagsOf = (eb: Eb, tags: string[]) => eb.selectFrom('server_tags').whereRef('server_tags.server_id', '=', 'servers.id').where('server_tags.tag', 'in', tags)
+    const hasAll = (eb: Eb, tags: string[]) => eb(tagsOf(eb, tags).select((e) => e.fn.countAll<number>().as('n')), '=', tags.length)
+    const hasAny = (eb: Eb, tags: string[]) => eb.exists(tagsOf(eb, tags).select('server_tags.tag'))
     const all = list('tags')
     const any = list('tags-any')
     const notAll = list('not-tags')
     const notAny = list('not-tags-any')
-    if (all.length) conds.push((eb) => eb.and(all.map((t) => hasTag(eb, t))))
+    if (all.length) conds.push((eb) => hasAll(eb, all))
     if (any.length) conds.push((eb) => hasAny(eb, any))
-    if (notAll.length) conds.push((eb) => eb.not(eb.and(notAll.map((t) => hasTag(eb, t)))))
+    if (notAll.length) conds.push((eb) => eb.not(hasAll(eb, notAll)))
     if (notAny.length) conds.push((eb) => eb.not(hasAny(eb, notAny)))
   }
 

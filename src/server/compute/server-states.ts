@@ -136,6 +136,8 @@ export const SERVER_ACTIONS = {
   forceDelete: { instanceAction: 'forceDelete', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: true, startTask: 'deleting', steps: [], final: 'deleted', success: 202 },
   restore: { instanceAction: 'restore', vmStates: ['soft-delete'], requiresLaunched: true, lockChecked: true, startTask: 'restoring', steps: [], final: 'active', success: 202 },
   trigger_crash_dump: { instanceAction: 'trigger_crash_dump', vmStates: ['active', 'paused', 'rescued', 'resized', 'error'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: null, steps: [], final: 'unchanged', success: 202, since: '2.17' },
+  // Admins force a state (Nova's os-resetState): no instance action is recorded, as in Nova.
+  'os-resetState': { instanceAction: 'resetState', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202, adminOnly: true },
   addSecurityGroup: { instanceAction: 'addSecurityGroup', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202 },
   removeSecurityGroup: { instanceAction: 'removeSecurityGroup', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202 },
 } as const satisfies Record<string, ActionRule>

@@ -3,6 +3,12 @@ import type { Db } from '../storage/store.js'
 
 export const SHELVE_KEYS = { imageId: 'shelved_image_id', at: 'shelved_at', host: 'shelved_host' } as const
 
+/**
+ * The guest's encrypted password, as a metadata service stores it (Nova splits it over four 255-character keys);
+ * read and cleared through /servers/{id}/os-server-password.
+ */
+export const PASSWORD_KEYS = ['password_0', 'password_1', 'password_2', 'password_3'] as const
+
 export async function systemMetadata(db: Db, serverId: string, key: string): Promise<string | undefined> {
   const row = await db.selectFrom('server_system_metadata').select('value').where('server_id', '=', serverId).where('key', '=', key).executeTakeFirst()
   return row?.value

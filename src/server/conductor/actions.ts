@@ -16,6 +16,7 @@ import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
 import { createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
+import { attachedVolumes } from './volumes.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
 const EVENTS: Partial<Record<ServerActionName, string>> = {
@@ -70,8 +71,8 @@ export class ActionRun {
   }
 
   /** Moves to the next task state; stops the run if the server left the action's states. */
-  async step(taskState: string, progress?: number): Promise<void> {
-    const ok = await moveServer(this.ctx.store.db, this.server.id, { taskStates: this.chain }, { task_state: taskState, ...(progress !== undefined && { progress }) })
+  async step(taskState: string): Promise<void> {
+    const ok = await moveServer(this.ctx.store.db, this.server.id, { taskStates: this.chain }, { task_state: taskState })
     if (!ok) throw new Abandoned()
     this.server = (await loadServer(this.ctx.store.db, this.server.id))!
     if (this.server.host_id) await this.ctx.drivers.get(this.server.host_id)?.beginStep(this.server.id, taskState)
@@ -106,9 +107,13 @@ export class ActionRun {
     }
   }
 
-  /** The guest spec for the driver of `hostId` (details only for drivers that run real guests). */
+  /**
+   * The guest spec for the driver of `hostId` (details only for drivers that run real guests), with the server's
+   * volumes connected for that host (a guest moving to another host takes its volumes along).
+   */
   async spec(hostId: string | null, options: SpecOptions = {}) {
-    return specFor(this.ctx, this.driver(hostId), this.server, options)
+    const spec = await specFor(this.ctx, this.driver(hostId), this.server, options)
+    return hostId && this.driver(hostId).guestDetails ? { ...spec, volumes: await attachedVolumes(this.ctx, this.server, hostId) } : spec
   }
 
   async hostname(hostId: string): Promise<string> {
@@ -145,17 +150,17 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
     vmStateOnFailure: before,
     extra: { old_flavor: JSON.stringify(current), new_flavor: JSON.stringify(target) },
   })
-  await run.step('resize_migrating', 25)
+  await run.step('resize_migrating')
   // A repeated run may find the guest already gone from the source (the first run got past the copy).
   const onSource = dest === run.server.host_id || (await run.driver().info(run.server.id)) !== undefined
   if (onSource) await run.driver().migrateDiskAndPowerOff(run.server.id, target, dest === run.server.host_id)
-  await run.step('resize_migrated', 50)
-  await run.step('resize_finish', 75)
+  await run.step('resize_migrated')
+  await run.step('resize_finish')
   const destName = await run.hostname(dest)
   // The source keeps its copy of the guest until the resize is confirmed (a revert starts it there again).
   await run.driver(dest).finishMigration(await run.spec(dest, { flavor: target }), powerOf(run.payload.before) === 'on')
   await run.ctx.storage?.transfers?.removeTransfers(run.server.id)
-  return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 100 }
+  return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 0 }
 }
 
 async function confirmResize(run: ActionRun): Promise<Outcome> {
@@ -196,11 +201,10 @@ async function moveClaim(run: ActionRun, dest: string): Promise<Outcome> {
 
 async function evacuate(run: ActionRun): Promise<Outcome> {
   const dest = await run.claimDestination({ flavor: JSON.parse(run.server.flavor) as FlavorSnapshot, sameHostAllowed: false, forcedHost: (run.params.host as string | undefined) ?? null, vmStateOnFailure: 'error' })
-  await run.step('rebuild_block_device_mapping', 33)
-  await run.step('rebuild_spawning', 66)
+  await run.step('rebuild_block_device_mapping')
+  await run.step('rebuild_spawning')
   await run.driver(dest).evacuateTo(await run.spec(dest, { adminPass: run.params.adminPass as string | undefined }), powerOf(run.payload.before) === 'on')
-  // Finished as a rebuild finishes: 100 %, not the 66 % of its last step.
-  return { ...(await moveClaim(run, dest)), launched_at: Date.now(), progress: 100 }
+  return { ...(await moveClaim(run, dest)), launched_at: Date.now(), progress: 0 }
 }
 
 async function liveMigrate(run: ActionRun): Promise<Outcome> {
@@ -244,11 +248,10 @@ async function unshelve(run: ActionRun): Promise<Outcome> {
     run.server = (await loadServer(run.ctx.store.db, run.server.id))!
   }
   const imageId = await unshelveImage(run)
-  await run.step('spawning', 50)
+  await run.step('spawning')
   await run.driver().spawn({ ...(await run.spec(run.server.host_id, { imageId })), volumes: await unshelveVolumes(run) })
   await finishUnshelve(run)
-  // Spawned as a build spawns: 100 %, not the 50 % of its last step.
-  return { progress: 100 }
+  return { progress: 0 }
 }
 
 type Impl = (run: ActionRun) => Promise<Outcome>
@@ -268,12 +271,12 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
   },
   rebuild: async (run) => {
     const imageId = typeof run.params.imageRef === 'string' ? run.params.imageRef.split('/').pop()! : run.server.image_id
-    await run.step('rebuild_block_device_mapping', 33)
-    await run.step('rebuild_spawning', 66)
+    await run.step('rebuild_block_device_mapping')
+    await run.step('rebuild_spawning')
     await run.driver().rebuild(await run.spec(run.server.host_id, { imageId, adminPass: run.params.adminPass as string | undefined }))
     if (powerOf(run.payload.before) === 'off') await run.driver().powerOff(run.server.id)
     // A volume-backed server's new image goes to its root volume; the server itself shows none.
-    return { ...(!run.params.volumeBacked && { image_id: imageId }), launched_at: Date.now(), progress: 100 }
+    return { ...(!run.params.volumeBacked && { image_id: imageId }), launched_at: Date.now(), progress: 0 }
   },
   resize: (run) => migrateCold(run, true),
   migrate: (run) => migrateCold(run, false),
@@ -281,7 +284,13 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
   revertResize,
   createImage,
   changePassword: async (run) => {
-    await run.driver().setAdminPassword(run.server.id, String(run.params.adminPass ?? ''))
+    try {
+      await run.driver().setAdminPassword(run.server.id, String(run.params.adminPass ?? ''))
+    } catch (err) {
+      // Nova's InstancePasswordSetFailed: a guest that cannot take a password (no guest agent) keeps its state.
+      if (err instanceof DriverError && err.code < 500) throw new StepFailure(err.message, err.code, err.stack ?? '', run.payload.before.vmState)
+      throw err
+    }
     return {}
   },
   'os-start': async (run) => {

@@ -19,7 +19,6 @@ import { prepareBlockDevices, releaseVolumes } from './volumes.js'
 
 const SCHEDULE_EVENT = 'conductor_schedule_and_build_instances'
 const BUILD_EVENT = 'compute__do_build_and_run_instance'
-const BUILD_PROGRESS: Record<string, number> = { networking: 10, block_device_mapping: 30, spawning: 60 }
 /**
  * The task states a build moves a server from. A delete accepted during the build sets `deleting`: the build
  * must not move the server out of it (the delete wins, and the user never sees a build step after deleting).
@@ -100,7 +99,8 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
     // Aborted: the task's lease is gone and its next owner carries on from the row's state.
     if (signal.aborted) return
     if (ids.length === 0) break
-    const moved = await moveMany(db, ids, { task_state: step, progress: BUILD_PROGRESS[step] })
+    // progress stays 0 while building, as in Nova: clients print any other value (`openstack … --wait`).
+    const moved = await moveMany(db, ids, { task_state: step })
     for (const id of ids) if (!moved.has(id)) await abandon(ctx, id, drivers.get(id)!)
     ids = ids.filter((id) => moved.has(id))
     if (step === 'spawning') break
@@ -140,7 +140,7 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
     const done = await db.transaction().execute(async (tx) => {
       const rows = await tx
         .updateTable('servers')
-        .set({ vm_state: 'active', task_state: null, power_state: POWER.RUNNING, progress: 100, launched_at: now, updated_at: now })
+        .set({ vm_state: 'active', task_state: null, power_state: POWER.RUNNING, progress: 0, launched_at: now, updated_at: now })
         .where('id', 'in', spawned)
         .where('deleted', '=', 0)
         .where('vm_state', '=', 'building')

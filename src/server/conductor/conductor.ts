@@ -22,7 +22,8 @@ import type { ConductorContext } from './context.js'
 import { runDelete, markDeleted } from './delete.js'
 import { reconcile, type ReconcileReport } from './reconciler.js'
 import { recordFault } from './records.js'
-import { runVolumeTask } from './volumes.js'
+import { extendAttachedVolume, runVolumeTask } from './volumes.js'
+import type { AttachedVolumeHooks } from '../volume/worker.js'
 
 export class Conductor {
   readonly drivers = new DriverRegistry()
@@ -57,6 +58,11 @@ export class Conductor {
   /** The image and block storage services the conductor snapshots into and attaches from. */
   useStorage(storage: ComputeStorage): void {
     this.ctx.storage = storage
+  }
+
+  /** Compute's part of an online volume extend: the server's hypervisor moves the guest onto the grown export. */
+  volumeHooks(): AttachedVolumeHooks {
+    return { extendAttached: (serverId, volume, sizeBytes) => extendAttachedVolume(this.ctx, serverId, volume, sizeBytes) }
   }
 
   /** Registers the embedded simulated hosts and reconciles once. */

@@ -15,7 +15,7 @@ import { DriverError, type VolumeConnection } from '../drivers/compute/driver.js
 import type { Db } from '../storage/store.js'
 import type { ActionRun } from './actions.js'
 import { StepFailure } from './context.js'
-import { storageOf } from './volumes.js'
+import { storageOf, volumeConnection } from './volumes.js'
 
 /**
  * Copies the guest's disk into the queued image `imageId` (none: the task came without one, the driver still
@@ -81,7 +81,7 @@ export async function unshelveVolumes(run: ActionRun): Promise<VolumeConnection[
   for (const bdm of await volumeMappings(db, run.server.id)) {
     if (!bdm.volume_id) continue
     await db.updateTable('volume_attachments').set({ host_name: run.server.host }).where('volume_id', '=', bdm.volume_id).where('server_id', '=', run.server.id).execute()
-    connections.push({ volumeId: bdm.volume_id, device: bdm.device_name })
+    connections.push(await volumeConnection(run.ctx, run.server, bdm.volume_id, bdm.device_name))
   }
   return connections
 }

@@ -1,7 +1,8 @@
 /**
  * The conductor's side of block storage:
  *
- * - `compute.volume` tasks (os-volume_attachments): connect, disconnect or swap a volume on the server's host, then
+ * - `compute.volume` tasks (os-volume_attachments): connect, disconnect or swap a volume on the server's host (a
+ *   host whose hypervisor reads bytes first gets the volume's NBD export and its attachment's key), then
  *   complete the change on the volume (attaching → in-use, detaching → available) and the mapping, with the
  *   event and the instance action finished in the same transaction. A host that fails the operation leaves the
  *   volume as it was before the request (Nova rolls back too) and the action in error.
@@ -17,6 +18,7 @@ import type { VolumeTaskPayload } from '../compute/tasks.js'
 import type { ComputeStorage } from '../compute/storage.js'
 import { volumeMappings } from '../compute/block-devices.js'
 import { DriverError, type ComputeDriver, type VolumeConnection } from '../drivers/compute/driver.js'
+import { VolumeBackendError } from '../drivers/volume/backend.js'
 import type { BlockDeviceMappingTable } from '../storage/tables/compute-volumes.js'
 import type { ServerTable } from '../storage/tables/compute.js'
 import type { Db } from '../storage/store.js'
@@ -38,6 +40,42 @@ async function attachmentStatus(db: Db, volumeId: string, serverId: string): Pro
 /** The driver of the server's host, or none when it has no host (nothing to connect there). */
 function hostDriver(ctx: ConductorContext, server: ServerTable): ComputeDriver | undefined {
   return server.host_id ? driverFor(ctx, server.host_id, server.host) : undefined
+}
+
+/**
+ * What the server's host needs to connect a volume: on a host that runs real guests, the volume's export is granted
+ * to the attachment and served first (a failure there is the hypervisor's: a DriverError with its reason).
+ */
+export async function volumeConnection(ctx: ConductorContext, server: ServerTable, volumeId: string, device: string | null, hostId = server.host_id): Promise<VolumeConnection> {
+  // Simulated hosts read no bytes: they attach without an export.
+  if (!hostId || !ctx.drivers.get(hostId)?.guestDetails) return { volumeId, device }
+  try {
+    const connection = await storageOf(ctx).volumes.connect({ volumeId, serverId: server.id, hostId })
+    return { volumeId, device, connection }
+  } catch (err) {
+    if (err instanceof VolumeBackendError) throw new DriverError(`Volume ${volumeId} could not be exported to host ${hostId}: ${err.message}`)
+    throw err
+  }
+}
+
+/**
+ * Every volume attached to the server, connected for `hostId`: what a guest rebuilt, migrated or evacuated there
+ * needs to find its disks again (during a live migration both hosts hold a connection).
+ */
+export async function attachedVolumes(ctx: ConductorContext, server: ServerTable, hostId: string): Promise<VolumeConnection[]> {
+  const out: VolumeConnection[] = []
+  for (const bdm of await volumeMappings(ctx.store.db, server.id)) {
+    if (!bdm.volume_id || (await attachmentStatus(ctx.store.db, bdm.volume_id, server.id)) !== 'attached') continue
+    out.push(await volumeConnection(ctx, server, bdm.volume_id, bdm.device_name, hostId))
+  }
+  return out
+}
+
+/** An attached volume grew: the server's hypervisor moves the guest onto the export's new generation. */
+export async function extendAttachedVolume(ctx: ConductorContext, serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
+  const server = await loadServer(ctx.store.db, serverId)
+  if (!server || server.deleted) return
+  await hostDriver(ctx, server)?.extendVolume(serverId, volume, sizeBytes)
 }
 
 export async function runVolumeTask(ctx: ConductorContext, payload: VolumeTaskPayload, lastAttempt: boolean): Promise<void> {
@@ -87,7 +125,7 @@ interface Operation {
 
 const OPERATIONS: Record<VolumeTaskPayload['operation'], Operation> = {
   attach: {
-    connect: async (ctx, server, bdm, p) => hostDriver(ctx, server)?.attachVolume(server.id, { volumeId: p.volumeId, device: bdm.device_name }),
+    connect: async (ctx, server, bdm, p) => hostDriver(ctx, server)?.attachVolume(server.id, await volumeConnection(ctx, server, p.volumeId, bdm.device_name)),
     complete: async (storage, tx, server, bdm, p) => {
       await storage.volumes.attach(tx, { volumeId: p.volumeId, serverId: server.id, device: bdm.device_name, hostName: server.host, deleteOnTermination: bdm.delete_on_termination === 1 })
     },
@@ -108,7 +146,7 @@ const OPERATIONS: Record<VolumeTaskPayload['operation'], Operation> = {
     // The hypervisor copies the old volume onto the new one and switches the guest's disk: connect, then disconnect.
     connect: async (ctx, server, bdm, p) => {
       const driver = hostDriver(ctx, server)
-      await driver?.attachVolume(server.id, { volumeId: p.newVolumeId!, device: bdm.device_name })
+      await driver?.attachVolume(server.id, await volumeConnection(ctx, server, p.newVolumeId!, bdm.device_name))
       await driver?.detachVolume(server.id, p.volumeId)
     },
     complete: async (storage, tx, server, bdm, p) => {
@@ -153,12 +191,13 @@ export async function prepareBlockDevices(ctx: ConductorContext, server: ServerT
     try {
       const volumeId = bdm.volume_id ?? (await createBootVolume(ctx, server, bdm))
       if (!volumeId) return [] // the server was deleted meanwhile
+      if (!(await reserveBootVolume(ctx, server, bdm, volumeId))) return []
       if ((await attachmentStatus(db, volumeId, server.id)) !== 'attached') {
         await db.transaction().execute((tx) =>
           storageOf(ctx).volumes.attach(tx, { volumeId, serverId: server.id, device: bdm.device_name, hostName: server.host, deleteOnTermination: bdm.delete_on_termination === 1 }),
         )
       }
-      connections.push({ volumeId, device: bdm.device_name })
+      connections.push(await volumeConnection(ctx, server, volumeId, bdm.device_name))
     } catch (err) {
       if (err instanceof AppError) throw new BlockDeviceFailure(server.id, err)
       throw err
@@ -168,9 +207,9 @@ export async function prepareBlockDevices(ctx: ConductorContext, server: ServerT
 }
 
 /**
- * The volume of an image, snapshot or blank mapping, created available and reserved for the server in one
- * transaction with the mapping's update. The server row is locked first: a delete that committed meanwhile
- * makes this a no-op (undefined), one that comes later finds the volume and detaches it.
+ * The volume of an image, snapshot or blank mapping, recorded (creating) in one transaction with the mapping's
+ * update. The server row is locked first: a delete that committed meanwhile makes this a no-op (undefined), one
+ * that comes later finds the volume and deletes it with the server's mappings.
  */
 async function createBootVolume(ctx: ConductorContext, server: ServerTable, bdm: BlockDeviceMappingTable): Promise<string | undefined> {
   const storage = storageOf(ctx)
@@ -192,9 +231,26 @@ async function createBootVolume(ctx: ConductorContext, server: ServerTable, bdm:
       availabilityZone: null,
       name: '',
     })
-    const { attachmentId } = await storage.volumes.reserveForAttach(tx, { volumeId: volume.id, projectId: server.project_id, serverId: server.id, isAdmin: true })
-    await tx.updateTable('block_device_mappings').set({ volume_id: volume.id, volume_size: volume.size, attachment_id: attachmentId }).where('id', '=', bdm.id).execute()
+    await tx.updateTable('block_device_mappings').set({ volume_id: volume.id, volume_size: volume.size }).where('id', '=', bdm.id).execute()
     return volume.id
+  })
+}
+
+/**
+ * Makes a boot volume's bytes (Nova waits for Cinder's `available` likewise) and reserves it for the server,
+ * once: a repeated run finds it reserved. False when the server was deleted meanwhile.
+ */
+async function reserveBootVolume(ctx: ConductorContext, server: ServerTable, bdm: BlockDeviceMappingTable, volumeId: string): Promise<boolean> {
+  const storage = storageOf(ctx)
+  const status = await storage.volumes.build(volumeId)
+  if (status === 'error') throw new AppError('bad_request', `Volume ${volumeId} could not be created (its backend failed).`)
+  if (await attachmentStatus(ctx.store.db, volumeId, server.id)) return true
+  return ctx.store.db.transaction().execute(async (tx) => {
+    const live = await tx.updateTable('servers').set({ updated_at: Date.now() }).where('id', '=', server.id).where('deleted', '=', 0).executeTakeFirst()
+    if (Number(live.numUpdatedRows) === 0) return false
+    const { attachmentId } = await storage.volumes.reserveForAttach(tx, { volumeId, projectId: server.project_id, serverId: server.id, isAdmin: true })
+    await tx.updateTable('block_device_mappings').set({ attachment_id: attachmentId }).where('id', '=', bdm.id).execute()
+    return true
   })
 }
 

@@ -68,6 +68,10 @@ export interface Config {
   consoleIdleSeconds: number
   /** Where the other pcc-server processes reach this one (console relays); undefined: the address it listens on. */
   advertiseUrl: string | undefined
+  /** Address the NBD exports of the control plane's volumes listen on and hypervisors connect to. */
+  volumeExportAddress: string
+  /** Ports those exports use, one per attached volume (first and last, inclusive). */
+  volumeExportPorts: { first: number; last: number }
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -131,6 +135,14 @@ function parseTls(raw: string): TlsSetting {
   const parts = raw.split(',')
   if (parts.length === 2 && parts[0] && parts[1]) return { mode: 'files', certFile: parts[0], keyFile: parts[1] }
   throw new Error('expected off, auto, or CERT_FILE,KEY_FILE')
+}
+
+function parsePortRange(raw: string): { first: number; last: number } {
+  const match = /^(\d{1,5})-(\d{1,5})$/.exec(raw.trim())
+  const first = Number(match?.[1])
+  const last = Number(match?.[2])
+  if (!match || first < 1 || last > 65535 || first > last) throw new Error(`expected FIRST-LAST ports from 1 to 65535, got "${raw}"`)
+  return { first, last }
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -352,6 +364,21 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     help: 'URL the other pcc-server processes reach this one at, for console relays (default: the address it listens on)',
     parse: parseUrl, fallback: () => undefined,
   },
+  volumeExportAddress: {
+    key: 'volumeExportAddress', env: 'PCC_VOLUME_EXPORT_ADDRESS', flag: '--volume-export-address',
+    help: "address the control plane's volume exports (NBD) listen on; hypervisors connect to it (default: the public URL's host)",
+    parse: (raw) => {
+      if (!/^[A-Za-z0-9.:-]+$/.test(raw.trim())) throw new Error(`expected a host name or IP address, got "${raw}"`)
+      return raw.trim()
+    },
+    fallback: (partial) => new URL(partial.publicUrl!).hostname.replace(/^\[|\]$/g, ''),
+  },
+  volumeExportPorts: {
+    key: 'volumeExportPorts', env: 'PCC_VOLUME_EXPORT_PORTS', flag: '--volume-export-ports',
+    help: 'ports for volume exports, FIRST-LAST (one per attached volume; default 10810-11809)',
+    parse: parsePortRange,
+    fallback: () => ({ first: 10810, last: 11809 }),
+  },
 }
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
@@ -363,5 +390,5 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'tokenExpirationSeconds', 'tokenAllowExpiredWindowSeconds',
   'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit',
   'purgeRetentionDays', 'purgeIntervalSeconds',
-  'consoleTokenTtlSeconds', 'consoleAllowedOrigins', 'consoleIdleSeconds', 'advertiseUrl',
+  'consoleTokenTtlSeconds', 'consoleAllowedOrigins', 'consoleIdleSeconds', 'advertiseUrl', 'volumeExportAddress', 'volumeExportPorts',
 ]

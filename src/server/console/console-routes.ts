@@ -7,6 +7,8 @@ import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../deps.js'
 import { renderPlainError } from '../http/error-renderers.js'
 import { attachUpgrades } from '../http/upgrades.js'
+import { noBody } from '../http/openapi.js'
+import { errorBodySchema } from '../http/error-renderers.js'
 
 export function registerConsoleRoutes(app: FastifyInstance, deps: AppDeps): void {
   attachUpgrades(app.server, deps.consoles.upgradeRoutes(), deps.logger)
@@ -14,8 +16,15 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: AppDeps): void
     deps.consoles.closeAll()
     done()
   })
-  const hidden = { schema: { hide: true } }
-  app.get('/console/websocket', hidden, async (_request, reply) =>
+  const websocket = {
+    summary: 'A remote console stream (serial or VNC): open it as a websocket with the token of its URL; a plain GET is told so',
+    tags: ['consoles'],
+    // The console token in the URL is what authenticates, at the upgrade.
+    security: [],
+    querystring: { type: 'object', properties: { token: { type: 'string' } } },
+    response: { 101: noBody('Switching Protocols to the websocket'), 426: errorBodySchema(undefined) },
+  }
+  app.get('/console/websocket', { schema: websocket }, async (_request, reply) =>
     reply
       .code(426)
       .header('upgrade', 'websocket')

@@ -3,9 +3,12 @@
  * prefix, with the family's own error envelope for every failure: thrown AppErrors, schema validation, bodies
  * that are too large or malformed, unknown routes (404) and known routes called with another method (405).
  */
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, ERROR_STATUS, type ErrorCode } from '../../contracts/errors.js'
-import type { ErrorRenderer, PublicError } from './error-renderers.js'
+import { renderPlainError, type ErrorRenderer, type PublicError } from './error-renderers.js'
+import { isDataException } from '../storage/errors.js'
 
 export interface ApiFamily {
   name: string
@@ -40,6 +43,11 @@ export function toPublicError(err: unknown, request: FastifyRequest): PublicErro
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     const code = STATUS_TO_CODE.get(fe.statusCode) ?? 'bad_request'
     return { status: fe.statusCode, code, message: fe.message }
+  }
+  if (isDataException(err)) {
+    // The database refused a value of the request (PostgreSQL: a number past a column's range…): bad input.
+    request.log.info({ err }, 'the database refused a value of the request')
+    return { status: 400, code: 'bad_request', message: 'Invalid input: a value of the request cannot be stored (out of range or not valid text).' }
   }
   request.log.error({ err }, 'unexpected error')
   return { status: 500, code: 'internal', message: GENERIC_500, details: `request id ${request.id}` }
@@ -97,4 +105,52 @@ export async function registerFamily(app: FastifyInstance, family: ApiFamily): P
     },
     { prefix: family.prefix },
   )
+}
+
+/** The family whose prefix `url` is under, if any. */
+export function familyOf(families: ApiFamily[], url: string): ApiFamily | undefined {
+  const path = url.split('?')[0]
+  return families.find((f) => path === f.prefix || path.startsWith(`${f.prefix}/`))
+}
+
+/**
+ * Errors Fastify meets before any route runs (a path with a malformed percent-escape, a path parameter past
+ * `maxParamLength`): answered in the error shape of the family the URL is under, like every other error.
+ */
+export function frameworkErrors(families: ApiFamily[]) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const family = familyOf(families, request.url)
+    // A path segment that long names nothing; any other such error is a URL that cannot be read.
+    const error: PublicError =
+      err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? { status: 404, code: 'not_found', message: 'The resource could not be found: a path segment is too long.' }
+        : { status: 400, code: 'bad_request', message: 'The URL is not valid: a path segment is not a valid percent-encoded UTF-8 string.' }
+    for (const header of ['x-openstack-request-id', ...(family?.requestIdHeaders ?? [])]) reply.header(header, request.id)
+    return reply.code(error.status).type('application/json').send((family?.renderError ?? renderPlainError)(error))
+  }
+}
+
+/** What a connection-level failure is, by Node's error code (before any request exists). */
+const CLIENT_ERRORS: Record<string, PublicError> = {
+  HPE_HEADER_OVERFLOW: { status: 431, code: 'headers_too_large', message: 'The request line and headers are larger than this server accepts.' },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: 'request_timeout', message: 'The request did not arrive in time.' },
+}
+const NOT_HTTP: PublicError = { status: 400, code: 'bad_request', message: 'The request is not valid HTTP.' }
+
+/**
+ * Fastify's clientErrorHandler: a request Node's parser refuses (headers too large, malformed HTTP) answered in
+ * the error shape of the family its request line names, when the line arrived, then the connection closes.
+ */
+export function clientErrors(families: ApiFamily[]) {
+  return (err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return
+    const error = CLIENT_ERRORS[err.code ?? ''] ?? NOT_HTTP
+    const packet = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1') : ''
+    const target = packet.split('\r\n')[0].split(' ')[1] ?? ''
+    const body = JSON.stringify((familyOf(families, target)?.renderError ?? renderPlainError)(error))
+    if (socket.writable) {
+      socket.write(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    }
+    socket.destroy(err)
+  }
 }

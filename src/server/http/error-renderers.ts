@@ -40,12 +40,14 @@ export const REASON_PHRASES: Record<number, string> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
+  408: 'Request Timeout',
   409: 'Conflict',
   410: 'Gone',
   413: 'Request Entity Too Large',
   415: 'Unsupported Media Type',
   426: 'Upgrade Required',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   501: 'Not Implemented',
   503: 'Service Unavailable',
@@ -84,3 +86,23 @@ export const renderOAuthError: ErrorRenderer = (e) => ({
 
 /** Our own services (resmgr, health) use the identity shape, which Platform9 clients also read. */
 export const renderPlainError: ErrorRenderer = renderIdentityError
+
+const str = { type: 'string' }
+const int = { type: 'integer' }
+const closed = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', properties, required, additionalProperties: false })
+
+/** The JSON Schema of each renderer's body, for the OpenAPI document and the fuzz suite's check of error shapes. */
+const ERROR_BODIES = new Map<ErrorRenderer, Record<string, unknown>>([
+  // One key, the fault's name (badRequest, itemNotFound…).
+  [renderComputeFault, { type: 'object', minProperties: 1, maxProperties: 1, additionalProperties: closed({ code: int, message: str, details: str }, ['code', 'message']) }],
+  // `extra` adds the auth receipt's fields beside `error`.
+  [renderIdentityError, { type: 'object', properties: { error: closed({ code: int, title: str, message: str }, ['code', 'title', 'message']) }, required: ['error'] }],
+  [renderNeutronError, closed({ NeutronError: closed({ type: str, message: str, detail: str }, ['type', 'message', 'detail']) }, ['NeutronError'])],
+  [renderGlanceError, closed({ message: str, code: str, title: str }, ['message', 'code', 'title'])],
+  [renderOAuthError, closed({ error: str, error_description: str }, ['error', 'error_description'])],
+])
+
+/** The schema of the error bodies `renderer` writes (the plain shape when there is no family). */
+export function errorBodySchema(renderer: ErrorRenderer | undefined): Record<string, unknown> {
+  return ERROR_BODIES.get(renderer ?? renderPlainError)!
+}

@@ -8,12 +8,27 @@
  * Fastify's own parser (prototype-poisoning checks, 400 for malformed JSON in the family's error shape).
  */
 import type { FastifyInstance } from 'fastify'
+import { badRequest } from '../../contracts/errors.js'
+
+/** `\u0000` in JSON text that is not an escaped backslash followed by "u0000". */
+const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/
+
+/**
+ * No text field takes a NUL character: PostgreSQL cannot store one (a 500 found by the fuzz suite) and SQLite
+ * would, so both dialects refuse it here, in the URL (`%00`) and in JSON bodies, with a 400 in the family's shape.
+ */
+export function refuseNul(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(request.url.includes('%00') ? badRequest('Invalid input: the URL holds a NUL character (%00), which no parameter accepts.') : undefined)
+  })
+}
 
 export function acceptBodilessJson(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body.length === 0) done(null, undefined)
+    else if (NUL_ESCAPE.test(body as string)) done(badRequest('Invalid input: the body holds a NUL character (\\u0000), which no field accepts.'), undefined)
     else parseJson(request, body as string, done)
   })
 }

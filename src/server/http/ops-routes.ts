@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Registry } from 'prom-client'
 import type { AppDeps } from '../deps.js'
 import { metricsText, type RequestStats } from './metrics.js'
+import { mediaAnswer } from './openapi.js'
 
 export interface OpsState {
   /** Set once migrations and bootstrap have finished. */
@@ -31,12 +32,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 }
 
 export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: { registry: Registry; requests: RequestStats }, state: OpsState): void {
-  const hidden = { schema: { hide: true } }
   app.get(
     '/healthz',
     {
       schema: {
         summary: 'Liveness: the process is up and serving HTTP',
+        security: [],
         tags: ['operations'],
         response: { 200: { type: 'object', properties: { status: { type: 'string', const: 'ok' } }, required: ['status'] } },
       },
@@ -49,6 +50,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: 
     {
       schema: {
         summary: 'Readiness: the database answers and migrations are done',
+        security: [],
         tags: ['operations'],
         response: { 200: readiness, 503: readiness },
       },
@@ -65,10 +67,12 @@ export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: 
     },
   )
 
-  app.get('/metrics', hidden, async (_request, reply) => {
+  const metricsDocs = { summary: 'Prometheus metrics', tags: ['operations'], security: [], response: { 200: mediaAnswer('text/plain', 'Metrics in the Prometheus text format 0.0.4') } }
+  app.get('/metrics', { schema: metricsDocs }, async (_request, reply) => {
     reply.type(metrics.registry.contentType)
     return metricsText(metrics.registry, metrics.requests)
   })
 
-  app.get('/openapi.json', hidden, async () => app.swagger())
+  const documentDocs = { summary: 'This document: every route with its schemas', tags: ['operations'], security: [], response: { 200: { type: 'object', description: 'An OpenAPI 3.1 document' } } }
+  app.get('/openapi.json', { schema: documentDocs }, async () => app.swagger())
 }

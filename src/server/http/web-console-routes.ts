@@ -11,6 +11,7 @@ import { extname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { renderPlainError } from './error-renderers.js'
+import { mediaAnswer, noBody, type JsonSchema } from './openapi.js'
 
 const WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url))
 
@@ -99,20 +100,21 @@ function send(request: FastifyRequest, reply: FastifyReply, file: StaticFile) {
 }
 
 export function registerWebConsoleRoutes(app: FastifyInstance, files = loadWebConsole()): void {
-  const hidden = { schema: { hide: true } }
+  const page = (summary: string) => ({ schema: { summary, tags: ['web console'], security: [], response: { 200: mediaAnswer('text/html', summary), 304: noBody('Not modified (ETag)') } as Record<string, JsonSchema> } })
   const notBuilt = renderPlainError({ status: 404, code: 'not_found', message: 'The web console is not built on this server: run `npm run build`.' })
   const notFound = (request: FastifyRequest) =>
     renderPlainError({ status: 404, code: 'not_found', message: `The resource could not be found: ${request.url.split('?')[0]}` })
 
-  app.get('/', hidden, async (request, reply) => {
+  app.get('/', page('The web console'), async (request, reply) => {
     const index = files.get('index.html')
     return index ? send(request, reply, index) : reply.code(404).send(notBuilt)
   })
-  app.get('/console/vnc.html', hidden, async (request, reply) => {
+  app.get('/console/vnc.html', page('The noVNC viewer remote-console URLs open'), async (request, reply) => {
     const page = files.get('console/vnc.html')
     return page ? send(request, reply, page) : reply.code(404).send(notBuilt)
   })
-  app.get<{ Params: { name: string } }>('/assets/:name', hidden, async (request, reply) => {
+  const asset = { summary: "The web console's code, styles and images", tags: ['web console'], security: [], response: { 200: mediaAnswer('application/octet-stream', 'The file, in its own media type (text/javascript, text/css, image/svg+xml…)'), 304: noBody('Not modified (ETag)') } as Record<string, JsonSchema> }
+  app.get<{ Params: { name: string } }>('/assets/:name', { schema: asset }, async (request, reply) => {
     const file = files.get(`assets/${request.params.name}`)
     return file ? send(request, reply, file) : reply.code(404).send(notFound(request))
   })

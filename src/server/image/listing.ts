@@ -149,7 +149,8 @@ export function filterSortPage(images: ImageRecord[], query: ImageQuery): ListPa
   }
   const page = matched.slice(start, start + limit)
   let nextQuery: string | undefined
-  if (page.length === limit && start + limit < matched.length) {
+  // limit=0 is an empty page without a next link: there is no last image to continue after.
+  if (limit > 0 && page.length === limit && start + limit < matched.length) {
     const params = new URLSearchParams()
     for (const [key, value] of Object.entries(query)) if (key !== 'marker') for (const v of all(value)) params.append(key, v)
     params.set('marker', page[page.length - 1].id)

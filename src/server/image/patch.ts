@@ -42,14 +42,18 @@ function attributeOf(path: string): string {
   return parts[0].replace(/~1/g, '/').replace(/~0/g, '~')
 }
 
-export function applyPatch(draft: ImageDraft, operations: unknown): void {
+/**
+ * Applies the operations to the draft. `writable`: read-only attributes this caller may still replace (an admin
+ * changes an image's `owner`, as in Glance); they are in the draft's core.
+ */
+export function applyPatch(draft: ImageDraft, operations: unknown, writable: ReadonlySet<string> = new Set()): void {
   if (!Array.isArray(operations)) throw badRequest('The request body must be a JSON array of patch operations.')
   for (const raw of operations) {
     if (!raw || typeof raw !== 'object') throw badRequest('Each patch operation must be a JSON object.')
     const op = raw as PatchOperation
     if (!OPERATIONS.includes(op.op)) throw badRequest(`Unsupported patch operation '${String(op.op)}': use add, replace or remove.`)
     const name = attributeOf(op.path)
-    if (name === 'id' || READ_ONLY_ATTRIBUTES.has(name)) throw new AppError('forbidden', `Attribute '${name}' is read-only.`)
+    if (name === 'id' || (READ_ONLY_ATTRIBUTES.has(name) && !writable.has(name))) throw new AppError('forbidden', `Attribute '${name}' is read-only.`)
     if (op.op !== 'remove' && !('value' in op)) throw badRequest(`Operation '${op.op}' on '${op.path}' needs a value.`)
     if (CORE_ATTRIBUTES.has(name)) {
       if (op.op === 'remove') {

@@ -50,7 +50,12 @@ export interface SnapshotImageRequest {
   minDisk?: number
   minRam?: number
   visibility?: 'private' | 'shared'
+  /** The `image_type` property (default `snapshot`, as Nova sets it); null for none (an image uploaded from a volume). */
+  imageType?: string | null
 }
+
+/** Read-only attributes an admin may still change with a patch (Glance lets admins move an image to another owner). */
+const ADMIN_WRITABLE: ReadonlySet<string> = new Set(['owner'])
 
 export class ImageService {
   private readonly now: () => number
@@ -208,10 +213,13 @@ export class ImageService {
           min_disk: image.minDisk,
           min_ram: image.minRam,
           tags: image.tags,
+          owner: image.owner,
         },
         properties: { ...image.properties },
       }
-      applyPatch(draft, operations)
+      applyPatch(draft, operations, viewer.isAdmin ? ADMIN_WRITABLE : undefined)
+      const owner = draft.core.owner
+      if (owner !== image.owner && (typeof owner !== 'string' || owner === '' || owner.length > 255)) throw badRequest("Invalid value for 'owner': expected a project id.")
       const core = validateCore(draft.core)
       const properties = validateProperties(draft.properties)
       if (core.visibility === 'public' && image.visibility !== 'public') authorize(imagePolicy, 'publicize_image', principal)
@@ -232,6 +240,7 @@ export class ImageService {
           container_format: core.container_format ?? null,
           min_disk: core.min_disk!,
           min_ram: core.min_ram!,
+          owner: owner as string | null,
           properties: JSON.stringify(properties),
           updated_at: this.now(),
         })
@@ -261,9 +270,9 @@ export class ImageService {
   }
 
   async setStatusAction(principal: Principal, id: string, action: 'deactivate' | 'reactivate'): Promise<void> {
-    authorize(imagePolicy, action, principal)
     await this.store.db.transaction().execute(async (tx) => {
       const image = await this.find(viewerOf(principal), id, tx)
+      authorize(imagePolicy, action, principal, { projectId: image.owner ?? undefined })
       const [from, to] = action === 'deactivate' ? ['active', 'deactivated'] : ['deactivated', 'active']
       if (image.status === to) return
       if (image.status !== from) throw badRequest(`Not allowed to ${action} an image in status '${image.status}'.`)
@@ -440,7 +449,8 @@ export class ImageService {
   async createSnapshotImage(request: SnapshotImageRequest, db: Db = this.store.db): Promise<ImageRecord> {
     const id = randomUUID()
     const now = this.now()
-    const properties = validateProperties({ image_type: 'snapshot', ...request.properties })
+    const imageType = request.imageType === undefined ? 'snapshot' : request.imageType
+    const properties = validateProperties({ ...(imageType ? { image_type: imageType } : {}), ...request.properties })
     await db
       .insertInto('images')
       .values({
@@ -519,6 +529,13 @@ export class ImageService {
   /** Marks a snapshot image that could not be made as killed (Nova deletes it; keeping it tells the user why). */
   async killImage(imageId: string): Promise<void> {
     await this.store.db.updateTable('images').set({ status: 'killed', updated_at: this.now() }).where('id', '=', imageId).where('status', 'in', ['queued', 'saving']).execute()
+  }
+
+  /** The bytes of any image by id (block storage copying an image it already checked into a volume). */
+  async openBytes(imageId: string): Promise<{ stream: Readable; size: number }> {
+    const image = await this.load(this.store.db, imageId)
+    if (!image?.blobKey) throw notFound(`Image ${imageId} has no data.`)
+    return this.blobs.open(image.blobKey)
   }
 
   /** Any image by id regardless of visibility (compute reading an image it already checked). */

@@ -7,6 +7,7 @@ import { checkQuota } from './quotas.js'
 import { subnetIdsByNetwork, touched } from './queries.js'
 import { networkView, type View } from './views.js'
 import { removeDhcpPorts } from './dhcp-ports.js'
+import { removePort } from './ports.js'
 import { checkSegmentUnchanged, hasProviderAttributes, maxMtu, resolveSegment, type ProviderBody } from './segments.js'
 
 export interface NetworkBody extends ProviderBody {
@@ -166,6 +167,14 @@ export async function deleteNetwork(ctx: NetCtx, actor: Actor, id: string): Prom
 
 export async function removeNetwork(ctx: NetCtx, row: NetworkTable): Promise<void> {
   await removeDhcpPorts(ctx, row.id)
+  // As Neutron's L3 plugin does: an external network's floating IPs that no port uses go with it (their holder
+  // ports would otherwise keep it in use); an associated one keeps it in use.
+  const unused = await ctx.db.selectFrom('floating_ips').select(['id', 'floating_port_id']).where('floating_network_id', '=', row.id).where('fixed_port_id', 'is', null).execute()
+  for (const fip of unused) {
+    await ctx.db.deleteFrom('floating_ips').where('id', '=', fip.id).execute()
+    const holder = await ctx.db.selectFrom('ports').selectAll().where('id', '=', fip.floating_port_id).executeTakeFirst()
+    if (holder) await removePort(ctx, holder)
+  }
   const port = await ctx.db.selectFrom('ports').select('id').where('network_id', '=', row.id).executeTakeFirst()
   if (port) throw neutron.networkInUse(row.id)
   await ctx.db.deleteFrom('subnets').where('network_id', '=', row.id).execute()

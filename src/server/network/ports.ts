@@ -59,7 +59,8 @@ export interface PortSpec {
 }
 
 /** Ports Neutron's L3 service owns: deleted with their router or floating IP, never through the port API. */
-export const L3_OWNERS = new Set(['network:router_interface', 'network:router_gateway', 'network:floatingip', 'network:router_interface_distributed'])
+export const ROUTER_INTERFACE_OWNERS = ['network:router_interface', 'network:router_interface_distributed'] as const
+export const L3_OWNERS = new Set<string>([...ROUTER_INTERFACE_OWNERS, 'network:router_gateway', 'network:floatingip'])
 
 const MAC_RE = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/
 

@@ -143,7 +143,10 @@ export async function showSecurityGroup(ctx: NetCtx, actor: Actor, id: string): 
 export async function updateSecurityGroup(ctx: NetCtx, actor: Actor, id: string, body: SecurityGroupBody): Promise<View> {
   const row = await visibleSecurityGroup(ctx, actor, id)
   must(actor, 'update_security_group', groupTarget(row))
-  if (body.name !== undefined && body.name !== row.name && (row.name === 'default' || body.name === 'default')) {
+  // Neutron: the name 'default' is taken by the project's default group (409, as on create); the default group
+  // itself cannot be renamed (400).
+  if (body.name === 'default' && row.name !== 'default') throw neutron.securityGroupDefaultAlreadyExists()
+  if (body.name !== undefined && body.name !== row.name && row.name === 'default') {
     throw neutron.invalid('SecurityGroupCannotUpdateDefault', 'Updating default security group not allowed.')
   }
   if (body.stateful !== undefined && body.stateful !== (row.stateful === 1)) {

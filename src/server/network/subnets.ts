@@ -7,7 +7,8 @@ import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { cidrContains, cidrsOverlap, formatCidr, formatIp, lastAddress, parseCidr, parseIp, type Cidr, type IpVersion } from './ip.js'
 import { releaseDhcpAddresses } from './dhcp-ports.js'
-import type { Pool } from './ipam.js'
+import { isAutoAddressSubnet, type Pool } from './ipam.js'
+import { ROUTER_INTERFACE_OWNERS } from './ports.js'
 import { networkTarget, owningProject, visibleNetwork } from './networks.js'
 import { checkQuota } from './quotas.js'
 import { lockNetwork, touched } from './queries.js'
@@ -274,6 +275,12 @@ export async function deleteSubnet(ctx: NetCtx, actor: Actor, id: string): Promi
   must(actor, 'delete_subnet', subnetTarget(subnet, network))
   await lockNetwork(ctx, network.id)
   await releaseDhcpAddresses(ctx, id)
+  if (isAutoAddressSubnet(subnet)) {
+    // Neutron: the addresses ports got by themselves (SLAAC, DHCPv6-stateless) go with the subnet; a router
+    // interface on it still keeps it in use.
+    const routerPorts = ctx.db.selectFrom('ports').select('id').where('device_owner', 'in', [...ROUTER_INTERFACE_OWNERS])
+    await ctx.db.deleteFrom('ip_allocations').where('subnet_id', '=', id).where('port_id', 'not in', routerPorts).execute()
+  }
   const used = await ctx.db.selectFrom('ip_allocations').select('port_id').where('subnet_id', '=', id).executeTakeFirst()
   if (used) throw neutron.subnetInUse(id)
   await ctx.db.deleteFrom('subnets').where('id', '=', id).execute()

@@ -16,6 +16,7 @@ import type { HostTable } from '../storage/tables/compute.js'
 import { CommandChannel } from './command-channel.js'
 import { hostView, type HostFacts, type HostView, type ReportedNic } from './host-view.js'
 import { CONVERGING, ROLES } from './roles.js'
+import { storageHostGone, volumesOnHost } from '../volume/storage-hosts.js'
 
 export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 const secret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`
@@ -278,7 +279,10 @@ export class OnboardingService {
     if (!current) throw notFound(`Role ${role} is not assigned to host ${hostId}.`)
     if (state === 'removed') {
       if (current.state !== 'removing') throw conflict(`Role ${role} of host ${hostId} is ${current.state}, not removing.`)
-      await db.deleteFrom('host_roles').where('host_id', '=', hostId).where('role', '=', role).where('state', '=', 'removing').execute()
+      await db.transaction().execute(async (tx) => {
+        await tx.deleteFrom('host_roles').where('host_id', '=', hostId).where('role', '=', role).where('state', '=', 'removing').execute()
+        if (role === 'storage') await storageHostGone(tx, hostId)
+      })
     } else {
       if (current.state === 'removing') throw conflict(`Role ${role} of host ${hostId} is being removed.`)
       await setHostRole(db, hostId, role, state)
@@ -305,6 +309,7 @@ export class OnboardingService {
     const moving = roles.find((r) => CONVERGING.includes(r.state))
     if (moving) throw conflict(`Host ${host.id} is converging (role ${moving.role} is ${moving.state}); try again when it is done.`)
     if (role === 'hypervisor' && !force) await this.refuseWhileServers(host)
+    if (role === 'storage' && !force) await this.refuseWhileVolumes(host)
     await setHostRole(this.store.db, host.id, role, 'removing')
     this.logger.info({ hostId, role, force }, 'role removal started')
     return this.view(host.id)
@@ -317,8 +322,10 @@ export class OnboardingService {
       const moving = roles.find((r) => CONVERGING.includes(r.state))
       if (moving) throw conflict(`Host ${host.id} is converging (role ${moving.role} is ${moving.state}); try again when it is done, or force.`)
       await this.refuseWhileServers(host)
+      await this.refuseWhileVolumes(host)
     }
     await this.store.db.transaction().execute(async (tx) => {
+      await storageHostGone(tx, host.id)
       await tx.deleteFrom('allocations').where('host_id', '=', host.id).execute()
       await tx.deleteFrom('host_roles').where('host_id', '=', host.id).execute()
       await tx.deleteFrom('host_credentials').where('host_id', '=', host.id).execute()
@@ -368,5 +375,10 @@ export class OnboardingService {
   private async refuseWhileServers(host: HostTable): Promise<void> {
     const busy = await this.store.db.selectFrom('servers').select('id').where('host_id', '=', host.id).where('deleted', '=', 0).executeTakeFirst()
     if (busy) throw new AppError('conflict', `Servers still run on host ${host.hostname}: migrate or delete them first, or force.`)
+  }
+
+  private async refuseWhileVolumes(host: HostTable): Promise<void> {
+    const held = await volumesOnHost(this.store.db, host.id)
+    if (held > 0) throw new AppError('conflict', `Host ${host.hostname} holds ${held} volume(s): retype them to another backend or delete them first, or force (they go to error).`)
   }
 }

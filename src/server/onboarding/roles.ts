@@ -16,6 +16,11 @@ export const ROLES: RoleDefinition[] = [
     display_name: 'Network node',
     description: "Runs routers: each router's namespace with SNAT and floating IPs, bridged to the external networks named in the host's agent.json.",
   },
+  {
+    name: 'storage',
+    display_name: 'Block Storage',
+    description: 'Holds volumes: the agent runs the file backend (and LVM where volume group cinder-volumes exists) and exports attached volumes over NBD; volume types with pcc:placement storage-host are placed here.',
+  },
 ]
 
 export const CONVERGING = ['applying', 'removing']

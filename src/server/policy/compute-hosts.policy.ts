@@ -7,6 +7,7 @@ export type ComputeHostsOperation =
   | 'os_compute_api:os-hypervisors:show'
   | 'os_compute_api:os-hypervisors:statistics'
   | 'os_compute_api:os-hypervisors:servers'
+  | 'os_compute_api:os-hypervisors:search'
   | 'os_compute_api:os-hypervisors:uptime'
   | 'os_compute_api:os-services:list'
   | 'os_compute_api:os-services:update'
@@ -18,6 +19,7 @@ export const COMPUTE_HOSTS_POLICY: PolicyTable<ComputeHostsOperation> = {
   'os_compute_api:os-hypervisors:show': isAdmin,
   'os_compute_api:os-hypervisors:statistics': isAdmin,
   'os_compute_api:os-hypervisors:servers': isAdmin,
+  'os_compute_api:os-hypervisors:search': isAdmin,
   'os_compute_api:os-hypervisors:uptime': isAdmin,
   'os_compute_api:os-services:list': isAdmin,
   'os_compute_api:os-services:update': isAdmin,

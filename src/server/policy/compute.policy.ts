@@ -20,6 +20,7 @@ export const COMPUTE_POLICY = {
   'servers:action:admin': isAdmin,
   'servers:unlock:unlock_override': isAdmin,
   'servers:metadata:write': projectMemberOrAdmin,
+  'servers:password:clear': projectMemberOrAdmin,
   'servers:tags:write': projectMemberOrAdmin,
   'servers:instance_actions:events': isAdmin,
   'servers:ips': projectReaderOrAdmin,

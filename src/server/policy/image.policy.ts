@@ -1,6 +1,6 @@
 /**
- * The image service's policy, after Glance's defaults: readers see, members of the owning project change,
- * only admins publicize, deactivate and reactivate. Visibility itself (who can see which image) is not a
+ * The image service's policy, after Glance's defaults (Xena and later): readers see, members of the owning project
+ * change, deactivate and reactivate, only admins publicize. Visibility itself (who can see which image) is not a
  * policy rule but the service's query: an image the caller cannot see is 404.
  */
 import { anyOf, hasRole, isAdmin, projectMemberOrAdmin, type PolicyTable } from './rules.js'
@@ -35,8 +35,9 @@ export const imagePolicy: PolicyTable<ImageOperation> = {
   upload_image: projectMemberOrAdmin,
   download_image: reader,
   download_deactivated: isAdmin,
-  deactivate: isAdmin,
-  reactivate: isAdmin,
+  // Target: the image's owner project.
+  deactivate: projectMemberOrAdmin,
+  reactivate: projectMemberOrAdmin,
   add_member: projectMemberOrAdmin,
   delete_member: projectMemberOrAdmin,
   // Target: the member project (only the consumer accepts or rejects).

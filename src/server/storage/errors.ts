@@ -19,3 +19,12 @@ export function isForeignKeyViolation(err: unknown): boolean {
   const code = codeOf(err)
   return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY'
 }
+
+/**
+ * The database refused a value itself (SQLSTATE class 22, "data exception": a NUL in text, a number past the
+ * column's range, text that is not valid in the encoding…): the input was invalid, not the server.
+ */
+export function isDataException(err: unknown): boolean {
+  const code = codeOf(err)
+  return code !== undefined && (/^22[0-9A-Z]{3}$/.test(code) || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH')
+}

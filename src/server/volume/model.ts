@@ -13,6 +13,8 @@ export interface VolumeAttachment {
   hostName: string | null
   deleteOnTermination: boolean
   attachedAt: number | null
+  /** Cinder's connection_info as the hypervisor got it (without the key). */
+  connectionInfo: Record<string, unknown> | null
 }
 
 export interface VolumeRecord {
@@ -35,6 +37,12 @@ export interface VolumeRecord {
   attachments: VolumeAttachment[]
   createdAt: number
   updatedAt: number
+  /** Backend holding the bytes (file, lvm) and where: `controller` or a storage host's id (null until placed). */
+  backend: string
+  location: string | null
+  multiattach: boolean
+  /** Why the backend failed (admins only). */
+  statusReason: string | null
 }
 
 export interface SnapshotRecord {
@@ -69,6 +77,7 @@ export function rowToAttachment(row: VolumeAttachmentTable): VolumeAttachment {
     hostName: row.host_name,
     deleteOnTermination: row.delete_on_termination === 1,
     attachedAt: row.attached_at === null ? null : Number(row.attached_at),
+    connectionInfo: row.connection_info ? (JSON.parse(row.connection_info) as Record<string, unknown>) : null,
   }
 }
 
@@ -93,6 +102,10 @@ export function rowToVolume(row: VolumeTable, typeName: string, attachments: Vol
     attachments,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    backend: row.backend,
+    location: row.location,
+    multiattach: row.multiattach === 1,
+    statusReason: row.status_reason,
   }
 }
 

@@ -1,16 +1,16 @@
 /**
- * The block storage service: Cinder's rules for volumes, their status machine and attachments. Volume data is
- * simulated: sizes are accounted against quotas, no bytes are stored. Work Cinder does in its volume manager
- * (create, delete, extend) goes through the durable task queue with a short delay, so a volume is `creating`
- * for a moment and then `available`, and a process dying in between does not strand it.
+ * The block storage service: Cinder's rules for volumes, their status machine and attachments. The bytes live in
+ * a backend at a storage place (docs/block-storage.md); work Cinder does in its volume manager goes through the
+ * durable task queue to the volume worker (worker.ts), so a process dying in between does not strand a volume.
  *
  * Status machine (volume `status`):
- *   creating → available | error          (task volume.create)
- *   available → attaching → in-use         (reserveForAttach, attach — called by compute)
- *   in-use → detaching → available         (beginDetach, detach)
- *   available | error → deleting → gone    (task volume.delete)
- *   available → extending → available      (task volume.extend)
- *   available | in-use → uploading → back  (task volume.upload: os-volume_upload_image)
+ *   creating → available | error                       (task volume.create)
+ *   available → attaching → in-use                      (reserveForAttach, attach — called by compute)
+ *   in-use → detaching → available | in-use            (beginDetach, detach; in-use while others stay attached)
+ *   available | error → deleting → gone                 (task volume.delete)
+ *   available | in-use → extending → the same | error_extending   (task volume.extend; in-use from 3.42)
+ *   available | in-use → retyping → the same             (task volume.retype; bytes move between backends)
+ *   available | in-use → uploading → the same            (task volume.upload_image)
  *
  * Compute calls the methods under "for compute" inside its own transactions (pass `tx`), so a server and its
  * volumes change together.
@@ -22,25 +22,24 @@ import type { ImageService } from '../image/service.js'
 import { authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
-import type { TaskQueue, TaskRecord } from '../tasks/queue.js'
-import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
+import type { TaskQueue } from '../tasks/queue.js'
 import type { ImageRecord } from '../image/model.js'
 import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type VolumeRecord } from './model.js'
+import type { VolumeConnections } from './connections.js'
+import type { VolumeConnectionInfo } from '../drivers/compute/driver.js'
+import { fitsLayout, typeLayout } from './placement.js'
 import { checkQuota } from './quotas.js'
 import { hydrate, loadVolume, resolveType } from './repo.js'
-import { simulatedVolumeData, UPLOAD_FORMATS, type UploadFormat } from './simulated-data.js'
+import { page, type SortKeys } from './listing.js'
+import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
 
-export const VOLUME_TASKS = {
-  create: 'volume.create',
-  delete: 'volume.delete',
-  extend: 'volume.extend',
-  upload: 'volume.upload',
-  snapshotCreate: 'snapshot.create',
-  snapshotDelete: 'snapshot.delete',
-} as const
+export { VOLUME_TASKS }
+
+/** Image formats whose bytes go into a volume as they are (raw, iso) or converted (qcow2). */
+const VOLUME_IMAGE_FORMATS = ['raw', 'qcow2', 'iso']
 
 export interface VolumeServiceOptions {
-  /** How long simulated backend work takes, in ms (creation, deletion, extension, snapshots). */
+  /** Delay before backend work starts, in ms (tests slow it to observe transitional states). */
   workDelayMs?: number
   now?: () => number
   /** Called after a commit that enqueued work, so this process's runner claims it at once. */
@@ -68,6 +67,8 @@ export interface CreateVolumeInput {
   source_volid?: string | null
   imageRef?: string | null
   metadata?: Record<string, string>
+  /** The deprecated `multiattach` flag of the create body: only types that allow multiattach accept it. */
+  multiattach?: boolean
 }
 
 export interface VolumeListQuery {
@@ -89,7 +90,11 @@ export interface UploadToImageInput {
   diskFormat: string
   containerFormat: string
   force: boolean
+  visibility?: 'private' | 'shared'
 }
+
+/** The formats a volume's bytes are uploaded in. */
+const UPLOAD_FORMATS = ['raw', 'qcow2'] as const
 
 /** Keys of a volume's image metadata that describe the source image itself, not properties an upload carries on. */
 const SOURCE_IMAGE_KEYS = new Set(['image_id', 'image_name', 'checksum', 'container_format', 'disk_format', 'min_disk', 'min_ram', 'size'])
@@ -101,19 +106,16 @@ function inheritedImageProperties(volume: VolumeRecord): Record<string, string> 
 
 const GIB = 1024 ** 3
 const DELETABLE = new Set(['available', 'error', 'error_restoring', 'error_extending', 'error_managing'])
-const SORT_KEYS: Record<string, (v: VolumeRecord) => string | number | null> = {
+const SORT_KEYS: SortKeys<VolumeRecord> = {
   created_at: (v) => v.createdAt,
   updated_at: (v) => v.updatedAt,
   id: (v) => v.id,
   name: (v) => v.name,
+  display_name: (v) => v.name,
   status: (v) => v.status,
   size: (v) => v.size,
   availability_zone: (v) => v.availabilityZone,
   bootable: (v) => Number(v.bootable),
-}
-
-export function sortKeys(): string[] {
-  return Object.keys(SORT_KEYS)
 }
 
 export class VolumeService {
@@ -127,7 +129,16 @@ export class VolumeService {
     private readonly options: VolumeServiceOptions = {},
   ) {
     this.now = options.now ?? Date.now
-    this.workDelayMs = options.workDelayMs ?? 300
+    this.workDelayMs = options.workDelayMs ?? 0
+  }
+
+  private worker: VolumeWorker | undefined
+  private connections: VolumeConnections | undefined
+
+  /** The worker and connection manager, set once by the composition root (they are built around the service). */
+  useBackends(worker: VolumeWorker, connections: VolumeConnections): void {
+    this.worker = worker
+    this.connections = connections
   }
 
   private wake(): void {
@@ -167,27 +178,7 @@ export class VolumeService {
       const wanted = Object.entries(query.metadata)
       volumes = volumes.filter((v) => wanted.every(([k, val]) => v.metadata[k] === val))
     }
-    const specs = [...query.sort]
-    for (const s of specs) if (!(s.key in SORT_KEYS)) throw badRequest(`Invalid sort key '${s.key}': expected one of ${sortKeys().join(', ')}.`)
-    if (!specs.some((s) => s.key === 'id')) specs.push({ key: 'id', dir: specs[0]?.dir ?? 'desc' })
-    volumes.sort((a, b) => {
-      for (const s of specs) {
-        const va = SORT_KEYS[s.key](a)
-        const vb = SORT_KEYS[s.key](b)
-        if (va === vb) continue
-        const order = va === null ? -1 : vb === null ? 1 : va < vb ? -1 : 1
-        return s.dir === 'asc' ? order : -order
-      }
-      return 0
-    })
-    let start = query.offset ?? 0
-    if (query.marker !== undefined) {
-      const at = volumes.findIndex((v) => v.id === query.marker)
-      if (at < 0) throw badRequest(`Invalid marker: volume ${query.marker} could not be found.`)
-      start = at + 1
-    }
-    const end = query.limit === undefined ? volumes.length : start + query.limit
-    return { volumes: volumes.slice(start, end) }
+    return { volumes: page(volumes, query, SORT_KEYS, 'volume') }
   }
 
   async create(principal: Principal, input: CreateVolumeInput): Promise<VolumeRecord> {
@@ -211,6 +202,9 @@ export class VolumeService {
     let size = input.size
     if (size !== undefined && (!Number.isInteger(size) || size < 1)) throw badRequest(`Invalid input received: Volume size '${size}' must be an integer and greater than 0.`)
     let typeRef = input.volume_type
+    // A volume from a snapshot is made where the snapshot is, by the snapshot's backend.
+    let location: string | null = null
+    let fromSnapshotBackend: string | undefined
     let bootable = false
     let imageId: string | null = null
     let imageMetadata: Record<string, string> | null = null
@@ -222,6 +216,8 @@ export class VolumeService {
       if (size < snap.size) throw badRequest(`Invalid input received: Volume size '${size}'GB cannot be smaller than the snapshot size ${snap.size}GB. They must be >= original snapshot size.`)
       const source = await loadVolume(tx, snap.volume_id)
       if (source) {
+        location = source.location
+        fromSnapshotBackend = source.backend
         typeRef ??= source.volumeTypeId
         bootable = source.bootable
         imageId = source.imageId
@@ -244,6 +240,9 @@ export class VolumeService {
         throw err
       })
       if (size === undefined) throw badRequest("Invalid input received: 'size' is required when creating a volume from an image.")
+      if (!VOLUME_IMAGE_FORMATS.includes(image.diskFormat ?? '')) {
+        throw badRequest(`Invalid image: disk_format ${image.diskFormat} cannot be written to a volume (expected one of ${VOLUME_IMAGE_FORMATS.join(', ')}).`)
+      }
       const imageGib = Math.ceil((image.size ?? 0) / GIB)
       if (size < imageGib) throw badRequest(`Invalid input received: Size of specified image ${imageGib}GB is larger than volume size ${size}GB.`)
       if (size < image.minDisk) throw badRequest(`Invalid input received: Volume size ${size}GB cannot be smaller than the image minDisk size ${image.minDisk}GB.`)
@@ -263,6 +262,11 @@ export class VolumeService {
     }
     if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
     const type = await resolveType(tx, typeRef)
+    const layout = typeLayout(type)
+    if (fromSnapshotBackend !== undefined && fromSnapshotBackend !== layout.backend) {
+      throw badRequest(`Invalid input received: a volume from a snapshot is made by the snapshot's backend (${fromSnapshotBackend}); volume type ${type.name} uses ${layout.backend}.`)
+    }
+    if (input.multiattach && !layout.multiattach) throw badRequest(`Invalid input received: volume type ${type.name} does not allow multiattach (extra spec multiattach="<is> True").`)
     await checkQuota(tx, this.store.capabilities, caller.projectId, { volumes: 1, gigabytes: size })
     const id = randomUUID()
     const now = this.now()
@@ -286,6 +290,10 @@ export class VolumeService {
         metadata: JSON.stringify(input.metadata ?? {}),
         created_at: now,
         updated_at: now,
+        backend: layout.backend,
+        location,
+        status_reason: null,
+        multiattach: layout.multiattach ? 1 : 0,
       })
       .execute()
     return (await loadVolume(tx, id))!
@@ -358,12 +366,14 @@ export class VolumeService {
     this.wake()
   }
 
-  async extend(principal: Principal, id: string, newSize: number): Promise<void> {
+  /** os-extend; `online` (microversion 3.42+) also extends in-use volumes, and their guests see the new size. */
+  async extend(principal: Principal, id: string, newSize: number, online = false): Promise<void> {
     const caller = callerOf(principal)
     await this.store.db.transaction().execute(async (tx) => {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:extend', principal, { projectId: volume.projectId })
-      if (volume.status !== 'available') throw badRequest(`Invalid volume: Volume status must be 'available' to extend, currently ${volume.status}.`)
+      const allowed = online ? ['available', 'in-use'] : ['available']
+      if (!allowed.includes(volume.status)) throw badRequest(`Invalid volume: Volume status must be ${allowed.map((s) => `'${s}'`).join(' or ')} to extend, currently ${volume.status}.`)
       if (!Number.isInteger(newSize) || newSize <= volume.size) {
         throw badRequest(`Invalid input received: New size for extend must be greater than current size. (current: ${volume.size}, extended: ${newSize}).`)
       }
@@ -371,13 +381,16 @@ export class VolumeService {
       // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
       const moved = await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
-      await this.enqueue(tx, VOLUME_TASKS.extend, id, { newSize })
+      await this.enqueue(tx, VOLUME_TASKS.extend, id, { newSize, previousStatus: volume.status })
     })
     this.wake()
   }
 
-  /** Changes the volume type of an available volume (simulated: no data moves). */
-  async retype(principal: Principal, id: string, typeRef: string): Promise<void> {
+  /**
+   * os-retype: a type whose backend or place differs moves the bytes (Cinder's migration), which needs
+   * `migration_policy: on-demand` and a volume that is not attached; otherwise only the type changes.
+   */
+  async retype(principal: Principal, id: string, typeRef: string, migrationPolicy: 'never' | 'on-demand' = 'never'): Promise<void> {
     const caller = callerOf(principal)
     await this.store.db.transaction().execute(async (tx) => {
       const volume = await this.find(caller, id, tx)
@@ -385,8 +398,18 @@ export class VolumeService {
       if (!['available', 'in-use'].includes(volume.status)) throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use to retype, but it is ${volume.status}.`)
       const type = await resolveType(tx, typeRef)
       if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)
-      await tx.updateTable('volumes').set({ volume_type_id: type.id, updated_at: this.now() }).where('id', '=', id).execute()
+      const layout = typeLayout(type)
+      if (!fitsLayout(volume, layout)) {
+        if (migrationPolicy !== 'on-demand') throw badRequest(`Invalid input received: retyping volume ${id} to ${type.name} moves its bytes to another backend; ask with migration_policy on-demand.`)
+        if (volume.status !== 'available') throw badRequest(`Invalid volume: Volume ${id} must be detached to move its bytes to another backend.`)
+        if (await tx.selectFrom('volume_snapshots').select('id').where('volume_id', '=', id).executeTakeFirst()) throw badRequest(`Invalid volume: Volume ${id} has snapshots, which stay with their backend; delete them before moving it.`)
+      }
+      if (volume.multiattach && !layout.multiattach && volume.attachments.length > 1) throw badRequest(`Invalid volume: Volume ${id} is attached to several servers; type ${type.name} does not allow that.`)
+      const moved = await tx.updateTable('volumes').set({ status: 'retyping', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
+      await this.enqueue(tx, VOLUME_TASKS.retype, id, { typeId: type.id, previousStatus: volume.status })
     })
+    this.wake()
   }
 
   /** Sets (merge) or removes keys of the volume's image metadata (os-set_image_metadata / os-unset_image_metadata). */
@@ -407,14 +430,15 @@ export class VolumeService {
 
   /**
    * os-volume_upload_image: a new image of the volume's bytes. The image is created queued with the request, the
-   * volume is `uploading` until the backend has written the bytes (task volume.upload), then back to its status.
-   * An attached volume needs `force`, as in Cinder.
+   * volume is `uploading` until its storage place has copied the bytes in, converted to `diskFormat` (the worker's
+   * task volume.upload_image), then back to its status. An attached volume needs `force`, as in Cinder.
    */
   async uploadToImage(principal: Principal, id: string, input: UploadToImageInput): Promise<{ volume: VolumeRecord; image: ImageRecord }> {
     const caller = callerOf(principal)
     if (!(UPLOAD_FORMATS as readonly string[]).includes(input.diskFormat)) {
-      throw badRequest(`Invalid disk-format '${input.diskFormat}': this block storage backend uploads ${UPLOAD_FORMATS.join(' or ')}.`)
+      throw badRequest(`Invalid disk-format '${input.diskFormat}': volumes upload as ${UPLOAD_FORMATS.join(' or ')}.`)
     }
+    if (input.containerFormat !== 'bare') throw badRequest(`Invalid container-format '${input.containerFormat}': volumes upload as bare.`)
     const result = await this.store.db.transaction().execute(async (tx) => {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:upload_image', principal, { projectId: volume.projectId })
@@ -424,14 +448,33 @@ export class VolumeService {
       const moved = await tx.updateTable('volumes').set({ status: 'uploading', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
       const image = await this.images.createSnapshotImage(
-        { projectId: volume.projectId, name: input.imageName, diskFormat: input.diskFormat, containerFormat: input.containerFormat, properties: inheritedImageProperties(volume) },
+        { projectId: volume.projectId, name: input.imageName, diskFormat: input.diskFormat, containerFormat: input.containerFormat, visibility: input.visibility, imageType: null, minDisk: volume.size, properties: inheritedImageProperties(volume) },
         tx,
       )
-      await this.enqueue(tx, VOLUME_TASKS.upload, id, { imageId: image.id, diskFormat: input.diskFormat, previousStatus: volume.status })
+      await tx.insertInto('volume_image_uploads').values({ image_id: image.id, volume_id: id, disk_format: input.diskFormat, created_at: this.now() }).execute()
+      await this.enqueue(tx, VOLUME_TASKS.uploadImage, id, { imageId: image.id, previousStatus: volume.status })
       return { volume: (await loadVolume(tx, id))!, image }
     })
     this.wake()
     return result
+  }
+
+  /**
+   * os-reserve / os-unreserve: marks an available volume `attaching` (nothing attached yet), and back. Only a
+   * reservation without an attachment in progress can be undone.
+   */
+  async reserve(principal: Principal, id: string, reserve: boolean): Promise<void> {
+    const caller = callerOf(principal)
+    await this.store.db.transaction().execute(async (tx) => {
+      const volume = await this.find(caller, id, tx)
+      authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
+      const [from, to] = reserve ? ['available', 'attaching'] : ['attaching', 'available']
+      if (volume.status !== from || (!reserve && volume.attachments.length > 0)) {
+        throw badRequest(`Invalid volume: Volume ${id} status must be ${from}${reserve ? '' : ' without attachments'} to ${reserve ? 'reserve' : 'unreserve'}, but current status is: ${volume.status}.`)
+      }
+      const moved = await tx.updateTable('volumes').set({ status: to, updated_at: this.now() }).where('id', '=', id).where('status', '=', from).executeTakeFirst()
+      if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
+    })
   }
 
   /** Admins delete a volume whatever its status, attachments included (os-force_delete). */
@@ -483,100 +526,31 @@ export class VolumeService {
     return rows.map((r) => ({ ...rowToAttachment(r), projectId: r.project_id }))
   }
 
-  // ---- task handlers (simulated backend) ----
-
-  handlers(): Map<string, TaskHandler> {
-    const payloadId = (task: TaskRecord) => {
-      const id = (task.payload as { id?: unknown }).id
-      if (typeof id !== 'string') throw new PermanentTaskError('task payload has no id')
-      return id
-    }
-    return new Map<string, TaskHandler>([
-      [
-        VOLUME_TASKS.create,
-        async (task) => {
-          await this.store.db.updateTable('volumes').set({ status: 'available', updated_at: this.now() }).where('id', '=', payloadId(task)).where('status', '=', 'creating').execute()
-        },
-      ],
-      [
-        VOLUME_TASKS.delete,
-        async (task) => {
-          const id = payloadId(task)
-          await this.store.db.transaction().execute(async (tx) => {
-            const row = await tx.selectFrom('volumes').select('status').where('id', '=', id).executeTakeFirst()
-            if (!row || row.status !== 'deleting') return
-            await tx.deleteFrom('volume_snapshots').where('volume_id', '=', id).execute()
-            await tx.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
-            await tx.deleteFrom('volumes').where('id', '=', id).execute()
-          })
-        },
-      ],
-      [
-        VOLUME_TASKS.extend,
-        async (task) => {
-          const newSize = Number((task.payload as { newSize?: unknown }).newSize)
-          if (!Number.isInteger(newSize)) throw new PermanentTaskError('extend task without a new size')
-          await this.store.db
-            .updateTable('volumes')
-            .set({ status: 'available', size: newSize, updated_at: this.now() })
-            .where('id', '=', payloadId(task))
-            .where('status', '=', 'extending')
-            .execute()
-        },
-      ],
-      [
-        VOLUME_TASKS.upload,
-        async (task) => {
-          const id = payloadId(task)
-          const { imageId, diskFormat, previousStatus } = task.payload as { imageId?: string; diskFormat?: UploadFormat; previousStatus?: string }
-          if (!imageId || !diskFormat || !previousStatus) throw new PermanentTaskError('upload task without its image, format or status')
-          const volume = await loadVolume(this.store.db, id)
-          try {
-            // Run again after a crash, the image is no longer queued: the first run finished it, or it was killed.
-            const image = await this.images.getById(imageId)
-            if (volume && image?.status === 'queued') await this.images.completeSnapshotImage(imageId, simulatedVolumeData(volume, diskFormat))
-          } finally {
-            await this.store.db.updateTable('volumes').set({ status: previousStatus, updated_at: this.now() }).where('id', '=', id).where('status', '=', 'uploading').execute()
-          }
-        },
-      ],
-      [
-        VOLUME_TASKS.snapshotCreate,
-        async (task) => {
-          await this.store.db.updateTable('volume_snapshots').set({ status: 'available', updated_at: this.now() }).where('id', '=', payloadId(task)).where('status', '=', 'creating').execute()
-        },
-      ],
-      [
-        VOLUME_TASKS.snapshotDelete,
-        async (task) => {
-          await this.store.db.deleteFrom('volume_snapshots').where('id', '=', payloadId(task)).where('status', '=', 'deleting').execute()
-        },
-      ],
-    ])
-  }
-
   // ---- for compute ----
 
   /**
-   * Reserves an available volume of `projectId` for a server: available → attaching, with an attachment record
-   * in status reserved. 404 when the volume is not the project's; 409 when it is not available (in use).
+   * Reserves a volume of `projectId` for a server: available → attaching, with an attachment record in status
+   * reserved; a multiattach volume may also be in use by other servers. 404 when the volume is not the project's;
+   * 409 when it cannot be attached (in use, or already attached to that server).
    */
   async reserveForAttach(tx: Db, request: { volumeId: string; projectId: string; serverId: string; isAdmin?: boolean }): Promise<{ attachmentId: string; volume: VolumeRecord }> {
     const volume = await this.find({ projectId: request.projectId, userId: '', isAdmin: request.isAdmin ?? false }, request.volumeId, tx)
-    if (volume.status !== 'available') {
-      throw conflict(`Invalid volume: volume ${volume.id} status must be available to attach, but it is ${volume.status}.`)
+    const attachable = volume.multiattach ? ['available', 'in-use'] : ['available']
+    if (!attachable.includes(volume.status)) {
+      throw conflict(`Invalid volume: volume ${volume.id} status must be ${attachable.join(' or ')} to attach, but it is ${volume.status}${volume.multiattach ? '' : ' (its type does not allow multiattach)'}.`)
     }
+    if (volume.attachments.some((a) => a.serverId === request.serverId)) throw conflict(`Invalid volume: volume ${volume.id} is already attached to server ${request.serverId}.`)
     const claimed = await tx
       .updateTable('volumes')
       .set({ status: 'attaching', updated_at: this.now() })
       .where('id', '=', volume.id)
-      .where('status', '=', 'available')
+      .where('status', '=', volume.status)
       .executeTakeFirst()
     if (Number(claimed.numUpdatedRows) === 0) throw conflict(`Invalid volume: volume ${volume.id} is being attached elsewhere.`)
     const attachmentId = randomUUID()
     await tx
       .insertInto('volume_attachments')
-      .values({ id: attachmentId, volume_id: volume.id, server_id: request.serverId, attach_status: 'reserved', device: null, host_name: null, delete_on_termination: 0, attached_at: null, created_at: this.now() })
+      .values({ id: attachmentId, volume_id: volume.id, server_id: request.serverId, attach_status: 'reserved', device: null, host_name: null, delete_on_termination: 0, attached_at: null, created_at: this.now(), host_id: null, connection_info: null })
       .execute()
     return { attachmentId, volume: (await loadVolume(tx, volume.id))! }
   }
@@ -594,12 +568,16 @@ export class VolumeService {
     await tx.updateTable('volumes').set({ status: 'in-use', updated_at: now }).where('id', '=', request.volumeId).execute()
   }
 
-  /** Starts a detach: in-use → detaching. 400 when the volume is not attached to that server. */
+  /**
+   * Starts a detach: in-use → detaching (a multiattach volume stays in-use while other servers keep it). 400 when
+   * the volume is not attached to that server.
+   */
   async beginDetach(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
     const attachment = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
     if (!attachment) throw badRequest(`Volume ${request.volumeId} is not attached to server ${request.serverId}.`)
     await tx.updateTable('volume_attachments').set({ attach_status: 'detaching' }).where('id', '=', attachment.id).execute()
-    await tx.updateTable('volumes').set({ status: 'detaching', updated_at: this.now() }).where('id', '=', request.volumeId).execute()
+    const others = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).where('attach_status', '=', 'attached').executeTakeFirst()
+    if (!others) await tx.updateTable('volumes').set({ status: 'detaching', updated_at: this.now() }).where('id', '=', request.volumeId).execute()
   }
 
   /** Gives up a detach that could not be done: detaching → in-use, the attachment attached again. */
@@ -619,13 +597,17 @@ export class VolumeService {
       .execute()
   }
 
-  /** Removes the attachment (also a reservation that never completed); the volume becomes available. */
+  /**
+   * Removes the attachment (also a reservation that never completed) and its key on the volume's export; the
+   * volume becomes available, or stays in-use while other servers keep it.
+   */
   async detach(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
+    const attachment = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
+    if (attachment) await this.connections?.disconnect(tx, attachment.id)
     await tx.deleteFrom('volume_attachments').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).execute()
-    const left = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).execute()
-    if (left.length === 0) {
-      await tx.updateTable('volumes').set({ status: 'available', updated_at: this.now() }).where('id', '=', request.volumeId).where('status', 'in', ['reserved', 'attaching', 'in-use', 'detaching']).execute()
-    }
+    const left = await tx.selectFrom('volume_attachments').select('attach_status').where('volume_id', '=', request.volumeId).execute()
+    const status = left.length === 0 ? 'available' : left.some((a) => a.attach_status !== 'reserved') ? 'in-use' : 'attaching'
+    await tx.updateTable('volumes').set({ status, updated_at: this.now() }).where('id', '=', request.volumeId).where('status', 'in', ['reserved', 'attaching', 'in-use', 'detaching']).execute()
   }
 
   /** Deletes a detached volume for a server that was deleted with delete_on_termination. */
@@ -640,9 +622,10 @@ export class VolumeService {
   }
 
   /**
-   * A volume for boot from volume (BDMv2 source image, snapshot or blank, destination volume), created
-   * `available` at once inside the caller's transaction: compute's own task is the asynchronous part. Applies
-   * the same checks as the API (image visible and active, size ≥ image size and min_disk, quotas).
+   * A volume for boot from volume (BDMv2 source image, snapshot or blank, destination volume), inserted `creating`
+   * inside the caller's transaction, with the same checks as the API (image visible and active, size ≥ image size
+   * and min_disk, quotas). Its bytes are made by `build`, which compute's build step awaits (as Nova waits for
+   * Cinder) before it attaches the volume.
    */
   async createForBoot(
     tx: Db,
@@ -661,13 +644,27 @@ export class VolumeService {
         snapshot_id: request.source === 'snapshot' ? request.sourceId : undefined,
         source_volid: request.source === 'volume' ? request.sourceId : undefined,
       },
-      'available',
+      'creating',
     )
   }
 
-  /** Shorthand of createForBoot for an image source. */
-  async createFromImageForBoot(tx: Db, request: { projectId: string; userId: string; isAdmin?: boolean; imageId: string; size: number; volumeType?: string | null; availabilityZone?: string | null; name?: string }): Promise<VolumeRecord> {
-    return this.createForBoot(tx, { ...request, source: 'image', sourceId: request.imageId })
+  /**
+   * Makes a `creating` volume's bytes now, in the caller's task (boot from volume), and answers its status:
+   * `available`, or `error` when the backend failed. Repeating it on an available volume changes nothing.
+   */
+  async build(volumeId: string): Promise<string> {
+    if (!this.worker) throw new Error('the volume service runs without its worker')
+    await this.worker.createNow(volumeId)
+    return (await this.store.db.selectFrom('volumes').select('status').where('id', '=', volumeId).executeTakeFirstOrThrow()).status
+  }
+
+  /**
+   * Connects the server's attachment of a volume for hypervisor `hostId` (its export and key) and answers the
+   * connection info; a VolumeBackendError when the volume's place cannot serve it.
+   */
+  connect(request: { volumeId: string; serverId: string; hostId: string }): Promise<VolumeConnectionInfo> {
+    if (!this.connections) throw new Error('the volume service runs without its connection manager')
+    return this.connections.connect(request)
   }
 
   /** A volume by id for compute, scoped to a project (admins: any); 404 otherwise. */

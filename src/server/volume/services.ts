@@ -1,18 +1,47 @@
 /** The block storage services, built together by the composition root. */
+import type { SecretBox } from '../crypto/secret-box.js'
 import type { ImageService } from '../image/service.js'
 import type { Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
+import { VolumeConnections } from './connections.js'
+import type { PortRange } from './exports.js'
+import type { StoragePlaces } from './places/registry.js'
 import { VolumeService, type VolumeServiceOptions } from './service.js'
 import { SnapshotService } from './snapshots.js'
 import { VolumeTypeService } from './types.js'
+import { VolumeWorker } from './worker.js'
 
 export interface VolumeServices {
   volumes: VolumeService
   snapshots: SnapshotService
   volumeTypes: VolumeTypeService
+  /** The backend work behind the API (task handlers). */
+  worker: VolumeWorker
+  /** Attachments' exports and keys (compute and the hypervisor hosts' endpoint). */
+  connections: VolumeConnections
+  /** Where bytes live: the control plane's place and the storage hosts'. */
+  places: StoragePlaces
 }
 
-export function createVolumeServices(store: Store, queue: TaskQueue, images: ImageService, options: VolumeServiceOptions = {}): VolumeServices {
+export interface VolumeBackendDeps {
+  box: SecretBox
+  places: StoragePlaces
+  ports: PortRange
+  /** A storage host silent for longer gets no new volumes. */
+  downAfterMs: number
+}
+
+export function createVolumeServices(store: Store, queue: TaskQueue, images: ImageService, backend: VolumeBackendDeps, options: VolumeServiceOptions = {}): VolumeServices {
   const volumes = new VolumeService(store, queue, images, options)
-  return { volumes, snapshots: new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake }), volumeTypes: new VolumeTypeService(store) }
+  const worker = new VolumeWorker({ store, box: backend.box, places: backend.places, images, ports: backend.ports, downAfterMs: backend.downAfterMs })
+  const connections = new VolumeConnections({ store, box: backend.box, places: backend.places, queue, ports: backend.ports })
+  volumes.useBackends(worker, connections)
+  return {
+    volumes,
+    snapshots: new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake }),
+    volumeTypes: new VolumeTypeService(store),
+    worker,
+    connections,
+    places: backend.places,
+  }
 }

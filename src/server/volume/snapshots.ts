@@ -11,6 +11,19 @@ import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import { rowToSnapshot, type SnapshotRecord } from './model.js'
 import { checkQuota } from './quotas.js'
+import { page, type PageQuery, type SortKeys } from './listing.js'
+
+/** Keys snapshots sort by (`display_name` is the old name of `name`, still accepted by Cinder). */
+const SNAPSHOT_SORT_KEYS: SortKeys<SnapshotRecord> = {
+  id: (s) => s.id,
+  name: (s) => s.name,
+  display_name: (s) => s.name,
+  status: (s) => s.status,
+  size: (s) => s.size,
+  volume_id: (s) => s.volumeId,
+  created_at: (s) => s.createdAt,
+  updated_at: (s) => s.updatedAt,
+}
 import { callerOf, VOLUME_TASKS, type Caller, type VolumeService } from './service.js'
 
 export interface SnapshotInput {
@@ -45,10 +58,7 @@ export class SnapshotService {
     return snapshot
   }
 
-  async list(
-    principal: Principal,
-    query: { allTenants: boolean; name?: string; status?: string; volumeId?: string; limit?: number; marker?: string; offset?: number; sortDir: 'asc' | 'desc' },
-  ): Promise<{ snapshots: SnapshotRecord[] }> {
+  async list(principal: Principal, query: { allTenants: boolean; name?: string; status?: string; volumeId?: string } & PageQuery): Promise<{ snapshots: SnapshotRecord[] }> {
     const caller = callerOf(principal)
     if (query.allTenants) authorize(volumePolicy, 'volume:all_tenants', principal)
     let q = this.store.db.selectFrom('volume_snapshots').selectAll()
@@ -56,16 +66,7 @@ export class SnapshotService {
     if (query.name !== undefined) q = q.where('name', '=', query.name)
     if (query.status !== undefined) q = q.where('status', '=', query.status)
     if (query.volumeId !== undefined) q = q.where('volume_id', '=', query.volumeId)
-    const rows = await q.orderBy('created_at', query.sortDir).orderBy('id', query.sortDir).execute()
-    const all = rows.map(rowToSnapshot)
-    let start = query.offset ?? 0
-    if (query.marker !== undefined) {
-      const at = all.findIndex((s) => s.id === query.marker)
-      if (at < 0) throw badRequest(`Invalid marker: snapshot ${query.marker} could not be found.`)
-      start = at + 1
-    }
-    const end = query.limit === undefined ? all.length : start + query.limit
-    return { snapshots: all.slice(start, end) }
+    return { snapshots: page((await q.execute()).map(rowToSnapshot), query, SNAPSHOT_SORT_KEYS, 'snapshot') }
   }
 
   async create(principal: Principal, input: SnapshotInput): Promise<SnapshotRecord> {
@@ -163,16 +164,29 @@ export class SnapshotService {
     })
   }
 
-  async delete(principal: Principal, id: string): Promise<void> {
+  /** Deletes an available or errored snapshot; `force` (admins, os-force_delete) whatever its status. */
+  async delete(principal: Principal, id: string, force = false): Promise<void> {
     const caller = callerOf(principal)
     await this.store.db.transaction().execute(async (tx) => {
       const snapshot = await this.find(caller, id, tx)
-      authorize(volumePolicy, 'snapshot:delete', principal, { projectId: snapshot.projectId })
-      if (snapshot.status === 'deleting') return
-      if (!['available', 'error'].includes(snapshot.status)) throw badRequest(`Invalid snapshot: Snapshot status must be available or error, but it is ${snapshot.status}.`)
+      authorize(volumePolicy, force ? 'volume:reset_status' : 'snapshot:delete', principal, { projectId: snapshot.projectId })
+      if (snapshot.status === 'deleting' && !force) return
+      if (!force && !['available', 'error'].includes(snapshot.status)) throw badRequest(`Invalid snapshot: Snapshot status must be available or error, but it is ${snapshot.status}.`)
       await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).execute()
       await this.queue.enqueue({ kind: VOLUME_TASKS.snapshotDelete, subjectId: id, payload: { id }, runAfter: this.now() + this.volumes.workDelayMs }, tx)
     })
     this.options.wake?.()
   }
+
+  /** os-reset_status for admins: sets the status the record shows, nothing else (Cinder's rule). */
+  async resetStatus(principal: Principal, id: string, status: string): Promise<void> {
+    authorize(volumePolicy, 'volume:reset_status', principal)
+    if (!SNAPSHOT_STATUSES.includes(status)) throw badRequest(`Invalid status '${status}': expected one of ${SNAPSHOT_STATUSES.join(', ')}.`)
+    await this.store.db.transaction().execute(async (tx) => {
+      await this.find(callerOf(principal), id, tx)
+      await tx.updateTable('volume_snapshots').set({ status, updated_at: this.now() }).where('id', '=', id).execute()
+    })
+  }
 }
+
+const SNAPSHOT_STATUSES = ['available', 'error', 'creating', 'deleting', 'error_deleting']

@@ -6,6 +6,7 @@ import { authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Store } from '../storage/store.js'
 import { DEFAULT_VOLUME_TYPE, rowToType, type VolumeTypeRecord } from './model.js'
+import { layoutOf } from './placement.js'
 import { resolveType } from './repo.js'
 
 export class VolumeTypeService {
@@ -37,6 +38,8 @@ export class VolumeTypeService {
 
   async create(principal: Principal, input: { name: string; description?: string | null; is_public?: boolean; extra_specs?: Record<string, string> }): Promise<VolumeTypeRecord> {
     authorize(volumePolicy, 'type:manage', principal)
+    // A backend or placement that does not exist is refused here, not when a volume of the type is made.
+    layoutOf(input.extra_specs ?? {})
     const name = input.name.trim()
     if (name === '' || name.length > 255) throw badRequest('Invalid input received: Volume type name must be 1 to 255 characters.')
     const id = randomUUID()
@@ -53,15 +56,13 @@ export class VolumeTypeService {
   async update(principal: Principal, id: string, input: { name?: string; description?: string | null; is_public?: boolean }): Promise<VolumeTypeRecord> {
     authorize(volumePolicy, 'type:manage', principal)
     const type = await this.get(principal, id)
-    await this.store.db
-      .updateTable('volume_types')
-      .set({
-        ...(input.name !== undefined ? { name: input.name } : {}),
-        ...(input.description !== undefined ? { description: input.description } : {}),
-        ...(input.is_public !== undefined ? { is_public: input.is_public ? 1 : 0 } : {}),
-      })
-      .where('id', '=', type.id)
-      .execute()
+    const changes = {
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.is_public !== undefined ? { is_public: input.is_public ? 1 : 0 } : {}),
+    }
+    // A body that changes nothing is no UPDATE: one without columns is not SQL (a 500, found by the fuzz suite).
+    if (Object.keys(changes).length > 0) await this.store.db.updateTable('volume_types').set(changes).where('id', '=', type.id).execute()
     return resolveType(this.store.db, type.id)
   }
 
@@ -69,6 +70,7 @@ export class VolumeTypeService {
     authorize(volumePolicy, 'type:manage', principal)
     const type = await this.get(principal, id)
     const next = { ...type.extraSpecs, ...specs }
+    layoutOf(next)
     await this.store.db.updateTable('volume_types').set({ extra_specs: JSON.stringify(next) }).where('id', '=', type.id).execute()
     return next
   }

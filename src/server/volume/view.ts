@@ -39,7 +39,8 @@ const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
  */
 const VOLUME_SHOW_GATES: Record<string, Gate<VolumeRecord>> = {
   'os-vol-tenant-attr:tenant_id': { since: '3.0', read: (v) => v.projectId },
-  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: () => 'pcc@simulated#simulated' },
+  // Cinder's host@backend#pool: the storage place (controller or a storage host's id) and the backend.
+  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: (v) => (v.location ? `${v.location}@${v.backend}#${v.backend}` : null) },
   'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
   'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
 }
@@ -78,7 +79,7 @@ export function volumeView(v: VolumeRecord, ctx: ViewContext): Record<string, un
     // Cinder sends the flag as a string.
     bootable: v.bootable ? 'true' : 'false',
     encrypted: false,
-    multiattach: false,
+    multiattach: v.multiattach,
     replication_status: null,
     consistencygroup_id: null,
     migration_status: null,
@@ -134,7 +135,11 @@ export function snapshotDetail(s: SnapshotRecord, ctx: ViewContext): Record<stri
   }
 }
 
-export function typeView(t: VolumeTypeRecord, isAdmin: boolean): Record<string, unknown> {
+/**
+ * A volume type. `answer` is how Cinder answers: show and list carry admins' `qos_specs_id`, the answers to create
+ * and update do not (Tempest's schemas refuse it there).
+ */
+export function typeView(t: VolumeTypeRecord, isAdmin: boolean, answer: 'show' | 'write' = 'show'): Record<string, unknown> {
   return {
     id: t.id,
     name: t.name,
@@ -142,7 +147,8 @@ export function typeView(t: VolumeTypeRecord, isAdmin: boolean): Record<string, 
     is_public: t.isPublic,
     'os-volume-type-access:is_public': t.isPublic,
     // Extra specs are an operator's business.
-    ...(isAdmin ? { extra_specs: t.extraSpecs, qos_specs_id: null } : {}),
+    ...(isAdmin ? { extra_specs: t.extraSpecs } : {}),
+    ...(isAdmin && answer === 'show' ? { qos_specs_id: null } : {}),
   }
 }
 
@@ -158,7 +164,8 @@ export function attachmentView(a: VolumeAttachment, detail: boolean): Record<str
           attach_mode: 'rw',
           attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
           detached_at: null,
-          connection_info: null,
+          // As the hypervisor got it, without the key (which only the attachment's host may fetch).
+          connection_info: a.connectionInfo,
         }
       : {}),
   }

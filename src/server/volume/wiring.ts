@@ -1,40 +1,90 @@
 /**
  * Builds the image and block storage services for the composition root (runtime.ts) in one call: the blob
  * store under the data dir, the image service with its start-up steps (default image, sweep of dead uploads),
- * the volume services with the default type, and the task handlers the runner must serve.
+ * the volume services with the default type and the control plane's storage place (its exports adopted or
+ * started again from the store), and the task handlers the runner must serve.
  */
 import { join } from 'node:path'
+import type { Logger } from 'pino'
 import type { Config } from '../config/settings.js'
+import type { SecretBox } from '../crypto/secret-box.js'
 import { FsBlobStore } from '../blobs/fs-blob-store.js'
 import type { BlobStore } from '../blobs/blob-store.js'
+import { AgentDriver } from '../drivers/compute/agent/agent-driver.js'
+import type { DriverRegistry } from '../drivers/compute/registry.js'
+import { FileBackend } from '../drivers/volume/file/file-backend.js'
 import { ensureDefaultImage } from '../image/default-image.js'
 import { ImageService } from '../image/service.js'
 import type { Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import type { TaskHandler } from '../tasks/runner.js'
+import { controllerPlace } from './places/local-place.js'
+import { StoragePlaces } from './places/registry.js'
 import { createVolumeServices, type VolumeServices } from './services.js'
+import type { AttachedVolumeHooks } from './worker.js'
 
 export interface ImageAndVolume {
   deps: { blobs: BlobStore; images: ImageService; volumeServices: VolumeServices }
   handlers: Map<string, TaskHandler>
   /** Lets the services wake the runner after they enqueue work (the runner is built after them). */
   attachRunner(runner: { wake(): void }): void
+  /** The conductor's drivers (storage hosts' agents) and compute's part of online extends, once they exist. */
+  attachCompute(drivers: DriverRegistry, hooks: AttachedVolumeHooks): void
+  /** Adopts or restarts the control plane's volume exports (after the HTTP server listens), then every 30 s. */
+  start(): Promise<void>
+  /** Stops the periodic check (the exports themselves run on: they outlive pcc-server). */
+  stop(): void
 }
 
-export async function setUpImageAndVolume(options: { config: Config; store: Store; queue: TaskQueue; adminProjectId: string }): Promise<ImageAndVolume> {
+/** How often the control plane checks its exports against the store (a daemon that died is started again). */
+const EXPORT_CHECK_MS = 30_000
+
+export async function setUpImageAndVolume(options: { config: Config; store: Store; queue: TaskQueue; box: SecretBox; adminProjectId: string; logger: Logger }): Promise<ImageAndVolume> {
   const { config, store, queue } = options
   const blobs = new FsBlobStore(join(config.dataDir, 'blobs'))
   const images = new ImageService(store, blobs, { maxImageBytes: config.imageMaxBytes })
   await ensureDefaultImage(store, blobs, options.adminProjectId)
   await images.sweepStaleUploads()
   let runner: { wake(): void } | undefined
-  const volumeServices = createVolumeServices(store, queue, images, { wake: () => runner?.wake() })
+  let drivers: DriverRegistry | undefined
+  let timer: NodeJS.Timeout | undefined
+  const controller = controllerPlace({
+    dataDir: config.dataDir,
+    address: config.volumeExportAddress,
+    store,
+    box: options.box,
+    images,
+    backends: new Map([['file', new FileBackend(join(config.dataDir, 'volumes'))]]),
+  })
+  const places = new StoragePlaces(controller, (hostId) => {
+    const driver = drivers?.get(hostId)
+    return driver instanceof AgentDriver ? driver : undefined
+  }, store.db)
+  const volumeServices = createVolumeServices(
+    store,
+    queue,
+    images,
+    { box: options.box, places, ports: config.volumeExportPorts, downAfterMs: config.hostDownAfterSeconds * 1000 },
+    { wake: () => runner?.wake() },
+  )
   await volumeServices.volumeTypes.ensureDefault()
   return {
     deps: { blobs, images, volumeServices },
-    handlers: volumeServices.volumes.handlers(),
+    handlers: volumeServices.worker.handlers(),
     attachRunner: (r) => {
       runner = r
     },
+    attachCompute: (registry, hooks) => {
+      drivers = registry
+      volumeServices.worker.useCompute(hooks)
+    },
+    start: async () => {
+      await controller.backend('file').check().catch((err: Error) => options.logger.warn({ err }, 'the file volume backend cannot work here'))
+      const sync = () => controller.syncExports().catch((err: Error) => options.logger.error({ err }, 'the control plane could not restore its volume exports'))
+      await sync()
+      timer = setInterval(() => void sync(), EXPORT_CHECK_MS)
+      timer.unref()
+    },
+    stop: () => clearInterval(timer),
   }
 }

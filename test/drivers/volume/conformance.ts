@@ -220,6 +220,24 @@ export function volumeBackendConformance(name: string, setup: () => Promise<Back
         await ok(nbdIo(source(spec, 1), [`read -P 0x66 ${GIB + MIB} 1M`], client()))
       })
 
+      test('a snapshot of an exported volume holds the bytes of its moment (taken by the daemon where the backend needs it)', async () => {
+        await ok(nbdIo(source(spec), ['write -P 0x71 8M 1M', 'flush'], client()))
+        const snap = randomUUID()
+        let throughDaemon = false
+        await backend.createSnapshot(snap, volumeId, async (target) => (throughDaemon = await exports.backup(volumeId, target)))
+        await ok(nbdIo(source(spec), ['write -P 0x72 8M 1M', 'flush'], client()))
+        await ok(localIo(backend.blockdev({ snapshotId: snap }), ['read -P 0x71 8M 1M', 'read -P 0x5c 1M 1M']))
+        if (backend.name === 'file') assert.ok(throughDaemon, 'a file volume in use is copied by its daemon, not by cp')
+        // A clone of the attached volume, larger than it: its moment's bytes, zeros after.
+        const clone = randomUUID()
+        await backend.createFrom(clone, 3, { kind: 'volume', volumeId }, (target) => exports.backup(volumeId, target))
+        await ok(localIo(backend.blockdev({ volumeId: clone }), ['read -P 0x72 8M 1M', `read -P 0 ${2 * GIB} 1M`]))
+        assert.equal(await backend.size({ volumeId: clone }), 3 * GIB)
+        await backend.delete(clone)
+        assert.equal(await exports.backup(randomUUID(), backend.blockdev({ snapshotId: snap })), false, 'no daemon, no copy')
+        await backend.deleteSnapshot(snap)
+      })
+
       test('a daemon that died is started again; one adopted by a new manager is left running', async () => {
         const files = daemonFiles(join(exports.runDir, volumeId))
         const pid = daemonPid(files.pid)!

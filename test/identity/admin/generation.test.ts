@@ -1,6 +1,7 @@
 /**
  * Every identity write bumps the identity generation in its own transaction, so each process's token caches
- * reload; a write that fails (400/404/409) bumps nothing, since its transaction rolls back.
+ * reload; a write that fails (400/404/409) bumps nothing, since its transaction rolls back, and neither does
+ * counting a failed authentication.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -40,6 +41,10 @@ describe('identity writes bump the generation', () => {
     ids.user = (await ok('POST', '/users', { user: { name: 'gen', domain_id: ids.domain, password: 'pw-gen-1' } })).user.id
     await ok('PATCH', `/users/${ids.user}`, { user: { password: 'pw-gen-2' } })
     await ok('POST', `/users/${ids.user}/password`, { user: { original_password: 'pw-gen-2', password: 'pw-gen-3' } })
+    // A wrong original password counts a failed authentication but is no identity write: anyone may send one,
+    // and it must not make every process reload its identity snapshot (found by the fuzz suite).
+    await fails('POST', `/users/${ids.user}/password`, { user: { original_password: 'not-it', password: 'pw-gen-4' } })
+    assert.equal((await db.selectFrom('users').select('failed_auth_count').where('id', '=', ids.user).executeTakeFirstOrThrow()).failed_auth_count, 1)
     ids.group = (await ok('POST', '/groups', { group: { name: 'gen', domain_id: ids.domain } })).group.id
     await ok('PUT', `/groups/${ids.group}/users/${ids.user}`)
     await ok('DELETE', `/groups/${ids.group}/users/${ids.user}`)

@@ -15,6 +15,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     api: ApiVersion
   }
+  interface FastifyContextConfig {
+    /** The route reads a query parameter given more than once as a list (the server lists' filters). */
+    repeatedQuery?: boolean
+  }
 }
 
 const VARY = 'OpenStack-API-Version, X-OpenStack-Nova-API-Version, Cloud-API-Version'
@@ -63,6 +67,21 @@ export async function microversionHook(request: FastifyRequest, reply: FastifyRe
 export function useMicroversions(scope: FastifyInstance): void {
   scope.decorateRequest('api', null as unknown as ApiVersion)
   scope.addHook('onRequest', microversionHook)
+}
+
+/**
+ * A query parameter given more than once counts once, with its last value, as webob's `GET.get()` reads it
+ * for Nova; only routes that read repeats as a list (config.repeatedQuery) see arrays. Handlers can then take
+ * every parameter as a string (an array reaching one was a 500, found by the fuzz suite).
+ */
+export function useSingleQueryValues(scope: FastifyInstance): void {
+  scope.addHook('preValidation', (request, _reply, done) => {
+    if (!request.routeOptions.config.repeatedQuery) {
+      const query = request.query as Record<string, unknown>
+      for (const [key, value] of Object.entries(query)) if (Array.isArray(value)) query[key] = value[value.length - 1]
+    }
+    done()
+  })
 }
 
 export interface Caller {

@@ -13,6 +13,10 @@ import { bookmarkBase } from '../../compute/server-model.js'
 import { findUsableFlavor } from '../../compute/flavors.js'
 import type { AppDeps } from '../../deps.js'
 import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A } from '../../../contracts/compute/answers.js'
+import { envelope, fieldsSchema, listOf, plain, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
+import { J } from '../../../contracts/compute/json-types.js'
 
 const SORT_KEYS: Record<string, keyof FlavorTable> = {
   created_at: 'created_at', description: 'description', disabled: 'disabled', ephemeral_gb: 'ephemeral', flavorid: 'id', id: 'id', is_public: 'is_public',
@@ -25,7 +29,8 @@ const createBody = (version: VersionNumber) =>
       flavor: T.Object(
         {
           name: P.name,
-          id: T.Optional(T.Union([T.Null(), T.String({ minLength: 1, maxLength: 255, pattern: '^(?!\\s)[a-zA-Z0-9_.\\- ]*(?<!\\s)$' })])),
+          // Nova's flavor_id also takes a JSON number (Tempest sends one) and stores its text.
+          id: T.Optional(T.Union([T.Null(), T.String({ minLength: 1, maxLength: 255, pattern: '^(?!\\s)[a-zA-Z0-9_.\\- ]*(?<!\\s)$' }), T.Integer({ minimum: 0 })])),
           ram: P.positiveInt,
           vcpus: P.positiveInt,
           disk: P.nonNegativeInt,
@@ -45,6 +50,27 @@ const extraSpecValue = T.Union([T.String({ maxLength: 255 }), T.Number(), T.Bool
 const extraSpecsBody = () => T.Object({ extra_specs: T.Record(T.String({ pattern: '^[a-zA-Z0-9-_:. ]{1,255}$' }), extraSpecValue) }, { additionalProperties: false })
 const extraSpecItem = () => T.Record(T.String({ pattern: '^[a-zA-Z0-9-_:. ]{1,255}$' }), extraSpecValue, { minProperties: 1, maxProperties: 1 })
 const tenantBody = () => T.Object({ tenant: T.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false })
+
+const listQuery = queryOf({ is_public: { type: 'string', description: 'admins: true, false or none' }, minRam: Q.count, minDisk: Q.count, sort_key: { type: 'string', enum: Object.keys(SORT_KEYS) }, sort_dir: Q.sortDir, marker: Q.str, limit: Q.count })
+const flavor = envelope('flavor', fieldsSchema(flavorFields, 'detail'))
+const DOCS = {
+  list: (view: FlavorView) => documented({ summary: view === 'summary' ? 'List flavors' : 'List flavors with details', querystring: listQuery, response: { 200: envelope('flavors', listOf(fieldsSchema(flavorFields, view)), { flavors_links: plain(J.links) }) } }),
+  show: documented({ summary: 'Show a flavor', response: { 200: flavor } }),
+  create: documented({ summary: 'Create a flavor (admin)', body: versioned(createBody), response: { 200: flavor } }),
+  update: documented({ summary: "Change a flavor's description (2.55+, admin)", body: versioned(updateBody), response: { 200: flavor } }),
+  delete: documented({ summary: 'Delete a flavor (admin)', response: { 202: noBody('Deleted') } }),
+  extraSpecs: documented({ summary: "A flavor's extra specs", response: { 200: A.extraSpecs } }),
+  addExtraSpecs: documented({ summary: 'Add extra specs (admin)', body: versioned(extraSpecsBody), response: { 200: A.extraSpecs } }),
+  extraSpec: documented({ summary: 'One extra spec', response: { 200: A.extraSpec } }),
+  setExtraSpec: documented({ summary: 'Set one extra spec (admin)', body: versioned(extraSpecItem), response: { 200: A.extraSpec } }),
+  deleteExtraSpec: documented({ summary: 'Delete one extra spec (admin)', response: { 200: noBody('Deleted') } }),
+  access: documented({ summary: 'Projects with access to a private flavor (admin)', response: { 200: A.flavorAccess } }),
+  action: documented({
+    summary: 'Give or take a project access to a private flavor (admin)',
+    body: { anyOf: ['addTenantAccess', 'removeTenantAccess'].map((key) => ({ type: 'object', properties: { [key]: versioned(tenantBody) }, required: [key], additionalProperties: false })) },
+    response: { 200: A.flavorAccess },
+  }),
+}
 
 export function flavorRoutes(deps: AppDeps) {
   const db = deps.store.db
@@ -124,16 +150,16 @@ export function flavorRoutes(deps: AppDeps) {
       }
       return body
     }
-    scope.get('/v2.1/flavors', list('summary'))
-    scope.get('/v2.1/flavors/detail', list('detail'))
-    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id', async (request) => ({ flavor: render(request, await visible(request, request.params.id), 'detail') }))
+    scope.get('/v2.1/flavors', DOCS.list('summary'), list('summary'))
+    scope.get('/v2.1/flavors/detail', DOCS.list('detail'), list('detail'))
+    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id', DOCS.show, async (request) => ({ flavor: render(request, await visible(request, request.params.id), 'detail') }))
 
-    scope.post('/v2.1/flavors', async (request) => {
+    scope.post('/v2.1/flavors', DOCS.create, async (request) => {
       manage(request)
       const body = bodyObject(request)
       validate('flavor', request, createBody, body)
       const f = body.flavor as Record<string, unknown>
-      const id = (f.id as string | null | undefined) ?? randomUUID()
+      const id = f.id === undefined || f.id === null ? randomUUID() : String(f.id)
       const exists = await db.selectFrom('flavors').select(['id', 'name']).where((eb) => eb.or([eb('id', '=', id), eb('name', '=', f.name as string)])).where('deleted', '=', 0).executeTakeFirst()
       if (exists) throw conflict(exists.id === id ? `Flavor with ID ${id} already exists.` : `Flavor with name ${f.name as string} already exists.`)
       const isPublic = f['os-flavor-access:is_public'] === undefined ? true : ['true', '1', 't', 'yes', 'y', 'on'].includes(String(f['os-flavor-access:is_public']).toLowerCase())
@@ -156,7 +182,7 @@ export function flavorRoutes(deps: AppDeps) {
       await db.insertInto('flavors').values(row).execute()
       return { flavor: render(request, row, 'detail') }
     })
-    scope.put<{ Params: { id: string } }>('/v2.1/flavors/:id', async (request) => {
+    scope.put<{ Params: { id: string } }>('/v2.1/flavors/:id', DOCS.update, async (request) => {
       requireGate(request, 'flavorDescription')
       manage(request)
       const body = bodyObject(request)
@@ -166,7 +192,7 @@ export function flavorRoutes(deps: AppDeps) {
       await db.updateTable('flavors').set({ description }).where('id', '=', f.id).execute()
       return { flavor: render(request, { ...f, description }, 'detail') }
     })
-    scope.delete<{ Params: { id: string } }>('/v2.1/flavors/:id', async (request, reply) => {
+    scope.delete<{ Params: { id: string } }>('/v2.1/flavors/:id', DOCS.delete, async (request, reply) => {
       manage(request)
       const result = await db.deleteFrom('flavors').where('id', '=', request.params.id).executeTakeFirst()
       if (Number(result.numDeletedRows) === 0) throw notFound(`Flavor ${request.params.id} could not be found.`)
@@ -177,8 +203,8 @@ export function flavorRoutes(deps: AppDeps) {
     type PK = { Params: { id: string; key: string } }
     const saveSpecs = (id: string, specs: Record<string, string>) => db.updateTable('flavors').set({ extra_specs: JSON.stringify(specs) }).where('id', '=', id).execute()
     const asStrings = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]))
-    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id/os-extra_specs', async (request) => ({ extra_specs: JSON.parse((await visible(request, request.params.id)).extra_specs) }))
-    scope.post<{ Params: { id: string } }>('/v2.1/flavors/:id/os-extra_specs', async (request) => {
+    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id/os-extra_specs', DOCS.extraSpecs, async (request) => ({ extra_specs: JSON.parse((await visible(request, request.params.id)).extra_specs) }))
+    scope.post<{ Params: { id: string } }>('/v2.1/flavors/:id/os-extra_specs', DOCS.addExtraSpecs, async (request) => {
       manage(request)
       const body = bodyObject(request)
       validate('extra_specs', request, extraSpecsBody, body)
@@ -187,12 +213,12 @@ export function flavorRoutes(deps: AppDeps) {
       await saveSpecs(f.id, { ...JSON.parse(f.extra_specs), ...added })
       return { extra_specs: added }
     })
-    scope.get<PK>('/v2.1/flavors/:id/os-extra_specs/:key', async (request) => {
+    scope.get<PK>('/v2.1/flavors/:id/os-extra_specs/:key', DOCS.extraSpec, async (request) => {
       const specs = JSON.parse((await visible(request, request.params.id)).extra_specs) as Record<string, string>
       if (!(request.params.key in specs)) throw notFound(`Flavor ${request.params.id} has no extra specs with key ${request.params.key}.`)
       return { [request.params.key]: specs[request.params.key] }
     })
-    scope.put<PK>('/v2.1/flavors/:id/os-extra_specs/:key', async (request) => {
+    scope.put<PK>('/v2.1/flavors/:id/os-extra_specs/:key', DOCS.setExtraSpec, async (request) => {
       manage(request)
       const body = bodyObject(request)
       validate('extra_spec', request, extraSpecItem, body)
@@ -202,7 +228,7 @@ export function flavorRoutes(deps: AppDeps) {
       await saveSpecs(f.id, { ...JSON.parse(f.extra_specs), ...item })
       return item
     })
-    scope.delete<PK>('/v2.1/flavors/:id/os-extra_specs/:key', async (request, reply) => {
+    scope.delete<PK>('/v2.1/flavors/:id/os-extra_specs/:key', DOCS.deleteExtraSpec, async (request, reply) => {
       manage(request)
       const f = await visible(request, request.params.id)
       const specs = JSON.parse(f.extra_specs) as Record<string, string>
@@ -216,13 +242,13 @@ export function flavorRoutes(deps: AppDeps) {
     const accessList = async (id: string) => ({
       flavor_access: (await db.selectFrom('flavor_access').select(['flavor_id', 'project_id']).where('flavor_id', '=', id).orderBy('project_id').execute()).map((a) => ({ flavor_id: a.flavor_id, tenant_id: a.project_id })),
     })
-    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id/os-flavor-access', async (request) => {
+    scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id/os-flavor-access', DOCS.access, async (request) => {
       manage(request)
       const f = await visible(request, request.params.id)
       if (f.is_public) throw notFound('Access list not available for public flavors.')
       return accessList(f.id)
     })
-    scope.post<{ Params: { id: string } }>('/v2.1/flavors/:id/action', async (request) => {
+    scope.post<{ Params: { id: string } }>('/v2.1/flavors/:id/action', DOCS.action, async (request) => {
       manage(request)
       const body = bodyObject(request)
       const key = Object.keys(body)[0]

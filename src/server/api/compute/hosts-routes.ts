@@ -10,6 +10,10 @@ import { atLeast, hypervisorDetail, hypervisorSummary, serviceView, uptime, type
 import { authorize } from '../../policy/rules.js'
 import { COMPUTE_HOSTS_POLICY, type ComputeHostsOperation } from '../../policy/compute-hosts.policy.js'
 import type { HostTable } from '../../storage/tables/compute.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A } from '../../../contracts/compute/answers.js'
+import { MAX_VERSION, MIN_VERSION } from '../../../contracts/compute/versions.js'
+import { envelope, listOf, Q, queryOf } from '../../../contracts/compute/schemas.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -32,6 +36,23 @@ const legacyServiceSchema = {
     disabled_reason: { type: 'string', minLength: 1, maxLength: 255 },
     forced_down: { type: 'boolean' },
   },
+}
+
+const hypervisorQuery = queryOf({ limit: Q.count, marker: Q.str, hypervisor_hostname_pattern: Q.str, with_servers: Q.bool })
+const DOCS = {
+  list: documented({ summary: 'List hypervisors (admin)', querystring: hypervisorQuery, response: { 200: envelope('hypervisors', listOf(A.hypervisor)) } }),
+  detail: documented({ summary: 'List hypervisors with details (admin)', querystring: hypervisorQuery, response: { 200: envelope('hypervisors', listOf(A.hypervisor)) } }),
+  statistics: documented({ summary: 'Totals over every hypervisor (admin; below 2.88)', response: { 200: A.hypervisorStatistics } }),
+  show: documented({ summary: 'Show a hypervisor (admin)', querystring: queryOf({ with_servers: Q.bool }), response: { 200: envelope('hypervisor', A.hypervisor) } }),
+  uptime: documented({ summary: "A hypervisor's uptime (admin; below 2.88)", response: { 200: envelope('hypervisor', A.hypervisor) } }),
+  servers: documented({ summary: 'Servers on hypervisors matching a name (admin; below 2.53)', response: { 200: envelope('hypervisors', listOf(A.hypervisor)) } }),
+  services: documented({ summary: 'List compute services (admin)', querystring: queryOf({ host: Q.str, binary: Q.str }), response: { 200: envelope('services', listOf(A.service)) } }),
+  updateService: documented({
+    summary: 'Enable, disable or force down a compute service (admin); below 2.53 the id is the action and the body names the host',
+    body: { anyOf: [{ ...serviceUpdateSchema, 'x-microversions': { min: '2.53', max: MAX_VERSION } }, { ...legacyServiceSchema, 'x-microversions': { min: MIN_VERSION, max: '2.52' } }] },
+    response: { 200: envelope('service', A.service) },
+  }),
+  deleteService: documented({ summary: 'Delete a compute service without servers (admin)', response: { 204: noBody('Deleted') } }),
 }
 
 export function hostRoutes(deps: AppDeps) {
@@ -120,10 +141,10 @@ export function hostRoutes(deps: AppDeps) {
     scope.register(async (hosts) => {
       hosts.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
 
-      hosts.get<{ Querystring: Record<string, string> }>('/v2.1/os-hypervisors', (request) => listHypervisors(request, false))
-      hosts.get<{ Querystring: Record<string, string> }>('/v2.1/os-hypervisors/detail', (request) => listHypervisors(request, true))
+      hosts.get<{ Querystring: Record<string, string> }>('/v2.1/os-hypervisors', DOCS.list, (request) => listHypervisors(request, false))
+      hosts.get<{ Querystring: Record<string, string> }>('/v2.1/os-hypervisors/detail', DOCS.detail, (request) => listHypervisors(request, true))
 
-      hosts.get('/v2.1/os-hypervisors/statistics', async (request) => {
+      hosts.get('/v2.1/os-hypervisors/statistics', DOCS.statistics, async (request) => {
         const v = allow(request, 'os_compute_api:os-hypervisors:statistics')
         if (atLeast(v, 88)) throw notFound('The resource could not be found.')
         const { hosts: all } = await context()
@@ -146,7 +167,7 @@ export function hostRoutes(deps: AppDeps) {
         }
       })
 
-      hosts.get<{ Params: { id: string }; Querystring: Record<string, string> }>('/v2.1/os-hypervisors/:id', async (request) => {
+      hosts.get<{ Params: { id: string }; Querystring: Record<string, string> }>('/v2.1/os-hypervisors/:id', DOCS.show, async (request) => {
         const v = allow(request, 'os_compute_api:os-hypervisors:show')
         const { host, ctx } = await findHost(request.params.id, v)
         const withServers = atLeast(v, 53) && ['true', '1', 'True'].includes(request.query.with_servers ?? '')
@@ -154,14 +175,24 @@ export function hostRoutes(deps: AppDeps) {
         return { hypervisor: { ...hypervisorDetail(host, v, ctx), ...(servers && { servers }) } }
       })
 
-      hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/uptime', async (request) => {
+      hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/uptime', DOCS.uptime, async (request) => {
         const v = allow(request, 'os_compute_api:os-hypervisors:uptime')
         if (atLeast(v, 88)) throw notFound('The resource could not be found.')
         const { host, ctx } = await findHost(request.params.id, v)
         return { hypervisor: { ...hypervisorSummary(host, v, ctx), uptime: uptime(host, ctx.now) } }
       })
 
-      hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/servers', async (request) => {
+      // Below 2.53 a hostname pattern selects hypervisors (?hypervisor_hostname_pattern= from 2.53 on).
+      hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/search', async (request) => {
+        const v = allow(request, 'os_compute_api:os-hypervisors:search')
+        if (atLeast(v, 53)) throw notFound('The resource could not be found.')
+        const { hosts: all, ctx } = await context()
+        const matched = all.filter((h) => h.hostname.includes(request.params.id))
+        if (matched.length === 0) throw notFound(`No hypervisor matching '${request.params.id}' could be found.`)
+        return { hypervisors: matched.map((h) => hypervisorSummary(h, v, ctx)) }
+      })
+
+      hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/servers', DOCS.servers, async (request) => {
         const v = allow(request, 'os_compute_api:os-hypervisors:servers')
         if (atLeast(v, 53)) throw notFound('The resource could not be found.')
         const { hosts: all, ctx } = await context()
@@ -171,7 +202,7 @@ export function hostRoutes(deps: AppDeps) {
         return { hypervisors: matched.map((h) => ({ ...hypervisorSummary(h, v, ctx), servers: servers.get(h.id) ?? [] })) }
       })
 
-      hosts.get<{ Querystring: { host?: string; binary?: string } }>('/v2.1/os-services', async (request) => {
+      hosts.get<{ Querystring: { host?: string; binary?: string } }>('/v2.1/os-services', DOCS.services, async (request) => {
         const v = allow(request, 'os_compute_api:os-services:list')
         const { hosts: all, ctx } = await context()
         const { host, binary } = request.query
@@ -179,7 +210,7 @@ export function hostRoutes(deps: AppDeps) {
         return { services: services.map((h) => serviceView(h, v, ctx)) }
       })
 
-      hosts.put<{ Params: { id: string }; Body: Record<string, unknown> }>('/v2.1/os-services/:id', { schema: { body: { type: 'object' } } }, async (request) => {
+      hosts.put<{ Params: { id: string }; Body: Record<string, unknown> }>('/v2.1/os-services/:id', { schema: { body: { type: 'object' } }, ...DOCS.updateService }, async (request) => {
         const v = allow(request, 'os_compute_api:os-services:update')
         const action = request.params.id
         if (!atLeast(v, 53)) return legacyUpdate(request, action, v)
@@ -196,7 +227,7 @@ export function hostRoutes(deps: AppDeps) {
         return { service: serviceView(updated, v, ctx) }
       })
 
-      hosts.delete<{ Params: { id: string } }>('/v2.1/os-services/:id', async (request, reply) => {
+      hosts.delete<{ Params: { id: string } }>('/v2.1/os-services/:id', DOCS.deleteService, async (request, reply) => {
         const v = allow(request, 'os_compute_api:os-services:delete')
         const { host } = await findService(request.params.id, v)
         const busy = await db.selectFrom('servers').select('id').where('host_id', '=', host.id).where('deleted', '=', 0).executeTakeFirst()

@@ -10,6 +10,10 @@ import type { ImageRecord } from '../../image/model.js'
 import { imageDetail, imageSummary, proxyPage } from '../../compute/image-proxy.js'
 import { checkMetadataQuota } from '../../compute/quotas.js'
 import { bodyObject, callerOf, requireBefore } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A } from '../../../contracts/compute/answers.js'
+import { envelope, listOf, plain, Q, queryOf } from '../../../contracts/compute/schemas.js'
+import { J } from '../../../contracts/compute/json-types.js'
 
 type P1 = { Params: { id: string } }
 type P2 = { Params: { id: string; key: string } }
@@ -22,6 +26,24 @@ function metadataOf(request: FastifyRequest, wrapper: 'metadata' | 'meta'): Reco
     if (typeof v !== 'string' || key.length === 0 || key.length > 255 || v.length > 255) throw badRequest(`Invalid metadata: '${key}' must be a string of 1 to 255 characters with a string value of at most 255.`)
   }
   return value as Record<string, string>
+}
+
+const below = ' (2.1–2.35; 404 from 2.36)'
+const DOCS = {
+  list: (detail: boolean) =>
+    documented({
+      summary: `List images through the image service${detail ? ', with details' : ''}${below}`,
+      querystring: queryOf({ limit: Q.count, marker: Q.str, name: Q.str, status: Q.str, type: Q.str, server: Q.str, minRam: Q.count, minDisk: Q.count, 'changes-since': Q.time }),
+      response: { 200: envelope('images', listOf(detail ? A.imageDetail : A.imageSummary), { images_links: plain(J.links) }) },
+    }),
+  show: documented({ summary: `Show an image${below}`, response: { 200: envelope('image', A.imageDetail) } }),
+  delete: documented({ summary: `Delete an image${below}`, response: { 204: noBody('Deleted') } }),
+  metadata: documented({ summary: `An image's properties${below}`, response: { 200: A.metadata } }),
+  mergeMetadata: documented({ summary: `Add to an image's properties${below}`, body: A.metadata, response: { 200: A.metadata } }),
+  replaceMetadata: documented({ summary: `Replace an image's properties${below}`, body: A.metadata, response: { 200: A.metadata } }),
+  metaItem: documented({ summary: `One property of an image${below}`, response: { 200: A.meta } }),
+  setMetaItem: documented({ summary: `Set one property of an image${below}`, body: A.meta, response: { 200: A.meta } }),
+  deleteMetaItem: documented({ summary: `Delete one property of an image${below}`, response: { 204: noBody('Deleted') } }),
 }
 
 export function imageProxyRoutes(deps: AppDeps) {
@@ -61,7 +83,7 @@ export function imageProxyRoutes(deps: AppDeps) {
 
   return async (scope: FastifyInstance): Promise<void> => {
     for (const detail of [false, true]) {
-      scope.get(`/v2.1/images${detail ? '/detail' : ''}`, async (request) => {
+      scope.get(`/v2.1/images${detail ? '/detail' : ''}`, DOCS.list(detail), async (request) => {
         requireBefore(request, 'noProxyApis')
         const page = proxyPage(await visible(request), request.query as Record<string, string | undefined>)
         return {
@@ -70,28 +92,28 @@ export function imageProxyRoutes(deps: AppDeps) {
         }
       })
     }
-    scope.get<P1>('/v2.1/images/:id', async (request) => ({ image: imageDetail(await load(request, request.params.id), urls) }))
-    scope.delete<P1>('/v2.1/images/:id', async (request, reply) => {
+    scope.get<P1>('/v2.1/images/:id', DOCS.show, async (request) => ({ image: imageDetail(await load(request, request.params.id), urls) }))
+    scope.delete<P1>('/v2.1/images/:id', DOCS.delete, async (request, reply) => {
       const image = await load(request, request.params.id)
       await images.delete(request.principal, image.id)
       return reply.code(204).send()
     })
 
-    scope.get<P1>('/v2.1/images/:id/metadata', async (request) => ({ metadata: (await load(request, request.params.id)).properties }))
-    scope.post<P1>('/v2.1/images/:id/metadata', async (request) => {
+    scope.get<P1>('/v2.1/images/:id/metadata', DOCS.metadata, async (request) => ({ metadata: (await load(request, request.params.id)).properties }))
+    scope.post<P1>('/v2.1/images/:id/metadata', DOCS.mergeMetadata, async (request) => {
       const image = await load(request, request.params.id)
       return { metadata: await writeProperties(request, image, { ...image.properties, ...metadataOf(request, 'metadata') }) }
     })
-    scope.put<P1>('/v2.1/images/:id/metadata', async (request) => {
+    scope.put<P1>('/v2.1/images/:id/metadata', DOCS.replaceMetadata, async (request) => {
       const image = await load(request, request.params.id)
       return { metadata: await writeProperties(request, image, metadataOf(request, 'metadata')) }
     })
-    scope.get<P2>('/v2.1/images/:id/metadata/:key', async (request) => {
+    scope.get<P2>('/v2.1/images/:id/metadata/:key', DOCS.metaItem, async (request) => {
       const { properties } = await load(request, request.params.id)
       if (!(request.params.key in properties)) throw notFound('Invalid metadata key')
       return { meta: { [request.params.key]: properties[request.params.key] } }
     })
-    scope.put<P2>('/v2.1/images/:id/metadata/:key', async (request) => {
+    scope.put<P2>('/v2.1/images/:id/metadata/:key', DOCS.setMetaItem, async (request) => {
       const image = await load(request, request.params.id)
       const meta = metadataOf(request, 'meta')
       if (Object.keys(meta).length > 1) throw badRequest('Request body contains too many items')
@@ -99,7 +121,7 @@ export function imageProxyRoutes(deps: AppDeps) {
       await writeProperties(request, image, { ...image.properties, ...meta })
       return { meta }
     })
-    scope.delete<P2>('/v2.1/images/:id/metadata/:key', async (request, reply) => {
+    scope.delete<P2>('/v2.1/images/:id/metadata/:key', DOCS.deleteMetaItem, async (request, reply) => {
       const image = await load(request, request.params.id)
       if (!(request.params.key in image.properties)) throw notFound('Invalid metadata key')
       const { [request.params.key]: _removed, ...rest } = image.properties

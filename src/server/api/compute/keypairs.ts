@@ -11,6 +11,9 @@ import type { AppDeps } from '../../deps.js'
 import { fingerprintOf, generateSshKeypair, generateX509Keypair } from '../../compute/keypairs.js'
 import { quotaLimits } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { envelope, fieldsSchema, listOf, plain, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
+import { J } from '../../../contracts/compute/json-types.js'
 
 const createBody = (version: VersionNumber) => {
   const name = version >= versionNumber('2.92') ? T.String({ minLength: 1, maxLength: 255, pattern: '^[a-zA-Z0-9 _@.-]+$' }) : T.String({ minLength: 1, maxLength: 255, pattern: '^[_\\- a-zA-Z0-9]+$' })
@@ -19,6 +22,18 @@ const createBody = (version: VersionNumber) => {
   if (version >= versionNumber('2.2')) props.type = T.Optional(T.Union([T.Literal('ssh'), T.Literal('x509')]))
   if (version >= versionNumber('2.10')) props.user_id = T.Optional(T.String({ minLength: 1, maxLength: 255 }))
   return T.Object({ keypair: T.Object(props, { additionalProperties: false }) }, { additionalProperties: false })
+}
+
+const userQuery = queryOf({ user_id: { type: 'string', description: 'admins, 2.10+: another user' } })
+const DOCS = {
+  create: documented({ summary: 'Create (generate) or import a key pair', body: versioned(createBody), response: { 200: envelope('keypair', fieldsSchema(keypairFields, 'create')), 201: envelope('keypair', fieldsSchema(keypairFields, 'create')) } }),
+  list: documented({
+    summary: "List the caller's key pairs",
+    querystring: queryOf({ user_id: { type: 'string', description: 'admins, 2.10+: another user' }, limit: Q.count, marker: Q.str }),
+    response: { 200: envelope('keypairs', listOf(envelope('keypair', fieldsSchema(keypairFields, 'list'))), { keypairs_links: plain(J.links) }) },
+  }),
+  show: documented({ summary: 'Show a key pair', querystring: userQuery, response: { 200: envelope('keypair', fieldsSchema(keypairFields, 'show')) } }),
+  delete: documented({ summary: 'Delete a key pair', querystring: userQuery, response: { 202: noBody('Deleted (below 2.2)'), 204: noBody('Deleted') } }),
 }
 
 export function keypairRoutes(deps: AppDeps) {
@@ -36,7 +51,7 @@ export function keypairRoutes(deps: AppDeps) {
     return k
   }
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.post('/v2.1/os-keypairs', async (request, reply) => {
+    scope.post('/v2.1/os-keypairs', DOCS.create, async (request, reply) => {
       const body = bodyObject(request)
       validate('keypair', request, createBody, body)
       const k = body.keypair as { name: string; public_key?: string; type?: 'ssh' | 'x509'; user_id?: string }
@@ -62,7 +77,7 @@ export function keypairRoutes(deps: AppDeps) {
       const out = project(keypairFields, model(row, privateKey), { version: request.api.version, view: 'create', admin: callerOf(request).admin })
       return reply.code(request.api.has('keypairCreated201') ? 201 : 200).send({ keypair: out })
     })
-    scope.get('/v2.1/os-keypairs', async (request) => {
+    scope.get('/v2.1/os-keypairs', DOCS.list, async (request) => {
       const q = request.query as Record<string, string>
       const userId = userOf(request, q.user_id)
       let rows = await db.selectFrom('keypairs').selectAll().where('user_id', '=', userId).orderBy('name').execute()
@@ -85,11 +100,11 @@ export function keypairRoutes(deps: AppDeps) {
       body.keypairs = rows.map((r) => ({ keypair: project(keypairFields, model(r), { version: request.api.version, view: 'list', admin: false }) }))
       return { keypairs: body.keypairs, ...(body.keypairs_links ? { keypairs_links: body.keypairs_links } : {}) }
     })
-    scope.get<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', async (request) => {
+    scope.get<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', DOCS.show, async (request) => {
       const userId = userOf(request, (request.query as Record<string, string>).user_id)
       return { keypair: project(keypairFields, model(await find(userId, request.params.name)), { version: request.api.version, view: 'show', admin: false }) }
     })
-    scope.delete<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', async (request, reply) => {
+    scope.delete<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', DOCS.delete, async (request, reply) => {
       const userId = userOf(request, (request.query as Record<string, string>).user_id)
       const k = await find(userId, request.params.name)
       await db.deleteFrom('keypairs').where('id', '=', k.id).execute()

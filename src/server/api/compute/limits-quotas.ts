@@ -4,20 +4,38 @@ import { Type as T } from '@sinclair/typebox'
 import { badRequest } from '../../../contracts/errors.js'
 import { project } from '../../../contracts/compute/fields.js'
 import { absoluteLimitFields, quotaSetFields } from '../../../contracts/compute/quota.fields.js'
+import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
 import type { AppDeps } from '../../deps.js'
 import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, usageOf, type QuotaResource } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A } from '../../../contracts/compute/answers.js'
+import { envelope, fieldsSchema, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 
-const updateBody = () =>
-  T.Object(
-    {
-      quota_set: T.Object(
-        { ...Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, T.Optional(T.Union([T.Integer({ minimum: -1, maximum: 2147483647 }), T.String({ pattern: '^-?[0-9]+$' })]))])), force: T.Optional(T.Boolean()) },
-        { additionalProperties: false },
-      ),
-    },
-    { additionalProperties: false },
-  )
+/** Nova's largest quota limit (a 32-bit signed integer). */
+const MAX_QUOTA = 2147483647
+
+/**
+ * Nova-network's quotas, still accepted below 2.36 (Tempest sends them). They belong to the network service here, so
+ * they are taken and have no effect; quota sets show them as -1 below 2.36 (quota.fields.ts).
+ */
+const LEGACY_NETWORK_QUOTAS = ['fixed_ips', 'floating_ips', 'security_groups', 'security_group_rules', 'networks']
+
+const updateBody = (version: VersionNumber) => {
+  const limit = T.Optional(T.Union([T.Integer({ minimum: -1, maximum: MAX_QUOTA }), T.String({ pattern: '^-?[0-9]+$' })]))
+  const resources = [...QUOTA_RESOURCES, ...(version < versionNumber('2.36') ? LEGACY_NETWORK_QUOTAS : [])]
+  return T.Object({ quota_set: T.Object({ ...Object.fromEntries(resources.map((r) => [r, limit])), force: T.Optional(T.Boolean()) }, { additionalProperties: false }) }, { additionalProperties: false })
+}
+
+const quotaSet = envelope('quota_set', fieldsSchema(quotaSetFields, 'set'))
+const DOCS = {
+  limits: documented({ summary: "The project's limits and usage", querystring: queryOf({ tenant_id: { type: 'string', description: 'admins: another project' } }), response: { 200: A.limits } }),
+  defaults: documented({ summary: 'Default quotas', response: { 200: quotaSet } }),
+  detail: documented({ summary: "A project's quotas with usage", response: { 200: quotaSet } }),
+  show: documented({ summary: "A project's quotas", response: { 200: quotaSet } }),
+  update: documented({ summary: "Change a project's quotas (admin)", body: versioned(updateBody), response: { 200: quotaSet } }),
+  reset: documented({ summary: "Reset a project's quotas to the defaults (admin)", response: { 202: noBody('Reset') } }),
+}
 
 export function limitQuotaRoutes(deps: AppDeps) {
   const db = deps.store.db
@@ -27,7 +45,7 @@ export function limitQuotaRoutes(deps: AppDeps) {
   }
   const set = (request: FastifyRequest, values: Record<string, unknown>) => project(quotaSetFields, values, { version: request.api.version, view: 'set', admin: true })
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2.1/limits', async (request) => {
+    scope.get('/v2.1/limits', DOCS.limits, async (request) => {
       const caller = callerOf(request)
       const q = request.query as Record<string, string>
       let projectId = caller.projectId
@@ -38,10 +56,10 @@ export function limitQuotaRoutes(deps: AppDeps) {
       return { limits: { rate: [], absolute: project(absoluteLimitFields, source, { version: request.api.version, view: 'set', admin: false }) } }
     })
 
-    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/defaults', async (request) => {
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/defaults', DOCS.defaults, async (request) => {
       return { quota_set: set(request, { id: request.params.projectId, ...DEFAULT_QUOTAS }) }
     })
-    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/detail', async (request) => {
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/detail', DOCS.detail, async (request) => {
       must(request, 'quotas:show', { projectId: request.params.projectId })
       const limits = await quotaLimits(db, request.params.projectId)
       const used = await usageOf(db, request.params.projectId, callerOf(request).userId)
@@ -49,11 +67,11 @@ export function limitQuotaRoutes(deps: AppDeps) {
       const legacy = { limit: -1, in_use: 0, reserved: 0 }
       return { quota_set: set(request, { id: request.params.projectId, ...detail, fixed_ips: legacy, floating_ips: legacy, security_groups: legacy, security_group_rules: legacy }) }
     })
-    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request) => {
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.show, async (request) => {
       must(request, 'quotas:show', { projectId: request.params.projectId })
       return { quota_set: set(request, { id: request.params.projectId, ...(await quotaLimits(db, request.params.projectId)) }) }
     })
-    scope.put<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request) => {
+    scope.put<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.update, async (request) => {
       must(request, 'quotas:update', { projectId: request.params.projectId })
       const body = bodyObject(request)
       validate('quota_set', request, updateBody, body)
@@ -61,20 +79,28 @@ export function limitQuotaRoutes(deps: AppDeps) {
       const values = body.quota_set as Record<string, unknown>
       const force = values.force === true
       const used = await usageOf(db, request.params.projectId, undefined)
-      for (const [resource, raw] of Object.entries(values)) {
-        if (resource === 'force') continue
-        const limit = Number(raw)
+      const limits = Object.entries(values)
+        .filter(([resource]) => resource !== 'force' && !LEGACY_NETWORK_QUOTAS.includes(resource))
+        .map(([resource, raw]) => ({ resource, limit: Number(raw) }))
+      // Every value is checked before any is written: a refused update changes nothing (found by the fuzz suite).
+      for (const { resource, limit } of limits) {
+        // Nova's bound, which the decimal-string form of a value must meet too (a 500 on PostgreSQL without it).
+        if (limit > MAX_QUOTA) throw badRequest(`Quota limit ${limit} for ${resource} must be less than or equal to ${MAX_QUOTA}.`)
         const inUse = used[resource] ?? 0
         if (!force && limit >= 0 && limit < inUse) throw badRequest(`Quota value ${limit} for ${resource} is less than already used and reserved ${inUse}`)
-        await db
-          .insertInto('quotas')
-          .values({ project_id: request.params.projectId, resource, hard_limit: limit })
-          .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit: limit }))
-          .execute()
       }
+      await db.transaction().execute(async (tx) => {
+        for (const { resource, limit } of limits) {
+          await tx
+            .insertInto('quotas')
+            .values({ project_id: request.params.projectId, resource, hard_limit: limit })
+            .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit: limit }))
+            .execute()
+        }
+      })
       return { quota_set: set(request, { ...(await quotaLimits(db, request.params.projectId)) }) }
     })
-    scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', async (request, reply) => {
+    scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.reset, async (request, reply) => {
       must(request, 'quotas:update', { projectId: request.params.projectId })
       await knownProject(request.params.projectId)
       await db.deleteFrom('quotas').where('project_id', '=', request.params.projectId).where('resource', 'in', QUOTA_RESOURCES as QuotaResource[]).execute()

@@ -9,11 +9,27 @@ import { remoteConsoleUrl } from '../../console/remote-consoles.js'
 import type { AppDeps } from '../../deps.js'
 import { visibleServer } from './servers.js'
 import { bodyObject, must, requireGate, validate } from './context.js'
+import { Type as T } from '@sinclair/typebox'
+import { documented } from '../../http/openapi.js'
+import { envelope, plain, versioned } from '../../../contracts/compute/schemas.js'
+import { J } from '../../../contracts/compute/json-types.js'
+
+const DOCS = {
+  create: documented({
+    summary: 'A URL to a remote console of a server (2.6+): serial, or VNC on hosts that have it',
+    body: versioned(remoteConsoleBody),
+    response: { 200: envelope('remote_console', plain(T.Object({ protocol: J.str, type: J.str, url: J.str }))) },
+  }),
+  token: documented({
+    summary: 'What a console token grants (admin)',
+    response: { 200: envelope('console', plain(T.Object({ instance_uuid: J.str, host: J.nstr, port: T.Null(), internal_access_path: T.Null() }))) },
+  }),
+}
 
 export function remoteConsoleRoutes(deps: AppDeps) {
   const consoleDeps = { db: deps.store.db, tokens: deps.consoles.tokens, publicUrl: deps.urls.base }
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.post<{ Params: { id: string } }>('/v2.1/servers/:id/remote-consoles', async (request) => {
+    scope.post<{ Params: { id: string } }>('/v2.1/servers/:id/remote-consoles', DOCS.create, async (request) => {
       requireGate(request, 'remoteConsoles')
       const body = bodyObject(request)
       validate('remote_console', request, remoteConsoleBody, body)
@@ -24,7 +40,7 @@ export function remoteConsoleRoutes(deps: AppDeps) {
       return { remote_console: { protocol, type, url } }
     })
 
-    scope.get<{ Params: { token: string } }>('/v2.1/os-console-auth-tokens/:token', async (request) => {
+    scope.get<{ Params: { token: string } }>('/v2.1/os-console-auth-tokens/:token', DOCS.token, async (request) => {
       must(request, 'console_auth_tokens:show')
       const grant = await deps.consoles.tokens.find(request.params.token)
       if (!grant) throw notFound('Token not found')

@@ -11,13 +11,17 @@ import { authHook } from '../../auth/http-auth.js'
 import { serverRoutes } from './server-routes.js'
 import { hostRoutes } from './hosts-routes.js'
 import { versionRoutes } from './versions.js'
-import { useMicroversions } from './context.js'
+import { useMicroversions, useSingleQueryValues } from './context.js'
+import { addDocs } from '../../http/openapi.js'
+import { MICROVERSION_HEADERS } from '../../../contracts/compute/schemas.js'
 
 export function computeRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     await versionRoutes(deps)(scope)
     await scope.register(async (api) => {
       useMicroversions(api)
+      useSingleQueryValues(api)
+      api.addHook('onRoute', (route) => addDocs(route, { headers: MICROVERSION_HEADERS }))
       // Nova reads JSON whatever the client calls it: text/plain (curl's default) and Nova's own media type too.
       api.removeContentTypeParser('text/plain')
       api.addContentTypeParser(['text/plain', 'application/vnd.openstack.compute+json'], { parseAs: 'string' }, (_request, body, done) => {

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import { badRequest, notFound } from '../../../contracts/errors.js'
 import { ACTION_BODIES } from '../../../contracts/compute/server-action.params.js'
-import { inRange, type ComputeVersion } from '../../../contracts/compute/versions.js'
+import { inRange, MAX_VERSION, MIN_VERSION, versionNumber, versionString, type ComputeVersion } from '../../../contracts/compute/versions.js'
 import { isoMicros } from '../../../contracts/compute/time.js'
 import { SERVER_ACTIONS } from '../../compute/server-states.js'
 import { actionNameOf, runAction, type ActionDeps } from '../../compute/server-actions.js'
@@ -15,6 +15,47 @@ import { renderServers, visibleServer } from './servers.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
 import { ACTION_POLICY } from '../../policy/compute.policy.js'
 import { remoteConsoleUrl } from '../../console/remote-consoles.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { serverFields } from '../../../contracts/compute/server.fields.js'
+import { A } from '../../../contracts/compute/answers.js'
+import { envelope, fieldsSchema, listOf, Q, queryOf, versioned, type JsonSchema } from '../../../contracts/compute/schemas.js'
+
+const lastBefore = (until: ComputeVersion) => versionString(versionNumber(until) - 1)
+
+/** One alternative per action: `{ "<action>": <its value> }`, with the versions it exists in. */
+function actionBody(): JsonSchema {
+  return {
+    anyOf: Object.entries(ACTION_BODIES).map(([key, build]) => {
+      const rule = SERVER_ACTIONS[actionNameOf(key, { type: 'SOFT' })!]
+      const min = 'since' in rule ? (rule.since as ComputeVersion) : undefined
+      const until = 'until' in rule ? (rule.until as ComputeVersion) : undefined
+      const since = min || until ? { 'x-microversions': { min: min ?? MIN_VERSION, max: until ? lastBefore(until) : MAX_VERSION } } : {}
+      return { type: 'object', properties: { [key]: versioned(build) }, required: [key], additionalProperties: false, ...since }
+    }),
+  }
+}
+
+const object = (properties: Record<string, JsonSchema>) => ({ type: 'object', properties, required: Object.keys(properties) })
+const DOCS = {
+  action: documented({
+    summary: 'Run an action on a server (reboot, rebuild, resize, start, stop, lock…)',
+    body: actionBody(),
+    response: {
+      200: { anyOf: [object({ output: { type: 'string' } }), object({ adminPass: { type: 'string' } }), { type: 'object', maxProperties: 0 }], description: 'os-getConsoleOutput, changePassword, evacuate' },
+      202: {
+        description: 'Accepted; rebuild answers the server, createImage its image id (2.45+)',
+        anyOf: [envelope('server', { anyOf: [fieldsSchema(serverFields, 'rebuild', { until: '2.75' }), fieldsSchema(serverFields, 'rebuildFull', { since: '2.75' })] }), object({ image_id: { type: 'string' } }), { type: 'null' }],
+      },
+      204: noBody('Done (confirmResize, revertResize…)'),
+    },
+  }),
+  actions: documented({
+    summary: "List a server's actions",
+    querystring: queryOf({ limit: Q.count, marker: Q.str, 'changes-since': Q.time, 'changes-before': Q.time }),
+    response: { 200: { type: 'object', properties: { instanceActions: listOf(A.instanceAction), links: { type: 'array' } }, required: ['instanceActions'] } },
+  }),
+  showAction: documented({ summary: 'Show one action of a server with its events', response: { 200: envelope('instanceAction', A.instanceAction) } }),
+}
 
 export function serverActionRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
@@ -34,7 +75,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     network: deps.network,
   }
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.post<{ Params: { id: string } }>('/v2.1/servers/:id/action', async (request, reply) => {
+    scope.post<{ Params: { id: string } }>('/v2.1/servers/:id/action', DOCS.action, async (request, reply) => {
       const body = bodyObject(request)
       const keys = Object.keys(body)
       if (keys.length !== 1) throw badRequest('Malformed request body')
@@ -60,7 +101,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       return reply.code(outcome.status).send()
     })
 
-    scope.get<{ Params: { id: string }; Querystring: Record<string, string> }>('/v2.1/servers/:id/os-instance-actions', async (request) => {
+    scope.get<{ Params: { id: string }; Querystring: Record<string, string> }>('/v2.1/servers/:id/os-instance-actions', DOCS.actions, async (request) => {
       const caller = callerOf(request)
       const server = await db.selectFrom('servers').select(['id', 'project_id', 'deleted']).where('id', '=', request.params.id).executeTakeFirst()
       if (!server || (!caller.admin && server.project_id !== caller.projectId) || (server.deleted && !request.api.has('deletedServerActions'))) {
@@ -111,7 +152,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       return body
     })
 
-    scope.get<{ Params: { id: string; requestId: string } }>('/v2.1/servers/:id/os-instance-actions/:requestId', async (request) => {
+    scope.get<{ Params: { id: string; requestId: string } }>('/v2.1/servers/:id/os-instance-actions/:requestId', DOCS.showAction, async (request) => {
       const caller = callerOf(request)
       const server = await db.selectFrom('servers').select(['id', 'project_id', 'host']).where('id', '=', request.params.id).executeTakeFirst()
       if (!server || (!caller.admin && server.project_id !== caller.projectId)) throw notFound(`Instance ${request.params.id} could not be found.`)

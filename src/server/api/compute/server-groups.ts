@@ -11,6 +11,8 @@ import type { ServerGroupTable } from '../../storage/schema.js'
 import type { AppDeps } from '../../deps.js'
 import { quotaLimits } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { envelope, fieldsSchema, listOf, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 
 const policies = (version: VersionNumber) =>
   T.Union((version >= versionNumber('2.15') ? ['affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity'] : ['affinity', 'anti-affinity']).map((p) => T.Literal(p)))
@@ -27,6 +29,14 @@ const createBody = (version: VersionNumber) =>
     },
     { additionalProperties: false },
   )
+
+const group = envelope('server_group', fieldsSchema(serverGroupFields, 'group'))
+const DOCS = {
+  create: documented({ summary: 'Create a server group', body: versioned(createBody), response: { 200: group } }),
+  list: documented({ summary: 'List server groups', querystring: queryOf({ all_projects: { type: 'string', description: 'admins: every project' }, limit: Q.count, offset: Q.count }), response: { 200: envelope('server_groups', listOf(fieldsSchema(serverGroupFields, 'group'))) } }),
+  show: documented({ summary: 'Show a server group', response: { 200: group } }),
+  delete: documented({ summary: 'Delete a server group', response: { 204: noBody('Deleted') } }),
+}
 
 export function serverGroupRoutes(deps: AppDeps) {
   const db = deps.store.db
@@ -56,7 +66,7 @@ export function serverGroupRoutes(deps: AppDeps) {
     return g
   }
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.post('/v2.1/os-server-groups', async (request) => {
+    scope.post('/v2.1/os-server-groups', DOCS.create, async (request) => {
       const caller = callerOf(request)
       must(request, 'server_groups:write', { projectId: caller.projectId })
       const body = bodyObject(request)
@@ -74,7 +84,7 @@ export function serverGroupRoutes(deps: AppDeps) {
       await db.insertInto('server_groups').values(row).execute()
       return { server_group: (await render(request, [row]))[0] }
     })
-    scope.get('/v2.1/os-server-groups', async (request) => {
+    scope.get('/v2.1/os-server-groups', DOCS.list, async (request) => {
       const caller = callerOf(request)
       const q = request.query as Record<string, string>
       must(request, 'server_groups:read', { projectId: caller.projectId })
@@ -85,8 +95,8 @@ export function serverGroupRoutes(deps: AppDeps) {
       query = query.limit(q.limit !== undefined ? Math.min(Number(q.limit), 1000) : 1000)
       return { server_groups: await render(request, await query.execute()) }
     })
-    scope.get<{ Params: { id: string } }>('/v2.1/os-server-groups/:id', async (request) => ({ server_group: (await render(request, [await visible(request, request.params.id)]))[0] }))
-    scope.delete<{ Params: { id: string } }>('/v2.1/os-server-groups/:id', async (request, reply) => {
+    scope.get<{ Params: { id: string } }>('/v2.1/os-server-groups/:id', DOCS.show, async (request) => ({ server_group: (await render(request, [await visible(request, request.params.id)]))[0] }))
+    scope.delete<{ Params: { id: string } }>('/v2.1/os-server-groups/:id', DOCS.delete, async (request, reply) => {
       const g = await visible(request, request.params.id)
       must(request, 'server_groups:write', { projectId: g.project_id })
       await db.deleteFrom('server_groups').where('id', '=', g.id).execute()

@@ -18,6 +18,8 @@ import { usageRoutes } from './usage.js'
 import { volumeAttachmentRoutes } from './volume-attachments.js'
 import { remoteConsoleRoutes } from './remote-consoles.js'
 import { imageProxyRoutes } from './images.js'
+import { volumeProxyRoutes } from './volumes-proxy.js'
+import { networkProxyRoutes } from './networks-proxy.js'
 
 export function serverRoutes(deps: AppDeps) {
   const withImages = { ...deps, imageLookup: imageServiceLookup(deps.images) }
@@ -35,5 +37,7 @@ export function serverRoutes(deps: AppDeps) {
     await usageRoutes(deps)(scope)
     await remoteConsoleRoutes(deps)(scope)
     await imageProxyRoutes(deps)(scope)
+    await volumeProxyRoutes(deps)(scope)
+    await networkProxyRoutes(deps)(scope)
   }
 }

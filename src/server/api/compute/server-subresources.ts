@@ -1,13 +1,20 @@
-/** /servers/{id}/metadata and /servers/{id}/tags (2.26+); /ips is with the other network routes (server-network-routes.ts). */
+/**
+ * /servers/{id}/metadata, /servers/{id}/tags (2.26+) and /servers/{id}/os-server-password; /ips is with the other
+ * network routes (server-network-routes.ts).
+ */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type as T } from '@sinclair/typebox'
 import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
 import { P } from '../../../contracts/compute/params.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { checkMetadataQuota } from '../../compute/quotas.js'
+import { deleteSystemMetadata, PASSWORD_KEYS } from '../../compute/system-metadata.js'
 import type { ServerRouteDeps } from './servers.js'
 import { visibleServer } from './servers.js'
 import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A } from '../../../contracts/compute/answers.js'
+import { versioned } from '../../../contracts/compute/schemas.js'
 
 const WRITABLE_STATES = ['active', 'paused', 'suspended', 'stopped']
 const metadataBody = () => T.Object({ metadata: P.metadata }, { additionalProperties: false })
@@ -20,6 +27,21 @@ function checkWritable(request: FastifyRequest, row: ServerTable, what: string):
   if (row.locked === 1 && !callerOf(request).admin) throw conflict(`Instance ${row.id} is locked`)
   if (!WRITABLE_STATES.includes(row.vm_state)) throw conflict(`Cannot '${what}' instance ${row.id} while it is in vm_state ${row.vm_state}`)
   if (row.task_state !== null) throw conflict(`Cannot '${what}' instance ${row.id} while it is in task_state ${row.task_state}`)
+}
+
+const DOCS = {
+  metadata: documented({ summary: "Show a server's metadata", response: { 200: A.metadata } }),
+  mergeMetadata: documented({ summary: "Add to or change a server's metadata", body: versioned(metadataBody), response: { 200: A.metadata } }),
+  replaceMetadata: documented({ summary: "Replace a server's metadata", body: versioned(metadataBody), response: { 200: A.metadata } }),
+  metaItem: documented({ summary: 'Show one metadata item', response: { 200: A.meta } }),
+  setMetaItem: documented({ summary: 'Set one metadata item', body: versioned(metaItemBody), response: { 200: A.meta } }),
+  deleteMetaItem: documented({ summary: 'Delete one metadata item', response: { 204: noBody('Deleted') } }),
+  tags: documented({ summary: "List a server's tags (2.26+)", response: { 200: A.tags } }),
+  replaceTags: documented({ summary: "Replace a server's tags (2.26+)", body: versioned(tagsBody), response: { 200: A.tags } }),
+  deleteTags: documented({ summary: "Delete all of a server's tags (2.26+)", response: { 204: noBody('Deleted') } }),
+  checkTag: documented({ summary: 'Check a tag (2.26+)', response: { 204: noBody('The server has the tag') } }),
+  addTag: documented({ summary: 'Add a tag (2.26+)', response: { 201: noBody('Added'), 204: noBody('The server had the tag already') } }),
+  deleteTag: documented({ summary: 'Delete a tag (2.26+)', response: { 204: noBody('Deleted') } }),
 }
 
 export function serverSubresourceRoutes(deps: ServerRouteDeps) {
@@ -38,11 +60,25 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
     type P1 = { Params: { id: string } }
     type P2 = { Params: { id: string; key: string } }
 
-    scope.get<P1>('/v2.1/servers/:id/metadata', async (request) => {
+    // The password a guest posted to a metadata service (encrypted with its key pair); '' when none was posted.
+    scope.get<P1>('/v2.1/servers/:id/os-server-password', async (request) => {
+      const row = await load(request, request.params.id, false)
+      const rows = await db.selectFrom('server_system_metadata').select(['key', 'value']).where('server_id', '=', row.id).where('key', 'in', [...PASSWORD_KEYS]).execute()
+      const byKey = new Map(rows.map((r) => [r.key, r.value]))
+      return { password: PASSWORD_KEYS.map((k) => byKey.get(k) ?? '').join('') }
+    })
+    scope.delete<P1>('/v2.1/servers/:id/os-server-password', async (request, reply) => {
+      const row = await visibleServer(deps, request, request.params.id)
+      must(request, 'servers:password:clear', { projectId: row.project_id })
+      await deleteSystemMetadata(db, row.id, [...PASSWORD_KEYS])
+      return reply.code(204).send()
+    })
+
+    scope.get<P1>('/v2.1/servers/:id/metadata', DOCS.metadata, async (request) => {
       const row = await load(request, request.params.id, false)
       return { metadata: JSON.parse(row.metadata) }
     })
-    scope.post<P1>('/v2.1/servers/:id/metadata', async (request) => {
+    scope.post<P1>('/v2.1/servers/:id/metadata', DOCS.mergeMetadata, async (request) => {
       const body = bodyObject(request)
       validate('metadata', request, metadataBody, body)
       const row = await load(request, request.params.id, true)
@@ -50,20 +86,20 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       await saveMetadata(row, merged)
       return { metadata: merged }
     })
-    scope.put<P1>('/v2.1/servers/:id/metadata', async (request) => {
+    scope.put<P1>('/v2.1/servers/:id/metadata', DOCS.replaceMetadata, async (request) => {
       const body = bodyObject(request)
       validate('metadata', request, metadataBody, body)
       const row = await load(request, request.params.id, true)
       await saveMetadata(row, body.metadata as Record<string, string>)
       return { metadata: body.metadata }
     })
-    scope.get<P2>('/v2.1/servers/:id/metadata/:key', async (request) => {
+    scope.get<P2>('/v2.1/servers/:id/metadata/:key', DOCS.metaItem, async (request) => {
       const row = await load(request, request.params.id, false)
       const metadata = JSON.parse(row.metadata) as Record<string, string>
       if (!(request.params.key in metadata)) throw notFound('Metadata item was not found')
       return { meta: { [request.params.key]: metadata[request.params.key] } }
     })
-    scope.put<P2>('/v2.1/servers/:id/metadata/:key', async (request) => {
+    scope.put<P2>('/v2.1/servers/:id/metadata/:key', DOCS.setMetaItem, async (request) => {
       const body = bodyObject(request)
       validate('meta', request, metaItemBody, body)
       const meta = body.meta as Record<string, string>
@@ -72,7 +108,7 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       await saveMetadata(row, { ...JSON.parse(row.metadata), ...meta })
       return { meta }
     })
-    scope.delete<P2>('/v2.1/servers/:id/metadata/:key', async (request, reply) => {
+    scope.delete<P2>('/v2.1/servers/:id/metadata/:key', DOCS.deleteMetaItem, async (request, reply) => {
       const row = await load(request, request.params.id, true)
       const metadata = JSON.parse(row.metadata) as Record<string, string>
       if (!(request.params.key in metadata)) throw notFound('Metadata item was not found')
@@ -84,12 +120,12 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
     // Tags.
     const tagsOf = async (id: string) => (await db.selectFrom('server_tags').select('tag').where('server_id', '=', id).orderBy('tag').execute()).map((t) => t.tag)
     const touch = (id: string) => db.updateTable('servers').set({ updated_at: Date.now() }).where('id', '=', id).execute()
-    scope.get<P1>('/v2.1/servers/:id/tags', async (request) => {
+    scope.get<P1>('/v2.1/servers/:id/tags', DOCS.tags, async (request) => {
       requireGate(request, 'serverTags')
       const row = await load(request, request.params.id, false)
       return { tags: await tagsOf(row.id) }
     })
-    scope.put<P1>('/v2.1/servers/:id/tags', async (request) => {
+    scope.put<P1>('/v2.1/servers/:id/tags', DOCS.replaceTags, async (request) => {
       requireGate(request, 'serverTags')
       const body = bodyObject(request)
       validate('tags', request, tagsBody, body)
@@ -102,21 +138,21 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       })
       return { tags: tags.sort() }
     })
-    scope.delete<P1>('/v2.1/servers/:id/tags', async (request, reply) => {
+    scope.delete<P1>('/v2.1/servers/:id/tags', DOCS.deleteTags, async (request, reply) => {
       requireGate(request, 'serverTags')
       const row = await load(request, request.params.id, true, 'delete tags')
       await db.deleteFrom('server_tags').where('server_id', '=', row.id).execute()
       await touch(row.id)
       return reply.code(204).send()
     })
-    scope.get<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', async (request, reply) => {
+    scope.get<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', DOCS.checkTag, async (request, reply) => {
       requireGate(request, 'serverTags')
       const row = await load(request, request.params.id, false)
       const found = await db.selectFrom('server_tags').select('tag').where('server_id', '=', row.id).where('tag', '=', request.params.tag).executeTakeFirst()
       if (!found) throw notFound(`Tag ${request.params.tag} could not be found.`)
       return reply.code(204).send()
     })
-    scope.put<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', async (request, reply) => {
+    scope.put<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', DOCS.addTag, async (request, reply) => {
       requireGate(request, 'serverTags')
       const tag = request.params.tag
       if (tag.length < 1 || tag.length > 60 || /[,/]/.test(tag)) throw badRequest(`Invalid input for field/attribute tag. Value: ${tag}.`)
@@ -128,7 +164,7 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       await touch(row.id)
       return reply.code(201).header('location', `${deps.urls.compute}/servers/${row.id}/tags/${encodeURIComponent(tag)}`).send()
     })
-    scope.delete<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', async (request, reply) => {
+    scope.delete<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', DOCS.deleteTag, async (request, reply) => {
       requireGate(request, 'serverTags')
       const row = await load(request, request.params.id, true, 'delete tag')
       const result = await db.deleteFrom('server_tags').where('server_id', '=', row.id).where('tag', '=', request.params.tag).executeTakeFirst()

@@ -15,6 +15,10 @@ import { COMPUTE_TASK_KINDS, type DeleteTaskPayload } from '../../compute/tasks.
 import type { ImageLookup } from '../../compute/images.js'
 import { computeStorage } from '../../compute/storage.js'
 import { bodyObject, callerOf, can, must, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { Type as T } from '@sinclair/typebox'
+import { envelope, fieldsSchema, listOf, plain, serverListQuery, versioned } from '../../../contracts/compute/schemas.js'
+import { J } from '../../../contracts/compute/json-types.js'
 import { randomUUID } from 'node:crypto'
 import { accessIpv6 } from '../../compute/access-ips.js'
 
@@ -110,6 +114,35 @@ function renderSummaries(deps: AppDeps, request: FastifyRequest, rows: Pick<Serv
   )
 }
 
+const nextLinks = { servers_links: plain(J.links) }
+const created = plain(T.Object({ id: J.str, links: J.links, 'OS-DCF:diskConfig': J.str, security_groups: T.Array(T.Object({ name: J.str })), adminPass: J.str }))
+
+const DOCS = {
+  // The filters read a repeated parameter as a list (vm_state=active&vm_state=error).
+  list: (view: 'summary' | 'detail') => ({
+    config: {
+      repeatedQuery: true,
+      docs: {
+        summary: view === 'summary' ? 'List servers (id, name, links)' : 'List servers with details',
+        querystring: serverListQuery(),
+        response: { 200: envelope('servers', listOf(fieldsSchema(serverFields, view)), nextLinks) },
+      },
+    },
+  }),
+  show: documented({ summary: 'Show a server', response: { 200: envelope('server', fieldsSchema(serverFields, 'show')) } }),
+  create: documented({
+    summary: 'Create one or more servers',
+    body: versioned(createBodySchema),
+    response: { 202: { anyOf: [envelope('server', created), { type: 'object', properties: { reservation_id: { type: 'string' } }, required: ['reservation_id'] }] } },
+  }),
+  update: documented({
+    summary: 'Update a server',
+    body: versioned(updateBodySchema),
+    response: { 200: envelope('server', { anyOf: [fieldsSchema(serverFields, 'reduced', { until: '2.75' }), fieldsSchema(serverFields, 'show', { since: '2.75' })] }) },
+  }),
+  delete: documented({ summary: 'Delete a server', response: { 204: noBody('Deletion accepted') } }),
+}
+
 export function serverRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
   const views = new ServerViewCache()
@@ -129,17 +162,17 @@ export function serverRoutes(deps: ServerRouteDeps) {
       const tail = `]${result.next ? `,${JSON.stringify(links).slice(1, -1)}` : ''}}`
       return reply.type('application/json').send(Buffer.concat([Buffer.from('{"servers":['), ...servers, Buffer.from(tail)]))
     }
-    scope.get('/v2.1/servers', list('summary', '/servers'))
-    scope.get('/v2.1/servers/detail', list('detail', '/servers/detail'))
+    scope.get('/v2.1/servers', DOCS.list('summary'), list('summary', '/servers'))
+    scope.get('/v2.1/servers/detail', DOCS.list('detail'), list('detail', '/servers/detail'))
 
-    scope.get<{ Params: { id: string } }>('/v2.1/servers/:id', async (request) => {
+    scope.get<{ Params: { id: string } }>('/v2.1/servers/:id', DOCS.show, async (request) => {
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'servers:show', { projectId: row.project_id })
       const [server] = await renderServers(deps, request, [row], 'show')
       return { server }
     })
 
-    scope.post('/v2.1/servers', async (request, reply) => {
+    scope.post('/v2.1/servers', DOCS.create, async (request, reply) => {
       const caller = callerOf(request)
       const body = bodyObject(request)
       validate('server', request, createBodySchema, body)
@@ -178,7 +211,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
         })
     })
 
-    scope.put<{ Params: { id: string } }>('/v2.1/servers/:id', async (request) => {
+    scope.put<{ Params: { id: string } }>('/v2.1/servers/:id', DOCS.update, async (request) => {
       const body = bodyObject(request)
       validate('server', request, updateBodySchema, body)
       const row = await visibleServer(deps, request, request.params.id)
@@ -201,7 +234,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       return { server }
     })
 
-    scope.delete<{ Params: { id: string } }>('/v2.1/servers/:id', async (request, reply) => {
+    scope.delete<{ Params: { id: string } }>('/v2.1/servers/:id', DOCS.delete, async (request, reply) => {
       const caller = callerOf(request)
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'servers:delete', { projectId: row.project_id })

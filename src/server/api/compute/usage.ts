@@ -1,17 +1,26 @@
 /** /os-simple-tenant-usage: server hours and resource-hours per project over a period. */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { badRequest } from '../../../contracts/errors.js'
+import { badRequest, notFound } from '../../../contracts/errors.js'
 import { isoMicros } from '../../../contracts/compute/time.js'
 import type { AppDeps } from '../../deps.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { parseFlavor } from '../../compute/server-model.js'
 import { must } from './context.js'
+import { documented } from '../../http/openapi.js'
+import { A } from '../../../contracts/compute/answers.js'
+import { envelope, listOf, Q, queryOf } from '../../../contracts/compute/schemas.js'
 
 function parseTime(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback
   const m = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d{1,6})?$/.exec(raw)
   if (!m) throw badRequest(`Invalid ${name} time. The time must be in the format "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f" or "%Y-%m-%d %H:%M:%S.%f".`)
   return Date.parse(`${m[1]}T${m[2]}${(m[3] ?? '').slice(0, 4)}Z`)
+}
+
+const period = { start: Q.time, end: Q.time }
+const DOCS = {
+  list: documented({ summary: 'Usage of every project over a period (admin)', querystring: queryOf({ ...period, detailed: { type: 'string', enum: ['0', '1'] } }), response: { 200: envelope('tenant_usages', listOf(A.usage)) } }),
+  show: documented({ summary: "A project's usage over a period", querystring: queryOf(period), response: { 200: envelope('tenant_usage', { anyOf: [A.usage, { type: 'object', maxProperties: 0 }] }) } }),
 }
 
 export function usageRoutes(deps: AppDeps) {
@@ -74,7 +83,7 @@ export function usageRoutes(deps: AppDeps) {
     return q.orderBy('created_at').execute()
   }
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2.1/os-simple-tenant-usage', async (request) => {
+    scope.get('/v2.1/os-simple-tenant-usage', DOCS.list, async (request) => {
       must(request, 'usage:list')
       const { start, end, detailed } = period(request)
       const rows = await rowsIn(start, end)
@@ -82,7 +91,9 @@ export function usageRoutes(deps: AppDeps) {
       for (const r of rows) byProject.set(r.project_id, [...(byProject.get(r.project_id) ?? []), r])
       return { tenant_usages: [...byProject.entries()].map(([p, list]) => usageOf(p, list, start, end, detailed)) }
     })
-    scope.get<{ Params: { projectId: string } }>('/v2.1/os-simple-tenant-usage/:projectId', async (request) => {
+    scope.get<{ Params: { projectId: string } }>('/v2.1/os-simple-tenant-usage/:projectId', DOCS.show, async (request) => {
+      // `…/os-simple-tenant-usage/` names no project: Nova's router has no such route.
+      if (request.params.projectId === '') throw notFound('The resource could not be found.')
       must(request, 'usage:show', { projectId: request.params.projectId })
       const { start, end } = period(request)
       const rows = await rowsIn(start, end, request.params.projectId)

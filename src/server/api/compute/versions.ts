@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { MAX_VERSION, MIN_VERSION } from '../../../contracts/compute/versions.js'
 import { microversionHook } from './context.js'
+import { documented, OPEN } from '../../http/openapi.js'
+import { A } from '../../../contracts/compute/answers.js'
 
 export function versionDocuments(deps: AppDeps) {
   const base = deps.urls.compute.replace(/\/v2\.1$/, '')
@@ -19,11 +21,17 @@ export function versionDocuments(deps: AppDeps) {
   }
 }
 
+const DOCS = {
+  root: documented({ ...OPEN, summary: 'Compute API versions', response: { 200: A.versionList } }),
+  version: documented({ ...OPEN, summary: 'The compute API v2.1 and its microversion range', response: { 200: A.version } }),
+  legacy: documented({ ...OPEN, summary: 'The compute API v2.0', response: { 200: A.version } }),
+}
+
 export function versionRoutes(deps: AppDeps) {
   const docs = versionDocuments(deps)
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/', async () => docs.root)
-    for (const url of ['/v2.1', '/v2.1/']) scope.get(url, { onRequest: microversionHook }, async () => docs.v21)
-    for (const url of ['/v2', '/v2/']) scope.get(url, async () => docs.v20)
+    scope.get('/', DOCS.root, async () => docs.root)
+    for (const url of ['/v2.1', '/v2.1/']) scope.get(url, { onRequest: microversionHook, ...DOCS.version }, async () => docs.v21)
+    for (const url of ['/v2', '/v2/']) scope.get(url, DOCS.legacy, async () => docs.v20)
   }
 }

@@ -12,9 +12,19 @@ import type { ServerTable } from '../../storage/tables/compute.js'
 import type { ServerRouteDeps } from './servers.js'
 import { visibleServer } from './servers.js'
 import { bodyObject, callerOf, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { envelope, fieldsSchema, listOf, versioned } from '../../../contracts/compute/schemas.js'
 
 function must(request: FastifyRequest, op: ComputeVolumesOperation, row: ServerTable): void {
   if (!COMPUTE_VOLUMES_POLICY[op](request.principal, { projectId: row.project_id })) throw forbidden(`Policy doesn't allow ${op} to be performed.`)
+}
+
+const DOCS = {
+  list: documented({ summary: "A server's volume attachments", querystring: versioned(attachmentListQuerySchema), response: { 200: envelope('volumeAttachments', listOf(fieldsSchema(volumeAttachmentFields, 'list'))) } }),
+  show: documented({ summary: 'One volume attachment', response: { 200: envelope('volumeAttachment', fieldsSchema(volumeAttachmentFields, 'show')) } }),
+  attach: documented({ summary: 'Attach a volume', body: versioned(attachBodySchema), response: { 200: envelope('volumeAttachment', fieldsSchema(volumeAttachmentFields, 'attach')) } }),
+  update: documented({ summary: 'Update an attachment or swap its volume', body: versioned(updateAttachmentBodySchema), response: { 202: noBody('Accepted') } }),
+  detach: documented({ summary: 'Detach a volume', response: { 202: noBody('Accepted') } }),
 }
 
 export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
@@ -25,7 +35,7 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
     type P2 = { Params: { id: string; volumeId: string } }
     const base = '/v2.1/servers/:id/os-volume_attachments'
 
-    scope.get<P1>(base, async (request) => {
+    scope.get<P1>(base, DOCS.list, async (request) => {
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'os_compute_api:os-volumes-attachments:index', row)
       check('query', request.api.version, attachmentListQuerySchema, request.query)
@@ -35,14 +45,14 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
       return { volumeAttachments: page.map((b) => shape(attachmentModel(b))) }
     })
 
-    scope.get<P2>(`${base}/:volumeId`, async (request) => {
+    scope.get<P2>(`${base}/:volumeId`, DOCS.show, async (request) => {
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'os_compute_api:os-volumes-attachments:show', row)
       const bdm = await findAttachment(ops.db, row.id, request.params.volumeId)
       return { volumeAttachment: render(request, 'show')(attachmentModel(bdm)) }
     })
 
-    scope.post<P1>(base, async (request) => {
+    scope.post<P1>(base, DOCS.attach, async (request) => {
       const body = bodyObject(request)
       validate('volumeAttachment', request, attachBodySchema, body)
       const row = await visibleServer(deps, request, request.params.id)
@@ -52,7 +62,7 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
       return { volumeAttachment: render(request, 'attach')(attachmentModel(bdm)) }
     })
 
-    scope.put<P2>(`${base}/:volumeId`, async (request, reply) => {
+    scope.put<P2>(`${base}/:volumeId`, DOCS.update, async (request, reply) => {
       const body = bodyObject(request)
       validate('volumeAttachment', request, updateAttachmentBodySchema, body)
       const row = await visibleServer(deps, request, request.params.id)
@@ -63,7 +73,7 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
       return reply.code(202).send()
     })
 
-    scope.delete<P2>(`${base}/:volumeId`, async (request, reply) => {
+    scope.delete<P2>(`${base}/:volumeId`, DOCS.detach, async (request, reply) => {
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'os_compute_api:os-volumes-attachments:delete', row)
       await detachVolume(ops, request.api, callerOf(request), row, request.params.volumeId, request.id)

@@ -14,6 +14,8 @@ import { identityAuthPolicy } from '../../policy/identity-auth.policy.js'
 import { applicationCredentialRoutes } from './auth/application-credential-routes.js'
 import { credentialRoutes } from './auth/credential-routes.js'
 import { authListBodies } from './auth/scope-lists.js'
+import { documented, noBody, OPEN } from '../../http/openapi.js'
+import { A, V, list } from './answers.js'
 
 const JSON_TYPE = 'application/json'
 
@@ -32,6 +34,9 @@ export function versionDocument(identityUrl: string) {
     'media-types': [{ base: JSON_TYPE, type: 'application/vnd.openstack.identity-v3+json' }],
   }
 }
+
+/** The token a validation, check or revocation is about (the caller's own is X-Auth-Token). */
+const subjectHeader = { type: 'object', properties: { 'x-subject-token': { type: 'string' } }, required: ['x-subject-token'] }
 
 const flagQuery = {
   type: 'object',
@@ -65,16 +70,16 @@ export function authRoutes(deps: AppDeps) {
     const identityUrl = deps.urls.identity
     const requireAuth = authHook(tokens, identityUrl)
 
-    scope.get('/', async (_request, reply) => {
+    scope.get('/', documented({ ...OPEN, summary: 'Identity API versions', response: { 300: A.versions } }), async (_request, reply) => {
       reply.code(300).header('location', `${identityUrl}/`)
       return { versions: { values: [versionDocument(identityUrl)] } }
     })
-    scope.get('/v3', async () => ({ version: versionDocument(identityUrl) }))
-    scope.get('/v3/', async () => ({ version: versionDocument(identityUrl) }))
+    scope.get('/v3', documented({ ...OPEN, summary: 'The identity API v3', response: { 200: A.version } }), async () => ({ version: versionDocument(identityUrl) }))
+    scope.get('/v3/', documented({ ...OPEN, summary: 'The identity API v3', response: { 200: A.version } }), async () => ({ version: versionDocument(identityUrl) }))
 
     scope.post<{ Body: { auth: AuthRequest }; Querystring: { nocatalog?: string } }>(
       '/v3/auth/tokens',
-      { schema: { body: authBody, querystring: flagQuery } },
+      { ...documented({ ...OPEN, summary: 'Authenticate: issue a token (X-Subject-Token), or an auth receipt (401) when more factors are needed', response: { 201: A.token } }), schema: { body: authBody, querystring: flagQuery } },
       async (request, reply) => {
         const receiptHeader = request.headers['openstack-auth-receipt']
         let outcome
@@ -111,10 +116,10 @@ export function authRoutes(deps: AppDeps) {
       }
     // HEAD first: Fastify would otherwise derive it from GET (with a body to discard).
     type FlagQuery = { Querystring: { nocatalog?: string; allow_expired?: string } }
-    scope.head<FlagQuery>('/v3/auth/tokens', { schema: { querystring: flagQuery }, preHandler: requireAuth }, validate('identity:check_token', false))
-    scope.get<FlagQuery>('/v3/auth/tokens', { schema: { querystring: flagQuery }, preHandler: requireAuth }, validate('identity:validate_token', true))
+    scope.head<FlagQuery>('/v3/auth/tokens', { ...documented({ summary: 'Check the token in X-Subject-Token', headers: subjectHeader, response: { 200: noBody('Valid') } }), schema: { querystring: flagQuery }, preHandler: requireAuth }, validate('identity:check_token', false))
+    scope.get<FlagQuery>('/v3/auth/tokens', { ...documented({ summary: 'Validate the token in X-Subject-Token', headers: subjectHeader, response: { 200: A.token } }), schema: { querystring: flagQuery }, preHandler: requireAuth }, validate('identity:validate_token', true))
 
-    scope.delete<{ Querystring: { allow_expired?: string } }>('/v3/auth/tokens', { preHandler: requireAuth }, async (request, reply) => {
+    scope.delete<{ Querystring: { allow_expired?: string } }>('/v3/auth/tokens', { ...documented({ summary: 'Revoke the token in X-Subject-Token', headers: subjectHeader, response: { 204: noBody('Revoked') } }), preHandler: requireAuth }, async (request, reply) => {
       const { checked } = subject(request, false)
       authorize(identityAuthPolicy, 'identity:revoke_token', request.principal, { userId: checked.payload.u })
       await tokens.revoke(checked.payload)
@@ -122,22 +127,22 @@ export function authRoutes(deps: AppDeps) {
     })
 
     const lists = authListBodies(deps)
-    scope.get('/v3/auth/catalog', { preHandler: requireAuth }, async (request, reply) => {
+    scope.get('/v3/auth/catalog', { ...documented({ summary: "The service catalog of the token's project", response: { 200: A.catalog } }), preHandler: requireAuth }, async (request, reply) => {
       authorize(identityAuthPolicy, 'identity:get_auth_catalog', request.principal)
       const s = request.principal.scope
       if (s.type !== 'project') throw new AppError('forbidden', 'A catalog is only available to a project-scoped token.')
       const catalog = tokens.snapshot.catalog(s.projectId, request.principal.userId).json
       return reply.type(JSON_TYPE).send(`{"catalog":${catalog},"links":${JSON.stringify({ self: `${identityUrl}/auth/catalog`, previous: null, next: null })}}`)
     })
-    scope.get('/v3/auth/projects', { preHandler: requireAuth }, async (request) => {
+    scope.get('/v3/auth/projects', { ...documented({ summary: 'The projects the token could be scoped to', response: { 200: list('projects', V.project) } }), preHandler: requireAuth }, async (request) => {
       authorize(identityAuthPolicy, 'identity:get_auth_projects', request.principal)
       return lists.projects(request.principal)
     })
-    scope.get('/v3/auth/domains', { preHandler: requireAuth }, async (request) => {
+    scope.get('/v3/auth/domains', { ...documented({ summary: 'The domains the token could be scoped to', response: { 200: list('domains', V.domain) } }), preHandler: requireAuth }, async (request) => {
       authorize(identityAuthPolicy, 'identity:get_auth_domains', request.principal)
       return lists.domains(request.principal)
     })
-    scope.get('/v3/auth/system', { preHandler: requireAuth }, async (request) => {
+    scope.get('/v3/auth/system', { ...documented({ summary: 'Whether the token could be scoped to the system', response: { 200: A.system } }), preHandler: requireAuth }, async (request) => {
       authorize(identityAuthPolicy, 'identity:get_auth_system', request.principal)
       return lists.system(request.principal)
     })

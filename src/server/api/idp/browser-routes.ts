@@ -15,6 +15,7 @@ import { toPublicError } from '../../http/api-family.js'
 import type { View } from '../../oidc/browser-flow.js'
 import { randomToken } from '../../oidc/random-tokens.js'
 import { renderPage, STYLESHEET } from './pages.js'
+import { mediaAnswer, noBody } from '../../http/openapi.js'
 
 const BROWSER_COOKIE = 'pcc_idp_browser'
 
@@ -58,38 +59,40 @@ export function idpBrowserRoutes(deps: AppDeps) {
     const error = toPublicError(err, request)
     return send(reply, { status: error.status, page: { name: 'error', title: 'Something went wrong', message: error.message } })
   }
-  const options = (schema: object) => ({ schema: { tags: ['idp'], ...schema }, errorHandler })
+  // Pages for browsers: open, answered with a page or a redirect, and their errors are pages too.
+  const pageAnswers = { 200: mediaAnswer('text/html', 'A page'), 303: noBody('See Other: the next step'), '4XX': mediaAnswer('text/html', 'An error page'), '5XX': mediaAnswer('text/html', 'An error page') }
+  const options = (schema: object, summary = '') => ({ schema: { tags: ['idp'], summary, security: [], response: pageAnswers, ...schema }, errorHandler })
 
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/static/style.css', { schema: { hide: true } }, async (_request, reply) =>
+    scope.get('/static/style.css', { schema: { tags: ['idp'], summary: "The pages' stylesheet", security: [], response: { 200: mediaAnswer('text/css', 'The stylesheet') } } }, async (_request, reply) =>
       reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff').send(STYLESHEET),
     )
 
-    scope.get<{ Querystring: Record<string, unknown> }>('/auth', options({}), async (request, reply) => send(reply, await flow.authorize(request.query, browserOf(request, reply))))
+    scope.get<{ Querystring: Record<string, unknown> }>('/auth', options({}, 'The authorization endpoint (OpenID Connect Core §3.1.2): starts a login'), async (request, reply) => send(reply, await flow.authorize(request.query, browserOf(request, reply))))
 
-    scope.get<{ Querystring: { req: string; login_hint?: string } }>('/login', options({ querystring: form({ req: REQ, login_hint: str(255) }, ['req']) }), async (request, reply) =>
+    scope.get<{ Querystring: { req: string; login_hint?: string } }>('/login', options({ querystring: form({ req: REQ, login_hint: str(255) }, ['req']) }, 'The login page'), async (request, reply) =>
       send(reply, await flow.show(request.query.req, browserCookie(request), request.query.login_hint)),
     )
 
     scope.post<{ Body: { req: string; username?: string; password?: string } }>(
       '/login',
-      options({ body: form({ req: REQ, username: str(255), password: str(4096) }, ['req']) }),
+      options({ consumes: ['application/x-www-form-urlencoded'], body: form({ req: REQ, username: str(255), password: str(4096) }, ['req']) }, 'Log in with a user name and password'),
       async (request, reply) => send(reply, await flow.submitPassword(request.body.req, browserCookie(request), request.body.username ?? '', request.body.password ?? '')),
     )
 
-    scope.post<{ Body: { req: string; totp?: string } }>('/login/totp', options({ body: form({ req: REQ, totp: str(16) }, ['req']) }), async (request, reply) =>
+    scope.post<{ Body: { req: string; totp?: string } }>('/login/totp', options({ consumes: ['application/x-www-form-urlencoded'], body: form({ req: REQ, totp: str(16) }, ['req']) }, 'The second factor: a TOTP code'), async (request, reply) =>
       send(reply, await flow.submitTotp(request.body.req, browserCookie(request), (request.body.totp ?? '').trim())),
     )
 
-    scope.post<{ Body: { req: string; approval?: string } }>('/approval', options({ body: form({ req: REQ, approval: str(16) }, ['req']) }), async (request, reply) =>
+    scope.post<{ Body: { req: string; approval?: string } }>('/approval', options({ consumes: ['application/x-www-form-urlencoded'], body: form({ req: REQ, approval: str(16) }, ['req']) }, 'Approve or deny a client'), async (request, reply) =>
       send(reply, await flow.decide(request.body.req, browserCookie(request), request.body.approval === 'approve')),
     )
 
-    scope.get<{ Querystring: { user_code?: string } }>('/device', options({ querystring: form({ user_code: str(64) }, []) }), async (request, reply) =>
+    scope.get<{ Querystring: { user_code?: string } }>('/device', options({ querystring: form({ user_code: str(64) }, []) }, 'Device verification: the page to enter a user code'), async (request, reply) =>
       send(reply, flow.devicePage(request.query.user_code)),
     )
 
-    scope.post<{ Body: { user_code?: string } }>('/device', options({ body: form({ user_code: str(64) }, []) }), async (request, reply) =>
+    scope.post<{ Body: { user_code?: string } }>('/device', options({ consumes: ['application/x-www-form-urlencoded'], body: form({ user_code: str(64) }, []) }, 'Device verification: submit a user code'), async (request, reply) =>
       send(reply, await flow.submitUserCode(request.body.user_code ?? '', browserOf(request, reply))),
     )
   }

@@ -11,6 +11,7 @@ import { authHook } from '../../auth/http-auth.js'
 import type { ImageQuery } from '../../image/listing.js'
 import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../../image/schemas.js'
 import { imageView, memberView } from '../../image/view.js'
+import { documented, mediaAnswer, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
 import { fromDraft4 } from '../../image/patch.js'
 
 const DRAFT4_PATCH_TYPE = 'application/openstack-images-v2.0-json-patch'
@@ -34,14 +35,70 @@ const createBody = {
   },
 } as const
 
+/** Glance's own schema documents describe the answers (their `name` and `links` are Glance's, not JSON Schema's). */
+const answer = ({ name: _name, links: _links, ...schema }: JsonSchema): JsonSchema => ({ type: 'object', ...schema })
+const IMAGE = answer(IMAGE_SCHEMA)
+const MEMBER = answer(MEMBER_SCHEMA)
+const text = { type: 'string' }
+const LIST_QUERY = {
+  type: 'object',
+  additionalProperties: { type: 'string', description: 'a property filter: value, eq:value or in:a,b' },
+  properties: {
+    limit: { type: 'string', pattern: '^[0-9]+$' },
+    marker: text,
+    sort: { type: 'string', description: 'key[:asc|desc],…' },
+    sort_key: text,
+    sort_dir: { type: 'string', enum: ['asc', 'desc'] },
+    name: text,
+    visibility: text,
+    status: text,
+    owner: text,
+    member_status: text,
+    tag: { type: 'string', description: 'repeatable' },
+    size_min: { type: 'string', pattern: '^[0-9]+$' },
+    size_max: { type: 'string', pattern: '^[0-9]+$' },
+    protected: text,
+    os_hidden: text,
+  },
+}
+const patchBody = {
+  type: 'array',
+  description: 'RFC 6902 operations on image attributes',
+  items: { type: 'object', properties: { op: { type: 'string', enum: ['add', 'replace', 'remove'] }, path: { type: 'string' }, value: {} }, required: ['op', 'path'] },
+}
+const DOCS = {
+  versions: (status: number) => documented({ ...OPEN, summary: 'Image API versions', response: { [status]: answer({ properties: { versions: { type: 'array', items: { type: 'object' } } } }) } }),
+  redirect: documented({ summary: 'Redirects to /v2/', response: { 302: noBody('Location: the v2 root') } }),
+  schema: (which: string) => documented({ summary: `Glance's JSON Schema of ${which}`, response: { 200: { type: 'object' } } }),
+  list: documented({
+    summary: 'List images',
+    querystring: LIST_QUERY,
+    response: { 200: answer({ properties: { images: { type: 'array', items: IMAGE }, first: text, next: text, schema: text }, required: ['images'] }) },
+  }),
+  create: documented({ summary: 'Create an image record (upload its data with PUT /file)', response: { 201: IMAGE } }),
+  show: documented({ summary: 'Show an image', response: { 200: IMAGE } }),
+  update: documented({ summary: 'Change an image with JSON patch operations', consumes: JSON_PATCH_TYPES, body: patchBody, response: { 200: IMAGE } }),
+  delete: documented({ summary: 'Delete an image', response: { 204: noBody('Deleted') } }),
+  upload: documented({ summary: "Upload an image's data", consumes: ['application/octet-stream'], body: { type: 'string', format: 'binary' }, response: { 204: noBody('Stored') } }),
+  download: documented({ summary: "Download an image's data", response: { 200: mediaAnswer('application/octet-stream', 'The image data', { type: 'string', format: 'binary' }), 204: noBody('The image has no data') } }),
+  action: (action: string) => documented({ summary: `${action[0].toUpperCase()}${action.slice(1)} an image (admin)`, response: { 204: noBody('Done') } }),
+  addTag: documented({ summary: 'Tag an image', response: { 204: noBody('Tagged') } }),
+  deleteTag: documented({ summary: 'Remove a tag from an image', response: { 204: noBody('Removed') } }),
+  members: documented({ summary: "An image's members (projects it is shared with)", response: { 200: answer({ properties: { members: { type: 'array', items: MEMBER }, schema: text }, required: ['members'] }) } }),
+  addMember: documented({ summary: 'Share an image with a project', response: { 200: MEMBER } }),
+  member: documented({ summary: 'One member of an image', response: { 200: MEMBER } }),
+  updateMember: documented({ summary: "Accept or reject a shared image (the member's status)", response: { 200: MEMBER } }),
+  deleteMember: documented({ summary: 'Stop sharing an image with a project', response: { 204: noBody('Removed') } }),
+}
+
 export function imageRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     const versionsDoc = () => ({
       versions: GLANCE_VERSIONS.map((v, n) => ({ id: `v${v}`, status: n === 0 ? 'CURRENT' : 'SUPPORTED', links: [{ rel: 'self', href: `${deps.urls.image}/v2/` }] })),
     })
     // Glance answers its root with 300 Multiple Choices; keystoneauth's discovery reads either.
-    scope.get('/', async (_request, reply) => reply.code(300).send(versionsDoc()))
-    scope.get('/versions', async () => versionsDoc())
+    scope.get('/', DOCS.versions(300), async (_request, reply) => reply.code(300).send(versionsDoc()))
+    scope.get('/versions', DOCS.versions(200), async () => versionsDoc())
 
     await scope.register(async (v2) => {
       const images = deps.images
@@ -55,13 +112,13 @@ export function imageRoutes(deps: AppDeps) {
         }
       })
 
-      v2.get('/v2', async (_request, reply) => reply.redirect(`${deps.urls.image}/v2/`))
-      v2.get('/v2/schemas/image', async () => IMAGE_SCHEMA)
-      v2.get('/v2/schemas/images', async () => IMAGES_SCHEMA)
-      v2.get('/v2/schemas/member', async () => MEMBER_SCHEMA)
-      v2.get('/v2/schemas/members', async () => MEMBERS_SCHEMA)
+      v2.get('/v2', DOCS.redirect, async (_request, reply) => reply.redirect(`${deps.urls.image}/v2/`))
+      v2.get('/v2/schemas/image', DOCS.schema('an image'), async () => IMAGE_SCHEMA)
+      v2.get('/v2/schemas/images', DOCS.schema('the image list'), async () => IMAGES_SCHEMA)
+      v2.get('/v2/schemas/member', DOCS.schema('a member'), async () => MEMBER_SCHEMA)
+      v2.get('/v2/schemas/members', DOCS.schema('the member list'), async () => MEMBERS_SCHEMA)
 
-      v2.get('/v2/images', async (request) => {
+      v2.get('/v2/images', DOCS.list, async (request) => {
         const page = await images.list(request.principal, request.query as ImageQuery)
         return {
           images: page.images.map(imageView),
@@ -71,17 +128,17 @@ export function imageRoutes(deps: AppDeps) {
         }
       })
 
-      v2.post('/v2/images', { schema: { body: createBody } }, async (request, reply) => {
+      v2.post('/v2/images', { schema: { body: createBody }, ...DOCS.create }, async (request, reply) => {
         const image = await images.create(request.principal, request.body as Record<string, unknown>)
         return reply.code(201).header('location', `${deps.urls.image}/v2/images/${image.id}`).send(imageView(image))
       })
 
-      v2.get('/v2/images/:id', { schema: { params: idParams } }, async (request) => {
+      v2.get('/v2/images/:id', { schema: { params: idParams }, ...DOCS.show }, async (request) => {
         const { id } = request.params as { id: string }
         return imageView(await images.get(request.principal, id))
       })
 
-      v2.patch('/v2/images/:id', { schema: { params: idParams } }, async (request, reply) => {
+      v2.patch('/v2/images/:id', { schema: { params: idParams }, ...DOCS.update }, async (request, reply) => {
         const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim()
         if (!JSON_PATCH_TYPES.includes(contentType)) {
           return reply
@@ -94,19 +151,19 @@ export function imageRoutes(deps: AppDeps) {
         return imageView(await images.update(request.principal, id, operations))
       })
 
-      v2.delete('/v2/images/:id', { schema: { params: idParams } }, async (request, reply) => {
+      v2.delete('/v2/images/:id', { schema: { params: idParams }, ...DOCS.delete }, async (request, reply) => {
         const { id } = request.params as { id: string }
         await images.delete(request.principal, id)
         return reply.code(204).send()
       })
 
-      v2.put('/v2/images/:id/file', { schema: { params: idParams } }, async (request, reply) => {
+      v2.put('/v2/images/:id/file', { schema: { params: idParams }, ...DOCS.upload }, async (request, reply) => {
         const { id } = request.params as { id: string }
         await images.upload(request.principal, id, uploadStream(request))
         return reply.code(204).send()
       })
 
-      v2.get('/v2/images/:id/file', { schema: { params: idParams } }, async (request, reply) => {
+      v2.get('/v2/images/:id/file', { schema: { params: idParams }, ...DOCS.download }, async (request, reply) => {
         const { id } = request.params as { id: string }
         const result = await images.download(request.principal, id)
         if (!result.stream) return reply.code(204).send()
@@ -116,7 +173,7 @@ export function imageRoutes(deps: AppDeps) {
       })
 
       for (const action of ['deactivate', 'reactivate'] as const) {
-        v2.post(`/v2/images/:id/actions/${action}`, { schema: { params: idParams } }, async (request, reply) => {
+        v2.post(`/v2/images/:id/actions/${action}`, { schema: { params: idParams }, ...DOCS.action(action) }, async (request, reply) => {
           const { id } = request.params as { id: string }
           await images.setStatusAction(request.principal, id, action)
           return reply.code(204).send()
@@ -124,43 +181,43 @@ export function imageRoutes(deps: AppDeps) {
       }
 
       const tagParams = { type: 'object', properties: { id: { type: 'string' }, tag: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['id', 'tag'] } as const
-      v2.put('/v2/images/:id/tags/:tag', { schema: { params: tagParams } }, async (request, reply) => {
+      v2.put('/v2/images/:id/tags/:tag', { schema: { params: tagParams }, ...DOCS.addTag }, async (request, reply) => {
         const { id, tag } = request.params as { id: string; tag: string }
         await images.addTag(request.principal, id, tag)
         return reply.code(204).send()
       })
-      v2.delete('/v2/images/:id/tags/:tag', { schema: { params: tagParams } }, async (request, reply) => {
+      v2.delete('/v2/images/:id/tags/:tag', { schema: { params: tagParams }, ...DOCS.deleteTag }, async (request, reply) => {
         const { id, tag } = request.params as { id: string; tag: string }
         await images.deleteTag(request.principal, id, tag)
         return reply.code(204).send()
       })
 
       const memberParams = { type: 'object', properties: { id: { type: 'string' }, member: { type: 'string' } }, required: ['id', 'member'] } as const
-      v2.get('/v2/images/:id/members', { schema: { params: idParams } }, async (request) => {
+      v2.get('/v2/images/:id/members', { schema: { params: idParams }, ...DOCS.members }, async (request) => {
         const { id } = request.params as { id: string }
         return { members: (await images.listMembers(request.principal, id)).map(memberView), schema: '/v2/schemas/members' }
       })
       v2.post(
         '/v2/images/:id/members',
-        { schema: { params: idParams, body: { type: 'object', properties: { member: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['member'] } } },
+        { schema: { params: idParams, body: { type: 'object', properties: { member: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['member'] } }, ...DOCS.addMember },
         async (request) => {
           const { id } = request.params as { id: string }
           return memberView(await images.addMember(request.principal, id, (request.body as { member: string }).member))
         },
       )
-      v2.get('/v2/images/:id/members/:member', { schema: { params: memberParams } }, async (request) => {
+      v2.get('/v2/images/:id/members/:member', { schema: { params: memberParams }, ...DOCS.member }, async (request) => {
         const { id, member } = request.params as { id: string; member: string }
         return memberView(await images.getMember(request.principal, id, member))
       })
       v2.put(
         '/v2/images/:id/members/:member',
-        { schema: { params: memberParams, body: { type: 'object', properties: { status: { type: 'string' } }, required: ['status'] } } },
+        { schema: { params: memberParams, body: { type: 'object', properties: { status: { type: 'string' } }, required: ['status'] } }, ...DOCS.updateMember },
         async (request) => {
           const { id, member } = request.params as { id: string; member: string }
           return memberView(await images.updateMember(request.principal, id, member, (request.body as { status: string }).status))
         },
       )
-      v2.delete('/v2/images/:id/members/:member', { schema: { params: memberParams } }, async (request, reply) => {
+      v2.delete('/v2/images/:id/members/:member', { schema: { params: memberParams }, ...DOCS.deleteMember }, async (request, reply) => {
         const { id, member } = request.params as { id: string; member: string }
         await images.deleteMember(request.principal, id, member)
         return reply.code(204).send()

@@ -6,7 +6,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Ajv } from 'ajv'
-import { networkBodyAjv } from './validator.js'
+import { documentedForm, networkBodyAjv } from './validator.js'
+import { addDocs, documented, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
+import { A, LIST_QUERY, many, one, SHOW_QUERY } from './answers.js'
 import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
 import type { Actor, NetCtx } from '../../network/context.js'
@@ -90,6 +92,10 @@ function strictValidators(scope: FastifyInstance): void {
   const strict = networkBodyAjv()
   const loose = new Ajv({ allErrors: false, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false })
   scope.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict.compile(schema) : loose.compile(schema)))
+  // The document shows what the conversion keywords accept in standard JSON Schema.
+  scope.addHook('onRoute', (route) => {
+    if (route.schema?.body) addDocs(route, { body: documentedForm(route.schema.body) as JsonSchema })
+  })
 }
 
 export function networkRoutes(deps: AppDeps) {
@@ -97,15 +103,18 @@ export function networkRoutes(deps: AppDeps) {
   const base = deps.urls.network
   return async (scope: FastifyInstance): Promise<void> => {
     strictValidators(scope)
-    scope.get('/', async () => versionsDocument(base))
+    scope.get('/', documented({ ...OPEN, summary: 'Network API versions', response: { 200: A.versions } }), async () => versionsDocument(base))
 
     await scope.register(async (api) => {
       api.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
       const resourceIndex = async () => resourcesDocument(base)
-      api.get('/v2.0', resourceIndex)
-      api.get('/v2.0/', resourceIndex)
-      api.get('/v2.0/extensions', async () => ({ extensions: EXTENSIONS.map(extensionView) }))
-      api.get<{ Params: { alias: string } }>('/v2.0/extensions/:alias', async (request) => {
+      const indexDocs = documented({ summary: 'The resources of the network API v2.0', response: { 200: A.resources } })
+      api.get('/v2.0', indexDocs, resourceIndex)
+      api.get('/v2.0/', indexDocs, resourceIndex)
+      const extensions = { type: 'object', properties: { extensions: { type: 'array', items: A.extension } }, required: ['extensions'] }
+      api.get('/v2.0/extensions', documented({ summary: 'The extensions this service implements', response: { 200: extensions } }), async () => ({ extensions: EXTENSIONS.map(extensionView) }))
+      const extension = { type: 'object', properties: { extension: A.extension }, required: ['extension'] }
+      api.get<{ Params: { alias: string } }>('/v2.0/extensions/:alias', documented({ summary: 'One extension', response: { 200: extension } }), async (request) => {
         const ext = EXTENSIONS.find((e) => e.alias === request.params.alias)
         if (!ext) throw neutron.notFound('ExtensionNotFound', `Extension with alias ${request.params.alias} does not exist`)
         return { extension: extensionView(ext) }
@@ -113,17 +122,18 @@ export function networkRoutes(deps: AppDeps) {
 
       for (const r of RESOURCES) {
         const url = `${base}/v2.0/${r.path}`
-        api.get(`/v2.0/${r.path}`, async (request: FastifyRequest) => {
+        const name = r.member.replaceAll('_', ' ')
+        api.get(`/v2.0/${r.path}`, documented({ summary: `List ${r.path.replaceAll('-', ' ')}`, querystring: LIST_QUERY, response: { 200: many(r.collection, r.member) } }), async (request: FastifyRequest) => {
           const query = request.query as Query
           const items = await service.run(request.principal, (ctx, actor) => r.list(ctx, actor, query))
           const attributes = [...new Set(items.flatMap((i) => Object.keys(i)))]
           return listResponse(items, query, { collection: r.collection, url, attributes, custom: r.custom })
         })
-        api.get<{ Params: IdParams }>(`/v2.0/${r.path}/:id`, async (request) => {
+        api.get<{ Params: IdParams }>(`/v2.0/${r.path}/:id`, documented({ summary: `Show a ${name}`, querystring: SHOW_QUERY, response: { 200: one(r.member) } }), async (request) => {
           const item = await service.run(request.principal, (ctx, actor) => r.show(ctx, actor, request.params.id))
           return { [r.member]: projectFields(item, fieldsOf(request.query as Query)) }
         })
-        api.post<{ Body: Body }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema } }, async (request, reply: FastifyReply) => {
+        api.post<{ Body: Body }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema }, ...documented({ summary: `Create a ${name}, or several at once (all or none)`, response: { 201: { anyOf: [one(r.member), many(r.collection, r.member)] } } }) }, async (request, reply: FastifyReply) => {
           const bulk = request.body[r.collection] as unknown as Record<string, unknown>[] | undefined
           if (bulk) {
             // Neutron's bulk create: every member in one transaction, all created or none.
@@ -139,12 +149,12 @@ export function networkRoutes(deps: AppDeps) {
         })
         if (r.update) {
           const update = r.update
-          api.put<{ Params: IdParams; Body: Body }>(`/v2.0/${r.path}/:id`, { schema: { body: r.updateSchema } }, async (request) => {
+          api.put<{ Params: IdParams; Body: Body }>(`/v2.0/${r.path}/:id`, { schema: { body: r.updateSchema }, ...documented({ summary: `Update a ${name}`, response: { 200: one(r.member) } }) }, async (request) => {
             const item = await service.run(request.principal, (ctx, actor) => update(ctx, actor, request.params.id, request.body[r.member] as never))
             return { [r.member]: item }
           })
         }
-        api.delete<{ Params: IdParams }>(`/v2.0/${r.path}/:id`, async (request, reply) => {
+        api.delete<{ Params: IdParams }>(`/v2.0/${r.path}/:id`, documented({ summary: `Delete a ${name}`, response: { 204: noBody('Deleted') } }), async (request, reply) => {
           await service.run(request.principal, (ctx, actor) => r.remove(ctx, actor, request.params.id))
           return reply.code(204).send()
         })
@@ -153,45 +163,49 @@ export function networkRoutes(deps: AppDeps) {
       const tagged = RESOURCES.filter((r) => r.update).map((r) => ({ path: r.path, show: r.show, update: r.update }) as TaggedResource)
       tagRoutes(api, service, tagged)
 
-      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface } }, async (request) =>
+      const interfaceDocs = (summary: string) => documented({ summary, response: { 200: A.routerInterface } })
+      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Attach a subnet or port to a router') }, async (request) =>
         service.run(request.principal, (ctx, actor) => routers.addInterface(ctx, actor, request.params.id, request.body)),
       )
-      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/remove_router_interface', { schema: { body: schemas.routerInterface } }, async (request) =>
+      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/remove_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Detach a subnet or port from a router') }, async (request) =>
         service.run(request.principal, (ctx, actor) => routers.removeInterface(ctx, actor, request.params.id, request.body)),
       )
 
-      api.get('/v2.0/quotas', async (request) =>
+      api.get('/v2.0/quotas', documented({ summary: 'Projects with quotas set (admin)', response: { 200: A.quotas } }), async (request) =>
         service.run(request.principal, async (ctx, actor) => {
           must(actor, 'list_quotas')
           return { quotas: await quotas.listQuotas(ctx.db) }
         }),
       )
-      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project', async (request) =>
+      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project', documented({ summary: "A project's quotas", response: { 200: A.quota } }), async (request) =>
         service.run(request.principal, async (ctx, actor) => {
           must(actor, 'get_quota', { projectId: request.params.project })
           return { quota: await quotas.quotaLimits(ctx.db, request.params.project) }
         }),
       )
-      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project/default', async (request) =>
+      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project/default', documented({ summary: 'Default quotas', response: { 200: A.quota } }), async (request) =>
         service.run(request.principal, async (_ctx, actor) => {
           must(actor, 'get_quota', { projectId: request.params.project })
           return { quota: { ...quotas.QUOTA_DEFAULTS } }
         }),
       )
-      api.get<{ Params: { project: string } }>('/v2.0/quotas/:project/details', async (request) =>
-        service.run(request.principal, async (ctx, actor) => {
-          must(actor, 'get_quota', { projectId: request.params.project })
-          return { quota: await quotas.quotaDetails(ctx.db, request.params.project) }
-        }),
-      )
-      api.put<{ Params: { project: string }; Body: { quota: Record<string, number> } }>('/v2.0/quotas/:project', { schema: { body: schemas.quotaUpdate } }, async (request) =>
+      // Neutron also answers with a `.json` format suffix, which Tempest's quota client uses here.
+      for (const url of ['/v2.0/quotas/:project/details', '/v2.0/quotas/:project/details.json']) {
+        api.get<{ Params: { project: string } }>(url, documented({ summary: "A project's quotas with usage", response: { 200: A.quotaDetails } }), async (request) =>
+          service.run(request.principal, async (ctx, actor) => {
+            must(actor, 'get_quota', { projectId: request.params.project })
+            return { quota: await quotas.quotaDetails(ctx.db, request.params.project) }
+          }),
+        )
+      }
+      api.put<{ Params: { project: string }; Body: { quota: Record<string, number> } }>('/v2.0/quotas/:project', { schema: { body: schemas.quotaUpdate }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quota } }) }, async (request) =>
         service.run(request.principal, async (ctx, actor) => {
           must(actor, 'update_quota', { projectId: request.params.project })
           await quotas.setQuota(ctx.db, request.params.project, request.body.quota)
           return { quota: await quotas.quotaLimits(ctx.db, request.params.project) }
         }),
       )
-      api.delete<{ Params: { project: string } }>('/v2.0/quotas/:project', async (request, reply) => {
+      api.delete<{ Params: { project: string } }>('/v2.0/quotas/:project', documented({ summary: "Reset a project's quotas (admin)", response: { 204: noBody('Reset') } }), async (request, reply) => {
         await service.run(request.principal, async (ctx, actor) => {
           must(actor, 'delete_quota', { projectId: request.params.project })
           await quotas.resetQuota(ctx.db, request.params.project)

@@ -61,3 +61,28 @@ export function networkBodyAjv(): Ajv {
   ajv.addKeyword({ keyword: 'neutronBool', modifying: true, errors: true, validate: boolValidate })
   return ajv
 }
+
+const INTEGER_TEXT = '^\\s*-?\\d{1,15}\\s*$'
+const BOOLEAN_TEXT = '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$'
+
+/** The standard JSON Schema each conversion keyword accepts, for the OpenAPI document. */
+const DOCUMENTED_KEYWORDS: Record<string, (spec: IntSpec & { nullable?: boolean }) => Record<string, unknown>> = {
+  neutronInt: (spec) => ({
+    anyOf: [
+      { type: 'integer', ...(spec.min !== undefined && { minimum: spec.min }), ...(spec.max !== undefined && { maximum: spec.max }) },
+      { type: 'string', pattern: INTEGER_TEXT, description: 'an integer in decimal' },
+      ...(spec.nullable ? [{ type: 'null' }] : []),
+    ],
+  }),
+  neutronBool: (spec) => ({ anyOf: [{ type: 'boolean' }, { enum: [0, 1] }, { type: 'string', pattern: BOOLEAN_TEXT }, ...(spec.nullable ? [{ type: 'null' }] : [])] }),
+}
+
+/** `schema` with the conversion keywords written as the standard JSON Schema they accept. */
+export function documentedForm(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(documentedForm)
+  if (schema === null || typeof schema !== 'object') return schema
+  const entries = Object.entries(schema as Record<string, unknown>)
+  const keyword = entries.find(([key]) => key in DOCUMENTED_KEYWORDS)
+  if (keyword) return DOCUMENTED_KEYWORDS[keyword[0]](keyword[1] as IntSpec)
+  return Object.fromEntries(entries.map(([key, value]) => [key, documentedForm(value)]))
+}

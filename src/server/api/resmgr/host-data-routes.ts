@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { passThroughParser, uploadStream } from '../../http/upload-stream.js'
 import { hostAuth } from './host-auth.js'
+import { documented, HOST_CREDENTIAL, mediaAnswer, noBody } from '../../http/openapi.js'
 
 const uuid = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 const id = { type: 'string', maxLength: 64 }
@@ -17,6 +18,8 @@ const transferParams = {
 }
 const format = { type: 'string', pattern: '^[a-z0-9]{1,16}$' }
 
+const bytes = (what: string) => mediaAnswer('application/octet-stream', what, { type: 'string', format: 'binary' })
+
 export function hostDataRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     await scope.register(async (data) => {
@@ -24,7 +27,7 @@ export function hostDataRoutes(deps: AppDeps) {
       const service = deps.hostData
       data.addContentTypeParser('application/octet-stream', passThroughParser)
 
-      data.get<{ Params: { id: string; imageId: string } }>('/v1/hosts/:id/images/:imageId/file', { onRequest: requireHost, schema: { params: imageParams } }, async (request, reply) => {
+      data.get<{ Params: { id: string; imageId: string } }>('/v1/hosts/:id/images/:imageId/file', { onRequest: requireHost, schema: { params: imageParams }, ...documented({ ...HOST_CREDENTIAL, summary: "An image's bytes, for the host's image cache", response: { 200: bytes('The image data') } }) }, async (request, reply) => {
         const { stream, size } = await service.openImage(request.params.id.toLowerCase(), request.params.imageId.toLowerCase())
         return reply.header('content-type', 'application/octet-stream').header('content-length', String(size)).send(stream)
       })
@@ -34,6 +37,7 @@ export function hostDataRoutes(deps: AppDeps) {
         {
           onRequest: requireHost,
           schema: { params: imageParams, querystring: { type: 'object', properties: { disk_format: format, container_format: format }, required: ['disk_format', 'container_format'] } },
+          ...documented({ ...HOST_CREDENTIAL, summary: "A server snapshot's bytes, uploaded by the host into its image", consumes: ['application/octet-stream'], body: { type: 'string', format: 'binary' }, response: { 204: noBody('Stored') } }),
         },
         async (request, reply) => {
           const formats = { diskFormat: request.query.disk_format, containerFormat: request.query.container_format }
@@ -42,12 +46,12 @@ export function hostDataRoutes(deps: AppDeps) {
         },
       )
 
-      data.put<{ Params: { id: string; serverId: string; disk: string } }>('/v1/hosts/:id/transfers/:serverId/:disk', { onRequest: requireHost, schema: { params: transferParams } }, async (request, reply) => {
+      data.put<{ Params: { id: string; serverId: string; disk: string } }>('/v1/hosts/:id/transfers/:serverId/:disk', { onRequest: requireHost, schema: { params: transferParams }, ...documented({ ...HOST_CREDENTIAL, summary: "A migrating server's disk, uploaded by its source host", consumes: ['application/octet-stream'], body: { type: 'string', format: 'binary' }, response: { 204: noBody('Stored') } }) }, async (request, reply) => {
         await service.putTransfer(request.params.id.toLowerCase(), request.params.serverId.toLowerCase(), request.params.disk, uploadStream(request))
         return reply.code(204).send()
       })
 
-      data.get<{ Params: { id: string; serverId: string; disk: string } }>('/v1/hosts/:id/transfers/:serverId/:disk', { onRequest: requireHost, schema: { params: transferParams } }, async (request, reply) => {
+      data.get<{ Params: { id: string; serverId: string; disk: string } }>('/v1/hosts/:id/transfers/:serverId/:disk', { onRequest: requireHost, schema: { params: transferParams }, ...documented({ ...HOST_CREDENTIAL, summary: "A migrating server's disk, for its destination host", response: { 200: bytes('The disk') } }) }, async (request, reply) => {
         const { stream, size } = await service.openTransfer(request.params.id.toLowerCase(), request.params.serverId.toLowerCase(), request.params.disk)
         return reply.header('content-type', 'application/octet-stream').header('content-length', String(size)).send(stream)
       })

@@ -11,6 +11,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { hostAuth } from './host-auth.js'
+import { documented, HOST_CREDENTIAL, mediaAnswer, noBody } from '../../http/openapi.js'
 
 const hostParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] }
 
@@ -26,6 +27,11 @@ export function hostNetworkRoutes(deps: AppDeps) {
           params: hostParams,
           querystring: { type: 'object', additionalProperties: false, properties: { known: { type: 'string', maxLength: 64 }, wait: { type: 'number', minimum: 0, maximum: 30 } } },
         },
+        ...documented({
+          ...HOST_CREDENTIAL,
+          summary: "What the host's data plane must be, when it differs from `known` (waiting up to `wait` seconds)",
+          response: { 200: { type: 'object', properties: { hash: { type: 'string' }, state: { type: 'object' } }, required: ['hash', 'state'] }, 204: noBody('Nothing new within `wait` seconds') },
+        }),
       },
       async (request, reply) => {
         const abort = new AbortController()
@@ -45,6 +51,11 @@ export function hostNetworkRoutes(deps: AppDeps) {
           tags: ['resmgr'],
           params: { type: 'object', properties: { id: { type: 'string', maxLength: 64 }, portId: { type: 'string', maxLength: 64 }, '*': { type: 'string', maxLength: 1024 } }, required: ['id', 'portId'] },
         },
+        ...documented({
+          ...HOST_CREDENTIAL,
+          summary: 'The metadata service, for a guest behind one of the host\'s ports (the path after the port is the guest\'s: /openstack/…, /latest/meta-data/…)',
+          response: { 200: mediaAnswer('application/octet-stream', 'The document asked for, in its own media type (JSON or text)') },
+        }),
       },
       async (request, reply) => {
         const answer = await deps.dataplane.metadata(request.params.id.toLowerCase(), request.params.portId.toLowerCase(), `/${request.params['*'] ?? ''}`)

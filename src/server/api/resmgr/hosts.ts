@@ -12,6 +12,7 @@ import type { HeartbeatRequest, RegistrationRequest } from '../../onboarding/onb
 import { ROLES } from '../../onboarding/roles.js'
 import { RESMGR_HOSTS_POLICY } from '../../policy/resmgr-hosts.policy.js'
 import { authorize } from '../../policy/rules.js'
+import { documented, HOST_CREDENTIAL, noBody, OPEN } from '../../http/openapi.js'
 
 const uuid = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 const str = (max = 255) => ({ type: 'string', maxLength: max })
@@ -61,6 +62,41 @@ const heartbeatSchema = {
   },
 }
 
+const obj = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, required })
+const HOST = obj(
+  {
+    id: str(),
+    info: obj({ hostname: str(), os_family: str(), arch: str(), os_info: str(), responding: { type: 'boolean' }, last_response_time: { type: ['string', 'null'] }, cpu_info: { type: 'object' } }),
+    roles: { type: 'array', items: str() },
+    role_status: str(),
+    roles_status_details: { type: 'object', additionalProperties: str() },
+    hypervisor_info: obj({ vcpus: { type: 'integer' }, memory_mb: { type: 'integer' }, disk_gb: { type: 'integer' }, running_vms: { type: 'integer' } }),
+    extensions: { type: 'object' },
+    agent_version: str(),
+    message: str(),
+  },
+  ['id', 'info', 'roles', 'role_status'],
+)
+const hostCredential = 'Authorization: Bearer <host credential>; a host acts only for itself'
+const DOCS = {
+  registrationToken: documented({ summary: 'Create a one-time registration token for a new host (admin)', response: { 201: obj({ token: str(), id: str(), expires_at: str() }, ['token', 'id', 'expires_at']) } }),
+  register: documented({ ...OPEN, summary: 'Register a host with a registration token; answers its credential', response: { 201: obj({ host: HOST, credential: str() }, ['host', 'credential']) } }),
+  roles: documented({ summary: 'The roles a host can take', response: { 200: { type: 'array', items: obj({ name: str(), display_name: str(), description: str() }) } } }),
+  list: documented({ summary: 'List hosts', response: { 200: { type: 'array', items: HOST } } }),
+  show: documented({ summary: 'Show a host', response: { 200: HOST } }),
+  delete: documented({ summary: 'Remove a host (force: also with servers on it)', response: { 200: { type: 'object', maxProperties: 0 } } }),
+  assignRole: documented({ summary: 'Give a host a role', response: { 200: HOST } }),
+  removeRole: documented({ summary: 'Take a role from a host', response: { 200: HOST } }),
+  heartbeat: documented({ ...HOST_CREDENTIAL, summary: `The agent's heartbeat (${hostCredential})`, response: { 200: obj({ roles: { type: 'object', additionalProperties: str() } }, ['roles']) } }),
+  roleStatus: documented({ ...HOST_CREDENTIAL, summary: `The agent reports a role's state (${hostCredential})`, response: { 200: obj({ role: str(), state: str() }, ['role', 'state']) } }),
+  commands: documented({
+    ...HOST_CREDENTIAL,
+    summary: `The agent takes its pending commands, waiting up to \`wait\` seconds (${hostCredential})`,
+    response: { 200: obj({ commands: { type: 'array', items: obj({ id: str(), op: str(), args: {} }, ['id', 'op']) } }, ['commands']) },
+  }),
+  commandResult: documented({ ...HOST_CREDENTIAL, summary: `The agent reports a command's outcome (${hostCredential})`, response: { 204: noBody('Recorded') } }),
+}
+
 export function hostRoutes(deps: AppDeps) {
   const requireAuth = authHook(deps.tokens, deps.urls.identity)
   const onboarding = deps.onboarding
@@ -76,6 +112,7 @@ export function hostRoutes(deps: AppDeps) {
           // Both fields have defaults: a bodiless request (validated as null) creates a token with them.
           body: { type: ['object', 'null'], additionalProperties: false, properties: { expires_in: { type: 'integer', minimum: 60, maximum: 30 * 86400 }, note: str(1024) } },
         },
+        ...DOCS.registrationToken,
       },
       async (request, reply) => {
         authorize(RESMGR_HOSTS_POLICY, 'registration_tokens:create', request.principal)
@@ -86,27 +123,27 @@ export function hostRoutes(deps: AppDeps) {
       },
     )
 
-    scope.post<{ Body: RegistrationRequest }>('/v1/hosts/register', { schema: { tags: ['resmgr'], body: registerSchema } }, async (request, reply) => {
+    scope.post<{ Body: RegistrationRequest }>('/v1/hosts/register', { schema: { tags: ['resmgr'], body: registerSchema }, ...DOCS.register }, async (request, reply) => {
       const result = await onboarding.register(request.body)
       reply.header('cache-control', 'no-store')
       return reply.code(201).send(result)
     })
 
-    scope.get('/v1/roles', { onRequest: requireAuth }, async () => ROLES)
+    scope.get('/v1/roles', { onRequest: requireAuth, ...DOCS.roles }, async () => ROLES)
 
-    scope.get('/v1/hosts', { onRequest: requireAuth }, async (request) => {
+    scope.get('/v1/hosts', { onRequest: requireAuth, ...DOCS.list }, async (request) => {
       authorize(RESMGR_HOSTS_POLICY, 'hosts:list', request.principal)
       return onboarding.list()
     })
 
-    scope.get<{ Params: { id: string } }>('/v1/hosts/:id', { onRequest: requireAuth, schema: { params: hostParams } }, async (request) => {
+    scope.get<{ Params: { id: string } }>('/v1/hosts/:id', { onRequest: requireAuth, schema: { params: hostParams }, ...DOCS.show }, async (request) => {
       authorize(RESMGR_HOSTS_POLICY, 'hosts:get', request.principal)
       return onboarding.view(request.params.id.toLowerCase())
     })
 
     scope.delete<{ Params: { id: string }; Querystring: { force?: boolean } }>(
       '/v1/hosts/:id',
-      { onRequest: requireAuth, schema: { params: hostParams, querystring: forceQuery } },
+      { onRequest: requireAuth, schema: { params: hostParams, querystring: forceQuery }, ...DOCS.delete },
       async (request) => {
         authorize(RESMGR_HOSTS_POLICY, 'hosts:delete', request.principal)
         await onboarding.deleteHost(request.params.id.toLowerCase(), request.query.force === true)
@@ -116,7 +153,7 @@ export function hostRoutes(deps: AppDeps) {
 
     scope.put<{ Params: { id: string; role: string } }>(
       '/v1/hosts/:id/roles/:role',
-      { onRequest: requireAuth, schema: { params: roleParams, body: { type: ['object', 'null'] } } },
+      { onRequest: requireAuth, schema: { params: roleParams, body: { type: ['object', 'null'] } }, ...DOCS.assignRole },
       async (request) => {
         authorize(RESMGR_HOSTS_POLICY, 'roles:assign', request.principal)
         return onboarding.assignRole(request.params.id.toLowerCase(), request.params.role)
@@ -125,7 +162,7 @@ export function hostRoutes(deps: AppDeps) {
 
     scope.delete<{ Params: { id: string; role: string }; Querystring: { force?: boolean } }>(
       '/v1/hosts/:id/roles/:role',
-      { onRequest: requireAuth, schema: { params: roleParams, querystring: forceQuery } },
+      { onRequest: requireAuth, schema: { params: roleParams, querystring: forceQuery }, ...DOCS.removeRole },
       async (request) => {
         authorize(RESMGR_HOSTS_POLICY, 'roles:remove', request.principal)
         return onboarding.removeRole(request.params.id.toLowerCase(), request.params.role, request.query.force === true)
@@ -135,7 +172,7 @@ export function hostRoutes(deps: AppDeps) {
     // The agent's calls.
     scope.post<{ Params: { id: string }; Body: HeartbeatRequest }>(
       '/v1/hosts/:id/heartbeat',
-      { onRequest: requireHost, schema: { params: hostParams, body: heartbeatSchema } },
+      { onRequest: requireHost, schema: { params: hostParams, body: heartbeatSchema }, ...DOCS.heartbeat },
       async (request) => onboarding.heartbeat(request.params.id.toLowerCase(), request.body ?? {}),
     )
 
@@ -147,6 +184,7 @@ export function hostRoutes(deps: AppDeps) {
           params: roleParams,
           body: { type: 'object', required: ['state'], properties: { state: { type: 'string', enum: ['ok', 'failed', 'removed'] }, message: str(4096) } },
         },
+        ...DOCS.roleStatus,
       },
       async (request) => onboarding.roleStatus(request.params.id.toLowerCase(), request.params.role, request.body.state, request.body.message),
     )
@@ -156,6 +194,7 @@ export function hostRoutes(deps: AppDeps) {
       {
         onRequest: requireHost,
         schema: { params: hostParams, querystring: { type: 'object', properties: { wait: { type: 'number', minimum: 0, maximum: 30 }, redeliver: { type: 'boolean' } } } },
+        ...DOCS.commands,
       },
       async (request) => {
         const abort = new AbortController()
@@ -176,6 +215,7 @@ export function hostRoutes(deps: AppDeps) {
             properties: { result: {}, error: { type: 'object', required: ['message'], properties: { message: str(8192), code: { type: 'integer' } } } },
           },
         },
+        ...DOCS.commandResult,
       },
       async (request, reply) => {
         const body = request.body ?? {}

@@ -12,6 +12,7 @@ import { hasProjectRole } from '../../oidc/claims.js'
 import type { IdpClient } from '../../oidc/clients.js'
 import { IDP_POLICY } from '../../policy/idp.policy.js'
 import { allows, authorize } from '../../policy/rules.js'
+import { noBody } from '../../http/openapi.js'
 
 const secretsMap = { type: 'object', additionalProperties: { type: 'string' } }
 const clientIdParams = { type: 'object', properties: { clientId: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['clientId'] }
@@ -63,7 +64,7 @@ export function idpClientRoutes(deps: AppDeps) {
   }
 
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2/idpclients', { onRequest: requireAuth, schema: { tags: ['resmgr'], response: { 200: secretsMap } } }, async (request, reply) => {
+    scope.get('/v2/idpclients', { onRequest: requireAuth, schema: { tags: ['resmgr'], summary: 'IdP client secrets: client_id → client_secret', response: { 200: secretsMap } } }, async (request, reply) => {
       authorize(IDP_POLICY, 'idp_clients:list', request.principal)
       if (!request.principal.roles.length && !(await hasProjectRole(deps.store.db, request.principal.userId))) {
         throw new AppError('forbidden', 'Reading IdP client secrets needs a role on a project.')
@@ -78,6 +79,7 @@ export function idpClientRoutes(deps: AppDeps) {
         onRequest: requireAuth,
         schema: {
           tags: ['resmgr'],
+          summary: 'Register an OIDC client (admin); answers its secret, once',
           body: {
             type: 'object',
             required: ['client'],
@@ -105,7 +107,7 @@ export function idpClientRoutes(deps: AppDeps) {
 
     scope.get<{ Params: { clientId: string } }>(
       '/v2/idpclients/:clientId',
-      { onRequest: requireAuth, schema: { tags: ['resmgr'], params: clientIdParams, response: { 200: clientBody } } },
+      { onRequest: requireAuth, schema: { tags: ['resmgr'], summary: 'Show an IdP client with its secret (admin)', params: clientIdParams, response: { 200: clientBody } } },
       async (request, reply) => {
         authorize(IDP_POLICY, 'idp_clients:show', request.principal)
         const client = await found(request.params.clientId)
@@ -120,6 +122,7 @@ export function idpClientRoutes(deps: AppDeps) {
         onRequest: requireAuth,
         schema: {
           tags: ['resmgr'],
+          summary: "Change an IdP client's name or redirect URIs (admin)",
           params: clientIdParams,
           body: {
             type: 'object',
@@ -138,7 +141,7 @@ export function idpClientRoutes(deps: AppDeps) {
 
     scope.delete<{ Params: { clientId: string } }>(
       '/v2/idpclients/:clientId',
-      { onRequest: requireAuth, schema: { tags: ['resmgr'], params: clientIdParams } },
+      { onRequest: requireAuth, schema: { tags: ['resmgr'], summary: 'Delete an IdP client (admin)', params: clientIdParams, response: { 204: noBody('Deleted') } } },
       async (request, reply) => {
         authorize(IDP_POLICY, 'idp_clients:delete', request.principal)
         await clients.remove(request.params.clientId)
@@ -153,6 +156,7 @@ export function idpClientRoutes(deps: AppDeps) {
         onRequest: requireAuth,
         schema: {
           tags: ['resmgr'],
+          summary: "Rotate an IdP client's secret (admin); the previous one stays valid for a while",
           params: clientIdParams,
           response: { 200: { type: 'object', properties: { client_id: { type: 'string' }, client_secret: { type: 'string' }, previous_secret_valid_until: { type: 'string' } } } },
         },

@@ -7,6 +7,7 @@ import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
 import { authorize, isAdmin } from '../../policy/rules.js'
 import { ensureSupportKeys, type SupportKeys } from '../../support/support-key.js'
+import { mediaAnswer } from '../../http/openapi.js'
 
 const SUPPORT_POLICY = { 'resmgr:support:private_key': isAdmin }
 
@@ -14,8 +15,9 @@ export function supportRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     let keys: Promise<SupportKeys> | undefined
     const supportKeys = () => (keys ??= ensureSupportKeys(deps.store, deps.box))
-    scope.get('/v1/support/public-key', { schema: { hide: true } }, async (_request, reply) => reply.type('application/pgp-keys').send((await supportKeys()).publicKey))
-    scope.get('/v1/support/private-key', { schema: { hide: true }, onRequest: authHook(deps.tokens, deps.urls.identity) }, async (request, reply) => {
+    const key = (which: string) => ({ summary: `The support-bundle ${which} key`, tags: ['resmgr'], security: which === 'public' ? [] : undefined, response: { 200: mediaAnswer('application/pgp-keys', `An armored OpenPGP ${which} key`) } })
+    scope.get('/v1/support/public-key', { schema: key('public') }, async (_request, reply) => reply.type('application/pgp-keys').send((await supportKeys()).publicKey))
+    scope.get('/v1/support/private-key', { schema: key('private'), onRequest: authHook(deps.tokens, deps.urls.identity) }, async (request, reply) => {
       authorize(SUPPORT_POLICY, 'resmgr:support:private_key', request.principal)
       return reply.type('application/pgp-keys').send(await (await supportKeys()).privateKey())
     })

@@ -4,34 +4,44 @@ import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { badRequest } from '../../../contracts/errors.js'
 import { authorize } from '../../policy/rules.js'
+import { backendServices } from '../../volume/placement.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
-import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage } from '../../volume/quotas.js'
+import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage, type QuotaResource } from '../../volume/quotas.js'
 import { callerOf } from '../../volume/service.js'
-import { boolParam } from './params.js'
+import { boolParam, one } from './params.js'
+import { documented } from '../../http/openapi.js'
+import { A, QUERY } from './answers.js'
 import { extensionsDocument } from '../../volume/extensions.js'
+
+/**
+ * Cinder's quotas this backend does not count (no backups, no groups, no per-volume limit): every quota set shows
+ * them, with Cinder's defaults, as clients expect the keys.
+ */
+const UNCOUNTED_QUOTAS = { per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 }
+
+/** A quota set's resources: limits, or with `used` {limit, in_use, reserved, allocated} each. */
+function quotaSet(limits: Record<QuotaResource, number>, used?: Record<QuotaResource, number>): Record<string, unknown> {
+  const all: [string, number, number][] = [...QUOTA_RESOURCES.map((r) => [r, limits[r], used?.[r] ?? 0] as [string, number, number]), ...Object.entries(UNCOUNTED_QUOTAS).map(([r, limit]) => [r, limit, 0] as [string, number, number])]
+  return Object.fromEntries(all.map(([resource, limit, inUse]) => [resource, used ? { limit, in_use: inUse, reserved: 0, allocated: 0 } : limit]))
+}
 
 export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: FastifyRequest) => ViewContext): void {
   // ---- quotas, limits, zones ----
   const quotaParams = { type: 'object', properties: { target: { type: 'string', maxLength: 64 } }, required: ['target'] } as const
-  r.get('/os-quota-sets/:target', { schema: { params: quotaParams } }, async (request) => {
+  r.get('/os-quota-sets/:target', { schema: { params: quotaParams }, ...documented({ summary: "A project's quotas (with usage=true, what is used)", querystring: QUERY.quota, response: { 200: A.quotaSet } }) }, async (request) => {
     const { target } = request.params as { target: string }
     authorize(volumePolicy, 'quota:show', request.principal, { projectId: target })
     const usage = boolParam('usage', (request.query as Record<string, unknown>).usage) ?? false
     const [limits, used] = await Promise.all([quotaLimits(deps.store.db, target), quotaUsage(deps.store.db, target)])
-    const quota_set: Record<string, unknown> = { id: target }
-    for (const resource of QUOTA_RESOURCES) quota_set[resource] = usage ? { limit: limits[resource], in_use: used[resource], reserved: 0, allocated: 0 } : limits[resource]
-    for (const [extra, value] of [['per_volume_gigabytes', -1], ['backups', 10], ['backup_gigabytes', 1000], ['groups', 10]] as const) {
-      quota_set[extra] = usage ? { limit: value, in_use: 0, reserved: 0, allocated: 0 } : value
-    }
-    return { quota_set }
+    return { quota_set: { id: target, ...quotaSet(limits, usage ? used : undefined) } }
   })
-  r.get('/os-quota-sets/:target/defaults', { schema: { params: quotaParams } }, async (request) => {
+  r.get('/os-quota-sets/:target/defaults', { schema: { params: quotaParams }, ...documented({ summary: 'Default quotas', response: { 200: A.quotaSet } }) }, async (request) => {
     const { target } = request.params as { target: string }
-    return { quota_set: { id: target, ...DEFAULT_QUOTAS, per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 } }
+    return { quota_set: { id: target, ...quotaSet(DEFAULT_QUOTAS) } }
   })
   r.put(
     '/os-quota-sets/:target',
-    { schema: { params: quotaParams, body: { type: 'object', required: ['quota_set'], properties: { quota_set: { type: 'object', additionalProperties: { anyOf: [{ type: 'integer' }, { type: 'string' }] } } } } } },
+    { schema: { params: quotaParams, body: { type: 'object', required: ['quota_set'], properties: { quota_set: { type: 'object', additionalProperties: { anyOf: [{ type: 'integer' }, { type: 'string' }] } } } } }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quotaSet } }) },
     async (request) => {
       const { target } = request.params as { target: string }
       authorize(volumePolicy, 'quota:update', request.principal)
@@ -53,10 +63,10 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
             .execute()
         }
       })
-      return { quota_set: { ...(await quotaLimits(deps.store.db, target)) } }
+      return { quota_set: quotaSet(await quotaLimits(deps.store.db, target)) }
     },
   )
-  r.get('/limits', async (request) => {
+  r.get('/limits', documented({ summary: "The project's limits and usage", response: { 200: A.limits } }), async (request) => {
     const caller = callerOf(request.principal)
     const [limits, used] = await Promise.all([quotaLimits(deps.store.db, caller.projectId), quotaUsage(deps.store.db, caller.projectId)])
     return {
@@ -77,17 +87,21 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
       },
     }
   })
-  r.get('/os-availability-zone', async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
-  r.get('/extensions', async () => extensionsDocument())
-  // The simulated backend, as `openstack volume service list` shows it (admins).
-  r.get('/os-services', async (request) => {
+  r.get('/os-availability-zone', documented({ summary: 'Availability zones', response: { 200: A.zones } }), async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
+  r.get('/extensions', documented({ summary: 'The extensions this service implements', response: { 200: A.extensions } }), async () => extensionsDocument())
+  // The scheduler and one volume service per backend of each storage place, as `openstack volume service list` shows them (admins).
+  r.get('/os-services', documented({ summary: 'Block storage services (admin)', response: { 200: A.services } }), async (request) => {
     authorize(volumePolicy, 'volume:all_tenants', request.principal)
-    const updated_at = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000')
-    return {
-      services: [
-        { binary: 'cinder-scheduler', host: 'pcc', zone: 'nova', status: 'enabled', state: 'up', updated_at, disabled_reason: null },
-        { binary: 'cinder-volume', host: 'pcc@simulated', zone: 'nova', status: 'enabled', state: 'up', updated_at, disabled_reason: null },
-      ],
-    }
+    const time = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000')
+    const backends = await backendServices(deps.store.db, deps.config.hostDownAfterSeconds * 1000)
+    const services = [
+      { binary: 'cinder-scheduler', host: 'pcc', zone: 'nova', status: 'enabled', state: 'up', updated_at: time(Date.now()), disabled_reason: null },
+      ...backends.map((b) => ({ binary: 'cinder-volume', host: b.host, zone: 'nova', status: 'enabled', state: b.up ? 'up' : 'down', updated_at: time(b.updatedAt), disabled_reason: null })),
+    ]
+    // Cinder's filters: ?binary= and ?host= (a host matches with or without its @backend part).
+    const q = request.query as Record<string, unknown>
+    const binary = one(q.binary)
+    const host = one(q.host)
+    return { services: services.filter((s) => (binary === undefined || s.binary === binary) && (host === undefined || s.host === host || s.host.split('@')[0] === host)) }
   })
 }

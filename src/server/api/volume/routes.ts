@@ -14,6 +14,8 @@ import { quotaRoutes } from './quota-routes.js'
 import { snapshotRoutes } from './snapshot-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
+import { addDocs, documented, OPEN } from '../../http/openapi.js'
+import { A, VOLUME_HEADERS } from './answers.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,13 +41,14 @@ function versionDoc(deps: AppDeps) {
 export function volumeRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     // cinderclient and keystoneauth read the unversioned root; Cinder answers it with 300.
-    scope.get('/', async (_request, reply) => reply.code(300).send({ versions: [versionDoc(deps)] }))
+    scope.get('/', documented({ ...OPEN, summary: 'Block storage API versions', response: { 300: A.versions } }), async (_request, reply) => reply.code(300).send({ versions: [versionDoc(deps)] }))
 
     const v3 = async (api: FastifyInstance): Promise<void> => {
-      api.get('/', async () => ({ versions: [versionDoc(deps)] }))
+      api.get('/', documented({ ...OPEN, summary: 'The block storage API v3 and its microversion range', response: { 200: A.versions } }), async () => ({ versions: [versionDoc(deps)] }))
 
       await api.register(async (r) => {
         r.decorateRequest('volumeVersion', null as unknown as VolumeVersion)
+        r.addHook('onRoute', (route) => addDocs(route, { headers: VOLUME_HEADERS }))
         r.addHook('onRequest', async (request, reply) => {
           request.volumeVersion = requestedVersion(request.headers['openstack-api-version'])
           reply.header('openstack-api-version', `volume ${formatVersion(request.volumeVersion)}`).header('vary', 'OpenStack-API-Version')

@@ -3,16 +3,18 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
+import { badRequest } from '../../../contracts/errors.js'
 import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap } from './params.js'
 import { metadataRoutes } from './metadata-routes.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A, QUERY } from './answers.js'
 
 export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { snapshots } = deps.volumeServices
   // ---- snapshots ----
   const listSnapshots = (detail: boolean) => async (request: FastifyRequest) => {
     const q = request.query as Record<string, unknown>
-    const limit = intParam('limit', q.limit, 1)
-    const sort = sortParam(q)
+    const limit = intParam('limit', q.limit, 0)
     const result = await snapshots.list(request.principal, {
       allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
       name: one(q.name),
@@ -21,19 +23,19 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       limit,
       marker: one(q.marker),
       offset: intParam('offset', q.offset, 0),
-      sortDir: sort[0].dir,
+      sort: sortParam(q),
     })
     const c = ctx(request)
     const body: Record<string, unknown> = { snapshots: result.snapshots.map((s) => (detail ? snapshotDetail(s, c) : snapshotSummary(s, c))) }
     // As for volumes: a full page links the next one.
-    if (limit !== undefined && result.snapshots.length === limit) {
+    if (limit && result.snapshots.length === limit) {
       const params = new URLSearchParams({ limit: String(limit), marker: result.snapshots[result.snapshots.length - 1].id })
       body.snapshots_links = [{ rel: 'next', href: `${deps.urls.volume}/snapshots${detail ? '/detail' : ''}?${params}` }]
     }
     return body
   }
-  r.get('/snapshots', listSnapshots(false))
-  r.get('/snapshots/detail', listSnapshots(true))
+  r.get('/snapshots', documented({ summary: 'List snapshots', querystring: QUERY.snapshots, response: { 200: A.snapshots(false) } }), listSnapshots(false))
+  r.get('/snapshots/detail', documented({ summary: 'List snapshots with details', querystring: QUERY.snapshots, response: { 200: A.snapshots(true) } }), listSnapshots(true))
   r.post(
     '/snapshots',
     {
@@ -58,6 +60,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
           },
         },
       },
+      ...documented({ summary: 'Create a snapshot of a volume', response: { 202: A.snapshot } }),
     },
     async (request, reply) => {
       const s = (request.body as { snapshot: Record<string, unknown> }).snapshot
@@ -73,13 +76,13 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       return reply.code(202).send({ snapshot: snapshotSummary(snapshot, ctx(request)) })
     },
   )
-  r.get('/snapshots/:id', { schema: { params: idParams } }, async (request) => {
+  r.get('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a snapshot', response: { 200: A.snapshot } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { snapshot: snapshotDetail(await snapshots.get(request.principal, id), ctx(request)) }
   })
   r.put(
     '/snapshots/:id',
-    { schema: { params: idParams, body: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString() } } } } } },
+    { schema: { params: idParams, body: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString() } } } } }, ...documented({ summary: 'Update a snapshot', response: { 200: A.snapshot } }) },
     async (request) => {
       const { id } = request.params as { id: string }
       const s = (request.body as { snapshot: Record<string, string | null | undefined> }).snapshot
@@ -90,10 +93,27 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       return { snapshot: snapshotSummary(snapshot, ctx(request)) }
     },
   )
-  r.delete('/snapshots/:id', { schema: { params: idParams } }, async (request, reply) => {
+  r.delete('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a snapshot', response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
     const { id } = request.params as { id: string }
     await snapshots.delete(request.principal, id)
     return reply.code(202).send()
+  })
+  // Admin actions on snapshots (Cinder's os-admin-actions extension).
+  r.post('/snapshots/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } } }, async (request, reply) => {
+    const { id } = request.params as { id: string }
+    const [action, args] = Object.entries(request.body as Record<string, unknown>)[0]
+    const a = (args ?? {}) as Record<string, unknown>
+    switch (action) {
+      case 'os-reset_status':
+        if (typeof a.status !== 'string') throw badRequest("Invalid input received: 'status' is required.")
+        await snapshots.resetStatus(request.principal, id, a.status)
+        return reply.code(202).send()
+      case 'os-force_delete':
+        await snapshots.delete(request.principal, id, true)
+        return reply.code(202).send()
+      default:
+        throw badRequest(`There is no such action: ${action}`)
+    }
   })
   metadataRoutes(r, 'snapshots', snapshots)
 }

@@ -7,13 +7,15 @@ import { authorize } from '../../policy/rules.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
 import { typeView } from '../../volume/view.js'
 import { idParams, nullableString, stringMap } from './params.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A } from './answers.js'
 
 export function volumeTypeRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { volumeTypes } = deps.volumeServices
   // ---- volume types ----
-  r.get('/types', async (request) => ({ volume_types: (await volumeTypes.list(request.principal)).map((t) => typeView(t, ctx(request).isAdmin)) }))
-  r.get('/types/default', async (request) => ({ volume_type: typeView(await volumeTypes.getDefault(), ctx(request).isAdmin) }))
-  r.get('/types/:id', { schema: { params: idParams } }, async (request) => {
+  r.get('/types', documented({ summary: 'List volume types', response: { 200: A.types } }), async (request) => ({ volume_types: (await volumeTypes.list(request.principal)).map((t) => typeView(t, ctx(request).isAdmin)) }))
+  r.get('/types/default', documented({ summary: 'The default volume type', response: { 200: A.type } }), async (request) => ({ volume_type: typeView(await volumeTypes.getDefault(), ctx(request).isAdmin) }))
+  r.get('/types/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume type', response: { 200: A.type } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { volume_type: typeView(await volumeTypes.get(request.principal, id), ctx(request).isAdmin) }
   })
@@ -28,28 +30,28 @@ export function volumeTypeRoutes(r: FastifyInstance, deps: AppDeps, ctx: (reques
     },
   } as const
   type TypeInput = { name?: string; description?: string | null; 'os-volume-type-access:is_public'?: boolean; is_public?: boolean; extra_specs?: Record<string, string> }
-  r.post('/types', { schema: { body: typeBody } }, async (request) => {
+  r.post('/types', { schema: { body: typeBody }, ...documented({ summary: 'Create a volume type (admin)', response: { 200: A.type } }) }, async (request) => {
     const t = (request.body as { volume_type: TypeInput }).volume_type
     if (!t.name) throw badRequest("Invalid input received: 'name' is required.")
     const type = await volumeTypes.create(request.principal, { name: t.name, description: t.description, is_public: t['os-volume-type-access:is_public'] ?? t.is_public, extra_specs: t.extra_specs })
-    return { volume_type: typeView(type, true) }
+    return { volume_type: typeView(type, true, 'write') }
   })
-  r.put('/types/:id', { schema: { params: idParams, body: typeBody } }, async (request) => {
+  r.put('/types/:id', { schema: { params: idParams, body: typeBody }, ...documented({ summary: 'Update a volume type (admin)', response: { 200: A.type } }) }, async (request) => {
     const { id } = request.params as { id: string }
     const t = (request.body as { volume_type: TypeInput }).volume_type
-    return { volume_type: typeView(await volumeTypes.update(request.principal, id, { name: t.name, description: t.description, is_public: t['os-volume-type-access:is_public'] ?? t.is_public }), true) }
+    return { volume_type: typeView(await volumeTypes.update(request.principal, id, { name: t.name, description: t.description, is_public: t['os-volume-type-access:is_public'] ?? t.is_public }), true, 'write') }
   })
-  r.delete('/types/:id', { schema: { params: idParams } }, async (request, reply) => {
+  r.delete('/types/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a volume type (admin)', response: { 202: noBody('Deleted') } }) }, async (request, reply) => {
     const { id } = request.params as { id: string }
     await volumeTypes.delete(request.principal, id)
     return reply.code(202).send()
   })
-  r.get('/types/:id/extra_specs', { schema: { params: idParams } }, async (request) => {
+  r.get('/types/:id/extra_specs', { schema: { params: idParams }, ...documented({ summary: "A volume type's extra specs (admin)", response: { 200: A.extraSpecs } }) }, async (request) => {
     const { id } = request.params as { id: string }
     authorize(volumePolicy, 'type:manage', request.principal)
     return { extra_specs: (await volumeTypes.get(request.principal, id)).extraSpecs }
   })
-  r.post('/types/:id/extra_specs', { schema: { params: idParams, body: { type: 'object', required: ['extra_specs'], properties: { extra_specs: stringMap } } } }, async (request) => {
+  r.post('/types/:id/extra_specs', { schema: { params: idParams, body: { type: 'object', required: ['extra_specs'], properties: { extra_specs: stringMap } } }, ...documented({ summary: 'Set extra specs of a volume type (admin)', response: { 200: A.extraSpecs } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { extra_specs: await volumeTypes.setExtraSpecs(request.principal, id, (request.body as { extra_specs: Record<string, string> }).extra_specs) }
   })

@@ -8,6 +8,8 @@ import { attachmentView, typeView, volumeDetail, volumeSummary, volumeView } fro
 import { cinderTime } from '../../volume/model.js'
 import { boolParam, idParams, intParam, metadataParam, nullableString, one, sortParam, stringMap } from './params.js'
 import { metadataRoutes } from './metadata-routes.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A, QUERY, VOLUME_ACTIONS } from './answers.js'
 
 const createVolumeBody = {
   type: 'object',
@@ -43,7 +45,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   // ---- volumes ----
   const listVolumes = (detail: boolean) => async (request: FastifyRequest) => {
     const q = request.query as Record<string, unknown>
-    const limit = intParam('limit', q.limit, 1)
+    const limit = intParam('limit', q.limit, 0)
     const result = await volumes.list(request.principal, {
       allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
       projectId: one(q.project_id),
@@ -60,7 +62,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     const c = ctx(request)
     const body: Record<string, unknown> = { volumes: result.volumes.map((v) => (detail ? volumeDetail(v, c) : volumeSummary(v, c))) }
     // Cinder links the next page whenever this one is full, even when nothing follows (Tempest checks it).
-    if (limit !== undefined && result.volumes.length === limit) {
+    if (limit && result.volumes.length === limit) {
       const params = new URLSearchParams()
       for (const [k, v] of Object.entries(q)) if (k !== 'marker' && k !== 'offset' && v !== undefined) params.set(k, String(one(v)))
       params.set('marker', result.volumes[result.volumes.length - 1].id)
@@ -68,13 +70,16 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     }
     return body
   }
-  r.get('/volumes', listVolumes(false))
-  r.get('/volumes/detail', listVolumes(true))
+  r.get('/volumes', documented({ summary: 'List volumes', querystring: QUERY.volumes, response: { 200: A.volumes(false) } }), listVolumes(false))
+  r.get('/volumes/detail', documented({ summary: 'List volumes with details', querystring: QUERY.volumes, response: { 200: A.volumes(true) } }), listVolumes(true))
 
-  r.post('/volumes', { schema: { body: createVolumeBody } }, async (request, reply) => {
+  r.post('/volumes', { schema: { body: createVolumeBody }, ...documented({ summary: 'Create a volume', response: { 202: A.volume } }) }, async (request, reply) => {
     const v = (request.body as CreateVolumeBody).volume
     const str = (x: unknown) => (typeof x === 'string' ? x : null)
+    // Checked before anything is created: bad input changes nothing.
+    if (str(v.backup_id)) throw badRequest('Restoring from backups is not supported.')
     const volume = await volumes.create(request.principal, {
+      multiattach: v.multiattach === true,
       size: typeof v.size === 'number' ? v.size : undefined,
       name: str(v.name) ?? str(v.display_name),
       description: str(v.description) ?? str(v.display_description),
@@ -85,11 +90,26 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       imageRef: str(v.imageRef),
       metadata: v.metadata ?? {},
     })
-    if (str(v.backup_id)) throw badRequest('Restoring from backups is not supported.')
     return reply.code(202).send({ volume: volumeView(volume, ctx(request)) })
   })
 
-  r.get('/volumes/:id', { schema: { params: idParams } }, async (request) => {
+  // 3.12: how many volumes the caller sees and their total size; from 3.36 the metadata keys with their values.
+  r.get('/volumes/summary', async (request) => {
+    if (!atLeast(request.volumeVersion, '3.12')) throw new AppError('not_found', 'Volume summary could not be found.')
+    const q = request.query as Record<string, unknown>
+    const { volumes: all } = await volumes.list(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, sort: [{ key: 'id', dir: 'asc' }] })
+    const metadata: Record<string, string[]> = {}
+    for (const v of all) for (const [key, value] of Object.entries(v.metadata)) if (!(metadata[key] ??= []).includes(value)) metadata[key].push(value)
+    return {
+      'volume-summary': {
+        total_size: all.reduce((n, v) => n + v.size, 0),
+        total_count: all.length,
+        ...(atLeast(request.volumeVersion, '3.36') ? { metadata } : {}),
+      },
+    }
+  })
+
+  r.get('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume', response: { 200: A.volume } }) }, async (request) => {
     const { id } = request.params as { id: string }
     return { volume: volumeDetail(await volumes.get(request.principal, id), ctx(request)) }
   })
@@ -105,6 +125,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
           properties: { volume: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString(), metadata: stringMap } } },
         },
       },
+      ...documented({ summary: 'Update a volume', response: { 200: A.volume } }),
     },
     async (request) => {
       const { id } = request.params as { id: string }
@@ -118,14 +139,19 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     },
   )
 
-  r.delete('/volumes/:id', { schema: { params: idParams } }, async (request, reply) => {
+  r.delete('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a volume', querystring: QUERY.deleteVolume, response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
     const { id } = request.params as { id: string }
     const q = request.query as Record<string, unknown>
     await volumes.delete(request.principal, id, { cascade: boolParam('cascade', q.cascade) ?? false })
     return reply.code(202).send()
   })
 
-  r.post('/volumes/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } } }, async (request, reply) => {
+  const actionDocs = documented({
+    summary: 'Run an action on a volume (extend, set bootable, reset status, retype, image metadata…)',
+    body: VOLUME_ACTIONS,
+    response: { 200: { anyOf: [A.metadata, { type: 'null' }] }, 202: noBody('Accepted') },
+  })
+  r.post('/volumes/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } }, ...actionDocs }, async (request, reply) => {
     const { id } = request.params as { id: string }
     const [action, args] = Object.entries(request.body as Record<string, unknown>)[0]
     const a = (args ?? {}) as Record<string, unknown>
@@ -133,7 +159,8 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       case 'os-extend': {
         const newSize = typeof a.new_size === 'string' && /^\d+$/.test(a.new_size) ? Number(a.new_size) : a.new_size
         if (typeof newSize !== 'number' || !Number.isInteger(newSize)) throw badRequest("Invalid input received: 'new_size' must be a whole number.")
-        await volumes.extend(request.principal, id, newSize)
+        // Extending an attached volume is Cinder's 3.42.
+        await volumes.extend(request.principal, id, newSize, atLeast(request.volumeVersion, '3.42'))
         return reply.code(202).send()
       }
       case 'os-set_bootable': {
@@ -155,7 +182,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       }
       case 'os-retype': {
         if (typeof a.new_type !== 'string') throw badRequest("Invalid input received: 'new_type' is required.")
-        await volumes.retype(request.principal, id, a.new_type)
+        const policy = a.migration_policy ?? 'never'
+        if (policy !== 'never' && policy !== 'on-demand') throw badRequest(`Invalid input received: migration_policy must be never or on-demand, not ${String(policy)}.`)
+        await volumes.retype(request.principal, id, a.new_type, policy)
         return reply.code(202).send()
       }
       case 'os-set_image_metadata': {
@@ -177,7 +206,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
         const force = typeof a.force === 'boolean' ? a.force : (boolParam('force', a.force) ?? false)
         const diskFormat = typeof a.disk_format === 'string' ? a.disk_format : 'raw'
         const containerFormat = typeof a.container_format === 'string' ? a.container_format : 'bare'
-        const { volume, image } = await volumes.uploadToImage(request.principal, id, { imageName: a.image_name, diskFormat, containerFormat, force })
+        const visibility = a.visibility ?? 'private'
+        if (visibility !== 'private' && visibility !== 'shared') throw badRequest(`Invalid input received: visibility ${String(visibility)} is not allowed for an image from a volume (private or shared).`)
+        const { volume, image } = await volumes.uploadToImage(request.principal, id, { imageName: a.image_name, diskFormat, containerFormat, force, visibility })
         return reply.code(202).send({
           'os-volume_upload_image': {
             id: volume.id,
@@ -193,6 +224,10 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
           },
         })
       }
+      case 'os-reserve':
+      case 'os-unreserve':
+        await volumes.reserve(request.principal, id, action === 'os-reserve')
+        return reply.code(202).send()
       case 'os-force_delete':
         await volumes.forceDelete(request.principal, id)
         return reply.code(202).send()
@@ -211,9 +246,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     const rows = await volumes.listAttachments(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, volumeId: one(q.volume_id), serverId: one(q.instance_id) })
     return { attachments: rows.map((a) => attachmentView(a, detail)) }
   }
-  r.get('/attachments', listAttachments(false))
-  r.get('/attachments/detail', listAttachments(true))
-  r.get('/attachments/:id', { schema: { params: idParams } }, async (request) => {
+  r.get('/attachments', documented({ summary: 'List attachments (3.27+)', querystring: QUERY.attachments, response: { 200: A.attachments } }), listAttachments(false))
+  r.get('/attachments/detail', documented({ summary: 'List attachments with details (3.27+)', querystring: QUERY.attachments, response: { 200: A.attachments } }), listAttachments(true))
+  r.get('/attachments/:id', { schema: { params: idParams }, ...documented({ summary: 'Show an attachment (3.27+)', response: { 200: A.attachment } }) }, async (request) => {
     if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
     const { id } = request.params as { id: string }
     const found = (await volumes.listAttachments(request.principal, { allTenants: request.principal.roles.includes('admin') })).find((a) => a.id === id)

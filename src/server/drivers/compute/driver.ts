@@ -81,11 +81,36 @@ export interface SnapshotData {
   stored?: boolean
 }
 
+/**
+ * How a hypervisor reaches a volume's bytes (Cinder's connection_info): an NBD export over TLS-PSK
+ * (docs/block-storage.md). The key travels only to the host of the attachment, fetched by its agent from
+ * `{base}/resmgr/v1/hosts/{id}/volume-connections/{attachment_id}`; commands carry the info without it.
+ */
+export interface VolumeConnectionInfo {
+  driver_volume_type: 'nbd'
+  data: {
+    host: string
+    port: number
+    /** NBD export name: `volume-<id>`, or `volume-<id>.<generation>` after an online extend. */
+    export: string
+    tls: 'psk'
+    psk_identity: string
+    /** The pre-shared key (hex); present only where the host fetched it. */
+    psk_key?: string
+    volume_id: string
+    attachment_id: string
+    /** The disk serial the guest sees (the volume id, as Nova sets it). */
+    serial: string
+  }
+}
+
 /** A block storage volume as the guest sees it. */
 export interface VolumeConnection {
   volumeId: string
   /** The device name the guest sees it as (`/dev/vdb`), when known. */
   device: string | null
+  /** Where the bytes are; absent for hosts that do not read volumes' bytes (simulated). */
+  connection?: VolumeConnectionInfo
 }
 
 /** A remote console a guest offers: its first serial port, or its graphical display (VNC, the RFB protocol). */
@@ -162,8 +187,13 @@ export interface ComputeDriver {
   snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData>
   /** Connects a volume to the guest (os-volume_attachments, boot volumes at build). */
   attachVolume(serverId: string, volume: VolumeConnection): Promise<void>
-  /** Disconnects a volume; a guest that is gone has nothing to disconnect. */
+  /** Disconnects a volume (flushing the guest's writes to it); a guest that is gone has nothing to disconnect. */
   detachVolume(serverId: string, volumeId: string): Promise<void>
+  /**
+   * An attached volume grew (Nova's extend_volume): the guest is moved onto `volume.connection` (the export's new
+   * generation, at `sizeBytes`) and told of the new size, without losing a write.
+   */
+  extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void>
   /**
    * Powers the guest off and copies its disk out for a migration or resize (source side). `toSameHost`: a resize
    * that stays on this host (the disks need not travel; the driver keeps what a revert needs).

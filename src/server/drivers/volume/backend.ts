@@ -47,6 +47,13 @@ export type ByteSource =
   | { kind: 'image'; path: string; format: 'raw' | 'qcow2' }
   | { kind: 'nbd'; source: NbdSource }
 
+/**
+ * Copies an exported volume's bytes, as of one moment, into the existing node `target` of the same size, through
+ * the daemon that serves the volume (QEMU's `blockdev-backup`: writes after the job's start do not reach the copy).
+ * False when no daemon serves the volume here (the caller copies the bytes itself).
+ */
+export type LiveCopy = (target: BlockdevSpec) => Promise<boolean>
+
 export interface BackendCapacity {
   /** GiB this backend can hold in all. */
   totalGb: number
@@ -72,15 +79,20 @@ export interface VolumeBackend {
   create(volumeId: string, sizeGb: number): Promise<void>
   /**
    * Creates a volume of `sizeGb` holding the bytes of `source`. A source larger than `sizeGb` is an error;
-   * a repeated call after a crash starts the copy again.
+   * a repeated call after a crash starts the copy again. `live` copies a source volume that is attached through its
+   * export daemon, as for snapshots.
    */
-  createFrom(volumeId: string, sizeGb: number, source: ByteSource): Promise<void>
+  createFrom(volumeId: string, sizeGb: number, source: ByteSource, live?: LiveCopy): Promise<void>
   /** Grows a volume to `sizeGb` (also while it is exported: the export manager then publishes the new size). */
   extend(volumeId: string, sizeGb: number): Promise<void>
   /** Removes a volume and its bytes (an LVM backend wipes them first, so no other volume ever reads them). */
   delete(volumeId: string): Promise<void>
-  /** A point-in-time copy of the volume, readable while the volume changes. */
-  createSnapshot(snapshotId: string, volumeId: string): Promise<void>
+  /**
+   * A point-in-time copy of the volume, readable while the volume changes. `live` copies an exported (attached)
+   * volume through its export daemon (answering false when it has none); a backend whose snapshots are atomic by
+   * nature (LVM, RBD) does not need it.
+   */
+  createSnapshot(snapshotId: string, volumeId: string, live?: LiveCopy): Promise<void>
   deleteSnapshot(snapshotId: string): Promise<void>
   /** Size in bytes of a volume or snapshot, or undefined when it does not exist. */
   size(ref: VolumeRef): Promise<number | undefined>

@@ -4,7 +4,7 @@
  * probed qcow2 could name a backing file anywhere on the host).
  */
 import { execFile } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { VolumeBackendError, type BlockdevSpec, type NbdSource } from './backend.js'
@@ -73,13 +73,15 @@ export async function withPskDir<T>(source: NbdSource, use: (tlsObject: string) 
  * which must be at least as large. Zero ranges are written as holes or discards, so sparse stays sparse.
  */
 export async function convertInto(source: { path: string; format: string } | { blockdev: BlockdevSpec; object?: string }, target: BlockdevSpec): Promise<void> {
-  const from = 'path' in source ? ['-f', source.format, source.path] : [...(source.object ? ['--object', source.object] : []), jsonFilename(source.blockdev)]
+  // A volume read while attached is exported (its daemon holds the write lock): read it sharing writes (-U), as
+  // Cinder copies an in-use volume — consistent as of no moment in particular unless the guest is idle.
+  const from = 'path' in source ? ['-f', source.format, source.path] : ['-U', ...(source.object ? ['--object', source.object] : []), jsonFilename(source.blockdev)]
   await run('qemu-img', ['convert', '-n', ...from, jsonFilename(target)], COPY_TIMEOUT_MS)
 }
 
-/** Copies a node's bytes into a new raw file at `path` (upload to image). */
-export async function convertToFile(source: BlockdevSpec, path: string): Promise<void> {
-  await run('qemu-img', ['convert', '-O', 'raw', jsonFilename(source), path], COPY_TIMEOUT_MS)
+/** Copies a node's bytes into a new image file at `path` (upload to image): raw as they are, or qcow2. */
+export async function convertToFile(source: BlockdevSpec, path: string, format: 'raw' | 'qcow2' = 'raw'): Promise<void> {
+  await run('qemu-img', ['convert', '-U', '-O', format, jsonFilename(source), path], COPY_TIMEOUT_MS)
 }
 
 /** The size in bytes of what a node opens. */
@@ -94,4 +96,15 @@ export async function checkImage(path: string, format: 'raw' | 'qcow2', maxBytes
   if (info.backingFile || info.dataFile) throw new VolumeBackendError('the image refers to other files (backing file or data file); only self-contained images can be written to volumes')
   if (info.virtualSize > maxBytes) throw new VolumeBackendError(`the image's virtual size (${info.virtualSize} bytes) is larger than the volume (${maxBytes} bytes)`)
   return info
+}
+
+/** Runs `use` with a private scratch directory under `parent` (image bytes on their way), removed afterwards. */
+export async function withScratchDir<T>(parent: string, use: (dir: string) => Promise<T>): Promise<T> {
+  await mkdir(parent, { recursive: true })
+  const dir = await mkdtemp(join(parent, '.scratch-'))
+  try {
+    return await use(dir)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
 }

@@ -106,44 +106,49 @@ export async function updateUser(db: Db, id: string, input: UserInput, now: numb
     options: input.options === undefined ? row.options : JSON.stringify(mergeOptions(JSON.parse(row.options), input.options)),
     extra: JSON.stringify({ ...JSON.parse(row.extra), ...extraOf(input, USER_COLUMNS) }),
   }
-  if (input.password !== undefined) Object.assign(next, await passwordColumns(input.password, now))
-  // Re-enabling a user also clears a lockout, as Keystone does.
-  if (input.enabled === true && !row.enabled) Object.assign(next, { failed_auth_count: 0, failed_auth_at: null })
+  // A password set by an admin clears a lockout; so does re-enabling a user, as Keystone does.
+  if (input.password !== undefined) Object.assign(next, await passwordColumns(input.password, now), NO_FAILURES)
+  if (input.enabled === true && !row.enabled) Object.assign(next, NO_FAILURES)
   await db.updateTable('users').set(next).where('id', '=', id).execute()
   return next
 }
 
-async function passwordColumns(password: string | null, now: number): Promise<Pick<UserRow, 'password_hash' | 'password_created_at' | 'password_expires_at' | 'failed_auth_count' | 'failed_auth_at'>> {
+const NO_FAILURES = { failed_auth_count: 0, failed_auth_at: null }
+
+async function passwordColumns(password: string | null, now: number): Promise<Pick<UserRow, 'password_hash' | 'password_created_at' | 'password_expires_at'>> {
   return {
     password_hash: password === null ? null : await hashPassword(password),
     password_created_at: now,
     password_expires_at: null,
-    failed_auth_count: 0,
-    failed_auth_at: null,
   }
 }
 
 /**
- * Self-service change: the original password is the proof, checked under the lockout as a password login is
- * (identity/lockout.ts): a locked account is refused, a wrong original password (or a disabled user) is 401 and
- * counts as a failed login, so this is no way around the lockout. The failure count starts again only when the
- * password alone is a whole login for this user: for a user whose MFA rules also need a TOTP code, changing the
- * password must not wipe out the count of wrongly guessed codes.
+ * Self-service change, first step: the original password is the proof, tried under the lockout as a password login
+ * is (identity/lockout.ts): a locked account is refused, a wrong original password (or a disabled user) counts as a
+ * failed login, so this is no way around the lockout. The count starts again only when the password alone is a
+ * whole login for this user: for a user whose MFA rules also need a TOTP code, changing the password must not wipe
+ * out the count of wrongly guessed codes. The count is written here, not in an identity write: it is no part of
+ * what tokens are checked against, so a failed attempt must not make every process reload its identity snapshot
+ * (which anyone could otherwise force, without a token).
  */
-export async function changePassword(db: Db, id: string, original: string, password: string, now: number, lockout: LockoutPolicy): Promise<'changed' | 'denied' | 'locked'> {
+export async function checkOriginalPassword(db: Db, id: string, original: string, now: number, policy: LockoutPolicy): Promise<'ok' | 'denied' | 'locked'> {
   const row = await findUser(db, id)
   if (!row) return 'denied'
   const options = parseJson<Record<string, unknown>>(row.options, {})
   if (options.lock_password === true) throw forbidden(`You are not allowed to change the password of user ${id}: the password is locked.`)
   const hash = row.password_hash
-  // Returned, not thrown, so the caller's transaction commits the failure count.
-  const outcome = await new Lockout(db, lockout, () => now).tryFactor(id, async () => hash !== null && (await verifyPassword(original, hash)) && Boolean(row.enabled))
+  const lockout = new Lockout(db, policy, () => now)
+  const outcome = await lockout.tryFactor(id, async () => hash !== null && (await verifyPassword(original, hash)) && Boolean(row.enabled))
   if (outcome !== 'right') return outcome === 'locked' ? 'locked' : 'denied'
-  const { failed_auth_count, failed_auth_at, ...columns } = await passwordColumns(password, now)
   const rules = mfaRules(options)
   const wholeLogin = rules.length === 0 || rules.some((rule) => rule.every((method) => method === 'password'))
-  await db.updateTable('users').set(wholeLogin ? { ...columns, failed_auth_count, failed_auth_at } : columns).where('id', '=', id).execute()
-  return 'changed'
+  return wholeLogin && (await lockout.loginSucceeded(id)) === 'locked' ? 'locked' : 'ok'
+}
+
+/** Self-service change, second step (in an identity write): the new password; the failure count is the first step's. */
+export async function setPassword(db: Db, id: string, password: string, now: number): Promise<void> {
+  await db.updateTable('users').set(await passwordColumns(password, now)).where('id', '=', id).execute()
 }
 
 export async function deleteUser(db: Db, id: string): Promise<void> {

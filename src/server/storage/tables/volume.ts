@@ -1,4 +1,4 @@
-/** Tables of the block storage service (Cinder v3 model). Volume data is simulated: sizes are accounted, bytes are not stored. */
+/** Tables of the block storage service (Cinder v3 model) and of the bytes behind it (backends, exports, keys). */
 
 export interface VolumeTable {
   id: string
@@ -22,6 +22,14 @@ export interface VolumeTable {
   metadata: string
   created_at: number
   updated_at: number
+  /** The backend holding the bytes: file | lvm (from the volume type's volume_backend_name). */
+  backend: string
+  /** Where: 'controller' (the control plane's data dir) or a storage host's id; null until placed. */
+  location: string | null
+  /** Why the backend failed, for admins and the log (Cinder keeps it in its messages API). */
+  status_reason: string | null
+  /** 1 when the volume may be attached to several servers at once (its type's `multiattach` extra spec). */
+  multiattach: number
 }
 
 export interface VolumeAttachmentTable {
@@ -35,6 +43,10 @@ export interface VolumeAttachmentTable {
   delete_on_termination: number
   attached_at: number | null
   created_at: number
+  /** The hypervisor host the volume is connected on. */
+  host_id: string | null
+  /** JSON: the connection info the host was given (driver_volume_type nbd, without the key). */
+  connection_info: string | null
 }
 
 export interface VolumeSnapshotTable {
@@ -68,10 +80,54 @@ export interface VolumeQuotaTable {
   hard_limit: number
 }
 
+/** The NBD export of an attached volume: one qemu-storage-daemon per volume at its storage place. */
+export interface VolumeExportTable {
+  volume_id: string
+  location: string
+  /** The address clients connect to (the place's export address); null until the place reported it. */
+  address: string | null
+  port: number
+  /** JSON array of generation numbers served, ascending (more than one only during an online extend). */
+  generations: string
+  created_at: number
+}
+
+/** A TLS-PSK key that opens a volume's export: one per attachment, or per copy to another place. */
+export interface VolumeExportKeyTable {
+  /** PSK identity: att-<attachment id> or copy-<volume id>. */
+  identity: string
+  volume_id: string
+  attachment_id: string | null
+  /** The 256-bit key, sealed with the master key. */
+  sealed_key: string
+  created_at: number
+}
+
+/** What a storage host's agent last reported: where its exports listen and its backends' capacity. */
+export interface StorageHostTable {
+  host_id: string
+  export_address: string
+  /** JSON: { <backend>: { total_gb, free_gb } } for each backend usable on the host. */
+  backends: string
+  reported_at: number
+}
+
+/** An image being made from a volume (os-volume_upload_image) until its bytes are stored. */
+export interface VolumeImageUploadTable {
+  image_id: string
+  volume_id: string
+  disk_format: string
+  created_at: number
+}
+
 export interface VolumeTables {
   volumes: VolumeTable
   volume_attachments: VolumeAttachmentTable
   volume_snapshots: VolumeSnapshotTable
   volume_types: VolumeTypeTable
   volume_quotas: VolumeQuotaTable
+  volume_exports: VolumeExportTable
+  volume_export_keys: VolumeExportKeyTable
+  storage_hosts: StorageHostTable
+  volume_image_uploads: VolumeImageUploadTable
 }

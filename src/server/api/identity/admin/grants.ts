@@ -17,6 +17,8 @@ import type { IdentityOperation } from '../../../policy/identity.policy.js'
 import { collection, guard, queryFlag, type AdminContext } from './common.js'
 import { query } from './schemas.js'
 import { roleView } from './views.js'
+import { documented, noBody } from '../../../http/openapi.js'
+import { V, list } from '../answers.js'
 
 type GrantParams = { Params: { id?: string; actorId: string; roleId?: string } }
 
@@ -63,7 +65,8 @@ export function grantRoutes(scope: FastifyInstance, ctx: AdminContext): void {
         return { domainId, grant: { actorType: actor.type, actorId, targetType: target.type, targetId, roleId: request.params.roleId ?? '' } }
       }
 
-      scope.get<GrantParams>(base, async (request) => {
+      const on = `${actor.segment} on ${target.type === 'system' ? 'the system' : `a ${target.type}`}`
+      scope.get<GrantParams>(base, documented({ summary: `Roles granted to ${on}`, response: { 200: list('roles', V.role) } }), async (request) => {
         const { grant } = await resolve(request, 'list')
         const ids = await assignments.grantedRoleIds(ctx.db, grant.actorType, grant.actorId, grant.targetType, grant.targetId)
         const rows = await rolesById(ctx.db, ids)
@@ -73,6 +76,7 @@ export function grantRoutes(scope: FastifyInstance, ctx: AdminContext): void {
       scope.route<GrantParams>({
         method: ['GET', 'HEAD'],
         url: `${base}/:roleId`,
+        ...documented({ summary: `Check a role grant of ${on}`, response: { 204: noBody('Granted') } }),
         handler: async (request, reply) => {
           const { grant } = await resolve(request, 'check')
           await getRole(ctx.db, grant.roleId)
@@ -81,7 +85,7 @@ export function grantRoutes(scope: FastifyInstance, ctx: AdminContext): void {
         },
       })
 
-      scope.put<GrantParams>(`${base}/:roleId`, async (request, reply) => {
+      scope.put<GrantParams>(`${base}/:roleId`, documented({ summary: `Grant a role to ${on}`, response: { 204: noBody('Granted') } }), async (request, reply) => {
         const { grant, domainId } = await resolve(request, 'create')
         const role = await getRole(ctx.db, grant.roleId)
         assertRoleFits(role, domainId)
@@ -89,7 +93,7 @@ export function grantRoutes(scope: FastifyInstance, ctx: AdminContext): void {
         return reply.code(204).send()
       })
 
-      scope.delete<GrantParams>(`${base}/:roleId`, async (request, reply) => {
+      scope.delete<GrantParams>(`${base}/:roleId`, documented({ summary: `Revoke a role of ${on}`, response: { 204: noBody('Revoked') } }), async (request, reply) => {
         const { grant } = await resolve(request, 'revoke')
         await getRole(ctx.db, grant.roleId)
         await ctx.write((tx) => assignments.removeGrant(tx, grant))
@@ -114,7 +118,7 @@ type AssignmentQuery = Record<'user.id' | 'group.id' | 'role.id' | 'scope.projec
 
 function assignmentListRoute(scope: FastifyInstance, ctx: AdminContext): void {
   const keys = ['user.id', 'group.id', 'role.id', 'scope.project.id', 'scope.domain.id', 'scope.system', 'effective', 'include_names', 'include_subtree']
-  scope.get<{ Querystring: AssignmentQuery }>('/role_assignments', { schema: { querystring: query(keys) } }, async (request) => {
+  scope.get<{ Querystring: AssignmentQuery }>('/role_assignments', { schema: { querystring: query(keys) }, ...documented({ summary: 'List role assignments', response: { 200: list('role_assignments', V.assignment) } }) }, async (request) => {
     const q = request.query
     const effective = queryFlag(q.effective) ?? false
     const includeNames = queryFlag(q.include_names) ?? false

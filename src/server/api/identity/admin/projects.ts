@@ -11,6 +11,8 @@ import { listDomainFor } from '../../../policy/identity.policy.js'
 import { collection, guard, queryFlag, queryList, type AdminContext } from './common.js'
 import { ProjectCreate, ProjectUpdate, Tag, TagsBody, query } from './schemas.js'
 import { domainAsProjectView, projectView } from './views.js'
+import { documented, noBody } from '../../../http/openapi.js'
+import { A, V, list, one } from '../answers.js'
 
 type IdParams = { Params: { id: string } }
 type ListQuery = Record<'name' | 'domain_id' | 'parent_id' | 'enabled' | 'is_domain' | 'tags' | 'tags-any' | 'not-tags' | 'not-tags-any', string | undefined>
@@ -26,7 +28,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
 
   // Keystone's domains are projects acting as domains: the projects API shows, creates, updates and deletes them
   // too (`is_domain: true`), with the domain API's policy.
-  scope.get<{ Querystring: ListQuery }>('/projects', { schema: { querystring: listQuery } }, async (request) => {
+  scope.get<{ Querystring: ListQuery }>('/projects', { ...documented({ summary: 'List projects (and domains acting as projects)', response: { 200: list('projects', V.project) } }), schema: { querystring: listQuery } }, async (request) => {
     const q = request.query
     if (queryFlag(q.is_domain) === true) {
       guard(request, 'identity:list_domains')
@@ -49,7 +51,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return collection(ctx, request, 'projects', rows.map((p) => projectView(ctx, p)))
   })
 
-  scope.get<IdParams>('/projects/:id', async (request) => {
+  scope.get<IdParams>('/projects/:id', documented({ summary: 'Show a project', response: { 200: one('project', V.project) } }), async (request) => {
     const domain = await domains.findDomain(ctx.db, request.params.id)
     if (domain) {
       guard(request, 'identity:get_domain', { domainId: domain.id })
@@ -60,7 +62,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return { project: projectView(ctx, row) }
   })
 
-  scope.post<{ Body: Static<typeof ProjectCreate> }>('/projects', { schema: { body: ProjectCreate } }, async (request, reply) => {
+  scope.post<{ Body: Static<typeof ProjectCreate> }>('/projects', { ...documented({ summary: 'Create a project', response: { 201: one('project', V.project) } }), schema: { body: ProjectCreate } }, async (request, reply) => {
     const body = request.body.project
     if (body.is_domain === true) {
       if (body.domain_id || body.parent_id) throw badRequest("Invalid input for field 'is_domain': a project acting as a domain has no domain_id and no parent_id.")
@@ -76,7 +78,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return reply.code(201).send({ project: projectView(ctx, row) })
   })
 
-  scope.patch<IdParams & { Body: Static<typeof ProjectUpdate> }>('/projects/:id', { schema: { body: ProjectUpdate } }, async (request) => {
+  scope.patch<IdParams & { Body: Static<typeof ProjectUpdate> }>('/projects/:id', { ...documented({ summary: 'Update a project', response: { 200: one('project', V.project) } }), schema: { body: ProjectUpdate } }, async (request) => {
     if (await domains.findDomain(ctx.db, request.params.id)) {
       guard(request, 'identity:update_domain', { domainId: request.params.id })
       const { is_domain: isDomain, domain_id: domainId, parent_id: parentId, tags: _tags, ...change } = request.body.project
@@ -89,7 +91,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return { project: projectView(ctx, row) }
   })
 
-  scope.delete<IdParams>('/projects/:id', async (request, reply) => {
+  scope.delete<IdParams>('/projects/:id', documented({ summary: 'Delete a project', response: { 204: noBody('Deleted') } }), async (request, reply) => {
     if (await domains.findDomain(ctx.db, request.params.id)) {
       guard(request, 'identity:delete_domain', { domainId: request.params.id })
       await ctx.write((tx) => domains.deleteDomain(tx, request.params.id))
@@ -108,15 +110,15 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return project
   }
 
-  scope.get<IdParams>('/projects/:id/tags', async (request) => ({ tags: (await tagTarget(request, 'identity:list_project_tags')).tags }))
+  scope.get<IdParams>('/projects/:id/tags', documented({ summary: "A project's tags", response: { 200: A.tags } }), async (request) => ({ tags: (await tagTarget(request, 'identity:list_project_tags')).tags }))
 
-  scope.put<IdParams & { Body: Static<typeof TagsBody> }>('/projects/:id/tags', { schema: { body: TagsBody } }, async (request) => {
+  scope.put<IdParams & { Body: Static<typeof TagsBody> }>('/projects/:id/tags', { ...documented({ summary: "Replace a project's tags", response: { 200: A.tags } }), schema: { body: TagsBody } }, async (request) => {
     await tagTarget(request, 'identity:update_project_tags')
     await ctx.write((tx) => projects.setTags(tx, request.params.id, request.body.tags))
     return { tags: (await projects.getProject(ctx.db, request.params.id)).tags }
   })
 
-  scope.delete<IdParams>('/projects/:id/tags', async (request, reply) => {
+  scope.delete<IdParams>('/projects/:id/tags', documented({ summary: "Remove every tag of a project", response: { 204: noBody('Removed') } }), async (request, reply) => {
     await tagTarget(request, 'identity:update_project_tags')
     await ctx.write((tx) => projects.setTags(tx, request.params.id, []))
     return reply.code(204).send()
@@ -128,6 +130,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   scope.route<TagParams>({
     method: ['GET', 'HEAD'],
     url: '/projects/:id/tags/:tag',
+    ...documented({ summary: 'Check a tag of a project', response: { 204: noBody('Tagged') } }),
     schema: { params: tagParams },
     handler: async (request, reply) => {
       const project = await tagTarget(request, 'identity:list_project_tags')
@@ -136,7 +139,7 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     },
   })
 
-  scope.put<TagParams>('/projects/:id/tags/:tag', { schema: { params: tagParams } }, async (request, reply) => {
+  scope.put<TagParams>('/projects/:id/tags/:tag', { ...documented({ summary: 'Add a tag to a project', response: { 201: noBody('Tagged') } }), schema: { params: tagParams } }, async (request, reply) => {
     const project = await tagTarget(request, 'identity:update_project_tags')
     if (!project.tags.includes(request.params.tag)) {
       if (project.tags.length >= 80) throw badRequest(`Invalid input for field 'tag': project ${project.id} already has 80 tags.`)
@@ -145,14 +148,14 @@ export function projectRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return reply.code(201).header('location', `${ctx.deps.urls.identity}/projects/${project.id}/tags/${encodeURIComponent(request.params.tag)}`).send()
   })
 
-  scope.delete<TagParams>('/projects/:id/tags/:tag', async (request, reply) => {
+  scope.delete<TagParams>('/projects/:id/tags/:tag', documented({ summary: 'Remove a tag from a project', response: { 204: noBody('Removed') } }), async (request, reply) => {
     const project = await tagTarget(request, 'identity:update_project_tags')
     if (!project.tags.includes(request.params.tag)) throw notFound(`Tag ${request.params.tag} not found on project ${project.id}.`)
     await ctx.write((tx) => projects.setTags(tx, project.id, project.tags.filter((t) => t !== request.params.tag)))
     return reply.code(204).send()
   })
 
-  scope.get<IdParams>('/users/:id/projects', async (request) => {
+  scope.get<IdParams>('/users/:id/projects', documented({ summary: "The projects a user has a role on", response: { 200: list('projects', V.project) } }), async (request) => {
     const user = await getUser(ctx.db, request.params.id)
     guard(request, 'identity:list_user_projects', { userId: user.id, domainId: user.domain_id })
     const rows = await projects.listProjects(ctx.db, { ids: await projectIdsOfUser(ctx.db, user.id) })

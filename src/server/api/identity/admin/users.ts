@@ -9,6 +9,8 @@ import { listDomainFor } from '../../../policy/identity.policy.js'
 import { collection, guard, queryFlag, type AdminContext } from './common.js'
 import { GroupCreate, GroupUpdate, PasswordChange, UserCreate, UserUpdate, query } from './schemas.js'
 import { groupView, userView } from './views.js'
+import { documented, noBody } from '../../../http/openapi.js'
+import { V, list, one } from '../answers.js'
 
 type IdParams = { Params: { id: string } }
 type MemberParams = { Params: { id: string; userId: string } }
@@ -21,7 +23,7 @@ function callerDomain(request: FastifyRequest): string {
 export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   scope.get<{ Querystring: { name?: string; domain_id?: string; enabled?: string } }>(
     '/users',
-    { schema: { querystring: query(['name', 'domain_id', 'enabled']) } },
+    { ...documented({ summary: 'List users', response: { 200: list('users', V.user) } }), schema: { querystring: query(['name', 'domain_id', 'enabled']) } },
     async (request) => {
       const domainId = listDomainFor(request.principal, request.query.domain_id)
       guard(request, 'identity:list_users', { domainId })
@@ -30,27 +32,27 @@ export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     },
   )
 
-  scope.get<IdParams>('/users/:id', async (request) => {
+  scope.get<IdParams>('/users/:id', documented({ summary: 'Show a user', response: { 200: one('user', V.user) } }), async (request) => {
     const row = await users.getUser(ctx.db, request.params.id)
     guard(request, 'identity:get_user', { userId: row.id, domainId: row.domain_id })
     return { user: userView(ctx, row) }
   })
 
-  scope.post<{ Body: Static<typeof UserCreate> }>('/users', { schema: { body: UserCreate } }, async (request, reply) => {
+  scope.post<{ Body: Static<typeof UserCreate> }>('/users', { ...documented({ summary: 'Create a user', response: { 201: one('user', V.user) } }), schema: { body: UserCreate } }, async (request, reply) => {
     const domainId = request.body.user.domain_id ?? callerDomain(request)
     guard(request, 'identity:create_user', { domainId })
     const row = await ctx.write((tx) => users.createUser(tx, request.body.user, domainId, ctx.now()))
     return reply.code(201).send({ user: userView(ctx, row) })
   })
 
-  scope.patch<IdParams & { Body: Static<typeof UserUpdate> }>('/users/:id', { schema: { body: UserUpdate } }, async (request) => {
+  scope.patch<IdParams & { Body: Static<typeof UserUpdate> }>('/users/:id', { ...documented({ summary: 'Update a user', response: { 200: one('user', V.user) } }), schema: { body: UserUpdate } }, async (request) => {
     const current = await users.getUser(ctx.db, request.params.id)
     guard(request, 'identity:update_user', { userId: current.id, domainId: current.domain_id })
     const row = await ctx.write((tx) => users.updateUser(tx, current.id, request.body.user, ctx.now()))
     return { user: userView(ctx, row) }
   })
 
-  scope.delete<IdParams>('/users/:id', async (request, reply) => {
+  scope.delete<IdParams>('/users/:id', documented({ summary: 'Delete a user', response: { 204: noBody('Deleted') } }), async (request, reply) => {
     const current = await users.getUser(ctx.db, request.params.id)
     guard(request, 'identity:delete_user', { userId: current.id, domainId: current.domain_id })
     await ctx.write((tx) => users.deleteUser(tx, current.id))
@@ -59,17 +61,18 @@ export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
 
   scope.post<IdParams & { Body: Static<typeof PasswordChange> }>(
     '/users/:id/password',
-    { schema: { body: PasswordChange }, config: { public: true } },
+    { schema: { body: PasswordChange }, config: { public: true, docs: { security: [], summary: 'Change your own password (proven by the original password; no token)', response: { 204: noBody('Changed') } } } },
     async (request, reply) => {
       const { password, original_password } = request.body.user
-      const outcome = await ctx.write((tx) => users.changePassword(tx, request.params.id, original_password, password, ctx.now(), ctx.deps.identityAuth.lockout.policy))
-      if (outcome === 'denied') throw unauthorized('The request you have made requires authentication.')
-      if (outcome === 'locked') throw unauthorized(`The account is locked for user: ${request.params.id}.`)
+      const checked = await users.checkOriginalPassword(ctx.db, request.params.id, original_password, ctx.now(), ctx.deps.identityAuth.lockout.policy)
+      if (checked === 'denied') throw unauthorized('The request you have made requires authentication.')
+      if (checked === 'locked') throw unauthorized(`The account is locked for user: ${request.params.id}.`)
+      await ctx.write((tx) => users.setPassword(tx, request.params.id, password, ctx.now()))
       return reply.code(204).send()
     },
   )
 
-  scope.get<IdParams>('/users/:id/groups', async (request) => {
+  scope.get<IdParams>('/users/:id/groups', documented({ summary: "The groups a user is in", response: { 200: list('groups', V.group) } }), async (request) => {
     const user = await users.getUser(ctx.db, request.params.id)
     guard(request, 'identity:list_groups_for_user', { userId: user.id, domainId: user.domain_id })
     return collection(ctx, request, 'groups', (await groups.userGroups(ctx.db, user.id)).map((g) => groupView(ctx, g)))
@@ -77,27 +80,27 @@ export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
 }
 
 export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
-  scope.get<{ Querystring: { name?: string; domain_id?: string } }>('/groups', { schema: { querystring: query(['name', 'domain_id']) } }, async (request) => {
+  scope.get<{ Querystring: { name?: string; domain_id?: string } }>('/groups', { ...documented({ summary: 'List groups', response: { 200: list('groups', V.group) } }), schema: { querystring: query(['name', 'domain_id']) } }, async (request) => {
     const domainId = listDomainFor(request.principal, request.query.domain_id)
     guard(request, 'identity:list_groups', { domainId })
     const rows = await groups.listGroups(ctx.db, { name: request.query.name, domainId })
     return collection(ctx, request, 'groups', rows.map((g) => groupView(ctx, g)))
   })
 
-  scope.get<IdParams>('/groups/:id', async (request) => {
+  scope.get<IdParams>('/groups/:id', documented({ summary: 'Show a group', response: { 200: one('group', V.group) } }), async (request) => {
     const row = await groups.getGroup(ctx.db, request.params.id)
     guard(request, 'identity:get_group', { domainId: row.domain_id })
     return { group: groupView(ctx, row) }
   })
 
-  scope.post<{ Body: Static<typeof GroupCreate> }>('/groups', { schema: { body: GroupCreate } }, async (request, reply) => {
+  scope.post<{ Body: Static<typeof GroupCreate> }>('/groups', { ...documented({ summary: 'Create a group', response: { 201: one('group', V.group) } }), schema: { body: GroupCreate } }, async (request, reply) => {
     const domainId = request.body.group.domain_id ?? callerDomain(request)
     guard(request, 'identity:create_group', { domainId })
     const row = await ctx.write((tx) => groups.createGroup(tx, request.body.group, domainId, ctx.now()))
     return reply.code(201).send({ group: groupView(ctx, row) })
   })
 
-  scope.patch<IdParams & { Body: Static<typeof GroupUpdate> }>('/groups/:id', { schema: { body: GroupUpdate } }, async (request) => {
+  scope.patch<IdParams & { Body: Static<typeof GroupUpdate> }>('/groups/:id', { ...documented({ summary: 'Update a group', response: { 200: one('group', V.group) } }), schema: { body: GroupUpdate } }, async (request) => {
     const current = await groups.getGroup(ctx.db, request.params.id)
     guard(request, 'identity:update_group', { domainId: current.domain_id })
     if (request.body.group.domain_id !== undefined && request.body.group.domain_id !== current.domain_id) {
@@ -107,14 +110,14 @@ export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return { group: groupView(ctx, row) }
   })
 
-  scope.delete<IdParams>('/groups/:id', async (request, reply) => {
+  scope.delete<IdParams>('/groups/:id', documented({ summary: 'Delete a group', response: { 204: noBody('Deleted') } }), async (request, reply) => {
     const current = await groups.getGroup(ctx.db, request.params.id)
     guard(request, 'identity:delete_group', { domainId: current.domain_id })
     await ctx.write((tx) => groups.deleteGroup(tx, current.id))
     return reply.code(204).send()
   })
 
-  scope.get<IdParams>('/groups/:id/users', async (request) => {
+  scope.get<IdParams>('/groups/:id/users', documented({ summary: "A group's members", response: { 200: list('users', V.user) } }), async (request) => {
     const group = await groups.getGroup(ctx.db, request.params.id)
     guard(request, 'identity:list_users_in_group', { domainId: group.domain_id })
     return collection(ctx, request, 'users', (await groups.groupUsers(ctx.db, group.id)).map((u) => userView(ctx, u)))
@@ -130,6 +133,7 @@ export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
   scope.route<MemberParams>({
     method: ['GET', 'HEAD'],
     url: '/groups/:id/users/:userId',
+    ...documented({ summary: 'Check that a user is in a group', response: { 204: noBody('A member') } }),
     handler: async (request, reply) => {
       const { group, user } = await member(request)
       guard(request, 'identity:check_user_in_group', { domainId: group.domain_id })
@@ -139,7 +143,7 @@ export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     },
   })
 
-  scope.put<MemberParams>('/groups/:id/users/:userId', async (request, reply) => {
+  scope.put<MemberParams>('/groups/:id/users/:userId', documented({ summary: 'Add a user to a group', response: { 204: noBody('Added') } }), async (request, reply) => {
     const { group, user } = await member(request)
     guard(request, 'identity:add_user_to_group', { domainId: group.domain_id })
       guard(request, 'identity:add_user_to_group', { domainId: user.domain_id })
@@ -147,7 +151,7 @@ export function groupRoutes(scope: FastifyInstance, ctx: AdminContext): void {
     return reply.code(204).send()
   })
 
-  scope.delete<MemberParams>('/groups/:id/users/:userId', async (request, reply) => {
+  scope.delete<MemberParams>('/groups/:id/users/:userId', documented({ summary: 'Remove a user from a group', response: { 204: noBody('Removed') } }), async (request, reply) => {
     const { group, user } = await member(request)
     guard(request, 'identity:remove_user_from_group', { domainId: group.domain_id })
       guard(request, 'identity:remove_user_from_group', { domainId: user.domain_id })

@@ -15,6 +15,8 @@ import { passwordExpiryTime } from '../../../identity/token-body.js'
 import { authorize } from '../../../policy/rules.js'
 import { identityAuthPolicy } from '../../../policy/identity-auth.policy.js'
 import type { ApplicationCredentialTable } from '../../../storage/schema.js'
+import { documented, noBody } from '../../../http/openapi.js'
+import { V, list, one } from '../answers.js'
 
 const createBody = {
   type: 'object',
@@ -87,7 +89,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
   return async (scope: FastifyInstance): Promise<void> => {
     scope.post<{ Params: { user_id: string }; Body: { application_credential: CreateInput } }>(
       '/v3/users/:user_id/application_credentials',
-      { schema: { body: createBody }, preHandler: requireAuth },
+      { ...documented({ summary: 'Create an application credential (answers its secret, once)', response: { 201: one('application_credential', V.applicationCredential) } }), schema: { body: createBody }, preHandler: requireAuth },
       async (request, reply) => {
         const principal = request.principal
         const userId = request.params.user_id
@@ -145,7 +147,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
 
     scope.get<{ Params: { user_id: string }; Querystring: { name?: string } }>(
       '/v3/users/:user_id/application_credentials',
-      { schema: { querystring: { type: 'object', properties: { name: { type: 'string' } } } }, preHandler: requireAuth },
+      { ...documented({ summary: "A user's application credentials", response: { 200: list('application_credentials', V.applicationCredential) } }), schema: { querystring: { type: 'object', properties: { name: { type: 'string' } } } }, preHandler: requireAuth },
       async (request) => {
         const userId = request.params.user_id
         authorize(identityAuthPolicy, 'identity:list_application_credentials', request.principal, { userId })
@@ -159,7 +161,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
 
     scope.get<{ Params: { user_id: string; credential_id: string } }>(
       '/v3/users/:user_id/application_credentials/:credential_id',
-      { preHandler: requireAuth },
+      { ...documented({ summary: 'Show an application credential', response: { 200: one('application_credential', V.applicationCredential) } }), preHandler: requireAuth },
       async (request) => {
         const { user_id: userId, credential_id: id } = request.params
         authorize(identityAuthPolicy, 'identity:get_application_credential', request.principal, { userId })
@@ -169,7 +171,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
 
     scope.delete<{ Params: { user_id: string; credential_id: string } }>(
       '/v3/users/:user_id/application_credentials/:credential_id',
-      { preHandler: requireAuth },
+      { ...documented({ summary: 'Delete an application credential', response: { 204: noBody('Deleted') } }), preHandler: requireAuth },
       async (request, reply) => {
         const { user_id: userId, credential_id: id } = request.params
         authorize(identityAuthPolicy, 'identity:delete_application_credential', request.principal, { userId })

@@ -11,6 +11,8 @@ import type { AppDeps } from '../../../deps.js'
 import { allows, authorize } from '../../../policy/rules.js'
 import { identityAuthPolicy } from '../../../policy/identity-auth.policy.js'
 import type { CredentialTable } from '../../../storage/schema.js'
+import { documented, noBody } from '../../../http/openapi.js'
+import { V, list, one } from '../answers.js'
 
 const credentialFields = {
   type: { type: 'string', minLength: 1, maxLength: 255 },
@@ -69,7 +71,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
   return async (scope: FastifyInstance): Promise<void> => {
     scope.post<{ Body: { credential: Required<Pick<CredentialInput, 'type' | 'user_id' | 'blob'>> & CredentialInput } }>(
       '/v3/credentials',
-      { schema: { body: createBody }, preHandler: requireAuth },
+      { ...documented({ summary: 'Create a credential (e.g. a TOTP seed)', response: { 201: one('credential', V.credential) } }), schema: { body: createBody }, preHandler: requireAuth },
       async (request, reply) => {
         const input = request.body.credential
         authorize(identityAuthPolicy, 'identity:create_credential', request.principal, { userId: input.user_id })
@@ -90,7 +92,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
 
     scope.get<{ Querystring: { user_id?: string; type?: string } }>(
       '/v3/credentials',
-      { schema: { querystring: { type: 'object', properties: { user_id: { type: 'string' }, type: { type: 'string' } } } }, preHandler: requireAuth },
+      { ...documented({ summary: 'List credentials (your own without the right to list all)', response: { 200: list('credentials', V.credential) } }), schema: { querystring: { type: 'object', properties: { user_id: { type: 'string' }, type: { type: 'string' } } } }, preHandler: requireAuth },
       async (request) => {
         const principal = request.principal
         let q = db.selectFrom('credentials').selectAll().orderBy('created_at', 'asc')
@@ -103,13 +105,13 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
       },
     )
 
-    scope.get<{ Params: { credential_id: string } }>('/v3/credentials/:credential_id', { preHandler: requireAuth }, async (request) => ({
+    scope.get<{ Params: { credential_id: string } }>('/v3/credentials/:credential_id', { ...documented({ summary: 'Show a credential', response: { 200: one('credential', V.credential) } }), preHandler: requireAuth }, async (request) => ({
       credential: render(await visible(request.params.credential_id, request.principal, 'identity:get_credential')),
     }))
 
     scope.patch<{ Params: { credential_id: string }; Body: { credential: CredentialInput } }>(
       '/v3/credentials/:credential_id',
-      { schema: { body: updateBody }, preHandler: requireAuth },
+      { ...documented({ summary: 'Update a credential', response: { 200: one('credential', V.credential) } }), schema: { body: updateBody }, preHandler: requireAuth },
       async (request) => {
         const row = await visible(request.params.credential_id, request.principal, 'identity:update_credential')
         const input = request.body.credential
@@ -132,7 +134,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
       },
     )
 
-    scope.delete<{ Params: { credential_id: string } }>('/v3/credentials/:credential_id', { preHandler: requireAuth }, async (request, reply) => {
+    scope.delete<{ Params: { credential_id: string } }>('/v3/credentials/:credential_id', { ...documented({ summary: 'Delete a credential', response: { 204: noBody('Deleted') } }), preHandler: requireAuth }, async (request, reply) => {
       const row = await visible(request.params.credential_id, request.principal, 'identity:delete_credential')
       await db.deleteFrom('credentials').where('id', '=', row.id).execute()
       return reply.code(204).send()

@@ -67,8 +67,8 @@ export class AgentDriver implements ComputeDriver {
     return this.options.driver !== 'simulated'
   }
 
-  /** Sends one command to the agent and waits for its result. */
-  async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string): Promise<T> {
+  /** Sends one command to the agent and waits for its result (`timeoutMs` overrides the op's usual wait). */
+  async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string, timeoutMs?: number): Promise<T> {
     const { channel, hostId, hostname } = this.options
     // A DOWN host answers nothing: fail at once rather than after the timeout (evacuation steps go on without it).
     const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status']).where('id', '=', hostId).executeTakeFirst()
@@ -78,7 +78,7 @@ export class AgentDriver implements ComputeDriver {
       throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
     }
     const id = await channel.enqueue(hostId, op, args, dedupeKey ?? commandKey(op, args))
-    const outcome = await channel.waitResult(id, this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
+    const outcome = await channel.waitResult(id, timeoutMs ?? this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
     if (!outcome.ok) throw new DriverError(`${outcome.error.message} (host ${hostname}, ${op})`, outcome.error.code && outcome.error.code < 500 ? outcome.error.code : 500)
     return outcome.result as T
   }
@@ -186,6 +186,10 @@ export class AgentDriver implements ComputeDriver {
 
   detachVolume(serverId: string, volumeId: string): Promise<void> {
     return this.call('detachVolume', { serverId, volumeId })
+  }
+
+  extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
+    return this.call('extendVolume', { serverId, volume, sizeBytes })
   }
 
   migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot, toSameHost = false): Promise<void> {

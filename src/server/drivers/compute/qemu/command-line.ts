@@ -7,7 +7,8 @@
  * serial port on a unix socket whose traffic is also appended to the console log, VNC on a unix socket; disks as
  * `-blockdev` nodes with explicit formats (QEMU never probes a user's image), NICs on taps named after their port.
  */
-import type { GuestImageRef, GuestSpec } from '../driver.js'
+import type { GuestImageRef, GuestSpec, VolumeConnection } from '../driver.js'
+import { volumeArgs } from './volumes.js'
 import { DriverError } from '../driver.js'
 
 export type DiskBus = 'virtio' | 'scsi' | 'ide' | 'sata'
@@ -53,6 +54,15 @@ export interface LaunchPlan {
   daemonize: boolean
   /** Empty PCIe root ports for hot-plug on q35 (the root bus `pcie.0` cannot hot-plug). */
   hotplugPorts: number
+  /** Block storage volumes (NBD exports), after the local disks; the boot volume has a boot index. */
+  volumes?: PlannedVolume[]
+}
+
+export interface PlannedVolume {
+  volume: VolumeConnection
+  /** The directory of the volume's TLS-PSK key file (volumes.ts). */
+  keyDir: string
+  bootIndex?: number
 }
 
 /** The bus of the hot-plug slots: `pci.0` on i440FX machines (ACPI hot-plug), root ports on q35. */
@@ -174,6 +184,7 @@ export function qemuArgs(plan: LaunchPlan): string[] {
   ]
   for (let i = 0; i < (isQ35(plan.machine) ? plan.hotplugPorts : 0); i++) args.push('-device', `pcie-root-port,id=hotplug${i},chassis=${i + 1},bus=pcie.0`)
   args.push(...diskArgs(plan.disks, plan.machine))
+  for (const v of plan.volumes ?? []) args.push(...volumeArgs(v.volume, v.keyDir, plan.machine, v.bootIndex))
   if (plan.nics.length === 0) args.push('-nic', 'none')
   for (const n of plan.nics) {
     args.push('-netdev', `tap,id=host${n.id},ifname=${n.tap},script=no,downscript=no`)

@@ -35,7 +35,8 @@ export async function bootImage(cache: ImageCache, image: GuestImageRef): Promis
 export async function ensureRootDisk(paths: InstancePaths, spec: GuestSpec, cache: ImageCache): Promise<void> {
   if (existsSync(paths.disk)) return
   if (!spec.image) {
-    if (spec.volumes?.length) throw new DriverError('booting from a volume is not available on qemu hosts yet (block storage attaches volumes, issue 21)', 501)
+    // Booted from a volume (its first): no local root disk (volumes.ts gives the guest the volume).
+    if (spec.volumes?.length) return
     throw new DriverError(`server ${spec.serverId} has no image to boot from`, 400)
   }
   const image = await bootImage(cache, spec.image)

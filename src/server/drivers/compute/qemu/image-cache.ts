@@ -8,7 +8,7 @@
  * backing file or an external data file, or a "raw" image that is really another format is refused.
  */
 import { createHash } from 'node:crypto'
-import { createWriteStream, existsSync, mkdirSync, openSync, readFileSync, readSync, closeSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { Transform } from 'node:stream'
@@ -96,7 +96,12 @@ export class ImageCache {
 
   private async fetch(image: GuestImageRef): Promise<CachedImage> {
     const have = this.cached(image.id)
-    if (have) return have
+    if (have) {
+      // Its last use, for prune().
+      const now = new Date()
+      utimesSync(have.file, now, now)
+      return have
+    }
     const format = DISK_FORMATS[image.diskFormat]
     if (!format) throw new DriverError(`image ${image.id} has disk_format ${image.diskFormat}, which the qemu driver does not boot (raw, qcow2, ami, aki, ari)`, 400)
     const { file, meta, part } = this.paths.image(image.id)
@@ -146,10 +151,26 @@ export class ImageCache {
     return Number(info['virtual-size'])
   }
 
-  /** Removes a cached image no guest uses (the caller knows which are in use). */
-  remove(imageId: string): void {
-    const { file, meta } = this.paths.image(imageId)
-    rmSync(file, { force: true })
-    rmSync(meta, { force: true })
+  /**
+   * Nova's cache manager, simply: removes cached images no guest uses (`inUse`) that nobody used for `maxAgeMs`, and
+   * `.part` files of downloads that died with their agent. A base image still under an overlay is never removed.
+   */
+  prune(inUse: Set<string>, maxAgeMs: number, now = Date.now()): string[] {
+    if (!existsSync(this.paths.images)) return []
+    const removed: string[] = []
+    for (const name of readdirSync(this.paths.images)) {
+      const path = `${this.paths.images}/${name}`
+      if (name.endsWith('.json') || !existsSync(path)) continue
+      const age = now - statSync(path).mtimeMs
+      if (name.endsWith('.part')) {
+        if (!this.inflight.has(name.slice(0, -'.part'.length)) && age > 3_600_000) rmSync(path, { force: true })
+        continue
+      }
+      if (inUse.has(name) || this.inflight.has(name) || age < maxAgeMs) continue
+      rmSync(path, { force: true })
+      rmSync(`${path}.json`, { force: true })
+      removed.push(name)
+    }
+    return removed
   }
 }

@@ -28,6 +28,7 @@ import { HostPaths, type InstancePaths } from './host-paths.js'
 import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
 import { ImageCache, type ImageSource } from './image-cache.js'
 import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
+import { attachVolume as attachNbdVolume, detachVolume as detachNbdVolume, extendVolume as extendNbdVolume, removeVolumeKey, volumeKeyDir, writeVolumeKey } from './volumes.js'
 import { qemuImg } from './qemu-img.js'
 import { runningPid, signal, startDaemonized, systemdAvailable, waitGone } from './qemu-process.js'
 
@@ -66,6 +67,8 @@ export interface QemuDriverOptions {
   /** How long a soft reboot waits for the guest to go down before it reboots hard (Nova's wait_soft_reboot_seconds). */
   softRebootTimeoutMs?: number
   consoleLogMaxBytes?: number
+  /** A cached image no guest uses is removed once unused this long (default 24 h; Nova's remove_unused_original_minimum_age_seconds). */
+  imageCacheMaxAgeMs?: number
   /** Empty PCIe root ports on q35 guests for hot-plug. */
   hotplugPorts?: number
   /** Where guests' sockets go (default `<root>/run/pcc`). */
@@ -81,6 +84,8 @@ export interface QemuDriverOptions {
 interface GuestRecord {
   spec: Omit<GuestSpec, 'configDrive'>
   rescued: boolean
+  /** The image under the rescue disk while rescued (kept in the cache as long). */
+  rescueImage?: string
   suspended: boolean
   /** Starts and resets this driver made (GuestInfo.boots). */
   boots: number
@@ -125,6 +130,7 @@ export class QemuDriver implements ComputeDriver {
   private accelerator: AcceleratorChoice | undefined
   private version = { text: 'unknown', number: 0 }
   private readonly locks = new Map<string, Promise<unknown>>()
+  private prunedAt = 0
   /** Last power state seen per guest: what listGuests reports while an operation holds the guest. */
   private readonly lastPower = new Map<string, number>()
 
@@ -181,6 +187,7 @@ export class QemuDriver implements ComputeDriver {
   async listGuests(): Promise<GuestInfo[]> {
     if (!existsSync(this.paths.instances)) return []
     const out: GuestInfo[] = []
+    const images = new Set<string>()
     for (const id of readdirSync(this.paths.instances)) {
       if (id.includes('.')) continue
       const p = this.paths.instance(id)
@@ -188,6 +195,15 @@ export class QemuDriver implements ComputeDriver {
       // A guest under an operation reports what was last seen rather than waiting for the operation.
       const info = this.locks.has(id) ? this.cachedView(id, p) : await this.view(id)
       if (info) out.push(info)
+      const rec = this.record(p)
+      for (const ref of [rec?.spec.image, rec?.spec.kernel, rec?.spec.ramdisk]) if (ref) images.add(ref.id)
+      if (rec?.rescueImage) images.add(rec.rescueImage)
+    }
+    // Listing runs with every heartbeat; the image cache is pruned at most hourly.
+    if (Date.now() - this.prunedAt > 3_600_000) {
+      this.prunedAt = Date.now()
+      const removed = this.images.prune(images, this.options.imageCacheMaxAgeMs ?? 24 * 3_600_000)
+      if (removed.length) this.log('info', 'unused cached images removed', { images: removed })
     }
     return out
   }
@@ -319,7 +335,7 @@ export class QemuDriver implements ComputeDriver {
       await this.stopHard(p)
       rmSync(p.rescueDisk, { force: true })
       await qemuImg.overlay(p.rescueDisk, cached.file, cached.format)
-      this.save(p, { ...rec, rescued: true, suspended: false })
+      this.save(p, { ...rec, rescued: true, rescueImage: from.id, suspended: false })
       rmSync(p.suspendState, { force: true })
       await this.launch(serverId, p)
     })
@@ -331,7 +347,7 @@ export class QemuDriver implements ComputeDriver {
       if (!rec.rescued) return
       await this.stopHard(p)
       rmSync(p.rescueDisk, { force: true })
-      this.save(p, { ...rec, rescued: false })
+      this.save(p, { ...rec, rescued: false, rescueImage: undefined })
       await this.launch(serverId, p)
     })
   }
@@ -342,7 +358,7 @@ export class QemuDriver implements ComputeDriver {
       const rec = this.require(spec.serverId, p)
       await this.stopHard(p)
       for (const f of [p.disk, p.ephemeral, p.configDrive, p.rescueDisk, p.suspendState]) rmSync(f, { force: true })
-      this.save(p, { ...rec, rescued: false, suspended: false })
+      this.save(p, { ...rec, rescued: false, rescueImage: undefined, suspended: false })
       await this.create(spec, p)
       await this.launch(spec.serverId, p)
     })
@@ -390,14 +406,43 @@ export class QemuDriver implements ComputeDriver {
     })
   }
 
-  async attachVolume(serverId: string, _volume: VolumeConnection): Promise<void> {
-    this.require(serverId, this.paths.instance(serverId))
-    throw new DriverError('attaching volumes to QEMU guests is not available yet (block storage, issue 21)', 501)
+  /**
+   * Hot-plugs a volume (its NBD export, with the attachment's key) into the running guest, or records it for the
+   * next start of a stopped one (volumes.ts). The guest record keeps it, so every later start has it too.
+   */
+  attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      const keyDir = await writeVolumeKey(p.dir, volume)
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => attachNbdVolume(q, volume, keyDir, imageHardware(rec.spec.image).machine))
+      this.saveVolumes(p, rec, [...(rec.spec.volumes ?? []).filter((v) => v.volumeId !== volume.volumeId), volume])
+    })
   }
 
-  async detachVolume(serverId: string, _volumeId: string): Promise<void> {
-    if (!this.record(this.paths.instance(serverId))) return
-    throw new DriverError('detaching volumes from QEMU guests is not available yet (block storage, issue 21)', 501)
+  /** Unplugs a volume from the running guest (its writes flushed to the export) and forgets it. */
+  detachVolume(serverId: string, volumeId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.record(p)
+      if (!rec) return
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => detachNbdVolume(q, volumeId))
+      this.saveVolumes(p, rec, (rec.spec.volumes ?? []).filter((v) => v.volumeId !== volumeId))
+      await removeVolumeKey(p.dir, volumeId)
+    })
+  }
+
+  /** An attached volume grew: the running guest moves onto the export's new generation and sees the new size. */
+  extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      await writeVolumeKey(p.dir, volume)
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => extendNbdVolume(q, volume, sizeBytes))
+      this.saveVolumes(p, rec, (rec.spec.volumes ?? []).map((v) => (v.volumeId === volume.volumeId ? volume : v)))
+    })
+  }
+
+  /** The guest record with these volumes, their keys left out (they live in the key files QEMU reads). */
+  private saveVolumes(p: InstancePaths, rec: GuestRecord, volumes: VolumeConnection[]): void {
+    this.save(p, { ...rec, spec: { ...rec.spec, volumes: volumes.map(withoutKey) } })
   }
 
   /**
@@ -634,8 +679,11 @@ export class QemuDriver implements ComputeDriver {
     if (spec.ramdisk) await this.images.get(spec.ramdisk)
     await ensureFlavorDisks(p, spec)
     if (spec.configDrive && !existsSync(p.configDrive)) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
+    for (const v of spec.volumes ?? []) if (v.connection) await writeVolumeKey(p.dir, v)
     const before = this.record(p)
-    this.save(p, { spec: withoutDrive(spec), rescued: before?.rescued ?? false, suspended: before?.suspended ?? false, boots: before?.boots ?? 0 })
+    // A spec without volumes (rebuild, …) keeps those the guest has.
+    const volumes = (spec.volumes ?? before?.spec.volumes)?.map(withoutKey)
+    this.save(p, { spec: { ...withoutDrive(spec), volumes }, rescued: before?.rescued ?? false, suspended: before?.suspended ?? false, boots: before?.boots ?? 0 })
   }
 
   /** The disks of a guest arriving from another host (cold migration): the base image here, the overlay from there. */
@@ -709,6 +757,10 @@ export class QemuDriver implements ComputeDriver {
       incoming,
       daemonize: true,
       hotplugPorts: this.options.hotplugPorts ?? 4,
+      // Without a local root disk the guest boots from its first volume (boot from volume).
+      volumes: (spec.volumes ?? [])
+        .filter((v) => v.connection)
+        .map((v, i) => ({ volume: v, keyDir: volumeKeyDir(p.dir, v.volumeId), ...(i === 0 && !existsSync(p.disk) && !rec.rescued && { bootIndex: 1 }) })),
     }
   }
 
@@ -844,6 +896,12 @@ export class QemuDriver implements ComputeDriver {
 
 function shellQuote(path: string): string {
   return `'${path.replace(/'/g, `'\\''`)}'`
+}
+
+function withoutKey(volume: VolumeConnection): VolumeConnection {
+  if (!volume.connection) return volume
+  const { psk_key: _key, ...data } = volume.connection.data
+  return { ...volume, connection: { ...volume.connection, data } }
 }
 
 function withoutDrive(spec: GuestSpec): Omit<GuestSpec, 'configDrive'> {

@@ -258,6 +258,12 @@ export class SimulatedDriver implements ComputeDriver {
     if (guest?.volumes?.delete(volumeId)) print(guest, `[ pcc ] virtio_blk: volume ${volumeId} detached`)
   }
 
+  async extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('extendVolume')
+    guest.console.push(`[ pcc ] virtio_blk: volume ${volume.volumeId} capacity change to ${sizeBytes} bytes`)
+  }
+
   async migrateDiskAndPowerOff(serverId: string, flavor?: FlavorSnapshot): Promise<void> {
     const guest = await this.guest(serverId)
     await this.operate('migrate')

@@ -12,15 +12,17 @@
  * Calls are serialised: two attachments of one volume converging at once would otherwise start two daemons.
  */
 import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
 import { openSync, closeSync, readFileSync } from 'node:fs'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { VolumeBackendError } from '../backend.js'
-import { QmpConnection } from './qmp.js'
+import { VolumeBackendError, type BlockdevSpec, type ByteSource, type LiveCopy } from '../backend.js'
+import { QmpClient } from '../../compute/qemu/qmp.js'
 import { daemonFiles, exportArgs, keyFile, nodeName, qsdArgs, type ExportSpec } from './qsd-command.js'
 
 const START_TIMEOUT_MS = 15_000
 const STOP_TIMEOUT_MS = 10_000
+const BACKUP_TIMEOUT_MS = 3_600_000
 
 /** What converge remembers of a running daemon (spec.json): everything but the keys. */
 type DaemonState = Omit<ExportSpec, 'keys'>
@@ -44,6 +46,39 @@ export class ExportManager {
     return this.serially(async () => {
       for (const volumeId of await this.known()) await this.stop(volumeId)
     })
+  }
+
+  /**
+   * A point-in-time copy of an exported volume into `target` (an existing node of the volume's size), made by its
+   * daemon with `blockdev-backup` (full): what the guest writes after the job starts does not reach the copy.
+   * False when no daemon serves the volume here.
+   */
+  backup(volumeId: string, target: BlockdevSpec): Promise<boolean> {
+    return this.serially(async () => {
+      const files = daemonFiles(join(this.runDir, volumeId))
+      const state = await readState(files.spec)
+      if (daemonPid(files.pid) === undefined || !state) return false
+      const qmp = await QmpClient.connect(files.qmp)
+      try {
+        await qmp.execute('blockdev-add', { ...target, 'node-name': 'snapshot-target' })
+        try {
+          const since = qmp.events.length
+          await qmp.execute('blockdev-backup', { 'job-id': 'snapshot', device: nodeName(state.generations[state.generations.length - 1]), target: 'snapshot-target', sync: 'full' })
+          const done = await qmp.waitEvent('BLOCK_JOB_COMPLETED', BACKUP_TIMEOUT_MS, { since, match: (e) => e.data?.device === 'snapshot' })
+          if (done.data?.error) throw new VolumeBackendError(`copying volume ${volumeId} failed: ${String(done.data.error)}`)
+        } finally {
+          await qmp.execute('blockdev-del', { 'node-name': 'snapshot-target' }).catch(() => {})
+        }
+      } finally {
+        qmp.close()
+      }
+      return true
+    })
+  }
+
+  /** How a copy of `source` is made through its daemon while it is exported (for volumes; `backup`). */
+  liveCopyOf(source: ByteSource): LiveCopy | undefined {
+    return source.kind === 'volume' ? (target) => this.backup(source.volumeId, target) : undefined
   }
 
   /** Volumes whose daemon runs now. */
@@ -89,7 +124,7 @@ export class ExportManager {
     const add = spec.generations.filter((g) => !running.includes(g))
     const drop = running.filter((g) => !spec.generations.includes(g))
     if (add.length === 0 && drop.length === 0) return
-    const qmp = await QmpConnection.open(qmpPath)
+    const qmp = await QmpClient.connect(qmpPath)
     try {
       for (const g of add) {
         await qmp.execute('blockdev-add', { ...spec.blockdev, 'node-name': nodeName(g) })
@@ -97,8 +132,9 @@ export class ExportManager {
       }
       for (const g of drop) {
         // Hard: the hypervisor has moved to the newer generation; a connection still open is a stale one.
+        const since = qmp.events.length
         await qmp.execute('block-export-del', { id: `e${g}`, mode: 'hard' })
-        await qmp.waitEvent((e) => e.event === 'BLOCK_EXPORT_DELETED' && e.data?.id === `e${g}`, 10_000)
+        await qmp.waitEvent('BLOCK_EXPORT_DELETED', 10_000, { since, match: (e) => e.data?.id === `e${g}` })
         await qmp.execute('blockdev-del', { 'node-name': nodeName(g) })
       }
     } finally {
@@ -119,15 +155,18 @@ async function start(spec: ExportSpec, dir: string): Promise<void> {
   const files = daemonFiles(dir)
   await rm(files.pid, { force: true })
   await rm(files.qmp, { force: true })
+  const listener = await listenNoDelay(spec)
   const log = openSync(files.log, 'a', 0o600)
   let exited: string | undefined
   try {
-    const child = spawn('qemu-storage-daemon', qsdArgs(spec, dir), { detached: true, stdio: ['ignore', log, log] })
+    const child = spawn('qemu-storage-daemon', qsdArgs(spec, dir), { detached: true, stdio: ['ignore', log, log, listener.fd] })
     child.on('error', (err) => (exited = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'qemu-storage-daemon is not installed' : err.message))
     child.on('exit', (code, signal) => (exited ??= `it exited (${signal ?? `code ${code}`})`))
     child.unref()
   } finally {
     closeSync(log)
+    // The daemon holds its own copy of the socket; ours goes.
+    listener.close()
   }
   const deadline = Date.now() + START_TIMEOUT_MS
   while (Date.now() < deadline) {
@@ -137,6 +176,23 @@ async function start(spec: ExportSpec, dir: string): Promise<void> {
   }
   const tail = (await readFile(files.log, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join(' ')
   throw new VolumeBackendError(`the NBD export of volume ${spec.volumeId} on ${spec.address}:${spec.port} did not start: ${exited ?? 'no pid file in time'}${tail ? `: ${tail}` : ''}`)
+}
+
+/**
+ * The export's listening socket with TCP_NODELAY set, which every accepted connection inherits on Linux. Node
+ * sets it only through the handle of a listening server (`_handle.setNoDelay`), there being no public way.
+ */
+async function listenNoDelay(spec: ExportSpec): Promise<{ fd: number; close(): void }> {
+  const server = createServer()
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new VolumeBackendError(`the NBD export of volume ${spec.volumeId} cannot listen on ${spec.address}:${spec.port}: ${err.code ?? err.message}`)),
+    )
+    server.listen({ host: spec.address, port: spec.port, exclusive: true }, resolve)
+  })
+  const handle = (server as unknown as { _handle: { fd: number; setNoDelay(on: boolean): void } })._handle
+  handle.setNoDelay(true)
+  return { fd: handle.fd, close: () => server.close() }
 }
 
 /** The pid of the daemon that owns `pidFile`, if it runs. */

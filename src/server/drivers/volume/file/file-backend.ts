@@ -8,9 +8,9 @@
  * interrupted by a crash is started again rather than taken for done.
  */
 import { statfsSync } from 'node:fs'
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, open, rename, rm, stat, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
-import { checkId, GIB, VolumeBackendError, type BackendCapacity, type BlockdevSpec, type ByteSource, type VolumeBackend, type VolumeRef } from '../backend.js'
+import { checkId, GIB, VolumeBackendError, type BackendCapacity, type BlockdevSpec, type ByteSource, type LiveCopy, type VolumeBackend, type VolumeRef } from '../backend.js'
 import { checkImage, convertInto, nbdBlockdev, nodeSize, run, withPskDir } from '../qemu-img.js'
 
 export class FileBackend implements VolumeBackend {
@@ -50,7 +50,7 @@ export class FileBackend implements VolumeBackend {
     await this.place(this.pathOf({ volumeId }), sizeGb, async () => {})
   }
 
-  async createFrom(volumeId: string, sizeGb: number, source: ByteSource): Promise<void> {
+  async createFrom(volumeId: string, sizeGb: number, source: ByteSource, live?: LiveCopy): Promise<void> {
     const maxBytes = sizeGb * GIB
     await this.place(this.pathOf({ volumeId }), sizeGb, async (part) => {
       switch (source.kind) {
@@ -60,6 +60,11 @@ export class FileBackend implements VolumeBackend {
           const bytes = await this.size(source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId })
           if (bytes === undefined) throw new VolumeBackendError(`the source ${source.kind} does not exist on this backend`)
           if (bytes > maxBytes) throw new VolumeBackendError(`the source ${source.kind} (${bytes} bytes) is larger than the new volume (${maxBytes} bytes)`)
+          // An attached source is copied by its daemon as of one moment, into a copy of its own size (grown after).
+          if (source.kind === 'volume' && live) {
+            await truncate(part, bytes)
+            if (await live(this.fileNode(part))) return
+          }
           // Reflinked where the filesystem can (btrfs, XFS), a sparse copy elsewhere.
           await run('cp', ['--reflink=auto', '--sparse=always', from, part], 3_600_000)
           return
@@ -122,11 +127,15 @@ export class FileBackend implements VolumeBackend {
     await rm(`${this.pathOf({ volumeId })}.part`, { force: true })
   }
 
-  async createSnapshot(snapshotId: string, volumeId: string): Promise<void> {
+  /** A copy of the file: through the export daemon while the volume is attached (point in time), else `cp`. */
+  async createSnapshot(snapshotId: string, volumeId: string, live?: LiveCopy): Promise<void> {
     const from = this.pathOf({ volumeId })
     const bytes = await this.size({ volumeId })
     if (bytes === undefined) throw new VolumeBackendError(`volume ${volumeId} does not exist on this backend`)
-    await this.place(this.pathOf({ snapshotId }), 0, (part) => run('cp', ['--reflink=auto', '--sparse=always', from, part], 3_600_000).then(() => {}))
+    await this.place(this.pathOf({ snapshotId }), Math.ceil(bytes / GIB), async (part) => {
+      if (live && (await live(this.fileNode(part)))) return
+      await run('cp', ['--reflink=auto', '--sparse=always', from, part], 3_600_000)
+    })
   }
 
   async deleteSnapshot(snapshotId: string): Promise<void> {

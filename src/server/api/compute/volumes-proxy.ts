@@ -1,0 +1,142 @@
+/**
+ * Nova's block storage proxies, `/os-volumes` and `/os-snapshots` (2.1–2.35; 404 from 2.36, where Nova removed
+ * them): the block storage service's volumes and snapshots in Nova's shape, every call made with the caller's
+ * principal (so the block storage rules and visibility hold).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type as T } from '@sinclair/typebox'
+import { notFound } from '../../../contracts/errors.js'
+import type { AppDeps } from '../../deps.js'
+import { cinderTime, type SnapshotRecord, type VolumeRecord } from '../../volume/model.js'
+import { bodyObject, requireBefore, validate } from './context.js'
+
+const text = T.Union([T.String({ maxLength: 255 }), T.Null()])
+const size = T.Union([T.Integer({ minimum: 1 }), T.String({ pattern: '^[1-9][0-9]*$' })])
+const createVolumeBody = () =>
+  T.Object(
+    {
+      volume: T.Object(
+        {
+          size,
+          display_name: T.Optional(text),
+          display_description: T.Optional(text),
+          volume_type: T.Optional(text),
+          availability_zone: T.Optional(text),
+          snapshot_id: T.Optional(text),
+          metadata: T.Optional(T.Record(T.String({ maxLength: 255 }), T.String({ maxLength: 255 }))),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  )
+const createSnapshotBody = () =>
+  T.Object(
+    {
+      snapshot: T.Object(
+        { volume_id: T.String({ minLength: 1 }), force: T.Optional(T.Union([T.Boolean(), T.String()])), display_name: T.Optional(text), display_description: T.Optional(text) },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  )
+
+/** Nova's volume view: an unattached volume shows `attachments: [{}]`, as Nova does. */
+function volumeView(v: VolumeRecord) {
+  const attached = v.attachments.filter((a) => a.attachStatus === 'attached')
+  return {
+    id: v.id,
+    status: v.status,
+    size: v.size,
+    availabilityZone: v.availabilityZone,
+    createdAt: cinderTime(v.createdAt),
+    attachments: attached.length > 0 ? attached.map((a) => ({ id: v.id, volumeId: v.id, serverId: a.serverId, ...(a.device ? { device: a.device } : {}) })) : [{}],
+    displayName: v.name,
+    displayDescription: v.description,
+    volumeType: v.volumeTypeName,
+    snapshotId: v.snapshotId,
+    metadata: v.metadata,
+  }
+}
+
+function snapshotView(s: SnapshotRecord) {
+  return { id: s.id, volumeId: s.volumeId, status: s.status, size: s.size, createdAt: cinderTime(s.createdAt), displayName: s.name, displayDescription: s.description }
+}
+
+/** Nova's `limit` and `offset` on these lists. */
+function window<R>(records: R[], request: FastifyRequest): R[] {
+  const q = request.query as Record<string, string | undefined>
+  const offset = q.offset !== undefined && /^\d+$/.test(q.offset) ? Number(q.offset) : 0
+  const limit = q.limit !== undefined && /^\d+$/.test(q.limit) ? Number(q.limit) : undefined
+  return records.slice(offset, limit === undefined ? undefined : offset + limit)
+}
+
+export function volumeProxyRoutes(deps: AppDeps) {
+  const { volumes, snapshots } = deps.volumeServices
+  /** The id in the URL; `/os-volumes/` names none (Nova's router has no such route). */
+  const idOf = (request: FastifyRequest<{ Params: { id: string } }>) => {
+    requireBefore(request, 'noProxyApis')
+    if (request.params.id === '') throw notFound('The resource could not be found.')
+    return request.params.id
+  }
+  const listVolumes = async (request: FastifyRequest) => {
+    requireBefore(request, 'noProxyApis')
+    const { volumes: all } = await volumes.list(request.principal, { allTenants: false, sort: [{ key: 'created_at', dir: 'desc' }] })
+    return { volumes: window(all, request).map(volumeView) }
+  }
+  const listSnapshots = async (request: FastifyRequest) => {
+    requireBefore(request, 'noProxyApis')
+    const { snapshots: all } = await snapshots.list(request.principal, { allTenants: false, sort: [{ key: 'created_at', dir: 'desc' }] })
+    return { snapshots: window(all, request).map(snapshotView) }
+  }
+
+  return async (scope: FastifyInstance): Promise<void> => {
+    type P1 = { Params: { id: string } }
+    // Nova's list and detail are the same here: both answer the full view.
+    scope.get('/v2.1/os-volumes', listVolumes)
+    scope.get('/v2.1/os-volumes/detail', listVolumes)
+    scope.get<P1>('/v2.1/os-volumes/:id', async (request) => ({ volume: volumeView(await volumes.get(request.principal, idOf(request))) }))
+    scope.post('/v2.1/os-volumes', async (request) => {
+      requireBefore(request, 'noProxyApis')
+      const body = bodyObject(request)
+      validate('volume', request, createVolumeBody, body)
+      const v = body.volume as Record<string, unknown>
+      const created = await volumes.create(request.principal, {
+        size: Number(v.size),
+        name: (v.display_name as string | null | undefined) ?? null,
+        description: (v.display_description as string | null | undefined) ?? null,
+        volume_type: (v.volume_type as string | null | undefined) ?? null,
+        availability_zone: (v.availability_zone as string | null | undefined) ?? null,
+        snapshot_id: (v.snapshot_id as string | null | undefined) ?? null,
+        metadata: (v.metadata as Record<string, string> | undefined) ?? {},
+      })
+      return { volume: volumeView(created) }
+    })
+    scope.delete<P1>('/v2.1/os-volumes/:id', async (request, reply) => {
+      await volumes.delete(request.principal, idOf(request), { cascade: false })
+      return reply.code(202).send()
+    })
+
+    scope.get('/v2.1/os-snapshots', listSnapshots)
+    scope.get('/v2.1/os-snapshots/detail', listSnapshots)
+    scope.get<P1>('/v2.1/os-snapshots/:id', async (request) => ({ snapshot: snapshotView(await snapshots.get(request.principal, idOf(request))) }))
+    scope.post('/v2.1/os-snapshots', async (request) => {
+      requireBefore(request, 'noProxyApis')
+      const body = bodyObject(request)
+      validate('snapshot', request, createSnapshotBody, body)
+      const s = body.snapshot as Record<string, unknown>
+      const force = s.force === true || (typeof s.force === 'string' && ['true', '1', 'yes', 'on'].includes(s.force.toLowerCase()))
+      const created = await snapshots.create(request.principal, {
+        volume_id: s.volume_id as string,
+        name: (s.display_name as string | null | undefined) ?? null,
+        description: (s.display_description as string | null | undefined) ?? null,
+        force,
+      })
+      return { snapshot: snapshotView(created) }
+    })
+    scope.delete<P1>('/v2.1/os-snapshots/:id', async (request, reply) => {
+      await snapshots.delete(request.principal, idOf(request))
+      return reply.code(202).send()
+    })
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The block storage API's description for /openapi.json: answers (volume/view.ts renders them), the query
+ * strings the routes parse by hand (params.ts), the action bodies and the microversion header.
+ */
+import { MAX_VOLUME_VERSION, MIN_VOLUME_VERSION } from '../../volume/microversion.js'
+
+type Schema = Record<string, unknown>
+
+const str = { type: 'string' }
+const nstr = { type: ['string', 'null'] }
+const int = { type: 'integer' }
+const bool = { type: 'boolean' }
+const nul = { type: 'null' }
+const strMap = { type: 'object', additionalProperties: str }
+const links = { type: 'array', items: { type: 'object', properties: { rel: str, href: str }, required: ['rel', 'href'] } }
+const object = (properties: Record<string, unknown>, required: string[] = []): Schema => ({ type: 'object', properties, required })
+const since = (version: string, schema: Schema): Schema => ({ ...schema, 'x-microversions': { min: version, max: MAX_VOLUME_VERSION } })
+const adminOnly = (schema: Schema): Schema => ({ ...schema, 'x-admin-only': true })
+
+export const VOLUME_HEADERS: Schema = {
+  type: 'object',
+  properties: { 'openstack-api-version': { type: 'string', description: `volume <version>: ${MIN_VOLUME_VERSION} to ${MAX_VOLUME_VERSION}, or latest`, pattern: '^volume ' } },
+}
+
+const volumeSummary = object({ id: str, name: nstr, links }, ['id', 'links'])
+const volumeDetail = object(
+  {
+    id: str,
+    name: nstr,
+    description: nstr,
+    status: str,
+    size: int,
+    availability_zone: nstr,
+    created_at: str,
+    updated_at: nstr,
+    volume_type: nstr,
+    snapshot_id: nstr,
+    source_volid: nstr,
+    bootable: { type: 'string', enum: ['true', 'false'] },
+    encrypted: bool,
+    multiattach: bool,
+    replication_status: nul,
+    consistencygroup_id: nul,
+    migration_status: nul,
+    metadata: strMap,
+    user_id: str,
+    'os-vol-tenant-attr:tenant_id': str,
+    attachments: {
+      type: 'array',
+      items: object({ id: str, attachment_id: str, volume_id: str, server_id: nstr, host_name: nstr, device: nstr, attached_at: nstr }),
+    },
+    links,
+    volume_image_metadata: strMap,
+    'os-vol-host-attr:host': adminOnly(str),
+    'os-vol-mig-status-attr:migstat': adminOnly(nul),
+    'os-vol-mig-status-attr:name_id': adminOnly(nul),
+    group_id: since('3.13', nul),
+    provider_id: adminOnly(since('3.21', nul)),
+    service_uuid: adminOnly(since('3.48', nul)),
+    shared_targets: since('3.48', bool),
+  },
+  ['id', 'status', 'size', 'links'],
+)
+const snapshotSummary = {
+  id: str,
+  name: nstr,
+  description: nstr,
+  status: str,
+  size: int,
+  volume_id: str,
+  metadata: strMap,
+  created_at: str,
+  updated_at: nstr,
+  group_snapshot_id: since('3.14', nul),
+  user_id: since('3.41', str),
+}
+const snapshotDetail = object({ ...snapshotSummary, 'os-extended-snapshot-attributes:progress': str, 'os-extended-snapshot-attributes:project_id': str }, ['id', 'status', 'volume_id'])
+const volumeType = object(
+  { id: str, name: str, description: nstr, is_public: bool, 'os-volume-type-access:is_public': bool, extra_specs: adminOnly(strMap), qos_specs_id: adminOnly(nul) },
+  ['id', 'name'],
+)
+const attachment = object({ id: str, volume_id: str, instance: nstr, status: str, attach_mode: str, attached_at: nstr, detached_at: nul, connection_info: nul }, ['id', 'volume_id'])
+/** A quota: the limit, or with `usage=true` the limit with what is used. */
+const quota = { anyOf: [int, object({ limit: int, in_use: int, reserved: int, allocated: int })] }
+
+const envelope = (key: string, inner: Schema, more: Record<string, Schema> = {}): Schema => object({ [key]: inner, ...more }, [key])
+const listOf = (inner: Schema): Schema => ({ type: 'array', items: inner })
+
+export const A = {
+  versions: object({ versions: listOf(object({ id: str, status: str, version: str, min_version: str, updated: str, links: { type: 'array' } })) }, ['versions']),
+  volumes: (detail: boolean) => envelope('volumes', listOf(detail ? volumeDetail : volumeSummary), { volumes_links: links }),
+  volume: envelope('volume', volumeDetail),
+  snapshots: (detail: boolean) => envelope('snapshots', listOf(detail ? snapshotDetail : object(snapshotSummary)), { snapshots_links: links }),
+  snapshot: envelope('snapshot', snapshotDetail),
+  metadata: envelope('metadata', strMap),
+  meta: envelope('meta', strMap),
+  types: envelope('volume_types', listOf(volumeType)),
+  type: envelope('volume_type', volumeType),
+  extraSpecs: envelope('extra_specs', strMap),
+  attachments: envelope('attachments', listOf(attachment)),
+  attachment: envelope('attachment', attachment),
+  quotaSet: envelope('quota_set', { type: 'object', properties: { id: str }, additionalProperties: quota }),
+  limits: envelope('limits', object({ rate: { type: 'array', maxItems: 0 }, absolute: { type: 'object', additionalProperties: int } })),
+  zones: envelope('availabilityZoneInfo', listOf(object({ zoneName: str, zoneState: object({ available: bool }) }))),
+  extensions: envelope('extensions', { type: 'array' }),
+  services: envelope('services', listOf(object({ binary: str, host: str, zone: str, status: str, state: str, updated_at: str, disabled_reason: nstr }))),
+}
+
+const query = (properties: Record<string, Schema>): Schema => ({ type: 'object', properties, additionalProperties: true })
+const count = { type: 'string', pattern: '^[0-9]+$' }
+const flag = { type: 'string', description: 'true/false, 1/0, yes/no, on/off' }
+const paging = { limit: count, marker: str, offset: count, sort: { type: 'string', description: 'key[:asc|desc],…' }, sort_key: str, sort_dir: { type: 'string', enum: ['asc', 'desc'] } }
+
+export const QUERY = {
+  volumes: query({
+    all_tenants: flag,
+    project_id: str,
+    name: str,
+    display_name: str,
+    status: str,
+    bootable: flag,
+    availability_zone: str,
+    metadata: { type: 'string', description: 'a JSON object (or Python dict literal) of metadata to match' },
+    ...paging,
+  }),
+  snapshots: query({ all_tenants: flag, name: str, status: str, volume_id: str, ...paging }),
+  attachments: query({ all_tenants: flag, volume_id: str, instance_id: str }),
+  deleteVolume: query({ cascade: flag }),
+  quota: query({ usage: flag }),
+}
+
+const action = (name: string, value: Schema): Schema => ({ type: 'object', properties: { [name]: value }, required: [name], additionalProperties: false })
+const boolish = { anyOf: [bool, str] }
+
+/** POST /volumes/{id}/action: one key, the action. */
+export const VOLUME_ACTIONS: Schema = {
+  anyOf: [
+    action('os-extend', object({ new_size: { anyOf: [int, { type: 'string', pattern: '^[0-9]+$' }] } }, ['new_size'])),
+    action('os-set_bootable', object({ bootable: boolish }, ['bootable'])),
+    action('os-reset_status', object({ status: str }, ['status'])),
+    action('os-update_readonly_flag', object({ readonly: boolish }, ['readonly'])),
+    action('os-retype', object({ new_type: str, migration_policy: str }, ['new_type'])),
+    action('os-set_image_metadata', object({ metadata: strMap }, ['metadata'])),
+    action('os-unset_image_metadata', object({ key: str }, ['key'])),
+    action('os-show_image_metadata', {}),
+    action('os-force_delete', {}),
+  ],
+}

@@ -1,0 +1,84 @@
+/**
+ * Connecting attached volumes to hypervisors (Cinder's initialize_connection / terminate_connection): an
+ * attachment gets a TLS-PSK key of its own on the volume's NBD export, the volume's storage place serves it, and
+ * the hypervisor host is given the connection info — the key only through its own authenticated endpoint
+ * (`forHost`), never in a command or a user-visible field.
+ *
+ * Only hosts whose hypervisor reads volumes' bytes (the qemu driver) are connected; simulated hosts attach
+ * volumes without an export.
+ */
+import { notFound } from '../../contracts/errors.js'
+import type { SecretBox } from '../crypto/secret-box.js'
+import type { VolumeConnectionInfo } from '../drivers/compute/driver.js'
+import { VolumeBackendError } from '../drivers/volume/backend.js'
+import type { Db, Store } from '../storage/store.js'
+import type { TaskQueue } from '../tasks/queue.js'
+import { attachmentIdentity, connectionInfo, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'
+import type { StoragePlaces } from './places/registry.js'
+import { VOLUME_TASKS } from './worker.js'
+
+export interface VolumeConnectionsDeps {
+  store: Store
+  box: SecretBox
+  places: StoragePlaces
+  queue: TaskQueue
+  ports: PortRange
+}
+
+export class VolumeConnections {
+  constructor(private readonly deps: VolumeConnectionsDeps) {}
+
+  /**
+   * Connects the server's attachment of a volume for the hypervisor `hostId`: grants its key, has the storage
+   * place serve the export, and answers the connection info (without the key). Repeating it changes nothing.
+   */
+  async connect(request: { volumeId: string; serverId: string; hostId: string }): Promise<VolumeConnectionInfo> {
+    const { store, box, places, ports } = this.deps
+    const attachment = await store.db
+      .selectFrom('volume_attachments')
+      .innerJoin('volumes', 'volumes.id', 'volume_attachments.volume_id')
+      .select(['volume_attachments.id', 'volumes.location'])
+      .where('volume_attachments.volume_id', '=', request.volumeId)
+      .where('volume_attachments.server_id', '=', request.serverId)
+      .executeTakeFirst()
+    if (!attachment) throw new VolumeBackendError(`volume ${request.volumeId} is not reserved for server ${request.serverId}`)
+    if (!attachment.location) throw new VolumeBackendError(`volume ${request.volumeId} has no bytes yet`)
+    const identity = attachmentIdentity(attachment.id)
+    await store.db.transaction().execute(async (tx) => {
+      await grantExport(tx, box, ports, { volumeId: request.volumeId, location: attachment.location!, identity, attachmentId: attachment.id })
+      await tx.updateTable('volume_attachments').set({ host_id: request.hostId }).where('id', '=', attachment.id).execute()
+    })
+    await places.get(attachment.location).syncExports()
+    const info = connectionInfo(await nbdSourceOf(store.db, box, identity), { volumeId: request.volumeId, attachmentId: attachment.id }, false)
+    await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(info) }).where('id', '=', attachment.id).execute()
+    return info
+  }
+
+  /**
+   * The connection info with its key, for the agent of `hostId`: only for an attachment connected on that host
+   * (or of a server placed there); 404 otherwise, so a host learns nothing of other hosts' volumes.
+   */
+  async forHost(hostId: string, attachmentId: string): Promise<VolumeConnectionInfo> {
+    const { store, box } = this.deps
+    const row = await store.db
+      .selectFrom('volume_attachments')
+      .leftJoin('servers', 'servers.id', 'volume_attachments.server_id')
+      .select(['volume_attachments.volume_id', 'volume_attachments.host_id', 'servers.host_id as server_host'])
+      .where('volume_attachments.id', '=', attachmentId)
+      .executeTakeFirst()
+    if (!row || (row.host_id !== hostId && row.server_host !== hostId)) throw notFound(`Attachment ${attachmentId} is not connected on host ${hostId}.`)
+    const source = await nbdSourceOf(store.db, box, attachmentIdentity(attachmentId)).catch(() => {
+      throw notFound(`Attachment ${attachmentId} has no export.`)
+    })
+    return connectionInfo(source, { volumeId: row.volume_id, attachmentId }, true)
+  }
+
+  /**
+   * Inside the caller's transaction: revokes the attachment's key (the export goes with its last key) and
+   * enqueues the sync that stops serving it, which runs once the transaction commits.
+   */
+  async disconnect(tx: Db, attachmentId: string): Promise<void> {
+    const location = await revokeExport(tx, attachmentIdentity(attachmentId))
+    if (location) await this.deps.queue.enqueue({ kind: VOLUME_TASKS.syncExports, subjectId: location, payload: { id: location } }, tx)
+  }
+}

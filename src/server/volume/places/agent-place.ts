@@ -1,0 +1,75 @@
+/**
+ * A storage host as a storage place: each operation is a `volume.*` command on the host's durable command channel,
+ * executed by its pcc-agent with its own backends (src/agent/storage/), like the compute driver's calls. Image
+ * bytes travel through the resource manager's host endpoints (the agent downloads a volume's source image and
+ * uploads an image made from a volume); exports are synced by the agent from its desired state, which it reads
+ * from `{base}/resmgr/v1/hosts/{id}/storage/exports` (keys never ride in a command's arguments, except a copy's
+ * short-lived key, which the channel clears once the command is answered).
+ */
+import type { AgentDriver } from '../../drivers/compute/agent/agent-driver.js'
+import { DriverError } from '../../drivers/compute/driver.js'
+import { VolumeBackendError } from '../../drivers/volume/backend.js'
+import type { PlaceSource, StoragePlace } from './place.js'
+
+/** The code a storage agent gives its backends' failures (src/agent/storage/storage-role.ts). */
+export const BACKEND_FAILURE = 422
+
+/** Copies and conversions may take long: an hour before the control plane gives up waiting. */
+const COPY_TIMEOUT_MS = 3_600_000
+
+export class AgentPlace implements StoragePlace {
+  constructor(
+    readonly location: string,
+    /** The host's agent, or undefined when the host is not registered (any more). */
+    private readonly agent: () => AgentDriver | undefined,
+    /** Records where the host serves its exports (it may change with the host's network). */
+    private readonly reportAddress: (address: string) => Promise<void>,
+  ) {}
+
+  private async call<T>(op: string, args: Record<string, unknown>, options: { dedupeKey?: string; timeoutMs?: number } = {}): Promise<T> {
+    const agent = this.agent()
+    if (!agent) throw new DriverError(`Storage host ${this.location} is not registered.`)
+    try {
+      return await agent.call<T>(op, args, options.dedupeKey, options.timeoutMs)
+    } catch (err) {
+      // The agent marks its backends' failures 422: final, unlike a host that does not answer (retried).
+      if (err instanceof DriverError && err.code === BACKEND_FAILURE) throw new VolumeBackendError(err.message)
+      throw err
+    }
+  }
+
+  async create(backend: string, volumeId: string, sizeGb: number): Promise<void> {
+    await this.call('volume.create', { backend, volumeId, sizeGb })
+  }
+
+  async createFrom(backend: string, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void> {
+    // An NBD source's key stays out of the dedupe key, which is stored in clear.
+    await this.call('volume.create_from', { backend, volumeId, sizeGb, source }, { dedupeKey: `volume.create_from:${volumeId}`, timeoutMs: COPY_TIMEOUT_MS })
+  }
+
+  async extend(backend: string, volumeId: string, sizeGb: number): Promise<void> {
+    await this.call('volume.extend', { backend, volumeId, sizeGb })
+  }
+
+  async delete(backend: string, volumeId: string): Promise<void> {
+    await this.call('volume.delete', { backend, volumeId }, { timeoutMs: COPY_TIMEOUT_MS })
+  }
+
+  async createSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void> {
+    await this.call('volume.snapshot_create', { backend, snapshotId, volumeId }, { timeoutMs: COPY_TIMEOUT_MS })
+  }
+
+  async deleteSnapshot(backend: string, snapshotId: string): Promise<void> {
+    await this.call('volume.snapshot_delete', { backend, snapshotId })
+  }
+
+  async uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void> {
+    await this.call('volume.upload_image', { backend, volumeId, imageId, diskFormat }, { timeoutMs: COPY_TIMEOUT_MS })
+  }
+
+  async syncExports(): Promise<string> {
+    const { address } = await this.call<{ address: string }>('volume.sync_exports', {}, { dedupeKey: `volume.sync_exports:${Date.now()}` })
+    await this.reportAddress(address)
+    return address
+  }
+}

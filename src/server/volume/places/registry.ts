@@ -1,0 +1,25 @@
+/** Finds the storage place of a location: the control plane's own, or a storage host's through its agent. */
+import type { AgentDriver } from '../../drivers/compute/agent/agent-driver.js'
+import type { Db } from '../../storage/store.js'
+import { setExportAddress } from '../exports.js'
+import { AgentPlace } from './agent-place.js'
+import type { LocalPlace } from './local-place.js'
+import { CONTROLLER, type StoragePlace } from './place.js'
+
+export class StoragePlaces {
+  private readonly hosts = new Map<string, AgentPlace>()
+
+  constructor(
+    readonly controller: LocalPlace,
+    /** The agent of a registered host (the conductor's driver registry holds one per agent host). */
+    private readonly agentOf: (hostId: string) => AgentDriver | undefined,
+    private readonly db: Db,
+  ) {}
+
+  get(location: string): StoragePlace {
+    if (location === CONTROLLER) return this.controller
+    let place = this.hosts.get(location)
+    if (!place) this.hosts.set(location, (place = new AgentPlace(location, () => this.agentOf(location), (address) => setExportAddress(this.db, location, address))))
+    return place
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * What "a refused request changes nothing" is checked against: a digest of every row of every table, per
+ * table, order-insensitive. The tables listed in VOLATILE change without any request and are left out, each
+ * with the reason.
+ */
+import { createHash } from 'node:crypto'
+import { sql } from 'kysely'
+import type { Db } from '../../server/storage/store.js'
+
+/** Tables that change on their own (timers, caches), not because of a request. */
+export const VOLATILE: Record<string, string> = {
+  kysely_migration: 'written only by migrations at start',
+  kysely_migration_lock: 'written only by migrations at start',
+}
+
+/** Columns that change on their own, or that a refusal records on purpose, per table, with the reason. */
+export const VOLATILE_COLUMNS: Record<string, Record<string, string>> = {
+  hosts: { last_heartbeat_at: 'simulated hosts and agents heartbeat on a timer' },
+  users: {
+    failed_auth_count: 'a failed authentication (401) is counted on purpose: the lockout reads it (Keystone does the same)',
+    failed_auth_at: 'the time of that failed authentication',
+  },
+}
+
+/** Per table, the hash of its rows and the rows themselves (as sorted JSON lines), to show what changed. */
+export type Digest = Map<string, { hash: string; lines: string[] }>
+
+const tablesOf = new WeakMap<Db, string[]>()
+
+export async function stateDigest(db: Db): Promise<Digest> {
+  let tables = tablesOf.get(db)
+  if (!tables) tablesOf.set(db, (tables = (await db.introspection.getTables()).map((t) => t.name).filter((name) => !(name in VOLATILE)).sort()))
+  const digest: Digest = new Map()
+  for (const table of tables) {
+    const rows = await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(db)
+    const skip = VOLATILE_COLUMNS[table] ?? {}
+    const lines = rows.rows.map((r) => JSON.stringify(r, (k, v: unknown) => (k in skip ? undefined : typeof v === 'bigint' ? v.toString() : v))).sort()
+    digest.set(table, { hash: createHash('sha256').update(lines.join('\n')).digest('base64'), lines })
+  }
+  return digest
+}
+
+/** What differs between two digests: per changed table, the rows gone and the rows new (a few of each). */
+export function changes(before: Digest, after: Digest): string[] {
+  const out: string[] = []
+  for (const [table, now] of after) {
+    const then = before.get(table)
+    if (then?.hash === now.hash) continue
+    const old = new Set(then?.lines ?? [])
+    const added = now.lines.filter((l) => !old.has(l))
+    const kept = new Set(now.lines)
+    const removed = (then?.lines ?? []).filter((l) => !kept.has(l))
+    out.push(`${table}: ${[...removed.slice(0, 2).map((l) => `- ${l.slice(0, 400)}`), ...added.slice(0, 2).map((l) => `+ ${l.slice(0, 400)}`)].join(' ')}`)
+  }
+  return out
+}
