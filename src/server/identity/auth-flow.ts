@@ -43,7 +43,7 @@ export type AuthOutcome =
 let dummyHash: Promise<string> | undefined
 
 export class AuthFlow {
-  /** Failed password and TOTP logins (security_compliance lockout), shared with the IdP's login. */
+  /** Failed password and TOTP logins (security_compliance lockout): the rules of identity/lockout.ts, which the IdP uses too. */
   readonly lockout: Lockout
 
   constructor(
