@@ -3,7 +3,7 @@
  * 2.1–2.35), generated x509 key pairs, accessIPv6 in Nova's canonical form, flavors with numeric ids, os-resetState,
  * hypervisor search, the legacy network quota keys, migrations to unknown hosts, the usage route without a project,
  * os-server-password and the block storage and network proxies (`/os-volumes`, `/os-snapshots`, `/os-networks`,
- * `/os-tenant-networks`).
+ * `/os-tenant-networks`, `/os-security-groups`, `/os-security-group-rules`).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -229,5 +229,39 @@ describe('compute answers as Nova gives them', () => {
     assert.equal((await call(tb, tb.admin, 'GET', `/os-networks/${net.id}`)).body.network.project_id, tb.member.projectId)
     assert.equal((await call(tb, tb.other, 'GET', `/os-tenant-networks/${net.id}`)).status, 404)
     assert.equal((await call(tb, tb.member, 'GET', '/os-networks', undefined, '2.36')).status, 404)
+  })
+
+  it('proxies security groups and their rules in Nova\'s shape below 2.36', async () => {
+    const created = await call(tb, tb.member, 'POST', '/os-security-groups', { security_group: { name: 'web', description: 'web servers' } })
+    assert.equal(created.status, 200, JSON.stringify(created.body))
+    const group = created.body.security_group
+    assert.deepEqual([group.name, group.description, group.tenant_id, group.rules], ['web', 'web servers', tb.member.projectId, []], 'egress rules are not shown')
+    for (const name of ['', '   ', 'n'.repeat(256)]) assert.equal((await call(tb, tb.member, 'POST', '/os-security-groups', { security_group: { name, description: 'd' } })).status, 400)
+
+    const rule = await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: group.id, ip_protocol: 'tcp', from_port: 22, to_port: 22, cidr: '10.0.0.0/8' } })
+    assert.equal(rule.status, 200, JSON.stringify(rule.body))
+    assert.deepEqual(rule.body.security_group_rule, { id: rule.body.security_group_rule.id, parent_group_id: group.id, ip_protocol: 'tcp', from_port: 22, to_port: 22, group: {}, ip_range: { cidr: '10.0.0.0/8' } })
+    const again = { security_group_rule: { parent_group_id: group.id, ip_protocol: 'tcp', from_port: 22, to_port: 22, cidr: '10.0.0.0/8' } }
+    assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', again)).status, 400, 'a duplicate rule')
+    for (const bad of [{ ip_protocol: 'bogus', from_port: 1, to_port: 2 }, { ip_protocol: 'tcp', from_port: 80, to_port: 22 }, { ip_protocol: 'tcp', from_port: 0, to_port: 70000 }, { ip_protocol: 'icmp', from_port: 300, to_port: 0 }]) {
+      assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: group.id, ...bad } })).status, 400, JSON.stringify(bad))
+    }
+    const missing = '00000000-0000-0000-0000-000000000000'
+    assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: missing, ip_protocol: 'tcp', from_port: 1, to_port: 2 } })).status, 404)
+    const shown = (await call(tb, tb.member, 'GET', `/os-security-groups/${group.id}`)).body.security_group
+    assert.equal(shown.rules.length, 1)
+    const listed = (await call(tb, tb.member, 'GET', '/os-security-groups')).body.security_groups.map((g: { name: string }) => g.name).sort()
+    assert.deepEqual(listed, ['default', 'web'])
+    assert.equal((await call(tb, tb.other, 'GET', `/os-security-groups/${group.id}`)).status, 404)
+    const everyone = (await call(tb, tb.admin, 'GET', '/os-security-groups?all_tenants=1')).body.security_groups
+    assert.ok(everyone.some((g: { id: string }) => g.id === group.id))
+    assert.equal((await call(tb, tb.member, 'PUT', `/os-security-groups/${group.id}`, { security_group: { name: 'web2', description: 'd2' } })).body.security_group.name, 'web2')
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-group-rules/${rule.body.security_group_rule.id}`)).status, 202)
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-group-rules/${rule.body.security_group_rule.id}`)).status, 404)
+    const defaultGroup = (await call(tb, tb.member, 'GET', '/os-security-groups')).body.security_groups.find((g: { name: string }) => g.name === 'default')
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-groups/${defaultGroup.id}`)).status, 400)
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-groups/${group.id}`)).status, 202)
+    assert.equal((await call(tb, tb.member, 'GET', `/os-security-groups/${group.id}`)).status, 404)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-security-groups', undefined, '2.36')).status, 404)
   })
 })

@@ -20,6 +20,7 @@ import { remoteConsoleRoutes } from './remote-consoles.js'
 import { imageProxyRoutes } from './images.js'
 import { volumeProxyRoutes } from './volumes-proxy.js'
 import { networkProxyRoutes } from './networks-proxy.js'
+import { securityGroupProxyRoutes } from './security-groups-proxy.js'
 
 export function serverRoutes(deps: AppDeps) {
   const withImages = { ...deps, imageLookup: imageServiceLookup(deps.images) }
@@ -39,5 +40,6 @@ export function serverRoutes(deps: AppDeps) {
     await imageProxyRoutes(deps)(scope)
     await volumeProxyRoutes(deps)(scope)
     await networkProxyRoutes(deps)(scope)
+    await securityGroupProxyRoutes(deps)(scope)
   }
 }
