@@ -3,7 +3,8 @@
  * 2.1–2.35), generated x509 key pairs, accessIPv6 in Nova's canonical form, flavors with numeric ids, os-resetState,
  * hypervisor search, the legacy network quota keys, migrations to unknown hosts, the usage route without a project,
  * os-server-password and the block storage and network proxies (`/os-volumes`, `/os-snapshots`, `/os-networks`,
- * `/os-tenant-networks`, `/os-security-groups`, `/os-security-group-rules`).
+ * `/os-tenant-networks`, `/os-security-groups`, `/os-security-group-rules`, `/os-floating-ips` and the
+ * addFloatingIp / removeFloatingIp actions).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -263,5 +264,44 @@ describe('compute answers as Nova gives them', () => {
     assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-groups/${group.id}`)).status, 202)
     assert.equal((await call(tb, tb.member, 'GET', `/os-security-groups/${group.id}`)).status, 404)
     assert.equal((await call(tb, tb.member, 'GET', '/os-security-groups', undefined, '2.36')).status, 404)
+  })
+
+  it('proxies floating IPs, and associates them with addFloatingIp / removeFloatingIp below 2.44', async () => {
+    const neutron = async (who: typeof tb.admin, method: string, path: string, body: unknown) => {
+      const res = await fetch(`${tb.server.url}/network/v2.0/${path}`, { method, headers: { 'x-auth-token': who.token, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`)
+      return (await res.json()) as Record<string, { id: string }>
+    }
+    const ext = (await neutron(tb.admin, 'POST', 'networks', { network: { name: 'fip-pool', 'router:external': true } })).network
+    await neutron(tb.admin, 'POST', 'subnets', { subnet: { network_id: ext.id, cidr: '198.51.100.0/24', ip_version: 4 } })
+    const net = (await neutron(tb.member, 'POST', 'networks', { network: { name: 'fip-inside' } })).network
+    const subnet = (await neutron(tb.member, 'POST', 'subnets', { subnet: { network_id: net.id, cidr: '10.88.0.0/24', ip_version: 4 } })).subnet
+    const router = (await neutron(tb.member, 'POST', 'routers', { router: { name: 'fip-router', external_gateway_info: { network_id: ext.id } } })).router
+    await neutron(tb.member, 'PUT', `routers/${router.id}/add_router_interface`, { subnet_id: subnet.id })
+
+    assert.ok((await call(tb, tb.member, 'GET', '/os-floating-ip-pools')).body.floating_ip_pools.some((p: { name: string }) => p.name === 'fip-pool'))
+    assert.equal((await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: 'no-such-pool' })).status, 404)
+    const allocated = await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: 'fip-pool' })
+    assert.equal(allocated.status, 200, JSON.stringify(allocated.body))
+    const fip = allocated.body.floating_ip
+    assert.deepEqual([fip.pool, fip.fixed_ip, fip.instance_id], ['fip-pool', null, null])
+    assert.match(fip.ip, /^198\.51\.100\./)
+
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('fip', {}, [{ uuid: net.id }]), '2.37')).body.server.id
+    const action = (body: unknown, version?: string) => call(tb, tb.member, 'POST', `/servers/${id}/action`, body, version)
+    assert.equal((await action({ addFloatingIp: { address: '203.0.113.9' } })).status, 404, 'not an address of the caller')
+    assert.equal((await action({ removeFloatingIp: { address: fip.ip } })).status, 409, 'not on this server')
+    assert.equal((await action({ addFloatingIp: { address: fip.ip } })).status, 202)
+    const associated = (await call(tb, tb.member, 'GET', `/os-floating-ips/${fip.id}`)).body.floating_ip
+    assert.equal(associated.instance_id, id)
+    assert.match(associated.fixed_ip, /^10\.88\.0\./)
+    assert.equal((await action({ removeFloatingIp: { address: fip.ip } })).status, 202)
+    assert.equal((await call(tb, tb.member, 'GET', `/os-floating-ips/${fip.id}`)).body.floating_ip.instance_id, null)
+    assert.equal((await action({ addFloatingIp: { address: fip.ip } }, '2.44')).status, 404, 'the action is gone from 2.44')
+
+    assert.equal((await call(tb, tb.other, 'GET', `/os-floating-ips/${fip.id}`)).status, 404)
+    assert.ok((await call(tb, tb.member, 'GET', '/os-floating-ips')).body.floating_ips.some((f: { id: string }) => f.id === fip.id))
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${fip.id}`)).status, 202)
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${fip.id}`)).status, 404)
   })
 })

@@ -24,11 +24,15 @@ import { createVolumeBackedImage, reserveSnapshotImage, shelvedImageName } from 
 import type { ComputeStorage } from './storage.js'
 import type { FlavorSnapshot } from '../storage/tables/compute.js'
 import { accessIpv6 } from './access-ips.js'
+import type { Principal } from '../auth/principal.js'
+import { associateServerFloatingIp, disassociateServerFloatingIp } from '../network/floating-ips.js'
 
 export interface ActionCaller {
   admin: boolean
   projectId: string
   userId: string
+  /** For actions completed through another service with the caller's own rights (Nova's floating IP actions). */
+  principal?: Principal
 }
 
 export interface ActionOutcome {
@@ -172,6 +176,14 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
     case 'trigger_crash_dump':
       await recordAction(db, row, 'trigger_crash_dump', requestId, caller, true)
       return { status: 202 }
+    case 'addFloatingIp':
+    case 'removeFloatingIp': {
+      const address = v.address as string
+      await deps.network.run(caller.principal!, (ctx, actor) =>
+        action === 'addFloatingIp' ? associateServerFloatingIp(ctx, actor, row.id, address, v.fixed_address as string | undefined) : disassociateServerFloatingIp(ctx, actor, row.id, address),
+      )
+      return { status: 202 }
+    }
     case 'os-resetState':
       await db.updateTable('servers').set({ vm_state: v.state as string, task_state: null, updated_at: Date.now() }).where('id', '=', row.id).execute()
       return { status: 202 }

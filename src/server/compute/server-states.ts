@@ -136,6 +136,9 @@ export const SERVER_ACTIONS = {
   forceDelete: { instanceAction: 'forceDelete', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: true, startTask: 'deleting', steps: [], final: 'deleted', success: 202 },
   restore: { instanceAction: 'restore', vmStates: ['soft-delete'], requiresLaunched: true, lockChecked: true, startTask: 'restoring', steps: [], final: 'active', success: 202 },
   trigger_crash_dump: { instanceAction: 'trigger_crash_dump', vmStates: ['active', 'paused', 'rescued', 'resized', 'error'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: null, steps: [], final: 'unchanged', success: 202, since: '2.17' },
+  // Nova-network's floating IP actions, proxied to the network service until 2.44.
+  addFloatingIp: { instanceAction: 'addFloatingIp', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202, until: '2.44' },
+  removeFloatingIp: { instanceAction: 'removeFloatingIp', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202, until: '2.44' },
   // Admins force a state (Nova's os-resetState): no instance action is recorded, as in Nova.
   'os-resetState': { instanceAction: 'resetState', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202, adminOnly: true },
   addSecurityGroup: { instanceAction: 'addSecurityGroup', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202 },

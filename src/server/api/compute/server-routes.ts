@@ -21,6 +21,7 @@ import { imageProxyRoutes } from './images.js'
 import { volumeProxyRoutes } from './volumes-proxy.js'
 import { networkProxyRoutes } from './networks-proxy.js'
 import { securityGroupProxyRoutes } from './security-groups-proxy.js'
+import { floatingIpProxyRoutes } from './floating-ips-proxy.js'
 
 export function serverRoutes(deps: AppDeps) {
   const withImages = { ...deps, imageLookup: imageServiceLookup(deps.images) }
@@ -41,5 +42,6 @@ export function serverRoutes(deps: AppDeps) {
     await volumeProxyRoutes(deps)(scope)
     await networkProxyRoutes(deps)(scope)
     await securityGroupProxyRoutes(deps)(scope)
+    await floatingIpProxyRoutes(deps)(scope)
   }
 }
