@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { X509Certificate, createHash, createPrivateKey } from 'node:crypto'
 import { ACTIVE, call, computeTestbed, createBody, IMAGE, setState, type ComputeTestbed } from './helpers.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 describe('compute answers as Nova gives them', () => {
   let tb: ComputeTestbed
@@ -305,3 +306,47 @@ describe('compute answers as Nova gives them', () => {
     assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${fip.id}`)).status, 404)
   })
 })
+
+describe('createBackup, through the conductor and a simulated host', () => {
+  let tb: ComputeTestbed
+  before(async () => {
+    tb = await computeTestbed('sqlite', { PCC_SIMULATED_HOSTS: '1', PCC_SIMULATED_DELAY_MS: '0' }, true)
+  })
+  after(() => tb.close())
+
+  const until = async <T>(what: string, check: () => Promise<T | undefined>): Promise<T> => {
+    for (const end = Date.now() + 20_000; Date.now() < end; await sleep(100)) {
+      const value = await check()
+      if (value !== undefined) return value
+    }
+    throw new Error(`timed out waiting for ${what}`)
+  }
+  const backups = async (serverId: string) => {
+    const res = await fetch(`${tb.server.url}/image/v2/images?instance_uuid=${serverId}&image_type=backup`, { headers: { 'x-auth-token': tb.member.token } })
+    return ((await res.json()) as { images: { id: string; name: string; status: string; backup_type: string }[] }).images
+  }
+
+  it('snapshots the server into a backup image and keeps the newest `rotation` of its kind', async () => {
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('backed-up'), '2.37')).body.server.id
+    await until('the server to be ACTIVE', async () => ((await call(tb, tb.member, 'GET', `/servers/${id}`)).body.server.status === 'ACTIVE' ? true : undefined))
+    const made: string[] = []
+    for (const name of ['b1', 'b2', 'b3']) {
+      const res = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { createBackup: { name, backup_type: 'daily', rotation: 2 } }, '2.45')
+      assert.equal(res.status, 202, JSON.stringify(res.body))
+      made.push(res.body.image_id)
+      await until(`${name} to be done`, async () => {
+        const server = (await call(tb, tb.member, 'GET', `/servers/${id}`)).body.server
+        const image = (await backups(id)).find((i) => i.id === res.body.image_id)
+        return server['OS-EXT-STS:task_state'] === null && image?.status === 'active' ? true : undefined
+      })
+    }
+    const kept = await backups(id)
+    assert.deepEqual(kept.map((i) => i.name).sort(), ['b2', 'b3'], 'the oldest daily backup went')
+    assert.ok(kept.every((i) => i.backup_type === 'daily'))
+    const weekly = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { createBackup: { name: 'w1', backup_type: 'weekly', rotation: 1 } })
+    assert.equal(weekly.status, 202)
+    assert.match(weekly.headers.get('location') ?? '', /\/images\//, 'below 2.45 the image is in Location')
+    assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { createBackup: { name: 'x', backup_type: 'daily' } })).status, 400, 'rotation is required')
+  })
+})
+

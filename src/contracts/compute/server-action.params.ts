@@ -21,6 +21,7 @@ export const ACTION_BODIES: Record<string, (version: VersionNumber) => TSchema> 
   confirmResize: () => anything,
   revertResize: () => anything,
   createImage: () => obj({ name: P.name, metadata: P.metadata }, ['name']),
+  createBackup: () => obj({ name: P.name, backup_type: T.String({ minLength: 1, maxLength: 255 }), rotation: T.Union([T.Integer({ minimum: 0 }), T.String({ pattern: '^[0-9]+$' })]), metadata: P.metadata }, ['name', 'backup_type', 'rotation']),
   changePassword: () => obj({ adminPass: T.String() }, ['adminPass']),
   'os-start': () => anything,
   'os-stop': () => anything,

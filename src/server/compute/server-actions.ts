@@ -255,6 +255,20 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       if (api.has('createImageReturnsId')) return { status: 202, body: { image_id: imageId } }
       return { status: 202, headers: { location: `${deps.imageUrl}/v2/images/${imageId}` } }
     }
+    case 'createBackup': {
+      // A createImage whose image is a backup of a kind; the conductor then keeps the newest `rotation` of that kind.
+      if (await isVolumeBacked(db, row.id)) throw badRequest('Backups of volume-backed servers are not supported; use createImage.')
+      if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
+      const backupType = v.backup_type as string
+      const metadata = { ...((v.metadata ?? {}) as Record<string, string>), image_type: 'backup', backup_type: backupType }
+      let imageId = ''
+      await accept(deps, row, action, { name: v.name, backupType, rotation: Number(v.rotation) }, requestId, caller, {}, async (tx) => {
+        imageId = await reserveSnapshotImage(tx, deps.storage, row, caller, { name: v.name as string, metadata })
+        return { imageId }
+      })
+      if (api.has('createImageReturnsId')) return { status: 202, body: { image_id: imageId } }
+      return { status: 202, headers: { location: `${deps.imageUrl}/v2/images/${imageId}` } }
+    }
     case 'shelve': {
       // An image-backed server is snapshotted to `<name>-shelved`; a volume-backed one keeps its volumes.
       const volumeBacked = await isVolumeBacked(db, row.id)

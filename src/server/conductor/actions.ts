@@ -15,7 +15,7 @@ import { findImageRef, specFor, type SpecOptions } from './guest-specs.js'
 import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
-import { createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
+import { createBackup, createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
 const EVENTS: Partial<Record<ServerActionName, string>> = {
@@ -27,6 +27,7 @@ const EVENTS: Partial<Record<ServerActionName, string>> = {
   confirmResize: 'compute_confirm_resize',
   revertResize: 'compute_revert_resize',
   createImage: 'compute_snapshot_instance',
+  createBackup: 'compute_backup_instance',
   changePassword: 'compute_set_admin_password',
   'os-start': 'compute_start_instance',
   'os-stop': 'compute_stop_instance',
@@ -278,6 +279,7 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
   confirmResize,
   revertResize,
   createImage,
+  createBackup,
   changePassword: async (run) => {
     await run.driver().setAdminPassword(run.server.id, String(run.params.adminPass ?? ''))
     return {}
