@@ -6,11 +6,12 @@
  * `/os-tenant-networks`, `/os-security-groups`, `/os-security-group-rules`, `/os-floating-ips` and the
  * addFloatingIp / removeFloatingIp actions).
  */
-import { after, before, describe, it } from 'node:test'
+import { after, before, describe, it, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { X509Certificate, createHash, createPrivateKey } from 'node:crypto'
 import { ACTIVE, call, computeTestbed, createBody, IMAGE, setState, type ComputeTestbed } from './helpers.js'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { lastLines } from '../../src/server/conductor/conductor.js'
 
 describe('compute answers as Nova gives them', () => {
   let tb: ComputeTestbed
@@ -248,6 +249,7 @@ describe('compute answers as Nova gives them', () => {
     for (const bad of [{ ip_protocol: 'bogus', from_port: 1, to_port: 2 }, { ip_protocol: 'tcp', from_port: 80, to_port: 22 }, { ip_protocol: 'tcp', from_port: 0, to_port: 70000 }, { ip_protocol: 'icmp', from_port: 300, to_port: 0 }]) {
       assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: group.id, ...bad } })).status, 400, JSON.stringify(bad))
     }
+    assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: 'not-a-uuid', ip_protocol: 'tcp', from_port: 1, to_port: 2 } })).status, 400)
     const missing = '00000000-0000-0000-0000-000000000000'
     assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: missing, ip_protocol: 'tcp', from_port: 1, to_port: 2 } })).status, 404)
     const shown = (await call(tb, tb.member, 'GET', `/os-security-groups/${group.id}`)).body.security_group
@@ -282,6 +284,9 @@ describe('compute answers as Nova gives them', () => {
 
     assert.ok((await call(tb, tb.member, 'GET', '/os-floating-ip-pools')).body.floating_ip_pools.some((p: { name: string }) => p.name === 'fip-pool'))
     assert.equal((await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: 'no-such-pool' })).status, 404)
+    const byId = await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: ext.id })
+    assert.equal(byId.body.floating_ip.pool, 'fip-pool', 'a pool named by its network id')
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${byId.body.floating_ip.id}`)).status, 202)
     const allocated = await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: 'fip-pool' })
     assert.equal(allocated.status, 200, JSON.stringify(allocated.body))
     const fip = allocated.body.floating_ip
@@ -305,6 +310,16 @@ describe('compute answers as Nova gives them', () => {
     assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${fip.id}`)).status, 202)
     assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${fip.id}`)).status, 404)
   })
+})
+
+test('os-getConsoleOutput with a length gives that many lines, without the final newline', () => {
+  const log = 'one\ntwo\nthree\nfour\n'
+  assert.equal(lastLines(log, 3), 'two\nthree\nfour')
+  assert.equal(lastLines(log, 3).split('\n').length, 3, 'what Tempest counts')
+  assert.equal(lastLines(log, 10), 'one\ntwo\nthree\nfour')
+  assert.equal(lastLines(log, 0), '')
+  assert.equal(lastLines(log), log)
+  assert.equal(lastLines('no newline at the end', 1), 'no newline at the end')
 })
 
 describe('createBackup, through the conductor and a simulated host', () => {

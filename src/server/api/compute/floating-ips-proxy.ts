@@ -1,7 +1,7 @@
 /**
  * Nova's floating IP proxies, `/os-floating-ips` and `/os-floating-ip-pools` (2.1–2.35; 404 from 2.36, where Nova
  * removed them): the caller's floating IPs in the network service, in nova-network's shape; a pool is an external
- * network, by name. The addFloatingIp / removeFloatingIp server actions are with the other actions.
+ * network, by name or id (as Nova's Neutron driver finds it). The addFloatingIp / removeFloatingIp server actions are with the other actions.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { AppError, badRequest, notFound } from '../../../contracts/errors.js'
@@ -61,7 +61,7 @@ export function floatingIpProxyRoutes(deps: AppDeps) {
       return run(request, async (ctx, actor) => {
         const candidates = await pools(ctx, actor)
         // Without a pool, the only external network (Nova's default_floating_pool names one; there is no config here).
-        const network = pool ? candidates.find((n) => n.name === pool) : candidates.length === 1 ? candidates[0] : undefined
+        const network = pool ? candidates.find((n) => n.name === pool || n.id === pool) : candidates.length === 1 ? candidates[0] : undefined
         if (!network) throw notFound(pool ? `Floating IP pool not found: ${pool}.` : 'No floating IP pool given and no single one to choose.')
         const created = await fips.createFloatingIp(ctx, actor, { floating_network_id: network.id as string })
         return { floating_ip: await view(ctx, created, candidates) }

@@ -22,8 +22,17 @@ function property(value: unknown, what: string): string {
   return value
 }
 
+const UUID_LIKE = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
+
 /** Nova's rule body in Neutron's terms (direction ingress; ports per protocol, -1 meaning any for ICMP). */
 function neutronRule(r: Record<string, unknown>): groups.RuleBody {
+  // Nova's Neutron driver refuses a group id that is not a UUID before asking (400, not 404).
+  for (const field of ['parent_group_id', 'group_id'] as const) {
+    const id = r[field]
+    if ((field === 'parent_group_id' || (id !== undefined && id !== null && id !== '')) && (typeof id !== 'string' || !UUID_LIKE.test(id))) {
+      throw badRequest(`Security group id should be uuid: ${field} ${String(id)}.`)
+    }
+  }
   const protocol = typeof r.ip_protocol === 'string' ? r.ip_protocol.toLowerCase() : r.ip_protocol === undefined || r.ip_protocol === null ? null : undefined
   if (protocol === undefined || (protocol !== null && !['tcp', 'udp', 'icmp'].includes(protocol) && !/^\d{1,3}$/.test(protocol))) throw badRequest(`Invalid IP protocol ${String(r.ip_protocol)}.`)
   const port = (v: unknown, name: string): number | null => {
