@@ -41,18 +41,63 @@ const apiTests = (service: Service) => `^tempest\\.api\\.${service}\\.`
  * must pass and fit CI's time budget for the Tempest lane (≤ 15 min on the 2-core CI machine, in parallel with the
  * node tests). The full selection runs every API test of every service, those below included.
  */
-export const CI_SERVICES: readonly Service[] = ['identity']
+export const CI_SERVICES: readonly Service[] = SERVICES
 
-/** API tests of CI_SERVICES that ci leaves to the full selection, each with why: what pcc does not implement yet. */
+/** A test module (or a part of one) of tempest.api.<service>, as an include/exclude regular expression. */
+const api = (service: Service, rest: string) => `^tempest\\.api\\.${service}\\.${rest.replace(/[.[\]]/g, '\\$&')}`
+
+/**
+ * API tests that ci leaves to the full selection, each with why: what pcc does not implement yet, or a decision
+ * that differs from Nova's. These are the failures of the full selection (docs/conformance.md lists them).
+ */
 export const NOT_IN_CI: { pattern: string; why: string }[] = [
-  { pattern: '^tempest\\.api\\.identity\\.admin\\.v3\\.test_domain_configuration\\.', why: 'domain configuration (/v3/domains/{id}/config) is not implemented' },
-  { pattern: '^tempest\\.api\\.identity\\.admin\\.v3\\.test_endpoint_groups\\.', why: 'endpoint groups (OS-EP-FILTER) are not implemented' },
-  { pattern: '^tempest\\.api\\.identity\\.admin\\.v3\\.test_oauth_consumers\\.', why: 'OAuth 1.0a consumers (OS-OAUTH1) are not implemented' },
-  { pattern: '^tempest\\.api\\.identity\\.admin\\.v3\\.test_policies\\.', why: 'the policy blob API (/v3/policies) is not implemented' },
+  { pattern: api('identity', 'admin.v3.test_domain_configuration.'), why: 'domain configuration (/v3/domains/{id}/config) is not implemented' },
+  { pattern: api('identity', 'admin.v3.test_endpoint_groups.'), why: 'endpoint groups (OS-EP-FILTER) are not implemented' },
+  { pattern: api('identity', 'admin.v3.test_oauth_consumers.'), why: 'OAuth 1.0a consumers (OS-OAUTH1) are not implemented' },
+  { pattern: api('identity', 'admin.v3.test_policies.'), why: 'the policy blob API (/v3/policies) is not implemented' },
   {
-    pattern: '^tempest\\.api\\.identity\\.v3\\.test_application_credentials\\.ApplicationCredentialsV3Test\\.test_create_application_credential_expires\\b',
+    pattern: api('identity', 'v3.test_application_credentials.ApplicationCredentialsV3Test.test_create_application_credential_expires['),
     why: 'an application credential keeps expires_at to the millisecond; Keystone keeps microseconds, and Tempest compares them',
   },
+  { pattern: api('compute', 'admin.test_aggregates'), why: 'host aggregates (os-aggregates) are not implemented' },
+  { pattern: api('compute', 'admin.test_hosts'), why: 'os-hosts (removed from Nova at 2.43) is not implemented' },
+  { pattern: api('compute', 'admin.test_instance_usage_audit_log'), why: 'os-instance_usage_audit_log is not implemented' },
+  { pattern: api('compute', 'admin.test_migrations.MigrationsAdminTest.test_list_migrations'), why: 'the migrations list (os-migrations) is not implemented' },
+  { pattern: api('compute', 'admin.test_quotas.QuotaClasses'), why: 'quota classes (os-quota-class-sets) are not implemented' },
+  { pattern: api('compute', 'admin.test_server_diagnostics'), why: 'server diagnostics are not implemented' },
+  { pattern: api('compute', 'admin.test_server_external_events.'), why: 'os-server-external-events is not implemented' },
+  { pattern: api('compute', 'test_extensions.'), why: "Nova's legacy /extensions list is not served (its fixed list names APIs pcc lacks, such as os-hosts)" },
+  {
+    pattern: api('compute', 'volumes.test_attach_volume_negative.AttachVolumeNegativeTest.test_attach_attached_volume'),
+    why: 'attaching a volume that is in use is a 409 in pcc (an earlier issue chose it, docs/compute.md); Nova and Tempest say 400',
+  },
+  {
+    pattern: api('compute', 'security_groups.test_security_group_rules.SecurityGroupRulesTestJSON.test_security_group_rules_create_with_optional_cidr'),
+    why: "the network service keeps a rule's remote prefix normalized (10.2.3.124/24 is 10.2.3.0/24); Tempest expects the text as sent",
+  },
+  { pattern: api('network', 'test_agent_management_negative.'), why: "there are no Neutron agents, so no agents API (Tempest expects an empty list for non-admins)" },
+  { pattern: api('network', 'test_tags.TagsExtTest.'), why: 'its set-up needs subnet pools (subnet_allocation), which pcc lacks' },
+  { pattern: api('image', 'v2.admin.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
+  { pattern: api('image', 'v2.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
+  { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },
+  { pattern: api('volume', 'admin.test_qos.'), why: 'QoS specs are not implemented' },
+  { pattern: api('volume', 'admin.test_backends_capabilities.'), why: 'backend capabilities are not implemented' },
+  { pattern: api('volume', 'admin.test_volume_pools.'), why: 'scheduler-stats pools are not implemented' },
+  { pattern: api('volume', 'admin.test_user_messages.'), why: 'user messages are not implemented (and simulated volumes never fail)' },
+  { pattern: api('volume', 'admin.test_volume_hosts.'), why: "the volume API's os-hosts is not implemented" },
+  { pattern: api('volume', 'admin.test_volume_quota_classes.'), why: 'quota classes are not implemented' },
+  { pattern: api('volume', 'admin.test_volume_services_negative.'), why: 'enabling, disabling, freezing and thawing volume services is not implemented' },
+  { pattern: api('volume', 'admin.test_volume_type_access.'), why: "private volume types' project access (os-volume-type-access) is not implemented" },
+  { pattern: api('volume', 'admin.test_volume_types_negative.VolumeTypesNegativeTest.test_create_volume_with_private_volume_type'), why: "private volume types' project access is not implemented" },
+  { pattern: api('volume', 'admin.test_volume_types.VolumeTypesTest.test_volume_type_encryption'), why: 'volume type encryption is not implemented' },
+  { pattern: api('volume', 'admin.test_snapshots_actions.SnapshotsActionsTest.test_update_snapshot_status'), why: 'os-update_snapshot_status (Nova-assisted snapshots) is not implemented' },
+  { pattern: api('volume', 'admin.test_volumes_actions.VolumesActionsTest.test_force_detach_volume'), why: "Cinder's legacy attach actions (os-attach, os-detach, os-force_detach) are not served: volumes attach through compute" },
+  { pattern: api('volume', 'test_volumes_actions.VolumesActionsTest.test_attach_detach_volume_to_instance'), why: "Cinder's legacy attach actions are not served: volumes attach through compute" },
+  { pattern: api('volume', 'test_volumes_actions.VolumesActionsTest.test_get_volume_attachment'), why: "Cinder's legacy attach actions are not served: volumes attach through compute" },
+  { pattern: api('volume', 'test_volumes_negative.VolumesNegativeTest.test_attach_volumes_with_nonexistent_volume_id'), why: "Cinder's legacy attach actions are not served" },
+  { pattern: api('volume', 'test_volumes_negative.VolumesNegativeTest.test_detach_volumes_with_invalid_volume_id'), why: "Cinder's legacy attach actions are not served" },
+  { pattern: api('volume', 'test_volume_transfers.'), why: 'volume transfers are not implemented' },
+  { pattern: api('volume', 'admin.test_volume_quotas.VolumeQuotasAdminTestJSON.test_quota_usage_after_volume_transfer'), why: 'volume transfers are not implemented' },
 ]
 
 export interface Selection {

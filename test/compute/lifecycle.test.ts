@@ -34,7 +34,7 @@ test('lifecycle through the conductor: build, reboot, stop/start, resize/confirm
     assert.match(log.body.output, new RegExp(`cloud-init: instance ${id}`))
     assert.match(log.body.output, /life login: \n$/)
     const tail = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { 'os-getConsoleOutput': { length: '1' } }, '2.96')
-    assert.equal(tail.body.output, 'life login: \n')
+    assert.equal(tail.body.output, 'life login: ', 'the last line, without the final newline')
     assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { 'os-getConsoleOutput': { length: -2 } }, '2.96')).status, 400)
     assert.equal((await call(tb, tb.other, 'POST', `/servers/${id}/action`, { 'os-getConsoleOutput': {} }, '2.96')).status, 404, 'invisible to another project')
     const steps: [unknown, string, number][] = [

@@ -3,12 +3,15 @@
  * 2.1–2.35), generated x509 key pairs, accessIPv6 in Nova's canonical form, flavors with numeric ids, os-resetState,
  * hypervisor search, the legacy network quota keys, migrations to unknown hosts, the usage route without a project,
  * os-server-password and the block storage and network proxies (`/os-volumes`, `/os-snapshots`, `/os-networks`,
- * `/os-tenant-networks`).
+ * `/os-tenant-networks`, `/os-security-groups`, `/os-security-group-rules`, `/os-floating-ips` and the
+ * addFloatingIp / removeFloatingIp actions).
  */
-import { after, before, describe, it } from 'node:test'
+import { after, before, describe, it, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { X509Certificate, createHash, createPrivateKey } from 'node:crypto'
 import { ACTIVE, call, computeTestbed, createBody, IMAGE, setState, type ComputeTestbed } from './helpers.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { lastLines } from '../../src/server/conductor/conductor.js'
 
 describe('compute answers as Nova gives them', () => {
   let tb: ComputeTestbed
@@ -230,4 +233,135 @@ describe('compute answers as Nova gives them', () => {
     assert.equal((await call(tb, tb.other, 'GET', `/os-tenant-networks/${net.id}`)).status, 404)
     assert.equal((await call(tb, tb.member, 'GET', '/os-networks', undefined, '2.36')).status, 404)
   })
+
+  it('proxies security groups and their rules in Nova\'s shape below 2.36', async () => {
+    const created = await call(tb, tb.member, 'POST', '/os-security-groups', { security_group: { name: 'web', description: 'web servers' } })
+    assert.equal(created.status, 200, JSON.stringify(created.body))
+    const group = created.body.security_group
+    assert.deepEqual([group.name, group.description, group.tenant_id, group.rules], ['web', 'web servers', tb.member.projectId, []], 'egress rules are not shown')
+    for (const name of ['', '   ', 'n'.repeat(256)]) assert.equal((await call(tb, tb.member, 'POST', '/os-security-groups', { security_group: { name, description: 'd' } })).status, 400)
+
+    const rule = await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: group.id, ip_protocol: 'tcp', from_port: 22, to_port: 22, cidr: '10.0.0.0/8' } })
+    assert.equal(rule.status, 200, JSON.stringify(rule.body))
+    assert.deepEqual(rule.body.security_group_rule, { id: rule.body.security_group_rule.id, parent_group_id: group.id, ip_protocol: 'tcp', from_port: 22, to_port: 22, group: {}, ip_range: { cidr: '10.0.0.0/8' } })
+    const again = { security_group_rule: { parent_group_id: group.id, ip_protocol: 'tcp', from_port: 22, to_port: 22, cidr: '10.0.0.0/8' } }
+    assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', again)).status, 400, 'a duplicate rule')
+    for (const bad of [{ ip_protocol: 'bogus', from_port: 1, to_port: 2 }, { ip_protocol: 'tcp', from_port: 80, to_port: 22 }, { ip_protocol: 'tcp', from_port: 0, to_port: 70000 }, { ip_protocol: 'icmp', from_port: 300, to_port: 0 }]) {
+      assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: group.id, ...bad } })).status, 400, JSON.stringify(bad))
+    }
+    assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: 'not-a-uuid', ip_protocol: 'tcp', from_port: 1, to_port: 2 } })).status, 400)
+    const missing = '00000000-0000-0000-0000-000000000000'
+    assert.equal((await call(tb, tb.member, 'POST', '/os-security-group-rules', { security_group_rule: { parent_group_id: missing, ip_protocol: 'tcp', from_port: 1, to_port: 2 } })).status, 404)
+    const shown = (await call(tb, tb.member, 'GET', `/os-security-groups/${group.id}`)).body.security_group
+    assert.equal(shown.rules.length, 1)
+    const listed = (await call(tb, tb.member, 'GET', '/os-security-groups')).body.security_groups.map((g: { name: string }) => g.name).sort()
+    assert.deepEqual(listed, ['default', 'web'])
+    assert.equal((await call(tb, tb.other, 'GET', `/os-security-groups/${group.id}`)).status, 404)
+    const everyone = (await call(tb, tb.admin, 'GET', '/os-security-groups?all_tenants=1')).body.security_groups
+    assert.ok(everyone.some((g: { id: string }) => g.id === group.id))
+    assert.equal((await call(tb, tb.member, 'PUT', `/os-security-groups/${group.id}`, { security_group: { name: 'web2', description: 'd2' } })).body.security_group.name, 'web2')
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-group-rules/${rule.body.security_group_rule.id}`)).status, 202)
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-group-rules/${rule.body.security_group_rule.id}`)).status, 404)
+    const defaultGroup = (await call(tb, tb.member, 'GET', '/os-security-groups')).body.security_groups.find((g: { name: string }) => g.name === 'default')
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-groups/${defaultGroup.id}`)).status, 400)
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-security-groups/${group.id}`)).status, 202)
+    assert.equal((await call(tb, tb.member, 'GET', `/os-security-groups/${group.id}`)).status, 404)
+    assert.equal((await call(tb, tb.member, 'GET', '/os-security-groups', undefined, '2.36')).status, 404)
+  })
+
+  it('proxies floating IPs, and associates them with addFloatingIp / removeFloatingIp below 2.44', async () => {
+    const neutron = async (who: typeof tb.admin, method: string, path: string, body: unknown) => {
+      const res = await fetch(`${tb.server.url}/network/v2.0/${path}`, { method, headers: { 'x-auth-token': who.token, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`)
+      return (await res.json()) as Record<string, { id: string }>
+    }
+    const ext = (await neutron(tb.admin, 'POST', 'networks', { network: { name: 'fip-pool', 'router:external': true } })).network
+    await neutron(tb.admin, 'POST', 'subnets', { subnet: { network_id: ext.id, cidr: '198.51.100.0/24', ip_version: 4 } })
+    const net = (await neutron(tb.member, 'POST', 'networks', { network: { name: 'fip-inside' } })).network
+    const subnet = (await neutron(tb.member, 'POST', 'subnets', { subnet: { network_id: net.id, cidr: '10.88.0.0/24', ip_version: 4 } })).subnet
+    const router = (await neutron(tb.member, 'POST', 'routers', { router: { name: 'fip-router', external_gateway_info: { network_id: ext.id } } })).router
+    await neutron(tb.member, 'PUT', `routers/${router.id}/add_router_interface`, { subnet_id: subnet.id })
+
+    assert.ok((await call(tb, tb.member, 'GET', '/os-floating-ip-pools')).body.floating_ip_pools.some((p: { name: string }) => p.name === 'fip-pool'))
+    assert.equal((await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: 'no-such-pool' })).status, 404)
+    const byId = await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: ext.id })
+    assert.equal(byId.body.floating_ip.pool, 'fip-pool', 'a pool named by its network id')
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${byId.body.floating_ip.id}`)).status, 202)
+    const allocated = await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: 'fip-pool' })
+    assert.equal(allocated.status, 200, JSON.stringify(allocated.body))
+    const fip = allocated.body.floating_ip
+    assert.deepEqual([fip.pool, fip.fixed_ip, fip.instance_id], ['fip-pool', null, null])
+    assert.match(fip.ip, /^198\.51\.100\./)
+
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('fip', {}, [{ uuid: net.id }]), '2.37')).body.server.id
+    const action = (body: unknown, version?: string) => call(tb, tb.member, 'POST', `/servers/${id}/action`, body, version)
+    assert.equal((await action({ addFloatingIp: { address: '203.0.113.9' } })).status, 404, 'not an address of the caller')
+    assert.equal((await action({ removeFloatingIp: { address: fip.ip } })).status, 409, 'not on this server')
+    assert.equal((await action({ addFloatingIp: { address: fip.ip } })).status, 202)
+    const associated = (await call(tb, tb.member, 'GET', `/os-floating-ips/${fip.id}`)).body.floating_ip
+    assert.equal(associated.instance_id, id)
+    assert.match(associated.fixed_ip, /^10\.88\.0\./)
+    assert.equal((await action({ removeFloatingIp: { address: fip.ip } })).status, 202)
+    assert.equal((await call(tb, tb.member, 'GET', `/os-floating-ips/${fip.id}`)).body.floating_ip.instance_id, null)
+    assert.equal((await action({ addFloatingIp: { address: fip.ip } }, '2.44')).status, 404, 'the action is gone from 2.44')
+
+    assert.equal((await call(tb, tb.other, 'GET', `/os-floating-ips/${fip.id}`)).status, 404)
+    assert.ok((await call(tb, tb.member, 'GET', '/os-floating-ips')).body.floating_ips.some((f: { id: string }) => f.id === fip.id))
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${fip.id}`)).status, 202)
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${fip.id}`)).status, 404)
+  })
 })
+
+test('os-getConsoleOutput with a length gives that many lines, without the final newline', () => {
+  const log = 'one\ntwo\nthree\nfour\n'
+  assert.equal(lastLines(log, 3), 'two\nthree\nfour')
+  assert.equal(lastLines(log, 3).split('\n').length, 3, 'what Tempest counts')
+  assert.equal(lastLines(log, 10), 'one\ntwo\nthree\nfour')
+  assert.equal(lastLines(log, 0), '')
+  assert.equal(lastLines(log), log)
+  assert.equal(lastLines('no newline at the end', 1), 'no newline at the end')
+})
+
+describe('createBackup, through the conductor and a simulated host', () => {
+  let tb: ComputeTestbed
+  before(async () => {
+    tb = await computeTestbed('sqlite', { PCC_SIMULATED_HOSTS: '1', PCC_SIMULATED_DELAY_MS: '0' }, true)
+  })
+  after(() => tb.close())
+
+  const until = async <T>(what: string, check: () => Promise<T | undefined>): Promise<T> => {
+    for (const end = Date.now() + 20_000; Date.now() < end; await sleep(100)) {
+      const value = await check()
+      if (value !== undefined) return value
+    }
+    throw new Error(`timed out waiting for ${what}`)
+  }
+  const backups = async (serverId: string) => {
+    const res = await fetch(`${tb.server.url}/image/v2/images?instance_uuid=${serverId}&image_type=backup`, { headers: { 'x-auth-token': tb.member.token } })
+    return ((await res.json()) as { images: { id: string; name: string; status: string; backup_type: string }[] }).images
+  }
+
+  it('snapshots the server into a backup image and keeps the newest `rotation` of its kind', async () => {
+    const id = (await call(tb, tb.member, 'POST', '/servers', createBody('backed-up'), '2.37')).body.server.id
+    await until('the server to be ACTIVE', async () => ((await call(tb, tb.member, 'GET', `/servers/${id}`)).body.server.status === 'ACTIVE' ? true : undefined))
+    const made: string[] = []
+    for (const name of ['b1', 'b2', 'b3']) {
+      const res = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { createBackup: { name, backup_type: 'daily', rotation: 2 } }, '2.45')
+      assert.equal(res.status, 202, JSON.stringify(res.body))
+      made.push(res.body.image_id)
+      await until(`${name} to be done`, async () => {
+        const server = (await call(tb, tb.member, 'GET', `/servers/${id}`)).body.server
+        const image = (await backups(id)).find((i) => i.id === res.body.image_id)
+        return server['OS-EXT-STS:task_state'] === null && image?.status === 'active' ? true : undefined
+      })
+    }
+    const kept = await backups(id)
+    assert.deepEqual(kept.map((i) => i.name).sort(), ['b2', 'b3'], 'the oldest daily backup went')
+    assert.ok(kept.every((i) => i.backup_type === 'daily'))
+    const weekly = await call(tb, tb.member, 'POST', `/servers/${id}/action`, { createBackup: { name: 'w1', backup_type: 'weekly', rotation: 1 } })
+    assert.equal(weekly.status, 202)
+    assert.match(weekly.headers.get('location') ?? '', /\/images\//, 'below 2.45 the image is in Location')
+    assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { createBackup: { name: 'x', backup_type: 'daily' } })).status, 400, 'rotation is required')
+  })
+})
+

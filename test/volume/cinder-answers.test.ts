@@ -162,14 +162,37 @@ describe('block storage answers as Cinder gives them', () => {
     assert.equal(updated.body.quota_set.volumes, 12)
     const usage = (await call(server, admin, 'GET', `${V}/os-quota-sets/${alice.projectId}?usage=true`)).body.quota_set
     assert.deepEqual(usage.backups, { limit: 10, in_use: 0, reserved: 0, allocated: 0 })
+    const all = { volumes: 11, gigabytes: 1009, snapshots: 11, backups: 11, backup_gigabytes: 1009, per_volume_gigabytes: 1009, groups: 11 }
+    assert.deepEqual((await call(server, admin, 'PUT', `${V}/os-quota-sets/${alice.projectId}`, { quota_set: all })).body.quota_set, all, 'the uncounted ones are kept too')
+    assert.equal((await call(server, alice, 'DELETE', `${V}/os-quota-sets/${alice.projectId}`)).status, 403)
+    assert.equal((await call(server, admin, 'DELETE', `${V}/os-quota-sets/${alice.projectId}`)).status, 200)
+    const reset = (await call(server, admin, 'GET', `${V}/os-quota-sets/${alice.projectId}`)).body.quota_set
+    assert.deepEqual([reset.volumes, reset.backups, reset.groups], [10, 10, 10])
   })
 
   it('shows qos_specs_id of a volume type to admins, but not in the create and update answers', async () => {
     const created = (await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'qos-shape' } })).body.volume_type
     assert.equal('qos_specs_id' in created, false)
+    assert.equal(created['os-volume-type-access:is_public'], true)
     const updated = (await call(server, admin, 'PUT', `${V}/types/${created.id}`, { volume_type: { description: 'd' } })).body.volume_type
-    assert.equal('qos_specs_id' in updated, false)
+    assert.deepEqual(Object.keys(updated).sort(), ['description', 'extra_specs', 'id', 'is_public', 'name'])
     assert.equal((await call(server, admin, 'GET', `${V}/types/${created.id}`)).body.volume_type.qos_specs_id, null)
+  })
+
+  it('manages volume type extra specs as a set and one by one', async () => {
+    const type = (await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'specs', extra_specs: { a: '1' } } })).body.volume_type
+    const specs = `${V}/types/${type.id}/extra_specs`
+    assert.deepEqual((await call(server, admin, 'POST', specs, { extra_specs: { b: '2' } })).body, { extra_specs: { b: '2' } }, 'the answer is what was sent')
+    assert.deepEqual((await call(server, admin, 'GET', specs)).body, { extra_specs: { a: '1', b: '2' } })
+    assert.deepEqual((await call(server, admin, 'PUT', `${specs}/b`, { b: '3' })).body, { b: '3' })
+    assert.equal((await call(server, admin, 'PUT', `${specs}/b`, { c: '3' })).status, 400, 'URI and body differ')
+    assert.equal((await call(server, admin, 'PUT', `${specs}/b`, { b: '3', c: '4' })).status, 400, 'one spec only')
+    assert.deepEqual((await call(server, admin, 'GET', `${specs}/b`)).body, { b: '3' })
+    assert.equal((await call(server, alice, 'GET', `${specs}/b`)).status, 403)
+    assert.equal((await call(server, admin, 'DELETE', `${specs}/b`)).status, 202)
+    assert.equal((await call(server, admin, 'GET', `${specs}/b`)).status, 404)
+    assert.equal((await call(server, admin, 'DELETE', `${specs}/b`)).status, 404)
+    assert.deepEqual((await call(server, admin, 'GET', specs)).body, { extra_specs: { a: '1' } })
   })
 
   it('filters the services by binary and host', async () => {

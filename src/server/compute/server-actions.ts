@@ -24,11 +24,15 @@ import { createVolumeBackedImage, reserveSnapshotImage, shelvedImageName } from 
 import type { ComputeStorage } from './storage.js'
 import type { FlavorSnapshot } from '../storage/tables/compute.js'
 import { accessIpv6 } from './access-ips.js'
+import type { Principal } from '../auth/principal.js'
+import { associateServerFloatingIp, disassociateServerFloatingIp } from '../network/floating-ips.js'
 
 export interface ActionCaller {
   admin: boolean
   projectId: string
   userId: string
+  /** For actions completed through another service with the caller's own rights (Nova's floating IP actions). */
+  principal?: Principal
 }
 
 export interface ActionOutcome {
@@ -172,6 +176,14 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
     case 'trigger_crash_dump':
       await recordAction(db, row, 'trigger_crash_dump', requestId, caller, true)
       return { status: 202 }
+    case 'addFloatingIp':
+    case 'removeFloatingIp': {
+      const address = v.address as string
+      await deps.network.run(caller.principal!, (ctx, actor) =>
+        action === 'addFloatingIp' ? associateServerFloatingIp(ctx, actor, row.id, address, v.fixed_address as string | undefined) : disassociateServerFloatingIp(ctx, actor, row.id, address),
+      )
+      return { status: 202 }
+    }
     case 'os-resetState':
       await db.updateTable('servers').set({ vm_state: v.state as string, task_state: null, updated_at: Date.now() }).where('id', '=', row.id).execute()
       return { status: 202 }
@@ -240,6 +252,20 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
           return { imageId }
         })
       }
+      if (api.has('createImageReturnsId')) return { status: 202, body: { image_id: imageId } }
+      return { status: 202, headers: { location: `${deps.imageUrl}/v2/images/${imageId}` } }
+    }
+    case 'createBackup': {
+      // A createImage whose image is a backup of a kind; the conductor then keeps the newest `rotation` of that kind.
+      if (await isVolumeBacked(db, row.id)) throw badRequest('Backups of volume-backed servers are not supported; use createImage.')
+      if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
+      const backupType = v.backup_type as string
+      const metadata = { ...((v.metadata ?? {}) as Record<string, string>), image_type: 'backup', backup_type: backupType }
+      let imageId = ''
+      await accept(deps, row, action, { name: v.name, backupType, rotation: Number(v.rotation) }, requestId, caller, {}, async (tx) => {
+        imageId = await reserveSnapshotImage(tx, deps.storage, row, caller, { name: v.name as string, metadata })
+        return { imageId }
+      })
       if (api.has('createImageReturnsId')) return { status: 202, body: { image_id: imageId } }
       return { status: 202, headers: { location: `${deps.imageUrl}/v2/images/${imageId}` } }
     }

@@ -195,12 +195,32 @@ export function changeServerSecurityGroup(network: NetworkService, db: Db, row: 
 /** GET /servers/{id}/os-security-groups: Nova's view of the groups on the server's ports (ingress rules only). */
 export async function serverSecurityGroupsView(network: NetworkService, serverId: string): Promise<Record<string, unknown>[]> {
   const { groups, rules, remotes } = await network.serverSecurityGroupDetails(serverId)
-  return groups.map((g) => ({
+  return groups.map((g) => novaSecurityGroup(g, rules.get(g.id) ?? [], remotes))
+}
+
+/** The parts of a Neutron rule Nova's view reads (a rule row or the network API's view of one). */
+export interface NovaRuleSource {
+  id: string
+  direction: string
+  protocol: string | null
+  port_range_min: number | null
+  port_range_max: number | null
+  remote_ip_prefix: string | null
+  remote_group_id: string | null
+}
+
+/** A security group as Nova shows it (here and in the /os-security-groups proxy): ingress rules only. */
+export function novaSecurityGroup(
+  g: { id: string; name: string; description: string; project_id: string },
+  rules: NovaRuleSource[],
+  remotes: Map<string, { name: string; project_id: string }>,
+): Record<string, unknown> {
+  return {
     id: g.id,
     name: g.name,
     description: g.description,
     tenant_id: g.project_id,
-    rules: (rules.get(g.id) ?? [])
+    rules: rules
       .filter((r) => r.direction === 'ingress')
       .map((r) => {
         const ports = novaPortRange(r.protocol, r.port_range_min, r.port_range_max)
@@ -215,7 +235,7 @@ export async function serverSecurityGroupsView(network: NetworkService, serverId
           ip_range: r.remote_group_id ? {} : { cidr: r.remote_ip_prefix ?? '0.0.0.0/0' },
         }
       }),
-  }))
+  }
 }
 
 /** Nova's reading of a Neutron rule without ports: 1–65535 for TCP/UDP, -1 otherwise. */

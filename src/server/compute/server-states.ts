@@ -111,6 +111,7 @@ export const SERVER_ACTIONS = {
   confirmResize: { instanceAction: 'confirmResize', vmStates: ['resized'], requiresLaunched: true, lockChecked: true, startTask: 'resize_confirming', steps: [], final: 'as-powered', success: 204 },
   revertResize: { instanceAction: 'revertResize', vmStates: ['resized'], requiresLaunched: true, lockChecked: true, startTask: 'resize_reverting', steps: [], final: 'as-powered', success: 202 },
   createImage: { instanceAction: 'createImage', vmStates: ['active', 'stopped', 'paused', 'suspended'], requiresLaunched: true, lockChecked: false, startTask: 'image_snapshot_pending', steps: ['image_snapshot', 'image_pending_upload', 'image_uploading'], final: 'unchanged', success: 202 },
+  createBackup: { instanceAction: 'createBackup', vmStates: ['active', 'stopped', 'paused', 'suspended'], requiresLaunched: true, lockChecked: true, startTask: 'image_backup', steps: ['image_pending_upload', 'image_uploading'], final: 'unchanged', success: 202 },
   changePassword: { instanceAction: 'changePassword', vmStates: ['active'], requiresLaunched: true, lockChecked: true, startTask: 'updating_password', steps: [], final: 'unchanged', success: 202 },
   'os-start': { instanceAction: 'start', vmStates: ['stopped'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: 'powering-on', steps: [], final: 'active', success: 202 },
   'os-stop': { instanceAction: 'stop', vmStates: ['active', 'error'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: 'powering-off', steps: [], final: 'stopped', success: 202 },
@@ -136,6 +137,9 @@ export const SERVER_ACTIONS = {
   forceDelete: { instanceAction: 'forceDelete', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: true, startTask: 'deleting', steps: [], final: 'deleted', success: 202 },
   restore: { instanceAction: 'restore', vmStates: ['soft-delete'], requiresLaunched: true, lockChecked: true, startTask: 'restoring', steps: [], final: 'active', success: 202 },
   trigger_crash_dump: { instanceAction: 'trigger_crash_dump', vmStates: ['active', 'paused', 'rescued', 'resized', 'error'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: null, steps: [], final: 'unchanged', success: 202, since: '2.17' },
+  // Nova-network's floating IP actions, proxied to the network service until 2.44.
+  addFloatingIp: { instanceAction: 'addFloatingIp', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202, until: '2.44' },
+  removeFloatingIp: { instanceAction: 'removeFloatingIp', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202, until: '2.44' },
   // Admins force a state (Nova's os-resetState): no instance action is recorded, as in Nova.
   'os-resetState': { instanceAction: 'resetState', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202, adminOnly: true },
   addSecurityGroup: { instanceAction: 'addSecurityGroup', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 202 },

@@ -15,7 +15,7 @@ import { findImageRef, specFor, type SpecOptions } from './guest-specs.js'
 import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
-import { createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
+import { createBackup, createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
 import { attachedVolumes } from './volumes.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
@@ -28,6 +28,7 @@ const EVENTS: Partial<Record<ServerActionName, string>> = {
   confirmResize: 'compute_confirm_resize',
   revertResize: 'compute_revert_resize',
   createImage: 'compute_snapshot_instance',
+  createBackup: 'compute_backup_instance',
   changePassword: 'compute_set_admin_password',
   'os-start': 'compute_start_instance',
   'os-stop': 'compute_stop_instance',
@@ -283,6 +284,7 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
   confirmResize,
   revertResize,
   createImage,
+  createBackup,
   changePassword: async (run) => {
     try {
       await run.driver().setAdminPassword(run.server.id, String(run.params.adminPass ?? ''))

@@ -25,6 +25,18 @@ import { recordFault } from './records.js'
 import { extendAttachedVolume, runVolumeTask } from './volumes.js'
 import type { AttachedVolumeHooks } from '../volume/worker.js'
 
+/**
+ * The last `lines` lines of a console log, joined by newlines without a final one, so that a client splitting the
+ * answer at newlines gets `lines` pieces (Tempest counts them; Nova splits the log and keeps the last `lines` pieces,
+ * one of which is empty when the log ends with a newline). Absent or negative: the whole log.
+ */
+export function lastLines(text: string, lines?: number): string {
+  if (lines === undefined || lines < 0) return text
+  if (lines === 0) return ''
+  const all = (text.endsWith('\n') ? text.slice(0, -1) : text).split('\n')
+  return all.slice(-lines).join('\n')
+}
+
 export class Conductor {
   readonly drivers = new DriverRegistry()
   readonly scheduler: Scheduler
@@ -115,7 +127,7 @@ export class Conductor {
     // Nova strips control characters other than newlines and tabs.
     return driver.consoleOutput(serverId, lines).then(
       // eslint-disable-next-line no-control-regex
-      (text) => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ''),
+      (text) => lastLines(text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ''), lines),
       () => undefined,
     )
   }

@@ -52,6 +52,28 @@ export async function createImage(run: ActionRun): Promise<Record<string, never>
   return {}
 }
 
+/**
+ * createBackup: the snapshot as createImage makes it, then Nova's rotation: of this server's backups of the same
+ * backup_type, only the newest `rotation` stay (0 keeps none, the new one included).
+ */
+export async function createBackup(run: ActionRun): Promise<Record<string, never>> {
+  await snapshotInto(run, run.params.imageId as string | undefined, String(run.params.name ?? 'backup'), async () => {
+    await run.step('image_pending_upload')
+    await run.step('image_uploading')
+  })
+  const images = storageOf(run.ctx).images
+  const rows = await run.ctx.store.db.selectFrom('images').select(['id', 'properties', 'created_at']).where('owner', '=', run.server.project_id).orderBy('created_at', 'desc').orderBy('id', 'desc').execute()
+  const backups = rows.filter((r) => {
+    const p = JSON.parse(r.properties) as Record<string, string>
+    return p.image_type === 'backup' && p.instance_uuid === run.server.id && p.backup_type === run.params.backupType
+  })
+  for (const old of backups.slice(Number(run.params.rotation ?? 0))) {
+    const blob = await run.ctx.store.db.transaction().execute((tx) => images.removeImage(old.id, tx))
+    await images.removeBlob(blob)
+  }
+  return {}
+}
+
 /** Shelve up to the offload: power off, then (image-backed) the snapshot into the shelved image. */
 export async function shelveToImage(run: ActionRun): Promise<void> {
   const db = run.ctx.store.db

@@ -177,3 +177,38 @@ export async function deleteFloatingIp(ctx: NetCtx, actor: Actor, id: string): P
   if (port) await removePort(ctx, port)
 }
 
+
+// ---- for Nova's floating IP proxy and its addFloatingIp / removeFloatingIp actions (below 2.36 / 2.44) ----
+
+/** The caller's floating IP with that address (404 otherwise). */
+export async function floatingIpByAddress(ctx: NetCtx, actor: Actor, address: string): Promise<FloatingIpTable> {
+  const rows = await ctx.db.selectFrom('floating_ips').selectAll().where('floating_ip_address', '=', address).execute()
+  const row = rows.find((r) => can(actor, 'get_floatingip', fipTarget(r)))
+  if (!row) throw new AppError('not_found', `Floating IP not found for address ${address}.`)
+  return row
+}
+
+/** addFloatingIp: the address onto the server's port holding `fixedAddress` (else its first port), Neutron's rules. */
+export async function associateServerFloatingIp(ctx: NetCtx, actor: Actor, serverId: string, address: string, fixedAddress?: string): Promise<void> {
+  const fip = await floatingIpByAddress(ctx, actor, address)
+  must(actor, 'update_floatingip', fipTarget(fip))
+  const ports = await ctx.db.selectFrom('ports').selectAll().where('device_id', '=', serverId).where('device_owner', 'like', 'compute:%').orderBy('created_at').orderBy('id').execute()
+  if (ports.length === 0) throw new AppError('bad_request', `Instance ${serverId} has no network port to associate a floating IP with.`)
+  let port = ports[0]
+  if (fixedAddress !== undefined) {
+    const fixed = await fixedIpsByPort(ctx.db, ports.map((p) => p.id))
+    const holder = ports.find((p) => (fixed.get(p.id) ?? []).some((ip) => ip.ip_address === fixedAddress))
+    if (!holder) throw new AppError('bad_request', `Specified fixed address ${fixedAddress} is not assigned to instance ${serverId}.`)
+    port = holder
+  }
+  await associate(ctx, actor, fip, port.id, fixedAddress)
+}
+
+/** removeFloatingIp: 409 when the address is not on one of the server's ports (Nova's FloatingIpNotAssociated). */
+export async function disassociateServerFloatingIp(ctx: NetCtx, actor: Actor, serverId: string, address: string): Promise<void> {
+  const fip = await floatingIpByAddress(ctx, actor, address)
+  must(actor, 'update_floatingip', fipTarget(fip))
+  const port = fip.fixed_port_id ? await ctx.db.selectFrom('ports').select('device_id').where('id', '=', fip.fixed_port_id).executeTakeFirst() : undefined
+  if (port?.device_id !== serverId) throw new AppError('conflict', `Floating IP ${address} is not associated with instance ${serverId}.`)
+  await associate(ctx, actor, fip, null, null)
+}

@@ -75,6 +75,14 @@ export class VolumeTypeService {
     return next
   }
 
+  async deleteExtraSpec(principal: Principal, id: string, key: string): Promise<void> {
+    authorize(volumePolicy, 'type:manage', principal)
+    const type = await this.get(principal, id)
+    if (!(key in type.extraSpecs)) throw notFound(`Volume Type ${id} has no extra specs with key ${key}.`)
+    const { [key]: _removed, ...rest } = type.extraSpecs
+    await this.store.db.updateTable('volume_types').set({ extra_specs: JSON.stringify(rest) }).where('id', '=', type.id).execute()
+  }
+
   async delete(principal: Principal, id: string): Promise<void> {
     authorize(volumePolicy, 'type:manage', principal)
     const type = await this.get(principal, id)

@@ -136,16 +136,16 @@ export function snapshotDetail(s: SnapshotRecord, ctx: ViewContext): Record<stri
 }
 
 /**
- * A volume type. `answer` is how Cinder answers: show and list carry admins' `qos_specs_id`, the answers to create
- * and update do not (Tempest's schemas refuse it there).
+ * A volume type. `answer` is which of Cinder's answers: show and list carry admins' `qos_specs_id`, create does not,
+ * and update has neither that nor the `os-volume-type-access:is_public` alias (Tempest's schemas refuse them there).
  */
-export function typeView(t: VolumeTypeRecord, isAdmin: boolean, answer: 'show' | 'write' = 'show'): Record<string, unknown> {
+export function typeView(t: VolumeTypeRecord, isAdmin: boolean, answer: 'show' | 'create' | 'update' = 'show'): Record<string, unknown> {
   return {
     id: t.id,
     name: t.name,
     description: t.description,
     is_public: t.isPublic,
-    'os-volume-type-access:is_public': t.isPublic,
+    ...(answer !== 'update' ? { 'os-volume-type-access:is_public': t.isPublic } : {}),
     // Extra specs are an operator's business.
     ...(isAdmin ? { extra_specs: t.extraSpecs } : {}),
     ...(isAdmin && answer === 'show' ? { qos_specs_id: null } : {}),

@@ -90,7 +90,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       validate(`action:${key}`, request, ACTION_BODIES[key], body[key])
       const caller = callerOf(request)
       must(request, ACTION_POLICY[key] ?? ('adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action'), { projectId: row.project_id })
-      const outcome = await runAction(actionDeps, request.api, caller, row, action, body[key], request.id)
+      const outcome = await runAction(actionDeps, request.api, { ...caller, principal: request.principal }, row, action, body[key], request.id)
       deps.runner.wake()
       if (outcome.headers) reply.headers(outcome.headers)
       if (action === 'rebuild' && outcome.server) {

@@ -1,28 +1,35 @@
 /** Quotas, absolute limits, availability zones, services and extensions. */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import type { Db } from '../../storage/store.js'
 import type { ViewContext } from '../../volume/view.js'
 import { badRequest } from '../../../contracts/errors.js'
 import { authorize } from '../../policy/rules.js'
 import { backendServices } from '../../volume/placement.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
-import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage, type QuotaResource } from '../../volume/quotas.js'
+import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage } from '../../volume/quotas.js'
 import { callerOf } from '../../volume/service.js'
 import { boolParam, one } from './params.js'
-import { documented } from '../../http/openapi.js'
+import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY } from './answers.js'
 import { extensionsDocument } from '../../volume/extensions.js'
 
 /**
  * Cinder's quotas this backend does not count (no backups, no groups, no per-volume limit): every quota set shows
- * them, with Cinder's defaults, as clients expect the keys.
+ * them, with Cinder's defaults or what an admin set, as clients expect the keys.
  */
-const UNCOUNTED_QUOTAS = { per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 }
+const UNCOUNTED_QUOTAS: Record<string, number> = { per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 }
+const ALL_QUOTAS = [...QUOTA_RESOURCES, ...Object.keys(UNCOUNTED_QUOTAS)]
+
+/** Every quota of a project: the counted ones (quotas.ts) and the others as stored, else their defaults. */
+async function projectQuotas(db: Db, projectId: string): Promise<Record<string, number>> {
+  const stored = await db.selectFrom('volume_quotas').select(['resource', 'hard_limit']).where('project_id', '=', projectId).where('resource', 'in', Object.keys(UNCOUNTED_QUOTAS)).execute()
+  return { ...UNCOUNTED_QUOTAS, ...Object.fromEntries(stored.map((r) => [r.resource, r.hard_limit])), ...(await quotaLimits(db, projectId)) }
+}
 
 /** A quota set's resources: limits, or with `used` {limit, in_use, reserved, allocated} each. */
-function quotaSet(limits: Record<QuotaResource, number>, used?: Record<QuotaResource, number>): Record<string, unknown> {
-  const all: [string, number, number][] = [...QUOTA_RESOURCES.map((r) => [r, limits[r], used?.[r] ?? 0] as [string, number, number]), ...Object.entries(UNCOUNTED_QUOTAS).map(([r, limit]) => [r, limit, 0] as [string, number, number])]
-  return Object.fromEntries(all.map(([resource, limit, inUse]) => [resource, used ? { limit, in_use: inUse, reserved: 0, allocated: 0 } : limit]))
+function quotaSet(limits: Record<string, number>, used?: Record<string, number>): Record<string, unknown> {
+  return Object.fromEntries(ALL_QUOTAS.map((r) => [r, used ? { limit: limits[r], in_use: used[r] ?? 0, reserved: 0, allocated: 0 } : limits[r]]))
 }
 
 export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: FastifyRequest) => ViewContext): void {
@@ -32,12 +39,12 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
     const { target } = request.params as { target: string }
     authorize(volumePolicy, 'quota:show', request.principal, { projectId: target })
     const usage = boolParam('usage', (request.query as Record<string, unknown>).usage) ?? false
-    const [limits, used] = await Promise.all([quotaLimits(deps.store.db, target), quotaUsage(deps.store.db, target)])
+    const [limits, used] = await Promise.all([projectQuotas(deps.store.db, target), quotaUsage(deps.store.db, target)])
     return { quota_set: { id: target, ...quotaSet(limits, usage ? used : undefined) } }
   })
   r.get('/os-quota-sets/:target/defaults', { schema: { params: quotaParams }, ...documented({ summary: 'Default quotas', response: { 200: A.quotaSet } }) }, async (request) => {
     const { target } = request.params as { target: string }
-    return { quota_set: { id: target, ...quotaSet(DEFAULT_QUOTAS) } }
+    return { quota_set: { id: target, ...quotaSet({ ...UNCOUNTED_QUOTAS, ...DEFAULT_QUOTAS }) } }
   })
   r.put(
     '/os-quota-sets/:target',
@@ -49,7 +56,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
       const updates: [string, number][] = []
       for (const [key, value] of Object.entries(set)) {
         if (key === 'tenant_id' || key === 'id') continue
-        if (!(QUOTA_RESOURCES as readonly string[]).includes(key)) continue
+        if (!ALL_QUOTAS.includes(key)) continue
         const n = Number(value)
         if (!Number.isInteger(n) || n < -1) throw badRequest(`Invalid value for quota '${key}': expected a whole number of at least -1.`)
         updates.push([key, n])
@@ -63,9 +70,16 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
             .execute()
         }
       })
-      return { quota_set: quotaSet(await quotaLimits(deps.store.db, target)) }
+      return { quota_set: quotaSet(await projectQuotas(deps.store.db, target)) }
     },
   )
+  // Back to the defaults (Cinder answers 200 with no body).
+  r.delete('/os-quota-sets/:target', { schema: { params: quotaParams }, ...documented({ summary: "Set a project's quotas back to the defaults (admin)", response: { 200: noBody('Back to the defaults') } }) }, async (request, reply) => {
+    const { target } = request.params as { target: string }
+    authorize(volumePolicy, 'quota:update', request.principal)
+    await deps.store.db.deleteFrom('volume_quotas').where('project_id', '=', target).where('resource', 'in', ALL_QUOTAS).execute()
+    return reply.code(200).send()
+  })
   r.get('/limits', documented({ summary: "The project's limits and usage", response: { 200: A.limits } }), async (request) => {
     const caller = callerOf(request.principal)
     const [limits, used] = await Promise.all([quotaLimits(deps.store.db, caller.projectId), quotaUsage(deps.store.db, caller.projectId)])

@@ -1,0 +1,151 @@
+/**
+ * Nova's security group proxies, `/os-security-groups` and `/os-security-group-rules` (2.1–2.35; 404 from 2.36,
+ * where Nova removed them): the network service's security groups in Nova's shape, every call made with the
+ * caller's principal. As Nova's Neutron driver: only ingress rules show, a Neutron conflict is a 400, an unknown
+ * group a 404, a delete answers 202.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { AppError, badRequest, notFound } from '../../../contracts/errors.js'
+import type { AppDeps } from '../../deps.js'
+import * as groups from '../../network/security-groups.js'
+import type { View } from '../../network/views.js'
+import type { Actor, NetCtx } from '../../network/context.js'
+import { parseCidr } from '../../network/ip.js'
+import { novaSecurityGroup, type NovaRuleSource } from '../../compute/server-network.js'
+import { bodyObject, callerOf, requireBefore } from './context.js'
+
+type P1 = { Params: { id: string } }
+
+/** Nova's checks of a group's name or description: a non-empty string (not only spaces) of at most 255 characters. */
+function property(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.trim() === '' || value.length > 255) throw badRequest(`Security group ${what} must be a string of 1 to 255 characters, not only spaces.`)
+  return value
+}
+
+const UUID_LIKE = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
+
+/** Nova's rule body in Neutron's terms (direction ingress; ports per protocol, -1 meaning any for ICMP). */
+function neutronRule(r: Record<string, unknown>): groups.RuleBody {
+  // Nova's Neutron driver refuses a group id that is not a UUID before asking (400, not 404).
+  for (const field of ['parent_group_id', 'group_id'] as const) {
+    const id = r[field]
+    if ((field === 'parent_group_id' || (id !== undefined && id !== null && id !== '')) && (typeof id !== 'string' || !UUID_LIKE.test(id))) {
+      throw badRequest(`Security group id should be uuid: ${field} ${String(id)}.`)
+    }
+  }
+  const protocol = typeof r.ip_protocol === 'string' ? r.ip_protocol.toLowerCase() : r.ip_protocol === undefined || r.ip_protocol === null ? null : undefined
+  if (protocol === undefined || (protocol !== null && !['tcp', 'udp', 'icmp'].includes(protocol) && !/^\d{1,3}$/.test(protocol))) throw badRequest(`Invalid IP protocol ${String(r.ip_protocol)}.`)
+  const port = (v: unknown, name: string): number | null => {
+    if (v === undefined || v === null || v === '') return null
+    const n = Number(v)
+    if (!Number.isInteger(n)) throw badRequest(`Invalid ${name}: ${String(v)}, it must be an integer.`)
+    return n
+  }
+  let from = port(r.from_port, 'from_port')
+  let to = port(r.to_port, 'to_port')
+  if (protocol === 'tcp' || protocol === 'udp') {
+    if (from === null || to === null || from < 1 || to > 65535 || from > to) throw badRequest(`Invalid port range ${from}:${to}. Valid TCP and UDP ports are 1 to 65535, from_port not above to_port.`)
+  } else if (protocol === 'icmp') {
+    for (const v of [from, to]) if (v !== null && (v < -1 || v > 255)) throw badRequest(`Invalid ICMP type or code ${v}: -1 to 255.`)
+    if (from === -1) from = null
+    if (to === -1) to = null
+  }
+  const groupId = typeof r.group_id === 'string' && r.group_id !== '' ? r.group_id : null
+  const cidr = groupId ? null : typeof r.cidr === 'string' && r.cidr !== '' ? r.cidr : '0.0.0.0/0'
+  const parsed = cidr === null ? undefined : parseCidr(cidr)
+  if (cidr !== null && !parsed) throw badRequest(`Invalid cidr ${cidr}.`)
+  return {
+    security_group_id: String(r.parent_group_id ?? ''),
+    direction: 'ingress',
+    ethertype: parsed?.version === 6 ? 'IPv6' : 'IPv4',
+    protocol,
+    port_range_min: from,
+    port_range_max: to,
+    remote_ip_prefix: cidr,
+    remote_group_id: groupId,
+  }
+}
+
+/** Neutron's answers in Nova's words: an unknown group is Nova's 404, any conflict a 400. */
+async function asNova<T>(fn: () => Promise<T>, id?: string): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err
+    if (err.code === 'not_found') throw notFound(id ? `Security group ${id} not found.` : err.message)
+    if (err.code === 'conflict') throw badRequest(err.message)
+    throw err
+  }
+}
+
+export function securityGroupProxyRoutes(deps: AppDeps) {
+  /** Runs fn in one network service transaction as the caller; `render` turns a group into Nova's view. */
+  const withGroups = <T>(request: FastifyRequest, fn: (ctx: NetCtx, actor: Actor) => Promise<T>): Promise<T> => {
+    requireBefore(request, 'noProxyApis')
+    return deps.network.run(request.principal, fn)
+  }
+  const render = (group: View, visible: View[]) => {
+    const remotes = new Map(visible.map((g) => [g.id as string, g as unknown as { name: string; project_id: string }]))
+    return novaSecurityGroup(group as unknown as Parameters<typeof novaSecurityGroup>[0], (group.security_group_rules ?? []) as NovaRuleSource[], remotes)
+  }
+
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.get('/v2.1/os-security-groups', async (request) => {
+      const q = request.query as Record<string, string | undefined>
+      const caller = callerOf(request)
+      const allTenants = caller.admin && q.all_tenants !== undefined && !['0', 'false', 'False'].includes(q.all_tenants)
+      return withGroups(request, async (ctx, actor) => {
+        const all = await groups.listSecurityGroups(ctx, actor)
+        const mine = allTenants ? all : all.filter((g) => g.project_id === caller.projectId)
+        return { security_groups: mine.map((g) => render(g, all)) }
+      })
+    })
+    scope.get<P1>('/v2.1/os-security-groups/:id', async (request) =>
+      withGroups(request, async (ctx, actor) => {
+        const group = await asNova(() => groups.showSecurityGroup(ctx, actor, request.params.id), request.params.id)
+        return { security_group: render(group, await groups.listSecurityGroups(ctx, actor)) }
+      }),
+    )
+    scope.post('/v2.1/os-security-groups', async (request) => {
+      const g = (bodyObject(request).security_group ?? {}) as Record<string, unknown>
+      const body = { name: property(g.name, 'name'), description: property(g.description ?? g.name, 'description') }
+      return withGroups(request, async (ctx, actor) => {
+        const group = await asNova(() => groups.createSecurityGroup(ctx, actor, body))
+        return { security_group: render(group, [group]) }
+      })
+    })
+    scope.put<P1>('/v2.1/os-security-groups/:id', async (request) => {
+      const g = (bodyObject(request).security_group ?? {}) as Record<string, unknown>
+      const body = { name: property(g.name, 'name'), description: property(g.description, 'description') }
+      return withGroups(request, async (ctx, actor) => {
+        const group = await asNova(() => groups.updateSecurityGroup(ctx, actor, request.params.id, body), request.params.id)
+        return { security_group: render(group, await groups.listSecurityGroups(ctx, actor)) }
+      })
+    })
+    scope.delete<P1>('/v2.1/os-security-groups/:id', async (request, reply) => {
+      await withGroups(request, async (ctx, actor) => {
+        const group = await asNova(() => groups.showSecurityGroup(ctx, actor, request.params.id), request.params.id)
+        // Nova refuses to remove the default group, whoever asks.
+        if (group.name === 'default') throw badRequest('Removing default security group not allowed.')
+        await asNova(() => groups.deleteSecurityGroup(ctx, actor, request.params.id), request.params.id)
+      })
+      return reply.code(202).send()
+    })
+
+    scope.post('/v2.1/os-security-group-rules', async (request) => {
+      const body = neutronRule((bodyObject(request).security_group_rule ?? {}) as Record<string, unknown>)
+      return withGroups(request, async (ctx, actor) => {
+        await asNova(() => groups.showSecurityGroup(ctx, actor, body.security_group_id!), body.security_group_id)
+        if (body.remote_group_id) await asNova(() => groups.showSecurityGroup(ctx, actor, body.remote_group_id!), body.remote_group_id)
+        const rule = await asNova(() => groups.createRule(ctx, actor, body))
+        const group = await groups.showSecurityGroup(ctx, actor, body.security_group_id!)
+        const nova = render({ ...group, security_group_rules: [rule] }, await groups.listSecurityGroups(ctx, actor))
+        return { security_group_rule: (nova.rules as unknown[])[0] }
+      })
+    })
+    scope.delete<P1>('/v2.1/os-security-group-rules/:id', async (request, reply) => {
+      await withGroups(request, (ctx, actor) => asNova(() => groups.deleteRule(ctx, actor, request.params.id)))
+      return reply.code(202).send()
+    })
+  }
+}
