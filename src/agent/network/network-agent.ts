@@ -158,10 +158,10 @@ export class NetworkAgent {
     }
   }
 
-  /** The control plane's answer for a guest's metadata request (its 404 passed on as such). */
+  /** The control plane's answer for a guest's metadata request (`path` resolved by the proxy; its 404 passed on as such). */
   private async askMetadata(portId: string, path: string): Promise<MetadataAnswer> {
     try {
-      const res = await this.agent.stream('GET', `/metadata/${portId}${path.startsWith('/') ? path : `/${path}`}`)
+      const res = await this.agent.stream('GET', `/metadata/${portId}${path}`)
       const chunks: Buffer[] = []
       for await (const chunk of res) chunks.push(chunk as Buffer)
       return { status: res.statusCode ?? 200, contentType: String(res.headers['content-type'] ?? 'text/plain'), body: Buffer.concat(chunks) }
