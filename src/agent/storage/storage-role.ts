@@ -10,7 +10,6 @@
  *   the daemons outlive an agent restart and are adopted by the next sync.
  * - Removing the role stops every export (the control plane marks the host's volumes `error`).
  */
-import { createSocket } from 'node:dgram'
 import { createReadStream, createWriteStream } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -24,6 +23,7 @@ import { convertToFile, withScratchDir } from '../../server/drivers/volume/qemu-
 import { DriverError } from '../../server/drivers/compute/driver.js'
 import type { PlaceSource, WantedExport } from '../../server/volume/places/place.js'
 import { BACKEND_FAILURE } from '../../server/volume/places/agent-place.js'
+import { sourceAddressTowards } from '../source-address.js'
 
 /** agent.json `storage`: where exports listen (default: the address this host reaches the control plane from). */
 export interface StorageConfig {
@@ -180,23 +180,4 @@ export class StorageRole {
     )
     return this.address
   }
-}
-
-/** The local address this host uses to reach the control plane: where hypervisors on its network reach it too. */
-export function sourceAddressTowards(controller: string): Promise<string> {
-  const url = new URL(controller)
-  const host = url.hostname.replace(/^\[|\]$/g, '')
-  const socket = createSocket(host.includes(':') ? 'udp6' : 'udp4')
-  return new Promise((resolve, reject) => {
-    // A UDP "connect" sends nothing; it only picks the route, and with it the source address.
-    socket.connect(Number(url.port) || 443, host, () => {
-      const address = socket.address().address
-      socket.close()
-      resolve(address)
-    })
-    socket.once('error', (err) => {
-      socket.close()
-      reject(err)
-    })
-  })
 }
