@@ -19,7 +19,7 @@ import { VolumeBackendError, type VolumeBackend } from '../../server/drivers/vol
 import { ExportManager } from '../../server/drivers/volume/exports/export-manager.js'
 import { FileBackend } from '../../server/drivers/volume/file/file-backend.js'
 import { DEFAULT_VOLUME_GROUP, LvmBackend } from '../../server/drivers/volume/lvm/lvm-backend.js'
-import { convertToFile, withScratchDir } from '../../server/drivers/volume/qemu-img.js'
+import { convertToFile, removeDeadScratch, withScratchDir } from '../../server/drivers/volume/qemu-img.js'
 import { DriverError } from '../../server/drivers/compute/driver.js'
 import type { PlaceSource, WantedExport } from '../../server/volume/places/place.js'
 import { BACKEND_FAILURE } from '../../server/volume/places/agent-place.js'
@@ -80,6 +80,7 @@ export class StorageRole {
   async start(): Promise<void> {
     const file = new FileBackend(join(this.options.root, 'var/lib/pcc/volumes'))
     await file.check()
+    await removeDeadScratch(file.dir)
     const backends = new Map<string, VolumeBackend>([['file', file]])
     const lvm = new LvmBackend(this.options.config.volume_group ?? DEFAULT_VOLUME_GROUP)
     await lvm.check().then(
