@@ -136,6 +136,15 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     assert.equal(await read('/latest/meta-data/local-ipv4'), port.fixed_ips[0].ip_address)
     const network = JSON.parse(await read('/openstack/latest/network_data.json')) as { links: { vif_id: string }[] }
     assert.equal(network.links[0].vif_id, port.id)
+    // A path climbing out of the metadata tree stays in it: the agent, asking with its host credential, never
+    // fetches its host's own endpoints (here the data-plane state of every port on the host) for a guest.
+    for (const path of ['/../../network', '/%2e%2e/%2E%2e/network', '/openstack/../../../network?wait=0']) {
+      const request = `GET ${path} HTTP/1.0`
+      // busybox's nc quits when its input ends: the sleep keeps it reading until the answer is in.
+      const raw = (await guest.exec(['sh', '-c', '{ printf "%s\\r\\n\\r\\n" "$0"; sleep 2; } | busybox timeout 4 busybox nc 169.254.169.254 80', request], 6000)).stdout
+      assert.match(raw, /^HTTP\/1\.1 404 /, `${request}: ${raw.slice(0, 200)}`)
+      assert.doesNotMatch(raw, /"hash"|tunnelIp/, request)
+    }
     // A guest whose port belongs to no server gets nothing.
     const nobody = await ports.a.guest.exec(['busybox', 'wget', '-O', '-', 'http://169.254.169.254/openstack/latest/meta_data.json'])
     assert.match(nobody.stderr, /404 Not Found/)

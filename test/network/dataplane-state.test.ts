@@ -121,6 +121,19 @@ for (const dialect of DIALECTS) {
       assert.deepEqual((await state(h1)).body.state.networks, [])
     })
 
+    it('takes the tunnel address a host reports only when it is an IP address', async () => {
+      const [h1] = hosts
+      // What another host's agent would otherwise put in its FDB command line (`bridge fdb … dst <address>`).
+      const odd = await register('odd-tunnel', '192.0.2.8 self')
+      const net = await alice.create('networks', 'network', { name: 'odd' })
+      await alice.create('subnets', 'subnet', { network_id: net.id, ip_version: 4, cidr: '10.11.0.0/24' })
+      const ports = [await bound(net.id as string, h1), await bound(net.id as string, odd)]
+      assert.equal((await state(odd)).body.state.tunnelIp, null)
+      assert.deepEqual((await state(h1)).body.state.networks.find((n) => n.id === net.id)!.peers, [], 'no tunnel to a host without an address')
+      for (const p of ports) assert.equal((await root.del(`/v2.0/ports/${p.id}`)).status, 204)
+      assert.equal((await alice.del(`/v2.0/networks/${net.id}`)).status, 204)
+    })
+
     it('wakes a waiting host within a second of a change that concerns it, and not for one that does not', async () => {
       const [h1, h2] = hosts
       const net = await alice.create('networks', 'network', { name: 'watched' })

@@ -1,8 +1,8 @@
 /**
  * No bytes lost on a control-plane crash: a real pcc-server process is SIGKILLed while it copies an image into a
  * new volume; started again on the same data dir, it makes the volume again from the start (the half-written
- * `.part` file never counts) and the volume holds exactly the image's bytes. A volume written before the crash
- * keeps its bytes.
+ * `.part` file never counts) and the volume holds exactly the image's bytes, and nothing of the cut copy stays
+ * (the image's bytes in their scratch directory included). A volume written before the crash keeps its bytes.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -63,6 +63,7 @@ describe('a control-plane crash loses no volume bytes', () => {
     const same = spawnSync('qemu-img', ['compare', '-f', 'raw', '-F', 'raw', file, raw], { encoding: 'utf8' })
     assert.equal(same.status, 0, same.stdout + same.stderr)
     assert.deepEqual(readdirSync(join(node.dataDir, 'volumes')).filter((f) => f.endsWith('.part')), [], 'no half copy left')
+    assert.deepEqual(readdirSync(join(node.dataDir, 'volumes')).filter((f) => f.startsWith('.scratch-')), [], 'no copy of the image left from the cut copy')
     assert.equal(spawnSync('qemu-io', ['-f', 'raw', beforeFile, '-c', 'read -P 0x5d 0 4M']).status, 0, 'the older volume kept its bytes')
   })
 })

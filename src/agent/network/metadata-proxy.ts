@@ -54,6 +54,21 @@ export function listenInNamespace(file: string, host: string, timeoutMs = 10_000
   })
 }
 
+/**
+ * The path a guest asked for, resolved within the metadata tree: no `.` or `..` segment (percent-encoded or
+ * not, after `/` or a backslash) survives, and query and fragment go. The agent asks the control plane for
+ * `…/hosts/{id}/metadata/{port}<path>` with its host credential, and its URL parser resolves dot segments:
+ * unresolved, `/../../network` or `/../../storage/exports` would fetch the host's own endpoints (every port's
+ * state, volume keys) for the guest. Undefined for a request target that is no path at all.
+ */
+export function guestPath(url: string): string | undefined {
+  try {
+    return new URL(url, `http://${METADATA_ADDRESS}/`).pathname
+  } catch {
+    return undefined
+  }
+}
+
 interface Listener {
   /** The namespace's inode: a namespace made again needs a new socket. */
   inode: number
@@ -110,9 +125,10 @@ export class MetadataProxy {
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return reply(405, 'Method Not Allowed')
     const port = this.portOf(networkId, req.socket.remoteAddress ?? '')
-    if (!port) return reply(404, 'Not Found')
+    const path = guestPath(req.url ?? '/')
+    if (!port || path === undefined) return reply(404, 'Not Found')
     try {
-      const answer = await this.fetchMetadata(port.id, req.url ?? '/')
+      const answer = await this.fetchMetadata(port.id, path)
       reply(answer.status, answer.body, answer.contentType)
     } catch (err) {
       this.log('warn', 'metadata request failed', { port: port.id, path: req.url, error: (err as Error).message })

@@ -15,19 +15,17 @@
  * this off; default `linux` for the qemu driver, `none` otherwise), `tunnel_ip` (default: this host's source
  * address towards the control plane), `physical_interfaces` ({physical network: interface}), `vxlan_port` (4789).
  */
-import { lookup } from 'node:dns/promises'
 import type { IncomingMessage } from 'node:http'
-import { isIP } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { HostNetworkAnswer, HostNetworkFacts, HostNetworkState } from '../../contracts/network/dataplane.js'
 import { HttpError } from '../http.js'
 import type { NetworkBackend } from './backend.js'
 import { DhcpServers } from './linux/dhcp.js'
-import { run } from './linux/host-commands.js'
 import { LinuxNetworkBackend } from './linux/linux-backend.js'
 import { MetadataProxy, type MetadataAnswer } from './metadata-proxy.js'
 import { names } from './names.js'
 import { SimulatedNetworkBackend } from './simulated-backend.js'
+import { sourceAddressTowards } from '../source-address.js'
 
 export interface NetworkConfig {
   backend?: 'linux' | 'simulated' | 'none'
@@ -158,10 +156,10 @@ export class NetworkAgent {
     }
   }
 
-  /** The control plane's answer for a guest's metadata request (its 404 passed on as such). */
+  /** The control plane's answer for a guest's metadata request (`path` resolved by the proxy; its 404 passed on as such). */
   private async askMetadata(portId: string, path: string): Promise<MetadataAnswer> {
     try {
-      const res = await this.agent.stream('GET', `/metadata/${portId}${path.startsWith('/') ? path : `/${path}`}`)
+      const res = await this.agent.stream('GET', `/metadata/${portId}${path}`)
       const chunks: Buffer[] = []
       for await (const chunk of res) chunks.push(chunk as Buffer)
       return { status: res.statusCode ?? 200, contentType: String(res.headers['content-type'] ?? 'text/plain'), body: Buffer.concat(chunks) }
@@ -174,10 +172,7 @@ export class NetworkAgent {
   /** This host's source address towards the control plane: what other hosts reach it at, as a rule. */
   private async sourceAddress(): Promise<string | null> {
     try {
-      const host = new URL(this.agent.controller).hostname.replace(/^\[|\]$/g, '')
-      const address = isIP(host) ? host : (await lookup(host)).address
-      const route = JSON.parse(await run('ip', ['-j', 'route', 'get', address])) as { prefsrc?: string }[]
-      return route[0]?.prefsrc ?? null
+      return await sourceAddressTowards(this.agent.controller)
     } catch (err) {
       this.agent.log('warn', 'network: no tunnel address found; set network.tunnel_ip in agent.json', { error: (err as Error).message })
       return null

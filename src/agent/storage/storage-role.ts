@@ -10,7 +10,6 @@
  *   the daemons outlive an agent restart and are adopted by the next sync.
  * - Removing the role stops every export (the control plane marks the host's volumes `error`).
  */
-import { createSocket } from 'node:dgram'
 import { createReadStream, createWriteStream } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -20,10 +19,11 @@ import { VolumeBackendError, type VolumeBackend } from '../../server/drivers/vol
 import { ExportManager } from '../../server/drivers/volume/exports/export-manager.js'
 import { FileBackend } from '../../server/drivers/volume/file/file-backend.js'
 import { DEFAULT_VOLUME_GROUP, LvmBackend } from '../../server/drivers/volume/lvm/lvm-backend.js'
-import { convertToFile, withScratchDir } from '../../server/drivers/volume/qemu-img.js'
+import { convertToFile, removeDeadScratch, withScratchDir } from '../../server/drivers/volume/qemu-img.js'
 import { DriverError } from '../../server/drivers/compute/driver.js'
 import type { PlaceSource, WantedExport } from '../../server/volume/places/place.js'
 import { BACKEND_FAILURE } from '../../server/volume/places/agent-place.js'
+import { sourceAddressTowards } from '../source-address.js'
 
 /** agent.json `storage`: where exports listen (default: the address this host reaches the control plane from). */
 export interface StorageConfig {
@@ -80,6 +80,7 @@ export class StorageRole {
   async start(): Promise<void> {
     const file = new FileBackend(join(this.options.root, 'var/lib/pcc/volumes'))
     await file.check()
+    await removeDeadScratch(file.dir)
     const backends = new Map<string, VolumeBackend>([['file', file]])
     const lvm = new LvmBackend(this.options.config.volume_group ?? DEFAULT_VOLUME_GROUP)
     await lvm.check().then(
@@ -180,23 +181,4 @@ export class StorageRole {
     )
     return this.address
   }
-}
-
-/** The local address this host uses to reach the control plane: where hypervisors on its network reach it too. */
-export function sourceAddressTowards(controller: string): Promise<string> {
-  const url = new URL(controller)
-  const host = url.hostname.replace(/^\[|\]$/g, '')
-  const socket = createSocket(host.includes(':') ? 'udp6' : 'udp4')
-  return new Promise((resolve, reject) => {
-    // A UDP "connect" sends nothing; it only picks the route, and with it the source address.
-    socket.connect(Number(url.port) || 443, host, () => {
-      const address = socket.address().address
-      socket.close()
-      resolve(address)
-    })
-    socket.once('error', (err) => {
-      socket.close()
-      reject(err)
-    })
-  })
 }

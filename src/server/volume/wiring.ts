@@ -80,6 +80,7 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
     },
     start: async () => {
       await controller.backend('file').check().catch((err: Error) => options.logger.warn({ err }, 'the file volume backend cannot work here'))
+      await controller.removeDeadScratch().catch((err: Error) => options.logger.warn({ err }, 'the scratch space of interrupted volume copies could not be cleaned'))
       const sync = () => controller.syncExports().catch((err: Error) => options.logger.error({ err }, 'the control plane could not restore its volume exports'))
       await sync()
       timer = setInterval(() => void sync(), EXPORT_CHECK_MS)

@@ -16,8 +16,8 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, write
 import { dirname, join } from 'node:path'
 import type { DataplaneNetwork, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { METADATA_ADDRESS, names } from '../names.js'
-import { addresses, links, run, runIdempotent } from './host-commands.js'
-import { disableIpv6, setIsolated } from './links.js'
+import { links, run, runIdempotent, type LinkInfo } from './host-commands.js'
+import { plugVeth } from './links.js'
 import { runningFrom, type Namespaces } from './namespaces.js'
 
 const LEASE_SECONDS = 86400
@@ -112,7 +112,9 @@ export class DhcpServers {
     const served = DhcpServers.served(state)
     const keep = new Set(served.map((n) => names.dhcpNamespace(n.id)))
     for (const ns of this.namespaces.list()) if (ns.startsWith('qdhcp-') && !keep.has(ns)) await this.remove(ns.slice('qdhcp-'.length))
-    for (const network of served) await this.ensure(network, state)
+    // One listing of the host's devices for all networks: each reads only its own veth end in it.
+    const hostLinks = new Map((await links()).map((l) => [l.ifname, l]))
+    for (const network of served) await this.ensure(network, state, hostLinks)
   }
 
   async remove(networkId: string): Promise<void> {
@@ -123,38 +125,17 @@ export class DhcpServers {
     rmSync(dir, { recursive: true, force: true })
   }
 
-  private async ensure(network: DataplaneNetwork, state: HostNetworkState): Promise<void> {
+  private async ensure(network: DataplaneNetwork, state: HostNetworkState, hostLinks: Map<string, LinkInfo>): Promise<void> {
     const dhcp = network.dhcp!
     const ns = await this.namespaces.ensure(names.dhcpNamespace(network.id))
     const outside = names.tap(dhcp.portId)
     const inside = names.dhcpInside(dhcp.portId)
-    const hostLinks = new Map((await links()).map((l) => [l.ifname, l]))
     const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
     // A DHCP port made again (its predecessor deleted through the API) comes with new names: the old veth goes.
     for (const name of nsLinks.keys()) if (name.startsWith('ns-') && name !== inside) await runIdempotent('ip', ['link', 'del', 'dev', name], /Cannot find device/, { netns: ns })
-    if (!hostLinks.has(outside) || !nsLinks.has(inside)) {
-      await runIdempotent('ip', ['link', 'del', 'dev', outside], /Cannot find device/)
-      await runIdempotent('ip', ['link', 'del', 'dev', inside], /Cannot find device/, { netns: ns })
-      await run('ip', ['link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', ns])
-      hostLinks.delete(outside)
-      nsLinks.delete(inside)
-    }
-    disableIpv6(outside)
-    const bridge = names.bridge(network.id)
-    const out = hostLinks.get(outside)
-    if (out?.master !== bridge) await run('ip', ['link', 'set', 'dev', outside, 'master', bridge])
-    await setIsolated(out?.master === bridge ? out : undefined, outside)
-    if (out?.mtu !== network.mtu) await run('ip', ['link', 'set', 'dev', outside, 'mtu', String(network.mtu)])
-    if (!out?.flags.includes('UP')) await run('ip', ['link', 'set', 'dev', outside, 'up'])
-    const inLink = nsLinks.get(inside)
-    if (inLink?.address !== dhcp.mac) await run('ip', ['link', 'set', 'dev', inside, 'address', dhcp.mac], { netns: ns })
-    if (inLink?.mtu !== network.mtu) await run('ip', ['link', 'set', 'dev', inside, 'mtu', String(network.mtu)], { netns: ns })
     const prefixes = new Map(network.subnets.map((s) => [s.id, prefixLength(s.cidr)]))
-    const want = [...dhcp.fixedIps.filter((ip) => prefixes.has(ip.subnetId)).map((ip) => `${ip.ipAddress}/${prefixes.get(ip.subnetId)}`), `${METADATA_ADDRESS}/32`]
-    const have = await addresses(inside, ns)
-    for (const a of have) if (!want.includes(a)) await run('ip', ['addr', 'del', a, 'dev', inside], { netns: ns })
-    for (const a of want) if (!have.includes(a)) await run('ip', ['addr', 'add', a, 'dev', inside], { netns: ns })
-    if (!inLink?.flags.includes('UP')) await run('ip', ['link', 'set', 'dev', inside, 'up'], { netns: ns })
+    const addressList = [...dhcp.fixedIps.filter((ip) => prefixes.has(ip.subnetId)).map((ip) => `${ip.ipAddress}/${prefixes.get(ip.subnetId)}`), `${METADATA_ADDRESS}/32`]
+    await plugVeth({ netns: ns, outside, inside, bridge: names.bridge(network.id), mtu: network.mtu, mac: dhcp.mac, addresses: addressList, isolated: true }, hostLinks, nsLinks)
     await this.ensureDnsmasq(network, state, ns, inside)
   }
 

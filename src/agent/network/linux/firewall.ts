@@ -21,7 +21,7 @@
  */
 import type { DataplanePort, DataplaneRule, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { names } from '../names.js'
-import { newTable, renderRemoval, renderWhole, type NftTable } from './nft-script.js'
+import { newTable, renderRemoval, type NftTable } from './nft-script.js'
 
 /** Neutron's protocol names and their numbers (neutron-lib constants). */
 const PROTOCOLS: Record<string, number> = {
@@ -197,12 +197,6 @@ export function firewallTables({ state, zones }: FirewallInput): NftTable[] {
     inet.chains.set(`in-${p.id}`, { rules: ['jump guest-ingress', ...groups.map((g) => `jump sg-${g}-ingress`), 'drop'] })
   }
   return [bridge, inet]
-}
-
-/** The whole ruleset as one `nft -f` script (a host without guest networking keeps no tables at all). */
-export function firewallRuleset(input: FirewallInput): string {
-  if (input.state.networks.length === 0 && input.state.ports.length === 0) return FIREWALL_TEARDOWN
-  return renderWhole(firewallTables(input))
 }
 
 /** Removes both tables (nothing of the back end's filtering left). */

@@ -10,7 +10,7 @@
 import type { DataplaneNetwork, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { names, OWNED } from '../names.js'
-import { links, run, runIdempotent, type LinkInfo } from './host-commands.js'
+import { addresses, links, run, runIdempotent, type LinkInfo } from './host-commands.js'
 
 export interface LinkConfig {
   /** The VXLAN endpoint address of this host. */
@@ -72,13 +72,13 @@ async function setMaster(link: LinkInfo | undefined, device: string, bridge: str
   if (link?.master !== bridge) await run('ip', ['link', 'set', 'dev', device, 'master', bridge])
 }
 
-async function setUp(link: LinkInfo | undefined, device: string, up: boolean): Promise<void> {
+async function setUp(link: LinkInfo | undefined, device: string, up: boolean, netns?: string): Promise<void> {
   const isUp = link?.flags.includes('UP') ?? false
-  if (isUp !== up) await run('ip', ['link', 'set', 'dev', device, up ? 'up' : 'down'])
+  if (isUp !== up) await run('ip', ['link', 'set', 'dev', device, up ? 'up' : 'down'], { netns })
 }
 
-async function setMtu(link: LinkInfo | undefined, device: string, mtu: number): Promise<void> {
-  if (link?.mtu !== mtu) await run('ip', ['link', 'set', 'dev', device, 'mtu', String(mtu)])
+async function setMtu(link: LinkInfo | undefined, device: string, mtu: number, netns?: string): Promise<void> {
+  if (link?.mtu !== mtu) await run('ip', ['link', 'set', 'dev', device, 'mtu', String(mtu)], { netns })
 }
 
 /** The bridge port flag that keeps two ports from talking (uplink ↔ local DHCP server). */
@@ -94,6 +94,50 @@ export function disableIpv6(device: string): void {
   } catch {
     // No IPv6 on this host (or the device is gone): nothing to disable.
   }
+}
+
+/** A port of a namespace (a DHCP server's, a router's) on a network's bridge: a veth, one end in each. */
+export interface VethPort {
+  /** The namespace file of the inner end. */
+  netns: string
+  /** The bridge end (`tap<port>`) and the inner end (`ns-`, `qr-`, `qg-<port>`). */
+  outside: string
+  inside: string
+  bridge: string
+  mtu: number
+  /** The port's MAC and addresses (address/prefix), on the inner end. */
+  mac: string
+  addresses: string[]
+  /** An isolated bridge port (a DHCP server, which the uplink must never reach). */
+  isolated: boolean
+}
+
+/**
+ * Makes a namespace's port what `port` says, changing only what differs from the devices listed (`hostLinks`,
+ * `nsLinks`; a veth made again leaves their maps). A missing end means a new veth, both ends made again.
+ */
+export async function plugVeth(port: VethPort, hostLinks: Map<string, LinkInfo>, nsLinks: Map<string, LinkInfo>): Promise<void> {
+  const { netns, outside, inside, bridge, mtu } = port
+  if (!hostLinks.has(outside) || !nsLinks.has(inside)) {
+    await runIdempotent('ip', ['link', 'del', 'dev', outside], GONE)
+    await runIdempotent('ip', ['link', 'del', 'dev', inside], GONE, { netns })
+    await run('ip', ['link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', netns])
+    hostLinks.delete(outside)
+    nsLinks.delete(inside)
+  }
+  disableIpv6(outside)
+  const out = hostLinks.get(outside)
+  await setMaster(out, outside, bridge)
+  if (port.isolated) await setIsolated(out?.master === bridge ? out : undefined, outside)
+  await setMtu(out, outside, mtu)
+  await setUp(out, outside, true)
+  const inLink = nsLinks.get(inside)
+  if (inLink?.address !== port.mac) await run('ip', ['link', 'set', 'dev', inside, 'address', port.mac], { netns })
+  await setMtu(inLink, inside, mtu, netns)
+  const have = await addresses(inside, netns)
+  for (const a of have) if (!port.addresses.includes(a)) await run('ip', ['addr', 'del', a, 'dev', inside], { netns })
+  for (const a of port.addresses) if (!have.includes(a)) await run('ip', ['addr', 'add', a, 'dev', inside], { netns })
+  await setUp(inLink, inside, true, netns)
 }
 
 /**

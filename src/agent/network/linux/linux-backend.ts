@@ -13,7 +13,7 @@ import { names, OWNED } from '../names.js'
 import { DhcpServers } from './dhcp.js'
 import { FIREWALL_TEARDOWN, firewallTables } from './firewall.js'
 import { links, run } from './host-commands.js'
-import { ensureLinks, l2Plan, pruneLinks, removeStaleTaps, type LinkConfig } from './links.js'
+import { ensureLinks, l2Plan, pruneLinks, removeStaleTaps, type L2Plan, type LinkConfig } from './links.js'
 import { runningFrom, Namespaces } from './namespaces.js'
 import { renderDelta, renderWhole, type NftTable } from './nft-script.js'
 import { Routers } from './routers.js'
@@ -50,7 +50,7 @@ export class LinuxNetworkBackend implements NetworkBackend {
     this.enableBridgeNetfilter()
     const plan = l2Plan(state, this.options)
     await removeStaleTaps(plan)
-    await this.loadFirewall(state)
+    await this.loadFirewall(state, plan)
     await ensureLinks(plan, this.options)
     await this.dhcp.converge(state)
     await this.routers.converge(state)
@@ -85,13 +85,13 @@ export class LinuxNetworkBackend implements NetworkBackend {
    * it (a rule change rewrites one group chain), the whole ruleset otherwise, or when a delta fails, or every few
    * minutes. A host without guest networking keeps no tables.
    */
-  private async loadFirewall(state: HostNetworkState): Promise<void> {
+  private async loadFirewall(state: HostNetworkState, plan: L2Plan): Promise<void> {
     if (state.networks.length === 0 && state.ports.length === 0) {
       if (this.loaded?.length !== 0) await run('nft', ['-f', '-'], { input: FIREWALL_TEARDOWN })
       this.loaded = []
       return
     }
-    const next = firewallTables({ state, zones: this.zones(state) })
+    const next = firewallTables({ state, zones: this.zones(state, plan) })
     const delta = this.loaded?.length && Date.now() - this.wholeAt < WHOLE_RULESET_EVERY_MS ? renderDelta(this.loaded, next) : undefined
     if (delta === '') return
     try {
@@ -135,7 +135,7 @@ export class LinuxNetworkBackend implements NetworkBackend {
    * The conntrack zone of every bridge port, one zone per network. Zones are kept in a file so a restarted
    * agent gives each network the zone its connections are tracked in (a new zone would forget them).
    */
-  private zones(state: HostNetworkState): Map<string, number> {
+  private zones(state: HostNetworkState, plan: L2Plan): Map<string, number> {
     let saved: Record<string, number> = {}
     try {
       saved = JSON.parse(readFileSync(this.zonesFile, 'utf8')) as Record<string, number>
@@ -158,7 +158,6 @@ export class LinuxNetworkBackend implements NetworkBackend {
       renameSync(`${this.zonesFile}.tmp`, this.zonesFile)
     }
     const devices = new Map<string, number>()
-    const plan = l2Plan(state, { ...this.options, warn: () => {} })
     for (const up of plan.uplinks.values()) devices.set(up.device, zoneOf[state.networks.find((n) => names.bridge(n.id) === up.bridge)!.id])
     for (const p of state.ports) devices.set(names.tap(p.id), zoneOf[p.networkId])
     for (const n of DhcpServers.served(state)) devices.set(names.tap(n.dhcp!.portId), zoneOf[n.id])

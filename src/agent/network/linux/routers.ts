@@ -8,8 +8,8 @@
  */
 import type { DataplaneRouter, DataplaneRouterPort, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { names } from '../names.js'
-import { addresses, links, run, runIdempotent } from './host-commands.js'
-import { disableIpv6 } from './links.js'
+import { addresses, links, run, runIdempotent, type LinkInfo } from './host-commands.js'
+import { plugVeth } from './links.js'
 import type { Namespaces } from './namespaces.js'
 
 /** The namespace's NAT rules, whole, for one atomic `nft -f` inside it. */
@@ -49,9 +49,11 @@ export class Routers {
     const keep = new Set(state.routers.map((r) => names.routerNamespace(r.id)))
     for (const ns of this.namespaces.list()) if (ns.startsWith('qrouter-') && !keep.has(ns)) await this.namespaces.remove(ns)
     const mtuOf = new Map(state.networks.map((n) => [n.id, n.mtu]))
+    // One listing of the host's devices for all routers: each reads only its own veth ends in it.
+    const hostLinks = new Map((await links()).map((l) => [l.ifname, l]))
     for (const router of state.routers) {
       try {
-        await this.ensure(router, mtuOf)
+        await this.ensure(router, mtuOf, hostLinks)
       } catch (err) {
         // One router's failure (its external interface missing…) must not keep the others down.
         this.warn('router not converged', { router: router.id, error: (err as Error).message })
@@ -59,10 +61,9 @@ export class Routers {
     }
   }
 
-  private async ensure(router: DataplaneRouter, mtuOf: Map<string, number>): Promise<void> {
+  private async ensure(router: DataplaneRouter, mtuOf: Map<string, number>, hostLinks: Map<string, LinkInfo>): Promise<void> {
     const ns = await this.namespaces.ensure(names.routerNamespace(router.id))
     await run('sh', ['-c', 'echo 1 > /proc/sys/net/ipv4/ip_forward'], { netns: ns })
-    const hostLinks = new Map((await links()).map((l) => [l.ifname, l]))
     const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
     const ports: [DataplaneRouterPort, string, string[]][] = router.interfaces.map((p) => [p, names.routerInterface(p.portId), p.addresses])
     let newFloating: string[] = []
@@ -74,26 +75,8 @@ export class Routers {
       ports.push([router.gateway, qg, [...router.gateway.addresses, ...floating]])
     }
     for (const [port, inside, wanted] of ports) {
-      const outside = names.tap(port.portId)
-      const bridge = names.bridge(port.networkId)
-      const mtu = mtuOf.get(port.networkId) ?? 1500
-      if (!hostLinks.has(outside) || !nsLinks.has(inside)) {
-        await runIdempotent('ip', ['link', 'del', 'dev', outside], /Cannot find device/)
-        await runIdempotent('ip', ['link', 'del', 'dev', inside], /Cannot find device/, { netns: ns })
-        await run('ip', ['link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', ns])
-      }
-      disableIpv6(outside)
-      const out = hostLinks.get(outside)
-      if (out?.master !== bridge) await run('ip', ['link', 'set', 'dev', outside, 'master', bridge])
-      if (out?.mtu !== mtu) await run('ip', ['link', 'set', 'dev', outside, 'mtu', String(mtu)])
-      if (!out?.flags.includes('UP')) await run('ip', ['link', 'set', 'dev', outside, 'up'])
-      const inLink = nsLinks.get(inside)
-      if (inLink?.address !== port.mac) await run('ip', ['link', 'set', 'dev', inside, 'address', port.mac], { netns: ns })
-      if (inLink?.mtu !== mtu) await run('ip', ['link', 'set', 'dev', inside, 'mtu', String(mtu)], { netns: ns })
-      const have = await addresses(inside, ns)
-      for (const a of have) if (!wanted.includes(a)) await run('ip', ['addr', 'del', a, 'dev', inside], { netns: ns })
-      for (const a of wanted) if (!have.includes(a)) await run('ip', ['addr', 'add', a, 'dev', inside], { netns: ns })
-      if (!inLink?.flags.includes('UP')) await run('ip', ['link', 'set', 'dev', inside, 'up'], { netns: ns })
+      const veth = { netns: ns, outside: names.tap(port.portId), inside, bridge: names.bridge(port.networkId), mtu: mtuOf.get(port.networkId) ?? 1500 }
+      await plugVeth({ ...veth, mac: port.mac, addresses: wanted, isolated: false }, hostLinks, nsLinks)
     }
     // Ports the router no longer has: their veths go (the bridge end with them).
     const wantedInside = new Set(ports.map(([, inside]) => inside))

@@ -10,6 +10,8 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
+import { documented, HOST_CREDENTIAL, mediaAnswer, noBody } from '../../http/openapi.js'
+import { passThroughParser, uploadStream } from '../../http/upload-stream.js'
 import { exportsForHost, receiveUploadFromHost, recordStorageReport, sourceImageForHost, type StorageReport } from '../../volume/storage-hosts.js'
 import { hostAuth } from './host-auth.js'
 
@@ -30,39 +32,56 @@ const reportSchema = {
   },
 }
 
+const object = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', properties, required })
+const DOCS = {
+  report: documented({ ...HOST_CREDENTIAL, summary: "A storage host reports where its exports listen and its backends' capacity", response: { 204: noBody('Recorded') } }),
+  exports: documented({
+    ...HOST_CREDENTIAL,
+    summary: 'The NBD exports the storage host should serve, with their keys',
+    response: {
+      200: object({ exports: { type: 'array', items: object({ volume_id: { type: 'string' }, backend: { type: 'string' }, port: { type: 'integer' }, generations: { type: 'array', items: { type: 'integer' } }, keys: { type: 'array', items: object({ identity: { type: 'string' }, key: { type: 'string' } }, ['identity', 'key']) } }, ['volume_id', 'backend', 'port', 'generations', 'keys']) } }, ['exports']),
+    },
+  }),
+  sourceImage: documented({ ...HOST_CREDENTIAL, summary: 'The bytes of the image a volume on this host is being created from', response: { 200: mediaAnswer('application/octet-stream', 'The image data', { type: 'string', format: 'binary' }) } }),
+  upload: documented({ ...HOST_CREDENTIAL, summary: "An image's bytes, uploaded by the storage host from one of its volumes", consumes: ['application/octet-stream'], body: { type: 'string', format: 'binary' }, response: { 204: noBody('Stored') } }),
+  connection: documented({ ...HOST_CREDENTIAL, summary: "An attachment's connection info with its key, for the hypervisor host it is connected on", response: { 200: object({ connection_info: { type: 'object' } }, ['connection_info']) } }),
+}
+
 export function storageHostRoutes(deps: AppDeps) {
   const requireHost = hostAuth(deps)
   const db = deps.store.db
   const { connections } = deps.volumeServices
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined))
+    scope.addContentTypeParser('application/octet-stream', passThroughParser)
     const host = (request: { params: unknown }) => (request.params as { id: string }).id.toLowerCase()
+    const param = (request: { params: unknown }, name: string) => (request.params as Record<string, string>)[name]
+    const schema = (extra: Record<string, unknown>) => ({ tags: ['resmgr'], ...extra })
 
-    scope.put('/v1/hosts/:id/storage', { onRequest: requireHost, schema: { params: hostParams, body: reportSchema } }, async (request, reply) => {
+    scope.put('/v1/hosts/:id/storage', { onRequest: requireHost, schema: schema({ params: hostParams, body: reportSchema }), ...DOCS.report }, async (request, reply) => {
       await recordStorageReport(db, host(request), request.body as StorageReport)
       return reply.code(204).send()
     })
 
-    scope.get('/v1/hosts/:id/storage/exports', { onRequest: requireHost, schema: { params: hostParams } }, async (request, reply) => {
+    scope.get('/v1/hosts/:id/storage/exports', { onRequest: requireHost, schema: schema({ params: hostParams }), ...DOCS.exports }, async (request, reply) => {
       reply.header('cache-control', 'no-store')
       const exports = await exportsForHost(db, deps.box, host(request))
       return { exports: exports.map((e) => ({ volume_id: e.volumeId, backend: e.backend, port: e.port, generations: e.generations, keys: e.keys })) }
     })
 
-    scope.get('/v1/hosts/:id/storage/volumes/:volume_id/image', { onRequest: requireHost, schema: { params: params('volume_id') } }, async (request, reply) => {
-      const { stream, size } = await sourceImageForHost(db, deps.images, host(request), (request.params as Record<string, string>).volume_id)
+    scope.get('/v1/hosts/:id/storage/volumes/:volume_id/image', { onRequest: requireHost, schema: schema({ params: params('volume_id') }), ...DOCS.sourceImage }, async (request, reply) => {
+      const { stream, size } = await sourceImageForHost(db, deps.images, host(request), param(request, 'volume_id'))
       reply.header('content-type', 'application/octet-stream').header('content-length', String(size))
       return reply.send(stream)
     })
 
-    scope.put('/v1/hosts/:id/storage/images/:image_id', { onRequest: requireHost, schema: { params: params('image_id') } }, async (request, reply) => {
-      await receiveUploadFromHost(db, deps.images, host(request), (request.params as Record<string, string>).image_id, request.raw)
+    scope.put('/v1/hosts/:id/storage/images/:image_id', { onRequest: requireHost, schema: schema({ params: params('image_id') }), ...DOCS.upload }, async (request, reply) => {
+      await receiveUploadFromHost(db, deps.images, host(request), param(request, 'image_id'), uploadStream(request))
       return reply.code(204).send()
     })
 
-    scope.get('/v1/hosts/:id/volume-connections/:attachment_id', { onRequest: requireHost, schema: { params: params('attachment_id') } }, async (request, reply) => {
+    scope.get('/v1/hosts/:id/volume-connections/:attachment_id', { onRequest: requireHost, schema: schema({ params: params('attachment_id') }), ...DOCS.connection }, async (request, reply) => {
       reply.header('cache-control', 'no-store')
-      return { connection_info: await connections.forHost(host(request), (request.params as Record<string, string>).attachment_id) }
+      return { connection_info: await connections.forHost(host(request), param(request, 'attachment_id')) }
     })
   }
 }

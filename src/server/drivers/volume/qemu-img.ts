@@ -4,8 +4,8 @@
  * probed qcow2 could name a backing file anywhere on the host).
  */
 import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { VolumeBackendError, type BlockdevSpec, type NbdSource } from './backend.js'
 
@@ -98,13 +98,38 @@ export async function checkImage(path: string, format: 'raw' | 'qcow2', maxBytes
   return info
 }
 
+/**
+ * Scratch directories are named for the process that made them (`.scratch-<host name>-<pid>-…`): a process killed
+ * in a copy leaves its image's bytes there, and the next start removes what dead processes of this machine left
+ * (removeDeadScratch) — never what a live process, maybe another pcc-server sharing the folder, is using.
+ */
+const machineScratch = () => `.scratch-${hostname()}-`
+
 /** Runs `use` with a private scratch directory under `parent` (image bytes on their way), removed afterwards. */
 export async function withScratchDir<T>(parent: string, use: (dir: string) => Promise<T>): Promise<T> {
   await mkdir(parent, { recursive: true })
-  const dir = await mkdtemp(join(parent, '.scratch-'))
+  const dir = await mkdtemp(join(parent, `${machineScratch()}${process.pid}-`))
   try {
     return await use(dir)
   } finally {
     await rm(dir, { recursive: true, force: true })
+  }
+}
+
+/** Removes the scratch directories under `parent` that processes of this machine no longer running left (at start). */
+export async function removeDeadScratch(parent: string): Promise<void> {
+  const ours = machineScratch()
+  for (const name of await readdir(parent).catch(() => [])) {
+    const pid = name.startsWith(ours) ? Number(/^(\d+)-/.exec(name.slice(ours.length))?.[1]) : NaN
+    if (Number.isInteger(pid) && !running(pid)) await rm(join(parent, name), { recursive: true, force: true })
+  }
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }

@@ -11,6 +11,7 @@
  * A fixed number of queries whatever the size (batched IN lists), and a deterministic order, so the document's
  * hash changes exactly when the host has something to change.
  */
+import { isIP } from 'node:net'
 import type {
   DataplaneFixedIp,
   DataplaneGroupMembers,
@@ -43,10 +44,14 @@ export interface BuiltState {
   dhcpIncomplete: string[]
 }
 
-/** The network facts an agent reported (`facts.network`), if any. */
-export function networkFacts(factsJson: string): HostNetworkFacts | undefined {
-  const facts = parseJson<{ network?: HostNetworkFacts }>(factsJson)
-  return facts.network && typeof facts.network === 'object' ? facts.network : undefined
+/**
+ * The VXLAN endpoint a host's agent reported (`facts.network.tunnel_ip`), or null. Facts are the host's own word
+ * and stored as sent: anything but an IP address is ignored, for it reaches every other host of its networks as an
+ * argument of `bridge fdb`, where a bogus one would fail their apply.
+ */
+export function tunnelAddress(factsJson: string): string | null {
+  const tunnel = parseJson<{ network?: Partial<HostNetworkFacts> | null } | null>(factsJson)?.network?.tunnel_ip
+  return typeof tunnel === 'string' && isIP(tunnel) !== 0 ? tunnel : null
 }
 
 async function selectIn<T>(ids: string[], query: (part: string[]) => Promise<T[]>): Promise<T[]> {
@@ -104,7 +109,7 @@ export async function buildHostState(db: Db, hostId: string): Promise<BuiltState
   )
   const tunnelOf = new Map<string, string>()
   for (const h of [...peerHosts, ...routerPeerHosts]) {
-    const tunnel = networkFacts(h.facts)?.tunnel_ip
+    const tunnel = tunnelAddress(h.facts)
     if (tunnel && h.id !== hostId) tunnelOf.set(h.id, tunnel)
   }
   const hostIdByName = new Map([...peerHosts, ...routerPeerHosts].map((h) => [h.hostname, h.id]))
@@ -170,7 +175,7 @@ export async function buildHostState(db: Db, hostId: string): Promise<BuiltState
     db.selectFrom('floating_ips').select(['router_id', 'floating_ip_address', 'fixed_ip_address']).where('router_id', 'in', ids).where('fixed_ip_address', 'is not', null).execute(),
   )
   const dataplaneRouters = routers.sort(byId).map((r) => routerOf(r, routerPorts, ips, subnetById, floating))
-  const tunnelIp = networkFacts(host.facts)?.tunnel_ip ?? null
+  const tunnelIp = tunnelAddress(host.facts)
   return { state: { tunnelIp, networks: dataplaneNetworks, ports, securityGroups, groupMembers, routers: dataplaneRouters }, dhcpIncomplete }
 }
 

@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises'
 import type { SecretBox } from '../../crypto/secret-box.js'
 import { VolumeBackendError, type VolumeBackend } from '../../drivers/volume/backend.js'
 import { ExportManager } from '../../drivers/volume/exports/export-manager.js'
-import { convertToFile, withScratchDir } from '../../drivers/volume/qemu-img.js'
+import { convertToFile, removeDeadScratch, withScratchDir } from '../../drivers/volume/qemu-img.js'
 import type { ImageService } from '../../image/service.js'
 import type { Store } from '../../storage/store.js'
 import { setExportAddress, wantedExports } from '../exports.js'
@@ -81,6 +81,11 @@ export class LocalPlace implements StoragePlace {
       await convertToFile(this.backend(backend).blockdev({ volumeId }), path, diskFormat)
       await this.options.images.completeSnapshotImage(imageId, createReadStream(path, { highWaterMark: 1 << 20 }))
     })
+  }
+
+  /** Removes the scratch directories of copies whose process died in them (at start). */
+  removeDeadScratch(): Promise<void> {
+    return removeDeadScratch(this.options.scratchDir)
   }
 
   async syncExports(): Promise<string> {

@@ -11,12 +11,13 @@
  *
  * Calls are serialised: two attachments of one volume converging at once would otherwise start two daemons.
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { openSync, closeSync, readFileSync } from 'node:fs'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { VolumeBackendError, type BlockdevSpec, type ByteSource, type LiveCopy } from '../backend.js'
+import { signal, waitGone } from '../../compute/qemu/qemu-process.js'
 import { QmpClient } from '../../compute/qemu/qmp.js'
 import { daemonFiles, exportArgs, keyFile, nodeName, qsdArgs, type ExportSpec } from './qsd-command.js'
 
@@ -30,7 +31,11 @@ type DaemonState = Omit<ExportSpec, 'keys'>
 export class ExportManager {
   private queue: Promise<unknown> = Promise.resolve()
 
-  constructor(readonly runDir: string) {}
+  constructor(
+    readonly runDir: string,
+    /** How long a daemon may take to serve its exports before it is given up (and killed). */
+    private readonly startTimeoutMs = START_TIMEOUT_MS,
+  ) {}
 
   /** Makes the running exports of this place exactly `desired`. */
   converge(desired: ExportSpec[]): Promise<void> {
@@ -114,7 +119,7 @@ export class ExportManager {
       await this.changeGenerations(files.qmp, spec, previous.generations)
     } else {
       if (pid !== undefined) await terminate(pid)
-      await start(spec, dir)
+      await start(spec, dir, this.startTimeoutMs)
     }
     await writeIfChanged(files.spec, JSON.stringify(state))
   }
@@ -150,16 +155,21 @@ export class ExportManager {
   }
 }
 
-/** Starts the daemon and waits for its pid file, which it writes once every export exists. */
-async function start(spec: ExportSpec, dir: string): Promise<void> {
+/**
+ * Starts the daemon and waits for its pid file, which it writes once every export exists. One that has not by
+ * `timeoutMs` is killed: still opening its image (where it does not even heed SIGTERM), it would otherwise hold
+ * the export's port for ever, and every later start would fail on it.
+ */
+async function start(spec: ExportSpec, dir: string, timeoutMs: number): Promise<void> {
   const files = daemonFiles(dir)
   await rm(files.pid, { force: true })
   await rm(files.qmp, { force: true })
   const listener = await listenNoDelay(spec)
   const log = openSync(files.log, 'a', 0o600)
   let exited: string | undefined
+  let child: ChildProcess
   try {
-    const child = spawn('qemu-storage-daemon', qsdArgs(spec, dir), { detached: true, stdio: ['ignore', log, log, listener.fd] })
+    child = spawn('qemu-storage-daemon', qsdArgs(spec, dir), { detached: true, stdio: ['ignore', log, log, listener.fd] })
     child.on('error', (err) => (exited = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'qemu-storage-daemon is not installed' : err.message))
     child.on('exit', (code, signal) => (exited ??= `it exited (${signal ?? `code ${code}`})`))
     child.unref()
@@ -168,14 +178,19 @@ async function start(spec: ExportSpec, dir: string): Promise<void> {
     // The daemon holds its own copy of the socket; ours goes.
     listener.close()
   }
-  const deadline = Date.now() + START_TIMEOUT_MS
+  const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (exited) break
     if (daemonPid(files.pid) !== undefined) return
     await sleep(20)
   }
+  const why = exited ?? 'no pid file in time'
+  if (!exited && child.pid !== undefined) {
+    signal(child.pid, 'SIGKILL')
+    await waitGone(child.pid, STOP_TIMEOUT_MS)
+  }
   const tail = (await readFile(files.log, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join(' ')
-  throw new VolumeBackendError(`the NBD export of volume ${spec.volumeId} on ${spec.address}:${spec.port} did not start: ${exited ?? 'no pid file in time'}${tail ? `: ${tail}` : ''}`)
+  throw new VolumeBackendError(`the NBD export of volume ${spec.volumeId} on ${spec.address}:${spec.port} did not start: ${why}${tail ? `: ${tail}` : ''}`)
 }
 
 /**
@@ -214,27 +229,10 @@ export function daemonPid(pidFile: string): number | undefined {
 
 /** SIGTERM (the daemon flushes and closes its images), then SIGKILL if it has not gone within the timeout. */
 async function terminate(pid: number): Promise<void> {
-  const gone = () => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8') === ''
-    } catch {
-      return true
-    }
-  }
-  try {
-    process.kill(pid, 'SIGTERM')
-  } catch {
-    return
-  }
-  const deadline = Date.now() + STOP_TIMEOUT_MS
-  while (!gone() && Date.now() < deadline) await sleep(20)
-  if (!gone()) {
-    try {
-      process.kill(pid, 'SIGKILL')
-    } catch {
-      // gone meanwhile
-    }
-  }
+  signal(pid, 'SIGTERM')
+  if (await waitGone(pid, STOP_TIMEOUT_MS)) return
+  signal(pid, 'SIGKILL')
+  await waitGone(pid, STOP_TIMEOUT_MS)
 }
 
 async function readState(path: string): Promise<DaemonState | undefined> {
