@@ -100,6 +100,11 @@ export const A = {
   types: envelope('volume_types', listOf(volumeType)),
   type: envelope('volume_type', volumeType),
   extraSpecs: envelope('extra_specs', strMap),
+  /** The answer to os-volume_upload_image: the volume and the image it is being copied into. */
+  uploadedImage: envelope(
+    'os-volume_upload_image',
+    object({ id: str, updated_at: str, status: str, display_description: nstr, size: int, volume_type: volumeType, image_id: str, container_format: str, disk_format: str, image_name: str }, ['id', 'image_id']),
+  ),
   attachments: envelope('attachments', listOf(attachment)),
   attachment: envelope('attachment', attachment),
   quotaSet: envelope('quota_set', { type: 'object', properties: { id: str }, additionalProperties: quota }),
@@ -146,6 +151,9 @@ export const VOLUME_ACTIONS: Schema = {
     action('os-set_image_metadata', object({ metadata: strMap }, ['metadata'])),
     action('os-unset_image_metadata', object({ key: str }, ['key'])),
     action('os-show_image_metadata', {}),
+    action('os-volume_upload_image', object({ image_name: str, force: boolish, disk_format: str, container_format: str, visibility: { type: 'string', enum: ['private', 'shared'] } }, ['image_name'])),
+    action('os-reserve', {}),
+    action('os-unreserve', {}),
     action('os-force_delete', {}),
   ],
 }
