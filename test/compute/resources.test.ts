@@ -175,6 +175,10 @@ test('availability zones, limits, quota sets, server groups and usage', async ()
     assert.equal((await call(tb, tb.member, 'GET', `/os-quota-sets/${tb.member.projectId}`)).body.quota_set.key_pairs, 100)
     // The decimal-string form is bounded like the integer form (it was a 500 on PostgreSQL, accepted on SQLite).
     assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { ram: '99999999999999999999' } })).status, 400)
+    // Below too: -1 (unlimited) is the least limit, in either form (the string form took any negative number).
+    assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { ram: -2 } })).status, 400)
+    assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { ram: '-2' } })).status, 400)
+    assert.equal((await call(tb, tb.member, 'GET', `/os-quota-sets/${tb.member.projectId}`)).body.quota_set.ram, 51200)
     assert.equal((await call(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { bananas: 1 } })).status, 400)
     const detail = await call(tb, tb.member, 'GET', `/os-quota-sets/${tb.member.projectId}/detail`)
     assert.deepEqual(detail.body.quota_set.instances, { in_use: 1, limit: 20, reserved: 0 })

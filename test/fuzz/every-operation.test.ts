@@ -1,6 +1,7 @@
 /**
  * The fuzz suite over every operation of /openapi.json (src/testkit/fuzz/), bounded for CI: a fixed seed and
- * a few cases per operation and persona, on SQLite and PostgreSQL. Every answer is a 4xx in the service's
+ * a few cases per operation (spread over its lanes: valid input from the caller it is for first, then another
+ * caller's, then malformed input), on SQLite and PostgreSQL. Every answer is a 4xx in the service's
  * own error shape or a documented 2xx, never a 5xx or a hang; a refused request changes nothing; another
  * project's resources are invisible. `npm run fuzz` runs the same properties for as long as you like.
  *
@@ -15,7 +16,7 @@ import { fuzzOperation, newChecker, type OperationResult } from '../../src/testk
 import { startWorld, type World } from '../../src/testkit/fuzz/world.js'
 
 const SEED = Number(process.env.PCC_FUZZ_SEED ?? 20261126)
-/** Cases per operation and dialect: enough for every persona and both modes, within CI's minutes. */
+/** Cases per operation and dialect: each of an operation's lanes once or more on SQLite, the first three on PostgreSQL. */
 const RUNS: Record<string, number> = { sqlite: Number(process.env.PCC_FUZZ_RUNS ?? 6), postgres: Number(process.env.PCC_FUZZ_RUNS ?? 3) }
 
 for (const dialect of DIALECTS) {

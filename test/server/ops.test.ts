@@ -137,6 +137,26 @@ describe('operations endpoints', () => {
     })
   }
 
+  it('refuses a NUL character in JSON of the other media types the families read as JSON', async () => {
+    // Compute reads JSON sent as text/plain or Nova's own type, Glance its patch types: the NUL check is theirs too
+    // (on SQLite these stored a NUL that PostgreSQL cannot).
+    const send = (method: string, path: string, contentType: string, body?: string) =>
+      fetch(`${server.url}${path}`, { method, headers: { ...auth, 'content-type': contentType, 'openstack-api-version': 'compute 2.96' }, body })
+    const flavor = await send('POST', '/compute/v2.1/flavors', 'application/json', JSON.stringify({ flavor: { name: 'nul', ram: 64, vcpus: 1, disk: 1 } }))
+    const flavorId = ((await flavor.json()) as { flavor: { id: string } }).flavor.id
+    for (const type of ['text/plain', 'application/vnd.openstack.compute+json']) {
+      const res = await send('POST', `/compute/v2.1/flavors/${flavorId}/os-extra_specs`, type, '{"extra_specs":{"k":"a\\u0000b"}}')
+      assert.equal(res.status, 400, type)
+      assert.match(await res.text(), /NUL/)
+    }
+    assert.deepEqual(await (await send('GET', `/compute/v2.1/flavors/${flavorId}/os-extra_specs`, 'application/json')).json(), { extra_specs: {} })
+    const image = await send('POST', '/image/v2/images', 'application/json', JSON.stringify({ name: 'nul', disk_format: 'raw', container_format: 'bare' }))
+    const imageId = ((await image.json()) as { id: string }).id
+    const patched = await send('PATCH', `/image/v2/images/${imageId}`, 'application/openstack-images-v2.1-json-patch', '[{"op":"replace","path":"/name","value":"a\\u0000b"}]')
+    assert.equal(patched.status, 400)
+    assert.match(await patched.text(), /NUL/)
+  })
+
   it('answers errors of the routes outside the families in the plain error shape', async () => {
     // They were registered before the root error handler and kept Fastify's own (found by the fuzz suite).
     const valid = new Ajv({ strict: false }).compile(errorBodySchema(undefined))

@@ -12,6 +12,26 @@ import { COMPUTE_VERSIONS, inRange, MAX_VERSION, MIN_VERSION, versionNumber, ver
 
 export type JsonSchema = Record<string, unknown>
 
+/**
+ * Where a schema is built later: when the document is (its first request, http/openapi.ts), not when the routes
+ * are registered. Building every body at each of some hundred microversions costs about 100 ms, which every
+ * start of the server (and of every test file) would otherwise pay for a document it may never serve.
+ */
+export const LATER = Symbol('built with the OpenAPI document')
+
+function later(build: () => JsonSchema): JsonSchema {
+  return { [LATER]: build } as JsonSchema
+}
+
+/** `value` with every schema made `later` built, as plain data (what the document holds). */
+export function built(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(built)
+  if (value === null || typeof value !== 'object') return value
+  const own = Object.fromEntries(Object.entries(value).map(([key, v]) => [key, built(v)]))
+  const build = (value as { [LATER]?: () => JsonSchema })[LATER]
+  return build ? { ...(built(build()) as JsonSchema), ...own } : own
+}
+
 const VERSIONS: VersionNumber[] = COMPUTE_VERSIONS.map(([v]) => versionNumber(v))
 
 /** A TypeBox schema as plain JSON (TypeBox's own markers are symbols and do not survive). */
@@ -28,16 +48,19 @@ function range(min: string, max: string): JsonSchema {
  * schema per run of consecutive versions that agree, each with its `x-microversions`.
  */
 export function versioned(build: (version: VersionNumber) => TSchema): JsonSchema {
-  const runs: { schema: JsonSchema; text: string; from: VersionNumber; to: VersionNumber }[] = []
-  for (const version of VERSIONS) {
-    const schema = plain(build(version))
-    const text = JSON.stringify(schema)
-    const last = runs[runs.length - 1]
-    if (last && last.text === text) last.to = version
-    else runs.push({ schema, text, from: version, to: version })
-  }
-  if (runs.length === 1) return runs[0].schema
-  return { anyOf: runs.map((r) => ({ ...r.schema, ...range(versionString(r.from), versionString(r.to)) })) }
+  return later(() => {
+    const runs: { text: string; from: VersionNumber; to: VersionNumber }[] = []
+    for (const version of VERSIONS) {
+      // As JSON text: TypeBox's markers are symbols and do not survive, so equal schemas are equal texts.
+      const text = JSON.stringify(build(version))
+      const last = runs[runs.length - 1]
+      if (last && last.text === text) last.to = version
+      else runs.push({ text, from: version, to: version })
+    }
+    const schemas = runs.map((r) => JSON.parse(r.text) as JsonSchema)
+    if (runs.length === 1) return schemas[0]
+    return { anyOf: runs.map((r, i) => ({ ...schemas[i], ...range(versionString(r.from), versionString(r.to)) })) }
+  })
 }
 
 function last(until: ComputeVersion | undefined): string {
@@ -60,22 +83,24 @@ export interface Versions {
  * the view can hold, each with the versions it appears in; required are the keys every caller always gets.
  */
 export function fieldsSchema<T, V extends string>(table: FieldTable<T, V>, view: V, versions: Versions = {}): JsonSchema {
-  const overlaps = (e: FieldEntry<T, V>) =>
-    VERSIONS.some((v) => inRange(v, e.since, e.until) && inRange(v, versions.since, versions.until))
-  const byKey = new Map<string, FieldEntry<T, V>[]>()
-  for (const [key, entry] of entriesOf(table)) {
-    if (!entry.views.includes(view) || !overlaps(entry)) continue
-    byKey.set(key, [...(byKey.get(key) ?? []), entry])
-  }
-  const properties: Record<string, JsonSchema> = {}
-  const required: string[] = []
-  for (const [key, entries] of byKey) {
-    properties[key] = entries.length === 1 ? fieldSchema(entries[0]) : { anyOf: entries.map(fieldSchema) }
-    const [only] = entries
-    if (entries.length === 1 && !only.since && !only.until && !only.admin && !only.omit) required.push(key)
-  }
-  const schema: JsonSchema = { type: 'object', properties, required }
-  return versions.since || versions.until ? { ...schema, ...range(versions.since ?? MIN_VERSION, last(versions.until)) } : schema
+  return later(() => {
+    const overlaps = (e: FieldEntry<T, V>) =>
+      VERSIONS.some((v) => inRange(v, e.since, e.until) && inRange(v, versions.since, versions.until))
+    const byKey = new Map<string, FieldEntry<T, V>[]>()
+    for (const [key, entry] of entriesOf(table)) {
+      if (!entry.views.includes(view) || !overlaps(entry)) continue
+      byKey.set(key, [...(byKey.get(key) ?? []), entry])
+    }
+    const properties: Record<string, JsonSchema> = {}
+    const required: string[] = []
+    for (const [key, entries] of byKey) {
+      properties[key] = entries.length === 1 ? fieldSchema(entries[0]) : { anyOf: entries.map(fieldSchema) }
+      const [only] = entries
+      if (entries.length === 1 && !only.since && !only.until && !only.admin && !only.omit) required.push(key)
+    }
+    const schema: JsonSchema = { type: 'object', properties, required }
+    return versions.since || versions.until ? { ...schema, ...range(versions.since ?? MIN_VERSION, last(versions.until)) } : schema
+  })
 }
 
 /** An object with one key holding `inner` (Nova's envelopes: `{"server": …}`, `{"servers": […]}`). */

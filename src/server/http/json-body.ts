@@ -8,10 +8,19 @@
  * Fastify's own parser (prototype-poisoning checks, 400 for malformed JSON in the family's error shape).
  */
 import type { FastifyInstance } from 'fastify'
-import { badRequest } from '../../contracts/errors.js'
+import { AppError, badRequest } from '../../contracts/errors.js'
 
 /** `\u0000` in JSON text that is not an escaped backslash followed by "u0000". */
 const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/
+
+/**
+ * The refusal of JSON text that holds a NUL character, or undefined. Every parser that reads a body as JSON asks
+ * (this file's, compute's for text/plain and Nova's type, Glance's for its patch types), so no media type gets
+ * one past the check.
+ */
+export function nulInJson(text: string): AppError | undefined {
+  return NUL_ESCAPE.test(text) ? badRequest('Invalid input: the body holds a NUL character (\\u0000), which no field accepts.') : undefined
+}
 
 /**
  * No text field takes a NUL character: PostgreSQL cannot store one (a 500 found by the fuzz suite) and SQLite
@@ -27,8 +36,9 @@ export function acceptBodilessJson(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const nul = nulInJson(body as string)
     if (body.length === 0) done(null, undefined)
-    else if (NUL_ESCAPE.test(body as string)) done(badRequest('Invalid input: the body holds a NUL character (\\u0000), which no field accepts.'), undefined)
+    else if (nul) done(nul, undefined)
     else parseJson(request, body as string, done)
   })
 }

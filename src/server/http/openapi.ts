@@ -12,6 +12,7 @@ import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import swagger from '@fastify/swagger'
 import { familyOf, type ApiFamily } from './api-family.js'
 import { errorBodySchema } from './error-renderers.js'
+import { built } from '../../contracts/compute/schemas.js'
 
 /** A JSON Schema, as plain data (TypeBox schemas are JSON Schemas too). */
 export type JsonSchema = Record<string, unknown>
@@ -69,7 +70,8 @@ export function pathParams(url: string): string[] {
 }
 
 function documentedSchema(route: RouteOptions, families: ApiFamily[]): FastifySchema {
-  const docs = route.config?.docs ?? {}
+  // Compute's schemas are built now, with the document, rather than at start-up (contracts/compute/schemas.ts).
+  const docs = built(route.config?.docs ?? {}) as RouteDocs
   const schema: Record<string, unknown> = { ...route.schema, ...docs }
   const params = (schema.params ?? { type: 'object', properties: {} }) as { properties?: Record<string, unknown>; required?: string[] }
   const names = pathParams(route.url)

@@ -5,11 +5,16 @@
 import { atLeast, type VolumeVersion } from './microversion.js'
 import { cinderTime, type SnapshotRecord, type VolumeAttachment, type VolumeRecord, type VolumeTypeRecord } from './model.js'
 
-interface Gate<T> {
+export interface Gate<T> {
   since: string
   adminOnly?: boolean
+  /** The JSON Schema of what `read` gives: the field's description in /openapi.json (api/volume/answers.ts). */
+  type: Record<string, unknown>
   read: (r: T) => unknown
 }
+
+const NULL = { type: 'null' }
+const STRING = { type: 'string' }
 
 export interface ViewContext {
   version: VolumeVersion
@@ -26,28 +31,28 @@ function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): 
   return out
 }
 
-const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
-  group_id: { since: '3.13', read: () => null },
-  provider_id: { since: '3.21', adminOnly: true, read: () => null },
-  service_uuid: { since: '3.48', adminOnly: true, read: () => null },
-  shared_targets: { since: '3.48', read: () => false },
+export const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
+  group_id: { since: '3.13', type: NULL, read: () => null },
+  provider_id: { since: '3.21', adminOnly: true, type: NULL, read: () => null },
+  service_uuid: { since: '3.48', adminOnly: true, type: NULL, read: () => null },
+  shared_targets: { since: '3.48', type: { type: 'boolean' }, read: () => false },
 }
 
 /**
  * What Cinder's API extensions add to show and detail only: the answers to create and update (and Tempest's
  * schemas for them) have none of these keys.
  */
-const VOLUME_SHOW_GATES: Record<string, Gate<VolumeRecord>> = {
-  'os-vol-tenant-attr:tenant_id': { since: '3.0', read: (v) => v.projectId },
+export const VOLUME_SHOW_GATES: Record<string, Gate<VolumeRecord>> = {
+  'os-vol-tenant-attr:tenant_id': { since: '3.0', type: STRING, read: (v) => v.projectId },
   // Cinder's host@backend#pool: the storage place (controller or a storage host's id) and the backend.
-  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, read: (v) => (v.location ? `${v.location}@${v.backend}#${v.backend}` : null) },
-  'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, read: () => null },
-  'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, read: () => null },
+  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, type: { type: ['string', 'null'] }, read: (v) => (v.location ? `${v.location}@${v.backend}#${v.backend}` : null) },
+  'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, type: NULL, read: () => null },
+  'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, type: NULL, read: () => null },
 }
 
-const SNAPSHOT_GATES: Record<string, Gate<SnapshotRecord>> = {
-  group_snapshot_id: { since: '3.14', read: () => null },
-  user_id: { since: '3.41', read: (s) => s.userId },
+export const SNAPSHOT_GATES: Record<string, Gate<SnapshotRecord>> = {
+  group_snapshot_id: { since: '3.14', type: NULL, read: () => null },
+  user_id: { since: '3.41', type: STRING, read: (s) => s.userId },
 }
 
 function links(ctx: ViewContext, kind: string, id: string) {

@@ -125,19 +125,21 @@ const garbageParam: fc.Arbitrary<ParamPlan> = fc.oneof(
   { arbitrary: fc.constantFrom(...RAW_ESCAPES).map((literal): ParamPlan => ({ literal, raw: true })), weight: 1 },
 )
 
-function paramPlan(path: string, name: string): fc.Arbitrary<ParamPlan> {
+/** A path parameter: a fixture, the admin's or the member's own; in chaos mode sometimes garbage instead. */
+function paramPlan(path: string, name: string, mode: Mode): fc.Arbitrary<ParamPlan> {
   const kind = paramKind(path, name)
   if (!kind) return garbageParam
-  return fc.oneof(
+  const fixtures = [
     { arbitrary: fc.constant<ParamPlan>({ fixture: kind, owner: 'admin' }), weight: 5 },
     { arbitrary: fc.constant<ParamPlan>({ fixture: kind, owner: 'member' }), weight: 2 },
-    { arbitrary: garbageParam, weight: 2 },
-  )
+  ]
+  return mode === 'chaos' ? fc.oneof(...fixtures, { arbitrary: garbageParam, weight: 2 }) : fc.oneof(...fixtures)
 }
 
 const queryChaos: fc.Arbitrary<string> = fc.oneof(
   garbageText,
-  fc.integer({ min: 1, max: 1000 }).map((n) => Array.from({ length: n }, () => 'a').join(',')),
+  // Comma lists of any length up to a thousand items and past it (a thousand tags was a 500).
+  fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.constantFrom(1000, 2000)).map((n) => Array.from({ length: n }, () => 'a').join(',')),
   fc.constantFrom('', '-1', '0', '1e9', '99999999999999999999', '2147483648', 'true', 'none', 'None', 'asc', 'desc', 'id', 'in:a,b', 'eq:', 'a:b:c'),
 )
 
@@ -152,26 +154,20 @@ const CHOSEN_VALUES: Record<string, fc.Arbitrary<string>> = { wait: fc.constantF
 function queryPlan(params: OpenApiParameter[], mode: Mode): fc.Arbitrary<Pair[]> {
   const query = params.filter((p) => p.in === 'query')
   const valid = (p: OpenApiParameter) => (CHOSEN_VALUES[p.name] ?? valueFor(p.schema, { mode: 'valid' })).map((v): Pair[] => [[p.name, pct(String(v)), true]])
-  // Valid mode: at most two documented parameters, so that a request with all of them valid is common.
-  if (mode === 'valid') return fc.shuffledSubarray(query, { maxLength: Math.min(2, query.length) }).chain((chosen) => fc.tuple(...chosen.map(valid)).map((lists) => lists.flat()))
-  const documented = query.map((p) =>
-    fc.option(
-      fc.oneof(
-        { arbitrary: valid(p), weight: 4 },
-        { arbitrary: queryChaos.map((v): Pair[] => [[p.name, pct(v), true]]), weight: 3 },
-        { arbitrary: fc.array(queryChaos, { minLength: 2, maxLength: 4 }).map((vs) => vs.map((v): Pair => [p.name, pct(v), true])), weight: 1 },
-        { arbitrary: fc.constantFrom(...RAW_ESCAPES).map((v): Pair[] => [[p.name, v, true]]), weight: 1 },
-      ),
-      // fast-check's freq: absent one time in `freq`, so each parameter is present half of the time.
-      { freq: 2 },
-    ),
-  )
-  const extra = fc.option(fc.tuple(fc.constantFrom('unknown', 'all_tenants', 'limit', 'marker', 'fields', '', '%ff', 'a[b]', '__proto__'), queryChaos), { freq: 4 })
-  return fc.tuple(fc.tuple(...documented), extra).map(([lists, more]) => {
-    const pairs = lists.flatMap((l) => l ?? [])
-    if (more) pairs.push([more[0], pct(more[1]), true])
-    return pairs
-  })
+  // At most two documented parameters, so that a request with all of them valid is common.
+  const validPairs = fc.shuffledSubarray(query, { maxLength: Math.min(2, query.length) }).chain((chosen) => fc.tuple(...chosen.map(valid)).map((lists) => lists.flat()))
+  if (mode === 'valid') return validPairs
+  // Chaos: the same with, half of the time (the body and headers are fuzzed too), one parameter gone wrong: a bad,
+  // repeated or raw-escaped value of a documented one, or one it does not document. One, so that what it reaches
+  // is more than the first check.
+  const bad = (name: string) =>
+    fc.oneof(
+      { arbitrary: queryChaos.map((v): Pair[] => [[name, pct(v), true]]), weight: 3 },
+      { arbitrary: fc.array(queryChaos, { minLength: 2, maxLength: 4 }).map((vs) => vs.map((v): Pair => [name, pct(v), true])), weight: 1 },
+      { arbitrary: fc.constantFrom(...RAW_ESCAPES).map((v): Pair[] => [[name, v, true]]), weight: 1 },
+    )
+  const names = [...query.map((p) => p.name), 'unknown', 'all_tenants', 'limit', 'marker', 'fields', '', '%ff', 'a[b]', '__proto__']
+  return fc.tuple(validPairs, fc.option(fc.constantFrom(...names).chain(bad), { freq: 2 })).map(([pairs, wrong]) => [...pairs, ...(wrong ?? [])])
 }
 
 /** Values of the microversion headers: in range, at the edges, past them, malformed. */
@@ -270,10 +266,15 @@ function bodyPlan(op: Operation, schema: JsonSchema | undefined, mode: Mode, res
   )
 }
 
+/** Who sends a case and what kind of request it is (run.ts spreads an operation's cases over its lanes). */
+export interface Lane {
+  persona: PersonaName
+  mode: Mode
+}
+
 export interface PlanOptions {
   doc: OpenApiDocument
-  /** Personas to send as; the agent's persona only where a host credential is what the route takes. */
-  personas: PersonaName[]
+  lane: Lane
 }
 
 export function planArbitrary(op: Operation, options: PlanOptions): fc.Arbitrary<Plan> {
@@ -282,21 +283,19 @@ export function planArbitrary(op: Operation, options: PlanOptions): fc.Arbitrary
   const media = op.operation.requestBody?.content ?? {}
   const schema = Object.values(media)[0]?.schema
   const names = params.filter((p) => p.in === 'path').map((p) => p.name)
-  return fc.constantFrom<Mode>('valid', 'chaos', 'chaos').chain((mode) =>
-    versionedBody(op, schema, mode, resolve).chain(({ body, range }) =>
-      fc
-        .record({
-          persona: fc.constantFrom(...options.personas),
-          params: fc.record(Object.fromEntries(names.map((n) => [n, paramPlan(op.path, n)]))) as fc.Arbitrary<Record<string, ParamPlan>>,
-          query: queryPlan(params, mode),
-          headers: headersPlan(params, mode, range),
-          contentType: mode === 'chaos' ? fc.option(fc.constantFrom(...CONTENT_TYPES), { freq: 4 }) : fc.constant(null),
-        })
-        .map(({ contentType, ...plan }) => {
-          const type = contentType ?? Object.keys(media)[0] ?? 'application/json'
-          return { ...plan, body, headers: body.kind === 'none' && contentType === null ? plan.headers : { ...plan.headers, 'content-type': type } }
-        }),
-    ),
+  const { persona, mode } = options.lane
+  return versionedBody(op, schema, mode, resolve).chain(({ body, range }) =>
+    fc
+      .record({
+        params: fc.record(Object.fromEntries(names.map((n) => [n, paramPlan(op.path, n, mode)]))) as fc.Arbitrary<Record<string, ParamPlan>>,
+        query: queryPlan(params, mode),
+        headers: headersPlan(params, mode, range),
+        contentType: mode === 'chaos' ? fc.option(fc.constantFrom(...CONTENT_TYPES), { freq: 4 }) : fc.constant(null),
+      })
+      .map(({ contentType, ...plan }) => {
+        const type = contentType ?? Object.keys(media)[0] ?? 'application/json'
+        return { ...plan, persona, body, headers: body.kind === 'none' && contentType === null ? plan.headers : { ...plan.headers, 'content-type': type } }
+      }),
   )
 }
 

@@ -16,9 +16,9 @@ import { request, type IncomingHttpHeaders } from 'node:http'
 import { Ajv, type ValidateFunction } from 'ajv'
 import fc from 'fast-check'
 import type { JsonSchema, Operation, OpenApiDocument } from '../openapi.js'
-import { materialize, OWNED_KINDS, planArbitrary, type ParamPlan, type Plan, type WireRequest } from './requests.js'
+import { materialize, OWNED_KINDS, planArbitrary, type Lane, type ParamPlan, type Plan, type WireRequest } from './requests.js'
 import { changes, stateDigest, type Digest } from './state.js'
-import type { PersonaName, World } from './world.js'
+import type { World } from './world.js'
 
 /** Long enough for a slow machine; an operation that documents a wait gets that wait on top. */
 const REQUEST_TIMEOUT_MS = 15_000
@@ -149,8 +149,7 @@ async function exercise(c: Checker, op: Operation, plan: Plan): Promise<void> {
   const answer = await send(req, timeoutFor(op))
   c.statuses[answer.status] = (c.statuses[answer.status] ?? 0) + 1
   checkAnswer(c, op, req, answer)
-  const open = Array.isArray(op.operation.security) && op.operation.security.length === 0
-  if (plan.persona === 'anonymous' && answer.status < 300 && !open) throw new FuzzFailure(`answered ${answer.status} without authentication, but the operation is not open\n  ${describe(req, answer)}`)
+  if (plan.persona === 'anonymous' && answer.status < 300 && !isOpen(op)) throw new FuzzFailure(`answered ${answer.status} without authentication, but the operation is not open\n  ${describe(req, answer)}`)
   if (answer.status >= 400) {
     const after = await stateDigest(db)
     const changed = changes(before, after)
@@ -189,11 +188,40 @@ function operationSeed(seed: number, key: string): number {
   return h
 }
 
-export function personasFor(op: Operation): PersonaName[] {
-  // The agent's routes take a host credential (their description says so); everything else a user's token.
-  const agent = op.operation.security?.some((s) => 'hostCredential' in s)
-  return agent ? ['host', 'host', 'admin', 'anonymous'] : ['admin', 'admin', 'member', 'member', 'anonymous']
+/**
+ * Who sends an operation's cases and what kind, case after case: a valid request from the caller the route is for
+ * first (so its real work runs even in CI's few cases), then another caller's, then refusals. An operation's cases
+ * go round these lanes in order, so every lane gets its share whatever the seed.
+ */
+const LANES: Record<'token' | 'open' | 'agent', Lane[]> = {
+  token: [
+    { persona: 'admin', mode: 'valid' },
+    { persona: 'member', mode: 'valid' },
+    { persona: 'admin', mode: 'chaos' },
+    { persona: 'anonymous', mode: 'chaos' },
+    { persona: 'member', mode: 'chaos' },
+  ],
+  open: [
+    { persona: 'anonymous', mode: 'valid' },
+    { persona: 'anonymous', mode: 'chaos' },
+    { persona: 'admin', mode: 'valid' },
+    { persona: 'member', mode: 'chaos' },
+  ],
+  // The agent's routes take a host credential (their description says so); a user's token is refused there.
+  agent: [
+    { persona: 'host', mode: 'valid' },
+    { persona: 'host', mode: 'chaos' },
+    { persona: 'admin', mode: 'valid' },
+    { persona: 'anonymous', mode: 'chaos' },
+  ],
 }
+
+export function lanesFor(op: Operation): Lane[] {
+  if (op.operation.security?.some((s) => 'hostCredential' in s)) return LANES.agent
+  return isOpen(op) ? LANES.open : LANES.token
+}
+
+const isOpen = (op: Operation) => Array.isArray(op.operation.security) && op.operation.security.length === 0
 
 export function newChecker(world: World, doc: OpenApiDocument): Checker {
   return { world, doc, ajv: new Ajv({ strict: false, allErrors: false, validateFormats: false }), validators: new Map(), dirty: false, statuses: {} }
@@ -205,21 +233,31 @@ function report(details: fc.RunDetails<[Plan]>): string {
   return `seed ${details.seed}, path ${details.counterexamplePath ?? ''} (after ${details.numRuns} runs, shrunk ${details.numShrinks} times)\n${error}`
 }
 
-/** Runs the properties on one operation; repairs the world afterwards when an accepted request removed something. */
+/** Runs the properties on one operation, its cases spread over its lanes; repairs the world afterwards when an accepted request removed something. */
 export async function fuzzOperation(c: Checker, op: Operation, options: FuzzOptions): Promise<OperationResult> {
   const key = `${op.method} ${op.path}`
+  const started = Date.now()
+  const lanes = lanesFor(op)
   c.statuses = {}
-  const property = fc.asyncProperty(planArbitrary(op, { doc: c.doc, personas: personasFor(op) }), (plan) => exercise(c, op, plan))
-  const details = await fc.check(property, {
-    seed: operationSeed(options.seed, key),
-    numRuns: options.runsPerOperation,
-    interruptAfterTimeLimit: options.timeLimitMs,
-    markInterruptAsFailure: false,
-  })
+  let runs = 0
+  let failure: string | undefined
+  for (const [i, lane] of lanes.entries()) {
+    const numRuns = Math.floor(options.runsPerOperation / lanes.length) + (i < options.runsPerOperation % lanes.length ? 1 : 0)
+    if (numRuns === 0 || failure) continue
+    const property = fc.asyncProperty(planArbitrary(op, { doc: c.doc, lane }), (plan) => exercise(c, op, plan))
+    const details = await fc.check(property, {
+      seed: operationSeed(options.seed, `${key} ${i}`),
+      numRuns,
+      interruptAfterTimeLimit: options.timeLimitMs === undefined ? undefined : Math.max(1, options.timeLimitMs - (Date.now() - started)),
+      markInterruptAsFailure: false,
+    })
+    runs += details.numRuns
+    if (details.failed) failure = `as ${lane.persona}, ${lane.mode} input: ${report(details)}`
+  }
   if (c.dirty) {
     await c.world.repair()
     c.dirty = false
     c.known = undefined
   }
-  return { operation: key, runs: details.numRuns, statuses: c.statuses, failure: details.failed ? report(details) : undefined }
+  return { operation: key, runs, statuses: c.statuses, failure }
 }

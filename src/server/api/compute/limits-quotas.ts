@@ -84,8 +84,10 @@ export function limitQuotaRoutes(deps: AppDeps) {
         .map(([resource, raw]) => ({ resource, limit: Number(raw) }))
       // Every value is checked before any is written: a refused update changes nothing (found by the fuzz suite).
       for (const { resource, limit } of limits) {
-        // Nova's bound, which the decimal-string form of a value must meet too (a 500 on PostgreSQL without it).
+        // Nova's bounds, which the decimal-string form of a value must meet too (a 500 on PostgreSQL without them;
+        // Nova's validator reads such strings as numbers for minimum and maximum).
         if (limit > MAX_QUOTA) throw badRequest(`Quota limit ${limit} for ${resource} must be less than or equal to ${MAX_QUOTA}.`)
+        if (limit < -1) throw badRequest(`Quota limit ${limit} for ${resource} must be -1 or greater.`)
         const inUse = used[resource] ?? 0
         if (!force && limit >= 0 && limit < inUse) throw badRequest(`Quota value ${limit} for ${resource} is less than already used and reserved ${inUse}`)
       }

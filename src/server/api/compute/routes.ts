@@ -13,6 +13,7 @@ import { hostRoutes } from './hosts-routes.js'
 import { versionRoutes } from './versions.js'
 import { useMicroversions, useSingleQueryValues } from './context.js'
 import { addDocs } from '../../http/openapi.js'
+import { nulInJson } from '../../http/json-body.js'
 import { MICROVERSION_HEADERS } from '../../../contracts/compute/schemas.js'
 
 export function computeRoutes(deps: AppDeps) {
@@ -25,6 +26,8 @@ export function computeRoutes(deps: AppDeps) {
       // Nova reads JSON whatever the client calls it: text/plain (curl's default) and Nova's own media type too.
       api.removeContentTypeParser('text/plain')
       api.addContentTypeParser(['text/plain', 'application/vnd.openstack.compute+json'], { parseAs: 'string' }, (_request, body, done) => {
+        const nul = nulInJson(body as string)
+        if (nul) return done(nul, undefined)
         try {
           done(null, body === '' ? undefined : JSON.parse(body as string))
         } catch {

@@ -13,7 +13,8 @@ const object = (properties: Record<string, unknown>, required: string[] = []): S
 
 const domain = object({ id: str, name: str, description: nstr, enabled: bool, tags: strings, options: { type: 'object' }, links: self }, ['id', 'name'])
 const project = object(
-  { id: str, name: str, domain_id: str, description: nstr, enabled: bool, parent_id: nstr, is_domain: bool, tags: strings, options: { type: 'object' }, links: self },
+  // A project acting as a domain (is_domain) has no domain: domain_id null.
+  { id: str, name: str, domain_id: nstr, description: nstr, enabled: bool, parent_id: nstr, is_domain: bool, tags: strings, options: { type: 'object' }, links: self },
   ['id', 'name', 'domain_id'],
 )
 const user = object(

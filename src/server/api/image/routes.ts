@@ -13,6 +13,7 @@ import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../.
 import { imageView, memberView } from '../../image/view.js'
 import { documented, mediaAnswer, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
 import { fromDraft4 } from '../../image/patch.js'
+import { nulInJson } from '../../http/json-body.js'
 
 const DRAFT4_PATCH_TYPE = 'application/openstack-images-v2.0-json-patch'
 const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', DRAFT4_PATCH_TYPE]
@@ -105,6 +106,8 @@ export function imageRoutes(deps: AppDeps) {
       v2.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
       v2.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined))
       v2.addContentTypeParser(JSON_PATCH_TYPES, { parseAs: 'string', bodyLimit: deps.config.bodyLimitBytes }, (_request, body, done) => {
+        const nul = nulInJson(body as string)
+        if (nul) return done(nul, undefined)
         try {
           done(null, JSON.parse(body as string))
         } catch {

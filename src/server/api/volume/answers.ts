@@ -3,6 +3,7 @@
  * strings the routes parse by hand (params.ts), the action bodies and the microversion header.
  */
 import { MAX_VOLUME_VERSION, MIN_VOLUME_VERSION } from '../../volume/microversion.js'
+import { SNAPSHOT_GATES, VOLUME_GATES, VOLUME_SHOW_GATES, type Gate } from '../../volume/view.js'
 
 type Schema = Record<string, unknown>
 
@@ -14,8 +15,17 @@ const nul = { type: 'null' }
 const strMap = { type: 'object', additionalProperties: str }
 const links = { type: 'array', items: { type: 'object', properties: { rel: str, href: str }, required: ['rel', 'href'] } }
 const object = (properties: Record<string, unknown>, required: string[] = []): Schema => ({ type: 'object', properties, required })
-const since = (version: string, schema: Schema): Schema => ({ ...schema, 'x-microversions': { min: version, max: MAX_VOLUME_VERSION } })
 const adminOnly = (schema: Schema): Schema => ({ ...schema, 'x-admin-only': true })
+
+/** The fields a gate table of volume/view.ts adds, each with the version it appears from and who may see it. */
+function gated<T>(table: Record<string, Gate<T>>): Record<string, Schema> {
+  const described = ({ type, since, adminOnly }: Gate<T>): Schema => ({
+    ...type,
+    ...(since === MIN_VOLUME_VERSION ? {} : { 'x-microversions': { min: since, max: MAX_VOLUME_VERSION } }),
+    ...(adminOnly ? { 'x-admin-only': true } : {}),
+  })
+  return Object.fromEntries(Object.entries(table).map(([key, gate]) => [key, described(gate)]))
+}
 
 export const VOLUME_HEADERS: Schema = {
   type: 'object',
@@ -44,20 +54,14 @@ const volumeDetail = object(
     migration_status: nul,
     metadata: strMap,
     user_id: str,
-    'os-vol-tenant-attr:tenant_id': str,
     attachments: {
       type: 'array',
       items: object({ id: str, attachment_id: str, volume_id: str, server_id: nstr, host_name: nstr, device: nstr, attached_at: nstr }),
     },
     links,
     volume_image_metadata: strMap,
-    'os-vol-host-attr:host': adminOnly(str),
-    'os-vol-mig-status-attr:migstat': adminOnly(nul),
-    'os-vol-mig-status-attr:name_id': adminOnly(nul),
-    group_id: since('3.13', nul),
-    provider_id: adminOnly(since('3.21', nul)),
-    service_uuid: adminOnly(since('3.48', nul)),
-    shared_targets: since('3.48', bool),
+    ...gated(VOLUME_GATES),
+    ...gated(VOLUME_SHOW_GATES),
   },
   ['id', 'status', 'size', 'links'],
 )
@@ -71,8 +75,7 @@ const snapshotSummary = {
   metadata: strMap,
   created_at: str,
   updated_at: nstr,
-  group_snapshot_id: since('3.14', nul),
-  user_id: since('3.41', str),
+  ...gated(SNAPSHOT_GATES),
 }
 const snapshotDetail = object({ ...snapshotSummary, 'os-extended-snapshot-attributes:progress': str, 'os-extended-snapshot-attributes:project_id': str }, ['id', 'status', 'volume_id'])
 const volumeType = object(
@@ -97,6 +100,11 @@ export const A = {
   types: envelope('volume_types', listOf(volumeType)),
   type: envelope('volume_type', volumeType),
   extraSpecs: envelope('extra_specs', strMap),
+  /** The answer to os-volume_upload_image: the volume and the image it is being copied into. */
+  uploadedImage: envelope(
+    'os-volume_upload_image',
+    object({ id: str, updated_at: str, status: str, display_description: nstr, size: int, volume_type: volumeType, image_id: str, container_format: str, disk_format: str, image_name: str }, ['id', 'image_id']),
+  ),
   attachments: envelope('attachments', listOf(attachment)),
   attachment: envelope('attachment', attachment),
   quotaSet: envelope('quota_set', { type: 'object', properties: { id: str }, additionalProperties: quota }),
@@ -143,6 +151,9 @@ export const VOLUME_ACTIONS: Schema = {
     action('os-set_image_metadata', object({ metadata: strMap }, ['metadata'])),
     action('os-unset_image_metadata', object({ key: str }, ['key'])),
     action('os-show_image_metadata', {}),
+    action('os-volume_upload_image', object({ image_name: str, force: boolish, disk_format: str, container_format: str, visibility: { type: 'string', enum: ['private', 'shared'] } }, ['image_name'])),
+    action('os-reserve', {}),
+    action('os-unreserve', {}),
     action('os-force_delete', {}),
   ],
 }

@@ -147,9 +147,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   })
 
   const actionDocs = documented({
-    summary: 'Run an action on a volume (extend, set bootable, reset status, retype, image metadata…)',
+    summary: 'Run an action on a volume (extend, set bootable, reset status, retype, image metadata, upload to an image…)',
     body: VOLUME_ACTIONS,
-    response: { 200: { anyOf: [A.metadata, { type: 'null' }] }, 202: noBody('Accepted') },
+    response: { 200: { anyOf: [A.metadata, { type: 'null' }] }, 202: { description: 'Accepted; os-volume_upload_image answers the image it makes', anyOf: [A.uploadedImage, { type: 'null' }] } },
   })
   r.post('/volumes/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } }, ...actionDocs }, async (request, reply) => {
     const { id } = request.params as { id: string }
