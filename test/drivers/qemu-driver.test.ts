@@ -80,6 +80,10 @@ describe('the QEMU command line', () => {
     const image = (properties: Record<string, string>): GuestImageRef => ({ id: 'i', diskFormat: 'qcow2', containerFormat: 'bare', size: 1, virtualSize: 1, checksum: null, osHashAlgo: null, osHashValue: null, properties })
     assert.deepEqual(imageHardware(image({ hw_disk_bus: 'scsi', hw_vif_model: 'e1000', hw_machine_type: 'q35' })), { diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35' })
     assert.throws(() => imageHardware(image({ hw_disk_bus: 'floppy' })), /hw_disk_bus=floppy is not supported/)
+    for (const inherited of ['constructor', 'toString', '__proto__']) {
+      assert.throws(() => imageHardware(image({ hw_disk_bus: inherited })), /hw_disk_bus=.* is not supported/, inherited)
+      assert.throws(() => imageHardware(image({ hw_vif_model: inherited })), /hw_vif_model=.* is not supported/, inherited)
+    }
     assert.throws(() => imageHardware(image({ hw_machine_type: 'pc; rm -rf /' })), /hw_machine_type/)
     assert.throws(() => qemuArgs({ ...PLAN, machine: 'q35' }), /q35 machines have no IDE bus/)
   })
