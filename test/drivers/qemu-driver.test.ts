@@ -213,6 +213,9 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     const first = await driver()
     await first.spawn(spec(id))
     await waitConsole(first, id, /pcc-guest: ready/)
+    for (const dir of ['var/lib/pcc/instances', `var/lib/pcc/instances/${id}`, 'var/lib/pcc/images']) {
+      assert.equal(statSync(join(first.options.root, dir)).mode & 0o077, 0, `${dir} is root's alone (the config drive's admin password, guest memory, private images)`)
+    }
     const again = await driver({ root: first.options.root })
     assert.equal((await again.info(id))!.powerState, POWER.RUNNING)
     assert.deepEqual((await again.listGuests()).map((g) => g.serverId), [id])

@@ -24,7 +24,7 @@ import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } fr
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
 import { bootImage, ensureFlavorDisks, ensureRootDisk, growRootDisk } from './guest-disks.js'
-import { HostPaths, type InstancePaths } from './host-paths.js'
+import { HostPaths, privateDir, type InstancePaths } from './host-paths.js'
 import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
 import { ImageCache, type ImageSource } from './image-cache.js'
 import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
@@ -142,7 +142,8 @@ export class QemuDriver implements ComputeDriver {
 
   /** Finds QEMU's version and the accelerator (a KVM guest is tried, with TCG as the fallback). Call once, first. */
   async start(): Promise<AcceleratorChoice> {
-    mkdirSync(this.paths.instances, { recursive: true })
+    privateDir(this.paths.instances)
+    privateDir(this.paths.images)
     mkdirSync(this.paths.run, { recursive: true })
     try {
       const out = (await exec(this.binary, ['--version'])).stdout
@@ -672,7 +673,7 @@ export class QemuDriver implements ComputeDriver {
 
   /** The files of a new guest: root, ephemeral and swap disks, and the config drive. */
   private async create(spec: GuestSpec, p: InstancePaths): Promise<void> {
-    mkdirSync(p.dir, { recursive: true })
+    privateDir(p.dir)
     imageHardware(spec.image)
     await ensureRootDisk(p, spec, this.images)
     if (spec.kernel) await this.images.get(spec.kernel)
@@ -690,7 +691,7 @@ export class QemuDriver implements ComputeDriver {
   private async receiveDisks(spec: GuestSpec, p: InstancePaths): Promise<void> {
     if (!this.options.transfers) throw new DriverError('this host cannot receive disks from another host (no transfer channel)')
     if (!spec.image) throw new DriverError(`server ${spec.serverId} has no image: its disk cannot be rebuilt here`, 400)
-    mkdirSync(p.dir, { recursive: true })
+    privateDir(p.dir)
     try {
       const base = await bootImage(this.images, spec.image)
       for (const [name, file] of [['disk', p.disk], ['disk.local', p.ephemeral]] as const) {
