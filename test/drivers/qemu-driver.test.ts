@@ -20,7 +20,7 @@ import { ImageCache } from '../../src/server/drivers/compute/qemu/image-cache.js
 import { QemuDriver } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
 import type { GuestImage } from '../../src/guest-image/build.js'
-import { facts, fileImage, guestImage, lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
+import { facts, fileImage, guestImage, killQemusUnder, lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 
 const PLAN: LaunchPlan = {
   binary: 'qemu-system-x86_64', name: 'instance-00000001', uuid: 'c0ffee00-0000-4000-8000-000000000001', accel: 'tcg', cpu: undefined, machine: 'pc',
@@ -157,7 +157,8 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     guest = fileImage('guest-image', image.disk.path, 'qcow2')
     files.set('guest-image', image.disk.path)
   })
-  after(() => {
+  after(async () => {
+    for (const r of roots) await killQemusUnder(r)
     for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
   })
 
