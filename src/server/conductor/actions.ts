@@ -11,7 +11,7 @@ import { releaseAll, releasePart } from '../scheduler/claims.js'
 import { flavorResources, NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
 import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
 import { driverFor, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
-import { findImageRef, specFor, type SpecOptions } from './guest-specs.js'
+import { specFor, usableImageRef, type SpecOptions } from './guest-specs.js'
 import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
@@ -326,7 +326,7 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
   },
   rescue: async (run) => {
     const rescueImage = ((run.params.rescueImageRef ?? run.params.rescue_image_ref) as string | null | undefined) ?? null
-    const image = await findImageRef(run.ctx, rescueImage)
+    const image = rescueImage ? await usableImageRef(run.ctx, run.server, rescueImage) : null
     if (rescueImage && !image) throw new StepFailure(`Rescue image ${rescueImage} could not be found.`, 400, '', run.payload.before.vmState)
     await run.driver().rescue(run.server.id, image)
     return {}
