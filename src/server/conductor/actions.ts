@@ -157,9 +157,13 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
   await run.step('resize_migrated')
   await run.step('resize_finish')
   const destName = await run.hostname(dest)
-  // The source keeps its copy of the guest until the resize is confirmed (a revert starts it there again).
-  await run.driver(dest).finishMigration(await run.spec(dest, { flavor: target }), powerOf(run.payload.before) === 'on')
-  await run.ctx.storage?.transfers?.removeTransfers(run.server.id)
+  // The source keeps its copy of the guest until the resize is confirmed (a revert starts it there again); so the
+  // disks in transit go whatever happens here: a repeated run sends them again from the source.
+  try {
+    await run.driver(dest).finishMigration(await run.spec(dest, { flavor: target }), powerOf(run.payload.before) === 'on')
+  } finally {
+    await run.ctx.storage?.transfers?.removeTransfers(run.server.id)
+  }
   return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 0 }
 }
 
