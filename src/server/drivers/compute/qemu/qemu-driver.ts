@@ -192,13 +192,13 @@ export class QemuDriver implements ComputeDriver {
     for (const id of readdirSync(this.paths.instances)) {
       if (id.includes('.')) continue
       const p = this.paths.instance(id)
+      const rec = this.record(p)
+      if (!rec) continue
       rotateConsoleLog(p.consoleLog, this.options.consoleLogMaxBytes ?? 1024 * 1024)
       // A guest under an operation reports what was last seen rather than waiting for the operation.
-      const info = this.locks.has(id) ? this.cachedView(id, p) : await this.view(id)
-      if (info) out.push(info)
-      const rec = this.record(p)
-      for (const ref of [rec?.spec.image, rec?.spec.kernel, rec?.spec.ramdisk]) if (ref) images.add(ref.id)
-      if (rec?.rescueImage) images.add(rec.rescueImage)
+      out.push(this.locks.has(id) ? this.info_(rec, this.lastPower.get(id) ?? POWER.NOSTATE) : await this.view(id, rec))
+      for (const ref of [rec.spec.image, rec.spec.kernel, rec.spec.ramdisk]) if (ref) images.add(ref.id)
+      if (rec.rescueImage) images.add(rec.rescueImage)
     }
     // Listing runs with every heartbeat; the image cache is pruned at most hourly.
     if (Date.now() - this.prunedAt > 3_600_000) {
@@ -209,8 +209,9 @@ export class QemuDriver implements ComputeDriver {
     return out
   }
 
-  info(serverId: string): Promise<GuestInfo | undefined> {
-    return this.view(serverId)
+  async info(serverId: string): Promise<GuestInfo | undefined> {
+    const rec = this.record(this.paths.instance(serverId))
+    return rec && this.view(serverId, rec)
   }
 
   async beginStep(serverId: string, taskState: string): Promise<void> {
@@ -221,7 +222,7 @@ export class QemuDriver implements ComputeDriver {
   spawn(spec: GuestSpec): Promise<GuestInfo> {
     return this.exclusive(spec.serverId, async (p) => {
       const existing = this.record(p)
-      if (existing && runningPid(p.pidfile)) return (await this.view(spec.serverId))!
+      if (existing && runningPid(p.pidfile)) return this.view(spec.serverId, existing)
       try {
         await this.create(spec, p)
         await this.launch(spec.serverId, p)
@@ -230,7 +231,7 @@ export class QemuDriver implements ComputeDriver {
         if (!existing) await this.teardown(p)
         throw err
       }
-      return (await this.view(spec.serverId))!
+      return this.view(spec.serverId, this.require(spec.serverId, p))
     })
   }
 
@@ -828,8 +829,7 @@ export class QemuDriver implements ComputeDriver {
     }
   }
 
-  private async power(p: InstancePaths): Promise<number | undefined> {
-    const rec = this.record(p)
+  private async power(p: InstancePaths, rec = this.record(p)): Promise<number | undefined> {
     if (!rec) return undefined
     if (rec.suspended) return POWER.SUSPENDED
     const status = await this.status(p)
@@ -837,18 +837,11 @@ export class QemuDriver implements ComputeDriver {
     return RUN_STATE_POWER[status] ?? POWER.NOSTATE
   }
 
-  private async view(serverId: string): Promise<GuestInfo | undefined> {
-    const p = this.paths.instance(serverId)
-    const rec = this.record(p)
-    if (!rec) return undefined
-    const power = (await this.power(p)) ?? POWER.NOSTATE
+  /** The guest as QEMU says it is now (its power state from QMP). */
+  private async view(serverId: string, rec: GuestRecord): Promise<GuestInfo> {
+    const power = (await this.power(this.paths.instance(serverId), rec)) ?? POWER.NOSTATE
     this.lastPower.set(serverId, power)
     return this.info_(rec, power)
-  }
-
-  private cachedView(serverId: string, p: InstancePaths): GuestInfo | undefined {
-    const rec = this.record(p)
-    return rec && this.info_(rec, this.lastPower.get(serverId) ?? POWER.NOSTATE)
   }
 
   private info_(rec: GuestRecord, powerState: number): GuestInfo {
