@@ -20,7 +20,7 @@ import { ImageCache } from '../../src/server/drivers/compute/qemu/image-cache.js
 import { QemuDriver } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
 import type { GuestImage } from '../../src/guest-image/build.js'
-import { facts, fileImage, guestImage, killQemusUnder, lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
+import { facts, fileImage, guestImage, killQemusUnder, lastBoot, lastTick, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 
 const PLAN: LaunchPlan = {
   binary: 'qemu-system-x86_64', name: 'instance-00000001', uuid: 'c0ffee00-0000-4000-8000-000000000001', accel: 'tcg', cpu: undefined, machine: 'pc',
@@ -302,6 +302,28 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
       assert.deepEqual(qemuLeftovers(small, id), [])
       assert.deepEqual(readdirSync(join(small, 'var/lib/pcc/images')), [], 'no partial image left')
     } finally {
+      execFileSync('umount', [small])
+      rmSync(small, { recursive: true, force: true })
+    }
+  })
+
+  it('leaves a guest whose memory cannot be saved running, with no part of it on the host', async () => {
+    // A host root on a 20 MiB file system: the image and disk fit, the guest's memory does not.
+    const small = mkdtempSync(join(tmpdir(), 'pcc-qemu-susp-'))
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=20m', 'tmpfs', small])
+    try {
+      const d = await driver({ root: small })
+      const id = '00000000-0000-4000-8000-0000000d0009'
+      await d.spawn(spec(id))
+      await waitConsole(d, id, /pcc-guest: tick 1\b/)
+      await assert.rejects(d.suspend(id), (err: unknown) => err instanceof DriverError && /migration failed/.test(err.message))
+      assert.equal((await d.info(id))!.powerState, POWER.RUNNING, 'the guest goes on')
+      assert.equal(existsSync(join(small, 'var/lib/pcc/instances', id, 'suspend.state')), false, 'no partial memory image')
+      const ticks = lastTick(await d.consoleOutput(id))
+      await waitConsole(d, id, new RegExp(`pcc-guest: tick ${ticks + 1}\\b`), 20_000)
+      await d.destroy(id)
+    } finally {
+      await killQemusUnder(small)
       execFileSync('umount', [small])
       rmSync(small, { recursive: true, force: true })
     }

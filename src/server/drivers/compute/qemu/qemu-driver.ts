@@ -309,9 +309,16 @@ export class QemuDriver implements ComputeDriver {
       rmSync(p.suspendState, { force: true })
       await this.qmp(p, async (q) => {
         if (status === 'running') await q.execute('stop')
-        // QEMU 7.2 has no file: transport; exec: to a file works.
-        await q.execute('migrate', { uri: `exec:cat > ${shellQuote(p.suspendState)}` })
-        await migrationDone(q, 600_000)
+        try {
+          // QEMU 7.2 has no file: transport; exec: to a file works.
+          await q.execute('migrate', { uri: `exec:cat > ${shellQuote(p.suspendState)}` })
+          await migrationDone(q, 600_000)
+        } catch (err) {
+          // The guest goes on as it was; part of its memory is no state to keep (nor to leave on the host).
+          rmSync(p.suspendState, { force: true })
+          if (status === 'running') await q.execute('cont').catch(() => {})
+          throw err
+        }
         this.save(p, { ...rec, suspended: true })
         await q.execute('quit').catch(() => {})
       })
