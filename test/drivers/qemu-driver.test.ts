@@ -329,6 +329,38 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     }
   })
 
+  it('takes no disk from another host that points at files of this host, and keeps nothing of a move it cannot finish', async () => {
+    const sent = mkdtempSync(join(tmpdir(), 'pcc-qemu-sent-'))
+    roots.push(sent)
+    const d = await driver({
+      transfers: {
+        upload: async () => {},
+        download: async (_serverId, name) => {
+          if (!existsSync(join(sent, name))) throw new Error(`no ${name}`)
+          return createReadStream(join(sent, name))
+        },
+      },
+    })
+    const id = '00000000-0000-4000-8000-0000000d000a'
+    const send = (name: string, args: string[], size = '1G') => {
+      rmSync(join(sent, name), { force: true })
+      execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', ...args, join(sent, name), size])
+    }
+    send('disk', ['-u', '-F', 'qcow2', '-b', '/elsewhere/base'])
+    send('disk.local', ['-F', 'raw', '-b', '/etc/hostname'])
+    await assert.rejects(d.finishMigration(spec(id), true), /disk received from the source host has a backing file \(\/etc\/hostname\)/)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
+    send('disk.local', ['-o', `data_file=${join(sent, 'data')},data_file_raw=on`])
+    await assert.rejects(d.finishMigration(spec(id), true), /external data file/)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
+
+    // A root disk larger than the flavor cannot shrink: the arrived copy goes.
+    rmSync(join(sent, 'disk.local'))
+    send('disk', ['-u', '-F', 'qcow2', '-b', '/elsewhere/base'], '2G')
+    await assert.rejects(d.finishMigration(spec(id), true), /Unable to resize disk down/)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
+  })
+
   it('keeps the boot count on the guest disk across a hard reboot; serves its serial console (a shell answers) and its display (RFB)', async () => {
     const d = await driver()
     const id = '00000000-0000-4000-8000-0000000d0008'

@@ -23,7 +23,7 @@ import { probeAccelerator, type AcceleratorChoice } from './accelerator.js'
 import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
-import { bootImage, ensureFlavorDisks, ensureRootDisk, growRootDisk } from './guest-disks.js'
+import { bootImage, checkReceivedDisk, ensureFlavorDisks, ensureRootDisk, growRootDisk } from './guest-disks.js'
 import { HostPaths, privateDir, type InstancePaths } from './host-paths.js'
 import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
 import { ImageCache, type ImageSource } from './image-cache.js'
@@ -495,11 +495,17 @@ export class QemuDriver implements ComputeDriver {
           for (const f of readdirSync(kept)) renameSync(`${kept}/${f}`, `${p.dir}/${f}`)
         }
       }
-      await growRootDisk(p, spec.flavor.disk)
-      await ensureFlavorDisks(p, spec, rec?.spec.flavor.swap)
-      if (!existsSync(p.configDrive) && spec.configDrive) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
-      this.save(p, { spec: withoutDrive(spec), rescued: false, suspended: false, boots: rec?.boots ?? 0 })
-      if (powerOn) await this.launch(spec.serverId, p)
+      try {
+        await growRootDisk(p, spec.flavor.disk)
+        await ensureFlavorDisks(p, spec, rec?.spec.flavor.swap)
+        if (!existsSync(p.configDrive) && spec.configDrive) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
+        this.save(p, { spec: withoutDrive(spec), rescued: false, suspended: false, boots: rec?.boots ?? 0 })
+        if (powerOn) await this.launch(spec.serverId, p)
+      } catch (err) {
+        // A guest that arrived here and cannot run leaves nothing (its source still holds it).
+        if (!rec) await this.teardown(p)
+        throw err
+      }
     })
   }
 
@@ -709,6 +715,7 @@ export class QemuDriver implements ComputeDriver {
         })
         if (!data) continue
         await writeStream(data, file)
+        await checkReceivedDisk(file, name === 'disk')
       }
       // The overlay names its backing file by the source host's path: point it at this host's cache.
       await qemuImg.rebase(p.disk, base.file, base.format)
