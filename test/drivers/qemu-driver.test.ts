@@ -162,7 +162,7 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
   })
 
-  it('tries KVM with a real guest and says which accelerator it chose and why', async () => {
+  it('tries KVM with a real guest once per boot of the host and says which accelerator it chose and why', async () => {
     const started = Date.now()
     const choice = await probeAccelerator({ binary: 'qemu-system-x86_64', timeoutMs: 3000 })
     assert.ok(Date.now() - started < 10_000, 'the probe is bounded')
@@ -174,6 +174,9 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     assert.equal(cap.hypervisorType, 'QEMU')
     assert.ok(cap.hypervisorVersion >= 7_000_000)
     assert.equal(cap.cpuInfo.accelerator, d.accel.accel)
+    const restarted = await driver({ root: d.options.root })
+    assert.equal(restarted.accel.accel, d.accel.accel)
+    assert.match(restarted.accel.reason, /kept for this boot/, 'a restarted driver does not try a guest again')
   })
 
   it('fetches an image once per host, checks its digest and refuses what is not a plain disk of its format', async () => {

@@ -42,6 +42,11 @@ export class HostPaths {
     return join(this.root, 'var/lib/pcc/images')
   }
 
+  /** The accelerator probe's answer for this boot (accelerator.ts). */
+  get accelerator(): string {
+    return join(this.root, 'var/lib/pcc/accelerator.json')
+  }
+
   get run(): string {
     return this.runDir ?? join(this.root, 'run/pcc')
   }

@@ -19,7 +19,7 @@ import { finished, pipeline } from 'node:stream/promises'
 import { POWER } from '../../../compute/server-states.js'
 import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
-import { probeAccelerator, type AcceleratorChoice } from './accelerator.js'
+import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
 import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
@@ -155,7 +155,7 @@ export class QemuDriver implements ComputeDriver {
     const wanted = this.options.accel ?? 'auto'
     this.accelerator =
       wanted === 'auto'
-        ? await probeAccelerator({ binary: this.binary, kernel: this.options.probeKernel })
+        ? await probeOncePerBoot(this.paths.accelerator, { binary: this.binary, kernel: this.options.probeKernel }, this.version.text)
         : { accel: wanted, cpu: wanted === 'kvm' ? 'host' : undefined, reason: 'configured' }
     this.log('info', `guests run under ${this.accelerator.accel.toUpperCase()}`, { reason: this.accelerator.reason, qemu: this.version.text })
     return this.accelerator
