@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { POWER } from '../../src/server/compute/server-states.js'
 import { DriverError, type GuestImageRef, type GuestSpec } from '../../src/server/drivers/compute/driver.js'
@@ -223,6 +224,16 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     const again = await driver({ root: first.options.root })
     assert.equal((await again.info(id))!.powerState, POWER.RUNNING)
     assert.deepEqual((await again.listGuests()).map((g) => g.serverId), [id])
+    // Listing (every heartbeat) does not ask the monitor again: it answers at once while another client holds it.
+    const holder = connect(join(first.options.root, 'run/pcc', `${id}.qmp`))
+    await new Promise((resolve) => holder.once('data', resolve))
+    try {
+      const started = Date.now()
+      assert.deepEqual((await again.listGuests()).map((g) => [g.serverId, g.powerState]), [[id, POWER.RUNNING]])
+      assert.ok(Date.now() - started < 2000, `listed in ${Date.now() - started} ms`)
+    } finally {
+      holder.destroy()
+    }
     await again.powerOff(id)
     assert.equal((await again.info(id))!.powerState, POWER.SHUTDOWN)
     assert.match(await again.consoleOutput(id), /pcc-guest: power button: powering off/, 'a graceful stop: the guest itself powered off')

@@ -185,6 +185,12 @@ export class QemuDriver implements ComputeDriver {
     }
   }
 
+  /**
+   * Every guest with its power state as last known. The agent sends this list with every heartbeat, and the control
+   * plane reads from it only which guests there are (reconciliation asks `info`, which asks QEMU), so the monitors
+   * are not asked each time: a guest whose QEMU is gone is SHUTDOWN (a /proc read), a running one shows what the last
+   * operation or `info` saw; QMP is asked only when nothing was seen yet (a restarted agent).
+   */
   async listGuests(): Promise<GuestInfo[]> {
     if (!existsSync(this.paths.instances)) return []
     const out: GuestInfo[] = []
@@ -195,8 +201,7 @@ export class QemuDriver implements ComputeDriver {
       const rec = this.record(p)
       if (!rec) continue
       rotateConsoleLog(p.consoleLog, this.options.consoleLogMaxBytes ?? 1024 * 1024)
-      // A guest under an operation reports what was last seen rather than waiting for the operation.
-      out.push(this.locks.has(id) ? this.info_(rec, this.lastPower.get(id) ?? POWER.NOSTATE) : await this.view(id, rec))
+      out.push(this.info_(rec, await this.knownPower(id, p, rec)))
       for (const ref of [rec.spec.image, rec.spec.kernel, rec.spec.ramdisk]) if (ref) images.add(ref.id)
       if (rec.rescueImage) images.add(rec.rescueImage)
     }
@@ -849,6 +854,15 @@ export class QemuDriver implements ComputeDriver {
     const status = await this.status(p)
     if (status === undefined) return POWER.SHUTDOWN
     return RUN_STATE_POWER[status] ?? POWER.NOSTATE
+  }
+
+  /** The power state listGuests reports (see there). */
+  private async knownPower(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<number> {
+    // A guest under an operation reports what was last seen rather than waiting for the operation.
+    if (this.locks.has(serverId)) return this.lastPower.get(serverId) ?? POWER.NOSTATE
+    if (rec.suspended) return POWER.SUSPENDED
+    if (!runningPid(p.pidfile)) return POWER.SHUTDOWN
+    return this.lastPower.get(serverId) ?? (await this.view(serverId, rec)).powerState
   }
 
   /** The guest as QEMU says it is now (its power state from QMP). */
