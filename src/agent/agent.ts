@@ -179,8 +179,13 @@ export class PccAgent {
     renameSync(`${file}.tmp`, file)
   }
 
+  /**
+   * Saves the command's outcome, and the guests for the next start's `adopt` after every command; QEMU guests are
+   * found again on the host itself (instance directories, daemonized processes), so listing them, which asks every
+   * guest's monitor, would be work for nothing.
+   */
   private async persistGuests(): Promise<void> {
-    this.state.guests = await this.driver.listGuests()
+    if (!(this.driver instanceof QemuDriver)) this.state.guests = await this.driver.listGuests()
     this.saveState()
   }
 

@@ -8,12 +8,13 @@
  * hosts' roots, then the agents, the server, the namespaces and the roots — also when a test failed halfway.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { AGENT_MAIN, killAgent, scratchHost, type ScratchHost } from './agent.js'
 import { ComputeClient, until } from './compute-api.js'
 import { startTestServer, type TestServer } from './harness.js'
 import { createTestNetwork, type TestNetwork } from './netns.js'
+import { killQemusUnder } from './qemu.js'
 
 export interface QemuHost extends ScratchHost {
   namespace?: string
@@ -52,19 +53,7 @@ export interface QemuCloudOptions {
   roles?: (index: number) => string[]
 }
 
-/** QEMU processes whose pidfile lies under `root`, by pid. */
-export function qemuProcessesUnder(root: string): number[] {
-  const pids: number[] = []
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-      if (/qemu-system/.test(argv[0]) && (argv[argv.indexOf('-pidfile') + 1] ?? '').startsWith(`${root}/`)) pids.push(Number(pid))
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids
-}
+export { qemuProcessesUnder } from './qemu.js'
 
 export async function startQemuCloud(options: QemuCloudOptions): Promise<QemuCloud> {
   const net: TestNetwork | undefined = options.namespaces ? createTestNetwork(options.hosts) : undefined
@@ -73,8 +62,7 @@ export async function startQemuCloud(options: QemuCloudOptions): Promise<QemuClo
   let server: TestServer | undefined
   const close = async () => {
     for (const h of hosts) await h.kill()
-    for (const h of hosts) for (const pid of qemuProcessesUnder(h.root)) process.kill(pid, 'SIGKILL')
-    await new Promise((r) => setTimeout(r, 200))
+    for (const h of hosts) await killQemusUnder(h.root)
     await server?.close()
     net?.close()
     for (const h of hosts) rmSync(h.root, { recursive: true, force: true })

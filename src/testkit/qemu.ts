@@ -139,21 +139,45 @@ export function lastTick(console: string): number {
   return Number([...console.matchAll(/pcc-guest: tick (\d+)/g)].at(-1)?.[1] ?? 0)
 }
 
+/** The QEMU processes on this machine, each with its argv (a process gone meanwhile is left out). */
+function qemuProcesses(): { pid: number; argv: string[] }[] {
+  const out: { pid: number; argv: string[] }[] = []
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+      if (/qemu-system/.test(argv[0])) out.push({ pid: Number(pid), argv })
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out
+}
+
+const pidfileOf = (argv: string[]) => argv[argv.indexOf('-pidfile') + 1] ?? ''
+
+/** QEMU processes whose pidfile lies under `root`, by pid. */
+export function qemuProcessesUnder(root: string): number[] {
+  return qemuProcesses().filter((q) => pidfileOf(q.argv).startsWith(`${root}/`)).map((q) => q.pid)
+}
+
+/**
+ * Kills every QEMU whose pidfile lies under `root` and waits for them to go: guests are daemonized, so a test that
+ * failed halfway would otherwise leave them running after its scratch root is gone.
+ */
+export async function killQemusUnder(root: string): Promise<void> {
+  const pids = qemuProcessesUnder(root)
+  for (const pid of pids) process.kill(pid, 'SIGKILL')
+  for (const pid of pids) await waitForText(() => (existsSync(`/proc/${pid}`) ? '' : 'gone'), /gone/, 10_000, `QEMU ${pid} to go`)
+}
+
 /** What a host still holds of a guest: its directory, sockets, a QEMU with its uuid. */
 export function qemuLeftovers(root: string, serverId: string): string[] {
   const left: string[] = []
   if (existsSync(join(root, 'var/lib/pcc/instances', serverId))) left.push(`instance directory of ${serverId}`)
   const run = join(root, 'run/pcc')
   if (existsSync(run)) for (const f of readdirSync(run)) if (f.startsWith(serverId)) left.push(`socket ${f}`)
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-      const ours = (argv[argv.indexOf('-pidfile') + 1] ?? '').startsWith(root)
-      if (/qemu-system/.test(argv[0]) && ours && argv[argv.indexOf('-uuid') + 1] === serverId) left.push(`QEMU process ${pid}`)
-    } catch {
-      // gone meanwhile
-    }
+  for (const q of qemuProcesses()) {
+    if (pidfileOf(q.argv).startsWith(root) && q.argv[q.argv.indexOf('-uuid') + 1] === serverId) left.push(`QEMU process ${q.pid}`)
   }
   return left
 }
-

@@ -12,7 +12,7 @@ import { pipeline } from 'node:stream/promises'
 import type { ComputeDriver, GuestSpec } from '../../src/server/drivers/compute/driver.js'
 import { QemuDriver, type DiskTransfers } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
-import { facts, fileImage, guestImage, lastBoot, lastTick, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
+import { facts, fileImage, guestImage, killQemusUnder, lastBoot, lastTick, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { driverConformance } from './conformance.js'
 
 const BOOT_MS = 90_000
@@ -88,6 +88,7 @@ driverConformance(
       volumes: false,
       disksMove: true,
       close: async () => {
+        for (const r of roots) await killQemusUnder(r)
         for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
       },
     }

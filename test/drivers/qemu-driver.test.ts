@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { POWER } from '../../src/server/compute/server-states.js'
 import { DriverError, type GuestImageRef, type GuestSpec } from '../../src/server/drivers/compute/driver.js'
@@ -20,7 +21,7 @@ import { ImageCache } from '../../src/server/drivers/compute/qemu/image-cache.js
 import { QemuDriver } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
 import type { GuestImage } from '../../src/guest-image/build.js'
-import { facts, fileImage, guestImage, lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
+import { facts, fileImage, guestImage, killQemusUnder, lastBoot, lastTick, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 
 const PLAN: LaunchPlan = {
   binary: 'qemu-system-x86_64', name: 'instance-00000001', uuid: 'c0ffee00-0000-4000-8000-000000000001', accel: 'tcg', cpu: undefined, machine: 'pc',
@@ -80,6 +81,10 @@ describe('the QEMU command line', () => {
     const image = (properties: Record<string, string>): GuestImageRef => ({ id: 'i', diskFormat: 'qcow2', containerFormat: 'bare', size: 1, virtualSize: 1, checksum: null, osHashAlgo: null, osHashValue: null, properties })
     assert.deepEqual(imageHardware(image({ hw_disk_bus: 'scsi', hw_vif_model: 'e1000', hw_machine_type: 'q35' })), { diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35' })
     assert.throws(() => imageHardware(image({ hw_disk_bus: 'floppy' })), /hw_disk_bus=floppy is not supported/)
+    for (const inherited of ['constructor', 'toString', '__proto__']) {
+      assert.throws(() => imageHardware(image({ hw_disk_bus: inherited })), /hw_disk_bus=.* is not supported/, inherited)
+      assert.throws(() => imageHardware(image({ hw_vif_model: inherited })), /hw_vif_model=.* is not supported/, inherited)
+    }
     assert.throws(() => imageHardware(image({ hw_machine_type: 'pc; rm -rf /' })), /hw_machine_type/)
     assert.throws(() => qemuArgs({ ...PLAN, machine: 'q35' }), /q35 machines have no IDE bus/)
   })
@@ -153,11 +158,12 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     guest = fileImage('guest-image', image.disk.path, 'qcow2')
     files.set('guest-image', image.disk.path)
   })
-  after(() => {
+  after(async () => {
+    for (const r of roots) await killQemusUnder(r)
     for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
   })
 
-  it('tries KVM with a real guest and says which accelerator it chose and why', async () => {
+  it('tries KVM with a real guest once per boot of the host and says which accelerator it chose and why', async () => {
     const started = Date.now()
     const choice = await probeAccelerator({ binary: 'qemu-system-x86_64', timeoutMs: 3000 })
     assert.ok(Date.now() - started < 10_000, 'the probe is bounded')
@@ -169,6 +175,9 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     assert.equal(cap.hypervisorType, 'QEMU')
     assert.ok(cap.hypervisorVersion >= 7_000_000)
     assert.equal(cap.cpuInfo.accelerator, d.accel.accel)
+    const restarted = await driver({ root: d.options.root })
+    assert.equal(restarted.accel.accel, d.accel.accel)
+    assert.match(restarted.accel.reason, /kept for this boot/, 'a restarted driver does not try a guest again')
   })
 
   it('fetches an image once per host, checks its digest and refuses what is not a plain disk of its format', async () => {
@@ -209,9 +218,22 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     const first = await driver()
     await first.spawn(spec(id))
     await waitConsole(first, id, /pcc-guest: ready/)
+    for (const dir of ['var/lib/pcc/instances', `var/lib/pcc/instances/${id}`, 'var/lib/pcc/images']) {
+      assert.equal(statSync(join(first.options.root, dir)).mode & 0o077, 0, `${dir} is root's alone (the config drive's admin password, guest memory, private images)`)
+    }
     const again = await driver({ root: first.options.root })
     assert.equal((await again.info(id))!.powerState, POWER.RUNNING)
     assert.deepEqual((await again.listGuests()).map((g) => g.serverId), [id])
+    // Listing (every heartbeat) does not ask the monitor again: it answers at once while another client holds it.
+    const holder = connect(join(first.options.root, 'run/pcc', `${id}.qmp`))
+    await new Promise((resolve) => holder.once('data', resolve))
+    try {
+      const started = Date.now()
+      assert.deepEqual((await again.listGuests()).map((g) => [g.serverId, g.powerState]), [[id, POWER.RUNNING]])
+      assert.ok(Date.now() - started < 2000, `listed in ${Date.now() - started} ms`)
+    } finally {
+      holder.destroy()
+    }
     await again.powerOff(id)
     assert.equal((await again.info(id))!.powerState, POWER.SHUTDOWN)
     assert.match(await again.consoleOutput(id), /pcc-guest: power button: powering off/, 'a graceful stop: the guest itself powered off')
@@ -297,6 +319,60 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
       execFileSync('umount', [small])
       rmSync(small, { recursive: true, force: true })
     }
+  })
+
+  it('leaves a guest whose memory cannot be saved running, with no part of it on the host', async () => {
+    // A host root on a 20 MiB file system: the image and disk fit, the guest's memory does not.
+    const small = mkdtempSync(join(tmpdir(), 'pcc-qemu-susp-'))
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=20m', 'tmpfs', small])
+    try {
+      const d = await driver({ root: small })
+      const id = '00000000-0000-4000-8000-0000000d0009'
+      await d.spawn(spec(id))
+      await waitConsole(d, id, /pcc-guest: tick 1\b/)
+      await assert.rejects(d.suspend(id), (err: unknown) => err instanceof DriverError && /migration failed/.test(err.message))
+      assert.equal((await d.info(id))!.powerState, POWER.RUNNING, 'the guest goes on')
+      assert.equal(existsSync(join(small, 'var/lib/pcc/instances', id, 'suspend.state')), false, 'no partial memory image')
+      const ticks = lastTick(await d.consoleOutput(id))
+      await waitConsole(d, id, new RegExp(`pcc-guest: tick ${ticks + 1}\\b`), 20_000)
+      await d.destroy(id)
+    } finally {
+      await killQemusUnder(small)
+      execFileSync('umount', [small])
+      rmSync(small, { recursive: true, force: true })
+    }
+  })
+
+  it('takes no disk from another host that points at files of this host, and keeps nothing of a move it cannot finish', async () => {
+    const sent = mkdtempSync(join(tmpdir(), 'pcc-qemu-sent-'))
+    roots.push(sent)
+    const d = await driver({
+      transfers: {
+        upload: async () => {},
+        download: async (_serverId, name) => {
+          if (!existsSync(join(sent, name))) throw new Error(`no ${name}`)
+          return createReadStream(join(sent, name))
+        },
+      },
+    })
+    const id = '00000000-0000-4000-8000-0000000d000a'
+    const send = (name: string, args: string[], size = '1G') => {
+      rmSync(join(sent, name), { force: true })
+      execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', ...args, join(sent, name), size])
+    }
+    send('disk', ['-u', '-F', 'qcow2', '-b', '/elsewhere/base'])
+    send('disk.local', ['-F', 'raw', '-b', '/etc/hostname'])
+    await assert.rejects(d.finishMigration(spec(id), true), /disk received from the source host has a backing file \(\/etc\/hostname\)/)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
+    send('disk.local', ['-o', `data_file=${join(sent, 'data')},data_file_raw=on`])
+    await assert.rejects(d.finishMigration(spec(id), true), /external data file/)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
+
+    // A root disk larger than the flavor cannot shrink: the arrived copy goes.
+    rmSync(join(sent, 'disk.local'))
+    send('disk', ['-u', '-F', 'qcow2', '-b', '/elsewhere/base'], '2G')
+    await assert.rejects(d.finishMigration(spec(id), true), /Unable to resize disk down/)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
   })
 
   it('keeps the boot count on the guest disk across a hard reboot; serves its serial console (a shell answers) and its display (RFB)', async () => {

@@ -50,6 +50,7 @@ describe('metadata service paths', () => {
     assert.equal(get('/latest/meta-data/public-keys/0/openssh-key').text, 'ssh-ed25519 AAAA test')
     assert.equal(get('/latest/user-data').text, '#!/bin/sh\necho hi\n')
     assert.equal(get('/latest/meta-data/nope').status, 404)
+    for (const inherited of ['constructor', 'toString', '__proto__', 'placement/hasOwnProperty']) assert.equal(get(`/latest/meta-data/${inherited}`).status, 404, inherited)
     assert.equal(get('/2099-01-01/meta-data/').status, 404)
     assert.equal(get('/latest/meta-data/../../openstack/latest/meta_data.json').status, 200, 'paths are normalised as Nova does')
   })

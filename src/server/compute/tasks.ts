@@ -23,7 +23,7 @@ export interface BuildTaskPayload {
   requestId: string
   /**
    * The admin password the create answered, for the config drive (Nova passes it to the compute host the same way;
-   * actions' passwords ride in their params likewise). Absent in tasks written before it was added.
+   * actions' passwords ride in their params likewise). The conductor drops it from the task once the build ended.
    */
   adminPass?: string
 }

@@ -11,7 +11,7 @@ import { releaseAll, releasePart } from '../scheduler/claims.js'
 import { flavorResources, NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
 import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
 import { driverFor, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
-import { findImageRef, specFor, type SpecOptions } from './guest-specs.js'
+import { specFor, usableImageRef, type SpecOptions } from './guest-specs.js'
 import { runDelete } from './delete.js'
 import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
@@ -158,9 +158,13 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
   await run.step('resize_migrated')
   await run.step('resize_finish')
   const destName = await run.hostname(dest)
-  // The source keeps its copy of the guest until the resize is confirmed (a revert starts it there again).
-  await run.driver(dest).finishMigration(await run.spec(dest, { flavor: target }), powerOf(run.payload.before) === 'on')
-  await run.ctx.storage?.transfers?.removeTransfers(run.server.id)
+  // The source keeps its copy of the guest until the resize is confirmed (a revert starts it there again); so the
+  // disks in transit go whatever happens here: a repeated run sends them again from the source.
+  try {
+    await run.driver(dest).finishMigration(await run.spec(dest, { flavor: target }), powerOf(run.payload.before) === 'on')
+  } finally {
+    await run.ctx.storage?.transfers?.removeTransfers(run.server.id)
+  }
   return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 0 }
 }
 
@@ -328,7 +332,7 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
   },
   rescue: async (run) => {
     const rescueImage = ((run.params.rescueImageRef ?? run.params.rescue_image_ref) as string | null | undefined) ?? null
-    const image = await findImageRef(run.ctx, rescueImage)
+    const image = rescueImage ? await usableImageRef(run.ctx, run.server, rescueImage) : null
     if (rescueImage && !image) throw new StepFailure(`Rescue image ${rescueImage} could not be found.`, 400, '', run.payload.before.vmState)
     await run.driver().rescue(run.server.id, image)
     return {}

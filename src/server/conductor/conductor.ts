@@ -166,14 +166,29 @@ export class Conductor {
   }
 
   /**
+   * Drops the admin password from a task that has ended (a build's, for the config drive; a rebuild's, evacuation's,
+   * rescue's or password change's, in its params): it was needed only by the work, and the row stays until the purge
+   * (days). A run that is retried keeps it; so does one whose lease another process took over.
+   */
+  private async forgetPassword(task: TaskRecord): Promise<void> {
+    const payload = task.payload as Partial<BuildTaskPayload & ActionTaskPayload>
+    if (payload.adminPass === undefined && payload.params?.adminPass === undefined) return
+    const { adminPass: _build, ...rest } = payload
+    const { adminPass: _action, ...params } = payload.params ?? {}
+    await this.store.db.updateTable('tasks').set({ payload: JSON.stringify({ ...rest, ...(payload.params && { params }) }) }).where('id', '=', task.id).execute()
+  }
+
+  /**
    * Runs a handler; on its last attempt an unexpected error (the store failing, a bug) still leaves the
    * servers in ERROR with a fault instead of in a task state forever.
    */
   private async guard(task: TaskRecord, tc: TaskContext, run: () => Promise<void>): Promise<void> {
     try {
       await run()
+      if (!tc.signal.aborted) await this.forgetPassword(task)
     } catch (err) {
       if (tc.signal.aborted || task.attempts < task.maxAttempts) throw err
+      await this.forgetPassword(task).catch(() => {})
       this.logger.error({ err, task: task.id }, 'compute task failed for good')
       const payload = task.payload as Partial<BuildTaskPayload & ActionTaskPayload>
       const ids = payload.serverIds ?? (payload.serverId ? [payload.serverId] : [])

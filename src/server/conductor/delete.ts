@@ -70,4 +70,6 @@ export async function markDeleted(ctx: ConductorContext, serverId: string, alsoI
     return releaseShelvedImage(ctx, tx, serverId)
   })
   await ctx.storage?.images.removeBlob(blob)
+  // Disks of a cold migration still in transit (a move that failed or was cut short).
+  await ctx.storage?.transfers?.removeTransfers(serverId)
 }

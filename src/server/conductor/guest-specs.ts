@@ -4,7 +4,8 @@
  * digests and `hw_*` properties (and its kernel and ramdisk images), the NICs of the server's ports, and the config
  * drive's files from the metadata module. Simulated hosts skip these reads, so their builds stay as cheap as before.
  */
-import type { ComputeDriver, GuestImageRef, GuestSpec } from '../drivers/compute/driver.js'
+import { AppError } from '../../contracts/errors.js'
+import { DriverError, type ComputeDriver, type GuestImageRef, type GuestSpec } from '../drivers/compute/driver.js'
 import type { ImageRecord } from '../image/model.js'
 import { metadataFiles } from '../metadata/documents.js'
 import { instanceFacts } from '../metadata/load.js'
@@ -34,10 +35,34 @@ export function imageRef(image: ImageRecord): GuestImageRef {
 }
 
 /** The image with that id as a driver needs it; null when there is none (or no image service is wired). */
-export async function findImageRef(ctx: ConductorContext, imageId: string | null | undefined): Promise<GuestImageRef | null> {
+async function findImageRef(ctx: ConductorContext, imageId: string | null | undefined): Promise<GuestImageRef | null> {
   if (!imageId || !ctx.storage) return null
   const image = await ctx.storage.images.getById(imageId)
   return image ? imageRef(image) : null
+}
+
+/**
+ * An image the server names beside its own (a rescue image, its image's kernel and ramdisk), as a driver needs it,
+ * when the server's project may use it: visible to the project and active. Null otherwise. Nova reads these with
+ * the user's context; without the check a project could have another project's private image booted, as a
+ * rescue disk or loaded into its guest's memory as a kernel or initrd, and read it from there.
+ */
+export async function usableImageRef(ctx: ConductorContext, server: Pick<ServerTable, 'project_id'>, imageId: string): Promise<GuestImageRef | null> {
+  if (!ctx.storage) return null
+  const image = await ctx.storage.images.getVisibleImage(server.project_id, false, imageId).catch((err: unknown) => {
+    if (err instanceof AppError) return null
+    throw err
+  })
+  return image && imageRef(image)
+}
+
+/** The kernel or ramdisk image an image names (`kernel_id`, `ramdisk_id`); a DriverError when the server may not use it. */
+async function bootFile(ctx: ConductorContext, server: ServerTable, image: GuestImageRef | null, property: 'kernel_id' | 'ramdisk_id'): Promise<GuestImageRef | null> {
+  const id = image?.properties[property]
+  if (!id) return null
+  const ref = await usableImageRef(ctx, server, id)
+  if (!ref) throw new DriverError(`Image ${id} (${property} of image ${image.id}) could not be found.`, 400)
+  return ref
 }
 
 export async function specFor(ctx: ConductorContext, driver: ComputeDriver, server: ServerTable, options: SpecOptions = {}): Promise<GuestSpec> {
@@ -50,8 +75,8 @@ export async function specFor(ctx: ConductorContext, driver: ComputeDriver, serv
   return {
     ...spec,
     image,
-    kernel: await findImageRef(ctx, image?.properties.kernel_id),
-    ramdisk: await findImageRef(ctx, image?.properties.ramdisk_id),
+    kernel: await bootFile(ctx, server, image, 'kernel_id'),
+    ramdisk: await bootFile(ctx, server, image, 'ramdisk_id'),
     nics: facts.nics.map((n) => ({ portId: n.portId, macAddress: n.macAddress, networkId: n.networkId, mtu: n.mtu })),
     configDrive: Object.fromEntries(Object.entries(files).map(([path, content]) => [path, content.toString('base64')])),
   }

@@ -68,7 +68,8 @@ function ec2(facts: InstanceFacts, tokens: string[]): MetadataReply {
   if (facts.key && tree['public-keys']) tree['public-keys'] = { '0': { _name: `0=${facts.key.name}`, 'openssh-key': facts.key.publicKey } }
   let node: unknown = tree
   for (const key of rest) {
-    if (node === null || typeof node !== 'object' || Array.isArray(node) || !(key in node)) return NOT_FOUND
+    // Own keys only: `constructor` or `__proto__` are no part of the tree.
+    if (node === null || typeof node !== 'object' || Array.isArray(node) || !Object.hasOwn(node, key)) return NOT_FOUND
     node = (node as Record<string, unknown>)[key]
   }
   return text(ec2Print(node))

@@ -7,8 +7,11 @@
  *   (`PUT`/`GET …/transfers/{server_id}/{disk}`); the conductor drops them once the destination has them.
  *
  * A host may touch only what its guests need: an image that a server it holds (or is about to receive) boots
- * from, or that a command waiting for it names; a snapshot image of a server it holds; the transfer of a server it
- * holds (put) or holds a claim for (get). Anything else is 404, as another project's resources are.
+ * from, or that a command waiting for it names as an image; the kernel or ramdisk such an image names, when the
+ * image's owner may see it; the queued image a snapshot command waiting for it is to fill; the transfer of a server
+ * it holds (put) or holds a claim for (get). Anything else is 404, as another project's resources are. Commands are
+ * matched on `"id":"<image>"` (an image reference's id), not on the id anywhere: image properties and server names
+ * are users' strings.
  */
 import type { Readable } from 'node:stream'
 import { notFound } from '../../contracts/errors.js'
@@ -27,6 +30,19 @@ export class HostDataService {
     private readonly maxBytes: number,
   ) {}
 
+  /** Whether one of the host's open commands (of `op`, or any) names `value` under `key`. */
+  private async commandNames(hostId: string, key: string, value: string, op?: string): Promise<boolean> {
+    const command = await this.store.db
+      .selectFrom('host_commands')
+      .select('id')
+      .where('host_id', '=', hostId)
+      .where('status', 'in', ['queued', 'delivered'])
+      .$if(op !== undefined, (q) => q.where('op', '=', op!))
+      .where('args', 'like', `%${JSON.stringify(key)}:${JSON.stringify(value)}%`)
+      .executeTakeFirst()
+    return command !== undefined
+  }
+
   /** Whether `hostId` needs image `imageId`: its servers' or claims' image, one named by its open commands, or their kernel/ramdisk. */
   async mayReadImage(hostId: string, imageId: string, depth = 0): Promise<boolean> {
     const db = this.store.db
@@ -38,20 +54,16 @@ export class HostDataService {
       .where((eb) => eb.or([eb('host_id', '=', hostId), eb('id', 'in', eb.selectFrom('allocations').select('server_id').where('host_id', '=', hostId))]))
       .executeTakeFirst()
     if (server) return true
-    const command = await db
-      .selectFrom('host_commands')
-      .select('id')
-      .where('host_id', '=', hostId)
-      .where('status', 'in', ['queued', 'delivered'])
-      .where('args', 'like', `%"${imageId}"%`)
-      .executeTakeFirst()
-    if (command) return true
+    if (await this.commandNames(hostId, 'id', imageId)) return true
     if (depth > 0) return false
-    // A kernel or ramdisk image: allowed when an image the host may read names it.
-    const parents = await db.selectFrom('images').select(['id', 'properties']).where('properties', 'like', `%${imageId}%`).execute()
+    // A kernel or ramdisk image: allowed when an image the host may read names it and the naming image's owner may
+    // see it (anyone may write any id into their image's kernel_id).
+    const parents = await db.selectFrom('images').select(['id', 'owner', 'properties']).where('properties', 'like', `%${imageId}%`).execute()
     for (const p of parents) {
       const props = JSON.parse(p.properties) as Record<string, string>
-      if ((props.kernel_id === imageId || props.ramdisk_id === imageId) && (await this.mayReadImage(hostId, p.id, depth + 1))) return true
+      if (props.kernel_id !== imageId && props.ramdisk_id !== imageId) continue
+      if (!p.owner || !(await this.images.getVisibleImage(p.owner, false, imageId).then(() => true, () => false))) continue
+      if (await this.mayReadImage(hostId, p.id, depth + 1)) return true
     }
     return false
   }
@@ -64,14 +76,13 @@ export class HostDataService {
     return this.blobs.open(image.blobKey)
   }
 
-  /** The bytes of a snapshot of a server this host holds, into the queued image made for it. */
+  /**
+   * The bytes of a snapshot into the queued image a snapshot command waiting for this host names (not an image
+   * whose `instance_uuid` property says so: any project may set that on its own images).
+   */
   async storeSnapshot(hostId: string, imageId: string, data: Readable, formats: { diskFormat: string; containerFormat: string }): Promise<void> {
     const image = await this.images.getById(imageId)
-    const serverId = image?.properties.instance_uuid
-    const server = serverId
-      ? await this.store.db.selectFrom('servers').select('id').where('id', '=', serverId).where('host_id', '=', hostId).where('deleted', '=', 0).executeTakeFirst()
-      : undefined
-    if (!image || image.status !== 'queued' || !server) {
+    if (!image || image.status !== 'queued' || !(await this.commandNames(hostId, 'imageId', imageId, 'snapshot'))) {
       data.resume()
       throw notFound(`Image ${imageId} is not a snapshot this host can store.`)
     }

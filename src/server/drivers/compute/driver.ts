@@ -1,7 +1,8 @@
 /**
  * The compute driver: what the conductor asks of a hypervisor host, whichever technology runs the guests.
- * The simulated driver implements it in process; a real agent (qemu) will implement the same calls behind
- * the host protocol. Every call is idempotent: the conductor may repeat one after a crash.
+ * The simulated driver implements it in process, the QEMU driver (qemu/) with real guests on an agent host; the
+ * agent driver carries each call to a host's agent. Every call is idempotent: the conductor may repeat one after a
+ * crash.
  */
 import type { Duplex, Readable } from 'node:stream'
 import type { FlavorSnapshot } from '../../storage/tables/compute.js'
@@ -215,7 +216,10 @@ export interface ComputeDriver {
    * does not run (409), or the host has no such console (501).
    */
   openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex>
-  /** Lets go of a guest without touching it (after a live migration). */
+  /**
+   * Lets go of a guest this host must no longer hold (it moved away, or its server is gone): a simulated host drops
+   * its record; a QEMU host, where nothing else would ever remove it, stops its process and removes its files.
+   */
   forget(serverId: string): Promise<void>
   /** Takes back guests the store says this host holds (a control-plane restart does not kill guests). */
   adopt(guests: GuestInfo[]): void

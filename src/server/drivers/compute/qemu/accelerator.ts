@@ -4,10 +4,11 @@
  * and burns system time; the agent must notice and fall back to TCG (software emulation, 10–50× slower) instead
  * of hanging every guest. The probe boots a Linux kernel under KVM with the CPU model guests would get and waits
  * for its first console line for a few seconds. No kernel on the host: it runs the firmware alone (SeaBIOS's
- * first debug-port line), a weaker proof.
+ * first debug-port line), a weaker proof. The answer is kept for the host's boot (`probeOncePerBoot`): an agent
+ * restart does not try a guest again, a reboot, another QEMU or kernel, or /dev/kvm appearing does.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Accelerator } from './command-line.js'
@@ -86,4 +87,28 @@ export async function probeAccelerator(options: ProbeOptions): Promise<Accelerat
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * The probe's answer, kept in `file` for this boot of the host: on hosts where a KVM guest hangs, every agent start
+ * would otherwise spend the probe's timeout (and a CPU) again. Probed anew when the boot, the QEMU (`qemuVersion`),
+ * the kernel tried or the KVM device's presence differ.
+ */
+export async function probeOncePerBoot(file: string, options: ProbeOptions, qemuVersion: string): Promise<AcceleratorChoice> {
+  let boot = ''
+  try {
+    boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
+  } catch {
+    return probeAccelerator(options)
+  }
+  const key = [boot, options.binary, qemuVersion, options.kernel ?? newestKernel() ?? '', existsSync(options.kvmDevice ?? '/dev/kvm')].join('|')
+  try {
+    const kept = JSON.parse(readFileSync(file, 'utf8')) as { key: string; choice: AcceleratorChoice; at: string }
+    if (kept.key === key) return { ...kept.choice, reason: `${kept.choice.reason} (probed at ${kept.at}, kept for this boot)` }
+  } catch {
+    // none kept, or unreadable: probe
+  }
+  const choice = await probeAccelerator(options)
+  writeFileSync(file, JSON.stringify({ key, choice, at: new Date().toISOString() }))
+  return choice
 }

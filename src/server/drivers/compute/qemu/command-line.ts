@@ -96,7 +96,8 @@ export function imageHardware(image: GuestImageRef | null | undefined): { diskBu
   const pick = <T>(name: string, table: Record<string, T>, fallback: T): T => {
     const value = p[name]
     if (value === undefined || value === '') return fallback
-    if (!(value in table)) throw new DriverError(`image property ${name}=${value} is not supported by the qemu driver (one of: ${Object.keys(table).join(', ')})`, 400)
+    // Own keys only: `constructor` or `toString` are not buses or NIC models.
+    if (!Object.hasOwn(table, value)) throw new DriverError(`image property ${name}=${value} is not supported by the qemu driver (one of: ${Object.keys(table).join(', ')})`, 400)
     return table[value]
   }
   const machine = p.hw_machine_type || 'pc'

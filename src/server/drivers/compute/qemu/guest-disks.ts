@@ -79,3 +79,18 @@ export async function growRootDisk(paths: InstancePaths, flavorDiskGb: number): 
   if (wanted < current) throw new DriverError(`Unable to resize disk down: the root disk is ${current} bytes, the flavor's ${wanted}.`, 400)
   if (wanted > current) await qemuImg.resize(paths.disk, 'qcow2', wanted)
 }
+
+/**
+ * A disk that came from another host (cold migration) is opened only if it points at nothing on this host: no
+ * external data file, and no backing file unless it is the root overlay (rebased onto this host's cache next). A
+ * qcow2 header names any path, and QEMU would read that path into the guest.
+ */
+export async function checkReceivedDisk(file: string, overlay: boolean): Promise<void> {
+  const info = await qemuImg.info(file, 'qcow2').catch((err: Error) => {
+    throw new DriverError(`the disk received from the source host is not a qcow2 disk: ${err.message}`)
+  })
+  const backing = info['backing-filename'] ?? info['full-backing-filename']
+  if (backing && !overlay) throw new DriverError(`the disk received from the source host has a backing file (${String(backing)}): refused`)
+  const dataFile = (info['format-specific'] as { data?: Record<string, unknown> } | undefined)?.data?.['data-file']
+  if (dataFile) throw new DriverError(`the disk received from the source host has an external data file (${String(dataFile)}): refused`)
+}

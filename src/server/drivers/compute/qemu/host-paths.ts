@@ -7,10 +7,22 @@
  * | `<root>/var/lib/pcc/images/` | the image cache: `<image_id>` and `<image_id>.json` (format, size, digest) |
  * | `<root>/run/pcc/` | sockets: `<server_id>.qmp`, `<server_id>.serial`, `<server_id>.vnc` |
  *
- * Names carry the server id, so cleanup never guesses.
+ * Names carry the server id, so cleanup never guesses. The instance and image directories are root's alone
+ * (`privateDir`).
  */
+import { chmodSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { DriverError } from '../driver.js'
+
+/**
+ * A directory only root reads: instance directories hold the config drive (the admin password), the suspended
+ * guest's memory and the console log; the image cache holds projects' private images. A directory an earlier
+ * version made with the default mode is narrowed too.
+ */
+export function privateDir(path: string): void {
+  mkdirSync(path, { recursive: true, mode: 0o700 })
+  chmodSync(path, 0o700)
+}
 
 /** Linux's sun_path is 108 bytes including the terminating NUL. */
 const UNIX_PATH_MAX = 107
@@ -28,6 +40,11 @@ export class HostPaths {
 
   get images(): string {
     return join(this.root, 'var/lib/pcc/images')
+  }
+
+  /** The accelerator probe's answer for this boot (accelerator.ts). */
+  get accelerator(): string {
+    return join(this.root, 'var/lib/pcc/accelerator.json')
   }
 
   get run(): string {

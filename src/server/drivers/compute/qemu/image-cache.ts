@@ -8,12 +8,12 @@
  * backing file or an external data file, or a "raw" image that is really another format is refused.
  */
 import { createHash } from 'node:crypto'
-import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { closeSync, createWriteStream, existsSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { Transform } from 'node:stream'
 import { DriverError, type GuestImageRef } from '../driver.js'
-import type { HostPaths } from './host-paths.js'
+import { privateDir, type HostPaths } from './host-paths.js'
 import { qemuImg } from './qemu-img.js'
 
 /** Where image bytes come from: the control plane's host-credential endpoint on an agent, anything in tests. */
@@ -105,7 +105,7 @@ export class ImageCache {
     const format = DISK_FORMATS[image.diskFormat]
     if (!format) throw new DriverError(`image ${image.id} has disk_format ${image.diskFormat}, which the qemu driver does not boot (raw, qcow2, ami, aki, ari)`, 400)
     const { file, meta, part } = this.paths.image(image.id)
-    mkdirSync(this.paths.images, { recursive: true })
+    privateDir(this.paths.images)
     const algo = image.osHashValue && image.osHashAlgo ? image.osHashAlgo : undefined
     const expected = algo ? { algo, value: image.osHashValue! } : image.checksum ? { algo: 'md5', value: image.checksum } : undefined
     if (!expected) throw new DriverError(`image ${image.id} has neither os_hash_value nor checksum: its bytes cannot be verified`, 400)

@@ -19,12 +19,12 @@ import { finished, pipeline } from 'node:stream/promises'
 import { POWER } from '../../../compute/server-states.js'
 import type { FlavorSnapshot } from '../../../storage/tables/compute.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../driver.js'
-import { probeAccelerator, type AcceleratorChoice } from './accelerator.js'
+import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
 import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
-import { bootImage, ensureFlavorDisks, ensureRootDisk, growRootDisk } from './guest-disks.js'
-import { HostPaths, type InstancePaths } from './host-paths.js'
+import { bootImage, checkReceivedDisk, ensureFlavorDisks, ensureRootDisk, growRootDisk } from './guest-disks.js'
+import { HostPaths, privateDir, type InstancePaths } from './host-paths.js'
 import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
 import { ImageCache, type ImageSource } from './image-cache.js'
 import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
@@ -142,7 +142,8 @@ export class QemuDriver implements ComputeDriver {
 
   /** Finds QEMU's version and the accelerator (a KVM guest is tried, with TCG as the fallback). Call once, first. */
   async start(): Promise<AcceleratorChoice> {
-    mkdirSync(this.paths.instances, { recursive: true })
+    privateDir(this.paths.instances)
+    privateDir(this.paths.images)
     mkdirSync(this.paths.run, { recursive: true })
     try {
       const out = (await exec(this.binary, ['--version'])).stdout
@@ -154,7 +155,7 @@ export class QemuDriver implements ComputeDriver {
     const wanted = this.options.accel ?? 'auto'
     this.accelerator =
       wanted === 'auto'
-        ? await probeAccelerator({ binary: this.binary, kernel: this.options.probeKernel })
+        ? await probeOncePerBoot(this.paths.accelerator, { binary: this.binary, kernel: this.options.probeKernel }, this.version.text)
         : { accel: wanted, cpu: wanted === 'kvm' ? 'host' : undefined, reason: 'configured' }
     this.log('info', `guests run under ${this.accelerator.accel.toUpperCase()}`, { reason: this.accelerator.reason, qemu: this.version.text })
     return this.accelerator
@@ -184,6 +185,12 @@ export class QemuDriver implements ComputeDriver {
     }
   }
 
+  /**
+   * Every guest with its power state as last known. The agent sends this list with every heartbeat, and the control
+   * plane reads from it only which guests there are (reconciliation asks `info`, which asks QEMU), so the monitors
+   * are not asked each time: a guest whose QEMU is gone is SHUTDOWN (a /proc read), a running one shows what the last
+   * operation or `info` saw; QMP is asked only when nothing was seen yet (a restarted agent).
+   */
   async listGuests(): Promise<GuestInfo[]> {
     if (!existsSync(this.paths.instances)) return []
     const out: GuestInfo[] = []
@@ -191,13 +198,12 @@ export class QemuDriver implements ComputeDriver {
     for (const id of readdirSync(this.paths.instances)) {
       if (id.includes('.')) continue
       const p = this.paths.instance(id)
-      rotateConsoleLog(p.consoleLog, this.options.consoleLogMaxBytes ?? 1024 * 1024)
-      // A guest under an operation reports what was last seen rather than waiting for the operation.
-      const info = this.locks.has(id) ? this.cachedView(id, p) : await this.view(id)
-      if (info) out.push(info)
       const rec = this.record(p)
-      for (const ref of [rec?.spec.image, rec?.spec.kernel, rec?.spec.ramdisk]) if (ref) images.add(ref.id)
-      if (rec?.rescueImage) images.add(rec.rescueImage)
+      if (!rec) continue
+      rotateConsoleLog(p.consoleLog, this.options.consoleLogMaxBytes ?? 1024 * 1024)
+      out.push(this.info_(rec, await this.knownPower(id, p, rec)))
+      for (const ref of [rec.spec.image, rec.spec.kernel, rec.spec.ramdisk]) if (ref) images.add(ref.id)
+      if (rec.rescueImage) images.add(rec.rescueImage)
     }
     // Listing runs with every heartbeat; the image cache is pruned at most hourly.
     if (Date.now() - this.prunedAt > 3_600_000) {
@@ -208,8 +214,9 @@ export class QemuDriver implements ComputeDriver {
     return out
   }
 
-  info(serverId: string): Promise<GuestInfo | undefined> {
-    return this.view(serverId)
+  async info(serverId: string): Promise<GuestInfo | undefined> {
+    const rec = this.record(this.paths.instance(serverId))
+    return rec && this.view(serverId, rec)
   }
 
   async beginStep(serverId: string, taskState: string): Promise<void> {
@@ -220,7 +227,7 @@ export class QemuDriver implements ComputeDriver {
   spawn(spec: GuestSpec): Promise<GuestInfo> {
     return this.exclusive(spec.serverId, async (p) => {
       const existing = this.record(p)
-      if (existing && runningPid(p.pidfile)) return (await this.view(spec.serverId))!
+      if (existing && runningPid(p.pidfile)) return this.view(spec.serverId, existing)
       try {
         await this.create(spec, p)
         await this.launch(spec.serverId, p)
@@ -229,7 +236,7 @@ export class QemuDriver implements ComputeDriver {
         if (!existing) await this.teardown(p)
         throw err
       }
-      return (await this.view(spec.serverId))!
+      return this.view(spec.serverId, this.require(spec.serverId, p))
     })
   }
 
@@ -307,9 +314,16 @@ export class QemuDriver implements ComputeDriver {
       rmSync(p.suspendState, { force: true })
       await this.qmp(p, async (q) => {
         if (status === 'running') await q.execute('stop')
-        // QEMU 7.2 has no file: transport; exec: to a file works.
-        await q.execute('migrate', { uri: `exec:cat > ${shellQuote(p.suspendState)}` })
-        await migrationDone(q, 600_000)
+        try {
+          // QEMU 7.2 has no file: transport; exec: to a file works.
+          await q.execute('migrate', { uri: `exec:cat > ${shellQuote(p.suspendState)}` })
+          await migrationDone(q, 600_000)
+        } catch (err) {
+          // The guest goes on as it was; part of its memory is no state to keep (nor to leave on the host).
+          rmSync(p.suspendState, { force: true })
+          if (status === 'running') await q.execute('cont').catch(() => {})
+          throw err
+        }
         this.save(p, { ...rec, suspended: true })
         await q.execute('quit').catch(() => {})
       })
@@ -486,11 +500,17 @@ export class QemuDriver implements ComputeDriver {
           for (const f of readdirSync(kept)) renameSync(`${kept}/${f}`, `${p.dir}/${f}`)
         }
       }
-      await growRootDisk(p, spec.flavor.disk)
-      await ensureFlavorDisks(p, spec, rec?.spec.flavor.swap)
-      if (!existsSync(p.configDrive) && spec.configDrive) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
-      this.save(p, { spec: withoutDrive(spec), rescued: false, suspended: false, boots: rec?.boots ?? 0 })
-      if (powerOn) await this.launch(spec.serverId, p)
+      try {
+        await growRootDisk(p, spec.flavor.disk)
+        await ensureFlavorDisks(p, spec, rec?.spec.flavor.swap)
+        if (!existsSync(p.configDrive) && spec.configDrive) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
+        this.save(p, { spec: withoutDrive(spec), rescued: false, suspended: false, boots: rec?.boots ?? 0 })
+        if (powerOn) await this.launch(spec.serverId, p)
+      } catch (err) {
+        // A guest that arrived here and cannot run leaves nothing (its source still holds it).
+        if (!rec) await this.teardown(p)
+        throw err
+      }
     })
   }
 
@@ -672,7 +692,7 @@ export class QemuDriver implements ComputeDriver {
 
   /** The files of a new guest: root, ephemeral and swap disks, and the config drive. */
   private async create(spec: GuestSpec, p: InstancePaths): Promise<void> {
-    mkdirSync(p.dir, { recursive: true })
+    privateDir(p.dir)
     imageHardware(spec.image)
     await ensureRootDisk(p, spec, this.images)
     if (spec.kernel) await this.images.get(spec.kernel)
@@ -690,7 +710,7 @@ export class QemuDriver implements ComputeDriver {
   private async receiveDisks(spec: GuestSpec, p: InstancePaths): Promise<void> {
     if (!this.options.transfers) throw new DriverError('this host cannot receive disks from another host (no transfer channel)')
     if (!spec.image) throw new DriverError(`server ${spec.serverId} has no image: its disk cannot be rebuilt here`, 400)
-    mkdirSync(p.dir, { recursive: true })
+    privateDir(p.dir)
     try {
       const base = await bootImage(this.images, spec.image)
       for (const [name, file] of [['disk', p.disk], ['disk.local', p.ephemeral]] as const) {
@@ -700,6 +720,7 @@ export class QemuDriver implements ComputeDriver {
         })
         if (!data) continue
         await writeStream(data, file)
+        await checkReceivedDisk(file, name === 'disk')
       }
       // The overlay names its backing file by the source host's path: point it at this host's cache.
       await qemuImg.rebase(p.disk, base.file, base.format)
@@ -827,8 +848,7 @@ export class QemuDriver implements ComputeDriver {
     }
   }
 
-  private async power(p: InstancePaths): Promise<number | undefined> {
-    const rec = this.record(p)
+  private async power(p: InstancePaths, rec = this.record(p)): Promise<number | undefined> {
     if (!rec) return undefined
     if (rec.suspended) return POWER.SUSPENDED
     const status = await this.status(p)
@@ -836,18 +856,20 @@ export class QemuDriver implements ComputeDriver {
     return RUN_STATE_POWER[status] ?? POWER.NOSTATE
   }
 
-  private async view(serverId: string): Promise<GuestInfo | undefined> {
-    const p = this.paths.instance(serverId)
-    const rec = this.record(p)
-    if (!rec) return undefined
-    const power = (await this.power(p)) ?? POWER.NOSTATE
-    this.lastPower.set(serverId, power)
-    return this.info_(rec, power)
+  /** The power state listGuests reports (see there). */
+  private async knownPower(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<number> {
+    // A guest under an operation reports what was last seen rather than waiting for the operation.
+    if (this.locks.has(serverId)) return this.lastPower.get(serverId) ?? POWER.NOSTATE
+    if (rec.suspended) return POWER.SUSPENDED
+    if (!runningPid(p.pidfile)) return POWER.SHUTDOWN
+    return this.lastPower.get(serverId) ?? (await this.view(serverId, rec)).powerState
   }
 
-  private cachedView(serverId: string, p: InstancePaths): GuestInfo | undefined {
-    const rec = this.record(p)
-    return rec && this.info_(rec, this.lastPower.get(serverId) ?? POWER.NOSTATE)
+  /** The guest as QEMU says it is now (its power state from QMP). */
+  private async view(serverId: string, rec: GuestRecord): Promise<GuestInfo> {
+    const power = (await this.power(this.paths.instance(serverId), rec)) ?? POWER.NOSTATE
+    this.lastPower.set(serverId, power)
+    return this.info_(rec, power)
   }
 
   private info_(rec: GuestRecord, powerState: number): GuestInfo {
