@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { awayFromStepEnd, TotpApp } from '../../src/testkit/totp.js'
 import { addTotpCredential, adminToken, createUser, kubernetesSecret, tokenCall, userToken } from './helpers.js'
 import { authorizeUrl, FormBrowser, pkce, reqOf } from './flows.js'
 
@@ -24,8 +25,25 @@ for (const dialect of DIALECTS) {
     })
     after(() => server.close())
 
-    const login = (form: Record<string, string>) =>
-      tokenCall(server, { grant_type: 'password', client_id: 'kubernetes', client_secret: clientSecret, scope: 'openid offline_access', username: 'mfa@example.com', ...form })
+    /** Another user like mfa@example.com, for a test that uses up codes: its codes come from its own authenticator app. */
+    const mfaUser = async (name: string) => {
+      const seed = randomBytes(20)
+      const id = await createUser(server, { name, password: 'mfa-password-1', role: 'member', options: { multi_factor_auth_enabled: true } })
+      await addTotpCredential(server, id, base32Encode(seed))
+      return { name, seed, app: new TotpApp(seed) }
+    }
+    /** A login on the login page, past its password step: `code` submits the code step. */
+    const loginPage = async (username: string) => {
+      const issuer = `${server.url}/idp`
+      const browser = new FormBrowser(fetch)
+      const start = await browser.request(authorizeUrl(issuer, { response_type: 'code', client_id: 'kubernetes', redirect_uri: 'http://127.0.0.1:38555/', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' }))
+      const req = reqOf((await browser.request(new URL(start.location!, issuer).toString())).html)
+      const step = await browser.request(`${issuer}/login`, { req, username, password: 'mfa-password-1' })
+      assert.match(step.html, /Authentication code/)
+      return { code: (totp: string) => browser.request(`${issuer}/login/totp`, { req, totp }) }
+    }
+    const login = (form: Record<string, string>, username = 'mfa@example.com') =>
+      tokenCall(server, { grant_type: 'password', client_id: 'kubernetes', client_secret: clientSecret, scope: 'openid offline_access', username, ...form })
 
     it('refuses the password alone', async () => {
       const res = await login({ password: 'mfa-password-1' })
@@ -35,11 +53,11 @@ for (const dialect of DIALECTS) {
     })
 
     it('accepts the code in a totp field or appended to the password', async () => {
-      const code = totpCode(seed, Date.now())
-      const a = await login({ password: 'mfa-password-1', totp: code })
+      const { name, app } = await mfaUser('both-ways')
+      const a = await login({ password: 'mfa-password-1', totp: await app.next() }, name)
       assert.equal(a.status, 200, JSON.stringify(a.body))
       assert.equal(typeof a.body.refresh_token, 'string')
-      const b = await login({ password: `mfa-password-1${code}` })
+      const b = await login({ password: `mfa-password-1${await app.next()}` }, name)
       assert.equal(b.status, 200, JSON.stringify(b.body))
       // Refresh needs no second factor: the login had both.
       const r = await tokenCall(server, { grant_type: 'refresh_token', client_id: 'kubernetes', client_secret: clientSecret, refresh_token: b.body.refresh_token as string })
@@ -52,6 +70,30 @@ for (const dialect of DIALECTS) {
       assert.equal((await login({ password: 'mfa-password-1', totp: wrong })).status, 400)
       assert.equal((await login({ password: 'other-password', totp: code })).status, 400)
       assert.equal((await login({ password: `mfa-password-1${wrong}` })).status, 400)
+    })
+
+    it("refuses the next step's code, and a code already used (RFC 6238 §5.2), in the totp field, appended and on the login page", async () => {
+      const { name, seed, app } = await mfaUser('replays')
+      await awayFromStepEnd()
+      const next = totpCode(seed, Date.now() + 30_000)
+      if (next !== totpCode(seed, Date.now()) && next !== totpCode(seed, Date.now() - 30_000)) {
+        const early = await login({ password: 'mfa-password-1', totp: next }, name)
+        assert.equal(early.status, 400, 'a code of the next step is not valid yet')
+        assert.equal(early.body.error_description, 'Invalid username, password or TOTP code.')
+      }
+      const code = await app.next()
+      assert.equal((await login({ password: 'mfa-password-1', totp: code }, name)).status, 200)
+      const forms: Record<string, string>[] = [{ password: 'mfa-password-1', totp: code }, { password: `mfa-password-1${code}` }]
+      for (const form of forms) {
+        const replayed = await login(form, name)
+        assert.equal(replayed.status, 400)
+        assert.equal(replayed.body.error, 'invalid_grant')
+        assert.equal(replayed.body.error_description, 'Invalid username, password or TOTP code.')
+      }
+      const page = await loginPage(name)
+      const refused = await page.code(code)
+      assert.equal(refused.status, 401)
+      assert.match(refused.html, /That code is not valid/)
     })
 
     it('exempts a user whose multi_factor_auth_enabled is false', async () => {

@@ -9,12 +9,12 @@
 import { AppError, badRequest } from '../../contracts/errors.js'
 import { hashPassword, needsRehash, verifyPassword } from '../crypto/passwords.js'
 import type { SecretBox } from '../crypto/secret-box.js'
-import { base32Decode, totpCode } from '../crypto/totp.js'
 import type { Store } from '../storage/store.js'
 import { tokenRoles, type ResolvedToken } from './principal-resolver.js'
 import type { AppCredRecord, IdentitySnapshot, ScopeRef } from './snapshot.js'
 import { Lockout, type LockoutPolicy } from './lockout.js'
 import { keystoneTime } from './token-body.js'
+import { verifyPasscode } from './totp-factor.js'
 import type { TokenPayload } from './token-format.js'
 import type { TokenService } from './token-service.js'
 
@@ -122,35 +122,18 @@ export class AuthFlow {
     return this.verifyUserPassword({ id: userId ?? '' }, password)
   }
 
-  /** The totp factor: lockout, then the passcode (a wrong one counted like a wrong password), then enabled. */
+  /** The totp factor: lockout, then the passcode (totp-factor.ts; a wrong or used one counted like a wrong password), then enabled. */
   private async totp(body: unknown): Promise<string> {
     const ref = (body as { user?: UserRef & { passcode?: unknown } } | undefined)?.user
     const userId = await this.findUserId(ref, 'totp')
     const passcode = ref?.passcode
     if (typeof passcode !== 'string') throw badRequest('totp.user.passcode (a string) is required.')
     if (!userId) throw fail()
-    const outcome = await this.lockout.tryFactor(userId, () => this.passcodeMatches(userId, passcode))
+    const outcome = await this.lockout.tryFactor(userId, () => verifyPasscode(this.store.db, this.box, userId, passcode, this.now()))
     if (outcome === 'locked') throw locked(userId)
     if (outcome === 'wrong') throw fail()
     await this.requireEnabled(userId)
     return userId
-  }
-
-  private async passcodeMatches(userId: string, passcode: string): Promise<boolean> {
-    if (!/^\d{6}$/.test(passcode)) return false
-    const creds = await this.store.db.selectFrom('credentials').select('blob').where('user_id', '=', userId).where('type', '=', 'totp').execute()
-    const now = this.now()
-    for (const cred of creds) {
-      let secret: Buffer
-      try {
-        secret = base32Decode(this.box.openText(cred.blob))
-      } catch {
-        continue
-      }
-      // Keystone's window: the current step and one before it, never a future one.
-      for (const offset of [0, -30_000]) if (totpCode(secret, now + offset) === passcode) return true
-    }
-    return false
   }
 
   private async requireEnabled(userId: string): Promise<void> {

@@ -10,8 +10,8 @@ import type { Authenticator } from '../auth/principal.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import { verifyPassword } from '../crypto/passwords.js'
 import { Lockout, type LockoutPolicy } from '../identity/lockout.js'
+import { verifyPasscode } from '../identity/totp-factor.js'
 import type { Db } from '../storage/store.js'
-import { verifyUserTotp } from './totp-credentials.js'
 
 export const DEFAULT_DOMAIN_ID = 'default'
 /** Platform9's convention: this username (or an empty one) means the password field carries an identity token. */
@@ -137,7 +137,7 @@ async function passwordStep(deps: LoginDeps, user: FoundUser, options: UserOptio
 
 /** Whether password plus this code satisfies the user's MFA settings; a wrong code counts as a failed login. */
 async function secondFactorStep(deps: LoginDeps, userId: string, options: UserOptions, code: string): Promise<boolean> {
-  const outcome = await lockoutOf(deps).tryFactor(userId, () => verifyUserTotp(deps.db, deps.box, userId, code, deps.now()))
+  const outcome = await lockoutOf(deps).tryFactor(userId, () => verifyPasscode(deps.db, deps.box, userId, code, deps.now()))
   if (outcome === 'locked') throw accountLocked()
   return mfaSatisfied(options, outcome === 'right' ? ['password', 'totp'] : ['password'])
 }
