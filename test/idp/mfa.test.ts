@@ -1,6 +1,7 @@
 /**
  * Users under multi-factor authentication (TOTP): the password grant with the code (a field, or appended to the
- * password), the `_TOKEN_` login with an identity token, and the login page's second step.
+ * password), the `_TOKEN_` login with an identity token, and the login page's second step. The IdP asks for a code
+ * exactly when Keystone does (identity's rules), and takes each code once, as Keystone does (identity's check).
  */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
@@ -8,8 +9,23 @@ import { after, before, describe, it } from 'node:test'
 import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { awayFromStepEnd, TotpApp } from '../../src/testkit/totp.js'
-import { addTotpCredential, adminToken, createUser, kubernetesSecret, tokenCall, userToken } from './helpers.js'
+import { addTotpCredential, adminToken, createUser, identityWrite, kubernetesSecret, tokenCall, userToken } from './helpers.js'
 import { authorizeUrl, FormBrowser, pkce, reqOf } from './flows.js'
+
+const MFA = { multi_factor_auth_enabled: true, multi_factor_auth_rules: [['password', 'totp']] }
+
+/** Users' options, and what a login with them needs: the password alone, or a TOTP code too (docs/identity.md, "MFA"). */
+const AGREEMENT: [string, Record<string, unknown>, 'password' | 'code'][] = [
+  ['no options', {}, 'password'],
+  ['multi_factor_auth_enabled without rules', { multi_factor_auth_enabled: true }, 'password'],
+  ['a rule password + totp', { multi_factor_auth_rules: [['password', 'totp']] }, 'code'],
+  ['enabled, with a rule password + totp', MFA, 'code'],
+  ['exempt (enabled false) with a rule password + totp', { ...MFA, multi_factor_auth_enabled: false }, 'password'],
+  ['a rule of the password alone among others', { multi_factor_auth_rules: [['password'], ['password', 'totp']] }, 'password'],
+  ['a rule naming a method this server does not offer', { multi_factor_auth_rules: [['password', 'kerberos']] }, 'password'],
+  ['only rules of methods this server does not offer', { multi_factor_auth_rules: [['kerberos']] }, 'password'],
+  ['a rule of totp alone', { multi_factor_auth_rules: [['totp']] }, 'code'],
+]
 
 for (const dialect of DIALECTS) {
   describe(`IdP login with MFA (${dialect})`, () => {
@@ -20,17 +36,23 @@ for (const dialect of DIALECTS) {
     before(async () => {
       server = await startTestServer({ dialect })
       clientSecret = await kubernetesSecret(server, await adminToken(server))
-      userId = await createUser(server, { name: 'mfa@example.com', password: 'mfa-password-1', role: 'member', options: { multi_factor_auth_enabled: true } })
+      userId = await createUser(server, { name: 'mfa@example.com', password: 'mfa-password-1', role: 'member', options: MFA })
       await addTotpCredential(server, userId, base32Encode(seed))
     })
     after(() => server.close())
 
     /** Another user like mfa@example.com, for a test that uses up codes: its codes come from its own authenticator app. */
-    const mfaUser = async (name: string) => {
+    const mfaUser = async (name: string, options: Record<string, unknown> = MFA) => {
       const seed = randomBytes(20)
-      const id = await createUser(server, { name, password: 'mfa-password-1', role: 'member', options: { multi_factor_auth_enabled: true } })
+      const id = await createUser(server, { name, password: 'mfa-password-1', role: 'member', options })
       await addTotpCredential(server, id, base32Encode(seed))
-      return { name, seed, app: new TotpApp(seed) }
+      return { id, name, seed, app: new TotpApp(seed) }
+    }
+    /** Keystone's POST /v3/auth/tokens for a user by id: the password, and the code when one is given. */
+    const keystone = (userId: string, code?: string) => {
+      const password = { user: { id: userId, password: 'mfa-password-1' } }
+      const identity = code ? { methods: ['password', 'totp'], password, totp: { user: { id: userId, passcode: code } } } : { methods: ['password'], password }
+      return fetch(`${server.url}/identity/v3/auth/tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ auth: { identity } }) })
     }
     /** A login on the login page, past its password step: `code` submits the code step. */
     const loginPage = async (username: string) => {
@@ -44,6 +66,24 @@ for (const dialect of DIALECTS) {
     }
     const login = (form: Record<string, string>, username = 'mfa@example.com') =>
       tokenCall(server, { grant_type: 'password', client_id: 'kubernetes', client_secret: clientSecret, scope: 'openid offline_access', username, ...form })
+
+    it('asks for a code exactly when Keystone does, so that no identity token gets around it (_TOKEN_)', async () => {
+      for (const [i, [label, options, needs]] of AGREEMENT.entries()) {
+        const user = await mfaUser(`agreement-${i}`, options)
+        const [viaKeystone, viaIdp] = [await keystone(user.id), await login({ password: 'mfa-password-1' }, user.name)]
+        if (needs === 'password') {
+          assert.equal(viaKeystone.status, 201, `${label}: Keystone issues a token for the password alone`)
+          assert.equal(viaIdp.status, 200, `${label}: the IdP too: ${JSON.stringify(viaIdp.body)}`)
+          continue
+        }
+        assert.equal(viaKeystone.status, 401, `${label}: Keystone wants more than the password`)
+        assert.ok(viaKeystone.headers.get('openstack-auth-receipt'), `${label}: an auth receipt, not a token`)
+        assert.equal(viaIdp.status, 400, `${label}: the IdP wants more than the password`)
+        assert.match(viaIdp.body.error_description as string, /a TOTP code is required/, label)
+        assert.equal((await keystone(user.id, await user.app.next())).status, 201, `${label}: Keystone with the code`)
+        assert.equal((await login({ password: 'mfa-password-1', totp: await user.app.next() }, user.name)).status, 200, `${label}: the IdP with the code`)
+      }
+    })
 
     it('refuses the password alone', async () => {
       const res = await login({ password: 'mfa-password-1' })
@@ -97,11 +137,13 @@ for (const dialect of DIALECTS) {
     })
 
     it('exempts a user whose multi_factor_auth_enabled is false', async () => {
-      await server.deps.store.db.updateTable('users').set({ options: JSON.stringify({ multi_factor_auth_enabled: false, multi_factor_auth_rules: [['password', 'totp']] }) }).where('id', '=', userId).execute()
+      const setOptions = (options: Record<string, unknown>) =>
+        identityWrite(server, (db) => db.updateTable('users').set({ options: JSON.stringify(options) }).where('id', '=', userId).execute())
+      await setOptions({ ...MFA, multi_factor_auth_enabled: false })
       try {
         assert.equal((await login({ password: 'mfa-password-1' })).status, 200)
       } finally {
-        await server.deps.store.db.updateTable('users').set({ options: JSON.stringify({ multi_factor_auth_enabled: true }) }).where('id', '=', userId).execute()
+        await setOptions(MFA)
       }
     })
 
