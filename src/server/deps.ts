@@ -39,7 +39,7 @@ export interface AppDeps {
   network: NetworkService
   /** What each host's guest networking must be, for the agents (long poll on the data-plane revision). */
   dataplane: DataplaneService
-  /** Keystone authentication (methods, MFA, scopes); `verifyUserPassword` serves other login surfaces. */
+  /** Keystone authentication (methods, MFA, scopes); its login checks (verifyLogin, verifyPasscode, mfaSatisfied…) serve the IdP too. */
   identityAuth: AuthFlow
   /** The URL prefix of each service, built from the public URL. */
   urls: ServiceUrls

@@ -126,7 +126,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     tokens.start()
     tokensStarted = tokens
     const identityAuth = new AuthFlow(store, box, tokens, lockoutPolicy(config))
-    const idp = createIdp(store, box, tokens, config)
+    const idp = createIdp(store, box, tokens, identityAuth, config)
     await retryStartupRace(() => idp.clients.ensureBuiltins())
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })

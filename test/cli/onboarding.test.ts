@@ -18,6 +18,7 @@ import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { cliSandbox, type CliRun } from '../../src/testkit/cli.js'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { agentPid, alive, hostIdOf, stageHostRoot } from '../../src/testkit/host-root.js'
+import { TotpApp } from '../../src/testkit/totp.js'
 import { adminEnv } from '../../src/testkit/openstack.js'
 
 type HostRow = { ID: string; Hostname: string; Roles: string[]; 'Role Status': string; Responding: boolean }
@@ -173,6 +174,8 @@ describe('pcctl onboarding on scratch host roots', () => {
     let mfaEnv: Record<string, string>
     let root: string
     const code = () => totpCode(seed, Date.now())
+    /** Right codes: the server accepts each once (RFC 6238 §5.2), and the three commands below may run within one 30 s step. */
+    const app = new TotpApp(seed)
     /** A code the server must refuse: neither the current nor the previous 30 s step's. */
     const wrongCode = () => {
       const valid = new Set([code(), totpCode(seed, Date.now() - 30_000)])
@@ -215,7 +218,7 @@ describe('pcctl onboarding on scratch host roots', () => {
     })
 
     it('prep-node with the right --mfa code onboards the host', async () => {
-      const r = await asMfa(['prep-node', '--no-prompt', '--mfa', code()])
+      const r = await asMfa(['prep-node', '--no-prompt', '--mfa', await app.next()])
       assert.equal(r.code, 0, r.stderr)
       assert.equal((await hostRow(hostIdOf(root)))?.Hostname, 'mfa-node')
     })
@@ -235,10 +238,10 @@ describe('pcctl onboarding on scratch host roots', () => {
 
     it('with --mfa, authorize-node assigns the role and decommission-node removes the host', async () => {
       const id = hostIdOf(root)
-      const authorize = await asMfa(['authorize-node', '--role', 'hypervisor', '--mfa', code()])
+      const authorize = await asMfa(['authorize-node', '--role', 'hypervisor', '--mfa', await app.next()])
       assert.equal(authorize.code, 0, authorize.stderr)
       assert.deepEqual((await hostRow(id))?.Roles, ['hypervisor'])
-      const decommission = await asMfa(['decommission-node', '--mfa', code()])
+      const decommission = await asMfa(['decommission-node', '--mfa', await app.next()])
       assert.equal(decommission.code, 0, decommission.stderr)
       assert.equal(await hostRow(id), undefined)
     })

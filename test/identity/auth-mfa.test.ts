@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { awayFromStepEnd } from '../../src/testkit/totp.js'
 import { adminToken, call, createProject, createUser, post, passwordAuth } from './auth-helpers.js'
 
 for (const dialect of DIALECTS) {
@@ -15,13 +16,6 @@ for (const dialect of DIALECTS) {
     const blob = base32Encode(seed)
     const passcode = (offsetMs = 0) => totpCode(seed, Date.now() + offsetMs)
     const totpAuth = (code: string) => ({ user: { id: userId, passcode: code } })
-    // The server accepts the current step and the one before. A previous-step code made in the last moments of
-    // a step would be two steps old when it arrives, so wait for a fresh step first.
-    const awayFromStepEnd = async () => {
-      const left = 30_000 - (Date.now() % 30_000)
-      if (left < 5_000) await new Promise((resolve) => setTimeout(resolve, left + 50))
-    }
-
     before(async () => {
       server = await startTestServer({ dialect })
       admin = await adminToken(server)
@@ -98,22 +92,62 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, 'GET', '/auth/tokens', { 'x-auth-token': admin, 'x-subject-token': receipt! })).status, 404)
     })
 
-    it('accepts password and totp in one request, and the previous 30 s step, but not a future one', async () => {
+    /** A user of its own whose rules need password and TOTP, with a TOTP credential: for tests that use up codes. */
+    const mfaUser = async (name: string) => {
+      const seed = randomBytes(20)
+      const password = `${name}-secret`
+      const id = await createUser(server, { name, password, roles: [[projectId, 'member']], options: { multi_factor_auth_rules: [['password', 'totp']] } })
+      const created = await call(server, 'POST', '/credentials', { 'x-auth-token': admin }, { credential: { type: 'totp', user_id: id, blob: base32Encode(seed) } })
+      assert.equal(created.status, 201)
+      return {
+        id,
+        code: (offsetMs = 0) => totpCode(seed, Date.now() + offsetMs),
+        login: (code: string) =>
+          post(server, { auth: { identity: { methods: ['password', 'totp'], password: { user: { id, password } }, totp: { user: { id, passcode: code } } }, scope: { project: { id: projectId } } } }),
+        receipt: async () => (await post(server, passwordAuth({ id, password }))).headers.get('openstack-auth-receipt')!,
+      }
+    }
+
+    it('accepts password and totp in one request, and the previous 30 s step, but not the next one', async () => {
+      const user = await mfaUser('window')
       await awayFromStepEnd()
-      const both = await post(server, {
-        auth: { identity: { methods: ['password', 'totp'], password: { user: { id: userId, password: 'mallory-secret' } }, totp: totpAuth(passcode(-30_000)) }, scope: { project: { id: projectId } } },
-      })
-      assert.equal(both.status, 201)
-      assert.deepEqual(both.body.token.methods, ['password', 'totp'])
-      const future = passcode(60_000)
-      if (future !== passcode() && future !== passcode(-30_000)) {
-        const r = await post(server, { auth: { identity: { methods: ['password', 'totp'], password: { user: { id: userId, password: 'mallory-secret' } }, totp: totpAuth(future) } } })
+      const next = user.code(30_000)
+      if (next !== user.code() && next !== user.code(-30_000)) {
+        const r = await user.login(next)
         assert.equal(r.status, 401)
         assert.equal(r.headers.get('openstack-auth-receipt'), null)
       }
+      const both = await user.login(user.code(-30_000))
+      assert.equal(both.status, 201)
+      assert.deepEqual(both.body.token.methods, ['password', 'totp'])
       // Rescoping a fully authenticated token needs no factor again.
       const rescoped = await post(server, { auth: { identity: { methods: ['token'], token: { id: both.token } }, scope: 'unscoped' } })
       assert.equal(rescoped.status, 201)
+    })
+
+    it('accepts a code once (RFC 6238 §5.2): the same code again is refused, and so is an older step once a newer one was used', async () => {
+      const user = await mfaUser('replayed')
+      await awayFromStepEnd()
+      const [previous, current] = [user.code(-30_000), user.code()]
+      assert.equal((await user.login(previous)).status, 201)
+      const replayed = await user.login(previous)
+      assert.equal(replayed.status, 401, 'the same code again')
+      assert.equal(replayed.body.error.message, 'The request you have made requires authentication.')
+      assert.equal(replayed.headers.get('openstack-auth-receipt'), null)
+      assert.equal((await user.login(current)).status, 201, "the current step's code is still new")
+      assert.equal((await user.login(previous)).status, 401, 'an older step than the last one used')
+      assert.equal((await user.login(current)).status, 401)
+      const withReceipt = await post(server, { auth: { identity: { methods: ['totp'], totp: { user: { id: user.id, passcode: current } } } } }, { headers: { 'openstack-auth-receipt': await user.receipt() } })
+      assert.equal(withReceipt.status, 401, 'with a receipt too')
+      assert.equal(withReceipt.token, null)
+    })
+
+    it('of several logins sending the same right code at once, exactly one gets a token', async () => {
+      const user = await mfaUser('raced')
+      await awayFromStepEnd()
+      const code = user.code()
+      const answers = await Promise.all([1, 2, 3, 4].map(() => user.login(code)))
+      assert.deepEqual(answers.map((a) => a.status).sort(), [201, 401, 401, 401])
     })
 
     it('lets a user exempted with multi_factor_auth_enabled=false in with the password alone', async () => {

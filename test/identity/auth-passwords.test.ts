@@ -65,16 +65,23 @@ for (const dialect of DIALECTS) {
       assert.equal((await post(server, passwordAuth({ id: userId, password: 'some-password' }))).status, 201)
     })
 
-    it('verifyLogin (for other login surfaces) accepts a name or an e-mail in a domain and counts failures', async () => {
+    it('verifyLogin (the IdP\'s) accepts a name or an e-mail in a domain, the e-mail in any case, and counts failures', async () => {
       const userId = await createUser(server, { name: 'oidc-user', password: 'oidc-password' })
-      await identityWrite(server, (db) => db.updateTable('users').set({ email: 'oidc@example.com' }).where('id', '=', userId).execute())
+      await identityWrite(server, (db) => db.updateTable('users').set({ email: 'Oidc@Example.com' }).where('id', '=', userId).execute())
       const flow = server.deps.identityAuth
       assert.equal(await flow.verifyLogin('oidc-user', { name: 'Default' }, 'oidc-password'), userId)
       assert.equal(await flow.verifyLogin('oidc@example.com', { id: 'default' }, 'oidc-password'), userId)
+      assert.equal(await flow.verifyLogin('OIDC@EXAMPLE.COM', { id: 'default' }, 'oidc-password'), userId)
+      assert.equal(await flow.findLogin('OIDC-USER', { id: 'default' }), undefined, 'names are exact')
+      assert.equal(await flow.findLogin('oidc@example.com', { id: 'elsewhere' }), undefined, 'within the domain only')
       await assert.rejects(flow.verifyLogin('oidc@example.com', { id: 'default' }, 'wrong'), (err: Error & { code?: string }) => err.code === 'unauthorized' && err.message === GENERIC_401)
       await assert.rejects(flow.verifyLogin('nobody@example.com', { id: 'default' }, 'x'), (err: Error & { code?: string }) => err.code === 'unauthorized' && err.message === GENERIC_401)
       const row = await server.deps.store.db.selectFrom('users').select('failed_auth_count').where('id', '=', userId).executeTakeFirstOrThrow()
       assert.equal(row.failed_auth_count, 1)
+      // Two users of the domain with one address, whatever its case: the address names neither.
+      const twin = await createUser(server, { name: 'oidc-twin', password: 'oidc-password' })
+      await identityWrite(server, (db) => db.updateTable('users').set({ email: 'oidc@example.COM' }).where('id', '=', twin).execute())
+      assert.equal(await flow.findLogin('oidc@example.com', { id: 'default' }), undefined)
     })
 
     it('refuses a user of a disabled domain', async () => {

@@ -1,6 +1,6 @@
 /**
  * Two real server processes on one PostgreSQL: what one does to tokens (revoke, disable, rotate keys) the other
- * honours within a second, and key rotation never breaks a token still valid.
+ * honours within a second, key rotation never breaks a token still valid, and a TOTP code is accepted once.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -9,9 +9,10 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { ADMIN_PASSWORD, freePort, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { freshDatabase } from '../../src/testkit/postgres.js'
-import { adminToken, createProject, createUser, identityWrite, passwordAuth, post, sleep } from './auth-helpers.js'
+import { adminToken, call, createProject, createUser, identityWrite, passwordAuth, post, sleep } from './auth-helpers.js'
 
 async function status(baseUrl: string, caller: string, subject: string): Promise<number> {
   const res = await fetch(`${baseUrl}/identity/v3/auth/tokens?nocatalog`, { headers: { 'x-auth-token': caller, 'x-subject-token': subject } })
@@ -96,6 +97,33 @@ describe('tokens across two server processes on one PostgreSQL', () => {
     assert.equal(await status(bUrl, admin, subject), 200)
     await identityWrite(a, (db) => db.updateTable('users').set({ enabled: 0 }).where('id', '=', userId).execute())
     await within(1000, async () => (await status(bUrl, admin, subject)) === 404)
+  })
+
+  it('accepts a TOTP code once across processes and surfaces: of logins sending it at once to A and B, Keystone and the IdP, one succeeds', async () => {
+    const seed = randomBytes(20)
+    const userId = await createUser(a, { name: 'totp-shared', password: 'totp-shared-secret', options: { multi_factor_auth_rules: [['password', 'totp']] } })
+    assert.equal((await call(a, 'POST', '/credentials', { 'x-auth-token': admin }, { credential: { type: 'totp', user_id: userId, blob: base32Encode(seed) } })).status, 201)
+    const clients = await fetch(`${bUrl}/resmgr/v2/idpclients`, { headers: { 'x-auth-token': admin } })
+    const clientSecret = ((await clients.json()) as Record<string, string>).kubernetes
+    // Far enough from the end of a step that every request arrives within the code's window.
+    if (Date.now() % 30_000 > 25_000) await sleep(30_000 - (Date.now() % 30_000) + 50)
+    const passcode = totpCode(seed, Date.now())
+    const keystone = (base: string) =>
+      fetch(`${base}/identity/v3/auth/tokens`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ auth: { identity: { methods: ['password', 'totp'], password: { user: { id: userId, password: 'totp-shared-secret' } }, totp: { user: { id: userId, passcode } } } } }),
+      })
+    const idp = () =>
+      fetch(`${bUrl}/idp/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'password', client_id: 'kubernetes', client_secret: clientSecret, scope: 'openid', username: 'totp-shared', password: 'totp-shared-secret', totp: passcode }).toString(),
+      })
+    const answers = await Promise.all([keystone(a.url), keystone(a.url), keystone(bUrl), keystone(bUrl), idp(), idp()])
+    const accepted = answers.filter((r) => r.status === 201 || r.status === 200)
+    await Promise.all(answers.map((r) => r.arrayBuffer()))
+    assert.equal(accepted.length, 1, `answers: ${answers.map((r) => r.status).join(', ')}`)
   })
 
   it('rotates keys on A without breaking tokens on B, and B opens A’s newest tokens at once', async () => {

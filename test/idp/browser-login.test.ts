@@ -40,7 +40,7 @@ describe('IdP login pages in Chromium', { skip: browserMissing() }, () => {
     const admin = await adminToken(pcc.server)
     secret = ((await (await pcc.fetch(`${pcc.base}/resmgr/v2/idpclients`, { headers: { 'x-auth-token': admin } })).json()) as Record<string, string>).kubernetes
     await createUser(pcc.server, { ...CAROL, role: 'member' })
-    const dan = await createUser(pcc.server, { ...DAN, role: 'reader', options: { multi_factor_auth_enabled: true } })
+    const dan = await createUser(pcc.server, { ...DAN, role: 'reader', options: { multi_factor_auth_enabled: true, multi_factor_auth_rules: [['password', 'totp']] } })
     await addTotpCredential(pcc.server, dan, base32Encode(seed), { fetch: pcc.fetch, base: pcc.base })
     // The client's loopback listener, as kubelogin runs one.
     callback = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('Signed in. You can close this page.'))

@@ -1,6 +1,8 @@
 /** Shared steps of the IdP tests: identity tokens, users, token-endpoint calls. */
 import { randomUUID } from 'node:crypto'
 import { hashPassword } from '../../src/server/crypto/passwords.js'
+import { touchIdentity } from '../../src/server/identity/generation.js'
+import type { Db } from '../../src/server/storage/store.js'
 import type { TestServer } from '../../src/testkit/harness.js'
 
 export async function adminToken(server: TestServer): Promise<string> {
@@ -17,10 +19,23 @@ export interface NewUser {
   role?: string
 }
 
-/** Inserts a user of the Default domain directly (the identity admin API is another area's). */
+/** Inserts a user of the Default domain directly, as an identity write (the identity admin API is another area's). */
 export async function createUser(server: TestServer, user: NewUser): Promise<string> {
-  const db = server.deps.store.db
   const id = randomUUID().replaceAll('-', '')
+  await identityWrite(server, (db) => insertUser(db, id, user, server.bootstrap.adminProjectId))
+  return id
+}
+
+/** Writes identity rows in one transaction that moves the identity generation, so that every process sees them (MFA rules included). */
+export async function identityWrite(server: TestServer, write: (db: Db) => Promise<unknown>): Promise<void> {
+  await server.deps.store.db.transaction().execute(async (tx) => {
+    await write(tx)
+    await touchIdentity(tx)
+  })
+  await server.deps.tokens.refresh()
+}
+
+async function insertUser(db: Db, id: string, user: NewUser, projectId: string): Promise<void> {
   const now = Date.now()
   await db
     .insertInto('users')
@@ -34,10 +49,9 @@ export async function createUser(server: TestServer, user: NewUser): Promise<str
     const role = await db.selectFrom('roles').select('id').where('name', '=', user.role).executeTakeFirstOrThrow()
     await db
       .insertInto('role_assignments')
-      .values({ actor_type: 'user', actor_id: id, target_type: 'project', target_id: server.bootstrap.adminProjectId, role_id: role.id, inherited: 0 })
+      .values({ actor_type: 'user', actor_id: id, target_type: 'project', target_id: projectId, role_id: role.id, inherited: 0 })
       .execute()
   }
-  return id
 }
 
 export async function userToken(server: TestServer, userId: string, scoped = true): Promise<string> {

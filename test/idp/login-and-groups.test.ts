@@ -1,9 +1,11 @@
-/** The password check's lockout and MFA decisions, and the `groups` rule, against a real store. */
+/** The password check's lockout and refusals, and the `groups` rule, against a real store. */
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { projectGroups } from '../../src/server/oidc/claims.js'
-import { checkLogin, mfaSatisfied, type LoginDeps } from '../../src/server/oidc/login.js'
+import { AuthFlow } from '../../src/server/identity/auth-flow.js'
+import type { LockoutPolicy } from '../../src/server/identity/lockout.js'
+import { checkLogin, type LoginDeps } from '../../src/server/oidc/login.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminToken, createUser, kubernetesSecret, tokenCall } from './helpers.js'
 
@@ -16,11 +18,16 @@ for (const dialect of DIALECTS) {
       server = await startTestServer({ dialect })
     })
     after(() => server.close())
+    /** The IdP's login checks over identity's, with this lockout policy and clock. */
+    const loginDeps = (lockout: LockoutPolicy, now: () => number): LoginDeps => ({
+      identity: new AuthFlow(server.deps.store, server.deps.box, server.deps.tokens, lockout, now),
+      tokens: server.deps.tokens,
+    })
 
     it('locks an account after the configured failures, until the lock expires', async () => {
       const userId = await createUser(server, { name: 'dave', password: 'dave-password-1' })
       let now = Date.now()
-      const deps: LoginDeps = { db: server.deps.store.db, box: server.deps.box, tokens: server.deps.tokens, lockout: { attempts: 2, durationMs: 60_000 }, now: () => now }
+      const deps = loginDeps({ attempts: 2, durationMs: 60_000 }, () => now)
       const attempt = (password: string) => checkLogin(deps, { username: 'dave', password })
       await assert.rejects(attempt('bad'), /Invalid username or password/)
       await assert.rejects(attempt('bad'), /Invalid username or password/)
@@ -38,7 +45,7 @@ for (const dialect of DIALECTS) {
     it('refuses disabled users, users of a disabled domain and expired passwords', async () => {
       const userId = await createUser(server, { name: 'erin', password: 'erin-password-1' })
       const db = server.deps.store.db
-      const deps: LoginDeps = { db, box: server.deps.box, tokens: server.deps.tokens, lockout: {}, now: Date.now }
+      const deps = loginDeps({}, Date.now)
       const attempt = () => checkLogin(deps, { username: 'erin', password: 'erin-password-1' })
       await db.updateTable('users').set({ enabled: 0 }).where('id', '=', userId).execute()
       await assert.rejects(attempt(), /disabled/)
@@ -46,16 +53,6 @@ for (const dialect of DIALECTS) {
       await assert.rejects(attempt(), /expired/)
       await db.updateTable('users').set({ password_expires_at: null }).where('id', '=', userId).execute()
       assert.equal(await attempt(), userId)
-    })
-
-    it('decides MFA as Keystone does', () => {
-      assert.equal(mfaSatisfied({}, ['password']), true)
-      assert.equal(mfaSatisfied({ multi_factor_auth_enabled: true }, ['password']), false)
-      assert.equal(mfaSatisfied({ multi_factor_auth_enabled: true }, ['password', 'totp']), true)
-      assert.equal(mfaSatisfied({ multi_factor_auth_rules: [['password', 'totp']] }, ['password']), false)
-      assert.equal(mfaSatisfied({ multi_factor_auth_rules: [['password'], ['password', 'totp']] }, ['password']), true)
-      assert.equal(mfaSatisfied({ multi_factor_auth_enabled: false, multi_factor_auth_rules: [['password', 'totp']] }, ['password']), true)
-      assert.equal(mfaSatisfied({ multi_factor_auth_rules: [['password', 'saml2']] }, ['password']), true, 'unknown methods are dropped from rules')
     })
 
     it('derives groups from identity groups, project roles, group assignments, implied roles and domains', async () => {

@@ -40,22 +40,28 @@ export function base32Encode(data: Buffer): string {
   return out
 }
 
-export function totpCode(secret: Buffer, timeMs: number, step = 30, digits = 6): string {
-  const counter = Buffer.alloc(8)
-  counter.writeBigUInt64BE(BigInt(Math.floor(timeMs / 1000 / step)))
-  const mac = createHmac('sha1', secret).update(counter).digest()
-  const offset = mac[mac.length - 1] & 0x0f
-  const binary = mac.readUInt32BE(offset) & 0x7fffffff
-  return String(binary % 10 ** digits).padStart(digits, '0')
+/** RFC 6238's time step T of a moment: the number of 30-second steps since the Unix epoch. */
+export function totpStep(timeMs: number): number {
+  return Math.floor(timeMs / 30_000)
 }
 
-/** True when `code` matches the current step or one step either side (clock drift), compared in constant time. */
-export function verifyTotp(secret: Buffer, code: string, timeMs: number, window = 1): boolean {
+/** The code of one time step (RFC 4226's HOTP of the step counter). */
+export function totpCodeOfStep(secret: Buffer, counter: number): string {
+  const buffer = Buffer.alloc(8)
+  buffer.writeBigUInt64BE(BigInt(counter))
+  const mac = createHmac('sha1', secret).update(buffer).digest()
+  const offset = mac[mac.length - 1] & 0x0f
+  const binary = mac.readUInt32BE(offset) & 0x7fffffff
+  return String(binary % 1_000_000).padStart(6, '0')
+}
+
+/** The code of the step a moment falls in (what an authenticator app shows then). */
+export function totpCode(secret: Buffer, timeMs: number): string {
+  return totpCodeOfStep(secret, totpStep(timeMs))
+}
+
+/** Whether `code` is the code of step `counter`, compared in constant time (6 digits; anything else is false). */
+export function totpCodeMatches(secret: Buffer, code: string, counter: number): boolean {
   if (!/^\d{6}$/.test(code)) return false
-  let ok = false
-  for (let i = -window; i <= window; i++) {
-    const expected = Buffer.from(totpCode(secret, timeMs + i * 30_000))
-    if (timingSafeEqual(expected, Buffer.from(code))) ok = true
-  }
-  return ok
+  return timingSafeEqual(Buffer.from(totpCodeOfStep(secret, counter)), Buffer.from(code))
 }

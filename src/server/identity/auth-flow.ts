@@ -5,25 +5,48 @@
  * or the default project) and the token issued. Password checks apply Keystone's security_compliance order:
  * locked → wrong password (counted) → disabled → expired; a TOTP passcode is counted and locked the same way
  * (lockout.ts), and the failure count starts again only when the whole login succeeds.
+ *
+ * The same checks serve the IdP's logins (oidc/login.ts): findLogin/verifyLogin, verifyUserPassword, verifyPasscode,
+ * mfaSatisfied and wholeLogin. A refused factor is a LoginRefused: Keystone's 401, with a reason the IdP answers in
+ * its own words.
  */
 import { AppError, badRequest } from '../../contracts/errors.js'
 import { hashPassword, needsRehash, verifyPassword } from '../crypto/passwords.js'
 import type { SecretBox } from '../crypto/secret-box.js'
-import { base32Decode, totpCode } from '../crypto/totp.js'
 import type { Store } from '../storage/store.js'
 import { tokenRoles, type ResolvedToken } from './principal-resolver.js'
 import type { AppCredRecord, IdentitySnapshot, ScopeRef } from './snapshot.js'
 import { Lockout, type LockoutPolicy } from './lockout.js'
+import { AUTH_METHODS, mfaRules, rulesSatisfied } from './mfa-rules.js'
 import { keystoneTime } from './token-body.js'
+import { verifyPasscode } from './totp-factor.js'
 import type { TokenPayload } from './token-format.js'
 import type { TokenService } from './token-service.js'
-
-export const AUTH_METHODS = ['password', 'token', 'totp', 'application_credential'] as const
 
 /** The one answer for a wrong password, an unknown user, an unknown project…: nothing to tell them apart. */
 export const GENERIC_401 = 'The request you have made requires authentication.'
 const fail = (message = GENERIC_401) => new AppError('unauthorized', message)
-const locked = (userId: string) => fail(`The account is locked for user: ${userId}.`)
+
+/** Why a factor of a login was refused. */
+export type Refusal = 'invalid' | 'locked' | 'disabled' | 'expired'
+
+/** Keystone's message for each refusal (disabled and expired only reach a caller that gave the right password). */
+const REFUSAL_MESSAGES: Record<Refusal, (userId: string) => string> = {
+  invalid: () => GENERIC_401,
+  locked: (userId) => `The account is locked for user: ${userId}.`,
+  disabled: (userId) => `The account is disabled for user: ${userId}.`,
+  expired: (userId) => `The password is expired and needs to be changed for user: ${userId}.`,
+}
+
+/** A refused factor: Keystone's 401; other surfaces answer `reason` in their own words. */
+export class LoginRefused extends AppError {
+  constructor(
+    readonly reason: Refusal,
+    userId = '',
+  ) {
+    super('unauthorized', REFUSAL_MESSAGES[reason](userId))
+  }
+}
 
 /** The methods whose secrets the lockout guards: a login using one of them resets the count when it succeeds. */
 const GUARDED_METHODS = ['password', 'totp']
@@ -74,9 +97,9 @@ export class AuthFlow {
   }
 
   /**
-   * The password factor of a user given by id or by name (or e-mail) and domain: lockout, the password (a wrong
-   * one counted), enabled, expiry, rehash. Answers the user id or throws 401. A right password does not reset the
-   * failure count: the caller does, once the whole login succeeded (`lockout.loginSucceeded`), as authenticate does.
+   * The password factor of a user given by id or by name and domain: lockout, the password (a wrong one counted),
+   * enabled, expiry, rehash. Answers the user id or throws LoginRefused. A right password does not reset the failure
+   * count: the caller does, once the whole login succeeded (wholeLogin), as authenticate does.
    */
   async verifyUserPassword(ref: UserRef, password: string): Promise<string> {
     const userId = await this.findUserId(ref, 'password')
@@ -91,74 +114,87 @@ export class AuthFlow {
       : undefined
     if (!user || !user.password_hash) {
       await verifyPassword(password, await (dummyHash ??= hashPassword('not a password')))
-      throw fail()
+      throw new LoginRefused('invalid')
     }
     const hash = user.password_hash
     const outcome = await this.lockout.tryFactor(user.id, () => verifyPassword(password, hash))
-    if (outcome === 'locked') throw locked(user.id)
-    if (outcome === 'wrong') throw fail()
+    if (outcome === 'locked') throw new LoginRefused('locked', user.id)
+    if (outcome === 'wrong') throw new LoginRefused('invalid')
     const options = parseOptions(user.options)
-    if (!user.enabled || !user.domain_enabled) throw fail(`The account is disabled for user: ${user.id}.`)
+    if (!user.enabled || !user.domain_enabled) throw new LoginRefused('disabled', user.id)
     if (user.password_expires_at !== null && Number(user.password_expires_at) <= this.now() && options.ignore_password_expiry !== true) {
-      throw fail(`The password is expired and needs to be changed for user: ${user.id}.`)
+      throw new LoginRefused('expired', user.id)
     }
     if (needsRehash(hash)) await db.updateTable('users').set({ password_hash: await hashPassword(password) }).where('id', '=', user.id).execute()
     return user.id
   }
 
   /**
-   * A login by user name or e-mail within a domain (id or name), for surfaces such as the OIDC password grant:
-   * the name is tried first, then the e-mail when exactly one user of the domain has it. Same checks and the same
-   * 401 as verifyUserPassword.
+   * The user a login name means within a domain (id or name): the user of that name, else the one user of the domain
+   * with that e-mail address, compared without regard to case (docs/identity.md, "Login names").
    */
-  async verifyLogin(nameOrEmail: string, domain: { id?: string; name?: string }, password: string): Promise<string> {
-    let userId = await this.findUserId({ name: nameOrEmail, domain }, 'login')
-    if (!userId && nameOrEmail.includes('@')) {
-      let q = this.store.db.selectFrom('users').innerJoin('domains', 'domains.id', 'users.domain_id').select('users.id').where('users.email', '=', nameOrEmail)
-      q = domain.id !== undefined ? q.where('domains.id', '=', domain.id) : q.where('domains.name', '=', domain.name ?? '')
-      const rows = await q.limit(2).execute()
-      if (rows.length === 1) userId = rows[0].id
-    }
-    return this.verifyUserPassword({ id: userId ?? '' }, password)
+  async findLogin(nameOrEmail: string, domain: { id?: string; name?: string }): Promise<string | undefined> {
+    const byName = await this.findUserId({ name: nameOrEmail, domain }, 'login')
+    if (byName || !nameOrEmail.includes('@')) return byName
+    let q = this.store.db
+      .selectFrom('users')
+      .innerJoin('domains', 'domains.id', 'users.domain_id')
+      .select('users.id')
+      .where((eb) => eb(eb.fn('lower', ['users.email']), '=', eb.fn('lower', [eb.val(nameOrEmail)])))
+    q = domain.id !== undefined ? q.where('domains.id', '=', domain.id) : q.where('domains.name', '=', domain.name ?? '')
+    const rows = await q.limit(2).execute()
+    return rows.length === 1 ? rows[0].id : undefined
   }
 
-  /** The totp factor: lockout, then the passcode (a wrong one counted like a wrong password), then enabled. */
+  /** The password factor of a login by name or e-mail within a domain (findLogin): verifyUserPassword's checks and refusals. */
+  async verifyLogin(nameOrEmail: string, domain: { id?: string; name?: string }, password: string): Promise<string> {
+    return this.verifyUserPassword({ id: (await this.findLogin(nameOrEmail, domain)) ?? '' }, password)
+  }
+
+  /**
+   * The totp factor of a known user: lockout, then the passcode (totp-factor.ts; a wrong or used one counted like a
+   * wrong password), then enabled. Throws LoginRefused.
+   */
+  async verifyPasscode(userId: string, passcode: string): Promise<void> {
+    const outcome = await this.lockout.tryFactor(userId, () => verifyPasscode(this.store.db, this.box, userId, passcode, this.now()))
+    if (outcome === 'locked') throw new LoginRefused('locked', userId)
+    if (outcome === 'wrong') throw new LoginRefused('invalid')
+    await this.requireEnabled(userId)
+  }
+
+  /** Whether a login of this user that satisfied these methods is whole under the user's MFA rules (mfa-rules.ts), as they are now. */
+  async mfaSatisfied(userId: string, methods: string[]): Promise<boolean> {
+    await this.tokens.refresh()
+    const user = this.snap.users.get(userId)
+    if (!user) throw new LoginRefused('invalid')
+    return rulesSatisfied(mfaRules(user.options), methods)
+  }
+
+  /**
+   * A whole login of a user succeeded (every factor its rules need was right): the failure count starts again.
+   * Throws LoginRefused `locked` when failures of concurrent attempts locked the account meanwhile.
+   */
+  async wholeLogin(userId: string): Promise<void> {
+    if ((await this.lockout.loginSucceeded(userId)) === 'locked') throw new LoginRefused('locked', userId)
+  }
+
+  /** The totp method's body: the user (by id, or name and domain) and the passcode. */
   private async totp(body: unknown): Promise<string> {
     const ref = (body as { user?: UserRef & { passcode?: unknown } } | undefined)?.user
     const userId = await this.findUserId(ref, 'totp')
     const passcode = ref?.passcode
     if (typeof passcode !== 'string') throw badRequest('totp.user.passcode (a string) is required.')
-    if (!userId) throw fail()
-    const outcome = await this.lockout.tryFactor(userId, () => this.passcodeMatches(userId, passcode))
-    if (outcome === 'locked') throw locked(userId)
-    if (outcome === 'wrong') throw fail()
-    await this.requireEnabled(userId)
+    if (!userId) throw new LoginRefused('invalid')
+    await this.verifyPasscode(userId, passcode)
     return userId
-  }
-
-  private async passcodeMatches(userId: string, passcode: string): Promise<boolean> {
-    if (!/^\d{6}$/.test(passcode)) return false
-    const creds = await this.store.db.selectFrom('credentials').select('blob').where('user_id', '=', userId).where('type', '=', 'totp').execute()
-    const now = this.now()
-    for (const cred of creds) {
-      let secret: Buffer
-      try {
-        secret = base32Decode(this.box.openText(cred.blob))
-      } catch {
-        continue
-      }
-      // Keystone's window: the current step and one before it, never a future one.
-      for (const offset of [0, -30_000]) if (totpCode(secret, now + offset) === passcode) return true
-    }
-    return false
   }
 
   private async requireEnabled(userId: string): Promise<void> {
     if (!this.snap.users.has(userId)) await this.tokens.refresh()
     const user = this.snap.users.get(userId)
     const domain = user && this.snap.domains.get(user.domainId)
-    if (!user || !domain) throw fail()
-    if (!user.enabled || !domain.enabled) throw fail(`The account is disabled for user: ${userId}.`)
+    if (!user || !domain) throw new LoginRefused('invalid')
+    if (!user.enabled || !domain.enabled) throw new LoginRefused('disabled', userId)
   }
 
   private async applicationCredential(body: unknown): Promise<{ userId: string; cred: AppCredRecord }> {
@@ -243,7 +279,7 @@ export class AuthFlow {
     const methodList = [...satisfied]
     if (!cred) {
       const rules = mfaRules(user.options)
-      if (rules.length > 0 && !rules.some((rule) => rule.every((m) => satisfied.has(m)))) {
+      if (!rulesSatisfied(rules, satisfied)) {
         const { receipt, payload } = this.tokens.issueReceipt(userId, methodList)
         const domain = this.snap.domains.get(user.domainId)
         return {
@@ -264,7 +300,7 @@ export class AuthFlow {
 
     // A whole login: only now does the failure count start again (a right password alone, for a user whose rules
     // need a TOTP code as well, leaves it as it is).
-    if (methods.some((m) => GUARDED_METHODS.includes(m)) && (await this.lockout.loginSucceeded(userId)) === 'locked') throw locked(userId)
+    if (methods.some((m) => GUARDED_METHODS.includes(m))) await this.wholeLogin(userId)
 
     const decide = () => {
       const u = this.snap.users.get(userId) ?? user
@@ -368,18 +404,4 @@ export function parseOptions(text: string): Record<string, unknown> {
   } catch {
     return {}
   }
-}
-
-/**
- * The MFA rules that apply: none when explicitly disabled; rules keep only methods this server offers and empty
- * rules are dropped (Keystone's anti-lockout).
- */
-export function mfaRules(options: Record<string, unknown>): string[][] {
-  if (options.multi_factor_auth_enabled === false) return []
-  const raw = options.multi_factor_auth_rules
-  if (!Array.isArray(raw)) return []
-  return raw
-    .filter((r): r is unknown[] => Array.isArray(r))
-    .map((r) => r.filter((m): m is string => typeof m === 'string' && (AUTH_METHODS as readonly string[]).includes(m)))
-    .filter((r) => r.length > 0)
 }

@@ -1,19 +1,18 @@
 /**
- * How the IdP checks a user, for the password grant (one call) and the login page (password, then the TOTP
- * code on a second page): the identity users of the Default domain, found by name or e-mail, checked the way
- * identity checks a password login (enabled, password expiry), and a TOTP code for users under multi-factor
- * authentication. Both factors go through identity's lockout (identity/lockout.ts): a wrong password or code is a
- * failed login, a locked account is refused, and the count starts again only when the whole login succeeded.
+ * How the IdP checks a user, for the password grant (one call) and the login page (password, then the TOTP code on
+ * a second page): by identity's own checks (identity/auth-flow.ts), the ones POST /v3/auth/tokens runs, so that the
+ * two surfaces cannot disagree. The user is one of the Default domain, by name or e-mail (`findLogin`); the password
+ * is checked with identity's lockout, enabled and expiry rules; the user's MFA rules are identity's (mfa-rules.ts);
+ * the code is identity's TOTP check (totp-factor.ts: Keystone's window, each code once). What the IdP adds: where the
+ * code comes from (a field, appended to the password, or the second page), and its own words for a refusal (400
+ * invalid_grant, not Keystone's 401).
  */
 import { AppError } from '../../contracts/errors.js'
 import type { Authenticator } from '../auth/principal.js'
-import type { SecretBox } from '../crypto/secret-box.js'
-import { verifyPassword } from '../crypto/passwords.js'
-import { Lockout, type LockoutPolicy } from '../identity/lockout.js'
-import type { Db } from '../storage/store.js'
-import { verifyUserTotp } from './totp-credentials.js'
+import { LoginRefused, type AuthFlow, type Refusal } from '../identity/auth-flow.js'
 
 export const DEFAULT_DOMAIN_ID = 'default'
+const DEFAULT_DOMAIN = { id: DEFAULT_DOMAIN_ID }
 /** Platform9's convention: this username (or an empty one) means the password field carries an identity token. */
 export const TOKEN_USERNAME = '_TOKEN_'
 
@@ -24,139 +23,105 @@ export interface LoginRequest {
   totp?: string
 }
 
+/** What the IdP uses of identity's login checks. */
+export type IdentityLogin = Pick<AuthFlow, 'findLogin' | 'verifyLogin' | 'verifyUserPassword' | 'verifyPasscode' | 'mfaSatisfied' | 'wholeLogin'>
+
 export interface LoginDeps {
-  db: Db
-  box: SecretBox
+  identity: IdentityLogin
   tokens: Authenticator
-  lockout: LockoutPolicy
-  now: () => number
 }
 
-export const invalidCredentials = () => new AppError('bad_request', 'Invalid username or password.', { type: 'invalid_grant' })
-const accountLocked = () => new AppError('bad_request', 'The account is locked after too many failed logins.', { type: 'invalid_grant' })
-const lockoutOf = (deps: LoginDeps) => new Lockout(deps.db, deps.lockout, deps.now)
+const invalidGrant = (message: string) => new AppError('bad_request', message, { type: 'invalid_grant' })
 
-interface UserOptions {
-  multi_factor_auth_enabled?: boolean
-  multi_factor_auth_rules?: string[][]
-  ignore_password_expiry?: boolean
+/** The IdP's words for identity's refusals. */
+const REFUSALS: Record<Refusal, string> = {
+  invalid: 'Invalid username or password.',
+  locked: 'The account is locked after too many failed logins.',
+  disabled: 'The account is disabled.',
+  expired: 'The password is expired and must be changed.',
 }
+const CODE_REQUIRED = 'Invalid Credentials: a TOTP code is required (totp field, or appended to the password).'
+const WRONG_CODE = 'Invalid username, password or TOTP code.'
+const NO_WAY_IN = "This account's multi-factor rules need a sign-in method the IdP does not offer (it offers a password and a TOTP code)."
 
-function parseOptions(text: string): UserOptions {
+const invalidCredentials = () => invalidGrant(REFUSALS.invalid)
+
+/** Runs one of identity's checks; a refusal becomes the IdP's 400 invalid_grant. */
+async function idp<T>(check: () => Promise<T>): Promise<T> {
   try {
-    return JSON.parse(text) as UserOptions
-  } catch {
-    return {}
+    return await check()
+  } catch (err) {
+    throw err instanceof LoginRefused ? invalidGrant(REFUSALS[err.reason]) : err
   }
 }
 
-/**
- * Whether a login with these methods satisfies the user's MFA settings. Like Keystone: with rules, some rule
- * must be covered by the methods; an explicit `multi_factor_auth_enabled: false` exempts the user. Without
- * rules, `multi_factor_auth_enabled: true` means password and TOTP.
- */
-export function mfaSatisfied(options: UserOptions, methods: string[]): boolean {
-  if (options.multi_factor_auth_enabled === false) return true
-  const known = new Set(['password', 'totp', 'token'])
-  const rules = (options.multi_factor_auth_rules ?? []).map((r) => r.filter((m) => known.has(m))).filter((r) => r.length > 0)
-  if (rules.length > 0) return rules.some((rule) => rule.every((m) => methods.includes(m)))
-  if (options.multi_factor_auth_enabled === true) return methods.includes('totp')
-  return true
-}
-
-/** The password grant's check: password and, for a user under MFA, the TOTP code. Returns the user id, or throws 400 invalid_grant. */
+/** The password grant's check: password and, for a user whose MFA rules need it, the TOTP code. Returns the user id, or throws 400 invalid_grant. */
 export async function checkLogin(deps: LoginDeps, request: LoginRequest): Promise<string> {
   if (request.username === '' || request.username === TOKEN_USERNAME) {
-    // The identity token already passed identity's checks, MFA included.
+    // The identity token already passed identity's checks, MFA rules included.
     try {
       return (await deps.tokens.authenticate(request.password)).userId
     } catch {
       throw invalidCredentials()
     }
   }
-  const user = await findUser(deps.db, request.username)
-  if (!user || !user.password_hash) throw invalidCredentials()
-  const options = parseOptions(user.options)
+  const { identity } = deps
+  const userId = await identity.findLogin(request.username, DEFAULT_DOMAIN)
   let password = request.password
   let code = request.totp
   // The second way to send the code: appended to the password, for clients that only know a password.
-  if (!mfaSatisfied(options, ['password']) && code === undefined && /\d{6}$/.test(password) && password.length > 6) {
+  if (code === undefined && userId !== undefined && /\d{6}$/.test(password) && password.length > 6 && !(await identity.mfaSatisfied(userId, ['password']))) {
     code = password.slice(-6)
     password = password.slice(0, -6)
   }
-  await passwordStep(deps, user, options, password)
-  if (!mfaSatisfied(options, ['password'])) {
-    if (!code) throw new AppError('bad_request', 'Invalid Credentials: a TOTP code is required (totp field, or appended to the password).', { type: 'invalid_grant' })
-    if (!(await secondFactorStep(deps, user.id, options, code))) throw new AppError('bad_request', 'Invalid username, password or TOTP code.', { type: 'invalid_grant' })
-  }
-  await loginSucceeded(deps, user.id)
-  return user.id
+  // An unknown user is refused here too, after as long as a wrong password takes.
+  await idp(() => identity.verifyUserPassword({ id: userId ?? '' }, password))
+  if ((await afterPassword(identity, userId!)) === 'whole') return userId!
+  if (!code) throw invalidGrant(CODE_REQUIRED)
+  if (!(await codeRight(identity, userId!, code))) throw invalidGrant(WRONG_CODE)
+  return userId!
 }
 
 /**
- * The login page's first step: the password alone. Returns the user and whether a TOTP code must follow
- * (the page then asks for it: checkSecondFactor). Throws 400 invalid_grant like checkLogin.
+ * The login page's first step: the password alone. Returns the user and whether a TOTP code must follow (the page
+ * then asks for it: checkSecondFactor). Throws 400 invalid_grant like checkLogin.
  */
 export async function checkPassword(deps: LoginDeps, username: string, password: string): Promise<{ userId: string; needsTotp: boolean }> {
-  const user = await findUser(deps.db, username)
-  if (!user || !user.password_hash) throw invalidCredentials()
-  const options = parseOptions(user.options)
-  await passwordStep(deps, user, options, password)
-  const needsTotp = !mfaSatisfied(options, ['password'])
-  if (!needsTotp) await loginSucceeded(deps, user.id)
-  return { userId: user.id, needsTotp }
+  const userId = await idp(() => deps.identity.verifyLogin(username, DEFAULT_DOMAIN, password))
+  return { userId, needsTotp: (await afterPassword(deps.identity, userId)) === 'code' }
 }
 
 /**
- * The login page's second step: true when the code satisfies the user's MFA settings, false for a wrong code
- * (counted as a failed login); throws 400 invalid_grant when the account is locked.
+ * The login page's second step: true when the code completes the login, false for a wrong or used code (counted as
+ * a failed login); throws 400 invalid_grant when the account is locked or disabled.
  */
 export async function checkSecondFactor(deps: LoginDeps, userId: string, code: string): Promise<boolean> {
-  const user = await deps.db.selectFrom('users').select(['options']).where('id', '=', userId).executeTakeFirst()
-  if (!user || !(await secondFactorStep(deps, userId, parseOptions(user.options), code))) return false
-  await loginSucceeded(deps, userId)
-  return true
+  return codeRight(deps.identity, userId, code)
 }
-
-type FoundUser = NonNullable<Awaited<ReturnType<typeof findUser>>>
 
 /**
- * The password as identity checks it: lockout, the password (a wrong one counted), then enabled and expiry. A
- * right password leaves the failure count alone: loginSucceeded resets it once every factor was right.
+ * After a right password, by the user's MFA rules: a whole login (the failure count starts again), or a TOTP code
+ * to come. Refused when a code could not complete the login either (a rule names another method).
  */
-async function passwordStep(deps: LoginDeps, user: FoundUser, options: UserOptions, password: string): Promise<void> {
-  const hash = user.password_hash!
-  const outcome = await lockoutOf(deps).tryFactor(user.id, () => verifyPassword(password, hash))
-  if (outcome === 'locked') throw accountLocked()
-  if (outcome === 'wrong') throw invalidCredentials()
-  if (!user.enabled || !user.domain_enabled) throw new AppError('bad_request', 'The account is disabled.', { type: 'invalid_grant' })
-  if (user.password_expires_at !== null && user.password_expires_at <= deps.now() && !options.ignore_password_expiry) {
-    throw new AppError('bad_request', 'The password is expired and must be changed.', { type: 'invalid_grant' })
+async function afterPassword(identity: IdentityLogin, userId: string): Promise<'whole' | 'code'> {
+  if (await identity.mfaSatisfied(userId, ['password'])) {
+    await idp(() => identity.wholeLogin(userId))
+    return 'whole'
   }
+  if (await identity.mfaSatisfied(userId, ['password', 'totp'])) return 'code'
+  throw invalidGrant(NO_WAY_IN)
 }
 
-/** Whether password plus this code satisfies the user's MFA settings; a wrong code counts as a failed login. */
-async function secondFactorStep(deps: LoginDeps, userId: string, options: UserOptions, code: string): Promise<boolean> {
-  const outcome = await lockoutOf(deps).tryFactor(userId, () => verifyUserTotp(deps.db, deps.box, userId, code, deps.now()))
-  if (outcome === 'locked') throw accountLocked()
-  return mfaSatisfied(options, outcome === 'right' ? ['password', 'totp'] : ['password'])
-}
-
-/** The whole login succeeded: the failure count starts again (or the account was locked by concurrent failures). */
-async function loginSucceeded(deps: LoginDeps, userId: string): Promise<void> {
-  if ((await lockoutOf(deps).loginSucceeded(userId)) === 'locked') throw accountLocked()
-}
-
-/** A user of the Default domain by exact name, else by e-mail (case-insensitive) when exactly one has it. */
-async function findUser(db: Db, username: string) {
-  const base = db
-    .selectFrom('users')
-    .innerJoin('domains', 'domains.id', 'users.domain_id')
-    .select(['users.id', 'users.enabled', 'users.options', 'users.password_hash', 'users.password_expires_at', 'domains.enabled as domain_enabled'])
-    .where('users.domain_id', '=', DEFAULT_DOMAIN_ID)
-  const byName = await base.where('users.name', '=', username).executeTakeFirst()
-  if (byName) return byName
-  if (!username.includes('@')) return undefined
-  const byEmail = await base.where((eb) => eb(eb.fn('lower', ['users.email']), '=', username.toLowerCase())).limit(2).execute()
-  return byEmail.length === 1 ? byEmail[0] : undefined
+/** The code of a login past its password: false when wrong (or used); true when the login is whole with it. */
+async function codeRight(identity: IdentityLogin, userId: string, code: string): Promise<boolean> {
+  try {
+    await identity.verifyPasscode(userId, code)
+  } catch (err) {
+    if (err instanceof LoginRefused && err.reason === 'invalid') return false
+    throw err instanceof LoginRefused ? invalidGrant(REFUSALS[err.reason]) : err
+  }
+  // The rules may have changed since the password step, which may have been minutes ago.
+  if (!(await identity.mfaSatisfied(userId, ['password', 'totp']))) throw invalidGrant(NO_WAY_IN)
+  await idp(() => identity.wholeLogin(userId))
+  return true
 }

@@ -7,16 +7,13 @@
  */
 import { SignJWT } from 'jose'
 import { AppError } from '../../contracts/errors.js'
-import type { Authenticator } from '../auth/principal.js'
-import type { SecretBox } from '../crypto/secret-box.js'
-import type { LockoutPolicy } from '../identity/lockout.js'
 import type { Store } from '../storage/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { AuthCodes } from './auth-codes.js'
 import { atHash, dexSubject, SCOPE_CLAIMS, scopedClaims, userClaims, type UserClaims } from './claims.js'
 import type { IdpClient, IdpClients } from './clients.js'
 import type { DeviceRequests } from './device-requests.js'
-import { checkLogin } from './login.js'
+import { checkLogin, type LoginDeps } from './login.js'
 import { randomId } from './random-tokens.js'
 import { invalidRefresh, type RefreshTokens } from './refresh-tokens.js'
 import { parseScopes, scopeProblem, SUPPORTED_SCOPES } from './scopes.js'
@@ -50,14 +47,13 @@ export interface DeviceAuthorizationResponse {
 export interface ProviderOptions {
   issuer: string
   idTokenSeconds: number
-  lockout: LockoutPolicy
   now?: () => number
 }
 
 export interface ProviderDeps {
   store: Store
-  box: SecretBox
-  tokens: Authenticator
+  /** Identity's login checks (the password grant's). */
+  login: LoginDeps
   clients: IdpClients
   keys: SigningKeys
   refreshTokens: RefreshTokens
@@ -216,10 +212,7 @@ export class OidcProvider {
     if (connector !== DEFAULT_CONNECTOR) throw oauthError('invalid_request', 'Requested connector does not exist.')
     if (form.username === undefined) throw oauthError('invalid_request', 'Required param: username.')
     if (form.password === undefined || form.password === '') throw oauthError('invalid_request', 'Required param: password.')
-    const userId = await checkLogin(
-      { db: this.deps.store.db, box: this.deps.box, tokens: this.deps.tokens, lockout: this.options.lockout, now: () => this.now() },
-      { username: form.username, password: form.password, totp: form.totp },
-    )
+    const userId = await checkLogin(this.deps.login, { username: form.username, password: form.password, totp: form.totp })
     const claims = await userClaims(this.deps.store.db, userId)
     if (!claims || !claims.enabled) throw oauthError('invalid_grant', 'Invalid username or password.')
     return this.login(claims, { clientId: client.id, scopes, familyId: randomId(), authTime: this.now(), nonce: form.nonce })

@@ -2,13 +2,13 @@
 import type { Authenticator } from '../auth/principal.js'
 import type { Config } from '../config/settings.js'
 import type { SecretBox } from '../crypto/secret-box.js'
-import { lockoutPolicy } from '../identity/lockout.js'
 import type { Store } from '../storage/store.js'
 import { AccessTokens } from './access-tokens.js'
 import { AuthCodes } from './auth-codes.js'
 import { AuthRequests } from './auth-requests.js'
 import { BrowserFlow } from './browser-flow.js'
 import { IdpClients } from './clients.js'
+import type { IdentityLogin } from './login.js'
 import { DeviceRequests } from './device-requests.js'
 import { OidcProvider } from './provider.js'
 import { RefreshTokens } from './refresh-tokens.js'
@@ -26,7 +26,8 @@ export interface IdpServices {
   browser: BrowserFlow
 }
 
-export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, config: Config, now: () => number = Date.now): IdpServices {
+/** `identity`: identity's login checks (identity/auth-flow.ts), which the password grant and the login page use. */
+export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, identity: IdentityLogin, config: Config, now: () => number = Date.now): IdpServices {
   const idTokenTtlMs = config.idpIdTokenSeconds * 1000
   const issuer = `${config.publicUrl}/idp`
   const clients = new IdpClients(store, box, { graceMs: config.idpSecretGraceSeconds * 1000, now })
@@ -42,8 +43,8 @@ export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, c
   const codes = new AuthCodes(store, { now })
   const devices = new DeviceRequests(store, { now })
   const requests = new AuthRequests(store, { now })
-  // Identity owns the lockout (its settings and its rules); the IdP's logins go through the same one.
-  const lockout = lockoutPolicy(config)
+  // Identity checks every login (lockout, MFA rules, TOTP codes): the IdP's go through the same checks as Keystone's.
+  const login = { identity, tokens }
   // Dead rows are deleted every 10 minutes at most, by whichever process serves a login: no timer to stop.
   let lastPurge = 0
   const housekeeping = () => {
@@ -54,9 +55,9 @@ export function createIdp(store: Store, box: SecretBox, tokens: Authenticator, c
     })().catch(() => {})
   }
   const provider = new OidcProvider(
-    { store, box, tokens, clients, keys, refreshTokens, accessTokens, codes, devices, housekeeping },
-    { issuer, idTokenSeconds: config.idpIdTokenSeconds, lockout, now },
+    { store, login, clients, keys, refreshTokens, accessTokens, codes, devices, housekeeping },
+    { issuer, idTokenSeconds: config.idpIdTokenSeconds, now },
   )
-  const browser = new BrowserFlow({ db: store.db, clients, requests, codes, devices, login: { db: store.db, box, tokens, lockout, now }, issuer, now, housekeeping })
+  const browser = new BrowserFlow({ db: store.db, clients, requests, codes, devices, login, issuer, now, housekeeping })
   return { clients, keys, refreshTokens, provider, browser }
 }

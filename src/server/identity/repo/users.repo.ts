@@ -6,8 +6,8 @@ import { badRequest, conflict, forbidden, notFound } from '../../../contracts/er
 import { hashPassword, verifyPassword } from '../../crypto/passwords.js'
 import type { UserTable } from '../../storage/tables/identity.js'
 import type { Db } from '../../storage/store.js'
-import { mfaRules } from '../auth-flow.js'
 import { Lockout, type LockoutPolicy } from '../lockout.js'
+import { mfaRules, rulesSatisfied } from '../mfa-rules.js'
 import { mergeOptions, requireDomainRef } from './domains.repo.js'
 import { extraOf, newIdentityId, parseJson } from './write.js'
 
@@ -141,8 +141,7 @@ export async function checkOriginalPassword(db: Db, id: string, original: string
   const lockout = new Lockout(db, policy, () => now)
   const outcome = await lockout.tryFactor(id, async () => hash !== null && (await verifyPassword(original, hash)) && Boolean(row.enabled))
   if (outcome !== 'right') return outcome === 'locked' ? 'locked' : 'denied'
-  const rules = mfaRules(options)
-  const wholeLogin = rules.length === 0 || rules.some((rule) => rule.every((method) => method === 'password'))
+  const wholeLogin = rulesSatisfied(mfaRules(options), ['password'])
   return wholeLogin && (await lockout.loginSucceeded(id)) === 'locked' ? 'locked' : 'ok'
 }
 

@@ -20,6 +20,7 @@ import * as m0085 from './0085-idp-flows.js'
 import * as m0092 from './0092-network-dataplane.js'
 import * as m0094 from './0094-consoles.js'
 import * as m0097 from './0097-volume-data.js'
+import * as m0098 from './0098-totp-steps.js'
 
 export interface Migration {
   id: string
@@ -43,6 +44,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0092', name: 'network-dataplane', up: m0092.up },
   { id: '0094', name: 'consoles', up: m0094.up },
   { id: '0097', name: 'volume-data', up: m0097.up },
+  { id: '0098', name: 'totp-steps', up: m0098.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

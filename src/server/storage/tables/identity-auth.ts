@@ -6,8 +6,10 @@ export interface CredentialTable {
   project_id: string | null
   /** 'totp', 'ec2', 'cert'…: only 'totp' takes part in authentication. */
   type: string
-  /** The blob sealed with the master key (SecretBox, 'v1.' prefix); a TOTP blob is the base32 seed. The IdP reads it too. */
+  /** The blob sealed with the master key (SecretBox, 'v1.' prefix); a TOTP blob is the base32 seed (read by identity/totp-factor.ts). */
   blob: string
+  /** The newest 30 s step (RFC 6238's T) whose code this `totp` credential accepted: older and equal ones are refused. */
+  totp_last_step: number | null
   created_at: number
 }
 

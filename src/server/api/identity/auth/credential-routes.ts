@@ -83,6 +83,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
           project_id: input.project_id ?? null,
           type: input.type,
           blob: deps.box.seal(checkBlob(input.type, input.blob)),
+          totp_last_step: null,
           created_at: Date.now(),
         }
         await db.insertInto('credentials').values(row).execute()
