@@ -221,24 +221,40 @@ export async function deleteEach(
 /** How often a waiting command polls. openstack polls every 5 s; a second's tenth is cheap for the API. */
 export const POLL_MS = 500
 
-/** Prints openstack's "Progress: N" on stderr each time a resource's progress moves. */
-export function progressPrinter(context: CliContext): (progress: unknown) => void {
-  let last: unknown
-  return (progress) => {
-    if (progress && progress !== last) context.stderr.write(`Progress: ${progress}\n`)
-    last = progress
+/** What a waiting command shows of a resource: its status, task and progress. */
+export interface Watched {
+  status?: unknown
+  'OS-EXT-STS:task_state'?: unknown
+  progress?: unknown
+}
+
+/**
+ * Prints on stderr each step a resource takes while a command waits for it: its status and task as they change
+ * ("Status: BUILD (spawning)"), and openstack's "Progress: N" when the progress moves. Nova keeps a building
+ * server's progress at 0, so the status is what shows a long wait moving; stdout stays the command's answer.
+ */
+export function progressPrinter(context: CliContext): (resource: Watched) => void {
+  let lastStep = ''
+  let lastProgress: unknown
+  return (resource) => {
+    const task = resource['OS-EXT-STS:task_state']
+    const step = resource.status ? `${String(resource.status)}${task ? ` (${String(task)})` : ''}` : ''
+    if (step && step !== lastStep) context.stderr.write(`Status: ${step}\n`)
+    if (resource.progress && resource.progress !== lastProgress) context.stderr.write(`Progress: ${String(resource.progress)}\n`)
+    lastStep = step
+    lastProgress = resource.progress
   }
 }
 
 /**
  * Polls until `settled` says the resource is done (true), failed (a message) or not yet (false); returns the last
- * resource. The resource's `progress` is printed as it moves.
+ * resource. Its steps are printed as it moves (progressPrinter).
  */
-export async function waitUntil<T extends { progress?: unknown }>(context: CliContext, poll: () => Promise<T>, settled: (resource: T) => boolean | string): Promise<T> {
+export async function waitUntil<T extends Watched>(context: CliContext, poll: () => Promise<T>, settled: (resource: T) => boolean | string): Promise<T> {
   const progress = progressPrinter(context)
   for (;;) {
     const resource = await poll()
-    progress(resource.progress)
+    progress(resource)
     const state = settled(resource)
     if (typeof state === 'string') throw new CliFailure(state)
     if (state) return resource
@@ -247,7 +263,7 @@ export async function waitUntil<T extends { progress?: unknown }>(context: CliCo
 }
 
 /** Polls until the resource answers 404 (deleted); fails when `failed` finds it in an error state. */
-export async function waitUntilGone<T extends { progress?: unknown }>(context: CliContext, poll: () => Promise<T>, failed: (resource: T) => string | undefined): Promise<void> {
+export async function waitUntilGone<T extends Watched>(context: CliContext, poll: () => Promise<T>, failed: (resource: T) => string | undefined): Promise<void> {
   const progress = progressPrinter(context)
   for (;;) {
     let resource: T
@@ -257,7 +273,7 @@ export async function waitUntilGone<T extends { progress?: unknown }>(context: C
       if (isNotFound(err)) return
       throw err
     }
-    progress(resource.progress)
+    progress(resource)
     const message = failed(resource)
     if (message) throw new CliFailure(message)
     await new Promise((resolve) => setTimeout(resolve, POLL_MS))
