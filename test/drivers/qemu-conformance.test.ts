@@ -5,11 +5,15 @@
  * `pcc-guest: tick N` its user data prints every second (a guest that was paused, suspended or migrated live goes
  * on counting where it was).
  */
-import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
-import type { ComputeDriver, GuestSpec } from '../../src/server/drivers/compute/driver.js'
+import type { ComputeDriver, GuestSpec, VolumeConnection } from '../../src/server/drivers/compute/driver.js'
+import { ExportManager } from '../../src/server/drivers/volume/exports/export-manager.js'
+import { exportName } from '../../src/server/drivers/volume/exports/qsd-command.js'
+import { freePort } from '../../src/testkit/harness.js'
 import { QemuDriver, type DiskTransfers } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
 import { facts, fileImage, guestImage, killQemusUnder, lastBoot, lastTick, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
@@ -55,6 +59,19 @@ driverConformance(
       configDrive: Object.fromEntries(Object.entries(metadataFiles(facts(serverId))).map(([k, v]) => [k, v.toString('base64')])),
     })
     const consoleOf = (d: ComputeDriver, id: string) => d.consoleOutput(id).catch(() => '')
+    // Volumes are raw files served as a storage host serves them: qemu-storage-daemon, NBD over TLS-PSK.
+    const exports = new ExportManager(join(work, 'exports'))
+    const volume = async (): Promise<VolumeConnection> => {
+      const volumeId = randomUUID()
+      const file = join(work, `volume-${volumeId}.raw`)
+      writeFileSync(file, '')
+      truncateSync(file, 64 * 1024 * 1024)
+      const key = { identity: `att-${randomUUID()}`, key: randomBytes(32).toString('hex') }
+      const port = await freePort()
+      await exports.converge([{ volumeId, blockdev: { driver: 'raw', file: { driver: 'file', filename: file } }, address: '127.0.0.1', port, generations: [0], keys: [key] }])
+      const data = { host: '127.0.0.1', port, export: exportName(volumeId, 0), tls: 'psk' as const, psk_identity: key.identity, psk_key: key.key, volume_id: volumeId, attachment_id: key.identity, serial: volumeId }
+      return { volumeId, device: '/dev/vdb', connection: { driver_volume_type: 'nbd', data } }
+    }
     return {
       hosts: async () => [await host('qemu-a'), await host('qemu-b')],
       spec,
@@ -85,10 +102,11 @@ driverConformance(
         }
       },
       leftovers: async (d, id) => qemuLeftovers(rootOf(d), id),
-      volumes: false,
+      volume,
       disksMove: true,
       close: async () => {
         for (const r of roots) await killQemusUnder(r)
+        await exports.converge([])
         for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
       },
     }

@@ -36,7 +36,7 @@ driverConformance('simulated', async () => ({
   boots,
   continues: async () => {},
   leftovers: async (d, id) => ((await d.info(id)) ? [`guest ${id}`] : []),
-  volumes: true,
+  volume: async () => ({ volumeId: '00000000-0000-4000-8000-0000000000a1', device: '/dev/vdb' }),
   disksMove: false,
   close: async () => {},
 }))

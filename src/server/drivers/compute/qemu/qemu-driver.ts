@@ -881,6 +881,7 @@ export class QemuDriver implements ComputeDriver {
       memoryMb: rec.spec.flavor.ram,
       diskGb: rec.spec.flavor.disk,
       boots: rec.boots,
+      volumes: (rec.spec.volumes ?? []).map((v) => v.volumeId),
     }
   }
 
