@@ -6,9 +6,68 @@ import { Type as T } from '@sinclair/typebox'
 import { J } from './json-types.js'
 import { fieldsSchema, plain, type JsonSchema } from './schemas.js'
 import { absoluteLimitFields } from './quota.fields.js'
+import { GATES } from './versions.js'
 
 /** A Nova id: a uuid from 2.53 on for hosts and services, a small integer before. */
 const hostId = T.Union([J.str, J.int])
+const nint = T.Union([J.int, T.Null()])
+
+/** An ingress rule as Nova shows it: the remote group's name and owner, or the CIDR (`{}` for the other). */
+const securityGroupRule = T.Object({
+  id: J.str,
+  parent_group_id: J.str,
+  ip_protocol: J.nstr,
+  from_port: nint,
+  to_port: nint,
+  group: T.Object({ name: T.Optional(J.str), tenant_id: T.Optional(J.str) }, { additionalProperties: false }),
+  ip_range: T.Object({ cidr: T.Optional(J.str) }, { additionalProperties: false }),
+})
+const securityGroup = T.Object({ id: J.str, name: J.str, description: J.str, tenant_id: J.str, rules: T.Array(securityGroupRule) })
+
+/** A volume through Nova's proxy (camelCase): an unattached volume's attachments are `[{}]`. */
+const proxyVolume = T.Object({
+  id: J.str,
+  status: J.str,
+  size: J.int,
+  availabilityZone: J.str,
+  createdAt: J.str,
+  attachments: T.Array(T.Object({ id: T.Optional(J.str), volumeId: T.Optional(J.str), serverId: T.Optional(J.str), device: T.Optional(J.str) }, { additionalProperties: false })),
+  displayName: J.nstr,
+  displayDescription: J.nstr,
+  volumeType: J.nstr,
+  snapshotId: J.nstr,
+  metadata: J.strMap,
+})
+const proxySnapshot = T.Object({ id: J.str, volumeId: J.str, status: J.str, size: J.int, createdAt: J.str, displayName: J.nstr, displayDescription: J.nstr })
+
+/** A network through Nova's proxy in nova-network's shape: what everyone sees, and for admins the rest. */
+const ADMIN = { 'x-admin-only': true }
+const proxyNetwork = T.Object({
+  id: J.str,
+  label: J.str,
+  cidr: J.nstr,
+  netmask: J.nstr,
+  gateway: J.nstr,
+  broadcast: T.Null(),
+  dns1: J.nstr,
+  dns2: J.nstr,
+  cidr_v6: J.nstr,
+  gateway_v6: J.nstr,
+  netmask_v6: J.nstr,
+  created_at: T.Optional(T.String(ADMIN)),
+  updated_at: T.Optional(T.String(ADMIN)),
+  project_id: T.Optional(T.String(ADMIN)),
+  mtu: T.Optional(T.Integer(ADMIN)),
+  enable_dhcp: T.Optional(T.Union([J.bool, T.Null()], ADMIN)),
+  ...Object.fromEntries(['deleted', 'injected', 'multi_host', 'share_address'].map((key) => [key, T.Optional(T.Boolean(ADMIN))])),
+  // nova-network's own settings, which have nothing like them here.
+  ...Object.fromEntries(
+    ['deleted_at', 'bridge', 'vlan', 'vpn_public_address', 'vpn_public_port', 'vpn_private_address', 'dhcp_start', 'host', 'bridge_interface', 'priority', 'rxtx_base', 'dhcp_server'].map((key) => [key, T.Optional(T.Null(ADMIN))]),
+  ),
+})
+
+/** The proxy APIs Nova removed in 2.36 (images, volumes, networks…): their versions, and how their summaries end. */
+export const PROXY = { versions: { until: GATES.noProxyApis }, summary: ` (2.1–2.35; 404 from ${GATES.noProxyApis})` } as const
 
 export const A = {
   versionList: plain(T.Object({ versions: T.Array(T.Object({ id: J.str, status: J.str, version: J.str, min_version: J.str, updated: J.str, links: J.links })) })),
@@ -29,19 +88,7 @@ export const A = {
       tag: T.Optional(T.Null()),
     }),
   ),
-  securityGroups: plain(
-    T.Object({
-      security_groups: T.Array(
-        T.Object({
-          id: J.str,
-          name: J.str,
-          description: J.nstr,
-          tenant_id: J.str,
-          rules: T.Array(T.Object({ id: J.str, parent_group_id: J.str, ip_protocol: J.nstr, from_port: T.Union([J.int, T.Null()]), to_port: T.Union([J.int, T.Null()]), ip_range: T.Object({}), group: T.Object({}) })),
-        }),
-      ),
-    }),
-  ),
+  securityGroups: plain(T.Object({ security_groups: T.Array(securityGroup) })),
   instanceAction: plain(
     T.Object({
       action: J.str,
@@ -120,6 +167,15 @@ export const A = {
       cpu_info: T.Optional(T.Union([J.str, T.Record(J.str, T.Unknown())])),
     }),
   ),
+  serverPassword: plain(T.Object({ password: J.str })),
+  proxyVolume: plain(proxyVolume),
+  proxySnapshot: plain(proxySnapshot),
+  proxyNetwork: plain(proxyNetwork),
+  tenantNetwork: plain(T.Object({ id: J.str, cidr: J.nstr, label: J.str })),
+  securityGroup: plain(securityGroup),
+  securityGroupRule: plain(securityGroupRule),
+  floatingIpPools: plain(T.Object({ floating_ip_pools: T.Array(T.Object({ name: J.str })) })),
+  floatingIp: plain(T.Object({ id: J.str, ip: J.str, fixed_ip: J.nstr, instance_id: J.nstr, pool: J.nstr })),
   hypervisorStatistics: plain(
     T.Object({
       hypervisor_statistics: T.Record(J.str, J.int),

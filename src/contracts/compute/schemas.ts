@@ -103,6 +103,14 @@ export function fieldsSchema<T, V extends string>(table: FieldTable<T, V>, view:
   })
 }
 
+/**
+ * A body only some versions accept (the proxy APIs, until 2.36): one alternative with its `x-microversions`, so
+ * that a client (and the fuzz suite) sends it with a version that has the route.
+ */
+export function acceptedIn(body: JsonSchema, versions: Versions): JsonSchema {
+  return { anyOf: [{ ...body, ...range(versions.since ?? MIN_VERSION, last(versions.until)) }] }
+}
+
 /** An object with one key holding `inner` (Nova's envelopes: `{"server": …}`, `{"servers": […]}`). */
 export function envelope(key: string, inner: JsonSchema, more: Record<string, JsonSchema> = {}): JsonSchema {
   return { type: 'object', properties: { [key]: inner, ...more }, required: [key] }

@@ -11,8 +11,23 @@ import * as fips from '../../network/floating-ips.js'
 import { listNetworks } from '../../network/networks.js'
 import type { View } from '../../network/views.js'
 import { bodyObject, callerOf, requireBefore } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A, PROXY } from '../../../contracts/compute/answers.js'
+import { acceptedIn, envelope, listOf } from '../../../contracts/compute/schemas.js'
 
 type P1 = { Params: { id: string } }
+
+const DOCS = {
+  pools: documented({ summary: `List floating IP pools (the external networks)${PROXY.summary}`, response: { 200: A.floatingIpPools } }),
+  list: documented({ summary: `List the project's floating IPs${PROXY.summary}`, response: { 200: envelope('floating_ips', listOf(A.floatingIp)) } }),
+  show: documented({ summary: `Show a floating IP${PROXY.summary}`, response: { 200: envelope('floating_ip', A.floatingIp) } }),
+  create: documented({
+    summary: `Allocate a floating IP from a pool (by name or network id; without one, the only external network)${PROXY.summary}`,
+    body: acceptedIn({ type: 'object', properties: { pool: { type: ['string', 'null'] } } }, PROXY.versions),
+    response: { 200: envelope('floating_ip', A.floatingIp) },
+  }),
+  delete: documented({ summary: `Release a floating IP${PROXY.summary}`, response: { 202: noBody('Released') } }),
+}
 
 export function floatingIpProxyRoutes(deps: AppDeps) {
   const run = <T>(request: FastifyRequest, fn: (ctx: NetCtx, actor: Actor) => Promise<T>): Promise<T> => {
@@ -43,19 +58,19 @@ export function floatingIpProxyRoutes(deps: AppDeps) {
   }
 
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2.1/os-floating-ip-pools', async (request) =>
+    scope.get('/v2.1/os-floating-ip-pools', DOCS.pools, async (request) =>
       run(request, async (ctx, actor) => ({ floating_ip_pools: (await pools(ctx, actor)).map((n) => ({ name: n.name })) })),
     )
-    scope.get('/v2.1/os-floating-ips', async (request) =>
+    scope.get('/v2.1/os-floating-ips', DOCS.list, async (request) =>
       run(request, async (ctx, actor) => {
         const networks = await listNetworks(ctx, actor)
         return { floating_ips: await Promise.all(mine(request, await fips.listFloatingIps(ctx, actor)).map((f) => view(ctx, f, networks))) }
       }),
     )
-    scope.get<P1>('/v2.1/os-floating-ips/:id', async (request) =>
+    scope.get<P1>('/v2.1/os-floating-ips/:id', DOCS.show, async (request) =>
       run(request, async (ctx, actor) => ({ floating_ip: await view(ctx, await shown(ctx, actor, request.params.id), await listNetworks(ctx, actor)) })),
     )
-    scope.post('/v2.1/os-floating-ips', async (request) => {
+    scope.post('/v2.1/os-floating-ips', DOCS.create, async (request) => {
       const pool = (request.body === undefined || request.body === null ? {} : bodyObject(request)).pool
       if (pool !== undefined && pool !== null && typeof pool !== 'string') throw badRequest('Invalid input: pool must be a network name.')
       return run(request, async (ctx, actor) => {
@@ -67,7 +82,7 @@ export function floatingIpProxyRoutes(deps: AppDeps) {
         return { floating_ip: await view(ctx, created, candidates) }
       })
     })
-    scope.delete<P1>('/v2.1/os-floating-ips/:id', async (request, reply) => {
+    scope.delete<P1>('/v2.1/os-floating-ips/:id', DOCS.delete, async (request, reply) => {
       await run(request, async (ctx, actor) => {
         await shown(ctx, actor, request.params.id)
         await fips.deleteFloatingIp(ctx, actor, request.params.id)

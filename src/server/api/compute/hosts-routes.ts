@@ -45,6 +45,7 @@ const DOCS = {
   statistics: documented({ summary: 'Totals over every hypervisor (admin; below 2.88)', response: { 200: A.hypervisorStatistics } }),
   show: documented({ summary: 'Show a hypervisor (admin)', querystring: queryOf({ with_servers: Q.bool }), response: { 200: envelope('hypervisor', A.hypervisor) } }),
   uptime: documented({ summary: "A hypervisor's uptime (admin; below 2.88)", response: { 200: envelope('hypervisor', A.hypervisor) } }),
+  search: documented({ summary: 'Hypervisors whose name contains a text (admin; below 2.53)', response: { 200: envelope('hypervisors', listOf(A.hypervisor)) } }),
   servers: documented({ summary: 'Servers on hypervisors matching a name (admin; below 2.53)', response: { 200: envelope('hypervisors', listOf(A.hypervisor)) } }),
   services: documented({ summary: 'List compute services (admin)', querystring: queryOf({ host: Q.str, binary: Q.str }), response: { 200: envelope('services', listOf(A.service)) } }),
   updateService: documented({
@@ -183,7 +184,7 @@ export function hostRoutes(deps: AppDeps) {
       })
 
       // Below 2.53 a hostname pattern selects hypervisors (?hypervisor_hostname_pattern= from 2.53 on).
-      hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/search', async (request) => {
+      hosts.get<{ Params: { id: string } }>('/v2.1/os-hypervisors/:id/search', DOCS.search, async (request) => {
         const v = allow(request, 'os_compute_api:os-hypervisors:search')
         if (atLeast(v, 53)) throw notFound('The resource could not be found.')
         const { hosts: all, ctx } = await context()

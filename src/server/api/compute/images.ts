@@ -11,7 +11,7 @@ import { imageDetail, imageSummary, proxyPage } from '../../compute/image-proxy.
 import { checkMetadataQuota } from '../../compute/quotas.js'
 import { bodyObject, callerOf, requireBefore } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
-import { A } from '../../../contracts/compute/answers.js'
+import { A, PROXY } from '../../../contracts/compute/answers.js'
 import { envelope, listOf, plain, Q, queryOf } from '../../../contracts/compute/schemas.js'
 import { J } from '../../../contracts/compute/json-types.js'
 
@@ -28,7 +28,7 @@ function metadataOf(request: FastifyRequest, wrapper: 'metadata' | 'meta'): Reco
   return value as Record<string, string>
 }
 
-const below = ' (2.1–2.35; 404 from 2.36)'
+const below = PROXY.summary
 const DOCS = {
   list: (detail: boolean) =>
     documented({

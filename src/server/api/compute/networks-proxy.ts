@@ -11,6 +11,16 @@ import { listSubnets } from '../../network/subnets.js'
 import type { View } from '../../network/views.js'
 import { formatIp, parseCidr } from '../../network/ip.js'
 import { callerOf, requireBefore } from './context.js'
+import { documented } from '../../http/openapi.js'
+import { A, PROXY } from '../../../contracts/compute/answers.js'
+import { envelope, listOf } from '../../../contracts/compute/schemas.js'
+
+const DOCS = {
+  networks: documented({ summary: `List the networks the caller sees, in nova-network's shape${PROXY.summary}`, response: { 200: envelope('networks', listOf(A.proxyNetwork)) } }),
+  network: documented({ summary: `Show a network in nova-network's shape${PROXY.summary}`, response: { 200: envelope('network', A.proxyNetwork) } }),
+  tenantNetworks: documented({ summary: `List the networks the caller sees (id, label, CIDR)${PROXY.summary}`, response: { 200: envelope('networks', listOf(A.tenantNetwork)) } }),
+  tenantNetwork: documented({ summary: `Show a network (id, label, CIDR)${PROXY.summary}`, response: { 200: envelope('network', A.tenantNetwork) } }),
+}
 
 interface ProxyNetwork {
   network: View
@@ -88,9 +98,9 @@ export function networkProxyRoutes(deps: AppDeps) {
 
   return async (scope: FastifyInstance): Promise<void> => {
     type P1 = { Params: { id: string } }
-    scope.get('/v2.1/os-networks', async (request) => ({ networks: (await visible(request)).map((n) => networkDict(n, callerOf(request).admin)) }))
-    scope.get<P1>('/v2.1/os-networks/:id', async (request) => ({ network: networkDict(await one(request), callerOf(request).admin) }))
-    scope.get('/v2.1/os-tenant-networks', async (request) => ({ networks: (await visible(request)).map(tenantView) }))
-    scope.get<P1>('/v2.1/os-tenant-networks/:id', async (request) => ({ network: tenantView(await one(request)) }))
+    scope.get('/v2.1/os-networks', DOCS.networks, async (request) => ({ networks: (await visible(request)).map((n) => networkDict(n, callerOf(request).admin)) }))
+    scope.get<P1>('/v2.1/os-networks/:id', DOCS.network, async (request) => ({ network: networkDict(await one(request), callerOf(request).admin) }))
+    scope.get('/v2.1/os-tenant-networks', DOCS.tenantNetworks, async (request) => ({ networks: (await visible(request)).map(tenantView) }))
+    scope.get<P1>('/v2.1/os-tenant-networks/:id', DOCS.tenantNetwork, async (request) => ({ network: tenantView(await one(request)) }))
   }
 }

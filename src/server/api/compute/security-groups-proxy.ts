@@ -13,8 +13,47 @@ import type { Actor, NetCtx } from '../../network/context.js'
 import { parseCidr } from '../../network/ip.js'
 import { novaSecurityGroup, type NovaRuleSource } from '../../compute/server-network.js'
 import { bodyObject, callerOf, requireBefore } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A, PROXY } from '../../../contracts/compute/answers.js'
+import { acceptedIn, envelope, listOf, Q, queryOf, type JsonSchema } from '../../../contracts/compute/schemas.js'
 
 type P1 = { Params: { id: string } }
+
+/** The bodies as property() and neutronRule() check them (by hand, with Nova's messages). */
+const groupText = { type: 'string', minLength: 1, maxLength: 255, pattern: '\\S' }
+const groupBody = (required: string[]): JsonSchema =>
+  acceptedIn({ type: 'object', properties: { security_group: { type: 'object', properties: { name: groupText, description: groupText }, required } }, required: ['security_group'] }, PROXY.versions)
+const ruleBody = acceptedIn(
+  {
+    type: 'object',
+    properties: {
+      security_group_rule: {
+        type: 'object',
+        properties: {
+          parent_group_id: { type: 'string', format: 'uuid' },
+          ip_protocol: { type: ['string', 'null'], description: 'tcp, udp, icmp or a protocol number; null for any' },
+          from_port: { type: ['integer', 'null'], description: 'TCP/UDP 1–65535; an ICMP type, -1 for any' },
+          to_port: { type: ['integer', 'null'], description: 'TCP/UDP 1–65535; an ICMP code, -1 for any' },
+          cidr: { type: 'string', description: 'the remote addresses (default 0.0.0.0/0)' },
+          group_id: { type: ['string', 'null'], format: 'uuid', description: 'the remote group, instead of a CIDR' },
+        },
+        required: ['parent_group_id'],
+      },
+    },
+    required: ['security_group_rule'],
+  },
+  PROXY.versions,
+)
+const group = envelope('security_group', A.securityGroup)
+const DOCS = {
+  list: documented({ summary: `List the project's security groups (all projects' for an admin with all_tenants)${PROXY.summary}`, querystring: queryOf({ all_tenants: Q.bool }), response: { 200: envelope('security_groups', listOf(A.securityGroup)) } }),
+  show: documented({ summary: `Show a security group with its ingress rules${PROXY.summary}`, response: { 200: group } }),
+  create: documented({ summary: `Create a security group${PROXY.summary}`, body: groupBody(['name']), response: { 200: group } }),
+  update: documented({ summary: `Rename a security group or change its description${PROXY.summary}`, body: groupBody(['name', 'description']), response: { 200: group } }),
+  delete: documented({ summary: `Delete a security group (not the default one)${PROXY.summary}`, response: { 202: noBody('Deleted') } }),
+  createRule: documented({ summary: `Add an ingress rule to a security group${PROXY.summary}`, body: ruleBody, response: { 200: envelope('security_group_rule', A.securityGroupRule) } }),
+  deleteRule: documented({ summary: `Delete a security group rule${PROXY.summary}`, response: { 202: noBody('Deleted') } }),
+}
 
 /** Nova's checks of a group's name or description: a non-empty string (not only spaces) of at most 255 characters. */
 function property(value: unknown, what: string): string {
@@ -90,7 +129,7 @@ export function securityGroupProxyRoutes(deps: AppDeps) {
   }
 
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2.1/os-security-groups', async (request) => {
+    scope.get('/v2.1/os-security-groups', DOCS.list, async (request) => {
       const q = request.query as Record<string, string | undefined>
       const caller = callerOf(request)
       const allTenants = caller.admin && q.all_tenants !== undefined && !['0', 'false', 'False'].includes(q.all_tenants)
@@ -100,13 +139,13 @@ export function securityGroupProxyRoutes(deps: AppDeps) {
         return { security_groups: mine.map((g) => render(g, all)) }
       })
     })
-    scope.get<P1>('/v2.1/os-security-groups/:id', async (request) =>
+    scope.get<P1>('/v2.1/os-security-groups/:id', DOCS.show, async (request) =>
       withGroups(request, async (ctx, actor) => {
         const group = await asNova(() => groups.showSecurityGroup(ctx, actor, request.params.id), request.params.id)
         return { security_group: render(group, await groups.listSecurityGroups(ctx, actor)) }
       }),
     )
-    scope.post('/v2.1/os-security-groups', async (request) => {
+    scope.post('/v2.1/os-security-groups', DOCS.create, async (request) => {
       const g = (bodyObject(request).security_group ?? {}) as Record<string, unknown>
       const body = { name: property(g.name, 'name'), description: property(g.description ?? g.name, 'description') }
       return withGroups(request, async (ctx, actor) => {
@@ -114,7 +153,7 @@ export function securityGroupProxyRoutes(deps: AppDeps) {
         return { security_group: render(group, [group]) }
       })
     })
-    scope.put<P1>('/v2.1/os-security-groups/:id', async (request) => {
+    scope.put<P1>('/v2.1/os-security-groups/:id', DOCS.update, async (request) => {
       const g = (bodyObject(request).security_group ?? {}) as Record<string, unknown>
       const body = { name: property(g.name, 'name'), description: property(g.description, 'description') }
       return withGroups(request, async (ctx, actor) => {
@@ -122,7 +161,7 @@ export function securityGroupProxyRoutes(deps: AppDeps) {
         return { security_group: render(group, await groups.listSecurityGroups(ctx, actor)) }
       })
     })
-    scope.delete<P1>('/v2.1/os-security-groups/:id', async (request, reply) => {
+    scope.delete<P1>('/v2.1/os-security-groups/:id', DOCS.delete, async (request, reply) => {
       await withGroups(request, async (ctx, actor) => {
         const group = await asNova(() => groups.showSecurityGroup(ctx, actor, request.params.id), request.params.id)
         // Nova refuses to remove the default group, whoever asks.
@@ -132,7 +171,7 @@ export function securityGroupProxyRoutes(deps: AppDeps) {
       return reply.code(202).send()
     })
 
-    scope.post('/v2.1/os-security-group-rules', async (request) => {
+    scope.post('/v2.1/os-security-group-rules', DOCS.createRule, async (request) => {
       const body = neutronRule((bodyObject(request).security_group_rule ?? {}) as Record<string, unknown>)
       return withGroups(request, async (ctx, actor) => {
         await asNova(() => groups.showSecurityGroup(ctx, actor, body.security_group_id!), body.security_group_id)
@@ -143,7 +182,7 @@ export function securityGroupProxyRoutes(deps: AppDeps) {
         return { security_group_rule: (nova.rules as unknown[])[0] }
       })
     })
-    scope.delete<P1>('/v2.1/os-security-group-rules/:id', async (request, reply) => {
+    scope.delete<P1>('/v2.1/os-security-group-rules/:id', DOCS.deleteRule, async (request, reply) => {
       await withGroups(request, (ctx, actor) => asNova(() => groups.deleteRule(ctx, actor, request.params.id)))
       return reply.code(202).send()
     })

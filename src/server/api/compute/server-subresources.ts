@@ -42,6 +42,8 @@ const DOCS = {
   checkTag: documented({ summary: 'Check a tag (2.26+)', response: { 204: noBody('The server has the tag') } }),
   addTag: documented({ summary: 'Add a tag (2.26+)', response: { 201: noBody('Added'), 204: noBody('The server had the tag already') } }),
   deleteTag: documented({ summary: 'Delete a tag (2.26+)', response: { 204: noBody('Deleted') } }),
+  password: documented({ summary: "The password the server's guest posted, encrypted with its key pair ('' when none)", response: { 200: A.serverPassword } }),
+  clearPassword: documented({ summary: "Clear the password the server's guest posted", response: { 204: noBody('Cleared') } }),
 }
 
 export function serverSubresourceRoutes(deps: ServerRouteDeps) {
@@ -61,13 +63,13 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
     type P2 = { Params: { id: string; key: string } }
 
     // The password a guest posted to a metadata service (encrypted with its key pair); '' when none was posted.
-    scope.get<P1>('/v2.1/servers/:id/os-server-password', async (request) => {
+    scope.get<P1>('/v2.1/servers/:id/os-server-password', DOCS.password, async (request) => {
       const row = await load(request, request.params.id, false)
       const rows = await db.selectFrom('server_system_metadata').select(['key', 'value']).where('server_id', '=', row.id).where('key', 'in', [...PASSWORD_KEYS]).execute()
       const byKey = new Map(rows.map((r) => [r.key, r.value]))
       return { password: PASSWORD_KEYS.map((k) => byKey.get(k) ?? '').join('') }
     })
-    scope.delete<P1>('/v2.1/servers/:id/os-server-password', async (request, reply) => {
+    scope.delete<P1>('/v2.1/servers/:id/os-server-password', DOCS.clearPassword, async (request, reply) => {
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'servers:password:clear', { projectId: row.project_id })
       await deleteSystemMetadata(db, row.id, [...PASSWORD_KEYS])

@@ -9,6 +9,9 @@ import { notFound } from '../../../contracts/errors.js'
 import type { AppDeps } from '../../deps.js'
 import { cinderTime, type SnapshotRecord, type VolumeRecord } from '../../volume/model.js'
 import { bodyObject, requireBefore, validate } from './context.js'
+import { documented, noBody } from '../../http/openapi.js'
+import { A, PROXY } from '../../../contracts/compute/answers.js'
+import { acceptedIn, envelope, listOf, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 
 const text = T.Union([T.String({ maxLength: 255 }), T.Null()])
 const size = T.Union([T.Integer({ minimum: 1 }), T.String({ pattern: '^[1-9][0-9]*$' })])
@@ -40,6 +43,20 @@ const createSnapshotBody = () =>
     },
     { additionalProperties: false },
   )
+
+const paging = queryOf({ limit: Q.count, offset: Q.count })
+const DOCS = {
+  volumes: (detail: boolean) =>
+    documented({ summary: `List volumes through the block storage service${detail ? ', with details' : ''}${PROXY.summary}`, querystring: paging, response: { 200: envelope('volumes', listOf(A.proxyVolume)) } }),
+  volume: documented({ summary: `Show a volume${PROXY.summary}`, response: { 200: envelope('volume', A.proxyVolume) } }),
+  createVolume: documented({ summary: `Create a volume${PROXY.summary}`, body: acceptedIn(versioned(createVolumeBody), PROXY.versions), response: { 200: envelope('volume', A.proxyVolume) } }),
+  deleteVolume: documented({ summary: `Delete a volume${PROXY.summary}`, response: { 202: noBody('Deletion accepted') } }),
+  snapshots: (detail: boolean) =>
+    documented({ summary: `List volume snapshots through the block storage service${detail ? ', with details' : ''}${PROXY.summary}`, querystring: paging, response: { 200: envelope('snapshots', listOf(A.proxySnapshot)) } }),
+  snapshot: documented({ summary: `Show a volume snapshot${PROXY.summary}`, response: { 200: envelope('snapshot', A.proxySnapshot) } }),
+  createSnapshot: documented({ summary: `Snapshot a volume${PROXY.summary}`, body: acceptedIn(versioned(createSnapshotBody), PROXY.versions), response: { 200: envelope('snapshot', A.proxySnapshot) } }),
+  deleteSnapshot: documented({ summary: `Delete a volume snapshot${PROXY.summary}`, response: { 202: noBody('Deletion accepted') } }),
+}
 
 /** Nova's volume view: an unattached volume shows `attachments: [{}]`, as Nova does. */
 function volumeView(v: VolumeRecord) {
@@ -93,10 +110,10 @@ export function volumeProxyRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     type P1 = { Params: { id: string } }
     // Nova's list and detail are the same here: both answer the full view.
-    scope.get('/v2.1/os-volumes', listVolumes)
-    scope.get('/v2.1/os-volumes/detail', listVolumes)
-    scope.get<P1>('/v2.1/os-volumes/:id', async (request) => ({ volume: volumeView(await volumes.get(request.principal, idOf(request))) }))
-    scope.post('/v2.1/os-volumes', async (request) => {
+    scope.get('/v2.1/os-volumes', DOCS.volumes(false), listVolumes)
+    scope.get('/v2.1/os-volumes/detail', DOCS.volumes(true), listVolumes)
+    scope.get<P1>('/v2.1/os-volumes/:id', DOCS.volume, async (request) => ({ volume: volumeView(await volumes.get(request.principal, idOf(request))) }))
+    scope.post('/v2.1/os-volumes', DOCS.createVolume, async (request) => {
       requireBefore(request, 'noProxyApis')
       const body = bodyObject(request)
       validate('volume', request, createVolumeBody, body)
@@ -112,15 +129,15 @@ export function volumeProxyRoutes(deps: AppDeps) {
       })
       return { volume: volumeView(created) }
     })
-    scope.delete<P1>('/v2.1/os-volumes/:id', async (request, reply) => {
+    scope.delete<P1>('/v2.1/os-volumes/:id', DOCS.deleteVolume, async (request, reply) => {
       await volumes.delete(request.principal, idOf(request), { cascade: false })
       return reply.code(202).send()
     })
 
-    scope.get('/v2.1/os-snapshots', listSnapshots)
-    scope.get('/v2.1/os-snapshots/detail', listSnapshots)
-    scope.get<P1>('/v2.1/os-snapshots/:id', async (request) => ({ snapshot: snapshotView(await snapshots.get(request.principal, idOf(request))) }))
-    scope.post('/v2.1/os-snapshots', async (request) => {
+    scope.get('/v2.1/os-snapshots', DOCS.snapshots(false), listSnapshots)
+    scope.get('/v2.1/os-snapshots/detail', DOCS.snapshots(true), listSnapshots)
+    scope.get<P1>('/v2.1/os-snapshots/:id', DOCS.snapshot, async (request) => ({ snapshot: snapshotView(await snapshots.get(request.principal, idOf(request))) }))
+    scope.post('/v2.1/os-snapshots', DOCS.createSnapshot, async (request) => {
       requireBefore(request, 'noProxyApis')
       const body = bodyObject(request)
       validate('snapshot', request, createSnapshotBody, body)
@@ -134,7 +151,7 @@ export function volumeProxyRoutes(deps: AppDeps) {
       })
       return { snapshot: snapshotView(created) }
     })
-    scope.delete<P1>('/v2.1/os-snapshots/:id', async (request, reply) => {
+    scope.delete<P1>('/v2.1/os-snapshots/:id', DOCS.deleteSnapshot, async (request, reply) => {
       await snapshots.delete(request.principal, idOf(request))
       return reply.code(202).send()
     })

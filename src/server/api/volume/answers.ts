@@ -105,6 +105,11 @@ export const A = {
     'os-volume_upload_image',
     object({ id: str, updated_at: str, status: str, display_description: nstr, size: int, volume_type: volumeType, image_id: str, container_format: str, disk_format: str, image_name: str }, ['id', 'image_id']),
   ),
+  /** 3.12+: how many volumes and their total size (GiB); from 3.36 each metadata key with the values it has. */
+  volumeSummary: envelope(
+    'volume-summary',
+    object({ total_size: int, total_count: int, metadata: { type: 'object', additionalProperties: listOf(str), 'x-microversions': { min: '3.36', max: MAX_VOLUME_VERSION } } }, ['total_size', 'total_count']),
+  ),
   attachments: envelope('attachments', listOf(attachment)),
   attachment: envelope('attachment', attachment),
   quotaSet: envelope('quota_set', { type: 'object', properties: { id: str }, additionalProperties: quota }),
@@ -134,6 +139,7 @@ export const QUERY = {
   snapshots: query({ all_tenants: flag, name: str, status: str, volume_id: str, ...paging }),
   attachments: query({ all_tenants: flag, volume_id: str, instance_id: str }),
   deleteVolume: query({ cascade: flag }),
+  volumeSummary: query({ all_tenants: flag }),
   quota: query({ usage: flag }),
 }
 
@@ -156,4 +162,9 @@ export const VOLUME_ACTIONS: Schema = {
     action('os-unreserve', {}),
     action('os-force_delete', {}),
   ],
+}
+
+/** POST /snapshots/{id}/action: one key, the action (Cinder's os-admin-actions). */
+export const SNAPSHOT_ACTIONS: Schema = {
+  anyOf: [action('os-reset_status', object({ status: str }, ['status'])), action('os-force_delete', {})],
 }

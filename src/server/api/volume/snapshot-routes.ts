@@ -7,7 +7,7 @@ import { badRequest } from '../../../contracts/errors.js'
 import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap } from './params.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
-import { A, QUERY } from './answers.js'
+import { A, QUERY, SNAPSHOT_ACTIONS } from './answers.js'
 
 export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { snapshots } = deps.volumeServices
@@ -99,7 +99,8 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     return reply.code(202).send()
   })
   // Admin actions on snapshots (Cinder's os-admin-actions extension).
-  r.post('/snapshots/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } } }, async (request, reply) => {
+  const actionDocs = documented({ summary: 'Run an admin action on a snapshot (reset its status, force delete it)', body: SNAPSHOT_ACTIONS, response: { 202: noBody('Accepted') } })
+  r.post('/snapshots/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } }, ...actionDocs }, async (request, reply) => {
     const { id } = request.params as { id: string }
     const [action, args] = Object.entries(request.body as Record<string, unknown>)[0]
     const a = (args ?? {}) as Record<string, unknown>

@@ -94,7 +94,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   })
 
   // 3.12: how many volumes the caller sees and their total size; from 3.36 the metadata keys with their values.
-  r.get('/volumes/summary', async (request) => {
+  r.get('/volumes/summary', documented({ summary: 'How many volumes the caller sees and their total size (3.12+)', querystring: QUERY.volumeSummary, response: { 200: A.volumeSummary } }), async (request) => {
     if (!atLeast(request.volumeVersion, '3.12')) throw new AppError('not_found', 'Volume summary could not be found.')
     const q = request.query as Record<string, unknown>
     const { volumes: all } = await volumes.list(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, sort: [{ key: 'id', dir: 'asc' }] })

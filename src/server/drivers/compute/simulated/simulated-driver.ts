@@ -401,7 +401,7 @@ export class SimulatedDriver implements ComputeDriver {
       memoryMb: guest.spec.flavor.ram,
       diskGb: guest.spec.flavor.disk,
       boots: guest.boots,
-      ...(guest.volumes?.size ? { volumes: [...guest.volumes.keys()] } : {}),
+      volumes: [...(guest.volumes?.keys() ?? [])],
     }
   }
 }
