@@ -44,12 +44,12 @@ const ruleBody = acceptedIn(
   },
   PROXY.versions,
 )
-const group = envelope('security_group', A.securityGroup)
+const groupAnswer = envelope('security_group', A.securityGroup)
 const DOCS = {
   list: documented({ summary: `List the project's security groups (all projects' for an admin with all_tenants)${PROXY.summary}`, querystring: queryOf({ all_tenants: Q.bool }), response: { 200: envelope('security_groups', listOf(A.securityGroup)) } }),
-  show: documented({ summary: `Show a security group with its ingress rules${PROXY.summary}`, response: { 200: group } }),
-  create: documented({ summary: `Create a security group${PROXY.summary}`, body: groupBody(['name']), response: { 200: group } }),
-  update: documented({ summary: `Rename a security group or change its description${PROXY.summary}`, body: groupBody(['name', 'description']), response: { 200: group } }),
+  show: documented({ summary: `Show a security group with its ingress rules${PROXY.summary}`, response: { 200: groupAnswer } }),
+  create: documented({ summary: `Create a security group${PROXY.summary}`, body: groupBody(['name']), response: { 200: groupAnswer } }),
+  update: documented({ summary: `Rename a security group or change its description${PROXY.summary}`, body: groupBody(['name', 'description']), response: { 200: groupAnswer } }),
   delete: documented({ summary: `Delete a security group (not the default one)${PROXY.summary}`, response: { 202: noBody('Deleted') } }),
   createRule: documented({ summary: `Add an ingress rule to a security group${PROXY.summary}`, body: ruleBody, response: { 200: envelope('security_group_rule', A.securityGroupRule) } }),
   deleteRule: documented({ summary: `Delete a security group rule${PROXY.summary}`, response: { 202: noBody('Deleted') } }),
