@@ -88,7 +88,10 @@ export class ActionRun {
   /** Schedules and claims a destination for the server (once: a repeated run finds the earlier claim). */
   async claimDestination(options: { flavor: FlavorSnapshot; sameHostAllowed: boolean; forcedHost: string | null; vmStateOnFailure: string | undefined; extra?: Partial<ServerTable> }): Promise<string> {
     const existing = await this.otherAllocation()
-    if (existing) return existing
+    if (existing) {
+      await this.ctx.drivers.ensure([existing])
+      return existing
+    }
     const spec = await this.ctx.scheduler.specFor(this.server, {
       resources: flavorResources(options.flavor),
       forcedHost: options.forcedHost,
@@ -101,6 +104,7 @@ export class ActionRun {
       })
       const host = placed.get(this.server.id)
       if (!host) throw new Abandoned()
+      await this.ctx.drivers.ensure([host.id])
       return host.id
     } catch (err) {
       if (err instanceof NoValidHost) throw new StepFailure(err.message, 500, err.details, options.vmStateOnFailure)
@@ -364,6 +368,7 @@ export async function runAction(ctx: ConductorContext, payload: ActionTaskPayloa
     return
   }
   const eventId = await startEvent(db, actionId, EVENTS[payload.action] ?? `compute_${rule.instanceAction}`, server.host)
+  await ctx.drivers.ensure([server.host_id])
   const run = new ActionRun(ctx, server, payload, chain)
   try {
     const outcome = await impl(run)

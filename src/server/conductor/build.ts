@@ -86,6 +86,7 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
   const drivers = new Map<string, ComputeDriver>()
   const failures = new Map<string, DriverError>()
   const bootVolumes = new Map<string, VolumeConnection[]>()
+  await ctx.drivers.ensure(servers.map((s) => s.host_id))
   for (const s of servers) {
     try {
       drivers.set(s.id, driverFor(ctx, s.host_id, s.host))

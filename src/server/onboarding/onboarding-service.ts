@@ -77,6 +77,7 @@ export class OnboardingService {
 
   /** Registers the AgentDriver of every agent host now and keeps doing so for hosts other processes register. */
   async start(): Promise<void> {
+    this.drivers.refreshWith(() => this.syncDrivers())
     await this.syncDrivers()
     this.timer = setInterval(() => {
       this.syncDrivers().catch((err: unknown) => this.logger.warn({ err }, 'agent driver sync failed'))

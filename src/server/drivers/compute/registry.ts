@@ -6,6 +6,20 @@ import type { ComputeDriver } from './driver.js'
 
 export class DriverRegistry {
   private readonly drivers = new Map<string, ComputeDriver>()
+  private refresh?: () => Promise<void>
+
+  /**
+   * How to look again for hosts other processes registered (the onboarding service's sync, which otherwise runs
+   * every 2 s). In a cluster the scheduler, reading the store, may pick a host this process has not synced yet.
+   */
+  refreshWith(refresh: () => Promise<void>): void {
+    this.refresh = refresh
+  }
+
+  /** Makes sure each of these hosts has its driver here if it has one anywhere (one refresh when any is missing). */
+  async ensure(hostIds: (string | null)[]): Promise<void> {
+    if (this.refresh && hostIds.some((id) => id !== null && !this.drivers.has(id))) await this.refresh()
+  }
 
   set(hostId: string, driver: ComputeDriver): void {
     this.drivers.set(hostId, driver)
