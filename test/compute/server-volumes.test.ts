@@ -252,6 +252,36 @@ for (const dialect of DIALECTS) {
       await volumeAt(tb, first.id, 'available')
     })
 
+    it("extending an attached volume (3.42) is the server's extend_volume action, as Cinder's event makes it in Nova", async () => {
+      const serverId = await boot(tb, 'vol-extend')
+      const volume = await newVolume(tb, tb.member)
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${serverId}/os-volume_attachments`, { volumeAttachment: { volumeId: volume.id } })).status, 200)
+      await volumeAt(tb, volume.id, 'in-use')
+      const extended = await rest(tb, tb.member, 'POST', `/volume/v3/volumes/${volume.id}/action`, { 'os-extend': { new_size: 2 } }, { 'openstack-api-version': 'volume 3.42' })
+      assert.equal(extended.status, 202, JSON.stringify(extended.body))
+      const requestId = extended.headers.get('x-openstack-request-id')!
+      await until('the volume in-use at 2 GiB', async () => {
+        const v = (await volumeApi(tb, tb.member, 'GET', `/volumes/${volume.id}`)).body.volume
+        return v.status === 'in-use' && v.size === 2 ? v : undefined
+      })
+      // The action is the project's (Tempest waits for it as a member), its event's details the admin's.
+      const actions = (await call(tb, tb.member, 'GET', `/servers/${serverId}/os-instance-actions`, undefined, '2.96')).body.instanceActions
+      const action = actions.find((a: Json) => a.action === 'extend_volume')
+      assert.ok(action, JSON.stringify(actions))
+      assert.equal(action.request_id, requestId, "the extend request's id names the action")
+      const shown = await call(tb, tb.admin, 'GET', `/servers/${serverId}/os-instance-actions/${requestId}`, undefined, '2.96')
+      const events = shown.body.instanceAction.events.filter((e: Json) => e.event === 'compute_extend_volume')
+      assert.equal(events.length, 1, JSON.stringify(shown.body))
+      assert.equal(events[0].result, 'Success')
+      assert.ok(events[0].finish_time)
+      // The hypervisor was told: the simulated guest notes the capacity change on its console.
+      const console = await call(tb, tb.member, 'POST', `/servers/${serverId}/action`, { 'os-getConsoleOutput': {} })
+      assert.match(console.body.output, new RegExp(`volume ${volume.id} capacity change to ${2 * 1024 ** 3} bytes`))
+      await call(tb, tb.member, 'DELETE', `/servers/${serverId}`)
+      await serverAt(tb, serverId, 'GONE')
+      await volumeAt(tb, volume.id, 'available')
+    })
+
     it('boot from volume with each source type; volumes made at build, attached, deleted on termination', async () => {
       const bdm = (extra: Record<string, unknown>) => ({ boot_index: 0, destination_type: 'volume', ...extra })
       const bootFrom = async (name: string, mappings: Record<string, unknown>[], imageRef = '') => {

@@ -1,8 +1,8 @@
 /**
  * Multi-attach through the compute API (simulated hosts, conductor running): a volume of a type whose extra spec
  * allows it attaches to two servers at once and stays in-use until the last detaches; a volume of another type is
- * refused a second server (409) and nothing changes; the create body's deprecated flag is honoured only for such a
- * type. On SQLite and PostgreSQL.
+ * refused a second server (409) and nothing changes; the create body's deprecated flag makes a multiattach volume of
+ * any type (Cinder still honours it). On SQLite and PostgreSQL.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -71,8 +71,27 @@ for (const dialect of DIALECTS) {
       const after = await volume(id)
       assert.equal(after.attachments.length, 1)
       assert.equal(after.attachments[0].server_id, one)
+    })
+
+    it("the create body's deprecated multiattach flag makes a multiattach volume of any type, as Cinder still does", async () => {
       const flagged = await volumeApi(tb.member.token, 'POST', '/volumes', { volume: { size: 1, multiattach: true } })
-      assert.equal(flagged.status, 400, 'the default type does not allow multiattach')
+      assert.equal(flagged.status, 202, JSON.stringify(flagged.body))
+      assert.equal(flagged.body.volume.multiattach, true)
+      const id = flagged.body.volume.id as string
+      await volumeAt(id, 'available', 0)
+      assert.equal((await volume(id)).volume_type, '__DEFAULT__', 'the type stays the default, which does not allow multiattach')
+      const [one, two] = [await boot('five'), await boot('six')]
+      assert.equal((await attach(one, id)).status, 200)
+      await volumeAt(id, 'in-use', 1)
+      assert.equal((await attach(two, id)).status, 200)
+      const both = await volumeAt(id, 'in-use', 2)
+      assert.deepEqual(both.attachments.map((a: { server_id: string }) => a.server_id).sort(), [one, two].sort())
+      assert.equal((await detach(one, id)).status, 202)
+      await volumeAt(id, 'in-use', 1)
+      assert.equal((await detach(two, id)).status, 202)
+      await volumeAt(id, 'available', 0)
+      const plain = await volumeApi(tb.member.token, 'POST', '/volumes', { volume: { size: 1, multiattach: false } })
+      assert.equal(plain.body.volume.multiattach, false)
     })
   })
 }

@@ -74,7 +74,7 @@ export class Conductor {
 
   /** Compute's part of an online volume extend: the server's hypervisor moves the guest onto the grown export. */
   volumeHooks(): AttachedVolumeHooks {
-    return { extendAttached: (serverId, volume, sizeBytes) => extendAttachedVolume(this.ctx, serverId, volume, sizeBytes) }
+    return { extendAttached: (serverId, volume, sizeBytes, by) => extendAttachedVolume(this.ctx, serverId, volume, sizeBytes, by) }
   }
 
   /** Registers the embedded simulated hosts and reconciles once. */

@@ -17,6 +17,16 @@ export async function findActions(db: Db, serverIds: string[], requestId: string
   return new Map(rows.map((r) => [r.server_id, r.id]))
 }
 
+/** Starts an instance action the conductor begins itself (not from a compute API request); answers its id. */
+export async function startAction(db: Db, server: { id: string; project_id: string }, by: { requestId: string; userId: string }, action: string, now = Date.now()): Promise<string> {
+  const id = randomUUID()
+  await db
+    .insertInto('instance_actions')
+    .values({ id, server_id: server.id, action, request_id: by.requestId, user_id: by.userId, project_id: server.project_id, message: null, start_time: now, finish_time: null, updated_at: now })
+    .execute()
+  return id
+}
+
 /**
  * Starts an event, or takes over the one a previous run started: the event's id is derived from the action
  * and the event name, so a repeated run inserts nothing new (one statement either way).

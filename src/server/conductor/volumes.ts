@@ -22,8 +22,9 @@ import { VolumeBackendError } from '../drivers/volume/backend.js'
 import type { BlockDeviceMappingTable } from '../storage/tables/compute-volumes.js'
 import type { ServerTable } from '../storage/tables/compute.js'
 import type { Db } from '../storage/store.js'
+import type { ExtendRequest } from '../volume/worker.js'
 import { driverFor, loadServer, type ConductorContext } from './context.js'
-import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
+import { findAction, finishAction, finishEvent, recordFault, startAction, startEvent } from './records.js'
 
 const EVENTS: Record<VolumeTaskPayload['operation'], string> = { attach: 'compute_attach_volume', detach: 'compute_detach_volume', swap: 'compute_swap_volume' }
 
@@ -71,11 +72,26 @@ export async function attachedVolumes(ctx: ConductorContext, server: ServerTable
   return out
 }
 
-/** An attached volume grew: the server's hypervisor moves the guest onto the export's new generation. */
-export async function extendAttachedVolume(ctx: ConductorContext, serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
-  const server = await loadServer(ctx.store.db, serverId)
+/**
+ * An attached volume grew (Nova's `volume-extended` external event): the server gets an `extend_volume` action
+ * whose `compute_extend_volume` event is its hypervisor moving the guest onto the export's new generation. A
+ * repeated run (the volume task retried) finds the action of the first by its request id.
+ */
+export async function extendAttachedVolume(ctx: ConductorContext, serverId: string, volume: VolumeConnection, sizeBytes: number, by: ExtendRequest): Promise<void> {
+  const db = ctx.store.db
+  const server = await loadServer(db, serverId)
   if (!server || server.deleted) return
-  await hostDriver(ctx, server)?.extendVolume(serverId, volume, sizeBytes)
+  const actionId = (await findAction(db, serverId, by.requestId))?.id ?? (await startAction(db, server, by, 'extend_volume'))
+  const eventId = await startEvent(db, actionId, 'compute_extend_volume', server.host)
+  try {
+    await hostDriver(ctx, server)?.extendVolume(serverId, volume, sizeBytes)
+  } catch (err) {
+    await finishEvent(db, eventId, 'Error', { traceback: (err as Error).stack })
+    await finishAction(db, actionId, true)
+    throw err
+  }
+  await finishEvent(db, eventId, 'Success')
+  await finishAction(db, actionId)
 }
 
 export async function runVolumeTask(ctx: ConductorContext, payload: VolumeTaskPayload, lastAttempt: boolean): Promise<void> {

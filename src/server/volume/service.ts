@@ -67,7 +67,7 @@ export interface CreateVolumeInput {
   source_volid?: string | null
   imageRef?: string | null
   metadata?: Record<string, string>
-  /** The deprecated `multiattach` flag of the create body: only types that allow multiattach accept it. */
+  /** The deprecated `multiattach` flag of the create body: the volume is multiattach whatever its type says. */
   multiattach?: boolean
 }
 
@@ -266,7 +266,6 @@ export class VolumeService {
     if (fromSnapshotBackend !== undefined && fromSnapshotBackend !== layout.backend) {
       throw badRequest(`Invalid input received: a volume from a snapshot is made by the snapshot's backend (${fromSnapshotBackend}); volume type ${type.name} uses ${layout.backend}.`)
     }
-    if (input.multiattach && !layout.multiattach) throw badRequest(`Invalid input received: volume type ${type.name} does not allow multiattach (extra spec multiattach="<is> True").`)
     await checkQuota(tx, this.store.capabilities, caller.projectId, { volumes: 1, gigabytes: size })
     const id = randomUUID()
     const now = this.now()
@@ -293,7 +292,8 @@ export class VolumeService {
         backend: layout.backend,
         location,
         status_reason: null,
-        multiattach: layout.multiattach ? 1 : 0,
+        // Cinder: the type's extra spec or the create body's deprecated flag (which it still honours).
+        multiattach: layout.multiattach || input.multiattach ? 1 : 0,
       })
       .execute()
     return (await loadVolume(tx, id))!
@@ -366,8 +366,11 @@ export class VolumeService {
     this.wake()
   }
 
-  /** os-extend; `online` (microversion 3.42+) also extends in-use volumes, and their guests see the new size. */
-  async extend(principal: Principal, id: string, newSize: number, online = false): Promise<void> {
+  /**
+   * os-extend; `online` (microversion 3.42+) also extends in-use volumes, and their guests see the new size. The
+   * request id names the `extend_volume` instance action each attached server gets.
+   */
+  async extend(principal: Principal, id: string, newSize: number, online = false, requestId = `req-${randomUUID()}`): Promise<void> {
     const caller = callerOf(principal)
     await this.store.db.transaction().execute(async (tx) => {
       const volume = await this.find(caller, id, tx)
@@ -381,7 +384,7 @@ export class VolumeService {
       // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
       const moved = await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
-      await this.enqueue(tx, VOLUME_TASKS.extend, id, { newSize, previousStatus: volume.status })
+      await this.enqueue(tx, VOLUME_TASKS.extend, id, { newSize, previousStatus: volume.status, requestId, userId: caller.userId })
     })
     this.wake()
   }

@@ -8,6 +8,7 @@
  * does not answer, the store) is retried by the queue and ends in the error status on the last attempt. Every
  * handler is idempotent: it checks the status it expects first and the backends tolerate repeats.
  */
+import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { VolumeConnection } from '../drivers/compute/driver.js'
@@ -32,9 +33,18 @@ export const VOLUME_TASKS = {
   snapshotDelete: 'snapshot.delete',
 } as const
 
-/** Compute's part of an online extend: each hypervisor moves its guest onto the grown export. */
+/** Who extended a volume: the request (its id names each server's `extend_volume` action) and the user. */
+export interface ExtendRequest {
+  requestId: string
+  userId: string
+}
+
+/**
+ * Compute's part of an online extend (Nova's `volume-extended` external event): each server records the
+ * `extend_volume` action, and its hypervisor moves the guest onto the grown export.
+ */
 export interface AttachedVolumeHooks {
-  extendAttached(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void>
+  extendAttached(serverId: string, volume: VolumeConnection, sizeBytes: number, by: ExtendRequest): Promise<void>
 }
 
 export interface VolumeWorkerDeps {
@@ -69,7 +79,7 @@ export class VolumeWorker {
     return new Map<string, TaskHandler>([
       [VOLUME_TASKS.create, run((p, t) => this.guard(t, p.id, 'volumes', 'creating', 'error', () => this.create(p.id)))],
       [VOLUME_TASKS.delete, run((p, t) => this.guard(t, p.id, 'volumes', 'deleting', 'error_deleting', () => this.delete(p.id)))],
-      [VOLUME_TASKS.extend, run((p, t) => this.guard(t, p.id, 'volumes', 'extending', 'error_extending', () => this.extend(p.id, Number(p.newSize), String(p.previousStatus ?? 'available'))))],
+      [VOLUME_TASKS.extend, run((p, t) => this.guard(t, p.id, 'volumes', 'extending', 'error_extending', () => this.extend(p.id, Number(p.newSize), String(p.previousStatus ?? 'available'), p)))],
       [VOLUME_TASKS.retype, run((p, t) => this.guard(t, p.id, 'volumes', 'retyping', String(p.previousStatus ?? 'available'), () => this.retype(p.id, String(p.typeId), String(p.previousStatus ?? 'available'))))],
       [VOLUME_TASKS.uploadImage, run((p, t) => this.uploadImage(t, p.id, String(p.imageId), String(p.previousStatus ?? 'available')))],
       [VOLUME_TASKS.syncExports, run(async (p) => void (await this.deps.places.get(p.id).syncExports()))],
@@ -186,25 +196,29 @@ export class VolumeWorker {
   }
 
   /**
-   * Grows the bytes; an attached volume's export gets a new generation at the new size, each hypervisor moves
-   * its guest onto it (the guest sees the new capacity), then the old generation goes.
+   * Grows the bytes; an exported volume gets a new generation at the new size. Every server it is attached to is
+   * told (Cinder's `volume-extended` event to Nova): a hypervisor that reads the bytes moves its guest onto the new
+   * generation (the guest sees the new capacity), a simulated one notes it; then the old generation goes.
    */
-  private async extend(id: string, newSize: number, previousStatus: string): Promise<void> {
+  private async extend(id: string, newSize: number, previousStatus: string, payload: Payload): Promise<void> {
     const { store, box, places } = this.deps
     if (!Number.isInteger(newSize)) throw new PermanentTaskError('extend task without a new size')
     const v = await this.volume(id)
     const place = places.get(await this.place(id))
     await place.extend(v.backend, id, newSize)
     const generation = await store.db.transaction().execute((tx) => addGeneration(tx, id))
+    if (generation !== undefined) await place.syncExports()
+    // Tasks queued before the request was recorded in the payload get a request id of their own.
+    const by: ExtendRequest = { requestId: String(payload.requestId ?? `req-${randomUUID()}`), userId: String(payload.userId ?? v.user_id) }
+    const attachments = await store.db.selectFrom('volume_attachments').select(['id', 'server_id', 'device', 'connection_info']).where('volume_id', '=', id).where('attach_status', '=', 'attached').execute()
+    for (const a of attachments) {
+      // Only an attachment that was given an export (a host that reads bytes) moves to the new generation.
+      const exported = generation !== undefined && a.connection_info !== null
+      const connection = exported ? connectionInfo(await nbdSourceOf(store.db, box, attachmentIdentity(a.id)), { volumeId: id, attachmentId: a.id }, false) : undefined
+      await this.compute?.extendAttached(a.server_id, { volumeId: id, device: a.device, connection }, newSize * GIB, by)
+      if (connection) await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(connection) }).where('id', '=', a.id).execute()
+    }
     if (generation !== undefined) {
-      await place.syncExports()
-      const attachments = await store.db.selectFrom('volume_attachments').select(['id', 'server_id', 'device']).where('volume_id', '=', id).where('attach_status', '=', 'attached').execute()
-      for (const a of attachments) {
-        const source = await nbdSourceOf(store.db, box, attachmentIdentity(a.id))
-        const connection = connectionInfo(source, { volumeId: id, attachmentId: a.id }, false)
-        await this.compute?.extendAttached(a.server_id, { volumeId: id, device: a.device, connection }, newSize * GIB)
-        await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(connection) }).where('id', '=', a.id).execute()
-      }
       await store.db.transaction().execute((tx) => dropOldGenerations(tx, id))
       await place.syncExports()
     }

@@ -160,7 +160,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
         const newSize = typeof a.new_size === 'string' && /^\d+$/.test(a.new_size) ? Number(a.new_size) : a.new_size
         if (typeof newSize !== 'number' || !Number.isInteger(newSize)) throw badRequest("Invalid input received: 'new_size' must be a whole number.")
         // Extending an attached volume is Cinder's 3.42.
-        await volumes.extend(request.principal, id, newSize, atLeast(request.volumeVersion, '3.42'))
+        await volumes.extend(request.principal, id, newSize, atLeast(request.volumeVersion, '3.42'), request.id)
         return reply.code(202).send()
       }
       case 'os-set_bootable': {
