@@ -1,8 +1,9 @@
 /**
  * Multi-attach through the compute API (simulated hosts, conductor running): a volume of a type whose extra spec
- * allows it attaches to two servers at once and stays in-use until the last detaches; a volume of another type is
- * refused a second server (409) and nothing changes; the create body's deprecated flag makes a multiattach volume of
- * any type (Cinder still honours it). On SQLite and PostgreSQL.
+ * allows it attaches to two servers at once, is detaching during each detach and in-use until the last detaches,
+ * and cannot be swapped on one server while the other keeps it; a volume of another type is refused a second
+ * server (409) and nothing changes; the create body's deprecated flag makes a multiattach volume of any type
+ * (Cinder still honours it). On SQLite and PostgreSQL.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -39,7 +40,7 @@ for (const dialect of DIALECTS) {
     })
     after(() => tb.close())
 
-    it('attaches a multiattach volume to two servers; in-use until the last detaches', async () => {
+    it('attaches a multiattach volume to two servers; detaching during a detach, in-use until the last detaches; no swap', async () => {
       const type = await volumeApi(tb.admin.token, 'POST', '/types', { volume_type: { name: `shared-${dialect}`, extra_specs: { multiattach: '<is> True' } } })
       assert.equal(type.status, 200)
       const created = await volumeApi(tb.member.token, 'POST', '/volumes', { volume: { size: 1, volume_type: `shared-${dialect}` } })
@@ -53,7 +54,21 @@ for (const dialect of DIALECTS) {
       const both = await volumeAt(id, 'in-use', 2)
       assert.deepEqual(both.attachments.map((a: { server_id: string }) => a.server_id).sort(), [one, two].sort())
       assert.equal((await attach(two, id)).status, 409, 'not twice to the same server')
+      // Swapping it on one server would take it from under the other: 400, nothing changes (Nova).
+      const spare = (await volumeApi(tb.member.token, 'POST', '/volumes', { volume: { size: 1 } })).body.volume.id as string
+      await volumeAt(spare, 'available', 0)
+      const swap = await call(tb, tb.admin, 'PUT', `/servers/${one}/os-volume_attachments/${id}`, { volumeAttachment: { volumeId: spare } }, '2.96')
+      assert.equal(swap.status, 400, JSON.stringify(swap.body))
+      assert.match(swap.body.badRequest.message, /more than one read\/write attachment/)
+      assert.equal((await volume(id)).attachments.length, 2)
+      assert.equal((await volume(spare)).status, 'available')
+      // While one server detaches, the volume is detaching (Cinder's begin_detaching), then in-use for the other.
+      for (const h of tb.server.deps.conductor.simulatedHosts) h.driver.setDelay(1500)
       assert.equal((await detach(one, id)).status, 202)
+      const detaching = await volume(id)
+      assert.equal(detaching.status, 'detaching')
+      assert.equal((await detach(two, id)).status, 400, 'one detach at a time, as Nova and Cinder')
+      for (const h of tb.server.deps.conductor.simulatedHosts) h.driver.setDelay(10)
       await volumeAt(id, 'in-use', 1)
       assert.equal((await detach(two, id)).status, 202)
       await volumeAt(id, 'available', 0)

@@ -216,6 +216,8 @@ async function beginSwap(deps: VolumeOpDeps, tx: Db, caller: VolumeCaller, row: 
   if (neu.status !== 'available') throw badRequest('Invalid volume: New volume must be detached in order to swap.')
   if (neu.size < old.size) throw badRequest('Invalid volume: New volume must be the same size or larger.')
   if (old.status !== 'in-use') throw badRequest(`Invalid volume: volume '${old.id}' status must be 'in-use'. Currently in '${old.status}' status`)
+  // Every attachment is read/write (there are no read-only volumes), so a volume other servers keep cannot move.
+  if (old.attachments.length > 1) throw badRequest('Swapping multi-attach volumes with more than one read/write attachment is not supported.')
   await volumes.beginDetach(tx, { volumeId: old.id, serverId: row.id })
   await volumes.reserveForAttach(tx, { volumeId: neu.id, projectId: row.project_id, serverId: row.id, isAdmin: caller.admin })
   await recordAction(tx, row, caller, requestId, 'swap_volume', false)

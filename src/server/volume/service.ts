@@ -7,6 +7,8 @@
  *   creating → available | error                       (task volume.create)
  *   available → attaching → in-use                      (reserveForAttach, attach — called by compute)
  *   in-use → detaching → available | in-use            (beginDetach, detach; in-use while others stay attached)
+ *                                                      (a multiattach volume too is detaching during each detach, as
+ *                                                      Cinder's begin_detaching makes it)
  *   available | error → deleting → gone                 (task volume.delete)
  *   available | in-use → extending → the same | error_extending   (task volume.extend; in-use from 3.42)
  *   available | in-use → retyping → the same             (task volume.retype; bytes move between backends)
@@ -572,15 +574,14 @@ export class VolumeService {
   }
 
   /**
-   * Starts a detach: in-use → detaching (a multiattach volume stays in-use while other servers keep it). 400 when
-   * the volume is not attached to that server.
+   * Starts a detach: in-use → detaching, also for a multiattach volume that other servers keep (Cinder's
+   * begin_detaching; `detach` makes it in-use again then). 400 when the volume is not attached to that server.
    */
   async beginDetach(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
     const attachment = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
     if (!attachment) throw badRequest(`Volume ${request.volumeId} is not attached to server ${request.serverId}.`)
     await tx.updateTable('volume_attachments').set({ attach_status: 'detaching' }).where('id', '=', attachment.id).execute()
-    const others = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).where('attach_status', '=', 'attached').executeTakeFirst()
-    if (!others) await tx.updateTable('volumes').set({ status: 'detaching', updated_at: this.now() }).where('id', '=', request.volumeId).execute()
+    await tx.updateTable('volumes').set({ status: 'detaching', updated_at: this.now() }).where('id', '=', request.volumeId).execute()
   }
 
   /** Gives up a detach that could not be done: detaching → in-use, the attachment attached again. */
