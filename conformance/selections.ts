@@ -6,12 +6,19 @@
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import type { Hypervisor } from './pcc.js'
 
 export const SERVICES = ['identity', 'compute', 'network', 'image', 'volume'] as const
 export type Service = (typeof SERVICES)[number]
 
-export const SELECTIONS = ['interop', 'ci', 'full'] as const
+export const SELECTIONS = ['interop', 'ci', 'full', 'real-guests'] as const
 export type SelectionName = (typeof SELECTIONS)[number]
+
+/**
+ * The real-guests selection runs against the all-in-one QEMU cloud (conformance/pcc.ts): the tests of what only
+ * real guests have, the remote consoles. Every other selection runs against simulated hosts.
+ */
+export const hypervisorOf = (name: SelectionName): Hypervisor => (name === 'real-guests' ? 'qemu' : 'simulated')
 
 export interface InteropTest {
   name: string
@@ -45,6 +52,17 @@ export const CI_SERVICES: readonly Service[] = SERVICES
 
 /** A test module (or a part of one) of tempest.api.<service>, as an include/exclude regular expression. */
 const api = (service: Service, rest: string) => `^tempest\\.api\\.${service}\\.${rest.replace(/[.[\]]/g, '\\$&')}`
+
+/**
+ * Tempest's remote console tests: the noVNC page and the RFB negotiation through the websocket proxy with the
+ * guest's display (test_novnc), the VNC console URL of a server (test_get_vnc_console), and the serial console
+ * across a live migration (needs two compute hosts: on the one-machine cloud Tempest skips it, saying so).
+ */
+export const REAL_GUEST_TESTS: string[] = [
+  api('compute', 'servers.test_novnc.'),
+  api('compute', 'servers.test_server_actions.ServerActionsTestJSON.test_get_vnc_console['),
+  api('compute', 'admin.test_live_migration.LiveMigrationRemoteConsolesV26Test.test_live_migration_serial_console['),
+]
 
 /**
  * API tests that ci leaves to the full selection, each with why: what pcc does not implement yet, or a decision
@@ -113,6 +131,7 @@ export function selection(name: SelectionName, services: readonly Service[] = SE
   const ids = interop.map((t) => t.id)
   if (name === 'interop') return { include: ids, exclude: [] }
   if (name === 'full') return { include: services.map(apiTests), exclude: [] }
+  if (name === 'real-guests') return { include: REAL_GUEST_TESTS.filter((t) => services.some((s) => t.startsWith(apiTests(s)))), exclude: [] }
   const exclude = NOT_IN_CI.map((n) => n.pattern)
   const dropped = interop.filter((t) => exclude.some((pattern) => new RegExp(pattern).test(t.name)))
   if (dropped.length > 0) throw new Error(`NOT_IN_CI would drop interop tests: ${dropped.map((t) => t.name).join(', ')}`)
