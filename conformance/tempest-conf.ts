@@ -20,7 +20,11 @@ export interface Option {
 
 type Flags = Record<string, boolean | string | number>
 
-/** Flags pcc lacks, with the capability missing. Everything not listed here is on (or Tempest's default). */
+/**
+ * Flags pcc lacks, with the capability missing. Everything not listed here is on (or Tempest's default). Those
+ * marked `realGuests` are off only on simulated hosts: the real-guests selection's cloud (all-in-one, QEMU) turns
+ * them on, and Tempest's console tests pass against its guests (docs/conformance.md).
+ */
 export const FEATURES_OFF: Option[] = [
   { section: 'compute-feature-enabled', name: 'vnc_console', value: false, missing: 'VNC is not available on simulated hosts (only the QEMU driver has a display)', realGuests: true },
   { section: 'compute-feature-enabled', name: 'spice_console', value: false, missing: 'no SPICE consoles' },
@@ -128,7 +132,8 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
     { section: 'volume-feature-enabled', name: 'api_extensions', value: cloud.volumeExtensions },
     ...flags('volume-feature-enabled', { snapshot: true, clone: true }),
     ...flags('service_available', { nova: true, neutron: true, glance: true, cinder: true }),
-    // No SSH into guests: simulated hosts have none (the brief's "no SSH validation").
+    // No SSH into guests: simulated hosts have none (the brief's "no SSH validation"); the real-guests selection
+    // checks consoles, not SSH.
     ...flags('validation', { run_validation: false }),
     ...(realGuests ? realGuestFeatures() : []),
     ...featuresOff(hypervisor),
