@@ -55,13 +55,16 @@ const api = (service: Service, rest: string) => `^tempest\\.api\\.${service}\\.$
 
 /**
  * Tempest's remote console tests: the noVNC page and the RFB negotiation through the websocket proxy with the
- * guest's display (test_novnc), the VNC console URL of a server (test_get_vnc_console), and the serial console
- * across a live migration (needs two compute hosts: on the one-machine cloud Tempest skips it, saying so).
+ * guest's display (test_novnc), the VNC console URL of a server (test_get_vnc_console). Tempest 33's one serial
+ * console test (admin.test_live_migration…test_live_migration_serial_console) cannot pass against any cloud: its
+ * `_WebSocket.send_frame` masks a str with `int(data[i])`, a ValueError on Python 3 that the test swallows by
+ * opening a new websocket, every 0.1 s for 120 s, never sending a byte (measured against two QEMU hosts here:
+ * 1,203 console sessions opened, nothing sent). pcc's serial console with a real guest is tested by
+ * test/qemu/remote-console.test.ts.
  */
 export const REAL_GUEST_TESTS: string[] = [
   api('compute', 'servers.test_novnc.'),
   api('compute', 'servers.test_server_actions.ServerActionsTestJSON.test_get_vnc_console['),
-  api('compute', 'admin.test_live_migration.LiveMigrationRemoteConsolesV26Test.test_live_migration_serial_console['),
 ]
 
 /**

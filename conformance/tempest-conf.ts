@@ -7,6 +7,7 @@
  */
 import type { CloudResources, Hypervisor } from './pcc.js'
 import { ADMIN, SETTINGS } from './pcc.js'
+import { FILTERS } from '../src/server/scheduler/filters.js'
 
 export interface Option {
   section: string
@@ -101,6 +102,8 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
       // pcc offloads at shelve, as Nova does with shelved_offload_time = 0.
       shelved_offload_time: 0,
     }),
+    // The scheduler filters pcc has (Nova's names, from its own filter table): Tempest runs the tests of their hints.
+    { section: 'compute-feature-enabled', name: 'scheduler_enabled_filters', value: FILTERS.map((f) => f.name) },
     ...flags('compute-feature-enabled', {
       resize: true,
       console_output: true,
