@@ -201,7 +201,10 @@ export async function associateServerFloatingIp(ctx: NetCtx, actor: Actor, serve
     if (!holder) throw new AppError('bad_request', `Specified fixed address ${fixedAddress} is not assigned to instance ${serverId}.`)
     port = holder
   }
-  await associate(ctx, actor, fip, port.id, fixedAddress)
+  // Nova answers Neutron's conflicts here (the fixed IP already has a floating IP…) as 400 FloatingIpAssociateFailed.
+  await associate(ctx, actor, fip, port.id, fixedAddress).catch((err: unknown) => {
+    throw err instanceof AppError && err.code === 'conflict' ? new AppError('bad_request', err.message, { cause: err }) : err
+  })
 }
 
 /** removeFloatingIp: 409 when the address is not on one of the server's ports (Nova's FloatingIpNotAssociated). */
