@@ -6,7 +6,7 @@
  * 2. `npm install` there, as README says, with npm's cache as it is on this machine (the row says how warm);
  * 3. `PCC_LOCAL_HYPERVISOR=qemu npm start` (README's line for real guests on one machine): its build, then the
  *    server's first start up to the admin password it prints. The guest image is built at this first start, as on
- *    a machine that never built it (an empty `PCC_GUEST_IMAGE_CACHE`);
+ *    a machine that never built it (an empty `XDG_CACHE_HOME`);
  * 4. `pcctl server create --image pcc-busybox-x86_64 --flavor m1.tiny --wait` with the printed credentials;
  * 5. Chromium: log in to the web console, open the server, its Console tab, until the guest's own output (a
  *    `pcc-guest:` line or its login prompt) is on screen. The browser is started before the clock (a user's is
@@ -173,7 +173,7 @@ export const run: BenchRun = async () => {
     const installed = Date.now()
     const compiled = existsSync(join(clone, 'node_modules/better-sqlite3/build/Release/obj.target'))
 
-    server = startServer(clone, namespace, userEnv({ PCC_LOCAL_HYPERVISOR: 'qemu', PCC_GUEST_IMAGE_CACHE: join(work, 'guest-image-cache') }))
+    server = startServer(clone, namespace, userEnv({ PCC_LOCAL_HYPERVISOR: 'qemu', XDG_CACHE_HOME: join(work, 'cache') }))
     const ready = await server.ready
     const built = newestMtime(join(clone, 'dist/web'))
     credentials = {}
