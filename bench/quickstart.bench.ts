@@ -30,7 +30,8 @@ import type { BenchRow, BenchRun } from './harness.js'
 const TARGET_S = 180
 const SERVER_NAME = 'quickstart-1'
 /** The guest's own words on its serial console: its init's lines or its login prompt. */
-const GUEST_OUTPUT = /pcc-guest: \S+|\S+ login:/
+const GUEST_OUTPUT = /pcc-guest: .*|\S+ login:/
+const LOGIN_PROMPT = new RegExp(`${SERVER_NAME} login:`)
 
 /** The repository cloned: this checkout, or BENCH_QUICKSTART_REPO. */
 const REPO = process.env.BENCH_QUICKSTART_REPO ?? fileURLToPath(new URL('../..', import.meta.url))
@@ -193,19 +194,18 @@ export const run: BenchRun = async () => {
     await page.getByRole('link', { name: SERVER_NAME }).click()
     await page.getByRole('tab', { name: 'Console' }).click()
     const terminal = page.locator('.xterm-rows')
-    let seen = ''
-    const deadline = Date.now() + 180_000
-    for (;;) {
-      const text = (await terminal.innerText().catch(() => '')).replace(/\u00a0/g, ' ')
-      const match = GUEST_OUTPUT.exec(text)
-      if (match) {
-        seen = match[0]
-        break
+    const screenShows = async (pattern: RegExp, timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const text = (await terminal.innerText().catch(() => '')).replace(/\u00a0/g, ' ')
+        const match = pattern.exec(text)
+        if (match) return { line: match[0], at: Date.now() }
+        if (Date.now() > deadline) throw new Error(`${pattern} not on the serial console page within ${timeoutMs} ms: ${JSON.stringify(text.slice(-300))}`)
+        await new Promise((r) => setTimeout(r, 50))
       }
-      if (Date.now() > deadline) throw new Error(`no guest output on the serial console page within 180 s: ${JSON.stringify(text.slice(-300))}`)
-      await new Promise((r) => setTimeout(r, 50))
     }
-    const showing = Date.now()
+    const first = await screenShows(GUEST_OUTPUT, 180_000)
+    const prompt = await screenShows(LOGIN_PROMPT, 120_000)
     await context.close()
 
     const accelFile = join(hostRoot, 'var/lib/pcc/accelerator.json')
@@ -217,8 +217,8 @@ export const run: BenchRun = async () => {
       { figure: 'build: PCC_LOCAL_HYPERVISOR=qemu npm start, its build', value: s(built - installed), unit: 's' },
       { figure: 'start to ready: first start up to the printed admin password', value: s(ready.at - built), unit: 's', note: 'migrations, bootstrap, guest image built (empty cache), local agent started' },
       { figure: 'server ACTIVE: pcctl server create --wait', value: s(active - ready.at), unit: 's', note: `pcc-busybox-x86_64, m1.tiny, ${accel}` },
-      { figure: 'console showing the guest: log in, server page, Console tab', value: s(showing - active), unit: 's', note: `"${seen}" on screen (Chromium already running)` },
-      { figure: 'total: fresh clone → guest on the console in the browser', value: s(showing - t0), unit: 's', target: `< ${TARGET_S} s`, note: `2 cores; load ${load.toFixed(2)} (1-min average) at the start` },
+      { figure: 'console showing the guest: log in, server page, Console tab', value: s(first.at - active), unit: 's', note: `"${first.line.trim()}" on screen, its login prompt ${s(prompt.at - first.at)} s later (Chromium already running)` },
+      { figure: 'total: fresh clone → guest on the console in the browser', value: s(first.at - t0), unit: 's', target: `< ${TARGET_S} s`, note: `2 cores; load ${load.toFixed(2)} (1-min average) at the start` },
     ] satisfies BenchRow[]
   } finally {
     await browser?.close()
