@@ -72,7 +72,9 @@ export async function startLocalHypervisor(o: LocalHypervisorOptions): Promise<L
   const log = o.logger.child({ component: 'local-hypervisor' })
   agent.run().catch((err: unknown) => log.error({ err }, 'the local hypervisor agent stopped'))
   const hostId = config.host_id!
-  const ready = applyRole(o, hostId).then(
+  // The agent learns of a role at its next heartbeat (every 5 s); this one is in our process, so it is asked to
+  // heartbeat at once after each role is assigned: the start waits well under a second instead of two heartbeats.
+  const ready = applyRole(o, hostId, () => agent.heartbeat()).then(
     () => log.info({ hostId }, 'this machine takes guests: hypervisor and network roles applied'),
     (err: unknown) => log.error({ err }, 'the hypervisor role could not be applied to this machine'),
   )
@@ -84,7 +86,7 @@ export async function startLocalHypervisor(o: LocalHypervisorOptions): Promise<L
  * Once the agent has registered, the hypervisor and network roles, unless it already has them; resolves when the
  * agent has confirmed both (a role that failed on the machine rejects, naming it).
  */
-async function applyRole(o: LocalHypervisorOptions, hostId: string): Promise<void> {
+async function applyRole(o: LocalHypervisorOptions, hostId: string, heartbeatNow: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + 120_000
   for (;;) {
     const host = await o.store.db.selectFrom('hosts').select('id').where('id', '=', hostId).executeTakeFirst()
@@ -99,6 +101,8 @@ async function applyRole(o: LocalHypervisorOptions, hostId: string): Promise<voi
     for (;;) {
       try {
         await o.onboarding.assignRole(hostId, name)
+        // A failed early heartbeat changes nothing: the agent's own next one converges the role.
+        await heartbeatNow().catch(() => {})
         break
       } catch (err) {
         if ((err as { code?: string }).code !== 'conflict' || Date.now() > deadline) throw err
