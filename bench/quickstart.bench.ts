@@ -148,6 +148,19 @@ function exited(child: ChildProcess, timeoutMs: number): Promise<boolean> {
   })
 }
 
+/**
+ * The agent's network namespaces are bind mounts under the data dir (`host/run/netns`) and outlive it: unmounted
+ * here, deepest first, so the scratch directory can go and no namespace stays behind.
+ */
+function unmountUnder(dir: string): void {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((point) => point?.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length)
+  for (const point of mounts) execFileSync('umount', ['--lazy', point])
+}
+
 /** Where the local hypervisor puts its sockets when the data dir's path is too long (local-hypervisor.ts). */
 function longPathRunDir(hostRoot: string): string {
   return `/run/pcc-${createHash('sha256').update(hostRoot).digest('hex').slice(0, 12)}`
@@ -240,6 +253,7 @@ export const run: BenchRun = async () => {
       if (!(await exited(server.child, 30_000))) killGroup(server.child, 'SIGKILL')
     }
     await killQemusUnder(hostRoot)
+    unmountUnder(work)
     net?.close()
     rmSync(longPathRunDir(hostRoot), { recursive: true, force: true })
     rmSync(work, { recursive: true, force: true })
