@@ -148,6 +148,17 @@ function exited(child: ChildProcess, timeoutMs: number): Promise<boolean> {
   })
 }
 
+/** Processes whose command line names a file under `dir` (the data plane's dnsmasq, should one outlive the agent). */
+function killProcessesUnder(dir: string): void {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (Number(pid) !== process.pid && readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(`${dir}/`)) process.kill(Number(pid), 'SIGKILL')
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
 /**
  * The agent's network namespaces are bind mounts under the data dir (`host/run/netns`) and outlive it: unmounted
  * here, deepest first, so the scratch directory can go and no namespace stays behind.
@@ -253,6 +264,7 @@ export const run: BenchRun = async () => {
       if (!(await exited(server.child, 30_000))) killGroup(server.child, 'SIGKILL')
     }
     await killQemusUnder(hostRoot)
+    killProcessesUnder(work)
     unmountUnder(work)
     net?.close()
     rmSync(longPathRunDir(hostRoot), { recursive: true, force: true })
