@@ -7,14 +7,13 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { DataplaneRule, HostNetworkState } from '../../../src/contracts/network/dataplane.js'
 import { until } from '../../../src/testkit/compute-api.js'
 import { dataplaneMissing } from '../../../src/testkit/dataplane-cluster.js'
-import { runIn, standInGuest, type StandInGuest } from '../../../src/testkit/stand-in-guest.js'
+import { runIn, standInGuest, tcpStream, type StandInGuest, type TcpStream } from '../../../src/testkit/stand-in-guest.js'
 import { linuxHost, type LinuxHost } from './linux-host.js'
 
 const missing = dataplaneMissing() ?? (commandMissing('conntrack') ? 'conntrack is not installed' : undefined)
@@ -126,6 +125,7 @@ describe('Linux network back end: running connections and hairpin', { skip: miss
   let server: StandInGuest
   let client: StandInGuest
   let dir: string
+  const streams: TcpStream[] = []
   const state = (v?: Variant) => hostState(h.address, v)
 
   before(async () => {
@@ -143,13 +143,7 @@ describe('Linux network back end: running connections and hairpin', { skip: miss
   after(async () => {
     // The streams and the guests' namespaces first, then everything the back end made; each step whatever the last did.
     try {
-      for (const p of processes) {
-        try {
-          process.kill(-p.pid!, 'SIGKILL')
-        } catch {
-          // already gone
-        }
-      }
+      for (const s of streams) s.close()
       server?.close()
       client?.close()
       await h?.backend.teardown()
@@ -162,48 +156,24 @@ describe('Linux network back end: running connections and hairpin', { skip: miss
     }
   })
 
-  /** What the streams run (each in its own process group, ended in after()). */
-  const processes: ChildProcess[] = []
-  const start = (g: StandInGuest, command: string, stdout: number | 'ignore' = 'ignore') => {
-    // stdin stays open: busybox nc ends its connection when its input ends.
-    const child = spawn('ip', ['netns', 'exec', g.namespace, 'sh', '-c', command], { detached: true, stdio: ['pipe', stdout, 'ignore'] })
-    processes.push(child)
-  }
   const next = { only: 8000, both: 8100, peers: 8200 }
-  /**
-   * A TCP connection from the client to a new port of the server, in the range `kind` names, that sends a line
-   * every 100 ms for as long as it lives; the server writes what it receives to a file, whose size says whether
-   * bytes still pass.
-   */
+  /** A stream from the client to a new port of the server in the range `kind` names (see ID). */
   const stream = async (kind: keyof typeof next) => {
     const port = next[kind]++
-    const file = join(dir, `received-${port}`)
-    const fd = openSync(file, 'w')
-    start(server, `exec busybox nc -l -p ${port}`, fd)
-    closeSync(fd)
-    await until(`the server listening on ${port}`, 5_000, async () => ((await server.exec(['sh', '-c', `busybox netstat -ltn | grep -q ':${port} '`])).code === 0 ? true : undefined), 50)
-    start(client, `while :; do echo line; sleep 0.1; done | busybox nc ${SERVER_IP} ${port}`)
-    const size = () => statSync(file).size
-    await until(`bytes through port ${port}`, 5_000, async () => (size() > 0 ? true : undefined), 50)
-    return { kind, size }
+    const s = await tcpStream(client, server, SERVER_IP, port, join(dir, `received-${port}`))
+    streams.push(s)
+    return { kind, ...s }
   }
   type Stream = Awaited<ReturnType<typeof stream>>
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-  /** Whether bytes arrive over the next 700 ms (seven lines are sent meanwhile). */
-  const flowing = async (s: Stream) => {
-    const before = s.size()
-    await sleep(700)
-    return s.size() > before
-  }
   /** Applies `v` and says which streams still pass bytes once a second has gone by since the apply began. */
-  const applyAndWatch = async (v: Variant, streams: Stream[]) => {
+  const applyAndWatch = async (v: Variant, watched: Stream[]) => {
     const started = Date.now()
     await h.backend.apply(state(v))
-
     await sleep(Math.max(0, 1000 - (Date.now() - started)))
-    const sizes = streams.map((s) => s.size())
+    const sizes = watched.map((s) => s.received())
     await sleep(1500)
-    return Object.fromEntries(streams.map((s, i) => [s.kind, s.size() > sizes[i]]))
+    return Object.fromEntries(watched.map((s, i) => [s.kind, s.received() > sizes[i]]))
   }
   const flowsFrom = async (address: string) => (await runIn(h.namespace, ['conntrack', '-L', '-s', address])).stdout
 
@@ -214,9 +184,9 @@ describe('Linux network back end: running connections and hairpin', { skip: miss
     const more = [rule('wide-tcp', 'ingress', 'tcp', [8000, 8199]), rule('wide-udp', 'ingress', 'udp', [53, 53])]
     assert.deepEqual(await applyAndWatch({ wideRules: more }, [only, both]), { only: true, both: true }, 'both still admitted')
     assert.deepEqual(await applyAndWatch({ wideRules: [] }, [only, both]), { only: false, both: true }, 'one admitted by the removed rule only, the other by narrow too')
-    assert.equal(await flowing(only), false, 'and it stays cut')
+    assert.equal(await only.flowing(), false, 'and it stays cut')
     await h.backend.apply(state())
-    assert.ok(await flowing(await stream('only')), 'a new connection passes once the rule is back')
+    assert.ok(await (await stream('only')).flowing(), 'a new connection passes once the rule is back')
   })
 
   it('cuts a connection when the group that admitted it leaves the port', async () => {
