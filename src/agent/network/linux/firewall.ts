@@ -1,7 +1,8 @@
 /**
  * Security groups and anti-spoofing as one nftables ruleset per host, built from the desired state as data
  * (nft-script.ts) and loaded atomically — whole, or as the chains and sets that changed — so a rule change never
- * opens a gap, and conntrack keeps established connections across it.
+ * opens a gap, and conntrack keeps the established connections the new rules still admit across it (the others
+ * are deleted after the load: conntrack.ts).
  *
  * Two tables, because the kernel may lack bridge-family conntrack (CONFIG_NF_CONNTRACK_BRIDGE; so it is on the
  * machine that built this) while br_netfilter passes bridged IP traffic through the inet hooks, where conntrack
@@ -12,7 +13,7 @@
  *   marks the frame with the sending port's number (low 16 bits of the packet mark); forward marks frames bound to
  *   a guest with the receiving port's number (high 16 bits).
  * - `inet pcc` puts each network's traffic in its own conntrack zone (overlapping tenant addresses never share
- *   a connection), then filters marked traffic statefully: established and related pass, then the sender's
+ *   a connection; the zone is chosen by bridge, which is the input device br_netfilter gives these hooks), then filters marked traffic statefully: established and related pass, then the sender's
  *   egress rules, then the receiver's ingress rules (default deny), as Neutron's iptables firewall orders its
  *   chains (data-plane.md §7.5; see firewallTables). Unmarked traffic (the host's own, routers, DHCP servers) is
  *   not touched.
