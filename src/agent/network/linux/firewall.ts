@@ -13,10 +13,10 @@
  *   marks the frame with the sending port's number (low 16 bits of the packet mark); forward marks frames bound to
  *   a guest with the receiving port's number (high 16 bits).
  * - `inet pcc` puts each network's traffic in its own conntrack zone (overlapping tenant addresses never share
- *   a connection; the zone is chosen by bridge, which is the input device br_netfilter gives these hooks), then filters marked traffic statefully: established and related pass, then the sender's
- *   egress rules, then the receiver's ingress rules (default deny), as Neutron's iptables firewall orders its
- *   chains (data-plane.md §7.5; see firewallTables). Unmarked traffic (the host's own, routers, DHCP servers) is
- *   not touched.
+ *   a connection; chosen by bridge, the input device br_netfilter gives these hooks), then filters marked traffic
+ *   statefully: established and related pass, then the sender's egress rules, then the receiver's ingress rules
+ *   (default deny), as Neutron's iptables firewall orders its chains (data-plane.md §7.5; see firewallTables).
+ *   Unmarked traffic (the host's own, routers, DHCP servers) is not touched.
  *
  * The mark is the back end's: other software on the host must not set packet marks on bridged guest traffic.
  */
