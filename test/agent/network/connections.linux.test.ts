@@ -76,11 +76,11 @@ function hostState(tunnelIp: string, v: Variant = {}): HostNetworkState {
     networks: [
       {
         id: ID.net, type: 'vxlan', segmentationId: 170, physicalNetwork: null, mtu: 1450, dhcp: null, peers: [],
-        subnets: [{ id: ID.sub, ipVersion: 4, cidr: '10.70.0.0/24', gatewayIp: '10.70.0.1', dnsNameservers: [], hostRoutes: [], enableDhcp: false }],
+        subnets: [{ id: ID.sub, ipVersion: 4, cidr: '10.70.0.0/24', gatewayIp: '10.70.0.1', dnsNameservers: [], hostRoutes: [], enableDhcp: false, ipv6RaMode: null, ipv6AddressMode: null }],
       },
       {
         id: ID.ext, type: 'flat', segmentationId: null, physicalNetwork: 'public', mtu: 1500, dhcp: null, peers: [],
-        subnets: [{ id: ID.extSub, ipVersion: 4, cidr: '198.51.100.0/24', gatewayIp: '198.51.100.1', dnsNameservers: [], hostRoutes: [], enableDhcp: false }],
+        subnets: [{ id: ID.extSub, ipVersion: 4, cidr: '198.51.100.0/24', gatewayIp: '198.51.100.1', dnsNameservers: [], hostRoutes: [], enableDhcp: false, ipv6RaMode: null, ipv6AddressMode: null }],
       },
     ],
     ports: [

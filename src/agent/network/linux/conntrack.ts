@@ -85,7 +85,7 @@ export function deletionArgs(f: TrackedFlow): string[] {
  * no security-group change affects.
  */
 const FIXED: ((f: TrackedFlow) => boolean)[] = [
-  (f) => f.protocol === 17 && ((f.sport === 68 && f.dport === 67) || (f.sport === 67 && f.dport === 68) || (f.sport === 547 && f.dport === 546)),
+  (f) => f.protocol === 17 && [[68, 67], [67, 68], [546, 547], [547, 546]].some(([sport, dport]) => f.sport === sport && f.dport === dport),
   (f) => f.protocol === 58 && f.icmpType !== undefined && f.icmpType >= 130 && f.icmpType <= 143,
 ]
 

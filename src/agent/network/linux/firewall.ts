@@ -35,6 +35,7 @@ const PORTED = new Set([6, 17, 33, 132, 136])
 /** What every guest may always send and receive, before its security groups (Neutron's fixed rules). */
 const FIXED_EGRESS = [
   'udp sport 68 udp dport 67 accept',
+  'udp sport 546 udp dport 547 accept',
   'udp sport 67 udp dport 68 drop',
   'udp sport 547 udp dport 546 drop',
   'icmpv6 type nd-router-advert drop',
