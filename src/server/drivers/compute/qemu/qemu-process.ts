@@ -4,7 +4,7 @@
  * guard against a recycled pid).
  */
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { DriverError } from '../driver.js'
 
 /** The pid of the QEMU that owns `pidfile`, if it runs. */
@@ -29,10 +29,16 @@ export function runningPid(pidfile: string): number | undefined {
   }
 }
 
+/**
+ * Whether the process has exited and let go of what it held. A killed QEMU's main thread can be a zombie while its
+ * other threads are still exiting with the file table they share, so its sockets and files are released only when
+ * the last thread is gone: until then the process is not gone (measured: a port it listened on was still taken).
+ */
 export function processGone(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return /^\d+ \(.*\) [ZX]/.test(stat)
+    if (!/^\d+ \(.*\) [ZX]/.test(stat)) return false
+    return readdirSync(`/proc/${pid}/task`).every((tid) => tid === String(pid))
   } catch {
     return true
   }
