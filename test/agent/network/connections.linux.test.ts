@@ -7,14 +7,14 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { DataplaneRule, HostNetworkState } from '../../../src/contracts/network/dataplane.js'
 import { until } from '../../../src/testkit/compute-api.js'
 import { dataplaneMissing } from '../../../src/testkit/dataplane-cluster.js'
 import { runIn, standInGuest, tcpStream, type StandInGuest, type TcpStream } from '../../../src/testkit/stand-in-guest.js'
-import { linuxHost, type LinuxHost } from './linux-host.js'
+import { closeHost, linuxHost, type LinuxHost } from './linux-host.js'
 
 const missing = dataplaneMissing() ?? (commandMissing('conntrack') ? 'conntrack is not installed' : undefined)
 
@@ -141,19 +141,11 @@ describe('Linux network back end: running connections and hairpin', { skip: miss
     await until('the client reaching the server', 10_000, async () => ((await client.exec(['busybox', 'ping', '-c', '1', '-W', '1', SERVER_IP])).code === 0 ? true : undefined))
   })
   after(async () => {
-    // The streams and the guests' namespaces first, then everything the back end made; each step whatever the last did.
-    try {
+    await closeHost(h, () => {
       for (const s of streams) s.close()
       server?.close()
       client?.close()
-      await h?.backend.teardown()
-    } finally {
-      try {
-        await h?.close()
-      } finally {
-        if (dir) rmSync(dir, { recursive: true, force: true })
-      }
-    }
+    }, dir)
   })
 
   const next = { only: 8000, both: 8100, peers: 8200 }

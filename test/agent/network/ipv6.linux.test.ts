@@ -8,7 +8,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { DataplaneNetwork, DataplaneRule, HostNetworkState, Ipv6Mode } from '../../../src/contracts/network/dataplane.js'
@@ -16,7 +16,7 @@ import { eui64, formatIp, parseCidr } from '../../../src/server/network/ip.js'
 import { until } from '../../../src/testkit/compute-api.js'
 import { dataplaneMissing } from '../../../src/testkit/dataplane-cluster.js'
 import { standInGuest, type StandInGuest } from '../../../src/testkit/stand-in-guest.js'
-import { linuxHost, type LinuxHost } from './linux-host.js'
+import { closeHost, linuxHost, type LinuxHost } from './linux-host.js'
 
 const missing = dataplaneMissing()
 
@@ -134,16 +134,9 @@ describe('Linux network back end: IPv6 subnets (router advertisements and DHCPv6
     await h.backend.apply(hostState(h.address))
   })
   after(async () => {
-    try {
+    await closeHost(h, () => {
       for (const g of Object.values(guests)) g.close()
-      await h?.backend.teardown()
-    } finally {
-      try {
-        await h?.close()
-      } finally {
-        if (dir) rmSync(dir, { recursive: true, force: true })
-      }
-    }
+    }, dir)
   })
 
   const globalAddresses = async (g: StandInGuest) => {

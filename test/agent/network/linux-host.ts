@@ -43,3 +43,20 @@ export function linuxHost(): LinuxHost {
     },
   }
 }
+
+/**
+ * The end of a test with a host: `first` (what the test plugged in: guests, streams), then everything the back end
+ * made, the host itself and the test's scratch directory — each step whatever the last did.
+ */
+export async function closeHost(h: LinuxHost | undefined, first: () => void, scratch?: string): Promise<void> {
+  try {
+    first()
+    await h?.backend.teardown()
+  } finally {
+    try {
+      await h?.close()
+    } finally {
+      if (scratch) rmSync(scratch, { recursive: true, force: true })
+    }
+  }
+}
