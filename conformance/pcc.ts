@@ -1,14 +1,21 @@
 /**
- * pcc as a user starts it for Tempest: the real `pcc-server` process on a free port of 127.0.0.1, its own data
- * dir, default settings but the lockout ones (SETTINGS), its log in a file. Then what a cloud operator would have made before running Tempest:
- * a second image (Tempest's image_ref_alt) and an external network for routers and floating IPs.
+ * pcc as a user starts it for Tempest: the real `pcc-server` process on a free port, its own data dir, default
+ * settings but the lockout ones (SETTINGS), its log in a file. Two kinds of cloud: the default one (simulated
+ * hosts, on 127.0.0.1) and the all-in-one one with real guests (`PCC_LOCAL_HYPERVISOR=qemu`: the machine runs QEMU
+ * guests and their data plane, docs/qemu.md), which runs in a network namespace of its own (testkit/netns.ts) so
+ * that its bridges, DHCP servers and routers stay off the machine's own network. Then what a cloud operator would
+ * have made before running Tempest: a second image (Tempest's image_ref_alt) and an external network for routers
+ * and floating IPs.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { openSync, closeSync } from 'node:fs'
+import { chmodSync, openSync, closeSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../src/testkit/harness.js'
+import { createTestNetwork, type TestNetwork } from '../src/testkit/netns.js'
+import { RemoteLinuxBackend } from '../src/testkit/network-backend-host.js'
 import { cleanEnv, SERVER_MAIN } from '../src/testkit/process.js'
+import { killQemusUnder, realGuestsMissing } from '../src/testkit/qemu.js'
 import { defaultImageName } from '../src/server/image/default-image.js'
 
 export const ADMIN = { username: 'admin', project: 'admin', domain: 'Default', password: 'tempest-admin-password' }
@@ -20,6 +27,9 @@ export const ADMIN = { username: 'admin', project: 'admin', domain: 'Default', p
  */
 export const SETTINGS = { PCC_LOCKOUT_FAILURE_ATTEMPTS: '2', PCC_LOCKOUT_DURATION_SECONDS: '5' }
 
+/** The hosts of the cloud under test: the default simulated ones, or this machine running real QEMU guests. */
+export type Hypervisor = 'simulated' | 'qemu'
+
 export interface RunningPcc {
   url: string
   logFile: string
@@ -28,20 +38,30 @@ export interface RunningPcc {
 
 const READY_TIMEOUT_MS = 60_000
 
-export async function startPcc(workDir: string): Promise<RunningPcc> {
+export async function startPcc(workDir: string, hypervisor: Hypervisor = 'simulated'): Promise<RunningPcc> {
   const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
+  const dataDir = join(workDir, 'pcc-data')
+  let net: TestNetwork | undefined
+  if (hypervisor === 'qemu') {
+    net = createTestNetwork(1)
+    if (net.sharedBecause) throw new Error(`the real-guest cloud runs in a network namespace of its own: ${net.sharedBecause}`)
+    // dnsmasq drops to nobody and reads its files under the data dir, as under a user's /var/lib/pcc.
+    chmodSync(workDir, 0o755)
+  }
+  const where = net?.hosts[0]
+  const address = where?.address ?? '127.0.0.1'
+  const url = `http://${address}:${port}`
   const logFile = join(workDir, 'pcc-server.log')
   const log = openSync(logFile, 'a')
-  const child = spawn(process.execPath, [SERVER_MAIN], {
-    env: cleanEnv({ ...SETTINGS, PCC_LISTEN: `127.0.0.1:${port}`, PCC_DATA_DIR: join(workDir, 'pcc-data'), PCC_ADMIN_PASSWORD: ADMIN.password }),
-    stdio: ['ignore', log, log],
-  })
+  const env = { ...SETTINGS, PCC_LISTEN: `${address}:${port}`, PCC_PUBLIC_URL: url, PCC_DATA_DIR: dataDir, PCC_ADMIN_PASSWORD: ADMIN.password, ...(net && { PCC_LOCAL_HYPERVISOR: 'qemu' }) }
+  const command = where?.namespace ? ['nsenter', `--net=/run/netns/${where.namespace}`, '--', process.execPath] : [process.execPath]
+  const child = spawn(command[0], [...command.slice(1), SERVER_MAIN], { env: cleanEnv(env), stdio: ['ignore', log, log] })
   closeSync(log)
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
     await exited
+    if (net) await removeHost(net, join(dataDir, 'host'))
   }
   try {
     await untilReady(url, child)
@@ -50,6 +70,22 @@ export async function startPcc(workDir: string): Promise<RunningPcc> {
     throw err
   }
   return { url, logFile, stop }
+}
+
+/**
+ * What the all-in-one host leaves when pcc-server stops (guests are daemonized and outlive it, by design): its
+ * QEMU processes, then its data plane through the same back end that built it (DHCP servers, routers' namespaces,
+ * bridges, rules), then the test network itself.
+ */
+async function removeHost(net: TestNetwork, root: string): Promise<void> {
+  try {
+    await killQemusUnder(root)
+    const backend = new RemoteLinuxBackend(net.hosts[0].namespace!, root, net.hosts[0].address)
+    await backend.teardown().catch(() => {})
+    await backend.close()
+  } finally {
+    net.close()
+  }
 }
 
 async function untilReady(url: string, child: ChildProcess): Promise<void> {
@@ -98,6 +134,28 @@ export class AdminClient {
     const res = await this.request(method, path, body)
     return (await res.json()) as T
   }
+}
+
+/** Why this machine cannot run the cloud of these hosts (a missing capability), or undefined. */
+export function hypervisorMissing(hypervisor: Hypervisor): string | undefined {
+  if (hypervisor === 'simulated') return undefined
+  return realGuestsMissing() ?? (process.getuid?.() !== 0 ? 'not root (the real-guest cloud runs in a network namespace of its own)' : undefined)
+}
+
+const HYPERVISOR_UP_TIMEOUT_MS = 120_000
+
+/**
+ * The all-in-one machine registers itself and gets its roles a few seconds after pcc-server is ready; Tempest's
+ * servers need it listed and up first (as an operator checks `openstack hypervisor list` before handing over).
+ */
+export async function untilHypervisorUp(admin: AdminClient): Promise<void> {
+  const deadline = Date.now() + HYPERVISOR_UP_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    const { hypervisors } = await admin.json<{ hypervisors: { hypervisor_type: string; state: string; status: string }[] }>('GET', '/compute/v2.1/os-hypervisors/detail')
+    if (hypervisors.some((h) => h.hypervisor_type === 'QEMU' && h.state === 'up' && h.status === 'enabled')) return
+    await sleep(500)
+  }
+  throw new Error(`this machine was not an enabled QEMU hypervisor within ${HYPERVISOR_UP_TIMEOUT_MS / 1000} s (see pcc-server.log)`)
 }
 
 export interface CloudResources {

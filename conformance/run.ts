@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * Runs Tempest against a fresh pcc: `node dist/conformance/run.js <interop|ci|full> [--service compute,image]
- * [--concurrency 2] [--only REGEX] [--keep]`. Starts pcc-server on a free port with its own data dir, prepares
+ * Runs Tempest against a fresh pcc: `node dist/conformance/run.js <interop|ci|full|real-guests> [--service compute,image]
+ * [--concurrency 2] [--only REGEX] [--keep]`. Starts pcc-server on a free port with its own data dir (for
+ * real-guests: all-in-one with QEMU, in a network namespace of its own), prepares
  * what Tempest expects of an operator (conformance/pcc.ts), writes tempest.conf (conformance/tempest-conf.ts)
  * into a Tempest workspace in a temporary folder, runs the selection, prints the counts per service, every
  * failure and every skip with Tempest's reason, and exits 1 on any failure (for interop: of a required test).
@@ -13,9 +14,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { AdminClient, prepareCloud, startPcc, type RunningPcc } from './pcc.js'
-import { FEATURES_OFF, renderIni, tempestOptions } from './tempest-conf.js'
-import { interopTests, selection, SELECTIONS, SERVICES, type SelectionName, type Service } from './selections.js'
+import { AdminClient, hypervisorMissing, prepareCloud, startPcc, untilHypervisorUp, type RunningPcc } from './pcc.js'
+import { featuresOff, renderIni, tempestOptions } from './tempest-conf.js'
+import { hypervisorOf, interopTests, selection, SELECTIONS, SERVICES, type SelectionName, type Service } from './selections.js'
 import { countByService, interopResults, outcome, readResults, skipReasons, type Counts, type TestResult } from './results.js'
 
 const USAGE = `usage: run.js <${SELECTIONS.join('|')}> [--service ${SERVICES.join(',')}] [--concurrency N] [--only REGEX] [--keep] [--timeout-minutes N]`
@@ -120,7 +121,7 @@ function report(options: Options, results: TestResult[]): boolean {
   printCounts(`Tempest results by service (class-level set-up failures and skips count once per class):`, countByService([...tests, ...classLevel]))
 
   let passes = !results.some((r) => outcome(r.status) === 'failed')
-  if (options.name !== 'full' && !options.only) {
+  if ((options.name === 'interop' || options.name === 'ci') && !options.only) {
     const interop = interopResults(
       interopTests().filter((t) => options.services.some((s) => t.name.startsWith(`tempest.api.${s}.`))),
       results,
@@ -139,13 +140,14 @@ function report(options: Options, results: TestResult[]): boolean {
   printSkips('Skips (reason: count):', results)
   printFailures('Failures:', results.filter((r) => outcome(r.status) === 'failed'))
   console.log('\nFeatures pcc does not have (Tempest flags off):')
-  for (const f of FEATURES_OFF) console.log(`  [${f.section}] ${f.name}: ${f.missing}`)
+  for (const f of featuresOff(hypervisorOf(options.name))) console.log(`  [${f.section}] ${f.name}: ${f.missing}`)
   return passes
 }
 
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2))
-  const missing = tempestMissing()
+  const hypervisor = hypervisorOf(options.name)
+  const missing = tempestMissing() ?? hypervisorMissing(hypervisor)
   if (missing) {
     console.error(`conformance: ${missing}`)
     return 2
@@ -165,8 +167,10 @@ async function main(): Promise<number> {
     })
   }
   try {
-    pcc = await startPcc(workDir)
-    const cloud = await prepareCloud(await AdminClient.login(pcc.url))
+    pcc = await startPcc(workDir, hypervisor)
+    const admin = await AdminClient.login(pcc.url)
+    if (hypervisor === 'qemu') await untilHypervisorUp(admin)
+    const cloud = await prepareCloud(admin)
     const workspace = join(workDir, 'workspace')
     const init = spawnSync('tempest', ['init', '--workspace-path', join(workDir, 'workspace.yaml'), workspace], { encoding: 'utf8' })
     if (init.status !== 0) throw new Error(`tempest init: ${init.stderr}`)
@@ -174,7 +178,7 @@ async function main(): Promise<number> {
     // makes each worker truncate the same file).
     rmSync(join(workspace, 'etc', 'logging.conf'), { force: true })
     const config = join(workspace, 'etc', 'tempest.conf')
-    writeFileSync(config, renderIni(tempestOptions(pcc.url, cloud, workspace)))
+    writeFileSync(config, renderIni(tempestOptions(pcc.url, cloud, workspace, hypervisor)))
 
     const selected = options.only ? { include: [options.only], exclude: [] } : selection(options.name, options.services)
     const args = ['--config-file', config, '--concurrency', String(options.concurrency), '--include-list', join(workDir, 'include.txt')]
@@ -184,7 +188,7 @@ async function main(): Promise<number> {
       args.push('--exclude-list', join(workDir, 'exclude.txt'))
     }
     const what = options.only ? `--only ${options.only}` : `${options.name} (${options.services.join(', ')})`
-    console.log(`Tempest ${what} against pcc at ${pcc.url}, concurrency ${options.concurrency}`)
+    console.log(`Tempest ${what} against pcc at ${pcc.url} (${hypervisor === 'qemu' ? 'all-in-one, real QEMU guests' : 'simulated hosts'}), concurrency ${options.concurrency}`)
     await runTempest(workspace, args, join(workDir, 'tempest-run.log'), options.timeoutMs, abort.signal)
     const results = readResults(workspace)
     if (results.length === 0) throw new Error(`Tempest ran no test; its output is in ${join(workDir, 'tempest-run.log')} (use --keep)`)

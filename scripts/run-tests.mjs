@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Runs the whole test suite on the compiled output: starts one embedded PostgreSQL for every test file
 // (each test creates its own database in it), runs node's test runner, stops PostgreSQL, exits with the result.
-// In parallel, the conformance lane runs Tempest's ci selection against a pcc of its own (dist/conformance/run.js;
-// docs/conformance.md); its report is printed when it ends. `npm test -- conformance` runs only that lane; any
-// other filter runs only the matching test files.
+// In parallel, the conformance lanes run Tempest's ci selection against a pcc of its own, and its real-guests
+// selection against an all-in-one QEMU pcc (dist/conformance/run.js; docs/conformance.md); their reports are printed
+// when they end. `npm test -- conformance` runs only those lanes; any other filter runs only the matching test files.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, rmSync, statSync } from 'node:fs'
@@ -38,20 +38,34 @@ console.log(image.status === 0 ? image.stdout.split('\n')[0] : `guest image: ${i
 // Ctrl-C or a CI timeout: stop the children (the conformance run stops its pcc and Tempest), then PostgreSQL.
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => children.forEach((c) => c.kill(signal)))
 
-/** The conformance lane: Tempest's ci selection, its output kept for the end; skipped without the tempest command. */
-function conformanceLane() {
-  if (!conformance) return undefined
-  if (spawnSync('sh', ['-c', 'command -v tempest'], { stdio: 'ignore' }).status !== 0) {
-    console.log('conformance: skipped: the `tempest` command is not installed (Debian: apt-get install tempest python3-tempest)')
-    return undefined
-  }
-  const concurrency = process.env.PCC_TEMPEST_CONCURRENCY ?? '4'
-  const child = spawn(process.execPath, ['dist/conformance/run.js', 'ci', '--concurrency', concurrency], { stdio: ['ignore', 'pipe', 'pipe'] })
+/** A conformance lane: a Tempest selection against a pcc of its own (dist/conformance/run.js), its output kept for the end. */
+function conformanceLane(title, args) {
+  const child = spawn(process.execPath, ['dist/conformance/run.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
   children.push(child)
   let output = ''
   child.stdout.on('data', (d) => (output += d))
   child.stderr.on('data', (d) => (output += d))
-  return exitOf(child).then((code) => ({ code, output }))
+  return exitOf(child).then((code) => ({ title, code, output }))
+}
+
+/**
+ * The conformance lanes, in parallel with the node tests: Tempest's ci selection on simulated hosts, and the
+ * real-guests selection (the remote consoles) on an all-in-one QEMU pcc. Skipped, with the reason, without the
+ * tempest command or (the second) without what real guests need.
+ */
+async function conformanceLanes() {
+  if (!conformance) return []
+  if (spawnSync('sh', ['-c', 'command -v tempest'], { stdio: 'ignore' }).status !== 0) {
+    console.log('conformance: skipped: the `tempest` command is not installed (Debian: apt-get install tempest python3-tempest)')
+    return []
+  }
+  const concurrency = process.env.PCC_TEMPEST_CONCURRENCY ?? '4'
+  const lanes = [conformanceLane('Tempest ci selection', ['ci', '--concurrency', concurrency])]
+  const { hypervisorMissing } = await import('../dist/conformance/pcc.js')
+  const missing = hypervisorMissing('qemu')
+  if (missing) console.log(`conformance: real-guests selection skipped: ${missing}`)
+  else lanes.push(conformanceLane('Tempest real-guests selection (all-in-one, real QEMU guests)', ['real-guests', '--concurrency', '2']))
+  return lanes
 }
 
 async function nodeTests() {
@@ -74,13 +88,13 @@ async function nodeTests() {
   return code
 }
 
-const lane = conformanceLane()
+const lanes = await conformanceLanes()
 const testsCode = await nodeTests()
 let laneCode = 0
-if (lane) {
-  if (files.length > 0) console.log('\nwaiting for the conformance lane (Tempest)…')
-  const { code, output } = await lane
-  console.log(`\n==== conformance lane: Tempest ci selection (exit ${code}) ====\n${output}`)
-  laneCode = code
+if (lanes.length > 0 && files.length > 0) console.log('\nwaiting for the conformance lanes (Tempest)…')
+for (const lane of lanes) {
+  const { title, code, output } = await lane
+  console.log(`\n==== conformance lane: ${title} (exit ${code}) ====\n${output}`)
+  laneCode ||= code
 }
 process.exit(testsCode || laneCode)

@@ -4,16 +4,25 @@
  * show --serial` and a websocket to the URL it printed — the guest's busybox shell answers what is typed, with the
  * guest's own facts (its hostname from the config drive, its kernel); `openstack console url show --novnc` — the
  * noVNC page, and Tempest's exact websocket and RFB negotiation (test_novnc.py) with the guest's real display,
- * carried from QEMU's unix socket through the agent's outbound websocket and the proxy.
+ * carried from QEMU's unix socket through the agent's outbound websocket and the proxy. Then the same in Debian's
+ * Chromium: the web console's server page opens the noVNC page in a new tab, which draws the guest's display (its
+ * VGA text console: the shell on tty1) and types into it — the guest's shell runs what was typed and writes it to its
+ * serial port, where the console log shows it (docs/console/vnc-console.png is this test's screenshot).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Page } from 'playwright-core'
+import { browserMissing, launchBrowser } from '../../src/testkit/browser.js'
 import { until } from '../../src/testkit/compute-api.js'
 import { openConsoleClient, tempestRfbNegotiation, tempestWebSocket } from '../../src/testkit/console-client.js'
 import { adminEnv, openstackJson } from '../../src/testkit/openstack.js'
 import { realGuestsMissing } from '../../src/testkit/qemu.js'
 import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
+import { logIn, menu, screenshotDir, shot } from '../console/helpers.js'
 
 const BOOT_MS = 180_000
 
@@ -78,4 +87,87 @@ describe('remote consoles of a real guest through an agent host', { skip: realGu
     bad.close()
     await until('the proxy let go', 10_000, async () => (cloud.server.deps.consoles.sessions.openSockets === 0 ? true : undefined))
   })
+
+  it('the web console opens the noVNC page, which shows the guest display and types into it', { skip: browserMissing() }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcc-vnc-browser-'))
+    const browser = await launchBrowser()
+    try {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+      const page = await context.newPage()
+      page.setDefaultTimeout(20_000)
+      await logIn(page, cloud.server)
+      await menu(page, 'Servers')
+      await page.getByRole('link', { name: 'console-vm' }).click()
+      await page.getByRole('tab', { name: 'Console' }).click()
+      const [viewer] = await Promise.all([context.waitForEvent('page'), page.getByRole('button', { name: 'Open VNC console in a new tab' }).click()])
+      const errors: string[] = []
+      viewer.on('pageerror', (e) => errors.push(e.message))
+      await viewer.waitForURL(/\/console\/vnc\.html\?path=/)
+      const status = viewer.locator('#status')
+      await until('noVNC connected to the display', 30_000, async () => ((await status.innerText()) === 'Connected' ? true : undefined), 250)
+      assert.match(await viewer.title(), /console-vm|QEMU/, "the display's name (QEMU's, from the RFB handshake) is the tab's title")
+
+      // The guest's VGA text console is drawn: more than one colour on the canvas (text on a background).
+      const before = await until('text drawn on the canvas', 30_000, async () => {
+        const c = await canvasPixels(viewer)
+        return c.colours > 1 ? c : undefined
+      }, 500)
+      assert.ok(before.width >= 640 && before.height >= 400, `a VGA-sized display, got ${before.width}x${before.height}`)
+
+      // Type into the display: the shell on tty1 runs it and writes to the serial port, so the console log shows it.
+      await viewer.locator('#screen canvas').click()
+      await typeKeys(viewer, 'echo pcc-vnc-$((6*7)) typed >/dev/ttyS0\n')
+      await until('what was typed into the display, run by the guest, in its console log', 60_000, async () => {
+        const log = await cloud.api.action(serverId, 'os-getConsoleOutput', {})
+        return /pcc-vnc-42 typed/.test(log.body?.output ?? '') ? true : undefined
+      }, 1000)
+      const after = await until('the canvas to show what was typed', 20_000, async () => {
+        const c = await canvasPixels(viewer)
+        return c.digest !== before.digest ? c : undefined
+      }, 250)
+      assert.ok(after.colours > 1)
+      await shot(viewer, screenshotDir(dir), 'vnc-console')
+      assert.deepEqual(errors, [])
+      await context.close()
+    } finally {
+      await browser.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+    await until('the proxy let go', 10_000, async () => (cloud.server.deps.consoles.sessions.openSockets === 0 ? true : undefined))
+  })
 })
+
+/**
+ * Types as a person on a US keyboard does: Shift held for capitals and the shifted characters. QEMU takes noVNC's key events as
+ * scancodes (its extended key events), so '$' sent without Shift would reach the guest as '4'.
+ */
+const SHIFTED: Record<string, string> = { $: 'Digit4', '(': 'Digit9', ')': 'Digit0', '*': 'Digit8', '>': 'Period' }
+async function typeKeys(page: Page, text: string): Promise<void> {
+  for (const ch of text) {
+    const shifted = SHIFTED[ch] ?? (/[A-Z]/.test(ch) ? `Key${ch}` : undefined)
+    if (shifted) {
+      await page.keyboard.down('Shift')
+      await page.keyboard.press(shifted)
+      await page.keyboard.up('Shift')
+    } else await page.keyboard.press(ch === '\n' ? 'Enter' : ch)
+    await page.waitForTimeout(20)
+  }
+}
+
+/** The noVNC canvas: its size, how many distinct colours it holds, and a digest of its pixels (in-page code as a string: the tests compile without the DOM's types). */
+async function canvasPixels(page: Page): Promise<{ width: number; height: number; colours: number; digest: string }> {
+  return (await page.evaluate(`(() => {
+    const canvas = document.querySelector('#screen canvas')
+    if (!canvas || canvas.width === 0) return { width: 0, height: 0, colours: 0, digest: '' }
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data
+    const colours = new Set()
+    let h1 = 0x811c9dc5, h2 = 0
+    for (let i = 0; i < data.length; i += 4) {
+      const rgb = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2]
+      if (colours.size < 64) colours.add(rgb)
+      h1 = Math.imul(h1 ^ rgb, 16777619) >>> 0
+      h2 = (h2 + rgb * (i + 1)) % 4294967291
+    }
+    return { width: canvas.width, height: canvas.height, colours: colours.size, digest: h1 + ':' + h2 }
+  })()`)) as { width: number; height: number; colours: number; digest: string }
+}
