@@ -78,7 +78,7 @@ export const run: BenchRun = () =>
 
     // The kernel's share, by hand: the change as the agent loads it (the group's chain), and the whole ruleset.
     const state = (await hostState()).state
-    const zones = new Map(state.ports.map((p) => [`tap${p.id.slice(0, 11)}`, 1]))
+    const zones = { bridgePorts: state.ports.map((p) => `tap${p.id.slice(0, 11)}`), zones: new Map(state.networks.map((n) => [`brq${n.id.slice(0, 11)}`, 1])) }
     const opened = {
       ...state,
       securityGroups: state.securityGroups.map((g) => ({ ...g, rules: [...g.rules, { ...g.rules[0], id: 'x', direction: 'ingress' as const, protocol: 'tcp', portRangeMin: 5000, portRangeMax: 5000 }] })),
@@ -93,8 +93,8 @@ export const run: BenchRun = () =>
       return Date.now() - t
     }
     const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-    const closedTables = firewallTables({ state, zones })
-    const openedTables = firewallTables({ state: opened, zones })
+    const closedTables = firewallTables({ state, ...zones })
+    const openedTables = firewallTables({ state: opened, ...zones })
     const whole = renderWhole(openedTables)
     const deltas: number[] = []
     const wholes: number[] = []

@@ -210,6 +210,9 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       clusterJobs.add({ name: 'reconcile', intervalMs: config.reconcileSeconds * 1000, run: async () => void (await conductor.reconcile()) })
     }
     clusterJobs.start()
+    // All-in-one: the start is done when this machine takes guests, so a `server create` right after the banner
+    // finds its host instead of failing with "No valid host was found" (a failure to get there is logged).
+    await local?.ready
     let stopping: Promise<void> | undefined
     return {
       app,

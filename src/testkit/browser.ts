@@ -26,12 +26,15 @@ export interface TestBrowser {
   close(): Promise<void>
 }
 
-/** Starts headless Chromium with a throw-away profile; close() ends the process and removes the profile. */
-export async function launchBrowser(): Promise<TestBrowser> {
+/**
+ * Starts headless Chromium with a throw-away profile; close() ends the process and removes the profile.
+ * `executablePath` replaces Debian's wrapper, e.g. by a script that runs it inside a network namespace.
+ */
+export async function launchBrowser(options: { executablePath?: string } = {}): Promise<TestBrowser> {
   const missing = browserMissing()
   if (missing) throw new Error(missing)
   const profile = mkdtempSync(join(tmpdir(), 'pcc-chromium-'))
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...QUIET_FLAGS, `--disk-cache-dir=${profile}`], timeout: 60_000 })
+  const browser = await chromium.launch({ executablePath: options.executablePath ?? CHROMIUM, headless: true, args: [...QUIET_FLAGS, `--disk-cache-dir=${profile}`], timeout: 60_000 })
   return {
     browser,
     newContext: (options) => browser.newContext(options),

@@ -5,11 +5,11 @@
  * busybox does what a guest does: `udhcpc` (with a script that applies the address, the MTU and the classless
  * routes, RFC 3442), `ping`, `nc`, `wget`.
  *
- * Needs root, `ip` and busybox. `close()` stops what the guest runs and removes its namespace (the veth goes with it).
+ * Needs root, `ip` and busybox. `close()` stops what the guest runs and removes its veth and its namespace.
  */
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -99,13 +99,75 @@ export function standInGuest(hostNamespace: string, portId: string, mac: string)
       if (r.code !== 0) throw new Error(`ip addr add ${cidr}: ${r.stderr}`)
     },
     close() {
-      try {
-        // What the guest still runs (a listener) would keep its namespace, and so the veth, alive.
-        for (const pid of execFileSync('ip', ['netns', 'pids', namespace]).toString().split(/\s+/).filter(Boolean)) process.kill(Number(pid), 'SIGKILL')
-        execFileSync('ip', ['netns', 'del', namespace], { stdio: 'ignore' })
-      } catch {
-        // already gone
+      const quietly = (args: string[]) => {
+        try {
+          return execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'ignore'] }).toString()
+        } catch {
+          return '' // already gone
+        }
       }
+      // What the guest still runs (a listener) would keep its namespace, and so the veth, alive.
+      for (const pid of quietly(['netns', 'pids', namespace]).split(/\s+/).filter(Boolean)) process.kill(Number(pid), 'SIGKILL')
+      // The veth goes first: a TCP connection cut by a firewall leaves an orphaned socket retransmitting for a
+      // minute or two after its process died, and that socket keeps the namespace (and so a veth in it) alive.
+      quietly(['-n', namespace, 'link', 'del', 'eth0'])
+      quietly(['netns', 'del', namespace])
     },
   }
 }
+
+/** A long-lived TCP connection between two guests (tcpStream). */
+export interface TcpStream {
+  /** Bytes the server received so far. */
+  received(): number
+  /** Whether bytes still arrive: some within the next `ms` (a line is sent every 100 ms). */
+  flowing(ms?: number): Promise<boolean>
+  /** Ends both ends (their process groups) and removes the file. */
+  close(): void
+}
+
+/**
+ * A TCP connection from `client` to `server` at `serverIp`:`port` that sends a line every 100 ms for as long as
+ * it lives; the server (busybox nc) writes what it receives to `file`, whose size says whether bytes still pass.
+ * Resolves once the first bytes arrived.
+ */
+export async function tcpStream(client: StandInGuest, server: StandInGuest, serverIp: string, port: number, file: string): Promise<TcpStream> {
+  const groups: number[] = []
+  const start = (g: StandInGuest, command: string, stdout: number | 'ignore') => {
+    // stdin stays open: busybox nc ends its connection when its input ends.
+    const child = spawn('ip', ['netns', 'exec', g.namespace, 'sh', '-c', command], { detached: true, stdio: ['pipe', stdout, 'ignore'] })
+    if (child.pid) groups.push(child.pid)
+  }
+  const close = () => {
+    for (const pid of groups) {
+      try {
+        process.kill(-pid, 'SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
+    rmSync(file, { force: true })
+  }
+  const received = () => statSync(file).size
+  const within = async (ms: number, what: string, ok: () => Promise<boolean> | boolean) => {
+    for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) if (await ok()) return
+    close()
+    throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+  }
+  const fd = openSync(file, 'w')
+  start(server, `exec busybox nc -l -p ${port}`, fd)
+  closeSync(fd)
+  await within(5000, `a listener on ${port}`, async () => (await server.exec(['sh', '-c', `busybox netstat -ltn | grep -q ':${port} '`])).code === 0)
+  start(client, `while :; do echo line; sleep 0.1; done | busybox nc ${serverIp} ${port}`, 'ignore')
+  await within(5000, `bytes through port ${port}`, () => received() > 0)
+  return {
+    received,
+    async flowing(ms = 700) {
+      const before = received()
+      await new Promise((r) => setTimeout(r, ms))
+      return received() > before
+    },
+    close,
+  }
+}
+

@@ -12,7 +12,8 @@ export const EXTERNAL_GATEWAY = '203.0.113.1'
  * busybox's `nc -w` does not bound a connect, and `timeout` does not stop it in the guest's standalone shell) and
  * prints how many echo requests reached it (/proc/net/snmp). The first guest also pings the peer every round.
  * The second never does, until server metadata `spoof` appears in its metadata (the test sets it through the
- * compute API): then it sends 3 pings to the peer from an address not its own, and 3 from its own.
+ * compute API): then it sends 3 pings to the peer from an address not its own, and 3 from its own. Once server
+ * metadata `hairpin` names an address (its own floating IP), it pings that every round.
  */
 export function probeScript(peer: string, role: 'pinger' | 'spoofer'): string {
   const md = 'http://169.254.169.254/openstack/latest/meta_data.json'
@@ -33,7 +34,9 @@ ${
     echo "pcc-guest: spoofed-pings-sent 3 $n"
     sleep 2
     ping -c 3 -W 1 ${peer} >/dev/null 2>&1 && echo "pcc-guest: own-pings ok $n" || echo "pcc-guest: own-pings fail $n"
-  fi`
+  fi
+  h=$(wget -q -O - ${md} | grep -o '"hairpin": *"[^"]*"' | cut -d'"' -f4)
+  if [ -n "$h" ]; then ping -c 1 -W 1 $h >/dev/null 2>&1 && echo "pcc-guest: hairpin-ping ok $n" || echo "pcc-guest: hairpin-ping fail $n"; fi`
 }
   ping -c 1 -W 1 ${EXTERNAL_GATEWAY} >/dev/null 2>&1 && echo "pcc-guest: external-ping ok $n" || echo "pcc-guest: external-ping fail $n"
   rm -f /tmp/nc.out

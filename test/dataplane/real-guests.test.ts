@@ -9,7 +9,7 @@
  * - each pings the other across the VXLAN tunnel, and reaches the external network through the router's SNAT;
  * - a security-group rule added on the second guest opens TCP 8080 to the first, removed closes it;
  * - the second guest's pings from an address not its own never reach the first (its echo counter stands still);
- * - the external namespace reaches the second guest through a floating IP;
+ * - the external namespace reaches the second guest through a floating IP, and so does the guest itself (hairpin);
  * - deleting everything leaves no QEMU, device, rule, namespace or dnsmasq on either host.
  */
 import { after, before, describe, it } from 'node:test'
@@ -116,10 +116,13 @@ describe('guest networking with real guests on two agent hosts', { skip: missing
     await waitFor(a.id, 'peer-ping', 'ok')
   })
 
-  it('reaches the external network through SNAT, and a floating IP reaches the guest from outside', async () => {
+  it('reaches the external network through SNAT, and a floating IP reaches the guest from outside and from itself', async () => {
     await waitFor(b.id, 'external-ping', 'ok')
     const fip = (await neutron('POST', '/floatingips', { floatingip: { floating_network_id: publicNet, port_id: b.port } })).floatingip
     await until('the floating IP answering from outside', 60_000, async () => ((await runIn(ext.namespace, ['busybox', 'ping', '-c', '1', '-W', '1', fip.floating_ip_address])).code === 0 ? true : undefined), 500)
+    // Hairpin: the guest pings its own floating IP (out to the router, DNATed and SNATed back in).
+    assert.equal((await c.call('POST', `/compute/v2.1/servers/${b.id}/metadata`, { metadata: { hairpin: fip.floating_ip_address } })).status, 200)
+    await waitFor(b.id, 'hairpin-ping', 'ok', 60_000)
   })
 
   it('opens TCP 8080 on the second guest when a rule allows it, and closes it when the rule goes', async () => {

@@ -8,12 +8,13 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { until } from '../../src/testkit/compute-api.js'
 import { dataplaneMissing, externalNetwork, startDataplaneCluster, type DataplaneCluster } from '../../src/testkit/dataplane-cluster.js'
 import { RemoteLinuxBackend } from '../../src/testkit/network-backend-host.js'
-import { runIn, standInGuest, type StandInGuest } from '../../src/testkit/stand-in-guest.js'
+import { runIn, standInGuest, tcpStream, type StandInGuest } from '../../src/testkit/stand-in-guest.js'
 
 const missing = dataplaneMissing()
 
@@ -21,11 +22,13 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
   let c: DataplaneCluster
   let ext: { namespace: string; close(): void }
   const guests: StandInGuest[] = []
+  let scratch: string
   let networkId: string
   let subnetId: string
   const ports: Record<string, { id: string; mac: string; ip: string; guest: StandInGuest }> = {}
 
   before(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'pcc-stand-in-'))
     c = await startDataplaneCluster({ hosts: 2, networkHosts: [0], physicalInterfaces: (i): Record<string, string> => (i === 0 ? { public: 'ext0' } : {}) })
     ext = externalNetwork(c.hosts[0].namespace, 'ext0', '203.0.113.1/24')
   })
@@ -33,6 +36,7 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     for (const g of guests) g.close()
     ext?.close()
     await c?.close()
+    if (scratch) rmSync(scratch, { recursive: true, force: true })
   })
 
   const neutron = (method: string, path: string, body?: unknown) => c.neutron(method, path, body)
@@ -184,6 +188,23 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     assert.equal(await pings(ports.a.guest, ports.b.ip), false, 'ICMP still closed')
   })
 
+  it('cuts an established connection within a second of the removal of the rule that admitted it, across hosts', async () => {
+    const group = (await neutron('GET', `/ports/${ports.b.id}`)).port.security_groups[0]
+    const rule = (await neutron('POST', '/security-group-rules', { security_group_rule: { security_group_id: group, direction: 'ingress', protocol: 'tcp', port_range_min: 8090, port_range_max: 8090 } }))
+      .security_group_rule
+    const stream = await until('a connection from a to b:8090', 15_000, () => tcpStream(ports.a.guest, ports.b.guest, ports.b.ip, 8090, join(scratch, 'received-8090')).catch(() => undefined))
+    try {
+      assert.ok(await stream.flowing(), 'bytes pass while the rule exists')
+      await neutron('DELETE', `/security-group-rules/${rule.id}`)
+      const removed = Date.now()
+      await new Promise((r) => setTimeout(r, 1000))
+      const size = stream.received()
+      assert.equal(await stream.flowing(1500), false, `still passing bytes ${Date.now() - removed} ms after the rule's removal (${stream.received() - size} more)`)
+    } finally {
+      stream.close()
+    }
+  })
+
   it('drops what a guest sends from an address or MAC that is not its own, until an allowed address pair permits it', async () => {
     // b accepts ICMP from anywhere: whatever does not arrive was dropped at a's side.
     const group = (await neutron('GET', `/ports/${ports.b.id}`)).port.security_groups[0]
@@ -219,6 +240,9 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     assert.match(seen.stdout, /lladdr/, 'the outside talked to the router gateway (SNAT), it has no route to the tenant subnet')
     const fip = (await neutron('POST', '/floatingips', { floatingip: { floating_network_id: public_.id, port_id: ports.b.id } })).floatingip
     await until('the floating IP to reach b from outside', 20_000, async () => ((await runIn(ext.namespace, ['busybox', 'ping', '-c', '1', '-W', '1', fip.floating_ip_address])).code === 0 ? true : undefined))
+    // Hairpin: b reaches its own floating IP, and a (on the other host) reaches b through it; the router SNATs both.
+    assert.ok(await pings(ports.b.guest, fip.floating_ip_address), 'b pings its own floating IP')
+    assert.ok(await pings(ports.a.guest, fip.floating_ip_address), "a pings b's floating IP")
     // The network node decommissioned: by the time its role's removal is confirmed, its router namespace is gone.
     const node = c.hosts[0]
     assert.equal((await c.call('DELETE', `/resmgr/v1/hosts/${node.hostId}/roles/network`)).status, 200)

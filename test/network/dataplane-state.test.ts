@@ -115,6 +115,11 @@ for (const dialect of DIALECTS) {
       const again = await state(h1)
       assert.equal(again.body.state.networks.find((n) => n.id === net.id)!.dhcp!.fixedIps.length, 2)
       assert.equal((await alice.del(`/v2.0/subnets/${second.id}`)).status, 204, 'a DHCP address never keeps a subnet in use')
+      // An IPv6 subnet with DHCP too (its EUI-64 address on a SLAAC one), its modes in the state for the server.
+      const v6 = await alice.create('subnets', 'subnet', { network_id: net.id, ip_version: 6, cidr: '2001:db8:7::/64', ipv6_ra_mode: 'slaac', ipv6_address_mode: 'slaac' })
+      const withV6 = (await state(h1)).body.state.networks.find((n) => n.id === net.id)!
+      assert.deepEqual(withV6.subnets.map((s) => [s.ipVersion, s.ipv6RaMode, s.ipv6AddressMode]), [[4, null, null], [6, 'slaac', 'slaac']])
+      assert.match(withV6.dhcp!.fixedIps.find((ip) => ip.subnetId === v6.id)?.ipAddress ?? '', /^2001:db8:7:0:f816:3eff:fe/)
       // The network goes with its DHCP port once the guests' ports are gone.
       for (const p of [p1, p2]) assert.equal((await root.del(`/v2.0/ports/${p.id}`)).status, 204)
       assert.equal((await alice.del(`/v2.0/networks/${net.id}`)).status, 204)

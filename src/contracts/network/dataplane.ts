@@ -22,7 +22,12 @@ export interface DataplaneSubnet {
   dnsNameservers: string[]
   hostRoutes: { destination: string; nexthop: string }[]
   enableDhcp: boolean
+  /** IPv6 only (null otherwise): who advertises the prefix (`slaac`, `dhcpv6-stateful`, `dhcpv6-stateless`; null: no one of ours) and how guests get addresses. */
+  ipv6RaMode: Ipv6Mode | null
+  ipv6AddressMode: Ipv6Mode | null
 }
+
+export type Ipv6Mode = 'slaac' | 'dhcpv6-stateful' | 'dhcpv6-stateless'
 
 /** Another host with something on a network: where to tunnel, and which MAC addresses live behind it. */
 export interface DataplanePeer {

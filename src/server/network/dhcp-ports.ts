@@ -6,7 +6,8 @@
  * host answers its own guests behind the same MAC and addresses, kept off the tunnels (docs/network.md).
  *
  * The port belongs to no project (like router gateways: it counts against no quota), takes one address on every
- * IPv4 subnet with DHCP, and goes away with its network; deleting a subnet takes its address back.
+ * subnet with DHCP (the EUI-64 one on SLAAC subnets), and goes away with its network; deleting a subnet takes its
+ * address back.
  */
 import type { NetworkTable, PortTable } from '../storage/schema.js'
 import type { NetCtx } from './context.js'
@@ -17,9 +18,9 @@ export const DHCP_OWNER = 'network:dhcp'
 
 const dhcpDevice = (networkId: string) => `dhcp-${networkId}`
 
-/** The IPv4 subnets of a network that have DHCP. */
+/** The subnets of a network that have DHCP (IPv6 ones too: the DHCP port advertises and answers on them). */
 async function dhcpSubnetIds(ctx: NetCtx, networkId: string): Promise<string[]> {
-  const rows = await ctx.db.selectFrom('subnets').select('id').where('network_id', '=', networkId).where('ip_version', '=', 4).where('enable_dhcp', '=', 1).orderBy('created_at').orderBy('id').execute()
+  const rows = await ctx.db.selectFrom('subnets').select('id').where('network_id', '=', networkId).where('enable_dhcp', '=', 1).orderBy('created_at').orderBy('id').execute()
   return rows.map((r) => r.id)
 }
 

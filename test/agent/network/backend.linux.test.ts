@@ -6,51 +6,15 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { dataplaneMissing } from '../../../src/testkit/dataplane-cluster.js'
-import { createTestNetwork, type TestNetwork } from '../../../src/testkit/netns.js'
-import { RemoteLinuxBackend } from '../../../src/testkit/network-backend-host.js'
 import { runIn } from '../../../src/testkit/stand-in-guest.js'
 import { networkBackendConformance } from './backend-conformance.js'
+import { linuxHost, type LinuxHost } from './linux-host.js'
 import { fullState, ID } from './states.js'
 
 const missing = dataplaneMissing()
-
-interface LinuxHost {
-  net: TestNetwork
-  root: string
-  backend: RemoteLinuxBackend
-  namespace: string
-  address: string
-  close(): Promise<void>
-}
-
-/** One test host: a namespace with an interface for the `public` physical network, and its back end. */
-function linuxHost(): LinuxHost {
-  const net = createTestNetwork(1)
-  if (net.sharedBecause) throw new Error(net.sharedBecause)
-  const { namespace, address } = net.hosts[0]
-  try {
-    // The host's interface for the `public` physical network (the kernel may lack dummy devices: a veth pair).
-    execFileSync('ip', ['-n', namespace!, 'link', 'add', 'ext0', 'type', 'veth', 'peer', 'name', 'ext0-peer'])
-  } catch (err) {
-    net.close()
-    throw err
-  }
-  const root = mkdtempSync(join(tmpdir(), 'pcc-netbackend-'))
-  chmodSync(root, 0o755)
-  const backend = new RemoteLinuxBackend(namespace!, root, address, { public: 'ext0' })
-  return {
-    net, root, backend, namespace: namespace!, address,
-    async close() {
-      await backend.close()
-      net.close()
-      rmSync(root, { recursive: true, force: true })
-    },
-  }
-}
 
 networkBackendConformance(
   'linux',
@@ -117,6 +81,8 @@ describe('Linux network back end on a host', { skip: missing }, () => {
     assert.match(rules, /ip daddr 198\.51\.100\.20 dnat to 10\.60\.0\.11/)
     assert.match(rules, /oifname "qg-f2000000-00" ip saddr 10\.60\.0\.11 snat to 198\.51\.100\.20/)
     assert.match(rules, /oifname "qg-f2000000-00" snat to 198\.51\.100\.10/)
+    assert.match(rules, /iifname "qg-f2000000-00" meta mark set 0x00000001/, 'what comes from outside is marked')
+    assert.match(rules, /oifname != "qg-f2000000-00" meta mark != 0x00000001 ct status dnat snat to 198\.51\.100\.10/, 'hairpin: a floating IP reached from inside')
     const routes = execFileSync('nsenter', [`--net=${ns}`, 'ip', 'route', 'show', 'default']).toString()
     assert.match(routes, /default via 198\.51\.100\.1 dev qg-f2000000-00/)
   })

@@ -27,19 +27,19 @@ export function fullState(tunnelIp: string | null): HostNetworkState {
     networks: [
       {
         id: ID.netA, type: 'vxlan', segmentationId: 101, physicalNetwork: null, mtu: 1450,
-        subnets: [{ id: ID.subA, ipVersion: 4, cidr: '10.60.0.0/24', gatewayIp: '10.60.0.1', dnsNameservers: [], hostRoutes: [{ destination: '10.99.0.0/16', nexthop: '10.60.0.254' }], enableDhcp: true }],
+        subnets: [{ id: ID.subA, ipVersion: 4, cidr: '10.60.0.0/24', gatewayIp: '10.60.0.1', dnsNameservers: [], hostRoutes: [{ destination: '10.99.0.0/16', nexthop: '10.60.0.254' }], enableDhcp: true, ipv6RaMode: null, ipv6AddressMode: null }],
         dhcp: { portId: ID.dhcpA, mac: 'fa:16:3e:0a:00:02', fixedIps: [{ subnetId: ID.subA, ipAddress: '10.60.0.2' }] },
         peers: [{ tunnelIp: '10.255.0.7', macs: ['fa:16:3e:77:00:01', 'fa:16:3e:77:00:02'] }],
       },
       {
         id: ID.netB, type: 'vxlan', segmentationId: 102, physicalNetwork: null, mtu: 1450,
-        subnets: [{ id: ID.subB, ipVersion: 4, cidr: '10.61.0.0/24', gatewayIp: '10.61.0.1', dnsNameservers: [], hostRoutes: [], enableDhcp: false }],
+        subnets: [{ id: ID.subB, ipVersion: 4, cidr: '10.61.0.0/24', gatewayIp: '10.61.0.1', dnsNameservers: [], hostRoutes: [], enableDhcp: false, ipv6RaMode: null, ipv6AddressMode: null }],
         dhcp: null,
         peers: [],
       },
       {
         id: ID.netExt, type: 'flat', segmentationId: null, physicalNetwork: 'public', mtu: 1500,
-        subnets: [{ id: ID.subExt, ipVersion: 4, cidr: '198.51.100.0/24', gatewayIp: '198.51.100.1', dnsNameservers: [], hostRoutes: [], enableDhcp: false }],
+        subnets: [{ id: ID.subExt, ipVersion: 4, cidr: '198.51.100.0/24', gatewayIp: '198.51.100.1', dnsNameservers: [], hostRoutes: [], enableDhcp: false, ipv6RaMode: null, ipv6AddressMode: null }],
         dhcp: null,
         peers: [],
       },

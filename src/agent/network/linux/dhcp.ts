@@ -4,7 +4,8 @@
  * 169.254.169.254 for metadata) joined to the bridge by a veth, and one dnsmasq answering only the host entries
  * it is given — each local port's MAC gets exactly its fixed IP, with the subnet's gateway, DNS servers, host
  * routes (and a route to the metadata address through the DHCP port) and the network's MTU. Subnets with DHCP
- * disabled get no range, so no answer.
+ * disabled get no range, so no answer. IPv6 subnets get router advertisements and DHCPv6 by their modes
+ * (V6_SERVICES).
  *
  * Every host runs its own server behind the same DHCP port: the veth's bridge end and the uplink are isolated
  * bridge ports, so a host's server never answers, and is never seen by, another host's guests.
@@ -14,7 +15,7 @@
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import type { DataplaneNetwork, HostNetworkState } from '../../../contracts/network/dataplane.js'
+import type { DataplaneNetwork, DataplaneSubnet, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { METADATA_ADDRESS, names } from '../names.js'
 import { links, run, runIdempotent, type LinkInfo } from './host-commands.js'
 import { plugVeth } from './links.js'
@@ -31,6 +32,39 @@ function netmask(cidr: string): string {
   const bits = prefixLength(cidr)
   const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0
   return [24, 16, 8, 0].map((s) => (mask >>> s) & 255).join('.')
+}
+
+/** How the DHCP server serves an IPv6 subnet: its dnsmasq range mode, whether it advertises, whether it assigns addresses. */
+interface V6Service {
+  /** `ra-only`: router advertisements for SLAAC; `ra-stateless`: SLAAC plus DHCPv6 options; `static`: DHCPv6 addresses. */
+  range: 'ra-only' | 'ra-stateless' | 'static'
+  advertise: boolean
+  addresses: boolean
+}
+
+/**
+ * IPv6 subnets by (ipv6_ra_mode, ipv6_address_mode) — Neutron validates that the two agree when both are set. The
+ * RA mode says the cloud advertises the prefix (Neutron's L3 agent runs radvd for it; here the network's DHCP
+ * server does, with the flags of the mode: A, A+O, M); the address mode says how guests get addresses (Neutron's
+ * DHCP agent: DHCPv6 for the stateful and stateless modes, and, with neither mode set, static DHCPv6 as it has
+ * always done). A SLAAC address mode without an RA mode expects a router outside the cloud: nothing to serve.
+ */
+const V6_SERVICES: Record<string, V6Service | undefined> = {
+  'slaac/slaac': { range: 'ra-only', advertise: true, addresses: false },
+  'slaac/-': { range: 'ra-only', advertise: true, addresses: false },
+  'dhcpv6-stateless/dhcpv6-stateless': { range: 'ra-stateless', advertise: true, addresses: false },
+  'dhcpv6-stateless/-': { range: 'ra-stateless', advertise: true, addresses: false },
+  'dhcpv6-stateful/dhcpv6-stateful': { range: 'static', advertise: true, addresses: true },
+  'dhcpv6-stateful/-': { range: 'static', advertise: true, addresses: true },
+  '-/dhcpv6-stateless': { range: 'ra-stateless', advertise: false, addresses: false },
+  '-/dhcpv6-stateful': { range: 'static', advertise: false, addresses: true },
+  '-/-': { range: 'static', advertise: false, addresses: true },
+  '-/slaac': undefined,
+}
+
+export function v6Service(subnet: DataplaneSubnet): V6Service | undefined {
+  if (subnet.ipVersion !== 6 || !subnet.enableDhcp) return undefined
+  return V6_SERVICES[`${subnet.ipv6RaMode ?? '-'}/${subnet.ipv6AddressMode ?? '-'}`]
 }
 
 /** The dnsmasq settings of one network: ranges and options per DHCP subnet (what a change restarts it for). */
@@ -66,15 +100,36 @@ export function dnsmasqConf(network: DataplaneNetwork, dir: string, device: stri
     lines.push(`dhcp-option-force=tag:${tag},option:classless-static-route,${routes.join(',')}`)
     lines.push(`dhcp-option-force=tag:${tag},249,${routes.join(',')}`)
   }
+  let advertise = false
+  for (const subnet of network.subnets) {
+    const service = v6Service(subnet)
+    // dnsmasq serves a prefix only on an interface holding an address in it: the DHCP port's.
+    if (!service || !dhcp.fixedIps.some((ip) => ip.subnetId === subnet.id)) continue
+    const tag = `subnet-${subnet.id}`
+    lines.push(`dhcp-range=set:${tag},${subnet.cidr.split('/')[0]},${service.range},${prefixLength(subnet.cidr)},${LEASE_SECONDS}s`)
+    if (subnet.dnsNameservers.length) lines.push(`dhcp-option=tag:${tag},option6:dns-server,${subnet.dnsNameservers.map((a) => `[${a}]`).join(',')}`)
+    advertise ||= service.advertise
+  }
+  if (advertise) {
+    // Router lifetime 0: the DHCP namespace advertises prefixes and flags but routes nothing, so it must not
+    // become the guests' default router (routers do not forward IPv6 yet). The MTU goes in the advertisement too.
+    lines.push('enable-ra', `ra-param=${device},mtu:${network.mtu},60,0`)
+  }
   return lines.join('\n') + '\n'
 }
 
-/** Host entries: each local port's MAC → its IPv4 addresses on DHCP subnets (Neutron's `host-<ip>` names). */
+/**
+ * Host entries: each local port's MAC → its addresses on the subnets where DHCP assigns them (IPv4 with DHCP,
+ * stateful DHCPv6), with Neutron's `host-<ip>` names; IPv6 addresses in brackets, as dnsmasq reads them.
+ */
 export function dnsmasqHosts(network: DataplaneNetwork, state: HostNetworkState): string {
-  const dhcpSubnets = new Set(network.subnets.filter((s) => s.ipVersion === 4 && s.enableDhcp).map((s) => s.id))
+  const dhcpSubnets = new Set(network.subnets.filter((s) => (s.ipVersion === 4 && s.enableDhcp) || v6Service(s)?.addresses).map((s) => s.id))
   const lines: string[] = []
   for (const port of state.ports.filter((p) => p.networkId === network.id)) {
-    for (const ip of port.fixedIps.filter((f) => dhcpSubnets.has(f.subnetId))) lines.push(`${port.mac},host-${ip.ipAddress.replaceAll('.', '-')},${ip.ipAddress}`)
+    for (const ip of port.fixedIps.filter((f) => dhcpSubnets.has(f.subnetId))) {
+      const v6 = ip.ipAddress.includes(':')
+      lines.push(`${port.mac},host-${ip.ipAddress.replaceAll(/[.:]/g, '-')},${v6 ? `[${ip.ipAddress}]` : ip.ipAddress}`)
+    }
   }
   return lines.join('\n') + (lines.length ? '\n' : '')
 }

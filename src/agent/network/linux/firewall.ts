@@ -1,7 +1,8 @@
 /**
  * Security groups and anti-spoofing as one nftables ruleset per host, built from the desired state as data
  * (nft-script.ts) and loaded atomically — whole, or as the chains and sets that changed — so a rule change never
- * opens a gap, and conntrack keeps established connections across it.
+ * opens a gap, and conntrack keeps the established connections the new rules still admit across it (the others
+ * are deleted after the load: conntrack.ts).
  *
  * Two tables, because the kernel may lack bridge-family conntrack (CONFIG_NF_CONNTRACK_BRIDGE; so it is on the
  * machine that built this) while br_netfilter passes bridged IP traffic through the inet hooks, where conntrack
@@ -12,10 +13,10 @@
  *   marks the frame with the sending port's number (low 16 bits of the packet mark); forward marks frames bound to
  *   a guest with the receiving port's number (high 16 bits).
  * - `inet pcc` puts each network's traffic in its own conntrack zone (overlapping tenant addresses never share
- *   a connection), then filters marked traffic statefully: established and related pass, then the sender's
- *   egress rules, then the receiver's ingress rules (default deny), as Neutron's iptables firewall orders its
- *   chains (data-plane.md §7.5; see firewallTables). Unmarked traffic (the host's own, routers, DHCP servers) is
- *   not touched.
+ *   a connection; chosen by bridge, the input device br_netfilter gives these hooks), then filters marked traffic
+ *   statefully: established and related pass, then the sender's egress rules, then the receiver's ingress rules
+ *   (default deny), as Neutron's iptables firewall orders its chains (data-plane.md §7.5; see firewallTables).
+ *   Unmarked traffic (the host's own, routers, DHCP servers) is not touched.
  *
  * The mark is the back end's: other software on the host must not set packet marks on bridged guest traffic.
  */
@@ -34,6 +35,7 @@ const PORTED = new Set([6, 17, 33, 132, 136])
 /** What every guest may always send and receive, before its security groups (Neutron's fixed rules). */
 const FIXED_EGRESS = [
   'udp sport 68 udp dport 67 accept',
+  'udp sport 546 udp dport 547 accept',
   'udp sport 67 udp dport 68 drop',
   'udp sport 547 udp dport 546 drop',
   'icmpv6 type nd-router-advert drop',
@@ -63,31 +65,58 @@ export function linkLocal(mac: string): string {
 
 const setName = (groupId: string, family: 4 | 6) => `rg-${groupId}-${family}`
 
-/** One security-group rule as an nftables rule, or undefined when it can never match (wrong family prefix). */
-export function ruleExpression(rule: DataplaneRule): string | undefined {
-  const family = rule.ethertype === 'IPv6' ? 'ip6' : 'ip'
-  const parts = [`meta nfproto ${family === 'ip' ? 'ipv4' : 'ipv6'}`]
-  const side = rule.direction === 'ingress' ? 'saddr' : 'daddr'
+/**
+ * What one security-group rule matches, as data: the family, the remote side (a prefix or a group's members), the
+ * protocol number and its destination ports or ICMP type and code. The nftables rule (ruleExpression) and the
+ * check of a tracked connection against the rules (conntrack.ts) both read it, so they never disagree.
+ * Undefined when the rule can never match (a prefix of the other family, an unknown protocol name).
+ */
+export interface RuleMatch {
+  family: 4 | 6
+  direction: 'ingress' | 'egress'
+  remotePrefix?: string
+  remoteGroupId?: string
+  protocol?: number
+  ports?: [number, number]
+  icmpType?: number
+  icmpCode?: number
+}
+
+export function ruleMatch(rule: DataplaneRule): RuleMatch | undefined {
+  const match: RuleMatch = { family: rule.ethertype === 'IPv6' ? 6 : 4, direction: rule.direction }
   if (rule.remoteIpPrefix) {
-    if (isV6(rule.remoteIpPrefix) !== (family === 'ip6')) return undefined
-    parts.push(`${family} ${side} ${literal(rule.remoteIpPrefix)}`)
+    if (isV6(rule.remoteIpPrefix) !== (match.family === 6)) return undefined
+    match.remotePrefix = literal(rule.remoteIpPrefix)
   }
-  if (rule.remoteGroupId) parts.push(`${family} ${side} @${setName(rule.remoteGroupId, family === 'ip' ? 4 : 6)}`)
+  if (rule.remoteGroupId) match.remoteGroupId = rule.remoteGroupId
   if (rule.protocol !== null && rule.protocol !== 'any') {
     let proto = /^\d+$/.test(rule.protocol) ? Number(rule.protocol) : PROTOCOLS[rule.protocol.toLowerCase()]
     if (proto === undefined) return undefined
-    if (proto === 1 && family === 'ip6') proto = 58
-    parts.push(`meta l4proto ${proto}`)
-    if (PORTED.has(proto) && rule.portRangeMin !== null) {
-      const max = rule.portRangeMax ?? rule.portRangeMin
-      parts.push(`th dport ${max === rule.portRangeMin ? rule.portRangeMin : `${rule.portRangeMin}-${max}`}`)
-    }
+    if (proto === 1 && match.family === 6) proto = 58
+    match.protocol = proto
+    if (PORTED.has(proto) && rule.portRangeMin !== null) match.ports = [rule.portRangeMin, rule.portRangeMax ?? rule.portRangeMin]
     if ((proto === 1 || proto === 58) && rule.portRangeMin !== null) {
-      const icmp = proto === 1 ? 'icmp' : 'icmpv6'
-      parts.push(`${icmp} type ${rule.portRangeMin}`)
-      if (rule.portRangeMax !== null) parts.push(`${icmp} code ${rule.portRangeMax}`)
+      match.icmpType = rule.portRangeMin
+      if (rule.portRangeMax !== null) match.icmpCode = rule.portRangeMax
     }
   }
+  return match
+}
+
+/** One security-group rule as an nftables rule, or undefined when it can never match. */
+export function ruleExpression(rule: DataplaneRule): string | undefined {
+  const m = ruleMatch(rule)
+  if (!m) return undefined
+  const family = m.family === 4 ? 'ip' : 'ip6'
+  const parts = [`meta nfproto ${m.family === 4 ? 'ipv4' : 'ipv6'}`]
+  const side = m.direction === 'ingress' ? 'saddr' : 'daddr'
+  if (m.remotePrefix) parts.push(`${family} ${side} ${m.remotePrefix}`)
+  if (m.remoteGroupId) parts.push(`${family} ${side} @${setName(m.remoteGroupId, m.family)}`)
+  if (m.protocol !== undefined) parts.push(`meta l4proto ${m.protocol}`)
+  if (m.ports) parts.push(`th dport ${m.ports[0] === m.ports[1] ? m.ports[0] : `${m.ports[0]}-${m.ports[1]}`}`)
+  const icmp = m.protocol === 1 ? 'icmp' : 'icmpv6'
+  if (m.icmpType !== undefined) parts.push(`${icmp} type ${m.icmpType}`)
+  if (m.icmpCode !== undefined) parts.push(`${icmp} code ${m.icmpCode}`)
   return parts.join(' ')
 }
 
@@ -123,9 +152,11 @@ function spoofChain(port: DataplanePort, mark: number): string[] {
 
 export interface FirewallInput {
   state: HostNetworkState
+  /** The ports of the networks' bridges (taps, tunnels, DHCP and router veths): their frames never reach the host itself. */
+  bridgePorts: string[]
   /**
-   * Conntrack zone of each bridge port on the host (taps, tunnels, DHCP and router veths), by device name; these
-   * are also the ports whose frames never reach the host itself.
+   * The conntrack zone of each network, by its bridge's name: br_netfilter hands bridged traffic to the inet
+   * hooks with the bridge as the input device (the port is not visible there).
    */
   zones: Map<string, number>
 }
@@ -144,7 +175,7 @@ export const FIREWALL_TABLES = [
  * sender's egress and then the receiver's ingress. Group chains are shared by every port of the group: a rule
  * change is one chain, whatever the number of ports.
  */
-export function firewallTables({ state, zones }: FirewallInput): NftTable[] {
+export function firewallTables({ state, bridgePorts, zones }: FirewallInput): NftTable[] {
   const guarded = state.ports.filter((p) => p.portSecurityEnabled)
   const marks = new Map(guarded.map((p, i) => [p.id, i + 1]))
   const bridge = newTable('bridge', 'pcc')
@@ -155,7 +186,7 @@ export function firewallTables({ state, zones }: FirewallInput): NftTable[] {
   bridge.chains.set('forward', { hook: 'type filter hook forward priority -200; policy accept;', rules: guarded.length ? [`oifname vmap { ${tapVmap((p) => `to-${p.id}`)} }`] : [] })
   // Frames for the host itself from a tenant network's bridge: the host has no business there (a guest could
   // otherwise ARP for the host's own addresses through the bridge).
-  const ports = [...zones.keys()].map((d) => `"${d}"`)
+  const ports = bridgePorts.map((d) => `"${d}"`)
   bridge.chains.set('input', { hook: 'type filter hook input priority 0; policy accept;', rules: ports.length ? [`iifname { ${ports.join(', ')} } drop`] : [] })
   for (const p of guarded) {
     const mark = marks.get(p.id)!
@@ -171,7 +202,7 @@ export function firewallTables({ state, zones }: FirewallInput): NftTable[] {
       })
     }
   }
-  const zoneMap = [...zones].map(([device, zone]) => `"${device}" : ${zone}`).join(', ')
+  const zoneMap = [...zones].map(([bridge, zone]) => `"${bridge}" : ${zone}`).join(', ')
   inet.chains.set('zones', { hook: 'type filter hook prerouting priority -300; policy accept;', rules: zoneMap ? [`ct zone set iifname map { ${zoneMap} }`] : [] })
   const egress = ['meta mark & 0x0000ffff == 0 accept', 'ct state established,related accept', 'ct state invalid drop']
   const ingress = ['meta mark & 0xffff0000 == 0 accept', 'ct state established,related accept', 'ct state invalid drop']

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import type { HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { EMPTY_STATE, type NetworkBackend, type NetworkInventory } from '../backend.js'
 import { names, OWNED } from '../names.js'
+import { sweepConnections } from './conntrack.js'
 import { DhcpServers } from './dhcp.js'
 import { FIREWALL_TEARDOWN, firewallTables } from './firewall.js'
 import { links, run } from './host-commands.js'
@@ -29,6 +30,13 @@ const WHOLE_RULESET_EVERY_MS = 300_000
 /** br_netfilter's switches: bridged IP traffic through the inet hooks, where the security groups' conntrack is. */
 const BRIDGE_NETFILTER = ['/proc/sys/net/bridge/bridge-nf-call-iptables', '/proc/sys/net/bridge/bridge-nf-call-ip6tables']
 
+/** Conntrack zones: of each network, by id and by bridge, and those of networks that left (zones.json). */
+interface Zones {
+  ofNetwork: Map<string, number>
+  ofBridge: Map<string, number>
+  retired: number[]
+}
+
 export class LinuxNetworkBackend implements NetworkBackend {
   readonly name = 'linux'
   readonly namespaces: Namespaces
@@ -38,6 +46,8 @@ export class LinuxNetworkBackend implements NetworkBackend {
   /** The ruleset the kernel holds (as loaded by this process), and when it was last loaded whole. */
   private loaded: NftTable[] | undefined
   private wholeAt = 0
+  /** The state whose rules the last connection sweep enforced (undefined after a restart). */
+  private swept: HostNetworkState | undefined
 
   constructor(private readonly options: LinuxBackendOptions) {
     this.namespaces = new Namespaces(options.root)
@@ -86,19 +96,27 @@ export class LinuxNetworkBackend implements NetworkBackend {
    * minutes. A host without guest networking keeps no tables.
    */
   private async loadFirewall(state: HostNetworkState, plan: L2Plan): Promise<void> {
+    const zones = this.zones(state)
+    let changed: boolean
     if (state.networks.length === 0 && state.ports.length === 0) {
-      if (this.loaded?.length !== 0) await run('nft', ['-f', '-'], { input: FIREWALL_TEARDOWN })
+      changed = this.loaded?.length !== 0
+      if (changed) await run('nft', ['-f', '-'], { input: FIREWALL_TEARDOWN })
       this.loaded = []
-      return
+    } else {
+      changed = await this.loadRuleset(firewallTables({ state, bridgePorts: bridgePorts(state, plan), zones: zones.ofBridge }))
     }
-    const next = firewallTables({ state, zones: this.zones(state, plan) })
+    if (changed || zones.retired.length > 0) await this.sweep(state, zones)
+  }
+
+  /** Loads the ruleset (a delta when it can); false when the kernel already held it. */
+  private async loadRuleset(next: NftTable[]): Promise<boolean> {
     const delta = this.loaded?.length && Date.now() - this.wholeAt < WHOLE_RULESET_EVERY_MS ? renderDelta(this.loaded, next) : undefined
-    if (delta === '') return
+    if (delta === '') return false
     try {
       if (delta !== undefined) {
         await run('nft', ['-f', '-'], { input: delta })
         this.loaded = next
-        return
+        return true
       }
     } catch (err) {
       this.options.warn('partial firewall update failed; loading the whole ruleset', { error: (err as Error).message })
@@ -107,6 +125,21 @@ export class LinuxNetworkBackend implements NetworkBackend {
     await run('nft', ['-f', '-'], { input: renderWhole(next) })
     this.loaded = next
     this.wholeAt = Date.now()
+    return true
+  }
+
+  /**
+   * After new rules are loaded (never before: a packet in between would be tracked again under the old ones),
+   * deletes the tracked connections they no longer admit (conntrack.ts). A failure leaves the rules in force
+   * for new connections and is retried with the next ruleset change.
+   */
+  private async sweep(state: HostNetworkState, zones: Zones): Promise<void> {
+    try {
+      await sweepConnections({ state, zoneOf: zones.ofNetwork, previous: this.swept, retiredZones: zones.retired }, join(this.zonesFile, '..'))
+      this.swept = state
+    } catch (err) {
+      this.options.warn('connections the new rules refuse could not be cut', { error: (err as Error).message })
+    }
   }
 
   /** Ports with loaded rules: the `in-<port>` chains of the inet table. */
@@ -132,10 +165,10 @@ export class LinuxNetworkBackend implements NetworkBackend {
   }
 
   /**
-   * The conntrack zone of every bridge port, one zone per network. Zones are kept in a file so a restarted
+   * The conntrack zone of every network. Zones are kept in a file so a restarted
    * agent gives each network the zone its connections are tracked in (a new zone would forget them).
    */
-  private zones(state: HostNetworkState, plan: L2Plan): Map<string, number> {
+  private zones(state: HostNetworkState): Zones {
     let saved: Record<string, number> = {}
     try {
       saved = JSON.parse(readFileSync(this.zonesFile, 'utf8')) as Record<string, number>
@@ -145,10 +178,12 @@ export class LinuxNetworkBackend implements NetworkBackend {
     const zoneOf: Record<string, number> = {}
     for (const n of state.networks) if (saved[n.id]) zoneOf[n.id] = saved[n.id]
     const used = new Set(Object.values(zoneOf))
+    // A zone of a network that left is not given to a new one in the same apply: its connections go first.
+    const taken = new Set(Object.values(saved))
     let next = 1
     for (const n of state.networks) {
       if (zoneOf[n.id]) continue
-      while (used.has(next)) next++
+      while (used.has(next) || taken.has(next)) next++
       zoneOf[n.id] = next
       used.add(next)
     }
@@ -157,11 +192,17 @@ export class LinuxNetworkBackend implements NetworkBackend {
       writeFileSync(`${this.zonesFile}.tmp`, JSON.stringify(zoneOf))
       renameSync(`${this.zonesFile}.tmp`, this.zonesFile)
     }
-    const devices = new Map<string, number>()
-    for (const up of plan.uplinks.values()) devices.set(up.device, zoneOf[state.networks.find((n) => names.bridge(n.id) === up.bridge)!.id])
-    for (const p of state.ports) devices.set(names.tap(p.id), zoneOf[p.networkId])
-    for (const n of DhcpServers.served(state)) devices.set(names.tap(n.dhcp!.portId), zoneOf[n.id])
-    for (const r of state.routers) for (const p of [...r.interfaces, ...(r.gateway ? [r.gateway] : [])]) devices.set(names.tap(p.portId), zoneOf[p.networkId])
-    return devices
+    const retired = Object.values(saved).filter((zone) => !used.has(zone))
+    return { ofNetwork: new Map(Object.entries(zoneOf)), ofBridge: new Map(state.networks.map((n) => [names.bridge(n.id), zoneOf[n.id]])), retired }
   }
+}
+
+/** Every port of the networks' bridges: uplinks, guest taps, the bridge ends of DHCP and router veths. */
+function bridgePorts(state: HostNetworkState, plan: L2Plan): string[] {
+  return [
+    ...[...plan.uplinks.values()].map((up) => up.device),
+    ...state.ports.map((p) => names.tap(p.id)),
+    ...DhcpServers.served(state).map((n) => names.tap(n.dhcp!.portId)),
+    ...state.routers.flatMap((r) => [...r.interfaces, ...(r.gateway ? [r.gateway] : [])].map((p) => names.tap(p.portId))),
+  ]
 }

@@ -12,18 +12,31 @@ import { addresses, links, run, runIdempotent, type LinkInfo } from './host-comm
 import { plugVeth } from './links.js'
 import type { Namespaces } from './namespaces.js'
 
-/** The namespace's NAT rules, whole, for one atomic `nft -f` inside it. */
+/** Marks, in the router's namespace, the first packet of a connection that came in from the external network. */
+const FROM_OUTSIDE = '0x1'
+
+/**
+ * The namespace's NAT rules, whole, for one atomic `nft -f` inside it. A connection from inside to a floating IP
+ * (a guest reaching its own floating address, or another guest's: hairpin) is DNATed to the fixed address and
+ * leaves through a `qr-` port, not `qg-`; it is SNATed to the gateway address too, as Neutron's L3 agent does
+ * (its `--ctstate DNAT` SNAT rule for what did not enter through the gateway), so the answer comes back through
+ * the router and is un-NATed: without it a guest would get its own address as source (a martian, dropped), or
+ * another guest would answer from its fixed address a connection made to a floating one.
+ */
 export function natRuleset(router: DataplaneRouter): string {
   const gw = router.gateway
   const pre: string[] = []
+  const dnat: string[] = []
   const post: string[] = []
   if (gw) {
     const qg = names.routerGateway(gw.portId)
+    pre.push(`iifname "${qg}" meta mark set ${FROM_OUTSIDE}`)
     for (const f of router.floatingIps) {
-      pre.push(`ip daddr ${f.floatingIpAddress} dnat to ${f.fixedIpAddress}`)
+      dnat.push(`ip daddr ${f.floatingIpAddress} dnat to ${f.fixedIpAddress}`)
       post.push(`oifname "${qg}" ip saddr ${f.fixedIpAddress} snat to ${f.floatingIpAddress}`)
     }
     const gwIp = gw.addresses.map((a) => a.split('/')[0]).find((a) => !a.includes(':'))
+    if (gwIp && router.floatingIps.length) post.push(`oifname != "${qg}" meta mark != ${FROM_OUTSIDE} ct status dnat snat to ${gwIp}`)
     if (gw.enableSnat && gwIp) post.push(`oifname "${qg}" snat to ${gwIp}`)
   }
   const chain = (name: string, hook: string, rules: string[]) => [`  chain ${name} {`, `    ${hook}`, ...rules.map((r) => `    ${r}`), '  }']
@@ -31,8 +44,8 @@ export function natRuleset(router: DataplaneRouter): string {
     'table ip pcc-nat',
     'delete table ip pcc-nat',
     'table ip pcc-nat {',
-    ...chain('prerouting', 'type nat hook prerouting priority dstnat; policy accept;', pre),
-    ...chain('output', 'type nat hook output priority -100; policy accept;', pre),
+    ...chain('prerouting', 'type nat hook prerouting priority dstnat; policy accept;', [...pre, ...dnat]),
+    ...chain('output', 'type nat hook output priority -100; policy accept;', dnat),
     ...chain('postrouting', 'type nat hook postrouting priority srcnat; policy accept;', post),
     '}',
     '',
@@ -63,7 +76,9 @@ export class Routers {
 
   private async ensure(router: DataplaneRouter, mtuOf: Map<string, number>, hostLinks: Map<string, LinkInfo>): Promise<void> {
     const ns = await this.namespaces.ensure(names.routerNamespace(router.id))
-    await run('sh', ['-c', 'echo 1 > /proc/sys/net/ipv4/ip_forward'], { netns: ns })
+    // Forwarding on; ICMP redirects off (Neutron's L3 agent too): a hairpinned packet leaves by the port it came
+    // in, and a redirect would tell the guest to reach a floating IP's fixed address directly, past the NAT.
+    await run('sh', ['-c', 'echo 1 > /proc/sys/net/ipv4/ip_forward; for f in /proc/sys/net/ipv4/conf/*/send_redirects; do echo 0 > "$f"; done'], { netns: ns })
     const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
     const ports: [DataplaneRouterPort, string, string[]][] = router.interfaces.map((p) => [p, names.routerInterface(p.portId), p.addresses])
     let newFloating: string[] = []

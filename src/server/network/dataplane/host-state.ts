@@ -23,6 +23,7 @@ import type {
   DataplaneSecurityGroup,
   HostNetworkFacts,
   HostNetworkState,
+  Ipv6Mode,
 } from '../../../contracts/network/dataplane.js'
 import type { PortTable, RouterTable, SubnetTable } from '../../storage/schema.js'
 import type { Db } from '../../storage/store.js'
@@ -127,7 +128,7 @@ export async function buildHostState(db: Db, hostId: string): Promise<BuiltState
       macs.add(p.mac_address)
       for (const pair of parseJson<{ mac_address?: string }[]>(p.allowed_address_pairs)) if (pair.mac_address) macs.add(pair.mac_address)
     }
-    const dhcpSubnets = own.filter((s) => s.ip_version === 4 && s.enable_dhcp === 1)
+    const dhcpSubnets = own.filter((s) => s.enable_dhcp === 1)
     const guestsHere = localPorts.some((p) => p.network_id === n.id)
     const dhcpPort = neighbours.find((p) => p.network_id === n.id && p.device_owner === DHCP_OWNER)
     const dhcpIps = dhcpPort ? (ips.get(dhcpPort.id) ?? []) : []
@@ -151,6 +152,8 @@ export async function buildHostState(db: Db, hostId: string): Promise<BuiltState
         dnsNameservers: parseJson<string[]>(s.dns_nameservers),
         hostRoutes: parseJson<{ destination: string; nexthop: string }[]>(s.host_routes),
         enableDhcp: s.enable_dhcp === 1,
+        ipv6RaMode: s.ip_version === 6 ? ((s.ipv6_ra_mode as Ipv6Mode | null) ?? null) : null,
+        ipv6AddressMode: s.ip_version === 6 ? ((s.ipv6_address_mode as Ipv6Mode | null) ?? null) : null,
       })),
       dhcp,
       peers: peerList,
