@@ -301,6 +301,13 @@ describe('compute answers as Nova gives them', () => {
     const associated = (await call(tb, tb.member, 'GET', `/os-floating-ips/${fip.id}`)).body.floating_ip
     assert.equal(associated.instance_id, id)
     assert.match(associated.fixed_ip, /^10\.88\.0\./)
+    // A second floating IP onto the same fixed IP: Neutron refuses (409), Nova answers 400 with its reason.
+    const second = (await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: 'fip-pool' })).body.floating_ip
+    const refused = await action({ addFloatingIp: { address: second.ip } })
+    assert.equal(refused.status, 400, JSON.stringify(refused.body))
+    assert.match(refused.body.badRequest.message, /already has a floating IP/)
+    assert.equal((await call(tb, tb.member, 'GET', `/os-floating-ips/${second.id}`)).body.floating_ip.instance_id, null, 'nothing changed')
+    assert.equal((await call(tb, tb.member, 'DELETE', `/os-floating-ips/${second.id}`)).status, 202)
     assert.equal((await action({ removeFloatingIp: { address: fip.ip } })).status, 202)
     assert.equal((await call(tb, tb.member, 'GET', `/os-floating-ips/${fip.id}`)).body.floating_ip.instance_id, null)
     assert.equal((await action({ addFloatingIp: { address: fip.ip } }, '2.44')).status, 404, 'the action is gone from 2.44')
