@@ -301,7 +301,7 @@ describe('compute answers as Nova gives them', () => {
     const associated = (await call(tb, tb.member, 'GET', `/os-floating-ips/${fip.id}`)).body.floating_ip
     assert.equal(associated.instance_id, id)
     assert.match(associated.fixed_ip, /^10\.88\.0\./)
-    // A second address for the same fixed IP: Neutron's conflict, which Nova answers as 400 FloatingIpAssociateFailed.
+    // A second floating IP onto the same fixed IP: Neutron refuses (409), Nova answers 400 with its reason.
     const second = (await call(tb, tb.member, 'POST', '/os-floating-ips', { pool: 'fip-pool' })).body.floating_ip
     const refused = await action({ addFloatingIp: { address: second.ip } })
     assert.equal(refused.status, 400, JSON.stringify(refused.body))

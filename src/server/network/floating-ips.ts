@@ -201,10 +201,15 @@ export async function associateServerFloatingIp(ctx: NetCtx, actor: Actor, serve
     if (!holder) throw new AppError('bad_request', `Specified fixed address ${fixedAddress} is not assigned to instance ${serverId}.`)
     port = holder
   }
-  // Nova answers Neutron's conflicts here (the fixed IP already has a floating IP…) as 400 FloatingIpAssociateFailed.
-  await associate(ctx, actor, fip, port.id, fixedAddress).catch((err: unknown) => {
-    throw err instanceof AppError && err.code === 'conflict' ? new AppError('bad_request', err.message, { cause: err }) : err
-  })
+  try {
+    await associate(ctx, actor, fip, port.id, fixedAddress)
+  } catch (err) {
+    // Nova answers 400 for whatever Neutron refuses here (a fixed IP that has a floating IP already, …), with its reason.
+    if (err instanceof AppError && err.code === 'conflict') {
+      throw new AppError('bad_request', `Unable to associate floating IP ${address} to fixed IP ${fixedAddress ?? 'of its first port'} for instance ${serverId}. Error: ${err.message}`)
+    }
+    throw err
+  }
 }
 
 /** removeFloatingIp: 409 when the address is not on one of the server's ports (Nova's FloatingIpNotAssociated). */
