@@ -54,6 +54,9 @@ export async function runDelete(ctx: ConductorContext, payload: DeleteTaskPayloa
 
 export async function markDeleted(ctx: ConductorContext, serverId: string, alsoInTx?: (tx: Db) => Promise<void>): Promise<void> {
   const now = Date.now()
+  // Disks of a cold migration still in transit (a move that failed or was cut short): dropped first, so that a
+  // crash between the two steps cannot leave them behind a server already gone (the task's retry drops them again).
+  await ctx.storage?.transfers?.removeTransfers(serverId)
   const blob = await ctx.store.db.transaction().execute(async (tx) => {
     await alsoInTx?.(tx)
     await tx
@@ -70,6 +73,4 @@ export async function markDeleted(ctx: ConductorContext, serverId: string, alsoI
     return releaseShelvedImage(ctx, tx, serverId)
   })
   await ctx.storage?.images.removeBlob(blob)
-  // Disks of a cold migration still in transit (a move that failed or was cut short).
-  await ctx.storage?.transfers?.removeTransfers(serverId)
 }
