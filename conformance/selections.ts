@@ -45,8 +45,9 @@ const apiTests = (service: Service) => `^tempest\\.api\\.${service}\\.`
 
 /**
  * The ci selection: the interop tests, plus every API test of these services but the ones NOT_IN_CI names. It
- * must pass and fit CI's time budget for the Tempest lane (≤ 15 min on the 2-core CI machine, in parallel with the
- * node tests). The full selection runs every API test of every service, those below included.
+ * must pass and fit CI's time budget: it runs in parallel with the node tests and is CI's longest lane (about
+ * 1,100 tests in 22-29 min at concurrency 4 on a shared 2-core machine, mostly Tempest's own waits; the whole CI
+ * must stay under 45 min). The full selection runs every API test of every service, those below included.
  */
 export const CI_SERVICES: readonly Service[] = SERVICES
 
