@@ -3,11 +3,8 @@
  * admin's assignments, RegionOne and the catalog from PCC_PUBLIC_URL; idempotent on every later start, and
  * endpoints follow a changed public URL. On PostgreSQL, replicas starting at once on an empty database agree.
  */
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { CATALOG_SERVICES } from '../../src/server/bootstrap/catalog.js'
 import { loadConfig } from '../../src/server/config/load.js'
@@ -19,6 +16,10 @@ import { openStore } from '../../src/server/storage/store.js'
 import { ADMIN_PASSWORD, DIALECTS, startTestServer } from '../../src/testkit/harness.js'
 import { freshDatabase } from '../../src/testkit/postgres.js'
 import { spawnServer } from '../../src/testkit/process.js'
+import { tempDirs } from '../../src/testkit/temp-dirs.js'
+
+const temp = tempDirs('pcc-boot-')
+after(temp.removeAll)
 
 const SERVICE_TYPES = ['identity', 'compute', 'network', 'volumev3', 'block-storage', 'image', 'resmgr']
 const PATHS: Record<string, string> = {
@@ -103,7 +104,7 @@ describe('catalog table', () => {
 for (const dialect of DIALECTS) {
   describe(`bootstrap (${dialect})`, () => {
     it('creates everything on first start, changes nothing on the second, and moves endpoints when the public URL changes', async () => {
-      const dataDir = mkdtempSync(join(tmpdir(), 'pcc-boot-'))
+      const dataDir = temp.make()
       const databaseUrl = dialect === 'postgres' ? await freshDatabase() : ''
       const urlA = 'https://cloud-a.example.com:8443'
       const first = await startTestServer({ dataDir, databaseUrl, env: { PCC_PUBLIC_URL: urlA } })
@@ -132,7 +133,7 @@ for (const dialect of DIALECTS) {
     })
 
     it('generates an admin password when none is given, and only on the first start', async () => {
-      const dataDir = mkdtempSync(join(tmpdir(), 'pcc-boot-'))
+      const dataDir = temp.make()
       const databaseUrl = dialect === 'postgres' ? await freshDatabase() : ''
       const config = loadConfig({ argv: [], env: { PCC_LISTEN: '127.0.0.1:0', PCC_DATA_DIR: dataDir, PCC_DATABASE_URL: databaseUrl } })
       const a = await startServer(config, createLogger('silent'))
@@ -154,7 +155,7 @@ describe('bootstrap of replicas starting together (postgres)', () => {
     const databaseUrl = await freshDatabase()
     const env = (i: number) => ({
       PCC_DATABASE_URL: databaseUrl,
-      PCC_DATA_DIR: mkdtempSync(join(tmpdir(), `pcc-replica-${i}-`)),
+      PCC_DATA_DIR: temp.make(`pcc-replica-${i}-`),
       PCC_LISTEN: '127.0.0.1:0',
       PCC_MASTER_KEY: Buffer.alloc(32, 42).toString('base64'),
       PCC_PUBLIC_URL: 'http://cloud.example.com',

@@ -1,9 +1,12 @@
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/server/config/load.js'
+import { tempDirs } from '../../src/testkit/temp-dirs.js'
+
+const temp = tempDirs('pcc-config-')
+after(temp.removeAll)
 
 describe('configuration', () => {
   it('uses the embedded defaults when nothing is set', () => {
@@ -18,7 +21,7 @@ describe('configuration', () => {
   })
 
   it('takes flags over environment over config file', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pcc-config-'))
+    const dir = temp.make()
     const file = join(dir, 'pcc.json')
     writeFileSync(file, JSON.stringify({ simulatedHosts: 7, logLevel: 'debug', dataDir: '/from/file' }))
     const config = loadConfig({
@@ -68,14 +71,14 @@ describe('configuration', () => {
     assert.deepEqual(set.consoleAllowedOrigins, ['console.example', '[::1]', '10.0.0.5'])
     assert.equal(set.advertiseUrl, 'http://app1.internal:8080')
     assert.equal(set.consoleIdleSeconds, 0)
-    const dir = mkdtempSync(join(tmpdir(), 'pcc-config-'))
+    const dir = temp.make()
     const file = join(dir, 'pcc.json')
     writeFileSync(file, JSON.stringify({ consoleAllowedOrigins: ['a.example', 'b.example'] }))
     assert.deepEqual(loadConfig({ argv: ['--config', file], env: {} }).consoleAllowedOrigins, ['a.example', 'b.example'])
   })
 
   it('rejects unknown keys and bad JSON in the config file', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pcc-config-'))
+    const dir = temp.make()
     const unknown = join(dir, 'unknown.json')
     writeFileSync(unknown, '{"simulatedHost": 2}')
     assert.throws(() => loadConfig({ argv: ['--config', unknown], env: {} }), /unknown setting "simulatedHost"/)

@@ -3,13 +3,12 @@
  * line and a non-zero exit; a restart keeps the data; /readyz is 200 soon after start; SIGTERM lets in-flight
  * requests finish; PCC_TLS=auto serves HTTPS that the printed CA verifies.
  */
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { request as httpsRequest } from 'node:https'
 import { connect, createServer, type AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { verifyPassword } from '../../src/server/crypto/passwords.js'
@@ -18,8 +17,11 @@ import { SqlTaskQueue } from '../../src/server/tasks/sql-queue.js'
 import { DIALECTS, freePort } from '../../src/testkit/harness.js'
 import { freshDatabase } from '../../src/testkit/postgres.js'
 import { spawnServer, SERVER_MAIN } from '../../src/testkit/process.js'
+import { tempDirs } from '../../src/testkit/temp-dirs.js'
 
-const tempDir = () => mkdtempSync(join(tmpdir(), 'pcc-proc-'))
+const temp = tempDirs('pcc-proc-')
+const tempDir = temp.make
+after(temp.removeAll)
 
 async function waitReady(url: string, timeoutMs: number): Promise<number> {
   const start = Date.now()
