@@ -191,7 +191,7 @@ async function failBuild(ctx: ConductorContext, server: ServerTable, actionId: s
     if (actionId) await finishEvent(tx, eventId(actionId, BUILD_EVENT), 'Error', { traceback: err.stack })
     await finishAction(tx, actionId, true)
   })
-  const driver = server.host_id ? ctx.drivers.get(server.host_id) : undefined
+  const driver = server.host_id ? await ctx.drivers.find(server.host_id) : undefined
   await driver?.destroy(server.id).catch(() => {})
 }
 

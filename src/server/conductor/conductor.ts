@@ -122,7 +122,7 @@ export class Conductor {
    */
   async consoleOutput(serverId: string, lines?: number): Promise<string | undefined> {
     const row = await this.store.db.selectFrom('servers').select('host_id').where('id', '=', serverId).where('deleted', '=', 0).executeTakeFirst()
-    const driver = row?.host_id ? this.drivers.get(row.host_id) : undefined
+    const driver = row?.host_id ? await this.drivers.find(row.host_id) : undefined
     if (!driver) return undefined
     // Nova strips control characters other than newlines and tabs.
     return driver.consoleOutput(serverId, lines).then(
@@ -138,7 +138,7 @@ export class Conductor {
    */
   async openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex> {
     const row = await this.store.db.selectFrom('servers').select(['host_id', 'host']).where('id', '=', serverId).where('deleted', '=', 0).executeTakeFirst()
-    const driver = row?.host_id ? this.drivers.get(row.host_id) : undefined
+    const driver = row?.host_id ? await this.drivers.find(row.host_id) : undefined
     if (!driver) throw new DriverError(`Instance ${serverId} has no host that can give its console${row?.host ? ` (host ${row.host} is unknown here)` : ''}.`, 404)
     return driver.openConsole(serverId, protocol)
   }

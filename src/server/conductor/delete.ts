@@ -28,7 +28,7 @@ export async function runDelete(ctx: ConductorContext, payload: DeleteTaskPayloa
     return
   }
   const eventId = await startEvent(db, actionId, DELETE_EVENT, server.host)
-  const driver = server.host_id ? ctx.drivers.get(server.host_id) : undefined
+  const driver = server.host_id ? await ctx.drivers.find(server.host_id) : undefined
   if (driver && server.host_id) {
     const host = await db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('id', '=', server.host_id).executeTakeFirst()
     if (host && isUp(host, Date.now(), ctx.config.hostDownAfterSeconds * 1000)) {

@@ -49,7 +49,7 @@ function hostDriver(ctx: ConductorContext, server: ServerTable): ComputeDriver |
  */
 export async function volumeConnection(ctx: ConductorContext, server: ServerTable, volumeId: string, device: string | null, hostId = server.host_id): Promise<VolumeConnection> {
   // Simulated hosts read no bytes: they attach without an export.
-  if (!hostId || !ctx.drivers.get(hostId)?.guestDetails) return { volumeId, device }
+  if (!hostId || !(await ctx.drivers.find(hostId))?.guestDetails) return { volumeId, device }
   try {
     const connection = await storageOf(ctx).volumes.connect({ volumeId, serverId: server.id, hostId })
     return { volumeId, device, connection }

@@ -16,6 +16,12 @@ export class DriverRegistry {
     this.refresh = refresh
   }
 
+  /** The driver of a host, looked for again (one refresh) when this process does not know the host yet. */
+  async find(hostId: string): Promise<ComputeDriver | undefined> {
+    await this.ensure([hostId])
+    return this.drivers.get(hostId)
+  }
+
   /** Makes sure each of these hosts has its driver here if it has one anywhere (one refresh when any is missing). */
   async ensure(hostIds: (string | null)[]): Promise<void> {
     if (this.refresh && hostIds.some((id) => id !== null && !this.drivers.has(id))) await this.refresh()
