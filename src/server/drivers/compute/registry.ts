@@ -7,6 +7,8 @@ import type { ComputeDriver } from './driver.js'
 export class DriverRegistry {
   private readonly drivers = new Map<string, ComputeDriver>()
   private refresh?: () => Promise<void>
+  /** The refresh under way: callers missing a host at the same moment wait for one sync, not one each. */
+  private refreshing?: Promise<void>
 
   /**
    * How to look again for hosts other processes registered (the onboarding service's sync, which otherwise runs
@@ -24,7 +26,9 @@ export class DriverRegistry {
 
   /** Makes sure each of these hosts has its driver here if it has one anywhere (one refresh when any is missing). */
   async ensure(hostIds: (string | null)[]): Promise<void> {
-    if (this.refresh && hostIds.some((id) => id !== null && !this.drivers.has(id))) await this.refresh()
+    if (!this.refresh || hostIds.every((id) => id === null || this.drivers.has(id))) return
+    this.refreshing ??= this.refresh().finally(() => (this.refreshing = undefined))
+    await this.refreshing
   }
 
   set(hostId: string, driver: ComputeDriver): void {
