@@ -17,7 +17,7 @@ import type { BenchRun } from './harness.js'
 import { until } from '../src/testkit/compute-api.js'
 import { startQemuCloud } from '../src/testkit/qemu-cloud.js'
 import { guestImage, realGuestsMissing } from '../src/testkit/qemu.js'
-import { ExportManager } from '../src/server/drivers/volume/exports/export-manager.js'
+import { ExportManager } from '../src/host/storage/exports/export-manager.js'
 
 const MIB_COUNT = 512
 const RANDOM_IOS = 500

@@ -43,7 +43,7 @@ writeFileSync('dist/release/pcctl.mjs.sha256', `${digest}  pcctl.mjs\n`)
 
 // The host agent, bundled the same way: prep-node installs it on each host from /downloads/pcc-agent.
 await build({
-  entryPoints: ['dist/src/agent/main.js'],
+  entryPoints: ['dist/src/host/agent/main.js'],
   outfile: 'dist/release/pcc-agent.mjs',
   bundle: true,
   platform: 'node',

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-export const AGENT_MAIN = join(process.cwd(), 'dist/src/agent/main.js')
+export const AGENT_MAIN = join(process.cwd(), 'dist/src/host/agent/main.js')
 
 export interface ScratchHost {
   root: string

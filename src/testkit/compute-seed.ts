@@ -11,7 +11,8 @@
 import { randomUUID } from 'node:crypto'
 import { COMPUTE_TASK_KINDS, type BuildTaskPayload } from '../server/compute/tasks.js'
 import type { AppDeps } from '../server/deps.js'
-import type { FlavorSnapshot, ServerTable } from '../server/storage/tables/compute.js'
+import type { ServerTable } from '../server/storage/tables/compute.js'
+import type { FlavorSnapshot } from '../contracts/host/compute-driver.js'
 
 type SeedDeps = Pick<AppDeps, 'store' | 'queue' | 'runner'>
 

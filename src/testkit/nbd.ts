@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { BlockdevSpec, NbdSource } from '../server/drivers/volume/backend.js'
+import type { BlockdevSpec, NbdSource } from '../contracts/host/volume.js'
 
 export interface IoResult {
   ok: boolean

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import type { HostNetworkState } from '../contracts/network/dataplane.js'
-import type { NetworkBackend, NetworkInventory } from '../agent/network/backend.js'
+import type { NetworkBackend, NetworkInventory } from '../host/network/backend.js'
 
 const FIXTURE = join(process.cwd(), 'dist/test/fixtures/network-backend-host.js')
 

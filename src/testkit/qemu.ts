@@ -10,8 +10,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildGuestImage, guestImageUnavailable, type GuestImage } from '../guest-image/build.js'
-import type { GuestImageRef } from '../server/drivers/compute/driver.js'
-import { QmpClient } from '../server/drivers/compute/qemu/qmp.js'
+import type { GuestImageRef } from '../contracts/host/compute-driver.js'
+import { QmpClient } from '../host/compute/qemu/qmp.js'
 import type { InstanceFacts } from '../server/metadata/documents.js'
 
 export const QEMU_BINARY = 'qemu-system-x86_64'

@@ -7,7 +7,7 @@ import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { agentConfig, killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { hostStatus } from '../../src/server/hosts/host-status.js'
-import type { GuestInfo } from '../../src/server/drivers/compute/driver.js'
+import type { GuestInfo } from '../../src/contracts/host/compute-driver.js'
 
 describe('pcc-agent end to end: onboarding, servers, loss and return of the host', () => {
   let server: TestServer

@@ -13,7 +13,7 @@ import { killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/
 import { startCluster, type Cluster } from '../../src/testkit/cluster.js'
 import { ComputeClient, login, until } from '../../src/testkit/compute-api.js'
 import { openStore, type Store } from '../../src/server/storage/store.js'
-import type { GuestInfo } from '../../src/server/drivers/compute/driver.js'
+import type { GuestInfo } from '../../src/contracts/host/compute-driver.js'
 
 describe('control-plane restart while an agent works: nothing lost, nothing done twice', () => {
   let cluster: Cluster

@@ -13,7 +13,7 @@ import { ADMIN_PASSWORD, startTestServer, type TestServer } from '../../src/test
 import { killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
 import { ComputeClient, login, until } from '../../src/testkit/compute-api.js'
 import { TcpRelay, type RelayRequest } from '../../src/testkit/tcp-relay.js'
-import type { GuestInfo } from '../../src/server/drivers/compute/driver.js'
+import type { GuestInfo } from '../../src/contracts/host/compute-driver.js'
 
 /** Long enough for several rounds of the agent's backoff (0.5 s doubling, jittered to 50–100 %). */
 const OUTAGE_MS = 10_000

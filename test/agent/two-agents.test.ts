@@ -5,7 +5,7 @@ import { rmSync } from 'node:fs'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
-import type { GuestInfo } from '../../src/server/drivers/compute/driver.js'
+import type { GuestInfo } from '../../src/contracts/host/compute-driver.js'
 
 describe('two agent hosts: servers on each, live migration from agent to agent', () => {
   let server: TestServer

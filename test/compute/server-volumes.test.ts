@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { DIALECTS } from '../../src/testkit/harness.js'
-import { qcow2Label, qcow2VirtualSize } from '../../src/server/image/qcow2.js'
+import { qcow2Label, qcow2VirtualSize } from '../../src/lib/qcow2.js'
 import { call, computeTestbed, IMAGE, unlimited, type ComputeTestbed, type Persona } from './helpers.js'
 import { DEFAULT_IMAGE_NAME, defaultImageName } from '../../src/server/image/default-image.js'
 

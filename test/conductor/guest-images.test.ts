@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { specFor } from '../../src/server/conductor/guest-specs.js'
 import type { ConductorContext } from '../../src/server/conductor/context.js'
-import { DriverError, type ComputeDriver } from '../../src/server/drivers/compute/driver.js'
+import { DriverError, type ComputeDriver } from '../../src/contracts/host/compute-driver.js'
 import { until } from '../../src/testkit/compute-api.js'
 import { call, computeTestbed, createBody, unlimited, type ComputeTestbed, type Persona } from '../compute/helpers.js'
 

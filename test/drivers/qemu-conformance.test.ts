@@ -10,14 +10,14 @@ import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync, t
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
-import type { ComputeDriver, GuestSpec, VolumeConnection } from '../../src/server/drivers/compute/driver.js'
-import { ExportManager } from '../../src/server/drivers/volume/exports/export-manager.js'
-import { exportName } from '../../src/server/drivers/volume/exports/qsd-command.js'
+import type { ComputeDriver, GuestSpec, VolumeConnection } from '../../src/contracts/host/compute-driver.js'
+import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
+import { exportName } from '../../src/contracts/host/volume.js'
 import { freePort } from '../../src/testkit/harness.js'
-import { QemuDriver, type DiskTransfers } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
+import { QemuDriver, type DiskTransfers } from '../../src/host/compute/qemu/qemu-driver.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
 import { facts, fileImage, guestImage, killQemusUnder, lastBoot, lastTick, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
-import { driverConformance } from './conformance.js'
+import { driverConformance } from '../../src/host/compute/conformance/suite.js'
 
 const BOOT_MS = 90_000
 

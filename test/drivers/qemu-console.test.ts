@@ -7,10 +7,10 @@ import { after, describe } from 'node:test'
 import { createReadStream, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { QemuDriver } from '../../src/server/drivers/compute/qemu/qemu-driver.js'
+import { QemuDriver } from '../../src/host/compute/qemu/qemu-driver.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
 import { facts, fileImage, guestImage, qemuLeftovers, realGuestsMissing, waitForText } from '../../src/testkit/qemu.js'
-import { consoleConformance, type ConsoleTestbed } from './console-conformance.js'
+import { consoleConformance, type ConsoleTestbed } from '../../src/host/compute/conformance/console-suite.js'
 
 const BOOT_MS = 120_000
 

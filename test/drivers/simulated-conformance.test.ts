@@ -1,7 +1,7 @@
 /** The driver conformance suite over the simulated driver (in memory; its console says `boot N`). */
-import type { ComputeDriver, GuestSpec } from '../../src/server/drivers/compute/driver.js'
-import { SimulatedDriver } from '../../src/server/drivers/compute/simulated/simulated-driver.js'
-import { driverConformance } from './conformance.js'
+import type { ComputeDriver, GuestSpec } from '../../src/contracts/host/compute-driver.js'
+import { SimulatedDriver } from '../../src/host/compute/simulated/simulated-driver.js'
+import { driverConformance } from '../../src/host/compute/conformance/suite.js'
 
 const FLAVOR = { id: '1', name: 'm1.tiny', vcpus: 1, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} }
 

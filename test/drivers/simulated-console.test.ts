@@ -1,7 +1,7 @@
 /** The console conformance suite (console-conformance.ts) over the simulated driver. */
 import { describe } from 'node:test'
-import { SimulatedDriver } from '../../src/server/drivers/compute/simulated/simulated-driver.js'
-import { consoleConformance } from './console-conformance.js'
+import { SimulatedDriver } from '../../src/host/compute/simulated/simulated-driver.js'
+import { consoleConformance } from '../../src/host/compute/conformance/console-suite.js'
 
 describe('simulated driver consoles (conformance)', () => {
   consoleConformance(async () => {

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { Duplex } from 'node:stream'
-import { DriverError, type GuestSpec } from '../../src/server/drivers/compute/driver.js'
-import { SimulatedDriver } from '../../src/server/drivers/compute/simulated/simulated-driver.js'
+import { DriverError, type GuestSpec } from '../../src/contracts/host/compute-driver.js'
+import { SimulatedDriver } from '../../src/host/compute/simulated/simulated-driver.js'
 
 const spec = (id = 'srv-1'): GuestSpec => ({
   serverId: id,

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import { cpioArchive } from '../../src/guest-image/cpio.js'
-import { writeConfigDrive } from '../../src/server/drivers/compute/qemu/config-drive.js'
+import { writeConfigDrive } from '../../src/host/compute/qemu/config-drive.js'
 import { bareGuest, guestImage, realGuestsMissing, type BareGuest } from '../../src/testkit/qemu.js'
 import type { GuestImage } from '../../src/guest-image/build.js'
 

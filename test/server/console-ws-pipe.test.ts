@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { Duplex } from 'node:stream'
 import { WebSocket, WebSocketServer } from 'ws'
-import { pipeConsole, type PipeEnd } from '../../src/server/console/ws-pipe.js'
+import { pipeConsole, type PipeEnd } from '../../src/lib/ws-pipe.js'
 
 /** A server whose first connection is piped to `stream`; resolves with the pipe's end. */
 async function serve(stream: Duplex, pingMs: number): Promise<{ url: string; ended: Promise<PipeEnd>; serverSide: Promise<WebSocket>; close(): Promise<void> }> {

@@ -25,7 +25,7 @@ import type { TestServer } from '../../src/testkit/harness.js'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
 import { guestImage, lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
-import { ExportManager } from '../../src/server/drivers/volume/exports/export-manager.js'
+import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
 
 const V = '/volume/v3'
 const PORTS = { first: 21850, last: 21869 }

@@ -17,8 +17,8 @@ import { agentConfig, killAgent, scratchHost, spawnAgent, type ScratchHost } fro
 import { createTestNetwork, type TestNetwork } from '../../src/testkit/netns.js'
 import { qcow2Image } from '../../src/testkit/disk-images.js'
 import { localIo, nbdIo } from '../../src/testkit/nbd.js'
-import { ExportManager } from '../../src/server/drivers/volume/exports/export-manager.js'
-import type { BlockdevSpec } from '../../src/server/drivers/volume/backend.js'
+import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
+import type { BlockdevSpec } from '../../src/contracts/host/volume.js'
 import { adminSession, call, eventually, type Session } from '../image/support.js'
 
 const V = '/volume/v3'

@@ -3,7 +3,8 @@
  * the snapshot embedded in a server, and the default set created at bootstrap.
  */
 import { badRequest } from '../../contracts/errors.js'
-import type { FlavorSnapshot, FlavorTable } from '../storage/schema.js'
+import type { FlavorTable } from '../storage/schema.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
 
 /** m1.* as DevStack defines them, plus a small one for tests and demos. */

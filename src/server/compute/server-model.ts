@@ -4,7 +4,8 @@
  */
 import { createHash } from 'node:crypto'
 import type { ServerModel } from '../../contracts/compute/server.fields.js'
-import type { FlavorSnapshot, ServerTable } from '../storage/schema.js'
+import type { ServerTable } from '../storage/schema.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
 import { serverStatus } from './server-states.js'
 import { hostStatus } from '../hosts/host-status.js'

@@ -4,6 +4,7 @@
  * The compute API checks requests against this table (409 otherwise); the conductor drives the sequences.
  * Facts: /work/shared/reference/compute-api.md §5.4 and §6.
  */
+import { POWER, type PowerState } from '../../contracts/host/compute-driver.js'
 
 export const VM_STATES = [
   'active', 'building', 'paused', 'suspended', 'stopped', 'rescued', 'resized', 'soft-delete', 'deleted', 'error', 'shelved', 'shelved_offloaded',
@@ -16,9 +17,6 @@ export const SERVER_STATUSES = [
 ] as const
 export type ServerStatus = (typeof SERVER_STATUSES)[number]
 
-/** OS-EXT-STS:power_state values. */
-export const POWER = { NOSTATE: 0, RUNNING: 1, PAUSED: 3, SHUTDOWN: 4, CRASHED: 6, SUSPENDED: 7 } as const
-export type PowerState = (typeof POWER)[keyof typeof POWER]
 
 const REBOOT = ['rebooting', 'reboot_pending', 'reboot_started']
 const HARD_REBOOT = ['rebooting_hard', 'reboot_pending_hard', 'reboot_started_hard']

@@ -4,12 +4,14 @@
  * if the server is still in one of the action's task states, and finds the claim it made before through the
  * allocations (a migration target is the host the server holds an allocation on besides its own).
  */
-import { finalVmState, POWER, RESTING_POWER, SERVER_ACTIONS, type ServerActionName, type VmState } from '../compute/server-states.js'
+import { finalVmState, RESTING_POWER, SERVER_ACTIONS, type ServerActionName, type VmState } from '../compute/server-states.js'
+import { POWER } from '../../contracts/host/compute-driver.js'
 import type { ActionTaskPayload } from '../compute/tasks.js'
-import { DriverError, type ComputeDriver } from '../drivers/compute/driver.js'
+import { DriverError, type ComputeDriver } from '../../contracts/host/compute-driver.js'
 import { releaseAll, releasePart } from '../scheduler/claims.js'
 import { flavorResources, NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
-import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
+import type { ServerTable } from '../storage/tables/compute.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { driverFor, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
 import { specFor, usableImageRef, type SpecOptions } from './guest-specs.js'
 import { runDelete } from './delete.js'

@@ -4,9 +4,10 @@
  * block_device_mapping → spawning → active. Every step is a conditional update, so a run repeated after a
  * crash resumes where the first stopped, and a delete that arrives meanwhile wins.
  */
-import { BUILD_STEPS, POWER } from '../compute/server-states.js'
+import { BUILD_STEPS } from '../compute/server-states.js'
+import { POWER } from '../../contracts/host/compute-driver.js'
 import type { BuildTaskPayload } from '../compute/tasks.js'
-import { DriverError, type ComputeDriver, type VolumeConnection } from '../drivers/compute/driver.js'
+import { DriverError, type ComputeDriver, type VolumeConnection } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
 import { releaseAll } from '../scheduler/claims.js'
 import { NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'

@@ -2,12 +2,13 @@
 import type { Logger } from 'pino'
 import type { Config } from '../config/settings.js'
 import type { ComputeStorage } from '../compute/storage.js'
-import type { ComputeDriver, GuestSpec } from '../drivers/compute/driver.js'
-import { DriverError } from '../drivers/compute/driver.js'
-import type { DriverRegistry } from '../drivers/compute/registry.js'
+import type { ComputeDriver, GuestSpec } from '../../contracts/host/compute-driver.js'
+import { DriverError } from '../../contracts/host/compute-driver.js'
+import type { DriverRegistry } from '../hosts/driver-registry.js'
 import type { Scheduler } from '../scheduler/scheduler.js'
 import type { Db, Store } from '../storage/store.js'
-import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
+import type { ServerTable } from '../storage/tables/compute.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 
 export interface ConductorContext {
   store: Store

@@ -4,9 +4,9 @@
  * from its server group, detaches its volumes (deleting those with delete_on_termination) and drops its shelved image. The server row update comes first so that a claim racing with the delete either commits
  * before it (and is released here) or sees the row deleted and rolls back.
  */
-import { POWER } from '../compute/server-states.js'
+import { POWER } from '../../contracts/host/compute-driver.js'
 import type { DeleteTaskPayload } from '../compute/tasks.js'
-import { DriverError } from '../drivers/compute/driver.js'
+import { DriverError } from '../../contracts/host/compute-driver.js'
 import { isUp } from '../hosts/host-status.js'
 import { releaseAll } from '../scheduler/claims.js'
 import type { Db } from '../storage/store.js'

@@ -5,11 +5,12 @@
  * drive's files from the metadata module. Simulated hosts skip these reads, so their builds stay as cheap as before.
  */
 import { AppError } from '../../contracts/errors.js'
-import { DriverError, type ComputeDriver, type GuestImageRef, type GuestSpec } from '../drivers/compute/driver.js'
+import { DriverError, type ComputeDriver, type GuestImageRef, type GuestSpec } from '../../contracts/host/compute-driver.js'
 import type { ImageRecord } from '../image/model.js'
 import { metadataFiles } from '../metadata/documents.js'
 import { instanceFacts } from '../metadata/load.js'
-import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
+import type { ServerTable } from '../storage/tables/compute.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { guestSpec, type ConductorContext } from './context.js'
 
 export interface SpecOptions {

@@ -12,7 +12,7 @@
  * - An allocation of a deleted or unknown server is released.
  */
 import { randomUUID } from 'node:crypto'
-import { POWER } from '../compute/server-states.js'
+import { POWER } from '../../contracts/host/compute-driver.js'
 import { COMPUTE_TASK_KINDS, type ActionTaskPayload } from '../compute/tasks.js'
 import { isUp } from '../hosts/host-status.js'
 import { releaseAll } from '../scheduler/claims.js'

@@ -11,7 +11,7 @@
 import { AppError } from '../../contracts/errors.js'
 import { isVolumeBacked, volumeMappings } from '../compute/block-devices.js'
 import { deleteSystemMetadata, setSystemMetadata, SHELVE_KEYS, systemMetadata } from '../compute/system-metadata.js'
-import { DriverError, type VolumeConnection } from '../drivers/compute/driver.js'
+import { DriverError, type VolumeConnection } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
 import type { ActionRun } from './actions.js'
 import { StepFailure } from './context.js'

@@ -9,12 +9,12 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { WebSocketServer } from 'ws'
-import type { ConsoleProtocol } from '../drivers/compute/driver.js'
+import type { ConsoleProtocol } from '../../contracts/host/compute-driver.js'
 import { cookieValue } from '../http/cookies.js'
 import { refuseUpgrade } from '../http/upgrades.js'
 import type { ConsoleSessions } from './console-sessions.js'
 import type { ConsoleTokens } from './console-tokens.js'
-import { closeSocket, hold, pipeConsole } from './ws-pipe.js'
+import { closeSocket, hold, pipeConsole } from '../../lib/ws-pipe.js'
 
 export interface ConsoleProxyOptions {
   tokens: ConsoleTokens

@@ -19,7 +19,7 @@ import { WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { Db } from '../storage/store.js'
 import { refuseUpgrade } from '../http/upgrades.js'
-import { closeSocket, hold, keepAlive, pipeConsole } from './ws-pipe.js'
+import { closeSocket, hold, keepAlive, pipeConsole } from '../../lib/ws-pipe.js'
 
 /** How long an owner waits for the host's websocket. */
 export const SESSION_WAIT_MS = 30_000

@@ -6,7 +6,7 @@
  * that moved to another host has none that work.
  */
 import { randomUUID } from 'node:crypto'
-import type { ConsoleProtocol } from '../drivers/compute/driver.js'
+import type { ConsoleProtocol } from '../../contracts/host/compute-driver.js'
 import { sha256 } from '../onboarding/onboarding-service.js'
 import type { ConsoleAuthTokenTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'

@@ -4,7 +4,7 @@
  * before (contracts/compute/remote-console.params.ts); what pcc serves of it is the tables below.
  */
 import { AppError, badRequest, conflict } from '../../contracts/errors.js'
-import type { ConsoleProtocol } from '../drivers/compute/driver.js'
+import type { ConsoleProtocol } from '../../contracts/host/compute-driver.js'
 import type { ServerTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
 import type { ConsoleTokens } from './console-tokens.js'

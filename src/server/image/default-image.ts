@@ -14,7 +14,7 @@ import { Readable } from 'node:stream'
 import type { BlobStore } from '../blobs/blob-store.js'
 import { buildGuestImage, guestImageUnavailable, type GuestImage } from '../../guest-image/build.js'
 import type { Store } from '../storage/store.js'
-import { qcow2Image } from './qcow2.js'
+import { qcow2Image } from '../../lib/qcow2.js'
 
 export const DEFAULT_IMAGE_NAME = 'pcc-busybox-x86_64'
 export const BLANK_IMAGE_NAME = 'blank-disk-qcow2'

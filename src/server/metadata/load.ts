@@ -3,7 +3,8 @@
  * its key pair's type, and its ports with their addresses, subnets, networks and floating IPs.
  */
 import type { Db } from '../storage/store.js'
-import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
+import type { ServerTable } from '../storage/tables/compute.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { InstanceFacts, InstanceNic } from './documents.js'
 
 function parse<T>(text: string | null | undefined, fallback: T): T {

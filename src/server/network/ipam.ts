@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import type { SubnetTable } from '../storage/schema.js'
 import type { NetCtx } from './context.js'
 import { neutron } from './errors.js'
-import { cidrContains, eui64, formatIp, lastAddress, parseCidr, parseIp, type IpVersion } from './ip.js'
+import { cidrContains, eui64, formatIp, lastAddress, parseCidr, parseIp, type IpVersion } from '../../lib/ip.js'
 import type { FixedIp } from './views.js'
 
 export interface FixedIpRequest {

@@ -6,7 +6,7 @@
 import type { PortTable, RouterTable } from '../storage/schema.js'
 import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
-import { cidrsOverlap, formatCidr, parseCidr, parseIp } from './ip.js'
+import { cidrsOverlap, formatCidr, parseCidr, parseIp } from '../../lib/ip.js'
 import type { FixedIpRequest } from './ipam.js'
 import { owningProject, visibleNetwork } from './networks.js'
 import { insertPort, reassignIps, removePort, visiblePort } from './ports.js'

@@ -6,7 +6,7 @@
 import type { SecurityGroupRuleTable, SecurityGroupTable } from '../storage/schema.js'
 import { can, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
-import { formatCidr, parseCidr } from './ip.js'
+import { formatCidr, parseCidr } from '../../lib/ip.js'
 import { owningProject } from './networks.js'
 import { checkQuota } from './quotas.js'
 import { rulesByGroup, touched } from './queries.js'

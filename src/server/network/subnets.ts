@@ -5,7 +5,7 @@
 import type { NetworkTable, SubnetTable } from '../storage/schema.js'
 import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
-import { cidrContains, cidrsOverlap, formatCidr, formatIp, lastAddress, parseCidr, parseIp, type Cidr, type IpVersion } from './ip.js'
+import { cidrContains, cidrsOverlap, formatCidr, formatIp, lastAddress, parseCidr, parseIp, type Cidr, type IpVersion } from '../../lib/ip.js'
 import { releaseDhcpAddresses } from './dhcp-ports.js'
 import { isAutoAddressSubnet, type Pool } from './ipam.js'
 import { ROUTER_INTERFACE_OWNERS } from './ports.js'

@@ -5,7 +5,8 @@
  */
 import { sql } from 'kysely'
 import type { Store, Db } from '../storage/store.js'
-import type { FlavorSnapshot, ServerTable } from '../storage/tables/compute.js'
+import type { ServerTable } from '../storage/tables/compute.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { filterHosts } from './filters.js'
 import { loadHostStates, type HostState, type Resources } from './host-state.js'
 import { claim, releaseAll } from './claims.js'

@@ -9,8 +9,8 @@
  */
 import { notFound } from '../../contracts/errors.js'
 import type { SecretBox } from '../crypto/secret-box.js'
-import type { VolumeConnectionInfo } from '../drivers/compute/driver.js'
-import { VolumeBackendError } from '../drivers/volume/backend.js'
+import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
+import { VolumeBackendError } from '../../contracts/host/volume.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import { attachmentIdentity, connectionInfo, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'

@@ -10,12 +10,12 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { SecretBox } from '../crypto/secret-box.js'
-import type { NbdSource } from '../drivers/volume/backend.js'
-import { exportName } from '../drivers/volume/exports/qsd-command.js'
-import type { VolumeConnectionInfo } from '../drivers/compute/driver.js'
+import type { NbdSource } from '../../contracts/host/volume.js'
+import { exportName } from '../../contracts/host/volume.js'
+import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { isUniqueViolation } from '../storage/errors.js'
 import type { Db } from '../storage/store.js'
-import type { WantedExport } from './places/place.js'
+import type { WantedExport } from '../../contracts/host/storage-place.js'
 
 export interface PortRange {
   first: number

@@ -5,11 +5,11 @@
  * with enough free space, the most free first (Cinder's capacity weigher).
  */
 import { badRequest } from '../../contracts/errors.js'
-import { VolumeBackendError } from '../drivers/volume/backend.js'
+import { VolumeBackendError } from '../../contracts/host/volume.js'
 import { isUp } from '../hosts/host-status.js'
 import type { Db } from '../storage/store.js'
 import type { VolumeTypeRecord } from './model.js'
-import { CONTROLLER } from './places/place.js'
+import { CONTROLLER } from '../../contracts/host/storage-place.js'
 
 type PlaceKind = 'controller' | 'storage-host'
 

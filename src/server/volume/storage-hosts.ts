@@ -10,7 +10,7 @@ import type { SecretBox } from '../crypto/secret-box.js'
 import type { ImageService } from '../image/service.js'
 import type { Db } from '../storage/store.js'
 import { wantedExports } from './exports.js'
-import type { WantedExport } from './places/place.js'
+import type { WantedExport } from '../../contracts/host/storage-place.js'
 
 /** A storage host's report: where its exports listen, and each usable backend's capacity. */
 export interface StorageReport {

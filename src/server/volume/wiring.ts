@@ -10,15 +10,14 @@ import type { Config } from '../config/settings.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import { FsBlobStore } from '../blobs/fs-blob-store.js'
 import type { BlobStore } from '../blobs/blob-store.js'
-import { AgentDriver } from '../drivers/compute/agent/agent-driver.js'
-import type { DriverRegistry } from '../drivers/compute/registry.js'
-import { FileBackend } from '../drivers/volume/file/file-backend.js'
+import { AgentDriver } from '../hosts/agent-driver.js'
+import type { DriverRegistry } from '../hosts/driver-registry.js'
 import { ensureDefaultImage } from '../image/default-image.js'
 import { ImageService } from '../image/service.js'
 import type { Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import type { TaskHandler } from '../tasks/runner.js'
-import { controllerPlace } from './places/local-place.js'
+import { controllerPlace } from '../all-in-one/controller-place.js'
 import { StoragePlaces } from './places/registry.js'
 import { createVolumeServices, type VolumeServices } from './services.js'
 import type { AttachedVolumeHooks } from './worker.js'
@@ -54,7 +53,6 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
     store,
     box: options.box,
     images,
-    backends: new Map([['file', new FileBackend(join(config.dataDir, 'volumes'))]]),
   })
   const places = new StoragePlaces(controller, (hostId) => {
     const driver = drivers?.get(hostId)

@@ -11,15 +11,15 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { SecretBox } from '../crypto/secret-box.js'
-import type { VolumeConnection } from '../drivers/compute/driver.js'
-import { GIB, VolumeBackendError } from '../drivers/volume/backend.js'
+import type { VolumeConnection } from '../../contracts/host/compute-driver.js'
+import { GIB, VolumeBackendError } from '../../contracts/host/volume.js'
 import type { ImageService } from '../image/service.js'
 import type { Store } from '../storage/store.js'
 import type { TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
 import { addGeneration, attachmentIdentity, connectionInfo, copyIdentity, dropOldGenerations, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'
 import { choosePlace, layoutOf } from './placement.js'
-import type { PlaceSource } from './places/place.js'
+import type { PlaceSource } from '../../contracts/host/storage-place.js'
 import type { StoragePlaces } from './places/registry.js'
 
 export const VOLUME_TASKS = {

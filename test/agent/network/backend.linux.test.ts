@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { dataplaneMissing } from '../../../src/testkit/dataplane-cluster.js'
 import { runIn } from '../../../src/testkit/stand-in-guest.js'
-import { networkBackendConformance } from './backend-conformance.js'
+import { networkBackendConformance } from '../../../src/host/network/conformance/suite.js'
 import { linuxHost, type LinuxHost } from './linux-host.js'
-import { fullState, ID } from './states.js'
+import { fullState, ID } from '../../../src/host/network/conformance/states.js'
 
 const missing = dataplaneMissing()
 

@@ -1,4 +1,4 @@
-import { SimulatedNetworkBackend } from '../../../src/agent/network/simulated-backend.js'
-import { networkBackendConformance } from './backend-conformance.js'
+import { SimulatedNetworkBackend } from '../../../src/host/network/simulated-backend.js'
+import { networkBackendConformance } from '../../../src/host/network/conformance/suite.js'
 
 networkBackendConformance('simulated', async () => ({ backend: new SimulatedNetworkBackend(), tunnelIp: '10.255.0.1', close: async () => {} }))

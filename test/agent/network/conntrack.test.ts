@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { deletionArgs, parseFlows, staleFlows, type SweepInput } from '../../../src/agent/network/linux/conntrack.js'
+import { deletionArgs, parseFlows, staleFlows, type SweepInput } from '../../../src/host/network/linux/conntrack.js'
 import type { DataplaneRule, HostNetworkState } from '../../../src/contracts/network/dataplane.js'
-import { fullState, ID } from './states.js'
+import { fullState, ID } from '../../../src/host/network/conformance/states.js'
 
 /** `conntrack -L -o extended` as the kernel of 6.1 prints it. */
 const LISTING = `ipv4     2 tcp      6 431999 ESTABLISHED src=10.60.0.12 dst=10.60.0.11 sport=41060 dport=8000 src=10.60.0.11 dst=10.60.0.12 sport=8000 dport=41060 [ASSURED] mark=0 zone=1 use=1

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { firewallTables } from '../../../src/agent/network/linux/firewall.js'
-import { renderDelta, renderWhole } from '../../../src/agent/network/linux/nft-script.js'
-import { fullState, ID } from './states.js'
+import { firewallTables } from '../../../src/host/network/linux/firewall.js'
+import { renderDelta, renderWhole } from '../../../src/host/network/linux/nft-script.js'
+import { fullState, ID } from '../../../src/host/network/conformance/states.js'
 
 describe('nftables ruleset: whole and delta', () => {
   const zones = { bridgePorts: ['vxlan-101'], zones: new Map([[`brq${ID.netA.slice(0, 11)}`, 1]]) }

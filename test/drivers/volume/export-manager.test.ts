@@ -11,7 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ExportManager } from '../../../src/server/drivers/volume/exports/export-manager.js'
+import { ExportManager } from '../../../src/host/storage/exports/export-manager.js'
 import { freePort } from '../../../src/testkit/harness.js'
 
 const missing = spawnSync('qemu-storage-daemon', ['--version']).error ? 'qemu-storage-daemon is not installed (Debian package qemu-system-x86)' : undefined

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FileBackend } from '../../../src/server/drivers/volume/file/file-backend.js'
-import { volumeBackendConformance } from './conformance.js'
+import { FileBackend } from '../../../src/host/storage/file/file-backend.js'
+import { volumeBackendConformance } from '../../../src/host/storage/conformance/suite.js'
 
 volumeBackendConformance('file', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'pcc-file-backend-'))

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { deviceMapperAvailable, LvmBackend } from '../../../src/server/drivers/volume/lvm/lvm-backend.js'
-import { volumeBackendConformance } from './conformance.js'
+import { deviceMapperAvailable, LvmBackend } from '../../../src/host/storage/lvm/lvm-backend.js'
+import { volumeBackendConformance } from '../../../src/host/storage/conformance/suite.js'
 
 /**
  * A volume group of its own on a loop device over a sparse 8 GiB file, so the test touches no disk of the

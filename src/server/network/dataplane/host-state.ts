@@ -29,7 +29,7 @@ import type { PortTable, RouterTable, SubnetTable } from '../../storage/schema.j
 import type { Db } from '../../storage/store.js'
 import { chunks, parseJson } from '../context.js'
 import { DHCP_OWNER } from '../dhcp-ports.js'
-import { parseCidr } from '../ip.js'
+import { parseCidr } from '../../../lib/ip.js'
 import { fixedIpsByPort, rulesByGroup, securityGroupIdsByPort } from '../queries.js'
 import { ROUTER_GATEWAY, ROUTER_INTERFACE } from '../routers.js'
 import type { FixedIp } from '../views.js'

@@ -3,19 +3,6 @@
  * the instance-action log, and the hypervisor hosts they run on with their claimed capacity.
  */
 
-/** The Nova flavor as embedded in a server row at create/resize time (Nova keeps a copy too). */
-export interface FlavorSnapshot {
-  id: string
-  name: string
-  vcpus: number
-  ram: number
-  disk: number
-  ephemeral: number
-  swap: number
-  rxtx_factor: number
-  extra_specs: Record<string, string>
-}
-
 export interface ServerTable {
   id: string
   /** Raised by the database on every UPDATE of the row (migration 0080); 0 when inserted. */

@@ -1,18 +1,15 @@
 /**
  * A storage host as a storage place: each operation is a `volume.*` command on the host's durable command channel,
- * executed by its pcc-agent with its own backends (src/agent/storage/), like the compute driver's calls. Image
+ * executed by its pcc-agent with its own backends (src/host/storage/), like the compute driver's calls. Image
  * bytes travel through the resource manager's host endpoints (the agent downloads a volume's source image and
  * uploads an image made from a volume); exports are synced by the agent from its desired state, which it reads
  * from `{base}/resmgr/v1/hosts/{id}/storage/exports` (keys never ride in a command's arguments, except a copy's
  * short-lived key, which the channel clears once the command is answered).
  */
-import type { AgentDriver } from '../../drivers/compute/agent/agent-driver.js'
-import { DriverError } from '../../drivers/compute/driver.js'
-import { VolumeBackendError } from '../../drivers/volume/backend.js'
-import type { PlaceSource, StoragePlace } from './place.js'
-
-/** The code a storage agent gives its backends' failures (src/agent/storage/storage-role.ts). */
-export const BACKEND_FAILURE = 422
+import type { AgentDriver } from '../../hosts/agent-driver.js'
+import { DriverError } from '../../../contracts/host/compute-driver.js'
+import { VolumeBackendError } from '../../../contracts/host/volume.js'
+import { BACKEND_FAILURE, type PlaceSource, type StoragePlace } from '../../../contracts/host/storage-place.js'
 
 /** Copies and conversions may take long: an hour before the control plane gives up waiting. */
 const COPY_TIMEOUT_MS = 3_600_000

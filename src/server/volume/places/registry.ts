@@ -1,16 +1,15 @@
 /** Finds the storage place of a location: the control plane's own, or a storage host's through its agent. */
-import type { AgentDriver } from '../../drivers/compute/agent/agent-driver.js'
+import type { AgentDriver } from '../../hosts/agent-driver.js'
 import type { Db } from '../../storage/store.js'
 import { setExportAddress } from '../exports.js'
 import { AgentPlace } from './agent-place.js'
-import type { LocalPlace } from './local-place.js'
-import { CONTROLLER, type StoragePlace } from './place.js'
+import { CONTROLLER, type StoragePlace } from '../../../contracts/host/storage-place.js'
 
 export class StoragePlaces {
   private readonly hosts = new Map<string, AgentPlace>()
 
   constructor(
-    readonly controller: LocalPlace,
+    readonly controller: StoragePlace,
     /** The agent of a registered host (the conductor's driver registry holds one per agent host). */
     private readonly agentOf: (hostId: string) => AgentDriver | undefined,
     private readonly db: Db,

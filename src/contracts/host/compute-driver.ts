@@ -1,0 +1,242 @@
+/**
+ * The compute driver: what the conductor asks of a hypervisor host, whichever technology runs the guests.
+ * The simulated driver implements it in process, the QEMU driver (qemu/) with real guests on an agent host; the
+ * agent driver carries each call to a host's agent. Every call is idempotent: the conductor may repeat one after a
+ * crash.
+ */
+import type { Duplex, Readable } from 'node:stream'
+
+/** The flavor a guest runs with, as the host sizes it (a copy kept with the server: later flavor edits do not move it). */
+export interface FlavorSnapshot {
+  id: string
+  name: string
+  vcpus: number
+  ram: number
+  disk: number
+  ephemeral: number
+  swap: number
+  rxtx_factor: number
+  extra_specs: Record<string, string>
+}
+
+/** Nova power_state values (OS-EXT-STS:power_state): what a host reports of each guest. */
+export const POWER = { NOSTATE: 0, RUNNING: 1, PAUSED: 3, SHUTDOWN: 4, CRASHED: 6, SUSPENDED: 7 } as const
+export type PowerState = (typeof POWER)[keyof typeof POWER]
+
+/** What the driver needs to know about a guest. */
+export interface GuestSpec {
+  serverId: string
+  /** instance-%08x, the name the hypervisor knows the guest by. */
+  instanceName: string
+  flavor: FlavorSnapshot
+  imageId: string | null
+  hostname: string | null
+  userData: string | null
+  /** Volumes the guest boots with (block device mappings prepared in the build's block_device_mapping step). */
+  volumes?: VolumeConnection[]
+  /**
+   * The image `imageId` names, as the image service describes it (formats, digests, `hw_*` properties), and the
+   * images its `kernel_id` / `ramdisk_id` properties name. Set by the conductor; a real hypervisor fetches the bytes
+   * by id and checks them against these digests.
+   */
+  image?: GuestImageRef | null
+  kernel?: GuestImageRef | null
+  ramdisk?: GuestImageRef | null
+  /** One NIC per port of the server, in the ports' creation order. */
+  nics?: GuestNic[]
+  /**
+   * The config drive's files (path inside the drive → base64 content), laid out by src/server/metadata (OpenStack's
+   * config-2 tree). Carries the admin password when there is one, so it lives only in the command that spawns.
+   */
+  configDrive?: Record<string, string>
+}
+
+/** An image as a hypervisor needs it: what to fetch and how to check and open it. */
+export interface GuestImageRef {
+  id: string
+  diskFormat: string
+  containerFormat: string
+  /** Bytes, when the image service knows them. */
+  size: number | null
+  virtualSize: number | null
+  /** Hex MD5 (Glance's legacy `checksum`). */
+  checksum: string | null
+  osHashAlgo: string | null
+  osHashValue: string | null
+  properties: Record<string, string>
+}
+
+/** A NIC of the guest: the port it plugs into (its tap is `tap` + the first 11 characters of the port id). */
+export interface GuestNic {
+  portId: string
+  macAddress: string
+  networkId: string
+  mtu: number | null
+}
+
+export interface GuestInfo {
+  serverId: string
+  /** Nova power_state integer (1 running, 3 paused, 4 shutdown, 7 suspended). */
+  powerState: number
+  rescued: boolean
+  vcpus: number
+  memoryMb: number
+  diskGb: number
+  /** Boots since the guest was created (each adds to the console log). */
+  boots: number
+  /** Volumes connected to the guest (ids), when the driver reports them. */
+  volumes?: string[]
+}
+
+/** A guest's root disk copied out by the hypervisor for an image (createImage, shelve). */
+export interface SnapshotData {
+  diskFormat: string
+  containerFormat: string
+  /** The bytes, streamed into the image service. */
+  data: Readable
+  /** The driver already stored the bytes in the image it was given (`data` is empty). */
+  stored?: boolean
+}
+
+/**
+ * How a hypervisor reaches a volume's bytes (Cinder's connection_info): an NBD export over TLS-PSK
+ * (docs/block-storage.md). The key travels only to the host of the attachment, fetched by its agent from
+ * `{base}/resmgr/v1/hosts/{id}/volume-connections/{attachment_id}`; commands carry the info without it.
+ */
+export interface VolumeConnectionInfo {
+  driver_volume_type: 'nbd'
+  data: {
+    host: string
+    port: number
+    /** NBD export name: `volume-<id>`, or `volume-<id>.<generation>` after an online extend. */
+    export: string
+    tls: 'psk'
+    psk_identity: string
+    /** The pre-shared key (hex); present only where the host fetched it. */
+    psk_key?: string
+    volume_id: string
+    attachment_id: string
+    /** The disk serial the guest sees (the volume id, as Nova sets it). */
+    serial: string
+  }
+}
+
+/** A block storage volume as the guest sees it. */
+export interface VolumeConnection {
+  volumeId: string
+  /** The device name the guest sees it as (`/dev/vdb`), when known. */
+  device: string | null
+  /** Where the bytes are; absent for hosts that do not read volumes' bytes (simulated). */
+  connection?: VolumeConnectionInfo
+}
+
+/** A remote console a guest offers: its first serial port, or its graphical display (VNC, the RFB protocol). */
+export type ConsoleProtocol = 'serial' | 'vnc'
+
+export interface HostCapacity {
+  vcpus: number
+  memoryMb: number
+  diskGb: number
+  hypervisorType: string
+  hypervisorVersion: number
+  cpuInfo: Record<string, unknown>
+}
+
+/** What a driver can do; the API answers 409/501 for what it cannot. */
+export interface DriverCapabilities {
+  supportsPause: boolean
+  supportsSuspend: boolean
+  supportsRescue: boolean
+  supportsLiveMigration: boolean
+  supportsConsoleOutput: boolean
+  supportsSetAdminPassword: boolean
+  supportsSnapshot: boolean
+}
+
+/** A failure of the hypervisor, recorded as the server's fault. */
+export class DriverError extends Error {
+  override name = 'DriverError'
+  constructor(
+    message: string,
+    /** Nova fault code: 500 for hypervisor errors. */
+    readonly code = 500,
+  ) {
+    super(message)
+  }
+}
+
+export interface ComputeDriver {
+  readonly type: string
+  readonly capabilities: DriverCapabilities
+  /**
+   * Whether the driver runs real guests and so needs the spec's details (image formats and digests, NICs, the
+   * config drive's files). False: the conductor leaves them out (simulated hosts).
+   */
+  readonly guestDetails: boolean
+  capacity(): Promise<HostCapacity>
+  /** Every guest the host holds, with its power state. */
+  listGuests(): Promise<GuestInfo[]>
+  info(serverId: string): Promise<GuestInfo | undefined>
+  /**
+   * The work of one task state before the next (plugging networks during `networking`, attaching volumes
+   * during `block_device_mapping`, the guest acknowledging `reboot_pending`…). A step's state is visible
+   * for as long as this takes.
+   */
+  beginStep(serverId: string, taskState: string): Promise<void>
+  spawn(spec: GuestSpec): Promise<GuestInfo>
+  destroy(serverId: string): Promise<void>
+  reboot(serverId: string, type: 'SOFT' | 'HARD'): Promise<void>
+  powerOff(serverId: string): Promise<void>
+  powerOn(serverId: string): Promise<void>
+  pause(serverId: string): Promise<void>
+  unpause(serverId: string): Promise<void>
+  suspend(serverId: string): Promise<void>
+  resume(serverId: string): Promise<void>
+  /** Boots the guest from a rescue disk made of `image` (null: the server's own image), its own disk attached second. */
+  rescue(serverId: string, image: GuestImageRef | null): Promise<void>
+  unrescue(serverId: string): Promise<void>
+  rebuild(spec: GuestSpec): Promise<void>
+  setAdminPassword(serverId: string, password: string): Promise<void>
+  /**
+   * Copies the guest's root disk out (the bytes of the new image). `imageId`: the queued image the bytes are for; a
+   * driver that stores them there itself (an agent uploading from its host) answers with `stored` and no bytes.
+   */
+  snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData>
+  /** Connects a volume to the guest (os-volume_attachments, boot volumes at build). */
+  attachVolume(serverId: string, volume: VolumeConnection): Promise<void>
+  /** Disconnects a volume (flushing the guest's writes to it); a guest that is gone has nothing to disconnect. */
+  detachVolume(serverId: string, volumeId: string): Promise<void>
+  /**
+   * An attached volume grew (Nova's extend_volume): the guest is moved onto `volume.connection` (the export's new
+   * generation, at `sizeBytes`) and told of the new size, without losing a write.
+   */
+  extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void>
+  /**
+   * Powers the guest off and copies its disk out for a migration or resize (source side). `toSameHost`: a resize
+   * that stays on this host (the disks need not travel; the driver keeps what a revert needs).
+   */
+  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot, toSameHost?: boolean): Promise<void>
+  /** Starts a migrated or resized guest on this host (destination side); powerOn false keeps it off. */
+  finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void>
+  /** Moves a running guest (`spec`: as the target should run it) to `target` without stopping it. */
+  liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void>
+  /** Recreates on this host a guest whose host died (evacuate). */
+  evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void>
+  /** Whole console log, or its last `lines` lines. */
+  consoleOutput(serverId: string, lines?: number): Promise<string>
+  /**
+   * The byte stream of a guest's console, for one remote-console session: the serial port's bytes both ways
+   * (`serial`), or the display's RFB protocol from its first byte (`vnc`: the server's `RFB 003.008\n` comes first).
+   * Each call opens a new session; destroying the stream ends it and leaves the guest as it was. The stream ends
+   * by itself when the guest stops or goes away. Fails with a DriverError when the guest is not on this host (404),
+   * does not run (409), or the host has no such console (501).
+   */
+  openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex>
+  /**
+   * Lets go of a guest this host must no longer hold (it moved away, or its server is gone): a simulated host drops
+   * its record; a QEMU host, where nothing else would ever remove it, stops its process and removes its files.
+   */
+  forget(serverId: string): Promise<void>
+  /** Takes back guests the store says this host holds (a control-plane restart does not kill guests). */
+  adopt(guests: GuestInfo[]): void
+}

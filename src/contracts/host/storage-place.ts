@@ -1,0 +1,49 @@
+/**
+ * A storage place: the machine that holds some volumes' bytes and runs their NBD exports. The control plane's
+ * own machine is one (`controller`: pcc-server does the work itself, local-place.ts); every host with the
+ * `storage` role is another (the host's id: its pcc-agent does the work, told through the command channel,
+ * agent-place.ts). The volume service's tasks call a place; the place calls its backends (file, lvm).
+ *
+ * The same guarantees as the backends hold: every call is idempotent, failures are VolumeBackendErrors (or the
+ * compute driver's DriverError for a host that does not answer) with a message for the operator.
+ */
+import type { Readable } from 'node:stream'
+import type { ByteSource } from './volume.js'
+
+export const CONTROLLER = 'controller'
+
+/** The code a storage agent gives its backends' failures (src/host/storage/storage-role.ts): final, not retried. */
+export const BACKEND_FAILURE = 422
+
+/** Image bytes as a place reads and writes them (the image service's blob store, or the host's image endpoints). */
+export interface PlaceImages {
+  openBytes(imageId: string): Promise<{ stream: Readable; size: number }>
+  completeSnapshotImage(imageId: string, data: Readable, formats?: { diskFormat: string; containerFormat: string }): Promise<unknown>
+}
+
+/** Where the bytes of a new volume come from, as the volume service names them: an image by id, not a path. */
+export type PlaceSource = Exclude<ByteSource, { kind: 'image' }> | { kind: 'image'; imageId: string; format: 'raw' | 'qcow2' }
+
+/** An export this place should serve, as the store knows it (the place adds its block node and address). */
+export interface WantedExport {
+  volumeId: string
+  backend: string
+  port: number
+  generations: number[]
+  keys: { identity: string; key: string }[]
+}
+
+export interface StoragePlace {
+  /** `controller` or the storage host's id. */
+  readonly location: string
+  create(backend: string, volumeId: string, sizeGb: number): Promise<void>
+  createFrom(backend: string, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void>
+  extend(backend: string, volumeId: string, sizeGb: number): Promise<void>
+  delete(backend: string, volumeId: string): Promise<void>
+  createSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void>
+  deleteSnapshot(backend: string, snapshotId: string): Promise<void>
+  /** Copies a volume's bytes into the queued image `imageId`, converted to `diskFormat` (raw or qcow2). */
+  uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void>
+  /** Makes the place's NBD exports what the store says; answers the address clients connect to. */
+  syncExports(): Promise<string>
+}

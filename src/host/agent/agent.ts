@@ -1,0 +1,473 @@
+/**
+ * pcc-agent: makes a host a member of the cloud. It registers with a one-time token, keeps the host credential
+ * in agent.json (0600), heartbeats with facts, capacity and its guests, converges roles, and executes the
+ * conductor's driver operations from the command channel with its local driver. It only dials out.
+ *
+ * Exactly once: a command's id is remembered with its outcome (in var/lib/pcc/agent-state.json) before the
+ * outcome is posted, so a command delivered again (after a control-plane restart, or after this agent restarted
+ * and asked for its undelivered work) is answered from memory, never executed twice; unposted outcomes are
+ * posted again until the control plane takes them.
+ */
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { dirname, join } from 'node:path'
+import type { Readable } from 'node:stream'
+import { DriverError, type ComputeDriver, type GuestImageRef, type GuestInfo, type GuestSpec, type VolumeConnection } from '../../contracts/host/compute-driver.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
+import type { IncomingMigration } from '../compute/qemu/live-migration.js'
+import { QemuDriver, type LiveMigrationHandover } from '../compute/qemu/qemu-driver.js'
+import { createComputeDriver, type DriverSettings } from './compute-driver.js'
+import { gatherFacts, type HostFacts } from './facts.js'
+import { HttpError, JsonClient } from './http.js'
+import { ConsoleStreams, type OpenConsoleArgs } from '../console/console-streams.js'
+import { NetworkAgent, type NetworkConfig } from '../network/network-agent.js'
+import { StorageRole, type StorageConfig } from '../storage/storage-role.js'
+import { withVolumeKeys } from './volume-keys.js'
+
+export interface AgentConfig extends DriverSettings {
+  controller: string
+  host_id?: string
+  registration_token?: string
+  credential?: string
+  ca_file?: string
+  insecure?: boolean
+  heartbeat_seconds?: number
+  /** Where the host's facts are read (default: the root). pcc-server's own host keeps state under its data dir but is the machine at `/`. */
+  facts_root?: string
+  /** Guest networking (src/host/network/network-agent.ts). */
+  network?: NetworkConfig
+  /** The storage role (src/host/storage/storage-role.ts). */
+  storage?: StorageConfig
+}
+
+type Outcome = { result: unknown } | { error: { message: string; code?: number } }
+
+interface AgentState {
+  guests: GuestInfo[]
+  /** Outcomes of executed commands, by id; `posted` once the control plane acknowledged. */
+  done: Record<string, { outcome: Outcome; posted: boolean; at: number }>
+}
+
+const DONE_KEPT = 5000
+
+/** Live migration's steps exist only between QEMU hosts. */
+function qemuOnly(driver: ComputeDriver): QemuDriver {
+  if (!(driver instanceof QemuDriver)) throw new DriverError(`live migration steps need the qemu driver; this host runs ${driver.type}`, 409)
+  return driver
+}
+
+export class PccAgent {
+  readonly configFile: string
+  private config: AgentConfig
+  private client: JsonClient
+  private driver!: ComputeDriver
+  private facts!: HostFacts
+  private hostId = ''
+  private state: AgentState = { guests: [], done: {} }
+  private readonly running = new Set<string>()
+  private hypervisor = false
+  private network?: NetworkAgent
+  private stopped = false
+  private factsSentAt = 0
+  private factsReadAt = 0
+  private readonly wake: (() => void)[] = []
+  private readonly consoles: ConsoleStreams
+  private storage!: StorageRole
+
+  constructor(
+    readonly root: string,
+    readonly version: string,
+  ) {
+    this.configFile = join(root, 'etc/pcc/agent.json')
+    this.config = JSON.parse(readFileSync(this.configFile, 'utf8')) as AgentConfig
+    if (!this.config.controller) throw new Error(`${this.configFile}: "controller" (the control plane's URL) is required`)
+    this.client = new JsonClient({ baseUrl: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure })
+    this.consoles = new ConsoleStreams({
+      controller: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure,
+      credential: () => this.config.credential, hostId: () => this.hostId, log: (level, message, fields) => this.log(level, message, fields),
+    })
+  }
+
+  log(level: string, message: string, fields: Record<string, unknown> = {}): void {
+    const line = JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields })
+    try {
+      mkdirSync(join(this.root, 'var/log/pcc'), { recursive: true })
+      appendFileSync(join(this.root, 'var/log/pcc/agent.log'), line + '\n')
+    } catch {
+      process.stderr.write(line + '\n')
+    }
+  }
+
+  async run(): Promise<void> {
+    mkdirSync(join(this.root, 'run'), { recursive: true })
+    writeFileSync(join(this.root, 'run/pcc-agent.pid'), `${process.pid}\n`)
+    this.facts = gatherFacts(this.config.facts_root ?? this.root)
+    this.hostId = this.loadHostId()
+    this.loadState()
+    this.driver = await createComputeDriver(this.root, this.config, this.facts, (method, path, body) => this.hostStream(method, path, body), (level, msg, fields) => this.log(level, msg, fields))
+    this.driver.adopt(this.state.guests)
+    this.storage = new StorageRole({
+      root: this.root,
+      controller: this.config.controller,
+      config: this.config.storage ?? {},
+      api: (method, path, body) => this.api(method, path, body),
+      host: (method, path, body) => this.hostStream(method, path, body),
+      log: (level, message, fields) => this.log(level, message, fields),
+    })
+    this.network = NetworkAgent.create(
+      { root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), stream: (m, p) => this.hostStream(m, p), log: (l, m, f) => this.log(l, m, f) },
+      this.config.network,
+      this.config.driver ?? 'simulated',
+    )
+    await this.network?.start()
+    this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, controller: this.config.controller })
+    await this.ensureRegistered()
+    // Roles first: a restarted agent must know it is a hypervisor before it takes commands.
+    await this.withBackoff('heartbeat', () => this.heartbeat())
+    await Promise.all([this.heartbeatLoop(), this.commandLoop(), this.repostLoop(), this.network?.run()])
+  }
+
+  stop(): void {
+    this.stopped = true
+    this.network?.stop()
+    for (const w of this.wake.splice(0)) w()
+    this.client.close()
+    this.consoles.stop()
+    try {
+      this.saveState()
+      rmSync(join(this.root, 'run/pcc-agent.pid'), { force: true })
+    } catch {
+      // best effort on the way out
+    }
+  }
+
+  private path(p: string): string {
+    return p.startsWith('/') && this.root !== '/' && !existsSync(p) ? join(this.root, p) : p
+  }
+
+  private loadHostId(): string {
+    if (this.config.host_id) return this.config.host_id
+    const file = join(this.root, 'etc/pcc/host_id')
+    if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+    const id = randomUUID()
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(file, `${id}\n`)
+    return id
+  }
+
+  private stateFile(): string {
+    return join(this.root, 'var/lib/pcc/agent-state.json')
+  }
+
+  private loadState(): void {
+    try {
+      this.state = JSON.parse(readFileSync(this.stateFile(), 'utf8')) as AgentState
+    } catch {
+      this.state = { guests: [], done: {} }
+    }
+  }
+
+  private saveState(): void {
+    const ids = Object.keys(this.state.done)
+    if (ids.length > DONE_KEPT) {
+      const oldest = ids.sort((a, b) => this.state.done[a].at - this.state.done[b].at).slice(0, ids.length - DONE_KEPT)
+      for (const id of oldest) if (this.state.done[id].posted) delete this.state.done[id]
+    }
+    const file = this.stateFile()
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(`${file}.tmp`, JSON.stringify(this.state), { mode: 0o600 })
+    renameSync(`${file}.tmp`, file)
+  }
+
+  /**
+   * Saves the command's outcome, and the guests for the next start's `adopt` after every command; QEMU guests are
+   * found again on the host itself (instance directories, daemonized processes), so listing them, which asks every
+   * guest's monitor, would be work for nothing.
+   */
+  private async persistGuests(): Promise<void> {
+    if (!(this.driver instanceof QemuDriver)) this.state.guests = await this.driver.listGuests()
+    this.saveState()
+  }
+
+  /** Retries with exponential backoff (0.5 s doubling to 30 s, jittered) until `attempt` succeeds or the agent stops. */
+  private async withBackoff<T>(what: string, attempt: () => Promise<T>, fatal: (err: unknown) => boolean = () => false): Promise<T | undefined> {
+    for (let n = 0; !this.stopped; n++) {
+      try {
+        return await attempt()
+      } catch (err) {
+        if (fatal(err)) throw err
+        const delay = Math.min(30_000, 500 * 2 ** Math.min(n, 10)) * (0.5 + Math.random() / 2)
+        if (n === 0 || n % 10 === 0) this.log('warn', `${what} failed; retrying`, { error: (err as Error).message, attempt: n + 1, retryInMs: Math.round(delay) })
+        await this.sleep(delay)
+      }
+    }
+    return undefined
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms)
+      function done() {
+        clearTimeout(t)
+        resolve()
+      }
+      this.wake.push(done)
+    })
+  }
+
+  private async ensureRegistered(): Promise<void> {
+    if (this.config.credential) return
+    if (!this.config.registration_token) throw new Error(`${this.configFile} has neither a credential nor a registration_token: run pcctl prep-node again`)
+    const f = this.facts
+    const body = {
+      registration_token: this.config.registration_token,
+      host_id: this.hostId,
+      hostname: f.hostname,
+      os_info: f.os_info,
+      arch: f.arch,
+      cpu: f.cpu,
+      memory_mb: f.memory_mb,
+      disk_gb: f.disk_gb,
+      nics: f.nics,
+      agent_version: this.version,
+      driver: this.config.driver ?? 'simulated',
+    }
+    const refused = (err: unknown) => err instanceof HttpError && err.status >= 400 && err.status < 500
+    let answer: { credential: string } | undefined
+    try {
+      answer = await this.withBackoff('registration', () => this.client.call<{ credential: string }>('POST', '/resmgr/v1/hosts/register', body), refused)
+    } catch (err) {
+      this.log('error', 'registration refused', { error: (err as Error).message })
+      throw err
+    }
+    if (!answer) return
+    const { registration_token: _used, ...rest } = this.config
+    this.config = { ...rest, host_id: this.hostId, credential: answer.credential }
+    writeFileSync(`${this.configFile}.tmp`, JSON.stringify(this.config, null, 2) + '\n', { mode: 0o600 })
+    chmodSync(`${this.configFile}.tmp`, 0o600)
+    renameSync(`${this.configFile}.tmp`, this.configFile)
+    this.log('info', 'registered with the control plane', { hostId: this.hostId })
+  }
+
+  private api<T>(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<T> {
+    return this.client.call<T>(method, `/resmgr/v1/hosts/${this.hostId}${path}`, body, { credential: this.config.credential, timeoutMs })
+  }
+
+  /** A streamed call for this host (image downloads, snapshot and disk uploads). */
+  private hostStream(method: string, path: string, body?: Readable) {
+    return this.client.stream(method, `/resmgr/v1/hosts/${this.hostId}${path}`, { credential: this.config.credential, body })
+  }
+
+  private async heartbeatLoop(): Promise<void> {
+    const every = (this.config.heartbeat_seconds ?? 5) * 1000
+    while (!this.stopped) {
+      await this.sleep(every)
+      if (!this.stopped) await this.withBackoff('heartbeat', () => this.heartbeat())
+    }
+  }
+
+  /** One heartbeat: liveness, capacity, guests (and facts once a minute); then converges to the answered roles. */
+  async heartbeat(): Promise<void> {
+    const cap = await this.driver.capacity()
+    const guests = await this.driver.listGuests()
+    // Facts go with the first heartbeat, then when they change (read every minute) or every half hour.
+    let sendFacts = Date.now() - this.factsSentAt > 1_800_000
+    if (Date.now() - this.factsReadAt > 60_000) {
+      const fresh = gatherFacts(this.config.facts_root ?? this.root)
+      this.factsReadAt = Date.now()
+      if (JSON.stringify(fresh) !== JSON.stringify(this.facts)) sendFacts = true
+      this.facts = fresh
+    }
+    const answer = await this.api<{ roles: Record<string, string> }>('POST', '/heartbeat', {
+      capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
+      guests,
+      ...(sendFacts && {
+        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() },
+      }),
+    })
+    if (sendFacts) this.factsSentAt = Date.now()
+    await this.converge(answer.roles)
+  }
+
+  private async converge(roles: Record<string, string>): Promise<void> {
+    // The network role asks nothing of the agent itself: routers come with the network state once it is ok, and
+    // go (namespaces and all) with the state applied before the removal is confirmed.
+    if (roles.network === 'removing' || roles.hypervisor === 'removing') await this.network?.syncNow()
+    if (roles.network === 'applying' || roles.network === 'removing') await this.api('PUT', '/roles/network/status', { state: roles.network === 'applying' ? 'ok' : 'removed' })
+    const state = roles.hypervisor
+    if (state === 'applying') {
+      this.hypervisor = true
+      this.log('info', 'hypervisor role applied: compute service started', { driver: this.driver.type })
+      await this.api('PUT', '/roles/hypervisor/status', { state: 'ok' })
+    } else if (state === 'removing') {
+      this.hypervisor = false
+      this.log('info', 'hypervisor role removed: compute service stopped')
+      await this.api('PUT', '/roles/hypervisor/status', { state: 'removed' })
+    } else {
+      this.hypervisor = state === 'ok'
+    }
+    await this.storage.converge(roles.storage)
+  }
+
+  private async commandLoop(): Promise<void> {
+    // After a start or any failed poll, ask for commands already marked delivered too: the answer that carried
+    // them may have been lost with the connection (the control plane died after marking them).
+    let redeliver = true
+    while (!this.stopped) {
+      const got = await this.withBackoff('command poll', async () => {
+        try {
+          return await this.api<{ commands: { id: string; op: string; args: Record<string, unknown> }[] }>('GET', `/commands?wait=25${redeliver ? '&redeliver=true' : ''}`, undefined, 40_000)
+        } catch (err) {
+          redeliver = true
+          throw err
+        }
+      })
+      if (!got) continue
+      redeliver = false
+      for (const c of got.commands) {
+        const known = this.state.done[c.id]
+        if (known) {
+          void this.post(c.id)
+          continue
+        }
+        if (this.running.has(c.id)) continue
+        this.running.add(c.id)
+        void this.execute(c.id, c.op, c.args)
+      }
+    }
+  }
+
+  private async execute(id: string, op: string, args: Record<string, unknown>): Promise<void> {
+    let outcome: Outcome
+    try {
+      outcome = { result: (await this.perform(op, args)) ?? null }
+    } catch (err) {
+      outcome = { error: { message: (err as Error).message, code: err instanceof DriverError ? err.code : 500 } }
+      this.log('warn', 'command failed', { id, op, error: (err as Error).message })
+    }
+    this.state.done[id] = { outcome, posted: false, at: Date.now() }
+    this.running.delete(id)
+    await this.persistGuests()
+    await this.post(id)
+  }
+
+  private async post(id: string): Promise<void> {
+    const entry = this.state.done[id]
+    if (!entry || entry.posted) return
+    try {
+      await this.api('POST', `/commands/${id}`, entry.outcome)
+      entry.posted = true
+      this.saveState()
+    } catch (err) {
+      // 404: the control plane no longer knows the command (host removed, purged): nothing to deliver.
+      if (err instanceof HttpError && err.status === 404) {
+        entry.posted = true
+        this.saveState()
+      }
+      // Otherwise repostLoop tries again.
+    }
+  }
+
+  private async repostLoop(): Promise<void> {
+    while (!this.stopped) {
+      await this.sleep(1000)
+      for (const [id, entry] of Object.entries(this.state.done)) if (!entry.posted) await this.post(id)
+    }
+  }
+
+  private requireHypervisor(): void {
+    if (!this.hypervisor) throw new DriverError(`the hypervisor role is not applied on host ${this.facts.hostname}`, 409)
+  }
+
+  private async perform(op: string, args: Record<string, unknown>): Promise<unknown> {
+    if (op.startsWith('volume.')) return this.storage.perform(op, args)
+    const a = await withVolumeKeys((method, path) => this.api(method, path), args)
+    const d = this.driver
+    const sid = a.serverId as string
+    switch (op) {
+      case 'info':
+        return (await d.info(sid)) ?? null
+      case 'listGuests':
+        return d.listGuests()
+      case 'beginStep':
+        // The build's networking step: the guest's tap in its bridge, behind its rules, before it starts.
+        if (a.taskState === 'networking') await this.network?.syncNow()
+        return d.beginStep(sid, a.taskState as string)
+      case 'spawn':
+        this.requireHypervisor()
+        return d.spawn(a.spec as GuestSpec)
+      case 'destroy':
+        return d.destroy(sid)
+      case 'reboot':
+        return d.reboot(sid, a.type as 'SOFT' | 'HARD')
+      case 'powerOff':
+        return d.powerOff(sid)
+      case 'powerOn':
+        return d.powerOn(sid)
+      case 'pause':
+        return d.pause(sid)
+      case 'unpause':
+        return d.unpause(sid)
+      case 'suspend':
+        return d.suspend(sid)
+      case 'resume':
+        return d.resume(sid)
+      case 'rescue':
+        return d.rescue(sid, (a.image as GuestImageRef | null) ?? null)
+      case 'unrescue':
+        return d.unrescue(sid)
+      case 'rebuild':
+        return d.rebuild(a.spec as GuestSpec)
+      case 'setAdminPassword':
+        return d.setAdminPassword(sid, a.password as string)
+      case 'snapshot': {
+        // The bytes go straight into the queued image with this host's credential, never through a command result.
+        const snap = await d.snapshot(sid, a.imageName as string)
+        const imageId = a.imageId as string | null
+        if (!imageId) snap.data.resume()
+        else {
+          const query = `disk_format=${encodeURIComponent(snap.diskFormat)}&container_format=${encodeURIComponent(snap.containerFormat)}`
+          ;(await this.hostStream('PUT', `/images/${imageId}/file?${query}`, snap.data)).resume()
+        }
+        return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat }
+      }
+      case 'attachVolume':
+        return d.attachVolume(sid, a.volume as VolumeConnection)
+      case 'detachVolume':
+        return d.detachVolume(sid, a.volumeId as string)
+      case 'extendVolume':
+        return d.extendVolume(sid, a.volume as VolumeConnection, a.sizeBytes as number)
+      case 'migrateDiskAndPowerOff':
+        return d.migrateDiskAndPowerOff(sid, a.flavor as FlavorSnapshot, a.toSameHost === true)
+      case 'finishMigration':
+        this.requireHypervisor()
+        return d.finishMigration(a.spec as GuestSpec, a.powerOn as boolean)
+      case 'evacuateTo':
+        this.requireHypervisor()
+        return d.evacuateTo(a.spec as GuestSpec, a.powerOn as boolean)
+      case 'consoleOutput':
+        return d.consoleOutput(sid, (a.lines as number | null) ?? undefined)
+      case 'forget':
+        return d.forget(sid)
+      case 'openConsole':
+        return this.consoles.open(d, a as unknown as OpenConsoleArgs)
+      case 'receiveGuest':
+        this.requireHypervisor()
+        d.adopt([a.guest as GuestInfo])
+        return null
+      case 'prepareLiveMigration':
+        this.requireHypervisor()
+        return qemuOnly(d).prepareIncoming(a.spec as GuestSpec)
+      case 'liveMigrateTo':
+        return qemuOnly(d).sendGuest(sid, a.target as IncomingMigration)
+      case 'finishLiveMigration':
+        return qemuOnly(d).finishIncoming(sid, (a.handover as LiveMigrationHandover | null) ?? {})
+      case 'abortLiveMigration':
+        return qemuOnly(d).abortIncoming(sid)
+      default:
+        throw new DriverError(`unknown command ${op}`, 400)
+    }
+  }
+}
+
+

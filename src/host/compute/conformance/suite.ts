@@ -1,0 +1,266 @@
+/**
+ * The compute driver conformance suite: what the conductor may rely on from every ComputeDriver, run over each
+ * implementation with the same tests (simulated-conformance.test.ts, qemu-conformance.test.ts), as the storage
+ * suite runs over both dialects. Every operation, its repetition (the conductor repeats a call after a crash, so a
+ * second call must find the work done), and its errors.
+ *
+ * A harness gives the suite two fresh hosts of its kind, guest specs, and the guest's own evidence: how many times
+ * it booted and that it keeps running (for QEMU, the `pcc-guest:` lines the guest prints on its console).
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { POWER } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type GuestSpec, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
+
+export interface DriverHarness {
+  /** Two hosts of this kind that can migrate guests between them. */
+  hosts(): Promise<[ComputeDriver, ComputeDriver]>
+  spec(serverId: string, flavor?: Partial<FlavorSnapshot>): GuestSpec
+  /** Readies `driver` so that spawning `spec` fails (a disk that is not one, an injected fault). */
+  failingSpawn(driver: ComputeDriver, serverId: string): GuestSpec
+  /** Resolves once the guest's console shows its own disk's boot number `n` completed (the last boot it shows). */
+  booted(driver: ComputeDriver, serverId: string, n: number): Promise<void>
+  /** The number of the last boot of its own disk the guest's console shows. */
+  boots(driver: ComputeDriver, serverId: string): Promise<number>
+  /** Resolves once the guest shows it runs on from where it was (no restart); a no-op where guests cannot show it. */
+  continues(driver: ComputeDriver, serverId: string): Promise<void>
+  /** What the host still holds of a guest (processes, files); empty when nothing. */
+  leftovers(driver: ComputeDriver, serverId: string): Promise<string[]>
+  /** A volume guests of these hosts can attach (on QEMU a real NBD export), as the conductor hands it over. */
+  volume(): Promise<VolumeConnection>
+  /** Whether a guest's disk (and so its boot count) moves with a cold migration (simulated guests have none). */
+  disksMove: boolean
+  close(): Promise<void>
+}
+
+const power = async (d: ComputeDriver, id: string) => (await d.info(id))?.powerState
+
+async function rejectsDriverError(p: Promise<unknown>, pattern?: RegExp, code?: number): Promise<void> {
+  await assert.rejects(p, (err: unknown) => {
+    assert.ok(err instanceof DriverError, `a DriverError, not ${String(err)}`)
+    if (pattern) assert.match(err.message, pattern)
+    if (code !== undefined) assert.equal(err.code, code)
+    return true
+  })
+}
+
+export function driverConformance(name: string, makeHarness: () => Promise<DriverHarness>, options: { skip?: string | false } = {}): void {
+  describe(`compute driver conformance (${name})`, { skip: options.skip }, () => {
+    let h: DriverHarness
+    let a: ComputeDriver
+    let b: ComputeDriver
+    before(async () => {
+      h = await makeHarness()
+      ;[a, b] = await h.hosts()
+    })
+    after(async () => {
+      for (const d of [a, b]) for (const g of (await d?.listGuests()) ?? []) await d.destroy(g.serverId).catch(() => {})
+      await h?.close()
+    })
+
+    describe('one guest through its life', () => {
+      const id = '00000000-0000-4000-8000-00000000c001'
+
+      it('spawns it; a second spawn finds it running and changes nothing', async () => {
+        const info = await a.spawn(h.spec(id))
+        assert.equal(info.powerState, POWER.RUNNING)
+        assert.equal(info.serverId, id)
+        await h.booted(a, id, 1)
+        const again = await a.spawn(h.spec(id))
+        assert.equal(again.powerState, POWER.RUNNING)
+        await h.continues(a, id)
+        assert.equal(await h.boots(a, id), 1, 'not booted again')
+        assert.deepEqual((await a.listGuests()).map((g) => g.serverId), [id])
+        const cap = await a.capacity()
+        assert.ok(cap.vcpus > 0 && cap.memoryMb > 0 && cap.hypervisorType.length > 0)
+      })
+
+      it('answers its console output, whole or its last lines', async () => {
+        const all = await a.consoleOutput(id)
+        assert.ok(all.split('\n').length > 3)
+        const two = await a.consoleOutput(id, 2)
+        assert.ok(two.split('\n').filter(Boolean).length <= 2)
+        assert.ok(all.includes(two.trim().split('\n')[0]))
+      })
+
+      it('pauses and unpauses, each twice; the guest runs on from where it was', async () => {
+        await a.pause(id)
+        assert.equal(await power(a, id), POWER.PAUSED)
+        await a.pause(id)
+        await rejectsDriverError(a.reboot(id, 'SOFT'), /not running/)
+        await a.unpause(id)
+        await a.unpause(id)
+        assert.equal(await power(a, id), POWER.RUNNING)
+        await h.continues(a, id)
+        assert.equal(await h.boots(a, id), 1)
+      })
+
+      it('suspends and resumes, each twice, keeping the guest as it was', async () => {
+        await a.suspend(id)
+        assert.equal(await power(a, id), POWER.SUSPENDED)
+        await a.suspend(id)
+        await rejectsDriverError(a.pause(id), /not running/)
+        await a.resume(id)
+        await a.resume(id)
+        assert.equal(await power(a, id), POWER.RUNNING)
+        await h.continues(a, id)
+        assert.equal(await h.boots(a, id), 1, 'resumed, not booted')
+      })
+
+      it('powers off and on, each twice; a stopped guest neither pauses nor soft-reboots', async () => {
+        await a.powerOff(id)
+        assert.equal(await power(a, id), POWER.SHUTDOWN)
+        await a.powerOff(id)
+        await rejectsDriverError(a.pause(id), /not running/)
+        await rejectsDriverError(a.reboot(id, 'SOFT'), /not running/)
+        await a.powerOn(id)
+        assert.equal(await power(a, id), POWER.RUNNING)
+        await h.booted(a, id, 2)
+        await a.powerOn(id)
+        await h.continues(a, id)
+        assert.equal(await h.boots(a, id), 2)
+      })
+
+      it('reboots softly and hard, each a new boot', async () => {
+        await a.reboot(id, 'SOFT')
+        await h.booted(a, id, 3)
+        await a.reboot(id, 'HARD')
+        await h.booted(a, id, 4)
+        assert.equal(await power(a, id), POWER.RUNNING)
+      })
+
+      it('rescues and unrescues, each twice', async () => {
+        await a.rescue(id, null)
+        await a.rescue(id, null)
+        assert.equal((await a.info(id))!.rescued, true)
+        assert.equal(await power(a, id), POWER.RUNNING)
+        await a.unrescue(id)
+        await a.unrescue(id)
+        assert.equal((await a.info(id))!.rescued, false)
+        await h.booted(a, id, 5)
+      })
+
+      it('copies its root disk out as a qcow2 image', async () => {
+        const snap = await a.snapshot(id, 'snap')
+        assert.equal(snap.diskFormat, 'qcow2')
+        assert.equal(snap.containerFormat, 'bare')
+        const chunks: Buffer[] = []
+        for await (const c of snap.data) chunks.push(c as Buffer)
+        const bytes = Buffer.concat(chunks)
+        assert.equal(bytes.subarray(0, 4).toString('latin1'), 'QFI\xfb', 'a qcow2 header')
+        assert.equal(await power(a, id), POWER.RUNNING, 'the guest runs on')
+      })
+
+      it('sets the admin password when it can, else says why', async () => {
+        if (a.capabilities.supportsSetAdminPassword) await a.setAdminPassword(id, 'n3w-pass')
+        else await rejectsDriverError(a.setAdminPassword(id, 'n3w-pass'), /password/, 409)
+      })
+
+      it('attaches and detaches a volume, each twice', async () => {
+        const volume = await h.volume()
+        await a.attachVolume(id, volume)
+        await a.attachVolume(id, volume)
+        assert.deepEqual((await a.info(id))!.volumes, [volume.volumeId])
+        await a.detachVolume(id, volume.volumeId)
+        await a.detachVolume(id, volume.volumeId)
+        assert.deepEqual((await a.info(id))!.volumes, [])
+      })
+
+
+      it('rebuilds it: a new first boot', async () => {
+        await a.rebuild(h.spec(id))
+        assert.equal(await power(a, id), POWER.RUNNING)
+        await h.booted(a, id, 1)
+      })
+
+      it('destroys it: nothing left; a second destroy is fine; it is gone for every operation', async () => {
+        await a.destroy(id)
+        assert.equal(await a.info(id), undefined)
+        assert.deepEqual(await h.leftovers(a, id), [])
+        await a.destroy(id)
+        await a.forget(id)
+        for (const op of [() => a.powerOn(id), () => a.reboot(id, 'HARD'), () => a.pause(id), () => a.consoleOutput(id), () => a.snapshot(id, 'x')]) {
+          await rejectsDriverError(op(), /could not be found/, 404)
+        }
+        assert.deepEqual(await a.listGuests(), [])
+      })
+    })
+
+    describe('moving guests between hosts', () => {
+      const cold = '00000000-0000-4000-8000-00000000c002'
+      const live = '00000000-0000-4000-8000-00000000c003'
+      const evac = '00000000-0000-4000-8000-00000000c004'
+      const resized = '00000000-0000-4000-8000-00000000c005'
+      const big = { id: '2', name: 'm1.bigger', disk: 2 }
+
+      it('migrates cold to another host, reverts to the source, migrates again and confirms', async () => {
+        await a.spawn(h.spec(cold))
+        await h.booted(a, cold, 1)
+        await a.migrateDiskAndPowerOff(cold, h.spec(cold, big).flavor)
+        assert.equal(await power(a, cold), POWER.SHUTDOWN, 'the source copy is kept, off, until confirmed')
+        await b.finishMigration(h.spec(cold, big), true)
+        assert.equal(await power(b, cold), POWER.RUNNING)
+        assert.equal((await b.info(cold))!.diskGb, 2)
+        await h.booted(b, cold, h.disksMove ? 2 : 1)
+        // Revert: the destination lets go, the source starts its copy again.
+        await b.forget(cold)
+        assert.deepEqual(await h.leftovers(b, cold), [])
+        await a.finishMigration(h.spec(cold), true)
+        assert.equal(await power(a, cold), POWER.RUNNING)
+        // Again, and confirm: the source's copy goes.
+        await a.migrateDiskAndPowerOff(cold, h.spec(cold, big).flavor)
+        await b.finishMigration(h.spec(cold, big), false)
+        assert.equal(await power(b, cold), POWER.SHUTDOWN, 'finished without powering on')
+        await b.powerOn(cold)
+        await a.beginStep(cold, 'resize_confirming')
+        await a.forget(cold)
+        assert.equal(await a.info(cold), undefined)
+        assert.deepEqual(await h.leftovers(a, cold), [])
+        await b.destroy(cold)
+      })
+
+      it('resizes on the same host and reverts there', async () => {
+        await a.spawn(h.spec(resized))
+        await h.booted(a, resized, 1)
+        await a.migrateDiskAndPowerOff(resized, h.spec(resized, big).flavor, true)
+        await a.finishMigration(h.spec(resized, big), true)
+        assert.equal((await a.info(resized))!.diskGb, 2)
+        await h.booted(a, resized, 2)
+        await a.finishMigration(h.spec(resized), true)
+        assert.equal((await a.info(resized))!.diskGb, 1)
+        await rejectsDriverError(a.migrateDiskAndPowerOff(resized, h.spec(resized, { disk: 0.5 }).flavor), /resize disk down|too small|smaller/i)
+        await a.destroy(resized)
+      })
+
+      it('migrates live to another host: the guest never stops or reboots, and the source holds nothing', async () => {
+        await a.spawn(h.spec(live))
+        await h.booted(a, live, 1)
+        await a.liveMigrate(h.spec(live), b)
+        assert.equal(await a.info(live), undefined)
+        assert.deepEqual(await h.leftovers(a, live), [])
+        assert.equal(await power(b, live), POWER.RUNNING)
+        await h.continues(b, live)
+        assert.equal(await h.boots(b, live), 1, 'no second boot')
+        await b.destroy(live)
+      })
+
+      it('evacuates a guest to another host (rebuilt there), twice', async () => {
+        await b.evacuateTo(h.spec(evac), true)
+        await b.evacuateTo(h.spec(evac), true)
+        assert.equal(await power(b, evac), POWER.RUNNING)
+        await h.booted(b, evac, 1)
+        await b.destroy(evac)
+      })
+    })
+
+    describe('failures', () => {
+      it('fails a spawn it cannot do with a DriverError, leaving nothing behind', async () => {
+        const id = '00000000-0000-4000-8000-00000000c006'
+        await rejectsDriverError(a.spawn(h.failingSpawn(a, id)))
+        assert.equal(await a.info(id), undefined)
+        assert.deepEqual(await h.leftovers(a, id), [])
+      })
+    })
+  })
+}

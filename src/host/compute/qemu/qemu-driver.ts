@@ -1,0 +1,950 @@
+/**
+ * The QEMU compute driver: one QEMU process per server, driven over QMP on a unix socket (docs/qemu.md, "QMP, not
+ * libvirt"). It sequences the parts that know nothing of servers — the QMP client, the command-line builder, the
+ * image cache, the disk tools — into the ComputeDriver operations, each idempotent (the conductor may repeat one).
+ *
+ * State lives on the host, not in this object: the instance directory (disks, `guest.json`, the pidfile) and the
+ * QEMU processes themselves, which are daemonized. A restarted agent builds a new driver and finds every guest as it
+ * was. One operation at a time per guest (a lock per server id); QMP connections are held only for a few commands.
+ *
+ * Power: a guest whose OS powers off makes QEMU exit (no `-no-shutdown`), so "no process" is SHUTDOWN; a suspended
+ * guest has no process either, and its memory in `suspend.state`.
+ */
+import { execFile } from 'node:child_process'
+import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { promisify } from 'node:util'
+import { connect } from 'node:net'
+import type { Duplex, Readable } from 'node:stream'
+import { finished, pipeline } from 'node:stream/promises'
+import { POWER } from '../../../contracts/host/compute-driver.js'
+import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
+import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
+import { writeConfigDrive } from './config-drive.js'
+import { readConsoleLog, rotateConsoleLog } from './console-log.js'
+import { bootImage, checkReceivedDisk, ensureFlavorDisks, ensureRootDisk, growRootDisk } from './guest-disks.js'
+import { HostPaths, privateDir, type InstancePaths } from './host-paths.js'
+import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
+import { ImageCache, type ImageSource } from './image-cache.js'
+import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
+import { attachVolume as attachNbdVolume, detachVolume as detachNbdVolume, extendVolume as extendNbdVolume, removeVolumeKey, volumeKeyDir, writeVolumeKey } from './volumes.js'
+import { qemuImg } from './qemu-img.js'
+import { runningPid, signal, startDaemonized, systemdAvailable, waitGone } from './qemu-process.js'
+
+const exec = promisify(execFile)
+
+/** What the source hands the destination when a live migration completes. */
+export interface LiveMigrationHandover {
+  /** The tail of the guest's console log on the source. */
+  consoleLog?: string
+  boots?: number
+}
+
+const MAX_HANDOVER_LOG = 100 * 1024
+
+/** Where a cold migration's disks travel: through the control plane (hosts accept no inbound connections). */
+export interface DiskTransfers {
+  upload(serverId: string, name: string, data: Readable): Promise<void>
+  download(serverId: string, name: string): Promise<Readable>
+}
+
+export interface QemuDriverOptions {
+  hostname: string
+  /** The host's root (`/` on a real host). */
+  root: string
+  images: ImageSource
+  transfers?: DiskTransfers
+  vcpus: number
+  memoryMb: number
+  diskGb: number
+  binary?: string
+  /** `auto` (default) tries a guest under KVM and falls back to TCG. */
+  accel?: 'auto' | 'kvm' | 'tcg'
+  probeKernel?: string
+  /** How long a graceful stop waits for the guest to power off before a hard stop (Nova's shutdown_timeout). */
+  shutdownTimeoutMs?: number
+  /** How long a soft reboot waits for the guest to go down before it reboots hard (Nova's wait_soft_reboot_seconds). */
+  softRebootTimeoutMs?: number
+  consoleLogMaxBytes?: number
+  /** A cached image no guest uses is removed once unused this long (default 24 h; Nova's remove_unused_original_minimum_age_seconds). */
+  imageCacheMaxAgeMs?: number
+  /** Empty PCIe root ports on q35 guests for hot-plug. */
+  hotplugPorts?: number
+  /** Where guests' sockets go (default `<root>/run/pcc`). */
+  runDir?: string
+  /** The address other hosts reach this one on for live-migration traffic (default 127.0.0.1: one machine). */
+  migrationAddress?: string
+  /** Each QEMU in its own systemd scope (default: when systemd runs and the root is /). */
+  systemdScope?: boolean
+  log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void
+}
+
+/** What the driver keeps about a guest in `guest.json` (the config drive's files are not kept: they hold secrets). */
+interface GuestRecord {
+  spec: Omit<GuestSpec, 'configDrive'>
+  rescued: boolean
+  /** The image under the rescue disk while rescued (kept in the cache as long). */
+  rescueImage?: string
+  suspended: boolean
+  /** Starts and resets this driver made (GuestInfo.boots). */
+  boots: number
+}
+
+/** QEMU RunState → Nova power state (data-plane.md §1.4). */
+const RUN_STATE_POWER: Record<string, number> = {
+  running: POWER.RUNNING,
+  paused: POWER.PAUSED,
+  prelaunch: POWER.PAUSED,
+  inmigrate: POWER.PAUSED,
+  postmigrate: POWER.PAUSED,
+  'finish-migrate': POWER.PAUSED,
+  'save-vm': POWER.PAUSED,
+  'restore-vm': POWER.PAUSED,
+  'io-error': POWER.PAUSED,
+  watchdog: POWER.PAUSED,
+  debug: POWER.PAUSED,
+  shutdown: POWER.SHUTDOWN,
+  'guest-panicked': POWER.CRASHED,
+  'internal-error': POWER.CRASHED,
+  suspended: POWER.SUSPENDED,
+}
+
+const CAPABILITIES: DriverCapabilities = {
+  supportsPause: true,
+  supportsSuspend: true,
+  supportsRescue: true,
+  supportsLiveMigration: true,
+  supportsConsoleOutput: true,
+  supportsSetAdminPassword: false,
+  supportsSnapshot: true,
+}
+
+export class QemuDriver implements ComputeDriver {
+  readonly type = 'qemu'
+  readonly capabilities = CAPABILITIES
+  readonly guestDetails = true
+  readonly paths: HostPaths
+  readonly images: ImageCache
+  private readonly binary: string
+  private accelerator: AcceleratorChoice | undefined
+  private version = { text: 'unknown', number: 0 }
+  private readonly locks = new Map<string, Promise<unknown>>()
+  private prunedAt = 0
+  /** Last power state seen per guest: what listGuests reports while an operation holds the guest. */
+  private readonly lastPower = new Map<string, number>()
+
+  constructor(readonly options: QemuDriverOptions) {
+    this.paths = new HostPaths(options.root, options.runDir)
+    this.images = new ImageCache(this.paths, options.images)
+    this.binary = options.binary ?? 'qemu-system-x86_64'
+  }
+
+  /** Finds QEMU's version and the accelerator (a KVM guest is tried, with TCG as the fallback). Call once, first. */
+  async start(): Promise<AcceleratorChoice> {
+    privateDir(this.paths.instances)
+    privateDir(this.paths.images)
+    mkdirSync(this.paths.run, { recursive: true })
+    try {
+      const out = (await exec(this.binary, ['--version'])).stdout
+      const m = /version (\d+)\.(\d+)\.(\d+)/.exec(out)
+      if (m) this.version = { text: `${m[1]}.${m[2]}.${m[3]}`, number: Number(m[1]) * 1_000_000 + Number(m[2]) * 1000 + Number(m[3]) }
+    } catch (err) {
+      this.log('error', 'QEMU is not usable on this host', { binary: this.binary, error: (err as Error).message })
+    }
+    const wanted = this.options.accel ?? 'auto'
+    this.accelerator =
+      wanted === 'auto'
+        ? await probeOncePerBoot(this.paths.accelerator, { binary: this.binary, kernel: this.options.probeKernel }, this.version.text)
+        : { accel: wanted, cpu: wanted === 'kvm' ? 'host' : undefined, reason: 'configured' }
+    this.log('info', `guests run under ${this.accelerator.accel.toUpperCase()}`, { reason: this.accelerator.reason, qemu: this.version.text })
+    return this.accelerator
+  }
+
+  get accel(): AcceleratorChoice {
+    if (!this.accelerator) throw new DriverError('the qemu driver has not started')
+    return this.accelerator
+  }
+
+  async capacity(): Promise<HostCapacity> {
+    const a = this.accelerator
+    return {
+      vcpus: this.options.vcpus,
+      memoryMb: this.options.memoryMb,
+      diskGb: this.options.diskGb,
+      hypervisorType: 'QEMU',
+      hypervisorVersion: this.version.number,
+      cpuInfo: {
+        arch: 'x86_64',
+        model: a?.cpu ?? 'qemu64',
+        vendor: 'QEMU',
+        accelerator: a?.accel ?? 'unknown',
+        accelerator_reason: a?.reason ?? '',
+        topology: { sockets: 1, cores: this.options.vcpus, threads: 1 },
+      },
+    }
+  }
+
+  /**
+   * Every guest with its power state as last known. The agent sends this list with every heartbeat, and the control
+   * plane reads from it only which guests there are (reconciliation asks `info`, which asks QEMU), so the monitors
+   * are not asked each time: a guest whose QEMU is gone is SHUTDOWN (a /proc read), a running one shows what the last
+   * operation or `info` saw; QMP is asked only when nothing was seen yet (a restarted agent).
+   */
+  async listGuests(): Promise<GuestInfo[]> {
+    if (!existsSync(this.paths.instances)) return []
+    const out: GuestInfo[] = []
+    const images = new Set<string>()
+    for (const id of readdirSync(this.paths.instances)) {
+      if (id.includes('.')) continue
+      const p = this.paths.instance(id)
+      const rec = this.record(p)
+      if (!rec) continue
+      rotateConsoleLog(p.consoleLog, this.options.consoleLogMaxBytes ?? 1024 * 1024)
+      out.push(this.info_(rec, await this.knownPower(id, p, rec)))
+      for (const ref of [rec.spec.image, rec.spec.kernel, rec.spec.ramdisk]) if (ref) images.add(ref.id)
+      if (rec.rescueImage) images.add(rec.rescueImage)
+    }
+    // Listing runs with every heartbeat; the image cache is pruned at most hourly.
+    if (Date.now() - this.prunedAt > 3_600_000) {
+      this.prunedAt = Date.now()
+      const removed = this.images.prune(images, this.options.imageCacheMaxAgeMs ?? 24 * 3_600_000)
+      if (removed.length) this.log('info', 'unused cached images removed', { images: removed })
+    }
+    return out
+  }
+
+  async info(serverId: string): Promise<GuestInfo | undefined> {
+    const rec = this.record(this.paths.instance(serverId))
+    return rec && this.view(serverId, rec)
+  }
+
+  async beginStep(serverId: string, taskState: string): Promise<void> {
+    // Confirming a resize on the host that kept the guest's old disks for a revert: they go now.
+    if (taskState === 'resize_confirming') rmSync(`${this.paths.instance(serverId).dir}/resize`, { recursive: true, force: true })
+  }
+
+  spawn(spec: GuestSpec): Promise<GuestInfo> {
+    return this.exclusive(spec.serverId, async (p) => {
+      const existing = this.record(p)
+      if (existing && runningPid(p.pidfile)) return this.view(spec.serverId, existing)
+      try {
+        await this.create(spec, p)
+        await this.launch(spec.serverId, p)
+      } catch (err) {
+        // A guest that never ran leaves nothing behind: no process, no files.
+        if (!existing) await this.teardown(p)
+        throw err
+      }
+      return this.view(spec.serverId, this.require(spec.serverId, p))
+    })
+  }
+
+  destroy(serverId: string): Promise<void> {
+    return this.exclusive(serverId, (p) => this.teardown(p))
+  }
+
+  reboot(serverId: string, type: 'SOFT' | 'HARD'): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (type === 'SOFT') {
+        const status = await this.status(p)
+        if (status !== 'running') throw new DriverError(`guest ${serverId} is not running (${status ?? 'no process'}); a soft reboot needs a running guest`)
+        // Nova's _soft_reboot: an ACPI shutdown, and a new start once the guest is down; a guest that does not go
+        // down in time is rebooted hard.
+        if (!(await this.powerDown(p, this.options.softRebootTimeoutMs ?? 120_000))) await this.stopHard(p)
+      } else {
+        await this.stopHard(p)
+        if (rec.suspended) this.save(p, { ...rec, suspended: false })
+        rmSync(p.suspendState, { force: true })
+      }
+      await this.launch(serverId, p)
+    })
+  }
+
+  powerOff(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (rec.suspended) {
+        rmSync(p.suspendState, { force: true })
+        this.save(p, { ...rec, suspended: false })
+        return
+      }
+      const status = await this.status(p)
+      if (status === undefined) return
+      // A paused guest cannot answer the power button.
+      if (status !== 'running' || !(await this.powerDown(p, this.options.shutdownTimeoutMs ?? 60_000))) await this.stopHard(p)
+    })
+  }
+
+  powerOn(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (runningPid(p.pidfile)) return
+      if (rec.suspended) await this.restore(serverId, p, rec)
+      else await this.launch(serverId, p)
+    })
+  }
+
+  pause(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      this.require(serverId, p)
+      const status = await this.status(p)
+      if (status === 'paused') return
+      if (status !== 'running') throw new DriverError(`guest ${serverId} is not running and cannot be paused`)
+      await this.qmp(p, (q) => q.execute('stop'))
+    })
+  }
+
+  unpause(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      this.require(serverId, p)
+      if ((await this.status(p)) === 'paused') await this.qmp(p, (q) => q.execute('cont'))
+    })
+  }
+
+  /** Nova's managed save: the guest's memory goes to `suspend.state` (QEMU's migration stream) and QEMU exits. */
+  suspend(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (rec.suspended) return
+      const status = await this.status(p)
+      if (status !== 'running' && status !== 'paused') throw new DriverError(`guest ${serverId} is not running and cannot be suspended`)
+      const pid = runningPid(p.pidfile)!
+      rmSync(p.suspendState, { force: true })
+      await this.qmp(p, async (q) => {
+        if (status === 'running') await q.execute('stop')
+        try {
+          // QEMU 7.2 has no file: transport; exec: to a file works.
+          await q.execute('migrate', { uri: `exec:cat > ${shellQuote(p.suspendState)}` })
+          await migrationDone(q, 600_000)
+        } catch (err) {
+          // The guest goes on as it was; part of its memory is no state to keep (nor to leave on the host).
+          rmSync(p.suspendState, { force: true })
+          if (status === 'running') await q.execute('cont').catch(() => {})
+          throw err
+        }
+        this.save(p, { ...rec, suspended: true })
+        await q.execute('quit').catch(() => {})
+      })
+      if (!(await waitGone(pid, 30_000))) signal(pid, 'SIGKILL')
+    })
+  }
+
+  resume(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (!rec.suspended) return
+      await this.restore(serverId, p, rec)
+    })
+  }
+
+  rescue(serverId: string, image: GuestImageRef | null): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (rec.rescued) return
+      const from = image ?? rec.spec.image
+      if (!from) throw new DriverError(`server ${serverId} has no image to rescue from: name a rescue image`, 400)
+      const cached = await bootImage(this.images, from)
+      await this.stopHard(p)
+      rmSync(p.rescueDisk, { force: true })
+      await qemuImg.overlay(p.rescueDisk, cached.file, cached.format)
+      this.save(p, { ...rec, rescued: true, rescueImage: from.id, suspended: false })
+      rmSync(p.suspendState, { force: true })
+      await this.launch(serverId, p)
+    })
+  }
+
+  unrescue(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (!rec.rescued) return
+      await this.stopHard(p)
+      rmSync(p.rescueDisk, { force: true })
+      this.save(p, { ...rec, rescued: false, rescueImage: undefined })
+      await this.launch(serverId, p)
+    })
+  }
+
+  /** A new root disk from the (new) image and a new config drive; the guest starts again on them. */
+  rebuild(spec: GuestSpec): Promise<void> {
+    return this.exclusive(spec.serverId, async (p) => {
+      const rec = this.require(spec.serverId, p)
+      await this.stopHard(p)
+      for (const f of [p.disk, p.ephemeral, p.configDrive, p.rescueDisk, p.suspendState]) rmSync(f, { force: true })
+      this.save(p, { ...rec, rescued: false, rescueImage: undefined, suspended: false })
+      await this.create(spec, p)
+      await this.launch(spec.serverId, p)
+    })
+  }
+
+  async setAdminPassword(serverId: string): Promise<void> {
+    this.require(serverId, this.paths.instance(serverId))
+    throw new DriverError('setting the admin password needs the QEMU guest agent inside the guest, which the qemu driver does not drive (hw_qemu_guest_agent)', 409)
+  }
+
+  /**
+   * The root disk as a standalone qcow2 (backing image folded in). A running or paused guest is copied live by
+   * QEMU itself (`blockdev-backup`, a point-in-time copy as of the job's start), a stopped one with qemu-img.
+   */
+  snapshot(serverId: string): Promise<SnapshotData> {
+    return this.exclusive(serverId, async (p) => {
+      this.require(serverId, p)
+      if (!existsSync(p.disk)) throw new DriverError(`server ${serverId} has no local root disk to snapshot`, 409)
+      const target = `${p.dir}/snapshot-${Date.now()}.qcow2`
+      try {
+        if (runningPid(p.pidfile)) {
+          const size = Number((await qemuImg.info(p.disk, 'qcow2'))['virtual-size'])
+          await qemuImg.blank(target, 'qcow2', size)
+          await this.qmp(p, async (q) => {
+            await q.execute('blockdev-add', { driver: 'qcow2', 'node-name': 'snapshot-target', file: { driver: 'file', filename: target } })
+            try {
+              const since = q.events.length
+              await q.execute('blockdev-backup', { 'job-id': 'snapshot', device: 'root', target: 'snapshot-target', sync: 'full' })
+              const done = await q.waitEvent('BLOCK_JOB_COMPLETED', 600_000, { since, match: (e) => e.data?.device === 'snapshot' })
+              if (done.data?.error) throw new DriverError(`copying the disk failed: ${String(done.data.error)}`)
+            } finally {
+              await q.execute('blockdev-del', { 'node-name': 'snapshot-target' }).catch(() => {})
+            }
+          })
+        } else {
+          await qemuImg.convert(p.disk, 'qcow2', target, 'qcow2')
+        }
+      } catch (err) {
+        rmSync(target, { force: true })
+        throw err
+      }
+      const data = createReadStream(target)
+      void finished(data).catch(() => {}).finally(() => rmSync(target, { force: true }))
+      return { diskFormat: 'qcow2', containerFormat: 'bare', data }
+    })
+  }
+
+  /**
+   * Hot-plugs a volume (its NBD export, with the attachment's key) into the running guest, or records it for the
+   * next start of a stopped one (volumes.ts). The guest record keeps it, so every later start has it too.
+   */
+  attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      const keyDir = await writeVolumeKey(p.dir, volume)
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => attachNbdVolume(q, volume, keyDir, imageHardware(rec.spec.image).machine))
+      this.saveVolumes(p, rec, [...(rec.spec.volumes ?? []).filter((v) => v.volumeId !== volume.volumeId), volume])
+    })
+  }
+
+  /** Unplugs a volume from the running guest (its writes flushed to the export) and forgets it. */
+  detachVolume(serverId: string, volumeId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.record(p)
+      if (!rec) return
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => detachNbdVolume(q, volumeId))
+      this.saveVolumes(p, rec, (rec.spec.volumes ?? []).filter((v) => v.volumeId !== volumeId))
+      await removeVolumeKey(p.dir, volumeId)
+    })
+  }
+
+  /** An attached volume grew: the running guest moves onto the export's new generation and sees the new size. */
+  extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      await writeVolumeKey(p.dir, volume)
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => extendNbdVolume(q, volume, sizeBytes))
+      this.saveVolumes(p, rec, (rec.spec.volumes ?? []).map((v) => (v.volumeId === volume.volumeId ? volume : v)))
+    })
+  }
+
+  /** The guest record with these volumes, their keys left out (they live in the key files QEMU reads). */
+  private saveVolumes(p: InstancePaths, rec: GuestRecord, volumes: VolumeConnection[]): void {
+    this.save(p, { ...rec, spec: { ...rec.spec, volumes: volumes.map(withoutKey) } })
+  }
+
+  /**
+   * Source side of a resize or cold migration: a graceful power-off, then the disks go to the control plane for the
+   * destination (not for a resize on this same host: a copy of the disks stays here instead, for a revert).
+   */
+  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot, toSameHost = false): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      const current = Number((await qemuImg.info(p.disk, 'qcow2'))['virtual-size'])
+      if (flavor.disk > 0 && flavor.disk * 1024 ** 3 < current) throw new DriverError(`Unable to resize disk down: the root disk is ${current} bytes, flavor ${flavor.name} has ${flavor.disk} GiB.`, 400)
+      if (rec.suspended) rmSync(p.suspendState, { force: true })
+      const status = await this.status(p)
+      if (status !== undefined && (status !== 'running' || !(await this.powerDown(p, this.options.shutdownTimeoutMs ?? 60_000)))) await this.stopHard(p)
+      this.save(p, { ...rec, suspended: false })
+      if (toSameHost) {
+        const keep = `${p.dir}/resize`
+        rmSync(keep, { recursive: true, force: true })
+        mkdirSync(keep)
+        for (const f of [p.disk, p.ephemeral, p.swap]) if (existsSync(f)) await qemuImg.convert(f, 'qcow2', `${keep}/${f.split('/').pop()}`, 'qcow2').catch(() => exec('cp', ['--reflink=auto', f, keep]))
+        return
+      }
+      if (!this.options.transfers) throw new DriverError('this host cannot send disks to another host (no transfer channel)')
+      for (const [name, file] of [['disk', p.disk], ['disk.local', p.ephemeral]] as const) {
+        if (existsSync(file)) await this.options.transfers.upload(serverId, name, createReadStream(file))
+      }
+    })
+  }
+
+  /** Destination side (and a revert's way back): the disks the source sent, grown to the new flavor, started if it ran. */
+  finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void> {
+    return this.exclusive(spec.serverId, async (p) => {
+      const rec = this.record(p)
+      const kept = `${p.dir}/resize`
+      if (!rec) {
+        await this.receiveDisks(spec, p)
+      } else {
+        await this.stopHard(p)
+        // A revert on the host that resized in place: the disks as they were before.
+        if (existsSync(kept) && spec.flavor.disk * 1024 ** 3 < Number((await qemuImg.info(p.disk, 'qcow2'))['virtual-size'])) {
+          for (const f of readdirSync(kept)) renameSync(`${kept}/${f}`, `${p.dir}/${f}`)
+        }
+      }
+      try {
+        await growRootDisk(p, spec.flavor.disk)
+        await ensureFlavorDisks(p, spec, rec?.spec.flavor.swap)
+        if (!existsSync(p.configDrive) && spec.configDrive) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
+        this.save(p, { spec: withoutDrive(spec), rescued: false, suspended: false, boots: rec?.boots ?? 0 })
+        if (powerOn) await this.launch(spec.serverId, p)
+      } catch (err) {
+        // A guest that arrived here and cannot run leaves nothing (its source still holds it).
+        if (!rec) await this.teardown(p)
+        throw err
+      }
+    })
+  }
+
+  /** Live migration to another QEMU driver in this process (agents sequence the same steps over commands). */
+  async liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void> {
+    if (!(target instanceof QemuDriver)) throw new DriverError('live migration from a QEMU host goes only to another QEMU host')
+    const incoming = await target.prepareIncoming(spec)
+    let handover: LiveMigrationHandover
+    try {
+      handover = await this.sendGuest(spec.serverId, incoming)
+    } catch (err) {
+      await target.abortIncoming(spec.serverId)
+      throw err
+    }
+    await target.finishIncoming(spec.serverId, handover)
+    await this.forget(spec.serverId)
+  }
+
+  /**
+   * Destination of a live migration: the guest's disks made fresh on this host, exported over NBD, and a paused
+   * QEMU with the same devices waiting for the memory on `migrationAddress` (live-migration.ts).
+   */
+  prepareIncoming(spec: GuestSpec): Promise<IncomingMigration> {
+    return this.exclusive(spec.serverId, async (p) => {
+      if (this.record(p) && runningPid(p.pidfile)) throw new DriverError(`guest ${spec.serverId} already runs on host ${this.options.hostname}`, 409)
+      // Whatever an earlier attempt left is stale: the mirror must write into fresh overlays.
+      await this.teardown(p)
+      try {
+        await this.create(spec, p)
+        await this.launch(spec.serverId, p, true)
+        const disks = this.plan(spec.serverId, p, this.require(spec.serverId, p)).disks.filter((d) => !d.readOnly).map((d) => d.node)
+        return await this.qmp(p, (q) => listenForGuest(q, this.options.migrationAddress ?? '127.0.0.1', disks))
+      } catch (err) {
+        await this.teardown(p)
+        throw err
+      }
+    })
+  }
+
+  /** Source of a live migration: disks, then memory, to the prepared destination; QEMU here quits once it is there. */
+  sendGuest(serverId: string, target: IncomingMigration): Promise<LiveMigrationHandover> {
+    return this.exclusive(serverId, async (p) => {
+      if ((await this.status(p)) !== 'running') throw new DriverError(`guest ${serverId} is not running; only a running guest migrates live`, 409)
+      const rec = this.require(serverId, p)
+      await this.qmp(p, (q) => sendGuest(q, target, 600_000))
+      await this.stopHard(p)
+      // The console log's history goes along, so the guest's log reads on without a gap.
+      return { consoleLog: readConsoleLog(p.consoleLog).slice(-MAX_HANDOVER_LOG), boots: rec.boots }
+    })
+  }
+
+  /** Destination, after the memory arrived: the source's console history first, then the guest runs on. */
+  finishIncoming(serverId: string, handover: LiveMigrationHandover): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if ((await this.status(p)) === 'running') return
+      if (handover.consoleLog) writeFileSync(p.consoleLog, handover.consoleLog)
+      await this.qmp(p, (q) => startArrivedGuest(q))
+      this.save(p, { ...rec, boots: handover.boots ?? rec.boots })
+    })
+  }
+
+  /** Destination, when the migration failed: nothing of the guest stays here. */
+  abortIncoming(serverId: string): Promise<void> {
+    return this.destroy(serverId)
+  }
+
+  /** Rebuilds the guest here from its image after its host was lost (no shared storage: a fresh root disk). */
+  evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void> {
+    return this.exclusive(spec.serverId, async (p) => {
+      if (!this.record(p)) {
+        try {
+          await this.create(spec, p)
+          if (powerOn) await this.launch(spec.serverId, p)
+        } catch (err) {
+          await this.teardown(p)
+          throw err
+        }
+      } else if (powerOn && !runningPid(p.pidfile)) {
+        await this.launch(spec.serverId, p)
+      }
+    })
+  }
+
+  async consoleOutput(serverId: string, lines?: number): Promise<string> {
+    const p = this.paths.instance(serverId)
+    this.require(serverId, p)
+    return readConsoleLog(p.consoleLog, lines)
+  }
+
+  /**
+   * A remote-console session: a connection to the guest's serial socket (its bytes both ways; QEMU serves one
+   * client at a time, a second waits for the first to leave) or its VNC socket (RFB from the first byte). It ends
+   * when QEMU does.
+   */
+  async openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex> {
+    const p = this.paths.instance(serverId)
+    this.require(serverId, p)
+    if (!runningPid(p.pidfile)) throw new DriverError(`guest ${serverId} is not running: its console is closed`, 409)
+    const path = protocol === 'serial' ? p.serial : p.vnc
+    return new Promise((resolve, reject) => {
+      const socket = connect(path)
+      socket.once('connect', () => resolve(socket))
+      socket.once('error', (err) => reject(new DriverError(`the ${protocol} console of guest ${serverId} does not answer: ${err.message}`, 409)))
+    })
+  }
+
+  /**
+   * Lets go of a guest the control plane says this host must not hold (it moved, or its server is gone): on a QEMU
+   * host nothing else would ever remove it, so its process and files go.
+   */
+  forget(serverId: string): Promise<void> {
+    return this.destroy(serverId)
+  }
+
+  /** Guests live on the host's disk and in their own processes: a new driver finds them without being told. */
+  adopt(_guests: GuestInfo[]): void {}
+
+  /** Runs QMP commands on a guest's monitor (for other agent modules: volume hot-plug, consoles), under its lock. */
+  withMonitor<T>(serverId: string, fn: (qmp: QmpClient) => Promise<T>): Promise<T> {
+    return this.exclusive(serverId, (p) => {
+      this.require(serverId, p)
+      return this.qmp(p, fn)
+    })
+  }
+
+  // ---- internals ----
+
+  private log(level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown> = {}): void {
+    this.options.log?.(level, message, { driver: 'qemu', ...fields })
+  }
+
+  /** One operation at a time per guest; later callers queue behind it. */
+  private async exclusive<T>(serverId: string, fn: (p: InstancePaths) => Promise<T>): Promise<T> {
+    const p = this.paths.instance(serverId)
+    const previous = this.locks.get(serverId) ?? Promise.resolve()
+    const run = previous.then(async () => {
+      try {
+        return await fn(p)
+      } finally {
+        // What listGuests reports while the next operation holds the guest.
+        const power = await this.power(p).catch(() => undefined)
+        if (power === undefined) this.lastPower.delete(serverId)
+        else this.lastPower.set(serverId, power)
+      }
+    })
+    const tail = run.then(
+      () => {},
+      () => {},
+    )
+    this.locks.set(serverId, tail)
+    try {
+      return await run
+    } catch (err) {
+      throw toDriverError(err)
+    } finally {
+      if (this.locks.get(serverId) === tail) this.locks.delete(serverId)
+    }
+  }
+
+  private record(p: InstancePaths): GuestRecord | undefined {
+    try {
+      return JSON.parse(readFileSync(p.record, 'utf8')) as GuestRecord
+    } catch {
+      return undefined
+    }
+  }
+
+  private require(serverId: string, p: InstancePaths): GuestRecord {
+    const rec = this.record(p)
+    if (!rec) throw new DriverError(`Instance ${serverId} could not be found on host ${this.options.hostname}.`, 404)
+    return rec
+  }
+
+  private save(p: InstancePaths, rec: GuestRecord): void {
+    writeFileSync(`${p.record}.tmp`, JSON.stringify(rec), { mode: 0o600 })
+    renameSync(`${p.record}.tmp`, p.record)
+  }
+
+  /** The files of a new guest: root, ephemeral and swap disks, and the config drive. */
+  private async create(spec: GuestSpec, p: InstancePaths): Promise<void> {
+    privateDir(p.dir)
+    imageHardware(spec.image)
+    await ensureRootDisk(p, spec, this.images)
+    if (spec.kernel) await this.images.get(spec.kernel)
+    if (spec.ramdisk) await this.images.get(spec.ramdisk)
+    await ensureFlavorDisks(p, spec)
+    if (spec.configDrive && !existsSync(p.configDrive)) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
+    for (const v of spec.volumes ?? []) if (v.connection) await writeVolumeKey(p.dir, v)
+    const before = this.record(p)
+    // A spec without volumes (rebuild, …) keeps those the guest has.
+    const volumes = (spec.volumes ?? before?.spec.volumes)?.map(withoutKey)
+    this.save(p, { spec: { ...withoutDrive(spec), volumes }, rescued: before?.rescued ?? false, suspended: before?.suspended ?? false, boots: before?.boots ?? 0 })
+  }
+
+  /** The disks of a guest arriving from another host (cold migration): the base image here, the overlay from there. */
+  private async receiveDisks(spec: GuestSpec, p: InstancePaths): Promise<void> {
+    if (!this.options.transfers) throw new DriverError('this host cannot receive disks from another host (no transfer channel)')
+    if (!spec.image) throw new DriverError(`server ${spec.serverId} has no image: its disk cannot be rebuilt here`, 400)
+    privateDir(p.dir)
+    try {
+      const base = await bootImage(this.images, spec.image)
+      for (const [name, file] of [['disk', p.disk], ['disk.local', p.ephemeral]] as const) {
+        const data = await this.options.transfers.download(spec.serverId, name).catch((err: unknown) => {
+          if (name === 'disk') throw err
+          return undefined
+        })
+        if (!data) continue
+        await writeStream(data, file)
+        await checkReceivedDisk(file, name === 'disk')
+      }
+      // The overlay names its backing file by the source host's path: point it at this host's cache.
+      await qemuImg.rebase(p.disk, base.file, base.format)
+      if (spec.kernel) await this.images.get(spec.kernel)
+      if (spec.ramdisk) await this.images.get(spec.ramdisk)
+    } catch (err) {
+      rmSync(p.dir, { recursive: true, force: true })
+      throw err
+    }
+  }
+
+  private plan(serverId: string, p: InstancePaths, rec: GuestRecord, incoming = false): LaunchPlan {
+    const spec = rec.spec
+    const hw = imageHardware(spec.image)
+    const disks: PlannedDisk[] = []
+    if (rec.rescued) disks.push({ node: 'rescue', file: p.rescueDisk, format: 'qcow2', bus: hw.diskBus, bootIndex: 1 })
+    if (existsSync(p.disk)) disks.push({ node: 'root', file: p.disk, format: 'qcow2', bus: hw.diskBus, ...(!rec.rescued && { bootIndex: 1 }) })
+    if (existsSync(p.ephemeral)) disks.push({ node: 'ephemeral0', file: p.ephemeral, format: 'qcow2', bus: hw.diskBus })
+    if (existsSync(p.swap)) disks.push({ node: 'swap', file: p.swap, format: 'qcow2', bus: hw.diskBus })
+    if (existsSync(p.configDrive)) {
+      const bus = hw.cdromBus ?? (/q35/.test(hw.machine) ? 'sata' : 'ide')
+      disks.push({ node: 'config', file: p.configDrive, format: 'raw', bus, cdrom: bus !== 'virtio', readOnly: true })
+    }
+    const kernelFile = (ref: GuestImageRef | null | undefined) => {
+      if (!ref) return undefined
+      const cached = this.images.cached(ref.id)
+      if (!cached) throw new DriverError(`image ${ref.id} is not in this host's cache`)
+      return cached.file
+    }
+    const kernel = kernelFile(spec.kernel)
+    const accel = this.accel
+    return {
+      binary: this.binary,
+      name: spec.instanceName,
+      uuid: serverId,
+      accel: accel.accel,
+      cpu: accel.cpu,
+      machine: hw.machine,
+      vcpus: spec.flavor.vcpus,
+      memoryMb: spec.flavor.ram,
+      pidfile: p.pidfile,
+      qmpSocket: p.qmp,
+      serialSocket: p.serial,
+      consoleLog: p.consoleLog,
+      vncSocket: p.vnc,
+      disks,
+      nics: nicsOf(spec, hw.vifModel),
+      ...(kernel && {
+        kernel: {
+          kernel,
+          ramdisk: kernelFile(spec.ramdisk),
+          cmdline: spec.image?.properties.os_command_line || `root=/dev/vda console=tty0 console=ttyS0${accel.accel === 'tcg' ? ' no_timer_check' : ''}`,
+        },
+      }),
+      incoming,
+      daemonize: true,
+      hotplugPorts: this.options.hotplugPorts ?? 4,
+      // Without a local root disk the guest boots from its first volume (boot from volume).
+      volumes: (spec.volumes ?? [])
+        .filter((v) => v.connection)
+        .map((v, i) => ({ volume: v, keyDir: volumeKeyDir(p.dir, v.volumeId), ...(i === 0 && !existsSync(p.disk) && !rec.rescued && { bootIndex: 1 }) })),
+    }
+  }
+
+  /** Starts the guest's QEMU (already running: nothing to do) and waits until QMP says it runs. */
+  private async launch(serverId: string, p: InstancePaths, incoming = false): Promise<void> {
+    if (runningPid(p.pidfile)) return
+    const rec = this.require(serverId, p)
+    const plan = this.plan(serverId, p, rec, incoming)
+    for (const f of [p.qmp, p.serial, p.vnc, p.pidfile]) rmSync(f, { force: true })
+    mkdirSync(this.paths.run, { recursive: true })
+    rotateConsoleLog(p.consoleLog, this.options.consoleLogMaxBytes ?? 1024 * 1024)
+    const scope = this.options.systemdScope ?? (this.options.root === '/' && systemdAvailable())
+    await startDaemonized({ binary: this.binary, args: qemuArgs(plan), ...(scope && { systemdUnit: `pcc-guest-${serverId}` }) })
+    const status = await this.qmp(p, async (q) => ((await q.execute<{ status: string }>('query-status')).status))
+    if (!incoming && status !== 'running') throw new DriverError(`QEMU started but the guest is ${status}`)
+    if (!incoming) this.save(p, { ...rec, boots: rec.boots + 1 })
+  }
+
+  /** Starts QEMU waiting for the saved memory, loads it and lets the guest run on. */
+  private async restore(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<void> {
+    if (!existsSync(p.suspendState)) throw new DriverError(`the saved state of guest ${serverId} is missing`)
+    await this.launch(serverId, p, true)
+    try {
+      await this.qmp(p, async (q) => {
+        await q.execute('migrate-incoming', { uri: `exec:cat ${shellQuote(p.suspendState)}` })
+        await migrationDone(q, 600_000)
+        await q.execute('cont')
+      })
+    } catch (err) {
+      await this.stopHard(p)
+      throw err
+    }
+    rmSync(p.suspendState, { force: true })
+    this.save(p, { ...rec, suspended: false })
+  }
+
+  /** Connects to the guest's monitor, runs `fn`, disconnects. QEMU not answering is a DriverError. */
+  private async qmp<T>(p: InstancePaths, fn: (q: QmpClient) => Promise<T>): Promise<T> {
+    let client: QmpClient | undefined
+    for (let attempt = 0; ; attempt++) {
+      try {
+        client = await QmpClient.connect(p.qmp)
+        break
+      } catch (err) {
+        // The socket appears a moment after QEMU daemonizes; a QEMU that is gone never answers.
+        if (attempt >= 50 || !runningPid(p.pidfile)) throw new DriverError(`the guest's monitor does not answer: ${(err as Error).message}`)
+        await new Promise((r) => setTimeout(r, 100))
+      }
+    }
+    try {
+      return await fn(client)
+    } finally {
+      client.close()
+    }
+  }
+
+  /** QEMU's run state, or undefined when no QEMU runs for the guest. */
+  private async status(p: InstancePaths): Promise<string | undefined> {
+    if (!runningPid(p.pidfile)) return undefined
+    try {
+      return await this.qmp(p, async (q) => (await q.execute<{ status: string }>('query-status')).status)
+    } catch {
+      return runningPid(p.pidfile) ? 'unknown' : undefined
+    }
+  }
+
+  private async power(p: InstancePaths, rec = this.record(p)): Promise<number | undefined> {
+    if (!rec) return undefined
+    if (rec.suspended) return POWER.SUSPENDED
+    const status = await this.status(p)
+    if (status === undefined) return POWER.SHUTDOWN
+    return RUN_STATE_POWER[status] ?? POWER.NOSTATE
+  }
+
+  /** The power state listGuests reports (see there). */
+  private async knownPower(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<number> {
+    // A guest under an operation reports what was last seen rather than waiting for the operation.
+    if (this.locks.has(serverId)) return this.lastPower.get(serverId) ?? POWER.NOSTATE
+    if (rec.suspended) return POWER.SUSPENDED
+    if (!runningPid(p.pidfile)) return POWER.SHUTDOWN
+    return this.lastPower.get(serverId) ?? (await this.view(serverId, rec)).powerState
+  }
+
+  /** The guest as QEMU says it is now (its power state from QMP). */
+  private async view(serverId: string, rec: GuestRecord): Promise<GuestInfo> {
+    const power = (await this.power(this.paths.instance(serverId), rec)) ?? POWER.NOSTATE
+    this.lastPower.set(serverId, power)
+    return this.info_(rec, power)
+  }
+
+  private info_(rec: GuestRecord, powerState: number): GuestInfo {
+    return {
+      serverId: rec.spec.serverId,
+      powerState,
+      rescued: rec.rescued,
+      vcpus: rec.spec.flavor.vcpus,
+      memoryMb: rec.spec.flavor.ram,
+      diskGb: rec.spec.flavor.disk,
+      boots: rec.boots,
+      volumes: (rec.spec.volumes ?? []).map((v) => v.volumeId),
+    }
+  }
+
+  /** ACPI power button, repeated every 10 s (Nova's shutdown_retry_interval) until QEMU exits; false on timeout. */
+  private async powerDown(p: InstancePaths, timeoutMs: number): Promise<boolean> {
+    const pid = runningPid(p.pidfile)
+    if (!pid) return true
+    const deadline = Date.now() + timeoutMs
+    while (Date.now() < deadline) {
+      await this.qmp(p, (q) => q.execute('system_powerdown')).catch(() => {})
+      if (await waitGone(pid, Math.min(10_000, deadline - Date.now()))) return true
+    }
+    return false
+  }
+
+  /** Stops QEMU now: `quit`, then SIGTERM, then SIGKILL (Proxmox's _do_vm_stop, with shorter waits). */
+  private async stopHard(p: InstancePaths): Promise<void> {
+    const pid = runningPid(p.pidfile)
+    if (!pid) return
+    await this.qmp(p, (q) => q.execute('quit')).catch(() => {})
+    if (await waitGone(pid, 10_000)) return
+    signal(pid, 'SIGTERM')
+    if (await waitGone(pid, 5_000)) return
+    signal(pid, 'SIGKILL')
+    await waitGone(pid, 5_000)
+  }
+
+  /** Everything of the guest on this host: process, files, sockets. */
+  private async teardown(p: InstancePaths): Promise<void> {
+    await this.stopHard(p)
+    rmSync(p.dir, { recursive: true, force: true })
+    for (const f of [p.qmp, p.serial, p.vnc]) rmSync(f, { force: true })
+  }
+}
+
+function shellQuote(path: string): string {
+  return `'${path.replace(/'/g, `'\\''`)}'`
+}
+
+function withoutKey(volume: VolumeConnection): VolumeConnection {
+  if (!volume.connection) return volume
+  const { psk_key: _key, ...data } = volume.connection.data
+  return { ...volume, connection: { ...volume.connection, data } }
+}
+
+function withoutDrive(spec: GuestSpec): Omit<GuestSpec, 'configDrive'> {
+  const { configDrive: _drive, ...rest } = spec
+  return rest
+}
+
+function decodeFiles(files: Record<string, string>): Record<string, Buffer> {
+  return Object.fromEntries(Object.entries(files).map(([path, b64]) => [path, Buffer.from(b64, 'base64')]))
+}
+
+async function writeStream(data: Readable, file: string): Promise<void> {
+  await pipeline(data, createWriteStream(file))
+}
+
+function toDriverError(err: unknown): Error {
+  if (err instanceof DriverError) return err
+  if (err instanceof QmpError || err instanceof QmpUnavailable) return new DriverError(err.message)
+  const e = err as NodeJS.ErrnoException
+  if (e.code === 'ENOSPC') return new DriverError(`the host is out of disk space: ${e.message}`)
+  if (e.code) return new DriverError(`${e.code}: ${e.message}`)
+  return err as Error
+}

@@ -1,0 +1,195 @@
+/**
+ * Volumes in a QEMU guest: each is an NBD client node (TLS-PSK, with the attachment's key) under a `raw` format
+ * node, shown to the guest as a virtio-blk disk whose serial is the volume id (as Nova sets it). Present at boot
+ * they are command-line arguments (`volumeArgs`); later they are hot-plugged over QMP (`attachVolume`) and
+ * unplugged (`detachVolume`: device_del, wait for DEVICE_DELETED, then the nodes, whose closing flushes every
+ * write the guest made to the export).
+ *
+ * Online extend (`extendVolume`): an NBD client node never grows, so a second NBD node is opened on the export's
+ * new generation (the storage side serves the grown bytes under a new export name), the format node is moved
+ * onto it with `blockdev-reopen` (which drains the guest's I/O first), the old NBD node goes, and `block_resize`
+ * of the format node to the new size tells the guest (virtio-blk capacity change). Measured with QEMU 7.2.
+ *
+ * Node names are at most 31 characters in QEMU, so they use the first 16 hex digits of the volume id.
+ */
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { DriverError, type VolumeConnection, type VolumeConnectionInfo } from '../../../contracts/host/compute-driver.js'
+
+/** What these functions need of a QMP client (qmp.ts's QmpClient). */
+export interface QmpSession {
+  execute<T = unknown>(command: string, args?: Record<string, unknown>): Promise<T>
+  waitEvent(name: string, timeoutMs: number, options?: { since?: number; match?: (e: { event: string; data?: Record<string, unknown> }) => boolean }): Promise<unknown>
+  readonly events: unknown[]
+}
+
+/** How long a guest has to let go of an unplugged disk (Nova waits as long for a detach). */
+const UNPLUG_TIMEOUT_MS = 30_000
+
+/** The QEMU names of a volume's pieces in a guest. */
+export function volumeNames(volumeId: string) {
+  const short = volumeId.replaceAll('-', '').slice(0, 16)
+  return {
+    /** The virtio-blk device (`device_add` / `device_del` id). */
+    device: `vol-${short}`,
+    /** The format node the device uses. */
+    format: `v${short}`,
+    /** The NBD client node of an export generation. */
+    protocol: (generation: number) => `v${short}-nbd${generation}`,
+    /** The TLS-PSK credentials object. */
+    tls: `tls-${short}`,
+  }
+}
+
+/** The export generation a connection names (`volume-<id>` is 0, `volume-<id>.<n>` is n). */
+export function generationOf(info: VolumeConnectionInfo): number {
+  const match = /\.(\d+)$/.exec(info.data.export)
+  return match ? Number(match[1]) : 0
+}
+
+function connectionOf(volume: VolumeConnection): VolumeConnectionInfo {
+  const info = volume.connection
+  if (!info || info.driver_volume_type !== 'nbd') throw new DriverError(`Volume ${volume.volumeId} has no NBD connection to attach.`)
+  return info
+}
+
+/**
+ * Writes the key file QEMU's TLS client reads (`<dir>/keys.psk`, 0600) in the guest's directory for the volume;
+ * it stays while the volume is attached (a reconnect reads it again).
+ */
+export async function writeVolumeKey(instanceDir: string, volume: VolumeConnection): Promise<string> {
+  const info = connectionOf(volume)
+  if (!info.data.psk_key) throw new DriverError(`Volume ${volume.volumeId}: the host has no key for its export.`)
+  const dir = volumeKeyDir(instanceDir, volume.volumeId)
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  await writeFile(join(dir, 'keys.psk'), `${info.data.psk_identity}:${info.data.psk_key}\n`, { mode: 0o600 })
+  return dir
+}
+
+export async function removeVolumeKey(instanceDir: string, volumeId: string): Promise<void> {
+  await rm(volumeKeyDir(instanceDir, volumeId), { recursive: true, force: true })
+}
+
+/** Where a volume's key file lives in the guest's directory. */
+export function volumeKeyDir(instanceDir: string, volumeId: string): string {
+  return join(instanceDir, 'volumes', volumeId)
+}
+
+function tlsObject(volume: VolumeConnection, keyDir: string) {
+  const info = connectionOf(volume)
+  return { 'qom-type': 'tls-creds-psk', id: volumeNames(volume.volumeId).tls, dir: keyDir, endpoint: 'client', username: info.data.psk_identity }
+}
+
+function nbdNode(volume: VolumeConnection) {
+  const info = connectionOf(volume)
+  const names = volumeNames(volume.volumeId)
+  return {
+    driver: 'nbd',
+    'node-name': names.protocol(generationOf(info)),
+    server: { type: 'inet', host: info.data.host, port: String(info.data.port) },
+    export: info.data.export,
+    'tls-creds': names.tls,
+    // A storage daemon restarting (or a control plane restarting its own) holds the guest's I/O, not fails it.
+    'reconnect-delay': 30,
+  }
+}
+
+/**
+ * Where a volume's device sits, fixed by its device name so that a guest started again, or arriving on another
+ * host by live migration, has it at the same PCI address (QEMU's migration stream names devices by address): on
+ * i440FX (`pc`), slot 0x0f + the letter of `/dev/vdX` on `pci.0` (vda 0x0f … vdq 0x1f; later letters: QEMU picks);
+ * on q35, the letter's hot-plug root port (`hotplug<n>` for vdb = 0 …, as many as the guest was given).
+ */
+export function volumePlacement(machine: string, device: string | null): Record<string, string> {
+  const letter = device ? /^\/dev\/[a-z]*d([a-z])$/.exec(device)?.[1] : undefined
+  if (!letter) return {}
+  const index = letter.charCodeAt(0) - 'a'.charCodeAt(0)
+  if (/q35/.test(machine)) return index >= 1 ? { bus: `hotplug${index - 1}` } : {}
+  const slot = 0x0f + index
+  return slot <= 0x1f ? { bus: 'pci.0', addr: `0x${slot.toString(16)}` } : {}
+}
+
+function deviceArgs(volume: VolumeConnection, machine: string, bootIndex?: number) {
+  const names = volumeNames(volume.volumeId)
+  return {
+    driver: 'virtio-blk-pci',
+    id: names.device,
+    drive: names.format,
+    serial: volume.volumeId.slice(0, 20),
+    ...volumePlacement(machine, volume.device),
+    ...(bootIndex !== undefined ? { bootindex: bootIndex } : {}),
+  }
+}
+
+/** Command-line arguments that give the guest a volume from its start (boot from volume: a `bootIndex`). */
+export function volumeArgs(volume: VolumeConnection, keyDir: string, machine: string, bootIndex?: number): string[] {
+  const tls = tlsObject(volume, keyDir)
+  const names = volumeNames(volume.volumeId)
+  const device = deviceArgs(volume, machine, bootIndex)
+  return [
+    '-object', `tls-creds-psk,id=${tls.id},dir=${tls.dir},endpoint=client,username=${tls.username}`,
+    '-blockdev', JSON.stringify(nbdNode(volume)),
+    '-blockdev', JSON.stringify({ driver: 'raw', 'node-name': names.format, file: nbdNode(volume)['node-name'] }),
+    '-device', Object.entries(device).map(([k, v]) => (k === 'driver' ? String(v) : `${k}=${v}`)).join(','),
+  ]
+}
+
+interface NamedNode {
+  'node-name': string
+}
+
+async function nodeNames(qmp: QmpSession): Promise<Set<string>> {
+  return new Set((await qmp.execute<NamedNode[]>('query-named-block-nodes', { flat: true })).map((n) => n['node-name']))
+}
+
+/** Hot-plugs a volume into a running guest; nothing changes when it is there already. */
+export async function attachVolume(qmp: QmpSession, volume: VolumeConnection, keyDir: string, machine: string): Promise<void> {
+  const names = volumeNames(volume.volumeId)
+  if ((await nodeNames(qmp)).has(names.format)) return
+  const added: (() => Promise<unknown>)[] = []
+  try {
+    await qmp.execute('object-add', tlsObject(volume, keyDir))
+    added.push(() => qmp.execute('object-del', { id: names.tls }))
+    const nbd = nbdNode(volume)
+    await qmp.execute('blockdev-add', nbd)
+    added.push(() => qmp.execute('blockdev-del', { 'node-name': nbd['node-name'] }))
+    await qmp.execute('blockdev-add', { driver: 'raw', 'node-name': names.format, file: nbd['node-name'] })
+    added.push(() => qmp.execute('blockdev-del', { 'node-name': names.format }))
+    await qmp.execute('device_add', deviceArgs(volume, machine))
+  } catch (err) {
+    for (const undo of added.reverse()) await undo().catch(() => {})
+    throw new DriverError(`Volume ${volume.volumeId} could not be attached: ${(err as Error).message}`)
+  }
+}
+
+/** Unplugs a volume (the guest lets go of it), then closes its nodes, which flushes its writes to the export. */
+export async function detachVolume(qmp: QmpSession, volumeId: string): Promise<void> {
+  const names = volumeNames(volumeId)
+  const since = qmp.events.length
+  const devices = await qmp.execute<{ name: string }[]>('qom-list', { path: '/machine/peripheral' })
+  if (devices.some((d) => d.name === names.device)) {
+    await qmp.execute('device_del', { id: names.device })
+    await qmp.waitEvent('DEVICE_DELETED', UNPLUG_TIMEOUT_MS, { since, match: (e) => e.data?.device === names.device }).catch(() => {
+      throw new DriverError(`Volume ${volumeId}: the guest did not release the disk within ${UNPLUG_TIMEOUT_MS / 1000} s.`)
+    })
+  }
+  const nodes = await nodeNames(qmp)
+  if (nodes.has(names.format)) await qmp.execute('blockdev-del', { 'node-name': names.format })
+  for (const node of nodes) if (node.startsWith(`${names.format}-nbd`)) await qmp.execute('blockdev-del', { 'node-name': node })
+  await qmp.execute('object-del', { id: names.tls }).catch(() => {})
+}
+
+/**
+ * Moves an attached volume onto its export's new generation and grows it to `sizeBytes`: the guest sees the
+ * new capacity; its I/O is drained, not lost, while the format node changes its child.
+ */
+export async function extendVolume(qmp: QmpSession, volume: VolumeConnection, sizeBytes: number): Promise<void> {
+  const names = volumeNames(volume.volumeId)
+  const nbd = nbdNode(volume)
+  const nodes = await nodeNames(qmp)
+  if (!nodes.has(names.format)) throw new DriverError(`Volume ${volume.volumeId} is not attached to this guest.`)
+  if (!nodes.has(nbd['node-name'])) await qmp.execute('blockdev-add', nbd)
+  await qmp.execute('blockdev-reopen', { options: [{ driver: 'raw', 'node-name': names.format, file: nbd['node-name'] }] })
+  for (const node of nodes) if (node.startsWith(`${names.format}-nbd`) && node !== nbd['node-name']) await qmp.execute('blockdev-del', { 'node-name': node })
+  await qmp.execute('block_resize', { 'node-name': names.format, size: sizeBytes })
+}

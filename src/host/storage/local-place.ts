@@ -1,0 +1,97 @@
+/**
+ * The control plane's own machine as a storage place: volumes as files under `<data-dir>/volumes` (the file
+ * backend), exported by qemu-storage-daemons that pcc-server starts (runtime files under `<data-dir>/run/volumes`).
+ * The daemons outlive a pcc-server restart and are adopted at the next start; with several pcc-server processes,
+ * each runs the exports whose address is its own `volumeExportAddress` (docs/block-storage.md, "High availability").
+ */
+import { createReadStream, createWriteStream } from 'node:fs'
+import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import type { VolumeBackend } from './backend.js'
+import { VolumeBackendError } from '../../contracts/host/volume.js'
+import { ExportManager } from './exports/export-manager.js'
+import { convertToFile, removeDeadScratch, withScratchDir } from './qemu-img.js'
+import type { PlaceImages, PlaceSource, StoragePlace, WantedExport } from '../../contracts/host/storage-place.js'
+
+export interface LocalPlaceOptions {
+  location: string
+  backends: Map<string, VolumeBackend>
+  exports: ExportManager
+  address: string
+  /** Scratch space for image bytes on their way in or out (next to the volumes, same filesystem). */
+  scratchDir: string
+  /** Image bytes by id (the image service's blob store). */
+  images: PlaceImages
+  /** The exports this place should serve (the store's truth). */
+  wanted: () => Promise<WantedExport[]>
+  /** Records where clients connect. */
+  reportAddress: (address: string) => Promise<void>
+}
+
+export class LocalPlace implements StoragePlace {
+  readonly location: string
+
+  constructor(private readonly options: LocalPlaceOptions) {
+    this.location = options.location
+  }
+
+  backend(name: string): VolumeBackend {
+    const backend = this.options.backends.get(name)
+    if (!backend) throw new VolumeBackendError(`the ${name} backend is not available at ${this.location}`)
+    return backend
+  }
+
+  create(backend: string, volumeId: string, sizeGb: number): Promise<void> {
+    return this.backend(backend).create(volumeId, sizeGb)
+  }
+
+  async createFrom(backend: string, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void> {
+    if (source.kind !== 'image') return this.backend(backend).createFrom(volumeId, sizeGb, source, this.options.exports.liveCopyOf(source))
+    // The image's bytes are copied out of the blob store first: qemu-img reads files, not streams.
+    await withScratchDir(this.options.scratchDir, async (dir) => {
+      const path = join(dir, 'image')
+      const { stream } = await this.options.images.openBytes(source.imageId)
+      await pipeline(stream, createWriteStream(path, { mode: 0o600 }))
+      await this.backend(backend).createFrom(volumeId, sizeGb, { kind: 'image', path, format: source.format })
+    })
+  }
+
+  extend(backend: string, volumeId: string, sizeGb: number): Promise<void> {
+    return this.backend(backend).extend(volumeId, sizeGb)
+  }
+
+  delete(backend: string, volumeId: string): Promise<void> {
+    return this.backend(backend).delete(volumeId)
+  }
+
+  createSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void> {
+    return this.backend(backend).createSnapshot(snapshotId, volumeId, this.options.exports.liveCopyOf({ kind: 'volume', volumeId }))
+  }
+
+  deleteSnapshot(backend: string, snapshotId: string): Promise<void> {
+    return this.backend(backend).deleteSnapshot(snapshotId)
+  }
+
+  async uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void> {
+    await withScratchDir(this.options.scratchDir, async (dir) => {
+      const path = join(dir, `image.${diskFormat}`)
+      await convertToFile(this.backend(backend).blockdev({ volumeId }), path, diskFormat)
+      await this.options.images.completeSnapshotImage(imageId, createReadStream(path, { highWaterMark: 1 << 20 }))
+    })
+  }
+
+  /** Removes the scratch directories of copies whose process died in them (at start). */
+  removeDeadScratch(): Promise<void> {
+    return removeDeadScratch(this.options.scratchDir)
+  }
+
+  async syncExports(): Promise<string> {
+    const wanted = await this.options.wanted()
+    await this.options.exports.converge(
+      wanted.map((w) => ({ volumeId: w.volumeId, blockdev: this.backend(w.backend).blockdev({ volumeId: w.volumeId }), address: this.options.address, port: w.port, generations: w.generations, keys: w.keys })),
+    )
+    await this.options.reportAddress(this.options.address)
+    return this.options.address
+  }
+
+}

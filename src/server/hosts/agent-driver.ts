@@ -1,0 +1,270 @@
+/**
+ * The compute driver of an onboarded host: each call becomes a command on the host's durable channel, which the
+ * host's pcc-agent executes with its local driver; the call resolves with the agent's result. An agent that does
+ * not answer within the timeout makes the call fail with a DriverError (the conductor records the fault).
+ * Which guests the host holds comes from the agent's last heartbeat, so reconciliation does not wait on a host
+ * that is DOWN.
+ */
+import { isUp } from './host-status.js'
+import type { CommandChannel } from '../onboarding/command-channel.js'
+import type { Store } from '../storage/store.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
+import { createHash } from 'node:crypto'
+import { Readable, type Duplex } from 'node:stream'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
+
+export interface AgentDriverOptions {
+  hostId: string
+  hostname: string
+  /** The driver the agent runs (its registration's `driver`): `simulated` or `qemu`. */
+  driver: string
+  store: Store
+  channel: CommandChannel
+  /** How long a call waits for the agent (spawns and migrations get three times as long). */
+  timeoutMs: number
+  /** Guests reported longer ago than this are not trusted (the host is DOWN). */
+  staleAfterMs: number
+  /** Where the agent's console websockets arrive (console/console-sessions.ts); no consoles without it. */
+  consoles?: HostConsoleStreams
+}
+
+/** A console session waiting for a host's websocket: the agent dials in with the session's id. */
+export interface HostConsoleStreams {
+  expect(hostId: string, serverId: string): Promise<{ id: string; stream: Promise<Duplex>; cancel(reason: string): void }>
+}
+
+const CAPABILITIES: DriverCapabilities = {
+  supportsPause: true,
+  supportsSuspend: true,
+  supportsRescue: true,
+  supportsLiveMigration: true,
+  supportsConsoleOutput: true,
+  supportsSetAdminPassword: true,
+  supportsSnapshot: true,
+}
+
+/**
+ * The dedupe key of a command: its op and a digest of its arguments without the config drive, whose files hold the
+ * admin password (never kept once the command is answered) and a random seed (new on every try, so a retried spawn
+ * would never match the first).
+ */
+function commandKey(op: string, args: Record<string, unknown>): string {
+  const json = JSON.stringify(args, (key, value: unknown) => (key === 'configDrive' ? undefined : value))
+  // The server's id in clear, so an operator (or a test) finds a server's commands in host_commands.
+  const serverId = (args.serverId ?? (args.spec as GuestSpec | undefined)?.serverId ?? (args.guest as GuestInfo | undefined)?.serverId ?? '') as string
+  return `${op}:${serverId}:${createHash('sha256').update(json).digest('hex')}`
+}
+
+const LONG_OPS = new Set(['spawn', 'rebuild', 'migrateDiskAndPowerOff', 'finishMigration', 'evacuateTo', 'snapshot', 'receiveGuest', 'prepareLiveMigration', 'liveMigrateTo'])
+
+export class AgentDriver implements ComputeDriver {
+  readonly type = 'agent'
+  readonly capabilities = CAPABILITIES
+
+  constructor(readonly options: AgentDriverOptions) {}
+
+  get guestDetails(): boolean {
+    return this.options.driver !== 'simulated'
+  }
+
+  /** Sends one command to the agent and waits for its result (`timeoutMs` overrides the op's usual wait). */
+  async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string, timeoutMs?: number): Promise<T> {
+    const { channel, hostId, hostname } = this.options
+    // A DOWN host answers nothing: fail at once rather than after the timeout (evacuation steps go on without it).
+    const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status']).where('id', '=', hostId).executeTakeFirst()
+    if (!host) throw new DriverError(`Compute host ${hostname} is not registered.`)
+    if (!isUp(host, Date.now(), this.options.staleAfterMs)) {
+      if (op === 'beginStep') return undefined as T
+      throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
+    }
+    const id = await channel.enqueue(hostId, op, args, dedupeKey ?? commandKey(op, args))
+    const outcome = await channel.waitResult(id, timeoutMs ?? this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
+    if (!outcome.ok) throw new DriverError(`${outcome.error.message} (host ${hostname}, ${op})`, outcome.error.code && outcome.error.code < 500 ? outcome.error.code : 500)
+    return outcome.result as T
+  }
+
+  async capacity(): Promise<HostCapacity> {
+    const host = await this.options.store.db.selectFrom('hosts').select(['vcpus', 'memory_mb', 'disk_gb', 'facts']).where('id', '=', this.options.hostId).executeTakeFirst()
+    if (!host) throw new DriverError(`Compute host ${this.options.hostname} is not registered.`)
+    const facts = JSON.parse(host.facts) as Record<string, unknown>
+    return {
+      vcpus: host.vcpus,
+      memoryMb: host.memory_mb,
+      diskGb: host.disk_gb,
+      hypervisorType: (facts.hypervisor_type as string | undefined) ?? 'QEMU',
+      hypervisorVersion: (facts.hypervisor_version as number | undefined) ?? 8002000,
+      cpuInfo: (facts.cpu_info as Record<string, unknown> | undefined) ?? {},
+    }
+  }
+
+  /** The guests the agent last reported; none when that report is stale. */
+  async listGuests(): Promise<GuestInfo[]> {
+    const row = await this.options.store.db
+      .selectFrom('agent_hosts')
+      .innerJoin('hosts', 'hosts.id', 'agent_hosts.host_id')
+      .select(['agent_hosts.guests', 'hosts.last_heartbeat_at'])
+      .where('agent_hosts.host_id', '=', this.options.hostId)
+      .executeTakeFirst()
+    if (!row || row.last_heartbeat_at === null || Date.now() - row.last_heartbeat_at > this.options.staleAfterMs) return []
+    return JSON.parse(row.guests) as GuestInfo[]
+  }
+
+  async info(serverId: string): Promise<GuestInfo | undefined> {
+    return (await this.call<GuestInfo | null>('info', { serverId })) ?? undefined
+  }
+
+  beginStep(serverId: string, taskState: string): Promise<void> {
+    return this.call('beginStep', { serverId, taskState })
+  }
+
+  spawn(spec: GuestSpec): Promise<GuestInfo> {
+    return this.call('spawn', { spec })
+  }
+
+  destroy(serverId: string): Promise<void> {
+    return this.call('destroy', { serverId })
+  }
+
+  reboot(serverId: string, type: 'SOFT' | 'HARD'): Promise<void> {
+    return this.call('reboot', { serverId, type })
+  }
+
+  powerOff(serverId: string): Promise<void> {
+    return this.call('powerOff', { serverId })
+  }
+
+  powerOn(serverId: string): Promise<void> {
+    return this.call('powerOn', { serverId })
+  }
+
+  pause(serverId: string): Promise<void> {
+    return this.call('pause', { serverId })
+  }
+
+  unpause(serverId: string): Promise<void> {
+    return this.call('unpause', { serverId })
+  }
+
+  suspend(serverId: string): Promise<void> {
+    return this.call('suspend', { serverId })
+  }
+
+  resume(serverId: string): Promise<void> {
+    return this.call('resume', { serverId })
+  }
+
+  rescue(serverId: string, image: GuestImageRef | null): Promise<void> {
+    return this.call('rescue', { serverId, image })
+  }
+
+  unrescue(serverId: string): Promise<void> {
+    return this.call('unrescue', { serverId })
+  }
+
+  rebuild(spec: GuestSpec): Promise<void> {
+    return this.call('rebuild', { spec })
+  }
+
+  setAdminPassword(serverId: string, password: string): Promise<void> {
+    // The password travels to the host, never into the dedupe key (which is stored in clear).
+    return this.call('setAdminPassword', { serverId, password }, `setAdminPassword:${serverId}`)
+  }
+
+  /**
+   * The agent uploads the disk's bytes into the queued image itself, with its host credential
+   * (`PUT /resmgr/v1/hosts/{id}/images/{image_id}/file`), and answers with their formats. Without an image to
+   * store into, the agent snapshots and discards (the caller wanted only the side effects).
+   */
+  async snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData> {
+    const result = await this.call<{ diskFormat: string; containerFormat: string }>('snapshot', { serverId, imageName, imageId: imageId ?? null })
+    return { diskFormat: result.diskFormat, containerFormat: result.containerFormat, data: Readable.from([]), stored: imageId !== undefined }
+  }
+
+  attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {
+    return this.call('attachVolume', { serverId, volume })
+  }
+
+  detachVolume(serverId: string, volumeId: string): Promise<void> {
+    return this.call('detachVolume', { serverId, volumeId })
+  }
+
+  extendVolume(serverId: string, volume: VolumeConnection, sizeBytes: number): Promise<void> {
+    return this.call('extendVolume', { serverId, volume, sizeBytes })
+  }
+
+  migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot, toSameHost = false): Promise<void> {
+    return this.call('migrateDiskAndPowerOff', { serverId, flavor, toSameHost })
+  }
+
+  finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void> {
+    return this.call('finishMigration', { spec, powerOn })
+  }
+
+  /**
+   * Between two agent hosts. QEMU hosts run QEMU's own migration, sequenced here: the destination prepares (a
+   * paused QEMU, its disks exported over NBD), the source sends disks and memory to it, the destination lets the
+   * guest run, the source lets go; a failure drops what the destination prepared and the guest runs on at the
+   * source. Simulated hosts hand the guest's record over (`receiveGuest`).
+   */
+  async liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void> {
+    if (!(target instanceof AgentDriver)) throw new DriverError('live migration between an agent host and another kind of host is not supported')
+    const serverId = spec.serverId
+    if (this.options.driver !== target.options.driver) throw new DriverError(`live migration from a ${this.options.driver} host to a ${target.options.driver} host is not possible`)
+    if (this.options.driver === 'qemu') {
+      const incoming = await target.call('prepareLiveMigration', { spec })
+      let handover: unknown
+      try {
+        handover = await this.call('liveMigrateTo', { serverId, target: incoming })
+      } catch (err) {
+        await target.call('abortLiveMigration', { serverId }).catch(() => {})
+        throw err
+      }
+      await target.call('finishLiveMigration', { serverId, handover })
+      await this.call('forget', { serverId })
+      return
+    }
+    const guest = await this.info(serverId)
+    if (!guest) throw new DriverError(`Instance ${serverId} could not be found on host ${this.options.hostname}.`, 404)
+    await target.call('receiveGuest', { guest })
+    await this.call('forget', { serverId })
+  }
+
+  evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void> {
+    return this.call('evacuateTo', { spec, powerOn })
+  }
+
+  consoleOutput(serverId: string, lines?: number): Promise<string> {
+    return this.call('consoleOutput', { serverId, lines: lines ?? null }, `consoleOutput:${serverId}:${lines ?? ''}:${Date.now()}`)
+  }
+
+  /**
+   * The host cannot be dialled, so the agent dials in: a session waits for its websocket (in this process, or
+   * relayed to it by the process the agent reached), and the openConsole command tells the agent which session
+   * to dial with which console. A refusal of the agent's driver ends the wait at once.
+   */
+  async openConsole(serverId: string, protocol: ConsoleProtocol): Promise<Duplex> {
+    const consoles = this.options.consoles
+    if (!consoles) throw new DriverError(`Remote consoles of host ${this.options.hostname} are not served by this process.`, 501)
+    const session = await consoles.expect(this.options.hostId, serverId)
+    const refused = this.call('openConsole', { sessionId: session.id, serverId, protocol }, `openConsole:${session.id}`).then(
+      () => new Promise<never>(() => {}),
+      (err: unknown) => {
+        session.cancel((err as Error).message)
+        throw err
+      },
+    )
+    try {
+      return await Promise.race([session.stream, refused])
+    } catch (err) {
+      session.cancel((err as Error).message)
+      throw err instanceof DriverError ? err : new DriverError(`${(err as Error).message} (host ${this.options.hostname})`)
+    }
+  }
+
+  forget(serverId: string): Promise<void> {
+    return this.call('forget', { serverId })
+  }
+
+  /** The agent keeps its guests across control-plane restarts itself; nothing to hand over. */
+  adopt(_guests: GuestInfo[]): void {}
+}
