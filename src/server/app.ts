@@ -16,7 +16,7 @@ import { apiFamilies } from './api/families.js'
 import { lazyChildLogger } from './http/request-logger.js'
 import { registerOpenApi } from './http/openapi.js'
 import { acceptBodilessJson, refuseNul } from './http/json-body.js'
-import { registerConsoleRoutes } from './console/console-routes.js'
+import { registerConsoleRoutes } from './remote-consoles/console-routes.js'
 
 export interface BuildOptions {
   https?: { key: Buffer; cert: Buffer }

@@ -34,7 +34,7 @@ import { OnboardingService } from './onboarding/onboarding-service.js'
 import { startLocalHypervisor } from './all-in-one/local-hypervisor.js'
 import { VERSION } from '../cli/version.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
-import { Consoles } from './console/consoles.js'
+import { Consoles } from './remote-consoles/consoles.js'
 import { purgeJob } from './tasks/purge-job.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */

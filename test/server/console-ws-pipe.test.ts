@@ -1,5 +1,5 @@
 /**
- * The console pipe (src/server/console/ws-pipe.ts) every hop of a remote console uses, with real websockets on
+ * The console pipe (src/server/remote-consoles/ws-pipe.ts) every hop of a remote console uses, with real websockets on
  * 127.0.0.1: a peer that stops answering pings is cut and its stream destroyed; a reader that stops reading
  * pauses the producer instead of buffering without bound; the end removes every listener it added.
  */

@@ -19,7 +19,7 @@ import { QemuDriver, type LiveMigrationHandover } from '../compute/qemu/qemu-dri
 import { createComputeDriver, type DriverSettings } from './compute-driver.js'
 import { gatherFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
-import { ConsoleStreams, type OpenConsoleArgs } from '../console/console-streams.js'
+import { ConsoleStreams, type OpenConsoleArgs } from '../remote-consoles/console-streams.js'
 import { NetworkAgent, type NetworkConfig } from '../network/network-agent.js'
 import { StorageRole, type StorageConfig } from '../storage/storage-role.js'
 import { withVolumeKeys } from './volume-keys.js'

@@ -15,7 +15,7 @@ import { findAction, finishAction, finishEvent, recordFault, startEvent } from '
 import { releaseServerNetwork } from '../compute/server-network.js'
 import { releaseShelvedImage } from './snapshots.js'
 import { releaseVolumes } from './volumes.js'
-import { ConsoleTokens } from '../console/console-tokens.js'
+import { ConsoleTokens } from '../remote-consoles/console-tokens.js'
 
 const DELETE_EVENT = 'compute_terminate_instance'
 

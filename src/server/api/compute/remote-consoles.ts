@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify'
 import { badRequest, notFound } from '../../../contracts/errors.js'
 import { remoteConsoleBody } from '../../../contracts/compute/remote-console.params.js'
-import { remoteConsoleUrl } from '../../console/remote-consoles.js'
+import { remoteConsoleUrl } from '../../remote-consoles/remote-consoles.js'
 import type { AppDeps } from '../../deps.js'
 import { visibleServer } from './servers.js'
 import { bodyObject, must, requireGate, validate } from './context.js'
