@@ -1,5 +1,5 @@
 /**
- * Names of everything the network back end makes on a host: Neutron's names (data-plane.md §7.1), so operators
+ * Names of everything the network back end makes on a host: Neutron's names (docs/network.md, "Choices"), so operators
  * recognise them, each derived from the id it serves, so cleanup never guesses — a device or namespace whose
  * name matches these patterns and serves no id of the desired state is the back end's own leftover.
  */

@@ -1,6 +1,6 @@
 /**
- * The os-hypervisors and os-services representations of a host record, by microversion (compute-api.md
- * §8.4, §8.5). Below 2.53 hypervisors and services have integer ids: the host's position by creation.
+ * The os-hypervisors and os-services representations of a host record, by microversion (docs/conductor.md,
+ * "Hosts"). Below 2.53 hypervisors and services have integer ids: the host's position by creation.
  */
 import type { HostTable } from '../storage/tables/compute.js'
 import { isUp } from './host-status.js'

@@ -1,5 +1,5 @@
 /**
- * What a guest is told about itself, in OpenStack's layouts (data-plane.md §4; Nova's nova/api/metadata/base.py
+ * What a guest is told about itself, in OpenStack's layouts (docs/qemu.md, "Images and disks"; Nova's nova/api/metadata/base.py
  * and nova/virt/netutils.py): `meta_data.json`, `network_data.json`, `vendor_data*.json`, `user_data`, and the EC2
  * tree. One module builds them for both consumers: the config drive (the QEMU driver writes these files into a
  * `config-2` ISO) and the metadata service at 169.254.169.254 (which answers the same paths, without the admin

@@ -1,4 +1,4 @@
-/** The resource manager's host object (Platform9 shape, identity-and-idp.md §6.7) built from the shared host records. */
+/** The resource manager's host object (Platform9 shape, docs/agent.md, "Host object") built from the shared host records. */
 import { isUp } from '../hosts/host-status.js'
 import type { HostRoleTable, HostTable } from '../storage/tables/compute.js'
 import type { AgentHostTable } from '../storage/tables/onboarding.js'

@@ -91,7 +91,7 @@ interface GuestRecord {
   boots: number
 }
 
-/** QEMU RunState → Nova power state (data-plane.md §1.4). */
+/** QEMU RunState → Nova power state (docs/qemu.md, "Operations"). */
 const RUN_STATE_POWER: Record<string, number> = {
   running: POWER.RUNNING,
   paused: POWER.PAUSED,
