@@ -9,6 +9,7 @@
  * except where a document is random by definition (`random_seed`).
  */
 import { randomBytes } from 'node:crypto'
+import { tapName } from '../../contracts/network/names.js'
 
 export interface InstanceNic {
   portId: string
@@ -110,7 +111,7 @@ export function networkData(facts: InstanceFacts): Record<string, unknown> {
   const networks: Record<string, unknown>[] = []
   const dns = new Set<string>()
   facts.nics.forEach((nic) => {
-    const link = `tap${nic.portId.slice(0, 11)}`
+    const link = tapName(nic.portId)
     const anyDhcp = nic.fixedIps.some((ip) => ip.dhcp)
     links.push({ id: link, vif_id: nic.portId, type: nic.vifType, mtu: anyDhcp ? null : nic.mtu, ethernet_mac_address: nic.macAddress })
     for (const version of [4, 6] as const) {
