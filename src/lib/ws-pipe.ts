@@ -1,8 +1,8 @@
 /**
- * Carrying a console over a websocket: the bytes of a stream become binary messages one way and messages become
+ * Carrying a remote console over a websocket: the bytes of a stream become binary messages one way and messages become
  * bytes the other, with backpressure both ways, pings that cut a peer which stopped answering, an idle limit,
  * and one ending for everything: whichever side stops, the other is closed and every timer and listener goes.
- * Used at each hop of a console (the user's websocket in pcc-server, the agent's on the host, relays between
+ * Used at each hop of a remote console (the user's websocket in pcc-server, the agent's on the host, relays between
  * processes), so every hop ends alike.
  */
 import type { Duplex } from 'node:stream'
@@ -15,7 +15,7 @@ export interface PipeOptions {
   pingMs?: number
 }
 
-/** How a console session ended: the websocket close code and reason (sent to the peer when it was still there). */
+/** How a remote-console session ended: the websocket close code and reason (sent to the peer when it was still there). */
 export interface PipeEnd {
   code: number
   reason: string

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto'
 import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { tapName } from '../contracts/network/names.js'
 
 /** busybox udhcpc's event script: configure, then print the lease as `lease: KEY=VALUE` lines. */
 const UDHCPC_SCRIPT = `#!/bin/sh
@@ -73,7 +74,7 @@ export function runIn(namespace: string, args: string[], timeoutMs = 10_000): Pr
 /** A guest NIC for port `portId` with `mac`, plugged into the host whose namespace is `hostNamespace`. */
 export function standInGuest(hostNamespace: string, portId: string, mac: string): StandInGuest {
   const namespace = `pccg-${randomBytes(4).toString('hex')}`
-  const tap = `tap${portId.slice(0, 11)}`
+  const tap = tapName(portId)
   execFileSync('ip', ['netns', 'add', namespace])
   try {
     execFileSync('ip', ['-n', hostNamespace, 'link', 'add', tap, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', namespace])

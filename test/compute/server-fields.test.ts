@@ -1,6 +1,6 @@
 /**
  * Every server field × microversion boundary: presence for admins and for project members in show and
- * detail, written from the reference (compute-api.md §2.3), not from the field table.
+ * detail, written from Nova's fields (docs/compute.md, "Servers"), not from the field table.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'

@@ -1,6 +1,6 @@
 /**
  * Every list filter and sort key against a seeded set of servers, comparing the returned ids with the ids
- * the filter's semantics select (compute-api.md §3), on both dialects.
+ * the filter's semantics select (docs/compute.md, "Listing"), on both dialects.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -82,7 +82,7 @@ async function seed(tb: ComputeTestbed): Promise<Map<string, ServerTable>> {
 }
 
 /**
- * What each sort key orders by, written from Nova's column names (compute-api.md §3), with NULL as the smallest
+ * What each sort key orders by, written from Nova's column names (docs/compute.md, "Listing"), with NULL as the smallest
  * value, as both dialects order it here.
  */
 const SORTED_BY: Record<string, (r: ServerTable) => string | number | null> = {

@@ -3,7 +3,7 @@
  * `POST /servers/{id}/action` and `DELETE`, every state traced through `GET /servers/{id}` at 2.96 (status,
  * OS-EXT-STS vm/task/power state, progress, fault, launched/terminated), the instance actions and their events
  * through `os-instance-actions`, on the simulated driver, with failures injected into it. The expected
- * sequences come from the state map and action table of /work/shared/reference/compute-api.md (§5.4, §6) and
+ * sequences come from the state map and action table (docs/compute.md, "States and actions") and
  * docs/conductor.md (progress). The store is read only for what no API shows: claims (allocations) and guests.
  */
 import { after, before, describe, it } from 'node:test'
@@ -26,7 +26,7 @@ type View = Record<string, any>
 const idle = (v: View | undefined) => !!v && v['OS-EXT-STS:task_state'] === null && v.status !== 'BUILD'
 const gone = (v: View | undefined) => v === undefined
 
-/** The create sequence (reference §6; progress stays 0, as in Nova: data-plane.md §6). */
+/** The create sequence (docs/compute.md, "States and actions"; progress stays 0: docs/conductor.md, "Lifecycle"). */
 const BUILD: ExpectedState[] = [
   { status: 'BUILD', vm: 'building', task: 'scheduling', power: 0, optional: true },
   { status: 'BUILD', vm: 'building', task: null, power: 0, optional: true },

@@ -1,4 +1,4 @@
-/** The flavor representation per microversion (compute-api.md §8.1). Views: `summary` (GET /flavors) and `detail`. */
+/** The flavor representation per microversion (docs/compute.md, "Representations"). Views: `summary` (GET /flavors) and `detail`. */
 import { Type as T } from '@sinclair/typebox'
 import type { FieldTable } from './fields.js'
 import { J } from './json-types.js'

@@ -1,4 +1,4 @@
-/** The key pair representation per microversion (compute-api.md §8.2). */
+/** The key pair representation per microversion (docs/compute.md, "Representations"). */
 import { Type as T } from '@sinclair/typebox'
 import type { FieldTable } from './fields.js'
 import { J } from './json-types.js'

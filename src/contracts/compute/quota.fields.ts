@@ -1,4 +1,4 @@
-/** Quota sets and absolute limits per microversion (compute-api.md §8.6, §8.7). */
+/** Quota sets and absolute limits per microversion (docs/compute.md, "Representations"). */
 import { Type as T } from '@sinclair/typebox'
 import type { FieldTable } from './fields.js'
 import { J } from './json-types.js'

@@ -1,6 +1,6 @@
 /**
  * The value each server action accepts under its key in POST /servers/{id}/action, per microversion
- * (compute-api.md §5.4). `null` means the action takes `null` (Nova accepts any value for most of those).
+ * (docs/compute.md, "Actions"). `null` means the action takes `null` (Nova accepts any value for most of those).
  */
 import { Type as T, type TSchema } from '@sinclair/typebox'
 import { objectAt, P } from './params.js'

@@ -1,5 +1,5 @@
 /**
- * Bodies of POST /servers, PUT /servers/{id} and rebuild, per microversion (compute-api.md §4.1, §5.1, §5.4).
+ * Bodies of POST /servers, PUT /servers/{id} and rebuild, per microversion (docs/compute.md, "Create" and "Representations").
  */
 import { Type as T, type TSchema } from '@sinclair/typebox'
 import { objectAt, P, type ParamTable } from './params.js'

@@ -1,6 +1,6 @@
 /**
  * The server representation: every wire key of a server at every microversion and view, with who may see it
- * (compute-api.md §2). Views: `summary` (GET /servers), `detail` (GET /servers/detail), `show` (GET /servers/{id},
+ * (docs/compute.md, "Servers" and "Representations"). Views: `summary` (GET /servers), `detail` (GET /servers/detail), `show` (GET /servers/{id},
  * and PUT from 2.75), `reduced` (PUT below 2.75), `rebuild` (rebuild below 2.75), `rebuildFull` (rebuild from 2.75).
  */
 import { Type as T } from '@sinclair/typebox'

@@ -1,5 +1,5 @@
 /**
- * Query parameters of GET /servers and /servers/detail (compute-api.md §3): for each, the column it reads,
+ * Query parameters of GET /servers and /servers/detail (docs/compute.md, "Listing"): for each, the column it reads,
  * how it matches, and from which microversion a non-admin may use it (absent: admins only). Admins may use
  * every parameter here; anything not here is ignored below 2.75 (`strictQuery`) and a 400 from it.
  */

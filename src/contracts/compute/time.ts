@@ -1,4 +1,4 @@
-/** Nova's timestamp forms: each field uses one of these (see compute-api.md §2.2 and §10.12). */
+/** Nova's timestamp forms: each field uses one of these (docs/compute.md, "Representations"). */
 
 /** `2026-01-02T03:04:05Z` — created, updated. */
 export function isoSeconds(ms: number): string {

@@ -1,6 +1,6 @@
 /**
- * The volume attachment representation of /servers/{id}/os-volume_attachments per microversion (compute-api.md
- * §8.10): `list`/`show` (GET) and `attach` (the POST answer, which keeps `id` and always has `device`).
+ * The volume attachment representation of /servers/{id}/os-volume_attachments per microversion (docs/compute.md,
+ * "Volume attachments"): `list`/`show` (GET) and `attach` (the POST answer, which keeps `id` and always has `device`).
  */
 import type { FieldTable } from './fields.js'
 import { J } from './json-types.js'

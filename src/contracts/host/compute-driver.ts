@@ -66,7 +66,7 @@ export interface GuestImageRef {
   properties: Record<string, string>
 }
 
-/** A NIC of the guest: the port it plugs into (its tap is `tap` + the first 11 characters of the port id). */
+/** A NIC of the guest: the port it plugs into (its tap is tapName(portId), src/contracts/network/names.ts). */
 export interface GuestNic {
   portId: string
   macAddress: string

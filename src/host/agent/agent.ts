@@ -17,7 +17,7 @@ import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { IncomingMigration } from '../compute/qemu/live-migration.js'
 import { QemuDriver, type LiveMigrationHandover } from '../compute/qemu/qemu-driver.js'
 import { createComputeDriver, type DriverSettings } from './compute-driver.js'
-import { gatherFacts, type HostFacts } from './facts.js'
+import { gatherFacts, type HeartbeatFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
 import { ConsoleStreams, type OpenConsoleArgs } from '../remote-consoles/console-streams.js'
 import { NetworkAgent, type NetworkConfig } from '../network/network-agent.js'
@@ -282,7 +282,7 @@ export class PccAgent {
       capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
       guests,
       ...(sendFacts && {
-        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() },
+        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() } satisfies HeartbeatFacts,
       }),
     })
     if (sendFacts) this.factsSentAt = Date.now()

@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream'
 import type { ComputeDriver } from '../../contracts/host/compute-driver.js'
 import { QemuDriver } from '../compute/qemu/qemu-driver.js'
 import { SimulatedDriver } from '../compute/simulated/simulated-driver.js'
-import type { HostFacts } from './facts.js'
+import type { HostFacts } from '../../contracts/host/facts.js'
 
 export interface DriverSettings {
   driver?: string

@@ -1,27 +1,14 @@
 /**
  * What the agent reports about its host, read through a root prefix (`/` on a real host, a scratch directory in
- * tests): hostname, OS, CPU, memory, disk, NICs with their bonds (/proc/net/bonding).
+ * tests): hostname, OS, CPU, memory, disk, NICs with their bonds (/proc/net/bonding). The shape is the wire's
+ * (src/contracts/host/facts.ts).
  */
 import { existsSync, readdirSync, readFileSync, statfsSync } from 'node:fs'
 import { arch as osArch, cpus, hostname as osHostname, networkInterfaces, totalmem, type as osType, release } from 'node:os'
 import { join } from 'node:path'
+import type { HeartbeatFacts, HostFacts, HostNic } from '../../contracts/host/facts.js'
 
-export interface Nic {
-  name: string
-  mac: string
-  ips: string[]
-  bond?: { mode: string; slaves: string[] }
-}
-
-export interface HostFacts {
-  hostname: string
-  os_info: { id: string; version_id: string; pretty_name: string }
-  arch: string
-  cpu: { count: number; model: string; virtualization: boolean }
-  memory_mb: number
-  disk_gb: number
-  nics: Nic[]
-}
+export type { HeartbeatFacts, HostFacts }
 
 const read = (root: string, path: string): string | undefined => {
   try {
@@ -75,7 +62,7 @@ export function gatherFacts(root: string): HostFacts {
   const bonds = new Map<string, { mode: string; slaves: string[] }>()
   const bondDir = join(root, 'proc/net/bonding')
   if (existsSync(bondDir)) for (const b of readdirSync(bondDir)) bonds.set(b, bondFacts(read(root, `proc/net/bonding/${b}`) ?? ''))
-  const nics: Nic[] = names.sort().map((name) => {
+  const nics: HostNic[] = names.sort().map((name) => {
     const addrs = system[name] ?? []
     const mac = read(root, `sys/class/net/${name}/address`)?.trim() ?? addrs[0]?.mac ?? '00:00:00:00:00:00'
     const ips = addrs.filter((a) => !a.internal).map((a) => a.address)

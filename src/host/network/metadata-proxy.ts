@@ -6,7 +6,7 @@
  * network, and a restarted agent simply opens them again. A request is for the port whose fixed IP (or allowed
  * address pair) is the source address on that network — which the host's anti-spoofing guarantees, whatever the
  * guest claims in its request — and the agent asks the control plane for that port's answer with its host
- * credential (Neutron's metadata agent with Nova's handler behind it, data-plane.md §7.4).
+ * credential (Neutron's metadata agent with Nova's handler behind it; docs/network.md, "Choices", Metadata).
  */
 import { spawn } from 'node:child_process'
 import { statSync } from 'node:fs'

@@ -1,15 +1,14 @@
 /**
- * Names of everything the network back end makes on a host: Neutron's names (data-plane.md §7.1), so operators
+ * Names of everything the network back end makes on a host: Neutron's names (docs/network.md, "Choices"), so operators
  * recognise them, each derived from the id it serves, so cleanup never guesses — a device or namespace whose
  * name matches these patterns and serves no id of the desired state is the back end's own leftover.
  */
+import { shortId as short, tapName } from '../../contracts/network/names.js'
 
-/** Linux interface names hold 15 characters; Neutron's are 14: a prefix and the id's first 11. */
-const short = (id: string) => id.slice(0, 11)
-
+/** Linux interface names hold 15 characters; Neutron's are 14: a prefix and the id's first 11 (`short`). */
 export const names = {
   /** The guest's tap (QEMU opens it by this name) or the bridge end of a DHCP/router veth. */
-  tap: (portId: string) => `tap${short(portId)}`,
+  tap: tapName,
   bridge: (networkId: string) => `brq${short(networkId)}`,
   vxlan: (vni: number) => `vxlan-${vni}`,
   dhcpNamespace: (networkId: string) => `qdhcp-${networkId}`,

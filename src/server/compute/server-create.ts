@@ -1,5 +1,5 @@
 /**
- * POST /servers after schema validation: the rules the schema cannot say (compute-api.md §4), then one
+ * POST /servers after schema validation: the rules the schema cannot say (docs/compute.md, "Create"), then one
  * transaction that writes the servers (vm_state building, task_state scheduling), their ports
  * (server-network.ts), tags, group membership and `create` instance actions, and enqueues one compute.build task.
  */

@@ -1,5 +1,5 @@
 /**
- * GET /servers and /servers/detail: query parameters → one SQL query with Nova's semantics (compute-api.md §3).
+ * GET /servers and /servers/detail: query parameters → one SQL query with Nova's semantics (docs/compute.md, "Listing").
  * Scope, state, exact and tag filters run in SQL; regular-expression filters (name, hostname…) and flavor
  * run in JS over rows streamed from SQL in sort order, so paging stays exact. `ip`/`ip6` are resolved to
  * server ids by the network service (Nova's regex over fixed addresses) before the query runs. Paging is keyset on the sort

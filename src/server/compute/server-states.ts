@@ -2,7 +2,7 @@
  * The server state machine, as Nova defines it: vm_state × task_state × power_state, the API status derived
  * from them, and for every action the states it is accepted from, the task state it starts, and where it ends.
  * The compute API checks requests against this table (409 otherwise); the conductor drives the sequences.
- * Facts: /work/shared/reference/compute-api.md §5.4 and §6.
+ * Described in docs/compute.md, "States and actions".
  */
 import { POWER, type PowerState } from '../../contracts/host/compute-driver.js'
 
@@ -127,7 +127,7 @@ export const SERVER_ACTIONS = {
   evacuate: { instanceAction: 'evacuate', vmStates: ['active', 'stopped', 'error'], taskStates: 'any', requiresLaunched: true, lockChecked: false, startTask: 'rebuilding', steps: ['rebuild_block_device_mapping', 'rebuild_spawning'], final: 'as-powered', success: 200, adminOnly: true },
   migrate: { instanceAction: 'migrate', vmStates: ['active', 'stopped'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: 'resize_prep', steps: ['resize_migrating', 'resize_migrated', 'resize_finish'], final: 'resized', success: 202, adminOnly: true },
   'os-migrateLive': { instanceAction: 'live-migration', vmStates: ['active', 'paused'], requiresLaunched: true, requiresHost: true, lockChecked: true, startTask: 'migrating', steps: [], final: 'unchanged', success: 202, adminOnly: true },
-  // Console URLs (2.1–2.5; POST /servers/{id}/remote-consoles from 2.6): their own rules in console/remote-consoles.ts.
+  // Console URLs (2.1–2.5; POST /servers/{id}/remote-consoles from 2.6): their own rules in remote-consoles/remote-consoles.ts.
   'os-getVNCConsole': { instanceAction: 'getVNCConsole', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 200, until: '2.6' },
   'os-getSPICEConsole': { instanceAction: 'getSPICEConsole', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 200, until: '2.6' },
   'os-getSerialConsole': { instanceAction: 'getSerialConsole', vmStates: 'any', taskStates: 'any', requiresLaunched: false, lockChecked: false, startTask: null, steps: [], final: 'unchanged', success: 200, until: '2.6' },

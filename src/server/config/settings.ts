@@ -62,11 +62,11 @@ export interface Config {
   purgeIntervalSeconds: number
   /** Lifetime of a remote-console URL's token (Nova's [consoleauth] token_ttl). */
   consoleTokenTtlSeconds: number
-  /** Host names whose pages may open console websockets besides the public URL's (Nova's [console] allowed_origins). */
+  /** Host names whose pages may open remote-console websockets besides the public URL's (Nova's [console] allowed_origins). */
   consoleAllowedOrigins: string[]
-  /** A console session with no byte either way for this long is closed (0: never). */
+  /** A remote-console session with no byte either way for this long is closed (0: never). */
   consoleIdleSeconds: number
-  /** Where the other pcc-server processes reach this one (console relays); undefined: the address it listens on. */
+  /** Where the other pcc-server processes reach this one (remote-console relays); undefined: the address it listens on. */
   advertiseUrl: string | undefined
   /** Address the NBD exports of the control plane's volumes listen on and hypervisors connect to. */
   volumeExportAddress: string

@@ -24,11 +24,11 @@ export interface AgentDriverOptions {
   timeoutMs: number
   /** Guests reported longer ago than this are not trusted (the host is DOWN). */
   staleAfterMs: number
-  /** Where the agent's console websockets arrive (console/console-sessions.ts); no consoles without it. */
+  /** Where the agent's remote-console websockets arrive (remote-consoles/console-sessions.ts); none without it. */
   consoles?: HostConsoleStreams
 }
 
-/** A console session waiting for a host's websocket: the agent dials in with the session's id. */
+/** A remote-console session waiting for a host's websocket: the agent dials in with the session's id. */
 export interface HostConsoleStreams {
   expect(hostId: string, serverId: string): Promise<{ id: string; stream: Promise<Duplex>; cancel(reason: string): void }>
 }

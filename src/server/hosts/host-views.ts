@@ -1,7 +1,8 @@
 /**
- * The os-hypervisors and os-services representations of a host record, by microversion (compute-api.md
- * §8.4, §8.5). Below 2.53 hypervisors and services have integer ids: the host's position by creation.
+ * The os-hypervisors and os-services representations of a host record, by microversion (docs/conductor.md,
+ * "Hosts"). Below 2.53 hypervisors and services have integer ids: the host's position by creation.
  */
+import type { StoredHostFacts } from '../../contracts/host/facts.js'
 import type { HostTable } from '../storage/tables/compute.js'
 import { isUp } from './host-status.js'
 import type { VersionNumber } from '../../contracts/compute/versions.js'
@@ -25,9 +26,9 @@ export function hostId(host: HostTable, v: Version, ctx: HostContext): string | 
   return atLeast(v, 53) ? host.id : (ctx.legacyIds.get(host.id) ?? 0)
 }
 
-function facts(host: HostTable): Record<string, unknown> {
+function facts(host: HostTable): StoredHostFacts {
   try {
-    return JSON.parse(host.facts) as Record<string, unknown>
+    return JSON.parse(host.facts) as StoredHostFacts
   } catch {
     return {}
   }
@@ -56,8 +57,8 @@ export function hypervisorDetail(host: HostTable, v: Version, ctx: HostContext) 
   const f = facts(host)
   const base = {
     ...hypervisorSummary(host, v, ctx),
-    hypervisor_type: (f.hypervisor_type as string | undefined) ?? HYPERVISOR_TYPES[host.driver] ?? host.driver,
-    hypervisor_version: (f.hypervisor_version as number | undefined) ?? 1000000,
+    hypervisor_type: f.hypervisor_type ?? HYPERVISOR_TYPES[host.driver] ?? host.driver,
+    hypervisor_version: f.hypervisor_version ?? 1000000,
     host_ip: ips(host)[0] ?? null,
     service: { id: hostId(host, v, ctx), host: host.hostname, disabled_reason: host.disabled_reason },
   }

@@ -1,4 +1,4 @@
-/** Cookies of requests, for the few places that read one (the IdP's browser binding, the console token of old noVNC clients). */
+/** Cookies of requests, for the few places that read one (the IdP's browser binding, the remote-console token of old noVNC clients). */
 import { decodeURIComponentSafe } from '../logger.js'
 
 /**

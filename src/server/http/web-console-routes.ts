@@ -24,7 +24,7 @@ const TYPES: Record<string, string> = {
   '.woff2': 'font/woff2',
 }
 
-/** What a page may load and where it may connect: only this origin (the APIs, the console websocket). */
+/** What a page may load and where it may connect: only this origin (the APIs, the remote-console websocket). */
 const PAGE_HEADERS = {
   'content-security-policy':
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
@@ -53,7 +53,7 @@ function listFiles(dir: string): string[] {
   })
 }
 
-/** The built console, keyed by URL path below the base (`index.html`, `assets/app-XYZ.js`…). */
+/** The built web console, keyed by URL path below the base (`index.html`, `assets/app-XYZ.js`…). */
 export function loadWebConsole(dir = WEB_DIR): Map<string, StaticFile> {
   const files = new Map<string, StaticFile>()
   if (!existsSync(dir)) return files

@@ -1,5 +1,5 @@
 /**
- * What a guest is told about itself, in OpenStack's layouts (data-plane.md §4; Nova's nova/api/metadata/base.py
+ * What a guest is told about itself, in OpenStack's layouts (docs/qemu.md, "Images and disks"; Nova's nova/api/metadata/base.py
  * and nova/virt/netutils.py): `meta_data.json`, `network_data.json`, `vendor_data*.json`, `user_data`, and the EC2
  * tree. One module builds them for both consumers: the config drive (the QEMU driver writes these files into a
  * `config-2` ISO) and the metadata service at 169.254.169.254 (which answers the same paths, without the admin
@@ -9,6 +9,7 @@
  * except where a document is random by definition (`random_seed`).
  */
 import { randomBytes } from 'node:crypto'
+import { tapName } from '../../contracts/network/names.js'
 
 export interface InstanceNic {
   portId: string
@@ -110,7 +111,7 @@ export function networkData(facts: InstanceFacts): Record<string, unknown> {
   const networks: Record<string, unknown>[] = []
   const dns = new Set<string>()
   facts.nics.forEach((nic) => {
-    const link = `tap${nic.portId.slice(0, 11)}`
+    const link = tapName(nic.portId)
     const anyDhcp = nic.fixedIps.some((ip) => ip.dhcp)
     links.push({ id: link, vif_id: nic.portId, type: nic.vifType, mtu: anyDhcp ? null : nic.mtu, ethernet_mac_address: nic.macAddress })
     for (const version of [4, 6] as const) {

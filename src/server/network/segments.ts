@@ -5,7 +5,7 @@
  * wrapping round to the lowest gap), as ML2's vxlan type driver does; admins may instead name a `flat` network
  * on a physical network, which every host maps to one of its interfaces (agent.json `network.physical_interfaces`).
  * The rules per type are one table; the MTU a type allows follows the physical network's MTU minus the
- * encapsulation overhead (data-plane.md §7.2: 1500 − 50 = 1450 for VXLAN over IPv4).
+ * encapsulation overhead (1500 − 50 = 1450 for VXLAN over IPv4; docs/network.md, "Decisions", MTU).
  */
 import type { NetworkTable } from '../storage/schema.js'
 import type { NetCtx } from './context.js'

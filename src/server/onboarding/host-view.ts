@@ -1,26 +1,9 @@
-/** The resource manager's host object (Platform9 shape, identity-and-idp.md §6.7) built from the shared host records. */
+/** The resource manager's host object (Platform9 shape, docs/agent.md, "Host object") built from the shared host records. */
 import { isUp } from '../hosts/host-status.js'
+import type { StoredHostFacts } from '../../contracts/host/facts.js'
 import type { HostRoleTable, HostTable } from '../storage/tables/compute.js'
 import type { AgentHostTable } from '../storage/tables/onboarding.js'
 import { roleStatus } from './roles.js'
-
-export interface ReportedNic {
-  name: string
-  mac: string
-  ips: string[]
-  bond?: { mode: string; slaves: string[] }
-}
-
-export interface HostFacts {
-  os_info?: { id?: string; version_id?: string; pretty_name?: string }
-  arch?: string
-  cpu?: { count?: number; model?: string; virtualization?: boolean }
-  memory_mb?: number
-  disk_gb?: number
-  nics?: ReportedNic[]
-  agent_version?: string
-  cpu_info?: Record<string, unknown>
-}
 
 const parse = <T>(text: string | null | undefined, fallback: T): T => {
   try {
@@ -31,11 +14,12 @@ const parse = <T>(text: string | null | undefined, fallback: T): T => {
 }
 
 export function hostView(host: HostTable, roles: Pick<HostRoleTable, 'role' | 'state'>[], agent: Pick<AgentHostTable, 'message'> | undefined, now: number, downAfterMs: number) {
-  const facts = parse<HostFacts>(host.facts, {})
+  const facts = parse<StoredHostFacts>(host.facts, {})
   const ips = parse<string[]>(host.ip_addresses, [])
   const interfaces: Record<string, unknown> = {}
   for (const nic of facts.nics ?? []) {
-    interfaces[nic.name] = { mac: nic.mac, ifaces: nic.ips.map((addr) => ({ addr })), ...(nic.bond && { bond: nic.bond }) }
+    if (nic.name === undefined) continue
+    interfaces[nic.name] = { mac: nic.mac, ifaces: (nic.ips ?? []).map((addr) => ({ addr })), ...(nic.bond && { bond: nic.bond }) }
   }
   const details: Record<string, string> = {}
   for (const r of roles) details[r.role] = r.state

@@ -7,6 +7,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { AppError, conflict, notFound, unauthorized } from '../../contracts/errors.js'
+import type { HostFacts, StoredHostFacts } from '../../contracts/host/facts.js'
 import type { Config } from '../config/settings.js'
 import { AgentDriver, type HostConsoleStreams } from '../hosts/agent-driver.js'
 import type { DriverRegistry } from '../hosts/driver-registry.js'
@@ -14,30 +15,25 @@ import { registerHost, setHostRole } from '../hosts/host-protocol.js'
 import type { Store } from '../storage/store.js'
 import type { HostTable } from '../storage/tables/compute.js'
 import { CommandChannel } from './command-channel.js'
-import { hostView, type HostFacts, type HostView, type ReportedNic } from './host-view.js'
+import { hostView, type HostView } from './host-view.js'
 import { CONVERGING, ROLES } from './roles.js'
 import { storageHostGone, volumesOnHost } from '../volume/storage-hosts.js'
 
 export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 const secret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`
 
-export interface RegistrationRequest {
+/** The agent's registration: its host's facts (src/contracts/host/facts.ts), its one-time token and version. */
+export interface RegistrationRequest extends HostFacts {
   registration_token: string
   host_id: string
-  hostname: string
-  os_info: { id: string; version_id: string; pretty_name: string }
-  arch: string
-  cpu: { count: number; model: string; virtualization: boolean }
-  memory_mb: number
-  disk_gb: number
-  nics: ReportedNic[]
   agent_version: string
   /** The compute driver the agent runs (agent.json `driver`); simulated by default. */
   driver?: string
 }
 
 export interface HeartbeatRequest {
-  facts?: Record<string, unknown>
+  /** HeartbeatFacts when the agent is of this version; checked as an object only, so read like stored facts. */
+  facts?: StoredHostFacts
   capacity?: { vcpus: number; memory_mb: number; disk_gb: number }
   guests?: unknown[]
 }
@@ -170,7 +166,7 @@ export class OnboardingService {
       const byId = await tx.selectFrom('hosts').select(['hostname', 'kind']).where('id', '=', hostId).executeTakeFirst()
       if (byId && byId.kind !== 'agent') throw conflict(`Host ${hostId} is not an agent host.`)
       if (byId && byId.hostname !== req.hostname) await tx.updateTable('hosts').set({ hostname: req.hostname, updated_at: now }).where('id', '=', hostId).execute()
-      const facts: HostFacts = {
+      const facts: StoredHostFacts = {
         os_info: req.os_info,
         arch: req.arch,
         cpu: req.cpu,
@@ -255,11 +251,11 @@ export class OnboardingService {
     }
     if (hb.facts) {
       const before = (current as { facts?: string }).facts ?? '{}'
-      const merged = { ...(JSON.parse(before) as Record<string, unknown>), ...hb.facts }
+      const merged: StoredHostFacts = { ...(JSON.parse(before) as StoredHostFacts), ...hb.facts }
       const text = JSON.stringify(merged)
       if (text !== before) {
         set.facts = text
-        const nics = merged.nics as ReportedNic[] | undefined
+        const nics = merged.nics
         if (Array.isArray(nics)) set.ip_addresses = JSON.stringify(nics.flatMap((n) => n.ips ?? []))
       }
     }

@@ -1,10 +1,10 @@
 /**
- * The one way the console talks to pcc: the public APIs under this page's own origin and base path (so it works
+ * The one way the web console talks to pcc: the public APIs under this page's own origin and base path (so it works
  * behind any load balancer or path prefix, with no CORS), the user's token in X-Auth-Token, and errors turned
  * into a message plus what to do next. No private endpoint is used.
  */
 
-/** Each service: its path below {base}/ and the headers that pin the API version the console is written for. */
+/** Each service: its path below {base}/ and the headers that pin the API version the web console is written for. */
 export const SERVICES = {
   identity: { path: 'identity/v3', headers: {} },
   compute: { path: 'compute/v2.1', headers: { 'OpenStack-API-Version': 'compute 2.96' } },

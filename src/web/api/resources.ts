@@ -1,4 +1,4 @@
-/** Shapes of the API resources the console shows (only the fields it reads), and the lists it loads often. */
+/** Shapes of the API resources the web console shows (only the fields it reads), and the lists it loads often. */
 import { get, query } from './http'
 
 export interface Server {

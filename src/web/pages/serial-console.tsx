@@ -1,6 +1,6 @@
 /**
  * The serial console in the page: asks the compute API for a `serial` remote console (a websocket URL with a
- * short-lived token) and connects a terminal (xterm.js, loaded only when a console opens) to it. Bytes from the
+ * short-lived token) and connects a terminal (xterm.js, loaded only when a serial console opens) to it. Bytes from the
  * socket go to the terminal; keys typed go back as bytes.
  */
 import { useEffect, useRef, useState } from 'preact/hooks'

@@ -1,6 +1,6 @@
 /**
  * The noVNC viewer at `{base}/console/vnc.html?path=<path>` (the URL the compute API gives for `novnc`
- * consoles): connects to `ws(s)://<this host>/<path>`, where `path` carries the console token, and shows the
+ * consoles): connects to `ws(s)://<this host>/<path>`, where `path` carries the remote-console token, and shows the
  * guest's display. The websocket scheme follows the page's (https → wss), as nova-novncproxy requires.
  */
 import RFB from '@novnc/novnc'

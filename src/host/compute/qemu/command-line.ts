@@ -8,6 +8,7 @@
  * `-blockdev` nodes with explicit formats (QEMU never probes a user's image), NICs on taps named after their port.
  */
 import type { GuestImageRef, GuestSpec, VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { tapName } from '../../../contracts/network/names.js'
 import { volumeArgs } from './volumes.js'
 import { DriverError } from '../../../contracts/host/compute-driver.js'
 
@@ -108,11 +109,6 @@ export function imageHardware(image: GuestImageRef | null | undefined): { diskBu
     vifModel: pick('hw_vif_model', VIF_MODELS, 'virtio-net-pci'),
     machine,
   }
-}
-
-/** The tap of a port: `tap` + the first 11 characters of its id (Neutron's name, 14 characters: Linux's limit). */
-export function tapName(portId: string): string {
-  return `tap${portId.slice(0, 11)}`
 }
 
 export function nicsOf(spec: GuestSpec, model: string): PlannedNic[] {

@@ -1,5 +1,5 @@
 /**
- * A guest's disk files, as Nova's libvirt driver lays them out (data-plane.md §3): the root disk is a qcow2 overlay
+ * A guest's disk files, as Nova's libvirt driver lays them out (docs/qemu.md, "Images and disks"): the root disk is a qcow2 overlay
  * on the cached image, grown to the flavor's root size (0: the image's own size); the first ephemeral disk
  * (`disk.local`) is formatted ext4 with label `ephemeral0`; swap (`disk.swap`) carries a swap signature. Ephemeral
  * and swap are formatted as sparse raw files (no loop mount needed) and kept as qcow2 so they cost only what they

@@ -3,7 +3,7 @@
  * `.part` file (Glance's `os_hash_value`, else the MD5 `checksum`, as python-glanceclient checks), inspected, and
  * renamed into place. Guests' disks are qcow2 overlays on these files, so a cached image is never rewritten.
  *
- * Never trust a user's image to say what it is (Nova's format inspector, data-plane.md §3): the format comes from
+ * Never trust a user's image to say what it is (Nova's format inspector; docs/qemu.md, "Images and disks"): the format comes from
  * the image service and is passed to every QEMU tool explicitly; a disk that is not of that format, a qcow2 with a
  * backing file or an external data file, or a "raw" image that is really another format is refused.
  */

@@ -1,5 +1,5 @@
 /**
- * Live migration between two QEMU hosts without shared storage (data-plane.md §1.7), in QEMU 7.2's way:
+ * Live migration between two QEMU hosts without shared storage (docs/qemu.md, "Operations"), in QEMU 7.2's way:
  *
  * 1. destination (`prepare`): a QEMU with identical devices started paused with `-incoming defer`, its disks fresh
  *    overlays on the same base image, exported writable over NBD; `migrate-incoming` listens on a TCP port.

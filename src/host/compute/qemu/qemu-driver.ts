@@ -91,7 +91,7 @@ interface GuestRecord {
   boots: number
 }
 
-/** QEMU RunState → Nova power state (data-plane.md §1.4). */
+/** QEMU RunState → Nova power state (docs/qemu.md, "Operations"). */
 const RUN_STATE_POWER: Record<string, number> = {
   running: POWER.RUNNING,
   paused: POWER.PAUSED,
@@ -629,7 +629,7 @@ export class QemuDriver implements ComputeDriver {
   /** Guests live on the host's disk and in their own processes: a new driver finds them without being told. */
   adopt(_guests: GuestInfo[]): void {}
 
-  /** Runs QMP commands on a guest's monitor (for other agent modules: volume hot-plug, consoles), under its lock. */
+  /** Runs QMP commands on a guest's monitor (for other agent modules: volume hot-plug, remote consoles), under its lock. */
   withMonitor<T>(serverId: string, fn: (qmp: QmpClient) => Promise<T>): Promise<T> {
     return this.exclusive(serverId, (p) => {
       this.require(serverId, p)

@@ -1,7 +1,7 @@
 /**
  * A QMP client (QEMU Machine Protocol: JSON over a unix socket; QEMU docs interop/qmp-spec). It knows nothing of
  * servers: connect (greeting, then `qmp_capabilities`), one command at a time with its own timeout, events. The
- * QEMU driver composes commands from it; other parts of the agent (volume hot-plug, consoles) use it the same way.
+ * QEMU driver composes commands from it; other parts of the agent (volume hot-plug, remote consoles) use it the same way.
  *
  * One client per monitor socket at a time: QEMU serves one connection per monitor and leaves the next waiting, so
  * callers hold a connection only for the few commands they need (the driver serialises per guest).

@@ -1,5 +1,5 @@
 /**
- * DHCP for the guests of this host, as Neutron's DHCP agent runs it (data-plane.md §7.3): per network a
+ * DHCP for the guests of this host, as Neutron's DHCP agent runs it (docs/network.md, "Choices", DHCP): per network a
  * namespace `qdhcp-<net>` holding the network's DHCP port (`ns-<port>`, its MAC and addresses, plus
  * 169.254.169.254 for metadata) joined to the bridge by a veth, and one dnsmasq answering only the host entries
  * it is given — each local port's MAC gets exactly its fixed IP, with the subnet's gateway, DNS servers, host

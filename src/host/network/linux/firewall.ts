@@ -15,7 +15,7 @@
  * - `inet pcc` puts each network's traffic in its own conntrack zone (overlapping tenant addresses never share
  *   a connection; chosen by bridge, the input device br_netfilter gives these hooks), then filters marked traffic
  *   statefully: established and related pass, then the sender's egress rules, then the receiver's ingress rules
- *   (default deny), as Neutron's iptables firewall orders its chains (data-plane.md §7.5; see firewallTables).
+ *   (default deny), as Neutron's iptables firewall orders its chains (docs/network.md, "Choices"; see firewallTables).
  *   Unmarked traffic (the host's own, routers, DHCP servers) is not touched.
  *
  * The mark is the back end's: other software on the host must not set packet marks on bridged guest traffic.

@@ -1,5 +1,5 @@
 /**
- * Layer 2 on a host (Neutron's linuxbridge agent, data-plane.md §7.1–7.2): per network a Linux bridge
+ * Layer 2 on a host (Neutron's linuxbridge agent; docs/network.md, "Choices", Linux bridge and VXLAN): per network a Linux bridge
  * `brq<net>`, its uplink — a VXLAN device `vxlan-<vni>` with head-end replication to the network's other hosts
  * from static FDB entries (l2population: an all-zero entry per peer for broadcast, one per remote MAC, learning
  * off), or the host interface mapped to a flat network's physical network — and a tap per guest port.

@@ -1,5 +1,5 @@
 /**
- * Routers on a host with the `network` role, as Neutron's L3 agent builds them (data-plane.md §7.6): a namespace
+ * Routers on a host with the `network` role, as Neutron's L3 agent builds them (docs/network.md, "Choices", Routers): a namespace
  * `qrouter-<id>` that forwards, an interface `qr-<port>` on each attached network (the subnet's gateway address,
  * the port's MAC) and a gateway `qg-<port>` on the external network, each a veth whose other end sits in the
  * network's bridge; the default route through the external subnet's gateway; and in the namespace one nftables

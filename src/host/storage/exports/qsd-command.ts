@@ -3,7 +3,7 @@
  * export's description to argv, testable without QEMU.
  *
  * One daemon per exported volume, on a port of its own, with its own TLS-PSK key file holding one line per
- * attachment. Per volume, because QEMU skips its authorization check for PSK connections (data-plane.md §8.1):
+ * attachment. Per volume, because QEMU skips its authorization check for PSK connections (docs/block-storage.md, "Exports and keys"):
  * any identity in a daemon's key file opens every export of that daemon, so a daemon must serve exactly the
  * volume its keys are for. GnuTLS reads the key file at each handshake, so adding or removing an attachment's
  * key never restarts the daemon (measured with QEMU 7.2).

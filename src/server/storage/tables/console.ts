@@ -21,7 +21,7 @@ export interface ConsoleAuthTokenTable {
 }
 
 /**
- * A console session that waits for the stream of an agent host: the process holding the user's websocket (the
+ * A remote-console session that waits for the stream of an agent host: the process holding the user's websocket (the
  * owner) writes the row, asks the agent to dial in, and the agent's websocket may reach any process; a process
  * that is not the owner relays it to the owner's advertised URL with the relay secret.
  */
