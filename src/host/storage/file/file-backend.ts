@@ -57,9 +57,10 @@ export class FileBackend implements VolumeBackend {
       switch (source.kind) {
         case 'volume':
         case 'snapshot': {
-          const from = this.pathOf(source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId })
-          const bytes = await this.size(source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId })
-          if (bytes === undefined) throw new VolumeBackendError(`the source ${source.kind} does not exist on this backend`)
+          const ref = source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId }
+          const from = this.pathOf(ref)
+          const bytes = await this.size(ref)
+          if (bytes === undefined) throw new VolumeBackendError(`the source ${source.kind} ${'volumeId' in ref ? ref.volumeId : ref.snapshotId} does not exist on this backend`)
           if (bytes > maxBytes) throw new VolumeBackendError(`the source ${source.kind} (${bytes} bytes) is larger than the new volume (${maxBytes} bytes)`)
           // An attached source is copied by its daemon as of one moment, into a copy of its own size (grown after).
           if (source.kind === 'volume' && live) {

@@ -74,7 +74,7 @@ export class LvmBackend implements VolumeBackend {
         case 'snapshot': {
           const ref = source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId }
           const bytes = await this.size(ref)
-          if (bytes === undefined) throw new VolumeBackendError(`the source ${source.kind} does not exist in volume group ${this.volumeGroup}`)
+          if (bytes === undefined) throw new VolumeBackendError(`the source ${source.kind} ${'volumeId' in ref ? ref.volumeId : ref.snapshotId} does not exist in volume group ${this.volumeGroup}`)
           if (bytes > maxBytes) throw new VolumeBackendError(`the source ${source.kind} (${bytes} bytes) is larger than the new volume (${maxBytes} bytes)`)
           await convertInto({ blockdev: this.blockdev(ref) }, target)
           return
