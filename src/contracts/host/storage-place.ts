@@ -18,6 +18,8 @@ export const BACKEND_FAILURE = 422
 /** Image bytes as a place reads and writes them (the image service's blob store, or the host's image endpoints). */
 export interface PlaceImages {
   openBytes(imageId: string): Promise<{ stream: Readable; size: number }>
+  /** An image's status (`queued` until its bytes are stored, then `active`), or undefined when there is none. */
+  getById(imageId: string): Promise<{ status: string } | undefined>
   completeSnapshotImage(imageId: string, data: Readable, formats?: { diskFormat: string; containerFormat: string }): Promise<unknown>
 }
 

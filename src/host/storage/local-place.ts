@@ -35,13 +35,14 @@ export class LocalPlace implements StoragePlace {
     this.location = options.location
   }
 
+  /** Throws for a backend this place lacks; every call below is async, so that reaches its caller as a rejection. */
   backend(name: string): VolumeBackend {
     const backend = this.options.backends.get(name)
     if (!backend) throw new VolumeBackendError(`the ${name} backend is not available at ${this.location}`)
     return backend
   }
 
-  create(backend: string, volumeId: string, sizeGb: number): Promise<void> {
+  async create(backend: string, volumeId: string, sizeGb: number): Promise<void> {
     return this.backend(backend).create(volumeId, sizeGb)
   }
 
@@ -56,23 +57,25 @@ export class LocalPlace implements StoragePlace {
     })
   }
 
-  extend(backend: string, volumeId: string, sizeGb: number): Promise<void> {
+  async extend(backend: string, volumeId: string, sizeGb: number): Promise<void> {
     return this.backend(backend).extend(volumeId, sizeGb)
   }
 
-  delete(backend: string, volumeId: string): Promise<void> {
+  async delete(backend: string, volumeId: string): Promise<void> {
     return this.backend(backend).delete(volumeId)
   }
 
-  createSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void> {
+  async createSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void> {
     return this.backend(backend).createSnapshot(snapshotId, volumeId, this.options.exports.liveCopyOf({ kind: 'volume', volumeId }))
   }
 
-  deleteSnapshot(backend: string, snapshotId: string): Promise<void> {
+  async deleteSnapshot(backend: string, snapshotId: string): Promise<void> {
     return this.backend(backend).deleteSnapshot(snapshotId)
   }
 
   async uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void> {
+    // A repeated call (the task queue may run it twice) finds the image already holding the volume's bytes.
+    if ((await this.options.images.getById(imageId))?.status === 'active') return
     await withScratchDir(this.options.scratchDir, async (dir) => {
       const path = join(dir, `image.${diskFormat}`)
       await convertToFile(this.backend(backend).blockdev({ volumeId }), path, diskFormat)
