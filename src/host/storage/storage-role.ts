@@ -90,8 +90,14 @@ export class StorageRole {
     this.backends = backends
     this.address = this.options.config.export_address ?? (await sourceAddressTowards(this.options.controller))
     await this.report()
-    await this.syncExports()
+    // Active before the first sync, whose exports name the backends (a restarted agent adopts its daemons there).
     this.active = true
+    try {
+      await this.syncExports()
+    } catch (err) {
+      this.active = false
+      throw err
+    }
     // Every minute: capacity for the scheduler, and the exports checked against the desired state (a daemon that
     // died is started again).
     this.timer ??= setInterval(
@@ -119,8 +125,11 @@ export class StorageRole {
   }
 
   private backend(name: unknown): VolumeBackend {
+    // Not applied yet, or being removed: the control plane tries again later.
+    if (!this.active) throw new DriverError('the storage role is not active on this host', 409)
+    // A backend the host does not have is final, like any other failure of its backends.
     const backend = this.backends.get(String(name))
-    if (!this.active || !backend) throw new DriverError(`the ${String(name)} backend is not available on this host (storage role ${this.active ? 'active' : 'not applied'})`, 409)
+    if (!backend) throw new VolumeBackendError(`the ${String(name)} backend is not available on this host`)
     return backend
   }
 
