@@ -5,6 +5,7 @@
  * uploads (404 for anything else, so it learns nothing of other hosts').
  */
 import type { Readable } from 'node:stream'
+import { finished } from 'node:stream/promises'
 import { conflict, notFound } from '../../contracts/errors.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { ImageService } from '../image/service.js'
@@ -39,8 +40,11 @@ export async function sourceImageForHost(db: Db, images: Pick<ImageService, 'ope
   return images.openBytes(volume.image_id)
 }
 
-/** Stores the bytes of an image being uploaded from a volume on this host, which makes the image active. */
-export async function receiveUploadFromHost(db: Db, images: Pick<ImageService, 'completeSnapshotImage'>, hostId: string, imageId: string, data: Readable): Promise<void> {
+/**
+ * Stores the bytes of an image being uploaded from a volume on this host, which makes the image active. An image
+ * already active got them from an earlier run of the same upload (the task queue may run it twice): done.
+ */
+export async function receiveUploadFromHost(db: Db, images: Pick<ImageService, 'completeSnapshotImage' | 'getById'>, hostId: string, imageId: string, data: Readable): Promise<void> {
   const upload = await db
     .selectFrom('volume_image_uploads')
     .innerJoin('volumes', 'volumes.id', 'volume_image_uploads.volume_id')
@@ -49,6 +53,11 @@ export async function receiveUploadFromHost(db: Db, images: Pick<ImageService, '
     .executeTakeFirst()
   if (!upload || upload.location !== hostId) throw notFound(`No image ${imageId} is being uploaded from a volume on this host.`)
   if (upload.status !== 'uploading') throw conflict(`The volume of image ${imageId} is no longer uploading.`)
+  if ((await images.getById(imageId))?.status === 'active') {
+    data.resume()
+    await finished(data)
+    return
+  }
   await images.completeSnapshotImage(imageId, data)
 }
 
