@@ -3,7 +3,6 @@
  * action's own rules, then either one transaction that sets the starting task_state, records the instance
  * action and enqueues the work, or — for actions the API completes itself — the change and a finished action.
  */
-import { randomUUID } from 'node:crypto'
 import { AppError, badRequest, conflict, forbidden, notFound } from '../../contracts/errors.js'
 import type { ApiVersion } from '../../contracts/compute/versions.js'
 import { LEGACY_CONSOLE_ACTIONS } from '../../contracts/compute/remote-console.params.js'
@@ -24,6 +23,7 @@ import { createVolumeBackedImage, reserveSnapshotImage, shelvedImageName } from 
 import type { ComputeStorage } from './storage.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { accessIpv6 } from './access-ips.js'
+import { insertAction } from './instance-actions.js'
 import type { Principal } from '../auth/principal.js'
 import { associateServerFloatingIp, disassociateServerFloatingIp } from '../network/floating-ips.js'
 
@@ -87,11 +87,7 @@ export function stateView(row: ServerTable) {
 }
 
 async function recordAction(db: Db, row: ServerTable, action: string, requestId: string, caller: ActionCaller, finished: boolean): Promise<void> {
-  const now = Date.now()
-  await db
-    .insertInto('instance_actions')
-    .values({ id: randomUUID(), server_id: row.id, action, request_id: requestId, user_id: caller.userId, project_id: caller.projectId || row.project_id, message: null, start_time: now, finish_time: finished ? now : null, updated_at: now })
-    .execute()
+  await insertAction(db, { serverId: row.id, action, requestId, userId: caller.userId, projectId: caller.projectId || row.project_id, finished })
 }
 
 /**

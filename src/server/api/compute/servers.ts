@@ -19,7 +19,7 @@ import { documented, noBody } from '../../http/openapi.js'
 import { Type as T } from '@sinclair/typebox'
 import { envelope, fieldsSchema, listOf, plain, serverListQuery, versioned } from '../../../contracts/compute/schemas.js'
 import { J } from '../../../contracts/compute/json-types.js'
-import { randomUUID } from 'node:crypto'
+import { insertAction } from '../../compute/instance-actions.js'
 import { accessIpv6 } from '../../compute/access-ips.js'
 
 export interface ServerRouteDeps extends AppDeps {
@@ -243,10 +243,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       const now = Date.now()
       await db.transaction().execute(async (tx) => {
         await tx.updateTable('servers').set({ task_state: 'deleting', updated_at: now }).where('id', '=', row.id).execute()
-        await tx
-          .insertInto('instance_actions')
-          .values({ id: randomUUID(), server_id: row.id, action: 'delete', request_id: request.id, user_id: caller.userId, project_id: row.project_id, message: null, start_time: now, finish_time: null, updated_at: now })
-          .execute()
+        await insertAction(tx, { serverId: row.id, action: 'delete', requestId: request.id, userId: caller.userId, projectId: row.project_id }, now)
         await deps.queue.enqueue<DeleteTaskPayload>({ kind: COMPUTE_TASK_KINDS.delete, payload: { serverId: row.id, requestId: request.id }, subjectId: row.id }, tx)
       })
       deps.runner.wake()
