@@ -6,6 +6,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto'
 import type { Db } from '../storage/store.js'
+import type { InstanceActionEventTable, InstanceActionTable } from '../storage/tables/compute.js'
 
 /** Who started which action on which server, for which request. */
 export interface NewAction {
@@ -134,4 +135,28 @@ export async function recordFinishedAction(
     .insertInto('instance_action_events')
     .values({ id: eventId(actionId, event), action_id: actionId, event, start_time: now, finish_time: now, result: 'Success', traceback: null, host: server.host, details: null })
     .execute()
+}
+
+/** The time bounds of os-instance-actions' list (changes-since, changes-before on updated_at). */
+export interface ActionWindow {
+  since?: number
+  before?: number
+}
+
+/** A server's instance actions, newest first. */
+export async function listActions(db: Db, serverId: string, window: ActionWindow): Promise<InstanceActionTable[]> {
+  let query = db.selectFrom('instance_actions').selectAll().where('server_id', '=', serverId)
+  if (window.since !== undefined) query = query.where('updated_at', '>=', window.since)
+  if (window.before !== undefined) query = query.where('updated_at', '<=', window.before)
+  return query.orderBy('start_time', 'desc').orderBy('id', 'desc').execute()
+}
+
+/** The action a request started on a server. */
+export async function findActionOfRequest(db: Db, serverId: string, requestId: string): Promise<InstanceActionTable | undefined> {
+  return db.selectFrom('instance_actions').selectAll().where('server_id', '=', serverId).where('request_id', '=', requestId).executeTakeFirst()
+}
+
+/** An action's events, oldest first. */
+export async function actionEvents(db: Db, actionId: string): Promise<InstanceActionEventTable[]> {
+  return db.selectFrom('instance_action_events').selectAll().where('action_id', '=', actionId).orderBy('start_time').execute()
 }
