@@ -21,6 +21,17 @@ export async function findServerOfActions(db: Db, id: string): Promise<ServerOfA
   return db.selectFrom('servers').select(['id', 'project_id', 'deleted', 'host']).where('id', '=', id).executeTakeFirst()
 }
 
+/** The servers that existed at some time in [start, end], oldest first; of one project or of all. */
+export async function serversLivingIn(db: Db, start: number, end: number, projectId?: string): Promise<ServerTable[]> {
+  let q = db
+    .selectFrom('servers')
+    .selectAll()
+    .where('created_at', '<=', end)
+    .where((eb) => eb.or([eb('deleted_at', 'is', null), eb('deleted_at', '>=', start)]))
+  if (projectId) q = q.where('project_id', '=', projectId)
+  return q.orderBy('created_at').execute()
+}
+
 /** Full rows of the given servers, in no particular order. */
 export async function serverRowsByIds(db: Db, ids: string[]): Promise<ServerTable[]> {
   return db.selectFrom('servers').selectAll().where('id', 'in', ids).execute()
