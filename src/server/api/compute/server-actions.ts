@@ -14,7 +14,7 @@ import { computeStorage } from '../../compute/storage.js'
 import { parseIsoTime } from '../../../contracts/compute/time.js'
 import type { ServerRouteDeps } from './servers.js'
 import { renderServers, visibleServer } from './servers.js'
-import { bodyObject, callerOf, must, validate } from './context.js'
+import { bodyObject, callerOf, must, validate, visibleProject } from './context.js'
 import { ACTION_POLICY } from '../../policy/compute.policy.js'
 import { remoteConsoleUrl } from '../../remote-consoles/remote-consoles.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -88,7 +88,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       validate(`action:${key}`, request, ACTION_BODIES[key], body[key])
       const caller = callerOf(request)
       must(request, ACTION_POLICY[key] ?? ('adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action'), { projectId: row.project_id })
-      const outcome = await runAction(actionDeps, request.api, { ...caller, principal: request.principal }, row, action, body[key], request.id)
+      const outcome = await runAction(actionDeps, request.api, { ...caller, principal: request.principal, authorize: (op) => must(request, op, { projectId: row.project_id }) }, row, action, body[key], request.id)
       deps.runner.wake()
       if (outcome.headers) reply.headers(outcome.headers)
       if (action === 'rebuild' && outcome.server) {
@@ -100,9 +100,8 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     })
 
     scope.get<{ Params: { id: string }; Querystring: Record<string, string> }>('/v2.1/servers/:id/os-instance-actions', DOCS.actions, async (request) => {
-      const caller = callerOf(request)
       const server = await findServerOfActions(db, request.params.id)
-      if (!server || (!caller.admin && server.project_id !== caller.projectId) || (server.deleted && !request.api.has('deletedServerActions'))) {
+      if (!server || !visibleProject(request, server.project_id) || (server.deleted && !request.api.has('deletedServerActions'))) {
         throw notFound(`Instance ${request.params.id} could not be found.`)
       }
       must(request, 'servers:show', { projectId: server.project_id })
@@ -151,7 +150,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     scope.get<{ Params: { id: string; requestId: string } }>('/v2.1/servers/:id/os-instance-actions/:requestId', DOCS.showAction, async (request) => {
       const caller = callerOf(request)
       const server = await findServerOfActions(db, request.params.id)
-      if (!server || (!caller.admin && server.project_id !== caller.projectId)) throw notFound(`Instance ${request.params.id} could not be found.`)
+      if (!server || !visibleProject(request, server.project_id)) throw notFound(`Instance ${request.params.id} could not be found.`)
       must(request, 'servers:show', { projectId: server.project_id })
       const action = await findActionOfRequest(db, server.id, request.params.requestId)
       if (!action) throw notFound(`Action ${request.params.requestId} could not be found.`)

@@ -11,7 +11,7 @@ import type { ServerGroupTable } from '../../storage/schema.js'
 import type { AppDeps } from '../../deps.js'
 import { quotaLimits } from '../../compute/quotas.js'
 import { countServerGroups, deleteServerGroup, findServerGroup, groupMembers, insertServerGroup, listServerGroups } from '../../compute/server-groups.js'
-import { bodyObject, callerOf, must, validate } from './context.js'
+import { bodyObject, callerOf, must, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { envelope, fieldsSchema, listOf, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 
@@ -53,9 +53,8 @@ export function serverGroupRoutes(deps: AppDeps) {
     )
   }
   const visible = async (request: FastifyRequest, id: string) => {
-    const caller = callerOf(request)
     const g = await findServerGroup(db, id)
-    if (!g || (!caller.admin && g.project_id !== caller.projectId)) throw notFound(`Instance group ${id} could not be found.`)
+    if (!g || !visibleProject(request, g.project_id)) throw notFound(`Instance group ${id} could not be found.`)
     return g
   }
   return async (scope: FastifyInstance): Promise<void> => {

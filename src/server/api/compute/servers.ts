@@ -14,7 +14,7 @@ import { serversMatchingIps } from '../../compute/server-network.js'
 import { acceptServerDelete, findLiveServer, serverRowsByIds, updateServerFields } from '../../compute/server-rows.js'
 import type { ImageLookup } from '../../compute/images.js'
 import { computeStorage } from '../../compute/storage.js'
-import { bodyObject, callerOf, can, must, validate } from './context.js'
+import { bodyObject, callerOf, can, must, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { Type as T } from '@sinclair/typebox'
 import { envelope, fieldsSchema, listOf, plain, serverListQuery, versioned } from '../../../contracts/compute/schemas.js'
@@ -27,9 +27,8 @@ export interface ServerRouteDeps extends AppDeps {
 
 /** The live server `id` as the caller may see it, or 404. */
 export async function visibleServer(deps: AppDeps, request: FastifyRequest, id: string): Promise<ServerTable> {
-  const caller = callerOf(request)
   const row = await findLiveServer(deps.store.db, id)
-  if (!row || (!caller.admin && row.project_id !== caller.projectId)) throw notFound(`Instance ${id} could not be found.`)
+  if (!row || !visibleProject(request, row.project_id)) throw notFound(`Instance ${id} could not be found.`)
   return row
 }
 
