@@ -9,6 +9,7 @@
  * and acts on them with `POST /servers/{id}/action` (testkit/compute-api.ts).
  */
 import { randomUUID } from 'node:crypto'
+import { insertAction } from '../server/compute/instance-actions.js'
 import { COMPUTE_TASK_KINDS, type BuildTaskPayload } from '../server/compute/tasks.js'
 import type { AppDeps } from '../server/deps.js'
 import type { ServerTable } from '../server/storage/tables/compute.js'
@@ -77,10 +78,7 @@ export async function seedCreate(deps: SeedDeps, options: SeedCreateOptions = {}
             created_at: now, updated_at: now, launched_at: null, terminated_at: null, deleted_at: null, deleted: 0,
           }
           await tx.insertInto('servers').values(row).execute()
-          await tx
-            .insertInto('instance_actions')
-            .values({ id: randomUUID(), server_id: id, action: 'create', request_id: requestId, user_id: userId, project_id: projectId, message: null, start_time: now, finish_time: null, updated_at: now })
-            .execute()
+          await insertAction(tx, { serverId: id, action: 'create', requestId, userId, projectId }, now)
           if (groupId) await tx.insertInto('server_group_members').values({ group_id: groupId, server_id: id }).execute()
         }
         const payload: BuildTaskPayload = { serverIds, requestId }

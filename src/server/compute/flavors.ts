@@ -64,3 +64,50 @@ export function flavorSnapshot(f: FlavorTable): FlavorSnapshot {
     extra_specs: JSON.parse(f.extra_specs) as Record<string, string>,
   }
 }
+
+/** Every flavor that is not deleted, and the ids of the private ones `projectId` was given access to. */
+export async function flavorsWithAccess(db: Db, projectId: string): Promise<{ rows: FlavorTable[]; accessible: Set<string> }> {
+  const rows = await db.selectFrom('flavors').selectAll().where('deleted', '=', 0).execute()
+  const accessible = new Set((await db.selectFrom('flavor_access').select('flavor_id').where('project_id', '=', projectId).execute()).map((a) => a.flavor_id))
+  return { rows, accessible }
+}
+
+/** A live flavor with this id or this name (either makes a new flavor a duplicate). */
+export async function findFlavorClash(db: Db, id: string, name: string): Promise<Pick<FlavorTable, 'id' | 'name'> | undefined> {
+  return db.selectFrom('flavors').select(['id', 'name']).where((eb) => eb.or([eb('id', '=', id), eb('name', '=', name)])).where('deleted', '=', 0).executeTakeFirst()
+}
+
+export async function insertFlavor(db: Db, row: FlavorTable): Promise<void> {
+  await db.insertInto('flavors').values(row).execute()
+}
+
+export async function setFlavorDescription(db: Db, id: string, description: string | null): Promise<void> {
+  await db.updateTable('flavors').set({ description }).where('id', '=', id).execute()
+}
+
+/** Answers false when there was no such flavor. */
+export async function deleteFlavor(db: Db, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('flavors').where('id', '=', id).executeTakeFirst()
+  return Number(result.numDeletedRows) > 0
+}
+
+export async function saveExtraSpecs(db: Db, id: string, specs: Record<string, string>): Promise<void> {
+  await db.updateTable('flavors').set({ extra_specs: JSON.stringify(specs) }).where('id', '=', id).execute()
+}
+
+/** The projects given access to a flavor, by project id. */
+export async function flavorAccess(db: Db, flavorId: string): Promise<{ flavor_id: string; project_id: string }[]> {
+  return db.selectFrom('flavor_access').select(['flavor_id', 'project_id']).where('flavor_id', '=', flavorId).orderBy('project_id').execute()
+}
+
+/** Answers false when the project had access already. */
+export async function addFlavorAccess(db: Db, flavorId: string, projectId: string): Promise<boolean> {
+  const done = await db.insertInto('flavor_access').values({ flavor_id: flavorId, project_id: projectId }).onConflict((oc) => oc.doNothing()).executeTakeFirst()
+  return Number(done.numInsertedOrUpdatedRows ?? 0) > 0
+}
+
+/** Answers false when the project had no access. */
+export async function removeFlavorAccess(db: Db, flavorId: string, projectId: string): Promise<boolean> {
+  const done = await db.deleteFrom('flavor_access').where('flavor_id', '=', flavorId).where('project_id', '=', projectId).executeTakeFirst()
+  return Number(done.numDeletedRows) > 0
+}

@@ -6,6 +6,8 @@
 import { createHash, generateKeyPairSync, webcrypto, X509Certificate } from 'node:crypto'
 import { badRequest } from '../../contracts/errors.js'
 import { x509 } from '../crypto/x509.js'
+import type { KeypairTable } from '../storage/tables/compute.js'
+import type { Db } from '../storage/store.js'
 
 function sshString(buf: Buffer): Buffer {
   const len = Buffer.alloc(4)
@@ -74,4 +76,28 @@ export function fingerprintOf(type: 'ssh' | 'x509', publicKey: string): string {
   const n = blob.readUInt32BE(0)
   if (blob.subarray(4, 4 + n).toString() !== kind) throw badRequest('Keypair data is invalid: failed to generate fingerprint')
   return colonHex(createHash('md5').update(blob).digest())
+}
+
+/** A user's key pair by name. */
+export async function findKeypair(db: Db, userId: string, name: string): Promise<KeypairTable | undefined> {
+  return db.selectFrom('keypairs').selectAll().where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()
+}
+
+/** A user's key pairs, by name. */
+export async function listKeypairs(db: Db, userId: string): Promise<KeypairTable[]> {
+  return db.selectFrom('keypairs').selectAll().where('user_id', '=', userId).orderBy('name').execute()
+}
+
+export async function countKeypairs(db: Db, userId: string): Promise<number> {
+  return Number((await db.selectFrom('keypairs').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirst())?.n ?? 0)
+}
+
+/** Answers false when the user has a key pair of that name already. */
+export async function insertKeypair(db: Db, row: KeypairTable): Promise<boolean> {
+  const inserted = await db.insertInto('keypairs').values(row).onConflict((oc) => oc.columns(['user_id', 'name']).doNothing()).executeTakeFirst()
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0
+}
+
+export async function deleteKeypair(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('keypairs').where('id', '=', id).execute()
 }

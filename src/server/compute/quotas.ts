@@ -94,3 +94,26 @@ export async function checkMetadataQuota(db: Db, projectId: string, count: numbe
   const limits = known ?? (await quotaLimits(db, projectId))
   if (limits.metadata_items >= 0 && count > limits.metadata_items) throw forbidden(`Quota exceeded for metadata_items: Requested ${count}, but already used 0 of ${limits.metadata_items} metadata_items`)
 }
+
+/** Whether a project exists (a quota is set only for a known project). */
+export async function projectExists(db: Db, projectId: string): Promise<boolean> {
+  return (await db.selectFrom('projects').select('id').where('id', '=', projectId).executeTakeFirst()) !== undefined
+}
+
+/** Writes a project's limits together: all of them or none. */
+export async function setQuotaLimits(db: Db, projectId: string, limits: { resource: string; limit: number }[]): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    for (const { resource, limit } of limits) {
+      await tx
+        .insertInto('quotas')
+        .values({ project_id: projectId, resource, hard_limit: limit })
+        .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit: limit }))
+        .execute()
+    }
+  })
+}
+
+/** Removes a project's compute limits: it falls back to the defaults. */
+export async function resetQuotaLimits(db: Db, projectId: string): Promise<void> {
+  await db.deleteFrom('quotas').where('project_id', '=', projectId).where('resource', 'in', QUOTA_RESOURCES).execute()
+}

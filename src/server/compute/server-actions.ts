@@ -3,8 +3,7 @@
  * action's own rules, then either one transaction that sets the starting task_state, records the instance
  * action and enqueues the work, or — for actions the API completes itself — the change and a finished action.
  */
-import { randomUUID } from 'node:crypto'
-import { AppError, badRequest, conflict, forbidden, notFound } from '../../contracts/errors.js'
+import { AppError, badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { ApiVersion } from '../../contracts/compute/versions.js'
 import { LEGACY_CONSOLE_ACTIONS } from '../../contracts/compute/remote-console.params.js'
 import type { ServerTable } from '../storage/schema.js'
@@ -24,6 +23,7 @@ import { createVolumeBackedImage, reserveSnapshotImage, shelvedImageName } from 
 import type { ComputeStorage } from './storage.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { accessIpv6 } from './access-ips.js'
+import { insertAction } from './instance-actions.js'
 import type { Principal } from '../auth/principal.js'
 import { associateServerFloatingIp, disassociateServerFloatingIp } from '../network/floating-ips.js'
 
@@ -33,7 +33,16 @@ export interface ActionCaller {
   userId: string
   /** For actions completed through another service with the caller's own rights (Nova's floating IP actions). */
   principal?: Principal
+  /**
+   * Checks a compute policy rule that depends on the action's body or the server's state (a host named for
+   * unshelve, an admin's lock): the route passes the policy table's check, so the rule stays in the table while the
+   * check keeps its place after the state checks (403 only for a request the server's state accepts).
+   */
+  authorize: (operation: ActionPolicy) => void
 }
+
+/** The compute policy rules an action checks on the way (compute.policy.ts). */
+export type ActionPolicy = 'os-lock-server:unlock:unlock_override' | 'os-shelve:unshelve_to_host' | 'os-migrate-server:migrate:host'
 
 export interface ActionOutcome {
   status: 200 | 202 | 204
@@ -87,11 +96,7 @@ export function stateView(row: ServerTable) {
 }
 
 async function recordAction(db: Db, row: ServerTable, action: string, requestId: string, caller: ActionCaller, finished: boolean): Promise<void> {
-  const now = Date.now()
-  await db
-    .insertInto('instance_actions')
-    .values({ id: randomUUID(), server_id: row.id, action, request_id: requestId, user_id: caller.userId, project_id: caller.projectId || row.project_id, message: null, start_time: now, finish_time: finished ? now : null, updated_at: now })
-    .execute()
+  await insertAction(db, { serverId: row.id, action, requestId, userId: caller.userId, projectId: caller.projectId || row.project_id, finished })
 }
 
 /**
@@ -154,7 +159,7 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       return { status: 202 }
     }
     case 'unlock': {
-      if (row.locked_by === 'admin' && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:os-lock-server:unlock:unlock_override to be performed.")
+      if (row.locked_by === 'admin') caller.authorize('os-lock-server:unlock:unlock_override')
       await db.updateTable('servers').set({ locked: 0, locked_by: null, locked_reason: null, updated_at: Date.now() }).where('id', '=', row.id).execute()
       await recordAction(db, row, 'unlock', requestId, caller, true)
       return { status: 202 }
@@ -299,12 +304,12 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       if ((az !== undefined || host !== undefined) && row.vm_state !== 'shelved_offloaded') {
         throw conflict(`Cannot 'unshelve' instance ${row.id} while it is in vm_state ${row.vm_state}`)
       }
-      if (host !== undefined && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:os-shelve:unshelve_to_host to be performed.")
+      if (host !== undefined) caller.authorize('os-shelve:unshelve_to_host')
       await accept(deps, row, action, { availabilityZone: az, host }, requestId, caller)
       return { status: 202 }
     }
     case 'migrate': {
-      if (v.host && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:os-migrate-server:migrate:host to be performed.")
+      if (v.host) caller.authorize('os-migrate-server:migrate:host')
       if (v.host) await requireTargetHost(deps, row, v.host as string)
       await accept(deps, row, action, { host: v.host ?? null }, requestId, caller)
       return { status: 202 }

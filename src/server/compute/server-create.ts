@@ -20,6 +20,7 @@ import { allocateServerNetworks, networkRequest } from './server-network.js'
 import { fromLegacy, parseBlockDevices, recordBlockDevices, validateBlockDevices, type BdmRequest, type PlannedBdm } from './block-devices.js'
 import type { ComputeStorage } from './storage.js'
 import { accessIpv6 } from './access-ips.js'
+import { insertActions } from './instance-actions.js'
 
 export interface CreateCaller {
   admin: boolean
@@ -235,10 +236,7 @@ export async function createServers(
         if (blockDevices) await recordBlockDevices(tx, storage, servers.map((r) => r.id), blockDevices, caller)
         if (tags.length) await tx.insertInto('server_tags').values(servers.flatMap((r) => tags.map((tag) => ({ server_id: r.id, tag })))).execute()
         if (groupId) await tx.insertInto('server_group_members').values(servers.map((r) => ({ group_id: groupId, server_id: r.id }))).execute()
-        await tx
-          .insertInto('instance_actions')
-          .values(servers.map((r) => ({ id: randomUUID(), server_id: r.id, action: 'create', request_id: requestId, user_id: caller.userId, project_id: caller.projectId, message: null, start_time: now, finish_time: null, updated_at: now })))
-          .execute()
+        await insertActions(tx, servers.map((r) => ({ serverId: r.id, action: 'create', requestId, userId: caller.userId, projectId: caller.projectId })), now)
         await queue.enqueue<BuildTaskPayload>({ kind: COMPUTE_TASK_KINDS.build, payload: { serverIds: servers.map((r) => r.id), requestId, adminPass }, subjectId: servers[0].id }, tx)
         return { servers, adminPass, reservationId, securityGroups }
       })

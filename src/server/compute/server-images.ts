@@ -16,7 +16,7 @@ import type { BlockDeviceMappingTable } from '../storage/tables/compute-volumes.
 import type { ServerTable } from '../storage/tables/compute.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
-import { recordFinishedAction } from '../conductor/records.js'
+import { recordFinishedAction } from './instance-actions.js'
 import type { ComputeStorage } from './storage.js'
 
 /** Properties a snapshot does not inherit from its base image (Nova's NON_INHERITABLE_IMAGE_PROPERTIES and config default). */

@@ -10,7 +10,7 @@
  * - os-interface attach and detach, and the security-group actions, run in the API (see docs/compute.md).
  */
 import { badRequest, conflict } from '../../contracts/errors.js'
-import { recordFinishedAction } from '../conductor/records.js'
+import { recordFinishedAction } from './instance-actions.js'
 import type { AddressItem } from '../../contracts/compute/server.fields.js'
 import { NetworkService, type NetworkAddress, type NetworkRequest, type ServerPort } from '../network/service.js'
 import type { ServerTable } from '../storage/schema.js'

@@ -21,6 +21,7 @@ import { nextDeviceName, volumeMappings, withDev } from './block-devices.js'
 import { volumeOperationRefusal, type VolumeOperation } from './server-states.js'
 import type { ComputeStorage } from './storage.js'
 import { COMPUTE_TASK_KINDS, type VolumeTaskPayload } from './tasks.js'
+import { insertAction } from './instance-actions.js'
 
 export interface VolumeOpDeps {
   db: Db
@@ -74,11 +75,7 @@ export async function findAttachment(db: Db, serverId: string, volumeId: string)
 }
 
 async function recordAction(tx: Db, row: ServerTable, caller: VolumeCaller, requestId: string, action: string, finished: boolean): Promise<void> {
-  const now = Date.now()
-  await tx
-    .insertInto('instance_actions')
-    .values({ id: randomUUID(), server_id: row.id, action, request_id: requestId, user_id: caller.userId, project_id: caller.projectId || row.project_id, message: null, start_time: now, finish_time: finished ? now : null, updated_at: now })
-    .execute()
+  await insertAction(tx, { serverId: row.id, action, requestId, userId: caller.userId, projectId: caller.projectId || row.project_id, finished })
 }
 
 async function enqueue(deps: VolumeOpDeps, tx: Db, payload: VolumeTaskPayload): Promise<void> {

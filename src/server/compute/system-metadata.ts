@@ -28,3 +28,10 @@ export async function deleteSystemMetadata(db: Db, serverId: string, keys?: stri
   if (keys) q = q.where('key', 'in', keys)
   await q.execute()
 }
+
+/** The password the guest posted, as its four system metadata parts joined ('' when none was posted). */
+export async function postedPassword(db: Db, serverId: string): Promise<string> {
+  const rows = await db.selectFrom('server_system_metadata').select(['key', 'value']).where('server_id', '=', serverId).where('key', 'in', [...PASSWORD_KEYS]).execute()
+  const byKey = new Map(rows.map((r) => [r.key, r.value]))
+  return PASSWORD_KEYS.map((k) => byKey.get(k) ?? '').join('')
+}

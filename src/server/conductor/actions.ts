@@ -15,7 +15,8 @@ import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { driverFor, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
 import { specFor, usableImageRef, type SpecOptions } from './guest-specs.js'
 import { runDelete } from './delete.js'
-import { findAction, finishAction, finishEvent, recordFault, startEvent } from './records.js'
+import { findAction, finishAction, finishEvent, startEvent } from '../compute/instance-actions.js'
+import { recordFault } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
 import { createBackup, createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
 import { attachedVolumes } from './volumes.js'
@@ -265,9 +266,14 @@ async function unshelve(run: ActionRun): Promise<Outcome> {
   return { progress: 0 }
 }
 
-type Impl = (run: ActionRun) => Promise<Outcome>
+/** Drives one action's steps on the driver and answers the final update (runAction writes it with the records). */
+type ActionHandler = (run: ActionRun) => Promise<Outcome>
 
-const IMPLS: Partial<Record<ServerActionName, Impl>> = {
+/**
+ * One handler per action. null: the API answers the action itself (no task comes here), or, for forceDelete,
+ * the task is a delete under an action's name and runDelete takes it whole.
+ */
+const ACTION_HANDLERS: Record<ServerActionName, ActionHandler | null> = {
   'reboot:SOFT': async (run) => {
     await run.step('reboot_pending')
     await run.step('reboot_started')
@@ -353,55 +359,87 @@ const IMPLS: Partial<Record<ServerActionName, Impl>> = {
     await run.driver().powerOn(run.server.id)
     return {}
   },
+  forceDelete: null,
+  lock: null,
+  unlock: null,
+  'os-getVNCConsole': null,
+  'os-getSPICEConsole': null,
+  'os-getSerialConsole': null,
+  'os-getConsoleOutput': null,
+  addFloatingIp: null,
+  removeFloatingIp: null,
+  'os-resetState': null,
+  trigger_crash_dump: null,
+  addSecurityGroup: null,
+  removeSecurityGroup: null,
 }
+
+/** The records one run writes its end to. */
+interface RunRecords {
+  actionId: string | undefined
+  eventId: string | undefined
+}
+
+/** The actions that move the server to another host: a failure gives the destination's claim back. */
+const MOVING_ACTIONS: ReadonlySet<ServerActionName> = new Set(['resize', 'migrate', 'os-migrateLive', 'evacuate'])
 
 export async function runAction(ctx: ConductorContext, payload: ActionTaskPayload): Promise<void> {
   const db = ctx.store.db
   const rule = SERVER_ACTIONS[payload.action]
   if (!rule) return
+  if (payload.action === 'forceDelete') return runDelete(ctx, { serverId: payload.serverId, requestId: payload.requestId })
   const server = await loadServer(db, payload.serverId)
   const actionId = (await findAction(db, payload.serverId, payload.requestId))?.id
-  if (payload.action === 'forceDelete') return runDelete(ctx, { serverId: payload.serverId, requestId: payload.requestId })
-  const impl = IMPLS[payload.action]
+  const handler = ACTION_HANDLERS[payload.action]
   const chain: string[] = rule.startTask ? [rule.startTask, ...rule.steps] : []
   // Gone, not an asynchronous action, or already finished by an earlier run of this task.
-  if (!server || server.deleted || !impl || !chain.includes(server.task_state ?? '')) {
+  if (!server || server.deleted || !handler || !chain.includes(server.task_state ?? '')) {
     await finishAction(db, actionId)
     return
   }
   const eventId = await startEvent(db, actionId, EVENTS[payload.action] ?? `compute_${rule.instanceAction}`, server.host)
   await ctx.drivers.ensure([server.host_id])
   const run = new ActionRun(ctx, server, payload, chain)
+  const records: RunRecords = { actionId, eventId }
   try {
-    const outcome = await impl(run)
-    const vmState: VmState = (outcome.vm_state as VmState | undefined) ?? finalVmState(payload.action, payload.before)
-    const hostId = outcome.host_id !== undefined ? outcome.host_id : run.server.host_id
-    const guest = hostId ? await ctx.drivers.get(hostId)?.info(run.server.id) : undefined
-    const power = outcome.power_state ?? guest?.powerState ?? RESTING_POWER[vmState]
-    // The final state, the event and the action's finish commit together: whoever sees the server idle sees the action done.
-    await db.transaction().execute(async (tx) => {
-      if (!(await moveServer(tx, run.server.id, { taskStates: chain }, { ...outcome, vm_state: vmState, task_state: null, power_state: power }))) return
-      // The ports follow the server to its new host (or are unbound when it left every host).
-      if (outcome.host !== undefined || payload.action === 'unshelve') await bindServerNetwork(ctx.store, tx, run.server.id, (outcome.host !== undefined ? outcome.host : run.server.host) ?? '')
-      await finishEvent(tx, eventId, 'Success')
-      await finishAction(tx, actionId)
-    })
+    await succeed(run, await handler(run), records)
   } catch (err) {
     if (err instanceof Abandoned) return
     if (!(err instanceof DriverError) && !(err instanceof StepFailure)) throw err
-    const vmState = err instanceof StepFailure && err.vmState ? err.vmState : 'error'
-    const details = err instanceof StepFailure ? err.details : (err.stack ?? '')
-    const moving = ['resize', 'migrate', 'os-migrateLive', 'evacuate'].includes(payload.action)
-    await db.transaction().execute(async (tx) => {
-      if (!(await moveServer(tx, run.server.id, { taskStates: chain }, { vm_state: vmState, task_state: null, ...(moving && { old_flavor: null, new_flavor: null }) }))) return
-      // A move that failed gives back the destination's claim; the server stays where it was.
-      if (moving) {
-        const others = await tx.selectFrom('allocations').select('host_id').where('server_id', '=', run.server.id).execute()
-        for (const o of others) if (o.host_id !== run.server.host_id) await releaseAll(tx, run.server.id, o.host_id)
-      }
-      await recordFault(tx, run.server.id, { code: (err as DriverError | StepFailure).code, message: err.message, details })
-      await finishEvent(tx, eventId, 'Error', { traceback: err.stack })
-      await finishAction(tx, actionId, true)
-    })
+    await fail(run, err, records)
   }
+}
+
+/** The final state, the event and the action's finish commit together: whoever sees the server idle sees the action done. */
+async function succeed(run: ActionRun, outcome: Outcome, records: RunRecords): Promise<void> {
+  const { ctx, payload, chain } = run
+  const vmState: VmState = (outcome.vm_state as VmState | undefined) ?? finalVmState(payload.action, payload.before)
+  const hostId = outcome.host_id !== undefined ? outcome.host_id : run.server.host_id
+  const guest = hostId ? await ctx.drivers.get(hostId)?.info(run.server.id) : undefined
+  const power = outcome.power_state ?? guest?.powerState ?? RESTING_POWER[vmState]
+  await ctx.store.db.transaction().execute(async (tx) => {
+    if (!(await moveServer(tx, run.server.id, { taskStates: chain }, { ...outcome, vm_state: vmState, task_state: null, power_state: power }))) return
+    // The ports follow the server to its new host (or are unbound when it left every host).
+    if (outcome.host !== undefined || payload.action === 'unshelve') await bindServerNetwork(ctx.store, tx, run.server.id, (outcome.host !== undefined ? outcome.host : run.server.host) ?? '')
+    await finishEvent(tx, records.eventId, 'Success')
+    await finishAction(tx, records.actionId)
+  })
+}
+
+/** The server lands in the failure's state (error unless the step said otherwise), with a fault and the records marked failed. */
+async function fail(run: ActionRun, err: DriverError | StepFailure, records: RunRecords): Promise<void> {
+  const vmState = err instanceof StepFailure && err.vmState ? err.vmState : 'error'
+  const details = err instanceof StepFailure ? err.details : (err.stack ?? '')
+  const moving = MOVING_ACTIONS.has(run.payload.action)
+  await run.ctx.store.db.transaction().execute(async (tx) => {
+    if (!(await moveServer(tx, run.server.id, { taskStates: run.chain }, { vm_state: vmState, task_state: null, ...(moving && { old_flavor: null, new_flavor: null }) }))) return
+    // A move that failed gives back the destination's claim; the server stays where it was.
+    if (moving) {
+      const others = await tx.selectFrom('allocations').select('host_id').where('server_id', '=', run.server.id).execute()
+      for (const o of others) if (o.host_id !== run.server.host_id) await releaseAll(tx, run.server.id, o.host_id)
+    }
+    await recordFault(tx, run.server.id, { code: err.code, message: err.message, details })
+    await finishEvent(tx, records.eventId, 'Error', { traceback: err.stack })
+    await finishAction(tx, records.actionId, true)
+  })
 }

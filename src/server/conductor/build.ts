@@ -14,7 +14,8 @@ import { NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
 import type { ServerTable } from '../storage/tables/compute.js'
 import { driverFor, loadServer, moveServer, type ConductorContext } from './context.js'
 import { specFor } from './guest-specs.js'
-import { eventId, findActions, finishAction, finishEvent, recordFault, startEvents } from './records.js'
+import { eventId, findActions, finishAction, finishActionsWithEvent, finishEvent, startEvents } from '../compute/instance-actions.js'
+import { recordFault } from './records.js'
 import { bindServerNetwork, releaseServerNetwork } from '../compute/server-network.js'
 import { prepareBlockDevices, releaseVolumes } from './volumes.js'
 
@@ -151,14 +152,7 @@ async function buildTogether(ctx: ConductorContext, servers: ServerTable[], acti
         .execute()
       const ok = rows.map((r) => r.id)
       const actionIds = ok.map((id) => actions.get(id)).filter((a): a is string => !!a)
-      if (actionIds.length > 0) {
-        await tx
-          .updateTable('instance_action_events')
-          .set({ finish_time: now, result: 'Success' })
-          .where('id', 'in', actionIds.map((a) => eventId(a, BUILD_EVENT)))
-          .execute()
-        await tx.updateTable('instance_actions').set({ finish_time: now, updated_at: now }).where('id', 'in', actionIds).execute()
-      }
+      await finishActionsWithEvent(tx, actionIds, BUILD_EVENT, now)
       return new Set(ok)
     })
     for (const id of spawned) if (!done.has(id)) await abandon(ctx, id, drivers.get(id)!)

@@ -19,6 +19,7 @@ import { releaseAll } from '../scheduler/claims.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import { moveServer, type ConductorContext } from './context.js'
 import { recordFault } from './records.js'
+import { insertAction } from '../compute/instance-actions.js'
 
 export interface ReconcileReport {
   erroredLostHost: number
@@ -148,10 +149,7 @@ async function enqueueEvacuate(ctx: ConductorContext, queue: TaskQueue, serverId
   const requestId = `req-${randomUUID()}`
   return ctx.store.db.transaction().execute(async (tx) => {
     if (!(await moveServer(tx, serverId, { vmStates: ['active', 'stopped', 'error'], taskStates: [null] }, { task_state: 'rebuilding' }))) return false
-    await tx
-      .insertInto('instance_actions')
-      .values({ id: randomUUID(), server_id: serverId, action: 'evacuate', request_id: requestId, user_id: userId, project_id: projectId, message: null, start_time: now, finish_time: null, updated_at: now })
-      .execute()
+    await insertAction(tx, { serverId, action: 'evacuate', requestId, userId, projectId }, now)
     const payload: ActionTaskPayload = { serverId, action: 'evacuate', params: {}, requestId, before: { vmState, powerState } }
     await queue.enqueue({ kind: COMPUTE_TASK_KINDS.action, payload, subjectId: serverId }, tx)
     return true

@@ -24,7 +24,8 @@ import type { ServerTable } from '../storage/tables/compute.js'
 import type { Db } from '../storage/store.js'
 import type { ExtendRequest } from '../volume/worker.js'
 import { driverFor, loadServer, type ConductorContext } from './context.js'
-import { findAction, finishAction, finishEvent, recordFault, startAction, startEvent } from './records.js'
+import { findAction, finishAction, finishEvent, startAction, startEvent } from '../compute/instance-actions.js'
+import { recordFault } from './records.js'
 
 const EVENTS: Record<VolumeTaskPayload['operation'], string> = { attach: 'compute_attach_volume', detach: 'compute_detach_volume', swap: 'compute_swap_volume' }
 

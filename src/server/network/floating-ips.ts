@@ -220,3 +220,9 @@ export async function disassociateServerFloatingIp(ctx: NetCtx, actor: Actor, se
   if (port?.device_id !== serverId) throw new AppError('conflict', `Floating IP ${address} is not associated with instance ${serverId}.`)
   await associate(ctx, actor, fip, null, null)
 }
+
+/** The server a floating IP's fixed port belongs to, as Nova's proxy shows it (null when the port is no server's). */
+export async function floatingIpInstance(ctx: NetCtx, portId: string | null | undefined): Promise<string | null> {
+  const port = portId ? await ctx.db.selectFrom('ports').select(['device_id', 'device_owner']).where('id', '=', portId).executeTakeFirst() : undefined
+  return port?.device_owner.startsWith('compute:') ? port.device_id : null
+}

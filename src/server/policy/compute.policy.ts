@@ -6,6 +6,8 @@
 import { anyOf, anyone, isAdmin, projectMemberOrAdmin, projectReaderOrAdmin, type PolicyTable } from './rules.js'
 
 export const COMPUTE_POLICY = {
+  /** Seeing another project's servers and server groups at all: without it they are 404, not 403 (context.ts visibleProject). */
+  'other_projects:see': isAdmin,
   'servers:index': projectReaderOrAdmin,
   'servers:index:get_all_tenants': isAdmin,
   'servers:allow_all_filters': isAdmin,
@@ -18,7 +20,9 @@ export const COMPUTE_POLICY = {
   'servers:delete': projectMemberOrAdmin,
   'servers:action': projectMemberOrAdmin,
   'servers:action:admin': isAdmin,
-  'servers:unlock:unlock_override': isAdmin,
+  'os-lock-server:unlock:unlock_override': isAdmin,
+  'os-shelve:unshelve_to_host': isAdmin,
+  'os-migrate-server:migrate:host': isAdmin,
   'servers:metadata:write': projectMemberOrAdmin,
   'servers:password:clear': projectMemberOrAdmin,
   'servers:tags:write': projectMemberOrAdmin,

@@ -58,3 +58,34 @@ export async function checkQuota(db: Db, capabilities: Capabilities, projectId: 
     }
   }
 }
+
+/**
+ * Cinder's quotas this backend does not count (no backups, no groups, no per-volume limit): every quota set shows
+ * them, with Cinder's defaults or what an admin set, as clients expect the keys.
+ */
+export const UNCOUNTED_QUOTAS: Record<string, number> = { per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 }
+export const ALL_QUOTAS = [...QUOTA_RESOURCES, ...Object.keys(UNCOUNTED_QUOTAS)]
+
+/** Every quota of a project: the counted ones (quotaLimits) and the others as stored, else their defaults. */
+export async function projectQuotas(db: Db, projectId: string): Promise<Record<string, number>> {
+  const stored = await db.selectFrom('volume_quotas').select(['resource', 'hard_limit']).where('project_id', '=', projectId).where('resource', 'in', Object.keys(UNCOUNTED_QUOTAS)).execute()
+  return { ...UNCOUNTED_QUOTAS, ...Object.fromEntries(stored.map((r) => [r.resource, r.hard_limit])), ...(await quotaLimits(db, projectId)) }
+}
+
+/** Writes a project's limits together: all of them or none. */
+export async function setProjectQuotas(db: Db, projectId: string, updates: [string, number][]): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    for (const [resource, hard_limit] of updates) {
+      await tx
+        .insertInto('volume_quotas')
+        .values({ project_id: projectId, resource, hard_limit })
+        .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit }))
+        .execute()
+    }
+  })
+}
+
+/** Sets a project's quotas back to the defaults. */
+export async function resetProjectQuotas(db: Db, projectId: string): Promise<void> {
+  await db.deleteFrom('volume_quotas').where('project_id', '=', projectId).where('resource', 'in', ALL_QUOTAS).execute()
+}

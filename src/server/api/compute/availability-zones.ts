@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { isoMicros } from '../../../contracts/compute/time.js'
 import { must } from './context.js'
+import { zonesWithHosts } from '../../compute/availability-zones.js'
 import { documented } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 
@@ -12,14 +13,7 @@ const DOCS = {
 }
 
 export function availabilityZoneRoutes(deps: AppDeps) {
-  const db = deps.store.db
-  const zones = async () => {
-    const hosts = await db.selectFrom('hosts').select(['hostname', 'availability_zone', 'service_status', 'forced_down', 'last_heartbeat_at', 'updated_at']).execute()
-    const byZone = new Map<string, typeof hosts>()
-    for (const h of hosts) byZone.set(h.availability_zone, [...(byZone.get(h.availability_zone) ?? []), h])
-    if (byZone.size === 0) byZone.set('nova', [])
-    return [...byZone.entries()].filter(([name]) => name !== 'internal').sort(([a], [b]) => a.localeCompare(b))
-  }
+  const zones = () => zonesWithHosts(deps.store.db)
   const available = (hosts: { service_status: string }[]) => hosts.length === 0 || hosts.some((h) => h.service_status === 'enabled')
   return async (scope: FastifyInstance): Promise<void> => {
     scope.get('/v2.1/os-availability-zone', DOCS.list, async (request) => {

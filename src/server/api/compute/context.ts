@@ -99,6 +99,14 @@ export function can(request: FastifyRequest, op: ComputeOperation, target: Polic
   return allows(COMPUTE_POLICY, op, request.principal, target)
 }
 
+/**
+ * Whether the caller may see a resource of `projectId` at all. Another project's resource is not found (404) rather
+ * than forbidden, so routes check this before the operation's own rule (must).
+ */
+export function visibleProject(request: FastifyRequest, projectId: string): boolean {
+  return projectId === callerOf(request).projectId || can(request, 'other_projects:see')
+}
+
 export function must(request: FastifyRequest, op: ComputeOperation, target: PolicyTarget = {}): void {
   if (!COMPUTE_POLICY[op](request.principal, target)) throw forbidden(`Policy doesn't allow os_compute_api:${op} to be performed.`)
 }

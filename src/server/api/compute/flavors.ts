@@ -10,7 +10,7 @@ import type { VersionNumber } from '../../../contracts/compute/versions.js'
 import { versionNumber } from '../../../contracts/compute/versions.js'
 import type { FlavorTable } from '../../storage/schema.js'
 import { bookmarkBase } from '../../compute/server-model.js'
-import { findUsableFlavor } from '../../compute/flavors.js'
+import { addFlavorAccess, deleteFlavor, findFlavorClash, findUsableFlavor, flavorAccess, flavorsWithAccess, insertFlavor, removeFlavorAccess, saveExtraSpecs, setFlavorDescription } from '../../compute/flavors.js'
 import type { AppDeps } from '../../deps.js'
 import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -106,8 +106,9 @@ export function flavorRoutes(deps: AppDeps) {
     const list = (view: FlavorView) => async (request: FastifyRequest) => {
       const caller = callerOf(request)
       const q = request.query as Record<string, string>
-      let rows = await db.selectFrom('flavors').selectAll().where('deleted', '=', 0).execute()
-      const accessible = new Set((await db.selectFrom('flavor_access').select('flavor_id').where('project_id', '=', caller.projectId).execute()).map((a) => a.flavor_id))
+      const found = await flavorsWithAccess(db, caller.projectId)
+      let rows = found.rows
+      const accessible = found.accessible
       if (caller.admin) {
         const raw = (q.is_public ?? 'true').toLowerCase()
         if (raw !== 'none') {
@@ -160,7 +161,7 @@ export function flavorRoutes(deps: AppDeps) {
       validate('flavor', request, createBody, body)
       const f = body.flavor as Record<string, unknown>
       const id = f.id === undefined || f.id === null ? randomUUID() : String(f.id)
-      const exists = await db.selectFrom('flavors').select(['id', 'name']).where((eb) => eb.or([eb('id', '=', id), eb('name', '=', f.name as string)])).where('deleted', '=', 0).executeTakeFirst()
+      const exists = await findFlavorClash(db, id, f.name as string)
       if (exists) throw conflict(exists.id === id ? `Flavor with ID ${id} already exists.` : `Flavor with name ${f.name as string} already exists.`)
       const isPublic = f['os-flavor-access:is_public'] === undefined ? true : ['true', '1', 't', 'yes', 'y', 'on'].includes(String(f['os-flavor-access:is_public']).toLowerCase())
       const row: FlavorTable = {
@@ -179,7 +180,7 @@ export function flavorRoutes(deps: AppDeps) {
         created_at: Date.now(),
         deleted: 0,
       }
-      await db.insertInto('flavors').values(row).execute()
+      await insertFlavor(db, row)
       return { flavor: render(request, row, 'detail') }
     })
     scope.put<{ Params: { id: string } }>('/v2.1/flavors/:id', DOCS.update, async (request) => {
@@ -189,19 +190,18 @@ export function flavorRoutes(deps: AppDeps) {
       validate('flavor-update', request, updateBody, body)
       const f = await visible(request, request.params.id)
       const description = (body.flavor as { description: string | null }).description
-      await db.updateTable('flavors').set({ description }).where('id', '=', f.id).execute()
+      await setFlavorDescription(db, f.id, description)
       return { flavor: render(request, { ...f, description }, 'detail') }
     })
     scope.delete<{ Params: { id: string } }>('/v2.1/flavors/:id', DOCS.delete, async (request, reply) => {
       manage(request)
-      const result = await db.deleteFrom('flavors').where('id', '=', request.params.id).executeTakeFirst()
-      if (Number(result.numDeletedRows) === 0) throw notFound(`Flavor ${request.params.id} could not be found.`)
+      if (!(await deleteFlavor(db, request.params.id))) throw notFound(`Flavor ${request.params.id} could not be found.`)
       return reply.code(202).send()
     })
 
     // Extra specs: every flavor has the sub-resource (OSC reads it for each flavor).
     type PK = { Params: { id: string; key: string } }
-    const saveSpecs = (id: string, specs: Record<string, string>) => db.updateTable('flavors').set({ extra_specs: JSON.stringify(specs) }).where('id', '=', id).execute()
+    const saveSpecs = (id: string, specs: Record<string, string>) => saveExtraSpecs(db, id, specs)
     const asStrings = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]))
     scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id/os-extra_specs', DOCS.extraSpecs, async (request) => ({ extra_specs: JSON.parse((await visible(request, request.params.id)).extra_specs) }))
     scope.post<{ Params: { id: string } }>('/v2.1/flavors/:id/os-extra_specs', DOCS.addExtraSpecs, async (request) => {
@@ -240,7 +240,7 @@ export function flavorRoutes(deps: AppDeps) {
 
     // Access to private flavors.
     const accessList = async (id: string) => ({
-      flavor_access: (await db.selectFrom('flavor_access').select(['flavor_id', 'project_id']).where('flavor_id', '=', id).orderBy('project_id').execute()).map((a) => ({ flavor_id: a.flavor_id, tenant_id: a.project_id })),
+      flavor_access: (await flavorAccess(db, id)).map((a) => ({ flavor_id: a.flavor_id, tenant_id: a.project_id })),
     })
     scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id/os-flavor-access', DOCS.access, async (request) => {
       manage(request)
@@ -258,11 +258,9 @@ export function flavorRoutes(deps: AppDeps) {
       const f = await visible(request, request.params.id)
       if (key === 'addTenantAccess') {
         if (f.is_public && request.api.has('flavorAccessPublic409')) throw conflict(`Can not add access to a public flavor.`)
-        const done = await db.insertInto('flavor_access').values({ flavor_id: f.id, project_id: tenant }).onConflict((oc) => oc.doNothing()).executeTakeFirst()
-        if (Number(done.numInsertedOrUpdatedRows ?? 0) === 0) throw conflict(`Flavor access already exists for flavor ${f.id} and project ${tenant} combination.`)
+        if (!(await addFlavorAccess(db, f.id, tenant))) throw conflict(`Flavor access already exists for flavor ${f.id} and project ${tenant} combination.`)
       } else {
-        const done = await db.deleteFrom('flavor_access').where('flavor_id', '=', f.id).where('project_id', '=', tenant).executeTakeFirst()
-        if (Number(done.numDeletedRows) === 0) throw notFound(`Flavor access not found for ${f.id} / ${tenant} combination.`)
+        if (!(await removeFlavorAccess(db, f.id, tenant))) throw notFound(`Flavor access not found for ${f.id} / ${tenant} combination.`)
       }
       return accessList(f.id)
     })

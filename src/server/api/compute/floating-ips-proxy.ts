@@ -37,12 +37,12 @@ export function floatingIpProxyRoutes(deps: AppDeps) {
   const pools = async (ctx: NetCtx, actor: Actor) => (await listNetworks(ctx, actor)).filter((n) => n['router:external'] === true)
   /** Nova's view: the server is the device of the fixed port, the pool the floating network's name. */
   const view = async (ctx: NetCtx, fip: View, networks: View[]) => {
-    const port = fip.port_id ? await ctx.db.selectFrom('ports').select(['device_id', 'device_owner']).where('id', '=', fip.port_id as string).executeTakeFirst() : undefined
+    const instanceId = await fips.floatingIpInstance(ctx, fip.port_id as string | null | undefined)
     return {
       id: fip.id,
       ip: fip.floating_ip_address,
       fixed_ip: fip.fixed_ip_address ?? null,
-      instance_id: port?.device_owner.startsWith('compute:') ? port.device_id : null,
+      instance_id: instanceId,
       pool: (networks.find((n) => n.id === fip.floating_network_id)?.name as string | undefined) ?? null,
     }
   }

@@ -10,6 +10,7 @@ import { atLeast, hypervisorDetail, hypervisorSummary, serviceView, uptime, type
 import { authorize } from '../../policy/rules.js'
 import { COMPUTE_HOSTS_POLICY, type ComputeHostsOperation } from '../../policy/compute-hosts.policy.js'
 import type { HostTable } from '../../storage/tables/compute.js'
+import { computeHosts, deleteComputeHost, hostHasServers, serversOnHosts, setHostService } from '../../hosts/compute-hosts.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { MAX_VERSION, MIN_VERSION } from '../../../contracts/compute/versions.js'
@@ -60,15 +61,8 @@ export function hostRoutes(deps: AppDeps) {
   const db = deps.store.db
   const downAfterMs = deps.config.hostDownAfterSeconds * 1000
 
-  /** The compute hosts: those whose hypervisor role is applied (a host onboarded without it runs no compute service). */
   async function context(): Promise<{ hosts: HostTable[]; ctx: HostContext }> {
-    const hosts = await db
-      .selectFrom('hosts')
-      .selectAll()
-      .where('id', 'in', db.selectFrom('host_roles').select('host_id').where('role', '=', 'hypervisor').where('state', 'in', ['ok', 'removing']))
-      .orderBy('created_at')
-      .orderBy('hostname')
-      .execute()
+    const hosts = await computeHosts(db)
     const legacyIds = new Map(hosts.map((h, i) => [h.id, i + 1]))
     return { hosts, ctx: { now: Date.now(), downAfterMs, legacyIds } }
   }
@@ -95,7 +89,7 @@ export function hostRoutes(deps: AppDeps) {
   async function serversOn(hostIds: string[]): Promise<Map<string, { name: string; uuid: string }[]>> {
     const out = new Map<string, { name: string; uuid: string }[]>(hostIds.map((id) => [id, []]))
     if (hostIds.length === 0) return out
-    const rows = await db.selectFrom('servers').select(['id', 'display_id', 'host_id']).where('host_id', 'in', hostIds).where('deleted', '=', 0).execute()
+    const rows = await serversOnHosts(db, hostIds)
     for (const r of rows) out.get(r.host_id!)?.push({ name: `instance-${r.display_id.toString(16).padStart(8, '0')}`, uuid: r.id })
     return out
   }
@@ -133,9 +127,7 @@ export function hostRoutes(deps: AppDeps) {
   }
 
   async function setService(host: HostTable, patch: Partial<Pick<HostTable, 'service_status' | 'disabled_reason' | 'forced_down'>>): Promise<HostTable> {
-    const now = Date.now()
-    await db.updateTable('hosts').set({ ...patch, updated_at: now }).where('id', '=', host.id).execute()
-    return { ...host, ...patch, updated_at: now }
+    return setHostService(db, host, patch)
   }
 
   return async (scope: FastifyInstance): Promise<void> => {
@@ -231,13 +223,8 @@ export function hostRoutes(deps: AppDeps) {
       hosts.delete<{ Params: { id: string } }>('/v2.1/os-services/:id', DOCS.deleteService, async (request, reply) => {
         const v = allow(request, 'os_compute_api:os-services:delete')
         const { host } = await findService(request.params.id, v)
-        const busy = await db.selectFrom('servers').select('id').where('host_id', '=', host.id).where('deleted', '=', 0).executeTakeFirst()
-        if (busy) throw conflict(`Unable to delete compute service that is hosting instances. Migrate or delete the instances first.`)
-        await db.transaction().execute(async (tx) => {
-          await tx.deleteFrom('allocations').where('host_id', '=', host.id).execute()
-          await tx.deleteFrom('host_roles').where('host_id', '=', host.id).execute()
-          await tx.deleteFrom('hosts').where('id', '=', host.id).execute()
-        })
+        if (await hostHasServers(db, host.id)) throw conflict(`Unable to delete compute service that is hosting instances. Migrate or delete the instances first.`)
+        await deleteComputeHost(db, host.id)
         deps.conductor.drivers.delete(host.id)
         return reply.code(204).send()
       })

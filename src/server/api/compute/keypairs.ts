@@ -8,7 +8,7 @@ import { keypairFields, type KeypairModel } from '../../../contracts/compute/key
 import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
 import type { KeypairTable } from '../../storage/schema.js'
 import type { AppDeps } from '../../deps.js'
-import { fingerprintOf, generateSshKeypair, generateX509Keypair } from '../../compute/keypairs.js'
+import { countKeypairs, deleteKeypair, findKeypair, fingerprintOf, generateSshKeypair, generateX509Keypair, insertKeypair, listKeypairs } from '../../compute/keypairs.js'
 import { quotaLimits } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -46,7 +46,7 @@ export function keypairRoutes(deps: AppDeps) {
     return requested
   }
   const find = async (userId: string, name: string) => {
-    const k = await db.selectFrom('keypairs').selectAll().where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()
+    const k = await findKeypair(db, userId, name)
     if (!k) throw notFound(`Keypair ${name} not found for user ${userId}`)
     return k
   }
@@ -59,8 +59,7 @@ export function keypairRoutes(deps: AppDeps) {
       const type = k.type ?? 'ssh'
       const limits = await quotaLimits(db, callerOf(request).projectId)
       if (limits.key_pairs >= 0) {
-        const n = Number((await db.selectFrom('keypairs').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirst())?.n ?? 0)
-        if (n >= limits.key_pairs) throw forbidden('Quota exceeded, too many key pairs.')
+        if ((await countKeypairs(db, userId)) >= limits.key_pairs) throw forbidden('Quota exceeded, too many key pairs.')
       }
       let publicKey = k.public_key
       let privateKey: string | undefined
@@ -72,15 +71,14 @@ export function keypairRoutes(deps: AppDeps) {
         fingerprint = generated.fingerprint
       } else fingerprint = fingerprintOf(type, publicKey)
       const row: KeypairTable = { id: randomUUID(), user_id: userId, name: k.name, type, public_key: publicKey, fingerprint, created_at: Date.now() }
-      const inserted = await db.insertInto('keypairs').values(row).onConflict((oc) => oc.columns(['user_id', 'name']).doNothing()).executeTakeFirst()
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw conflict(`Key pair '${k.name}' already exists.`)
+      if (!(await insertKeypair(db, row))) throw conflict(`Key pair '${k.name}' already exists.`)
       const out = project(keypairFields, model(row, privateKey), { version: request.api.version, view: 'create', admin: callerOf(request).admin })
       return reply.code(request.api.has('keypairCreated201') ? 201 : 200).send({ keypair: out })
     })
     scope.get('/v2.1/os-keypairs', DOCS.list, async (request) => {
       const q = request.query as Record<string, string>
       const userId = userOf(request, q.user_id)
-      let rows = await db.selectFrom('keypairs').selectAll().where('user_id', '=', userId).orderBy('name').execute()
+      let rows = await listKeypairs(db, userId)
       const body: Record<string, unknown> = {}
       if (request.api.has('keypairsPaging')) {
         if (q.marker !== undefined) {
@@ -107,7 +105,7 @@ export function keypairRoutes(deps: AppDeps) {
     scope.delete<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', DOCS.delete, async (request, reply) => {
       const userId = userOf(request, (request.query as Record<string, string>).user_id)
       const k = await find(userId, request.params.name)
-      await db.deleteFrom('keypairs').where('id', '=', k.id).execute()
+      await deleteKeypair(db, k.id)
       return reply.code(request.api.has('keypairCreated201') ? 204 : 202).send()
     })
   }

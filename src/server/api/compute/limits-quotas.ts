@@ -6,7 +6,7 @@ import { project } from '../../../contracts/compute/fields.js'
 import { absoluteLimitFields, quotaSetFields } from '../../../contracts/compute/quota.fields.js'
 import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
 import type { AppDeps } from '../../deps.js'
-import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, usageOf, type QuotaResource } from '../../compute/quotas.js'
+import { DEFAULT_QUOTAS, projectExists, QUOTA_RESOURCES, quotaLimits, resetQuotaLimits, setQuotaLimits, usageOf } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
@@ -40,8 +40,7 @@ const DOCS = {
 export function limitQuotaRoutes(deps: AppDeps) {
   const db = deps.store.db
   const knownProject = async (id: string) => {
-    const p = await db.selectFrom('projects').select('id').where('id', '=', id).executeTakeFirst()
-    if (!p) throw badRequest(`Project ID ${id} is not a valid project.`)
+    if (!(await projectExists(db, id))) throw badRequest(`Project ID ${id} is not a valid project.`)
   }
   const set = (request: FastifyRequest, values: Record<string, unknown>) => project(quotaSetFields, values, { version: request.api.version, view: 'set', admin: true })
   return async (scope: FastifyInstance): Promise<void> => {
@@ -91,21 +90,13 @@ export function limitQuotaRoutes(deps: AppDeps) {
         const inUse = used[resource] ?? 0
         if (!force && limit >= 0 && limit < inUse) throw badRequest(`Quota value ${limit} for ${resource} is less than already used and reserved ${inUse}`)
       }
-      await db.transaction().execute(async (tx) => {
-        for (const { resource, limit } of limits) {
-          await tx
-            .insertInto('quotas')
-            .values({ project_id: request.params.projectId, resource, hard_limit: limit })
-            .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit: limit }))
-            .execute()
-        }
-      })
+      await setQuotaLimits(db, request.params.projectId, limits)
       return { quota_set: set(request, { ...(await quotaLimits(db, request.params.projectId)) }) }
     })
     scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.reset, async (request, reply) => {
       must(request, 'quotas:update', { projectId: request.params.projectId })
       await knownProject(request.params.projectId)
-      await db.deleteFrom('quotas').where('project_id', '=', request.params.projectId).where('resource', 'in', QUOTA_RESOURCES as QuotaResource[]).execute()
+      await resetQuotaLimits(db, request.params.projectId)
       return reply.code(202).send()
     })
   }

@@ -7,12 +7,14 @@ import { isoMicros } from '../../../contracts/compute/time.js'
 import { SERVER_ACTIONS } from '../../compute/server-states.js'
 import { actionNameOf, runAction, type ActionDeps } from '../../compute/server-actions.js'
 import { hostIdOf } from '../../compute/server-model.js'
-import { isUp } from '../../hosts/host-status.js'
+import { hostIsUp } from '../../hosts/host-status.js'
+import { actionEvents, findActionOfRequest, listActions, type ActionWindow } from '../../compute/instance-actions.js'
+import { findServerOfActions } from '../../compute/server-rows.js'
 import { computeStorage } from '../../compute/storage.js'
 import { parseIsoTime } from '../../../contracts/compute/time.js'
 import type { ServerRouteDeps } from './servers.js'
 import { renderServers, visibleServer } from './servers.js'
-import { bodyObject, callerOf, must, validate } from './context.js'
+import { bodyObject, callerOf, must, validate, visibleProject } from './context.js'
 import { ACTION_POLICY } from '../../policy/compute.policy.js'
 import { remoteConsoleUrl } from '../../remote-consoles/remote-consoles.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -65,11 +67,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     images: deps.imageLookup,
     storage: computeStorage(deps),
     imageUrl: deps.urls.image,
-    hostUp: async (hostname) => {
-      const h = await db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()
-      if (!h) return undefined
-      return isUp(h, Date.now(), deps.config.hostDownAfterSeconds * 1000)
-    },
+    hostUp: (hostname) => hostIsUp(db, hostname, deps.config.hostDownAfterSeconds * 1000),
     consoleOutput: (serverId, lines) => deps.conductor.consoleOutput(serverId, lines),
     remoteConsoleUrl: (row, protocol, type) => remoteConsoleUrl({ db, tokens: deps.consoles.tokens, publicUrl: deps.urls.base }, row, protocol, type),
     network: deps.network,
@@ -90,7 +88,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       validate(`action:${key}`, request, ACTION_BODIES[key], body[key])
       const caller = callerOf(request)
       must(request, ACTION_POLICY[key] ?? ('adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action'), { projectId: row.project_id })
-      const outcome = await runAction(actionDeps, request.api, { ...caller, principal: request.principal }, row, action, body[key], request.id)
+      const outcome = await runAction(actionDeps, request.api, { ...caller, principal: request.principal, authorize: (op) => must(request, op, { projectId: row.project_id }) }, row, action, body[key], request.id)
       deps.runner.wake()
       if (outcome.headers) reply.headers(outcome.headers)
       if (action === 'rebuild' && outcome.server) {
@@ -102,26 +100,23 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     })
 
     scope.get<{ Params: { id: string }; Querystring: Record<string, string> }>('/v2.1/servers/:id/os-instance-actions', DOCS.actions, async (request) => {
-      const caller = callerOf(request)
-      const server = await db.selectFrom('servers').select(['id', 'project_id', 'deleted']).where('id', '=', request.params.id).executeTakeFirst()
-      if (!server || (!caller.admin && server.project_id !== caller.projectId) || (server.deleted && !request.api.has('deletedServerActions'))) {
+      const server = await findServerOfActions(db, request.params.id)
+      if (!server || !visibleProject(request, server.project_id) || (server.deleted && !request.api.has('deletedServerActions'))) {
         throw notFound(`Instance ${request.params.id} could not be found.`)
       }
       must(request, 'servers:show', { projectId: server.project_id })
       const paging = request.api.has('instanceActionsPaging')
       const q = request.query
-      let query = db.selectFrom('instance_actions').selectAll().where('server_id', '=', server.id)
+      const window: ActionWindow = {}
       if (paging && q['changes-since']) {
-        const t = parseIsoTime(q['changes-since'])
-        if (t === undefined) throw badRequest(`Invalid input for query parameters changes-since. Value: ${q['changes-since']}.`)
-        query = query.where('updated_at', '>=', t)
+        window.since = parseIsoTime(q['changes-since'])
+        if (window.since === undefined) throw badRequest(`Invalid input for query parameters changes-since. Value: ${q['changes-since']}.`)
       }
       if (request.api.has('changesBefore') && q['changes-before']) {
-        const t = parseIsoTime(q['changes-before'])
-        if (t === undefined) throw badRequest(`Invalid input for query parameters changes-before. Value: ${q['changes-before']}.`)
-        query = query.where('updated_at', '<=', t)
+        window.before = parseIsoTime(q['changes-before'])
+        if (window.before === undefined) throw badRequest(`Invalid input for query parameters changes-before. Value: ${q['changes-before']}.`)
       }
-      let rows = await query.orderBy('start_time', 'desc').orderBy('id', 'desc').execute()
+      let rows = await listActions(db, server.id, window)
       let limit = rows.length
       if (paging && q.marker) {
         const i = rows.findIndex((r) => r.request_id === q.marker)
@@ -154,10 +149,10 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
 
     scope.get<{ Params: { id: string; requestId: string } }>('/v2.1/servers/:id/os-instance-actions/:requestId', DOCS.showAction, async (request) => {
       const caller = callerOf(request)
-      const server = await db.selectFrom('servers').select(['id', 'project_id', 'host']).where('id', '=', request.params.id).executeTakeFirst()
-      if (!server || (!caller.admin && server.project_id !== caller.projectId)) throw notFound(`Instance ${request.params.id} could not be found.`)
+      const server = await findServerOfActions(db, request.params.id)
+      if (!server || !visibleProject(request, server.project_id)) throw notFound(`Instance ${request.params.id} could not be found.`)
       must(request, 'servers:show', { projectId: server.project_id })
-      const action = await db.selectFrom('instance_actions').selectAll().where('server_id', '=', server.id).where('request_id', '=', request.params.requestId).executeTakeFirst()
+      const action = await findActionOfRequest(db, server.id, request.params.requestId)
       if (!action) throw notFound(`Action ${request.params.requestId} could not be found.`)
       const out: Record<string, unknown> = {
         action: action.action,
@@ -171,7 +166,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       }
       const showEvents = caller.admin || request.api.has('ownerSeesActionEvents')
       if (showEvents) {
-        const events = await db.selectFrom('instance_action_events').selectAll().where('action_id', '=', action.id).orderBy('start_time').execute()
+        const events = await actionEvents(db, action.id)
         out.events = events.map((e) => ({
           event: e.event,
           start_time: isoMicros(e.start_time),

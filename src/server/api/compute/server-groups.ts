@@ -10,7 +10,8 @@ import { versionNumber, type VersionNumber } from '../../../contracts/compute/ve
 import type { ServerGroupTable } from '../../storage/schema.js'
 import type { AppDeps } from '../../deps.js'
 import { quotaLimits } from '../../compute/quotas.js'
-import { bodyObject, callerOf, must, validate } from './context.js'
+import { countServerGroups, deleteServerGroup, findServerGroup, groupMembers, insertServerGroup, listServerGroups } from '../../compute/server-groups.js'
+import { bodyObject, callerOf, must, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { envelope, fieldsSchema, listOf, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 
@@ -42,15 +43,7 @@ export function serverGroupRoutes(deps: AppDeps) {
   const db = deps.store.db
   const render = async (request: FastifyRequest, groups: ServerGroupTable[]) => {
     const ids = groups.map((g) => g.id)
-    const members = ids.length
-      ? await db
-          .selectFrom('server_group_members')
-          .innerJoin('servers', 'servers.id', 'server_group_members.server_id')
-          .select(['server_group_members.group_id', 'server_group_members.server_id'])
-          .where('server_group_members.group_id', 'in', ids)
-          .where('servers.deleted', '=', 0)
-          .execute()
-      : []
+    const members = await groupMembers(db, ids)
     return groups.map((g) =>
       project(
         serverGroupFields,
@@ -60,9 +53,8 @@ export function serverGroupRoutes(deps: AppDeps) {
     )
   }
   const visible = async (request: FastifyRequest, id: string) => {
-    const caller = callerOf(request)
-    const g = await db.selectFrom('server_groups').selectAll().where('id', '=', id).executeTakeFirst()
-    if (!g || (!caller.admin && g.project_id !== caller.projectId)) throw notFound(`Instance group ${id} could not be found.`)
+    const g = await findServerGroup(db, id)
+    if (!g || !visibleProject(request, g.project_id)) throw notFound(`Instance group ${id} could not be found.`)
     return g
   }
   return async (scope: FastifyInstance): Promise<void> => {
@@ -76,30 +68,27 @@ export function serverGroupRoutes(deps: AppDeps) {
       if (sg.rules && Object.keys(sg.rules).length && policy !== 'anti-affinity') throw badRequest(`Only anti-affinity policy supports rules.`)
       const limits = await quotaLimits(db, caller.projectId)
       if (limits.server_groups >= 0) {
-        const n = Number((await db.selectFrom('server_groups').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', caller.projectId).executeTakeFirst())?.n ?? 0)
-        if (n >= limits.server_groups) throw forbidden('Quota exceeded, too many server groups.')
+        if ((await countServerGroups(db, caller.projectId)) >= limits.server_groups) throw forbidden('Quota exceeded, too many server groups.')
       }
       const rules = sg.rules ? Object.fromEntries(Object.entries(sg.rules).map(([k, v]) => [k, Number(v)])) : {}
       const row: ServerGroupTable = { id: randomUUID(), name: sg.name, project_id: caller.projectId, user_id: caller.userId, policy, rules: JSON.stringify(rules), created_at: Date.now() }
-      await db.insertInto('server_groups').values(row).execute()
+      await insertServerGroup(db, row)
       return { server_group: (await render(request, [row]))[0] }
     })
     scope.get('/v2.1/os-server-groups', DOCS.list, async (request) => {
       const caller = callerOf(request)
       const q = request.query as Record<string, string>
       must(request, 'server_groups:read', { projectId: caller.projectId })
-      let query = db.selectFrom('server_groups').selectAll().orderBy('created_at').orderBy('id')
-      if (!(q.all_projects !== undefined && caller.admin)) query = query.where('project_id', '=', caller.projectId)
+      const projectId = q.all_projects !== undefined && caller.admin ? undefined : caller.projectId
       for (const p of ['limit', 'offset'] as const) if (q[p] !== undefined && !/^\d+$/.test(q[p])) throw badRequest(`Invalid input for query parameters ${p}. Value: ${q[p]}.`)
-      if (q.offset) query = query.offset(Number(q.offset))
-      query = query.limit(q.limit !== undefined ? Math.min(Number(q.limit), 1000) : 1000)
-      return { server_groups: await render(request, await query.execute()) }
+      const page = { offset: q.offset ? Number(q.offset) : undefined, limit: q.limit !== undefined ? Math.min(Number(q.limit), 1000) : 1000 }
+      return { server_groups: await render(request, await listServerGroups(db, projectId, page)) }
     })
     scope.get<{ Params: { id: string } }>('/v2.1/os-server-groups/:id', DOCS.show, async (request) => ({ server_group: (await render(request, [await visible(request, request.params.id)]))[0] }))
     scope.delete<{ Params: { id: string } }>('/v2.1/os-server-groups/:id', DOCS.delete, async (request, reply) => {
       const g = await visible(request, request.params.id)
       must(request, 'server_groups:write', { projectId: g.project_id })
-      await db.deleteFrom('server_groups').where('id', '=', g.id).execute()
+      await deleteServerGroup(db, g.id)
       return reply.code(204).send()
     })
   }

@@ -7,8 +7,8 @@ import { Type as T } from '@sinclair/typebox'
 import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
 import { P } from '../../../contracts/compute/params.js'
 import type { ServerTable } from '../../storage/schema.js'
-import { checkMetadataQuota } from '../../compute/quotas.js'
-import { deleteSystemMetadata, PASSWORD_KEYS } from '../../compute/system-metadata.js'
+import { deleteSystemMetadata, PASSWORD_KEYS, postedPassword } from '../../compute/system-metadata.js'
+import { addServerTag, deleteServerTag, deleteServerTags, hasServerTag, replaceServerTags, saveServerMetadata, serverTags } from '../../compute/server-rows.js'
 import type { ServerRouteDeps } from './servers.js'
 import { visibleServer } from './servers.js'
 import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
@@ -54,10 +54,7 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
     if (write) checkWritable(request, row, what)
     return row
   }
-  const saveMetadata = async (row: ServerTable, metadata: Record<string, string>) => {
-    await checkMetadataQuota(db, row.project_id, Object.keys(metadata).length)
-    await db.updateTable('servers').set({ metadata: JSON.stringify(metadata), updated_at: Date.now() }).where('id', '=', row.id).execute()
-  }
+  const saveMetadata = (row: ServerTable, metadata: Record<string, string>) => saveServerMetadata(db, row, metadata)
   return async (scope: FastifyInstance): Promise<void> => {
     type P1 = { Params: { id: string } }
     type P2 = { Params: { id: string; key: string } }
@@ -65,9 +62,7 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
     // The password a guest posted to a metadata service (encrypted with its key pair); '' when none was posted.
     scope.get<P1>('/v2.1/servers/:id/os-server-password', DOCS.password, async (request) => {
       const row = await load(request, request.params.id, false)
-      const rows = await db.selectFrom('server_system_metadata').select(['key', 'value']).where('server_id', '=', row.id).where('key', 'in', [...PASSWORD_KEYS]).execute()
-      const byKey = new Map(rows.map((r) => [r.key, r.value]))
-      return { password: PASSWORD_KEYS.map((k) => byKey.get(k) ?? '').join('') }
+      return { password: await postedPassword(db, row.id) }
     })
     scope.delete<P1>('/v2.1/servers/:id/os-server-password', DOCS.clearPassword, async (request, reply) => {
       const row = await visibleServer(deps, request, request.params.id)
@@ -120,12 +115,10 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
     })
 
     // Tags.
-    const tagsOf = async (id: string) => (await db.selectFrom('server_tags').select('tag').where('server_id', '=', id).orderBy('tag').execute()).map((t) => t.tag)
-    const touch = (id: string) => db.updateTable('servers').set({ updated_at: Date.now() }).where('id', '=', id).execute()
     scope.get<P1>('/v2.1/servers/:id/tags', DOCS.tags, async (request) => {
       requireGate(request, 'serverTags')
       const row = await load(request, request.params.id, false)
-      return { tags: await tagsOf(row.id) }
+      return { tags: await serverTags(db, row.id) }
     })
     scope.put<P1>('/v2.1/servers/:id/tags', DOCS.replaceTags, async (request) => {
       requireGate(request, 'serverTags')
@@ -133,25 +126,19 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       validate('tags', request, tagsBody, body)
       const row = await load(request, request.params.id, true, 'update tags')
       const tags = [...new Set(body.tags as string[])]
-      await db.transaction().execute(async (tx) => {
-        await tx.deleteFrom('server_tags').where('server_id', '=', row.id).execute()
-        if (tags.length) await tx.insertInto('server_tags').values(tags.map((tag) => ({ server_id: row.id, tag }))).execute()
-        await tx.updateTable('servers').set({ updated_at: Date.now() }).where('id', '=', row.id).execute()
-      })
+      await replaceServerTags(db, row.id, tags)
       return { tags: tags.sort() }
     })
     scope.delete<P1>('/v2.1/servers/:id/tags', DOCS.deleteTags, async (request, reply) => {
       requireGate(request, 'serverTags')
       const row = await load(request, request.params.id, true, 'delete tags')
-      await db.deleteFrom('server_tags').where('server_id', '=', row.id).execute()
-      await touch(row.id)
+      await deleteServerTags(db, row.id)
       return reply.code(204).send()
     })
     scope.get<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', DOCS.checkTag, async (request, reply) => {
       requireGate(request, 'serverTags')
       const row = await load(request, request.params.id, false)
-      const found = await db.selectFrom('server_tags').select('tag').where('server_id', '=', row.id).where('tag', '=', request.params.tag).executeTakeFirst()
-      if (!found) throw notFound(`Tag ${request.params.tag} could not be found.`)
+      if (!(await hasServerTag(db, row.id, request.params.tag))) throw notFound(`Tag ${request.params.tag} could not be found.`)
       return reply.code(204).send()
     })
     scope.put<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', DOCS.addTag, async (request, reply) => {
@@ -159,19 +146,16 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       const tag = request.params.tag
       if (tag.length < 1 || tag.length > 60 || /[,/]/.test(tag)) throw badRequest(`Invalid input for field/attribute tag. Value: ${tag}.`)
       const row = await load(request, request.params.id, true, 'update tag')
-      const tags = await tagsOf(row.id)
+      const tags = await serverTags(db, row.id)
       if (tags.includes(tag)) return reply.code(204).send()
       if (tags.length >= MAX_TAGS) throw badRequest(`The number of tags exceeded the per-server limit ${MAX_TAGS}`)
-      await db.insertInto('server_tags').values({ server_id: row.id, tag }).execute()
-      await touch(row.id)
+      await addServerTag(db, row.id, tag)
       return reply.code(201).header('location', `${deps.urls.compute}/servers/${row.id}/tags/${encodeURIComponent(tag)}`).send()
     })
     scope.delete<{ Params: { id: string; tag: string } }>('/v2.1/servers/:id/tags/:tag', DOCS.deleteTag, async (request, reply) => {
       requireGate(request, 'serverTags')
       const row = await load(request, request.params.id, true, 'delete tag')
-      const result = await db.deleteFrom('server_tags').where('server_id', '=', row.id).where('tag', '=', request.params.tag).executeTakeFirst()
-      if (Number(result.numDeletedRows) === 0) throw notFound(`Tag ${request.params.tag} could not be found.`)
-      await touch(row.id)
+      if (!(await deleteServerTag(db, row.id, request.params.tag))) throw notFound(`Tag ${request.params.tag} could not be found.`)
       return reply.code(204).send()
     })
   }

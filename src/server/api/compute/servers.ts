@@ -11,15 +11,14 @@ import { bookmarkBase, hostStatusOf, loadHostStates, serverModels } from '../../
 import { ServerViewCache } from '../../compute/server-view-cache.js'
 import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
-import { COMPUTE_TASK_KINDS, type DeleteTaskPayload } from '../../compute/tasks.js'
+import { acceptServerDelete, findLiveServer, serverRowsByIds, updateServerFields } from '../../compute/server-rows.js'
 import type { ImageLookup } from '../../compute/images.js'
 import { computeStorage } from '../../compute/storage.js'
-import { bodyObject, callerOf, can, must, validate } from './context.js'
+import { bodyObject, callerOf, can, must, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { Type as T } from '@sinclair/typebox'
 import { envelope, fieldsSchema, listOf, plain, serverListQuery, versioned } from '../../../contracts/compute/schemas.js'
 import { J } from '../../../contracts/compute/json-types.js'
-import { randomUUID } from 'node:crypto'
 import { accessIpv6 } from '../../compute/access-ips.js'
 
 export interface ServerRouteDeps extends AppDeps {
@@ -28,9 +27,8 @@ export interface ServerRouteDeps extends AppDeps {
 
 /** The live server `id` as the caller may see it, or 404. */
 export async function visibleServer(deps: AppDeps, request: FastifyRequest, id: string): Promise<ServerTable> {
-  const caller = callerOf(request)
-  const row = await deps.store.db.selectFrom('servers').selectAll().where('id', '=', id).where('deleted', '=', 0).executeTakeFirst()
-  if (!row || (!caller.admin && row.project_id !== caller.projectId)) throw notFound(`Instance ${id} could not be found.`)
+  const row = await findLiveServer(deps.store.db, id)
+  if (!row || !visibleProject(request, row.project_id)) throw notFound(`Instance ${id} could not be found.`)
   return row
 }
 
@@ -72,7 +70,7 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
   if (missing.length) {
     const rendered = new Map<string, Buffer>()
     for (let i = 0; i < missing.length; i += 500) {
-      const full = await db.selectFrom('servers').selectAll().where('id', 'in', missing.slice(i, i + 500)).execute()
+      const full = await serverRowsByIds(db, missing.slice(i, i + 500))
       const views = await renderServers(deps, request, full, 'detail')
       full.forEach((row, j) => {
         delete views[j].host_status
@@ -224,12 +222,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       if (s.accessIPv6 !== undefined) changes.access_ip_v6 = accessIpv6(s.accessIPv6 as string)
       if (s['OS-DCF:diskConfig'] !== undefined) changes.disk_config = s['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL'
       if (s.hostname !== undefined) changes.hostname = s.hostname as string
-      let updated = row
-      if (Object.keys(changes).length) {
-        const now = Date.now()
-        await db.updateTable('servers').set({ ...changes, updated_at: now }).where('id', '=', row.id).execute()
-        updated = { ...row, ...changes, updated_at: now }
-      }
+      const updated = await updateServerFields(db, row, changes)
       const [server] = await renderServers(deps, request, [updated], request.api.has('fullUpdateBody') ? 'show' : 'reduced')
       return { server }
     })
@@ -240,15 +233,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       must(request, 'servers:delete', { projectId: row.project_id })
       if (row.locked === 1 && !caller.admin) throw conflict(`Instance ${row.id} is locked`)
       if (row.task_state === 'deleting') return reply.code(204).send()
-      const now = Date.now()
-      await db.transaction().execute(async (tx) => {
-        await tx.updateTable('servers').set({ task_state: 'deleting', updated_at: now }).where('id', '=', row.id).execute()
-        await tx
-          .insertInto('instance_actions')
-          .values({ id: randomUUID(), server_id: row.id, action: 'delete', request_id: request.id, user_id: caller.userId, project_id: row.project_id, message: null, start_time: now, finish_time: null, updated_at: now })
-          .execute()
-        await deps.queue.enqueue<DeleteTaskPayload>({ kind: COMPUTE_TASK_KINDS.delete, payload: { serverId: row.id, requestId: request.id }, subjectId: row.id }, tx)
-      })
+      await acceptServerDelete({ db, queue: deps.queue }, row, caller, request.id)
       deps.runner.wake()
       return reply.code(204).send()
     })

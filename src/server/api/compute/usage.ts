@@ -5,6 +5,7 @@ import { isoMicros } from '../../../contracts/compute/time.js'
 import type { AppDeps } from '../../deps.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { parseFlavor } from '../../compute/server-model.js'
+import { serversLivingIn } from '../../compute/server-rows.js'
 import { must } from './context.js'
 import { documented } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
@@ -73,15 +74,7 @@ export function usageRoutes(deps: AppDeps) {
       ...(withServers ? { server_usages: servers } : {}),
     }
   }
-  const rowsIn = (start: number, end: number, projectId?: string) => {
-    let q = db
-      .selectFrom('servers')
-      .selectAll()
-      .where('created_at', '<=', end)
-      .where((eb) => eb.or([eb('deleted_at', 'is', null), eb('deleted_at', '>=', start)]))
-    if (projectId) q = q.where('project_id', '=', projectId)
-    return q.orderBy('created_at').execute()
-  }
+  const rowsIn = (start: number, end: number, projectId?: string) => serversLivingIn(db, start, end, projectId)
   return async (scope: FastifyInstance): Promise<void> => {
     scope.get('/v2.1/os-simple-tenant-usage', DOCS.list, async (request) => {
       must(request, 'usage:list')

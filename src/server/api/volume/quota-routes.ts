@@ -1,31 +1,17 @@
 /** Quotas, absolute limits, availability zones, services and extensions. */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
-import type { Db } from '../../storage/store.js'
 import type { ViewContext } from '../../volume/view.js'
 import { badRequest } from '../../../contracts/errors.js'
 import { authorize } from '../../policy/rules.js'
 import { backendServices } from '../../volume/placement.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
-import { DEFAULT_QUOTAS, QUOTA_RESOURCES, quotaLimits, quotaUsage } from '../../volume/quotas.js'
+import { ALL_QUOTAS, DEFAULT_QUOTAS, projectQuotas, quotaLimits, quotaUsage, resetProjectQuotas, setProjectQuotas, UNCOUNTED_QUOTAS } from '../../volume/quotas.js'
 import { callerOf } from '../../volume/service.js'
 import { boolParam, one } from './params.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY } from './answers.js'
 import { extensionsDocument } from '../../volume/extensions.js'
-
-/**
- * Cinder's quotas this backend does not count (no backups, no groups, no per-volume limit): every quota set shows
- * them, with Cinder's defaults or what an admin set, as clients expect the keys.
- */
-const UNCOUNTED_QUOTAS: Record<string, number> = { per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 }
-const ALL_QUOTAS = [...QUOTA_RESOURCES, ...Object.keys(UNCOUNTED_QUOTAS)]
-
-/** Every quota of a project: the counted ones (quotas.ts) and the others as stored, else their defaults. */
-async function projectQuotas(db: Db, projectId: string): Promise<Record<string, number>> {
-  const stored = await db.selectFrom('volume_quotas').select(['resource', 'hard_limit']).where('project_id', '=', projectId).where('resource', 'in', Object.keys(UNCOUNTED_QUOTAS)).execute()
-  return { ...UNCOUNTED_QUOTAS, ...Object.fromEntries(stored.map((r) => [r.resource, r.hard_limit])), ...(await quotaLimits(db, projectId)) }
-}
 
 /** A quota set's resources: limits, or with `used` {limit, in_use, reserved, allocated} each. */
 function quotaSet(limits: Record<string, number>, used?: Record<string, number>): Record<string, unknown> {
@@ -61,15 +47,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
         if (!Number.isInteger(n) || n < -1) throw badRequest(`Invalid value for quota '${key}': expected a whole number of at least -1.`)
         updates.push([key, n])
       }
-      await deps.store.db.transaction().execute(async (tx) => {
-        for (const [resource, hard_limit] of updates) {
-          await tx
-            .insertInto('volume_quotas')
-            .values({ project_id: target, resource, hard_limit })
-            .onConflict((oc) => oc.columns(['project_id', 'resource']).doUpdateSet({ hard_limit }))
-            .execute()
-        }
-      })
+      await setProjectQuotas(deps.store.db, target, updates)
       return { quota_set: quotaSet(await projectQuotas(deps.store.db, target)) }
     },
   )
@@ -77,7 +55,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
   r.delete('/os-quota-sets/:target', { schema: { params: quotaParams }, ...documented({ summary: "Set a project's quotas back to the defaults (admin)", response: { 200: noBody('Back to the defaults') } }) }, async (request, reply) => {
     const { target } = request.params as { target: string }
     authorize(volumePolicy, 'quota:update', request.principal)
-    await deps.store.db.deleteFrom('volume_quotas').where('project_id', '=', target).where('resource', 'in', ALL_QUOTAS).execute()
+    await resetProjectQuotas(deps.store.db, target)
     return reply.code(200).send()
   })
   r.get('/limits', documented({ summary: "The project's limits and usage", response: { 200: A.limits } }), async (request) => {
