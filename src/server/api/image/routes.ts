@@ -112,11 +112,11 @@ export function imageRoutes(deps: AppDeps) {
       const images = deps.images
       v2.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
       v2.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined))
-      v2.addContentTypeParser(JSON_PATCH_TYPES, { parseAs: 'string', bodyLimit: deps.config.bodyLimitBytes }, (_request, body, done) => {
-        const nul = nulInJson(body as string)
+      v2.addContentTypeParser<string>(JSON_PATCH_TYPES, { parseAs: 'string', bodyLimit: deps.config.bodyLimitBytes }, (_request, body, done) => {
+        const nul = nulInJson(body)
         if (nul) return done(nul, undefined)
         try {
-          done(null, JSON.parse(body as string))
+          done(null, JSON.parse(body))
         } catch {
           done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined)
         }
