@@ -67,3 +67,6 @@ export type FromSchema<S> = [S] extends [undefined]
  * or a list of them when the parameter repeats.
  */
 export type RawQuery = Record<string, string | string[] | undefined>
+
+/** A query string after the compute API's useSingleQueryValues hook (api/compute/context.ts): a repeated parameter keeps its last value. */
+export type SingleQuery = Record<string, string | undefined>

@@ -13,6 +13,7 @@ import { quotaLimits } from '../../compute/quotas.js'
 import { bodyObject, callerOf, must, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { envelope, fieldsSchema, listOf, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 const policies = (version: VersionNumber) =>
   T.Union((version >= versionNumber('2.15') ? ['affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity'] : ['affinity', 'anti-affinity']).map((p) => T.Literal(p)))
@@ -84,9 +85,9 @@ export function serverGroupRoutes(deps: AppDeps) {
       await db.insertInto('server_groups').values(row).execute()
       return { server_group: (await render(request, [row]))[0] }
     })
-    scope.get('/v2.1/os-server-groups', DOCS.list, async (request) => {
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-server-groups', DOCS.list, async (request) => {
       const caller = callerOf(request)
-      const q = request.query as Record<string, string>
+      const q = request.query
       must(request, 'server_groups:read', { projectId: caller.projectId })
       let query = db.selectFrom('server_groups').selectAll().orderBy('created_at').orderBy('id')
       if (!(q.all_projects !== undefined && caller.admin)) query = query.where('project_id', '=', caller.projectId)
