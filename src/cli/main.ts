@@ -26,7 +26,7 @@ const logDirIndex = argv.findIndex((a) => a === '--log-dir' || a.startsWith('--l
 const logDir = logDirIndex < 0 ? defaultLogDir(process.env) : argv[logDirIndex].includes('=') ? argv[logDirIndex].split('=')[1] : argv[logDirIndex + 1]
 const noPrompt = argv.includes('--no-prompt')
 
-runCli(argv, {
+const code = await runCli(argv, {
   stdout: process.stdout,
   stderr: process.stderr,
   stdin: process.stdin,
@@ -34,4 +34,5 @@ runCli(argv, {
   configDir: defaultConfigDir(process.env),
   log: fileLogger(logDir, argv.includes('--verbose'), process.stderr),
   prompt: noPrompt ? async (q) => Promise.reject(new Error(`--no-prompt is set and "${q.trim()}" has no value`)) : prompt,
-}).then((code) => process.exit(code))
+})
+process.exit(code)

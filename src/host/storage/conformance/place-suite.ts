@@ -88,7 +88,9 @@ export function storagePlaceConformance(name: string, setup: () => Promise<Place
     })
 
     /** Runs a test, or skips it naming what the machine lacks for this place. */
-    const test = (title: string, body: () => Promise<void>) => it(title, async (t) => (skip ? t.skip(skip) : body()))
+    const test = (title: string, body: () => Promise<void>): void => {
+      it(title, async (t) => (skip ? t.skip(skip) : body()))
+    }
     const node = (ref: VolumeRef) => under!.node(ref)
     const size = (ref: VolumeRef) => nodeSize(node(ref))
     const exists = async (ref: VolumeRef) => (await localIo(node(ref), ['read 0 4k'])).ok

@@ -64,7 +64,9 @@ export function volumeBackendConformance(name: string, setup: () => Promise<Back
     })
 
     /** Runs a test, or skips it naming what the machine lacks for this backend. */
-    const test = (title: string, body: () => Promise<void>) => it(title, async (t) => (skip ? t.skip(skip) : body()))
+    const test = (title: string, body: () => Promise<void>): void => {
+      it(title, async (t) => (skip ? t.skip(skip) : body()))
+    }
 
     test('passes its own check and reports capacity', async () => {
       await backend.check()

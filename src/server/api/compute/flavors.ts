@@ -17,6 +17,7 @@ import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, fieldsSchema, listOf, plain, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 import { J } from '../../../contracts/compute/json-types.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 const SORT_KEYS: Record<string, keyof FlavorTable> = {
   created_at: 'created_at', description: 'description', disabled: 'disabled', ephemeral_gb: 'ephemeral', flavorid: 'id', id: 'id', is_public: 'is_public',
@@ -103,9 +104,9 @@ export function flavorRoutes(deps: AppDeps) {
   const manage = (request: FastifyRequest) => must(request, 'flavors:manage')
 
   return async (scope: FastifyInstance): Promise<void> => {
-    const list = (view: FlavorView) => async (request: FastifyRequest) => {
+    const list = (view: FlavorView) => async (request: FastifyRequest<{ Querystring: SingleQuery }>) => {
       const caller = callerOf(request)
-      const q = request.query as Record<string, string>
+      const q = request.query
       const found = await flavorsWithAccess(db, caller.projectId)
       let rows = found.rows
       const accessible = found.accessible
@@ -151,8 +152,8 @@ export function flavorRoutes(deps: AppDeps) {
       }
       return body
     }
-    scope.get('/v2.1/flavors', DOCS.list('summary'), list('summary'))
-    scope.get('/v2.1/flavors/detail', DOCS.list('detail'), list('detail'))
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/flavors', DOCS.list('summary'), list('summary'))
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/flavors/detail', DOCS.list('detail'), list('detail'))
     scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id', DOCS.show, async (request) => ({ flavor: render(request, await visible(request, request.params.id), 'detail') }))
 
     scope.post('/v2.1/flavors', DOCS.create, async (request) => {

@@ -14,6 +14,7 @@ import { documented, noBody } from '../../http/openapi.js'
 import { A, PROXY } from '../../../contracts/compute/answers.js'
 import { envelope, listOf, plain, Q, queryOf } from '../../../contracts/compute/schemas.js'
 import { J } from '../../../contracts/compute/json-types.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 type P1 = { Params: { id: string } }
 type P2 = { Params: { id: string; key: string } }
@@ -83,9 +84,9 @@ export function imageProxyRoutes(deps: AppDeps) {
 
   return async (scope: FastifyInstance): Promise<void> => {
     for (const detail of [false, true]) {
-      scope.get(`/v2.1/images${detail ? '/detail' : ''}`, DOCS.list(detail), async (request) => {
+      scope.get<{ Querystring: SingleQuery }>(`/v2.1/images${detail ? '/detail' : ''}`, DOCS.list(detail), async (request) => {
         requireBefore(request, 'noProxyApis')
-        const page = proxyPage(await visible(request), request.query as Record<string, string | undefined>)
+        const page = proxyPage(await visible(request), request.query)
         return {
           images: page.images.map((i) => (detail ? imageDetail(i, urls) : imageSummary(i, urls))),
           ...(page.nextQuery ? { images_links: [{ rel: 'next', href: `${urls.compute}/images${detail ? '/detail' : ''}?${page.nextQuery}` }] } : {}),

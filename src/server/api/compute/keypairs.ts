@@ -14,6 +14,7 @@ import { bodyObject, callerOf, must, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { envelope, fieldsSchema, listOf, plain, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 import { J } from '../../../contracts/compute/json-types.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 const createBody = (version: VersionNumber) => {
   const name = version >= versionNumber('2.92') ? T.String({ minLength: 1, maxLength: 255, pattern: '^[a-zA-Z0-9 _@.-]+$' }) : T.String({ minLength: 1, maxLength: 255, pattern: '^[_\\- a-zA-Z0-9]+$' })
@@ -75,8 +76,8 @@ export function keypairRoutes(deps: AppDeps) {
       const out = project(keypairFields, model(row, privateKey), { version: request.api.version, view: 'create', admin: callerOf(request).admin })
       return reply.code(request.api.has('keypairCreated201') ? 201 : 200).send({ keypair: out })
     })
-    scope.get('/v2.1/os-keypairs', DOCS.list, async (request) => {
-      const q = request.query as Record<string, string>
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-keypairs', DOCS.list, async (request) => {
+      const q = request.query
       const userId = userOf(request, q.user_id)
       let rows = await listKeypairs(db, userId)
       const body: Record<string, unknown> = {}
@@ -98,12 +99,12 @@ export function keypairRoutes(deps: AppDeps) {
       body.keypairs = rows.map((r) => ({ keypair: project(keypairFields, model(r), { version: request.api.version, view: 'list', admin: false }) }))
       return { keypairs: body.keypairs, ...(body.keypairs_links ? { keypairs_links: body.keypairs_links } : {}) }
     })
-    scope.get<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', DOCS.show, async (request) => {
-      const userId = userOf(request, (request.query as Record<string, string>).user_id)
+    scope.get<{ Params: { name: string }; Querystring: SingleQuery }>('/v2.1/os-keypairs/:name', DOCS.show, async (request) => {
+      const userId = userOf(request, request.query.user_id)
       return { keypair: project(keypairFields, model(await find(userId, request.params.name)), { version: request.api.version, view: 'show', admin: false }) }
     })
-    scope.delete<{ Params: { name: string } }>('/v2.1/os-keypairs/:name', DOCS.delete, async (request, reply) => {
-      const userId = userOf(request, (request.query as Record<string, string>).user_id)
+    scope.delete<{ Params: { name: string }; Querystring: SingleQuery }>('/v2.1/os-keypairs/:name', DOCS.delete, async (request, reply) => {
+      const userId = userOf(request, request.query.user_id)
       const k = await find(userId, request.params.name)
       await deleteKeypair(db, k.id)
       return reply.code(request.api.has('keypairCreated201') ? 204 : 202).send()

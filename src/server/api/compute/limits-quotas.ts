@@ -11,6 +11,7 @@ import { bodyObject, callerOf, must, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, fieldsSchema, queryOf, versioned } from '../../../contracts/compute/schemas.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 /** Nova's largest quota limit (a 32-bit signed integer). */
 const MAX_QUOTA = 2147483647
@@ -44,9 +45,9 @@ export function limitQuotaRoutes(deps: AppDeps) {
   }
   const set = (request: FastifyRequest, values: Record<string, unknown>) => project(quotaSetFields, values, { version: request.api.version, view: 'set', admin: true })
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2.1/limits', DOCS.limits, async (request) => {
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/limits', DOCS.limits, async (request) => {
       const caller = callerOf(request)
-      const q = request.query as Record<string, string>
+      const q = request.query
       let projectId = caller.projectId
       if (q.tenant_id && q.tenant_id !== caller.projectId && callerOf(request).admin) projectId = q.tenant_id
       const limits = await quotaLimits(db, projectId)

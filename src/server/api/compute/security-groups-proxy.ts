@@ -16,6 +16,7 @@ import { bodyObject, callerOf, requireBefore } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, PROXY } from '../../../contracts/compute/answers.js'
 import { acceptedIn, envelope, listOf, Q, queryOf, type JsonSchema } from '../../../contracts/compute/schemas.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 type P1 = { Params: { id: string } }
 
@@ -129,8 +130,8 @@ export function securityGroupProxyRoutes(deps: AppDeps) {
   }
 
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2.1/os-security-groups', DOCS.list, async (request) => {
-      const q = request.query as Record<string, string | undefined>
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-security-groups', DOCS.list, async (request) => {
+      const q = request.query
       const caller = callerOf(request)
       const allTenants = caller.admin && q.all_tenants !== undefined && !['0', 'false', 'False'].includes(q.all_tenants)
       return withGroups(request, async (ctx, actor) => {

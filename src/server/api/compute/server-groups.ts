@@ -14,6 +14,7 @@ import { countServerGroups, deleteServerGroup, findServerGroup, groupMembers, in
 import { bodyObject, callerOf, must, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { envelope, fieldsSchema, listOf, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 const policies = (version: VersionNumber) =>
   T.Union((version >= versionNumber('2.15') ? ['affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity'] : ['affinity', 'anti-affinity']).map((p) => T.Literal(p)))
@@ -75,9 +76,9 @@ export function serverGroupRoutes(deps: AppDeps) {
       await insertServerGroup(db, row)
       return { server_group: (await render(request, [row]))[0] }
     })
-    scope.get('/v2.1/os-server-groups', DOCS.list, async (request) => {
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-server-groups', DOCS.list, async (request) => {
       const caller = callerOf(request)
-      const q = request.query as Record<string, string>
+      const q = request.query
       must(request, 'server_groups:read', { projectId: caller.projectId })
       const projectId = q.all_projects !== undefined && caller.admin ? undefined : caller.projectId
       for (const p of ['limit', 'offset'] as const) if (q[p] !== undefined && !/^\d+$/.test(q[p])) throw badRequest(`Invalid input for query parameters ${p}. Value: ${q[p]}.`)

@@ -145,10 +145,10 @@ export function serverRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
   const views = new ServerViewCache()
   return async (scope: FastifyInstance): Promise<void> => {
-    const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest, reply: FastifyReply) => {
+    const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply) => {
       const caller = callerOf(request)
       must(request, 'servers:index', { projectId: caller.projectId })
-      const plan = planServerList(request.query as Query, caller, request.api, deps.config.computeMaxLimit)
+      const plan = planServerList(request.query, caller, request.api, deps.config.computeMaxLimit)
       const result = await listServers(db, plan, {
         columns: view === 'summary' ? ['id', 'name'] : DETAIL_KEY_COLUMNS,
         viewRevisions: view === 'detail',
@@ -160,8 +160,8 @@ export function serverRoutes(deps: ServerRouteDeps) {
       const tail = `]${result.next ? `,${JSON.stringify(links).slice(1, -1)}` : ''}}`
       return reply.type('application/json').send(Buffer.concat([Buffer.from('{"servers":['), ...servers, Buffer.from(tail)]))
     }
-    scope.get('/v2.1/servers', DOCS.list('summary'), list('summary', '/servers'))
-    scope.get('/v2.1/servers/detail', DOCS.list('detail'), list('detail', '/servers/detail'))
+    scope.get<{ Querystring: Query }>('/v2.1/servers', DOCS.list('summary'), list('summary', '/servers'))
+    scope.get<{ Querystring: Query }>('/v2.1/servers/detail', DOCS.list('detail'), list('detail', '/servers/detail'))
 
     scope.get<{ Params: { id: string } }>('/v2.1/servers/:id', DOCS.show, async (request) => {
       const row = await visibleServer(deps, request, request.params.id)

@@ -10,6 +10,7 @@ import { must } from './context.js'
 import { documented } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, listOf, Q, queryOf } from '../../../contracts/compute/schemas.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 function parseTime(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback
@@ -26,8 +27,8 @@ const DOCS = {
 
 export function usageRoutes(deps: AppDeps) {
   const db = deps.store.db
-  const period = (request: FastifyRequest) => {
-    const q = request.query as Record<string, string>
+  const period = (request: FastifyRequest<{ Querystring: SingleQuery }>) => {
+    const q = request.query
     const now = Date.now()
     const start = parseTime('start', q.start, now)
     const end = parseTime('end', q.end, now)
@@ -76,7 +77,7 @@ export function usageRoutes(deps: AppDeps) {
   }
   const rowsIn = (start: number, end: number, projectId?: string) => serversLivingIn(db, start, end, projectId)
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.get('/v2.1/os-simple-tenant-usage', DOCS.list, async (request) => {
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-simple-tenant-usage', DOCS.list, async (request) => {
       must(request, 'usage:list')
       const { start, end, detailed } = period(request)
       const rows = await rowsIn(start, end)
@@ -84,7 +85,7 @@ export function usageRoutes(deps: AppDeps) {
       for (const r of rows) byProject.set(r.project_id, [...(byProject.get(r.project_id) ?? []), r])
       return { tenant_usages: [...byProject.entries()].map(([p, list]) => usageOf(p, list, start, end, detailed)) }
     })
-    scope.get<{ Params: { projectId: string } }>('/v2.1/os-simple-tenant-usage/:projectId', DOCS.show, async (request) => {
+    scope.get<{ Params: { projectId: string }; Querystring: SingleQuery }>('/v2.1/os-simple-tenant-usage/:projectId', DOCS.show, async (request) => {
       // `…/os-simple-tenant-usage/` names no project: Nova's router has no such route.
       if (request.params.projectId === '') throw notFound('The resource could not be found.')
       must(request, 'usage:show', { projectId: request.params.projectId })

@@ -14,6 +14,7 @@ import { visibleServer } from './servers.js'
 import { bodyObject, callerOf, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { envelope, fieldsSchema, listOf, versioned } from '../../../contracts/compute/schemas.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 function must(request: FastifyRequest, op: ComputeVolumesOperation, row: ServerTable): void {
   if (!COMPUTE_VOLUMES_POLICY[op](request.principal, { projectId: row.project_id })) throw forbidden(`Policy doesn't allow ${op} to be performed.`)
@@ -35,11 +36,11 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
     type P2 = { Params: { id: string; volumeId: string } }
     const base = '/v2.1/servers/:id/os-volume_attachments'
 
-    scope.get<P1>(base, DOCS.list, async (request) => {
+    scope.get<P1 & { Querystring: SingleQuery }>(base, DOCS.list, async (request) => {
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'os_compute_api:os-volumes-attachments:index', row)
       check('query', request.api.version, attachmentListQuerySchema, request.query)
-      const q = request.query as { limit?: string; offset?: string }
+      const q = request.query
       const page = await listAttachments(ops.db, row.id, { limit: q.limit === undefined ? undefined : Number(q.limit), offset: q.offset === undefined ? undefined : Number(q.offset) }, deps.config.computeMaxLimit)
       const shape = render(request, 'list')
       return { volumeAttachments: page.map((b) => shape(attachmentModel(b))) }

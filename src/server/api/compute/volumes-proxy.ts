@@ -12,6 +12,7 @@ import { bodyObject, requireBefore, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, PROXY } from '../../../contracts/compute/answers.js'
 import { acceptedIn, envelope, listOf, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
+import type { SingleQuery } from '../../http/route-types.js'
 
 const text = T.Union([T.String({ maxLength: 255 }), T.Null()])
 const size = T.Union([T.Integer({ minimum: 1 }), T.String({ pattern: '^[1-9][0-9]*$' })])
@@ -81,8 +82,8 @@ function snapshotView(s: SnapshotRecord) {
 }
 
 /** Nova's `limit` and `offset` on these lists. */
-function window<R>(records: R[], request: FastifyRequest): R[] {
-  const q = request.query as Record<string, string | undefined>
+function window<R>(records: R[], request: FastifyRequest<{ Querystring: SingleQuery }>): R[] {
+  const q = request.query
   const offset = q.offset !== undefined && /^\d+$/.test(q.offset) ? Number(q.offset) : 0
   const limit = q.limit !== undefined && /^\d+$/.test(q.limit) ? Number(q.limit) : undefined
   return records.slice(offset, limit === undefined ? undefined : offset + limit)
@@ -96,12 +97,12 @@ export function volumeProxyRoutes(deps: AppDeps) {
     if (request.params.id === '') throw notFound('The resource could not be found.')
     return request.params.id
   }
-  const listVolumes = async (request: FastifyRequest) => {
+  const listVolumes = async (request: FastifyRequest<{ Querystring: SingleQuery }>) => {
     requireBefore(request, 'noProxyApis')
     const { volumes: all } = await volumes.list(request.principal, { allTenants: false, sort: [{ key: 'created_at', dir: 'desc' }] })
     return { volumes: window(all, request).map(volumeView) }
   }
-  const listSnapshots = async (request: FastifyRequest) => {
+  const listSnapshots = async (request: FastifyRequest<{ Querystring: SingleQuery }>) => {
     requireBefore(request, 'noProxyApis')
     const { snapshots: all } = await snapshots.list(request.principal, { allTenants: false, sort: [{ key: 'created_at', dir: 'desc' }] })
     return { snapshots: window(all, request).map(snapshotView) }
@@ -110,8 +111,8 @@ export function volumeProxyRoutes(deps: AppDeps) {
   return async (scope: FastifyInstance): Promise<void> => {
     type P1 = { Params: { id: string } }
     // Nova's list and detail are the same here: both answer the full view.
-    scope.get('/v2.1/os-volumes', DOCS.volumes(false), listVolumes)
-    scope.get('/v2.1/os-volumes/detail', DOCS.volumes(true), listVolumes)
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-volumes', DOCS.volumes(false), listVolumes)
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-volumes/detail', DOCS.volumes(true), listVolumes)
     scope.get<P1>('/v2.1/os-volumes/:id', DOCS.volume, async (request) => ({ volume: volumeView(await volumes.get(request.principal, idOf(request))) }))
     scope.post('/v2.1/os-volumes', DOCS.createVolume, async (request) => {
       requireBefore(request, 'noProxyApis')
@@ -134,8 +135,8 @@ export function volumeProxyRoutes(deps: AppDeps) {
       return reply.code(202).send()
     })
 
-    scope.get('/v2.1/os-snapshots', DOCS.snapshots(false), listSnapshots)
-    scope.get('/v2.1/os-snapshots/detail', DOCS.snapshots(true), listSnapshots)
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-snapshots', DOCS.snapshots(false), listSnapshots)
+    scope.get<{ Querystring: SingleQuery }>('/v2.1/os-snapshots/detail', DOCS.snapshots(true), listSnapshots)
     scope.get<P1>('/v2.1/os-snapshots/:id', DOCS.snapshot, async (request) => ({ snapshot: snapshotView(await snapshots.get(request.principal, idOf(request))) }))
     scope.post('/v2.1/os-snapshots', DOCS.createSnapshot, async (request) => {
       requireBefore(request, 'noProxyApis')

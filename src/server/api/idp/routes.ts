@@ -24,10 +24,10 @@ const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store
 export function idpRoutes(deps: AppDeps) {
   const provider = deps.idp.provider
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    scope.addContentTypeParser<string>('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
       // Repeated fields: the first one counts, as Go's url.Values.Get reads it in Dex.
       const form: Record<string, string> = {}
-      for (const [key, value] of new URLSearchParams(body as string)) if (!(key in form)) form[key] = value
+      for (const [key, value] of new URLSearchParams(body)) if (!(key in form)) form[key] = value
       done(null, form)
     })
 

@@ -9,6 +9,7 @@ import { uploadStream } from '../../http/upload-stream.js'
 import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
 import type { ImageQuery } from '../../image/listing.js'
+import type { FromSchema } from '../../http/route-types.js'
 import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../../image/schemas.js'
 import { imageView, memberView } from '../../image/view.js'
 import { documented, mediaAnswer, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
@@ -20,6 +21,12 @@ const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', DRAFT4
 const GLANCE_VERSIONS = ['2.9', '2.8', '2.7', '2.6', '2.5', '2.4', '2.3', '2.2', '2.1', '2.0']
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] } as const
+const tagParams = { type: 'object', properties: { id: { type: 'string' }, tag: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['id', 'tag'] } as const
+const memberParams = { type: 'object', properties: { id: { type: 'string' }, member: { type: 'string' } }, required: ['id', 'member'] } as const
+const addMemberBody = { type: 'object', properties: { member: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['member'] } as const
+const memberStatusBody = { type: 'object', properties: { status: { type: 'string' } }, required: ['status'] } as const
+type IdRoute = { Params: FromSchema<typeof idParams> }
+type MemberRoute = { Params: FromSchema<typeof memberParams> }
 const createBody = {
   type: 'object',
   properties: {
@@ -105,11 +112,11 @@ export function imageRoutes(deps: AppDeps) {
       const images = deps.images
       v2.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
       v2.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined))
-      v2.addContentTypeParser(JSON_PATCH_TYPES, { parseAs: 'string', bodyLimit: deps.config.bodyLimitBytes }, (_request, body, done) => {
-        const nul = nulInJson(body as string)
+      v2.addContentTypeParser<string>(JSON_PATCH_TYPES, { parseAs: 'string', bodyLimit: deps.config.bodyLimitBytes }, (_request, body, done) => {
+        const nul = nulInJson(body)
         if (nul) return done(nul, undefined)
         try {
-          done(null, JSON.parse(body as string))
+          done(null, JSON.parse(body))
         } catch {
           done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined)
         }
@@ -121,8 +128,8 @@ export function imageRoutes(deps: AppDeps) {
       v2.get('/v2/schemas/member', DOCS.schema('a member'), async () => MEMBER_SCHEMA)
       v2.get('/v2/schemas/members', DOCS.schema('the member list'), async () => MEMBERS_SCHEMA)
 
-      v2.get('/v2/images', DOCS.list, async (request) => {
-        const page = await images.list(request.principal, request.query as ImageQuery)
+      v2.get<{ Querystring: ImageQuery }>('/v2/images', DOCS.list, async (request) => {
+        const page = await images.list(request.principal, request.query)
         return {
           images: page.images.map(imageView),
           first: '/v2/images',
@@ -131,17 +138,17 @@ export function imageRoutes(deps: AppDeps) {
         }
       })
 
-      v2.post('/v2/images', { schema: { body: createBody }, ...DOCS.create }, async (request, reply) => {
-        const image = await images.create(request.principal, request.body as Record<string, unknown>)
+      v2.post<{ Body: FromSchema<typeof createBody> }>('/v2/images', { schema: { body: createBody }, ...DOCS.create }, async (request, reply) => {
+        const image = await images.create(request.principal, request.body)
         return reply.code(201).header('location', `${deps.urls.image}/v2/images/${image.id}`).send(imageView(image))
       })
 
-      v2.get('/v2/images/:id', { schema: { params: idParams }, ...DOCS.show }, async (request) => {
-        const { id } = request.params as { id: string }
+      v2.get<IdRoute>('/v2/images/:id', { schema: { params: idParams }, ...DOCS.show }, async (request) => {
+        const { id } = request.params
         return imageView(await images.get(request.principal, id))
       })
 
-      v2.patch('/v2/images/:id', { schema: { params: idParams }, ...DOCS.update }, async (request, reply) => {
+      v2.patch<IdRoute>('/v2/images/:id', { schema: { params: idParams }, ...DOCS.update }, async (request, reply) => {
         const contentType = (request.headers['content-type'] ?? '').split(';')[0].trim()
         if (!JSON_PATCH_TYPES.includes(contentType)) {
           return reply
@@ -149,25 +156,25 @@ export function imageRoutes(deps: AppDeps) {
             .header('accept-patch', JSON_PATCH_TYPES[0])
             .send({ message: `Unsupported Content-Type: use ${JSON_PATCH_TYPES[0]}`, code: '415 Unsupported Media Type', title: 'Unsupported Media Type' })
         }
-        const { id } = request.params as { id: string }
+        const { id } = request.params
         const operations = contentType === DRAFT4_PATCH_TYPE ? fromDraft4(request.body) : request.body
         return imageView(await images.update(request.principal, id, operations))
       })
 
-      v2.delete('/v2/images/:id', { schema: { params: idParams }, ...DOCS.delete }, async (request, reply) => {
-        const { id } = request.params as { id: string }
+      v2.delete<IdRoute>('/v2/images/:id', { schema: { params: idParams }, ...DOCS.delete }, async (request, reply) => {
+        const { id } = request.params
         await images.delete(request.principal, id)
         return reply.code(204).send()
       })
 
-      v2.put('/v2/images/:id/file', { schema: { params: idParams }, ...DOCS.upload }, async (request, reply) => {
-        const { id } = request.params as { id: string }
+      v2.put<IdRoute>('/v2/images/:id/file', { schema: { params: idParams }, ...DOCS.upload }, async (request, reply) => {
+        const { id } = request.params
         await images.upload(request.principal, id, uploadStream(request))
         return reply.code(204).send()
       })
 
-      v2.get('/v2/images/:id/file', { schema: { params: idParams }, ...DOCS.download }, async (request, reply) => {
-        const { id } = request.params as { id: string }
+      v2.get<IdRoute>('/v2/images/:id/file', { schema: { params: idParams }, ...DOCS.download }, async (request, reply) => {
+        const { id } = request.params
         const result = await images.download(request.principal, id)
         if (!result.stream) return reply.code(204).send()
         reply.header('content-type', 'application/octet-stream').header('content-length', String(result.size))
@@ -176,52 +183,50 @@ export function imageRoutes(deps: AppDeps) {
       })
 
       for (const action of ['deactivate', 'reactivate'] as const) {
-        v2.post(`/v2/images/:id/actions/${action}`, { schema: { params: idParams }, ...DOCS.action(action) }, async (request, reply) => {
-          const { id } = request.params as { id: string }
+        v2.post<IdRoute>(`/v2/images/:id/actions/${action}`, { schema: { params: idParams }, ...DOCS.action(action) }, async (request, reply) => {
+          const { id } = request.params
           await images.setStatusAction(request.principal, id, action)
           return reply.code(204).send()
         })
       }
 
-      const tagParams = { type: 'object', properties: { id: { type: 'string' }, tag: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['id', 'tag'] } as const
-      v2.put('/v2/images/:id/tags/:tag', { schema: { params: tagParams }, ...DOCS.addTag }, async (request, reply) => {
-        const { id, tag } = request.params as { id: string; tag: string }
+      v2.put<{ Params: FromSchema<typeof tagParams> }>('/v2/images/:id/tags/:tag', { schema: { params: tagParams }, ...DOCS.addTag }, async (request, reply) => {
+        const { id, tag } = request.params
         await images.addTag(request.principal, id, tag)
         return reply.code(204).send()
       })
-      v2.delete('/v2/images/:id/tags/:tag', { schema: { params: tagParams }, ...DOCS.deleteTag }, async (request, reply) => {
-        const { id, tag } = request.params as { id: string; tag: string }
+      v2.delete<{ Params: FromSchema<typeof tagParams> }>('/v2/images/:id/tags/:tag', { schema: { params: tagParams }, ...DOCS.deleteTag }, async (request, reply) => {
+        const { id, tag } = request.params
         await images.deleteTag(request.principal, id, tag)
         return reply.code(204).send()
       })
 
-      const memberParams = { type: 'object', properties: { id: { type: 'string' }, member: { type: 'string' } }, required: ['id', 'member'] } as const
-      v2.get('/v2/images/:id/members', { schema: { params: idParams }, ...DOCS.members }, async (request) => {
-        const { id } = request.params as { id: string }
+      v2.get<IdRoute>('/v2/images/:id/members', { schema: { params: idParams }, ...DOCS.members }, async (request) => {
+        const { id } = request.params
         return { members: (await images.listMembers(request.principal, id)).map(memberView), schema: '/v2/schemas/members' }
       })
-      v2.post(
+      v2.post<IdRoute & { Body: FromSchema<typeof addMemberBody> }>(
         '/v2/images/:id/members',
-        { schema: { params: idParams, body: { type: 'object', properties: { member: { type: 'string', minLength: 1, maxLength: 255 } }, required: ['member'] } }, ...DOCS.addMember },
+        { schema: { params: idParams, body: addMemberBody }, ...DOCS.addMember },
         async (request) => {
-          const { id } = request.params as { id: string }
-          return memberView(await images.addMember(request.principal, id, (request.body as { member: string }).member))
+          const { id } = request.params
+          return memberView(await images.addMember(request.principal, id, request.body.member))
         },
       )
-      v2.get('/v2/images/:id/members/:member', { schema: { params: memberParams }, ...DOCS.member }, async (request) => {
-        const { id, member } = request.params as { id: string; member: string }
+      v2.get<MemberRoute>('/v2/images/:id/members/:member', { schema: { params: memberParams }, ...DOCS.member }, async (request) => {
+        const { id, member } = request.params
         return memberView(await images.getMember(request.principal, id, member))
       })
-      v2.put(
+      v2.put<MemberRoute & { Body: FromSchema<typeof memberStatusBody> }>(
         '/v2/images/:id/members/:member',
-        { schema: { params: memberParams, body: { type: 'object', properties: { status: { type: 'string' } }, required: ['status'] } }, ...DOCS.updateMember },
+        { schema: { params: memberParams, body: memberStatusBody }, ...DOCS.updateMember },
         async (request) => {
-          const { id, member } = request.params as { id: string; member: string }
-          return memberView(await images.updateMember(request.principal, id, member, (request.body as { status: string }).status))
+          const { id, member } = request.params
+          return memberView(await images.updateMember(request.principal, id, member, request.body.status))
         },
       )
-      v2.delete('/v2/images/:id/members/:member', { schema: { params: memberParams }, ...DOCS.deleteMember }, async (request, reply) => {
-        const { id, member } = request.params as { id: string; member: string }
+      v2.delete<MemberRoute>('/v2/images/:id/members/:member', { schema: { params: memberParams }, ...DOCS.deleteMember }, async (request, reply) => {
+        const { id, member } = request.params
         await images.deleteMember(request.principal, id, member)
         return reply.code(204).send()
       })

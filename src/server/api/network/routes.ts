@@ -4,7 +4,7 @@
  * the domain operation, run it through NetworkService.run (one transaction, the caller's principal) and shape
  * the list answer (filters, fields, sorting, pagination) with listing.ts.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Ajv } from 'ajv'
 import { documentedForm, networkBodyAjv } from './validator.js'
 import { addDocs, documented, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
@@ -123,15 +123,15 @@ export function networkRoutes(deps: AppDeps) {
       for (const r of RESOURCES) {
         const url = `${base}/v2.0/${r.path}`
         const name = r.member.replaceAll('_', ' ')
-        api.get(`/v2.0/${r.path}`, documented({ summary: `List ${r.path.replaceAll('-', ' ')}`, querystring: LIST_QUERY, response: { 200: many(r.collection, r.member) } }), async (request: FastifyRequest) => {
-          const query = request.query as Query
+        api.get<{ Querystring: Query }>(`/v2.0/${r.path}`, documented({ summary: `List ${r.path.replaceAll('-', ' ')}`, querystring: LIST_QUERY, response: { 200: many(r.collection, r.member) } }), async (request) => {
+          const query = request.query
           const items = await service.run(request.principal, (ctx, actor) => r.list(ctx, actor, query))
           const attributes = [...new Set(items.flatMap((i) => Object.keys(i)))]
           return listResponse(items, query, { collection: r.collection, url, attributes, custom: r.custom })
         })
-        api.get<{ Params: IdParams }>(`/v2.0/${r.path}/:id`, documented({ summary: `Show a ${name}`, querystring: SHOW_QUERY, response: { 200: one(r.member) } }), async (request) => {
+        api.get<{ Params: IdParams; Querystring: Query }>(`/v2.0/${r.path}/:id`, documented({ summary: `Show a ${name}`, querystring: SHOW_QUERY, response: { 200: one(r.member) } }), async (request) => {
           const item = await service.run(request.principal, (ctx, actor) => r.show(ctx, actor, request.params.id))
-          return { [r.member]: projectFields(item, fieldsOf(request.query as Query)) }
+          return { [r.member]: projectFields(item, fieldsOf(request.query)) }
         })
         api.post<{ Body: Body }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema }, ...documented({ summary: `Create a ${name}, or several at once (all or none)`, response: { 201: { anyOf: [one(r.member), many(r.collection, r.member)] } } }) }, async (request, reply: FastifyReply) => {
           const bulk = request.body[r.collection] as unknown as Record<string, unknown>[] | undefined

@@ -10,6 +10,7 @@ import type { NetworkService } from '../../network/service.js'
 import type { View } from '../../network/views.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from './answers.js'
+import type { FromSchema } from '../../http/route-types.js'
 
 export interface TaggedResource {
   path: string
@@ -22,7 +23,7 @@ const tagsBody = {
   additionalProperties: false,
   required: ['tags'],
   properties: { tags: { type: 'array', maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^,]*$' } } },
-}
+} as const
 const tagParam = { type: 'object', properties: { id: { type: 'string' }, tag: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^,]*$' } } }
 
 type Params = { id: string; tag: string }
@@ -35,7 +36,7 @@ export function tagRoutes(api: FastifyInstance, service: NetworkService, resourc
 
     const what = r.path.replaceAll('-', ' ')
     api.get<{ Params: Params }>(base, documented({ summary: `Tags of ${what}`, response: { 200: A.tags } }), async (req) => ({ tags: await service.run(req.principal, (ctx, actor) => tagsOf(ctx, actor, req.params.id)) }))
-    api.put<{ Params: Params; Body: { tags: string[] } }>(base, { schema: { body: tagsBody }, ...documented({ summary: `Replace the tags of ${what}`, response: { 200: A.tags } }) }, async (req) => ({
+    api.put<{ Params: Params; Body: FromSchema<typeof tagsBody> }>(base, { schema: { body: tagsBody }, ...documented({ summary: `Replace the tags of ${what}`, response: { 200: A.tags } }) }, async (req) => ({
       tags: await service.run(req.principal, (ctx, actor) => setTags(ctx, actor, req.params.id, req.body.tags)),
     }))
     api.delete<{ Params: Params }>(base, documented({ summary: `Remove every tag of ${what}`, response: { 204: noBody('Removed') } }), async (req, reply) => {

@@ -14,10 +14,14 @@ import { documented, HOST_CREDENTIAL, mediaAnswer, noBody } from '../../http/ope
 import { passThroughParser, uploadStream } from '../../http/upload-stream.js'
 import { exportsForHost, receiveUploadFromHost, recordStorageReport, sourceImageForHost, type StorageReport } from '../../volume/storage-hosts.js'
 import { hostAuth } from './host-auth.js'
+import type { FromSchema } from '../../http/route-types.js'
 
-const id = { type: 'string', maxLength: 64 }
-const hostParams = { type: 'object', properties: { id }, required: ['id'] }
-const params = (name: string) => ({ type: 'object', properties: { id, [name]: id }, required: ['id', name] })
+const id = { type: 'string', maxLength: 64 } as const
+const hostParams = { type: 'object', properties: { id }, required: ['id'] } as const
+const volumeParams = { type: 'object', properties: { id, volume_id: id }, required: ['id', 'volume_id'] } as const
+const imageParams = { type: 'object', properties: { id, image_id: id }, required: ['id', 'image_id'] } as const
+const attachmentParams = { type: 'object', properties: { id, attachment_id: id }, required: ['id', 'attachment_id'] } as const
+type Params<S> = { Params: FromSchema<S> }
 
 const reportSchema = {
   type: 'object',
@@ -30,7 +34,7 @@ const reportSchema = {
       additionalProperties: { type: 'object', required: ['total_gb', 'free_gb'], properties: { total_gb: { type: 'integer', minimum: 0 }, free_gb: { type: 'integer', minimum: 0 } } },
     },
   },
-}
+} as const
 
 const object = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', properties, required })
 const DOCS = {
@@ -53,35 +57,34 @@ export function storageHostRoutes(deps: AppDeps) {
   const { connections } = deps.volumeServices
   return async (scope: FastifyInstance): Promise<void> => {
     scope.addContentTypeParser('application/octet-stream', passThroughParser)
-    const host = (request: { params: unknown }) => (request.params as { id: string }).id.toLowerCase()
-    const param = (request: { params: unknown }, name: string) => (request.params as Record<string, string>)[name]
+    const host = (request: { params: { id: string } }) => request.params.id.toLowerCase()
     const schema = (extra: Record<string, unknown>) => ({ tags: ['resmgr'], ...extra })
 
-    scope.put('/v1/hosts/:id/storage', { onRequest: requireHost, schema: schema({ params: hostParams, body: reportSchema }), ...DOCS.report }, async (request, reply) => {
-      await recordStorageReport(db, host(request), request.body as StorageReport)
+    scope.put<Params<typeof hostParams> & { Body: FromSchema<typeof reportSchema> }>('/v1/hosts/:id/storage', { onRequest: requireHost, schema: schema({ params: hostParams, body: reportSchema }), ...DOCS.report }, async (request, reply) => {
+      await recordStorageReport(db, host(request), request.body satisfies StorageReport)
       return reply.code(204).send()
     })
 
-    scope.get('/v1/hosts/:id/storage/exports', { onRequest: requireHost, schema: schema({ params: hostParams }), ...DOCS.exports }, async (request, reply) => {
+    scope.get<Params<typeof hostParams>>('/v1/hosts/:id/storage/exports', { onRequest: requireHost, schema: schema({ params: hostParams }), ...DOCS.exports }, async (request, reply) => {
       reply.header('cache-control', 'no-store')
       const exports = await exportsForHost(db, deps.box, host(request))
       return { exports: exports.map((e) => ({ volume_id: e.volumeId, backend: e.backend, port: e.port, generations: e.generations, keys: e.keys })) }
     })
 
-    scope.get('/v1/hosts/:id/storage/volumes/:volume_id/image', { onRequest: requireHost, schema: schema({ params: params('volume_id') }), ...DOCS.sourceImage }, async (request, reply) => {
-      const { stream, size } = await sourceImageForHost(db, deps.images, host(request), param(request, 'volume_id'))
+    scope.get<Params<typeof volumeParams>>('/v1/hosts/:id/storage/volumes/:volume_id/image', { onRequest: requireHost, schema: schema({ params: volumeParams }), ...DOCS.sourceImage }, async (request, reply) => {
+      const { stream, size } = await sourceImageForHost(db, deps.images, host(request), request.params.volume_id)
       reply.header('content-type', 'application/octet-stream').header('content-length', String(size))
       return reply.send(stream)
     })
 
-    scope.put('/v1/hosts/:id/storage/images/:image_id', { onRequest: requireHost, schema: schema({ params: params('image_id') }), ...DOCS.upload }, async (request, reply) => {
-      await receiveUploadFromHost(db, deps.images, host(request), param(request, 'image_id'), uploadStream(request))
+    scope.put<Params<typeof imageParams>>('/v1/hosts/:id/storage/images/:image_id', { onRequest: requireHost, schema: schema({ params: imageParams }), ...DOCS.upload }, async (request, reply) => {
+      await receiveUploadFromHost(db, deps.images, host(request), request.params.image_id, uploadStream(request))
       return reply.code(204).send()
     })
 
-    scope.get('/v1/hosts/:id/volume-connections/:attachment_id', { onRequest: requireHost, schema: schema({ params: params('attachment_id') }), ...DOCS.connection }, async (request, reply) => {
+    scope.get<Params<typeof attachmentParams>>('/v1/hosts/:id/volume-connections/:attachment_id', { onRequest: requireHost, schema: schema({ params: attachmentParams }), ...DOCS.connection }, async (request, reply) => {
       reply.header('cache-control', 'no-store')
-      return { connection_info: await connections.forHost(host(request), param(request, 'attachment_id')) }
+      return { connection_info: await connections.forHost(host(request), request.params.attachment_id) }
     })
   }
 }

@@ -5,7 +5,8 @@
 import type { FastifyInstance } from 'fastify'
 import type { Principal } from '../../auth/principal.js'
 import { AppError, badRequest } from '../../../contracts/errors.js'
-import { idParams, keyParams, metadataBody, stringMap } from './params.js'
+import { idParams, keyParams, metadataBody, stringMap, type IdRoute, type KeyRoute } from './params.js'
+import type { FromSchema } from '../../http/route-types.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from './answers.js'
 
@@ -23,37 +24,37 @@ const itemBody = { type: 'object', required: ['meta'], properties: { meta: { ...
 export function metadataRoutes(r: FastifyInstance, collection: 'volumes' | 'snapshots', owner: MetadataOwner): void {
   const base = `/${collection}/:id/metadata`
   const of = collection === 'volumes' ? 'a volume' : 'a snapshot'
-  r.get(base, { schema: { params: idParams }, ...documented({ summary: `The metadata of ${of}`, response: { 200: A.metadata } }) }, async (request) => {
-    const { id } = request.params as { id: string }
+  r.get<IdRoute>(base, { schema: { params: idParams }, ...documented({ summary: `The metadata of ${of}`, response: { 200: A.metadata } }) }, async (request) => {
+    const { id } = request.params
     return { metadata: (await owner.get(request.principal, id)).metadata }
   })
   for (const [method, replace] of [['POST', false], ['PUT', true]] as const) {
-    r.route({
+    r.route<IdRoute & { Body: FromSchema<typeof metadataBody> }>({
       method,
       url: base,
       schema: { params: idParams, body: metadataBody },
       ...documented({ summary: `${replace ? 'Replace' : 'Add to'} the metadata of ${of}`, response: { 200: A.metadata } }),
       handler: async (request) => {
-        const { id } = request.params as { id: string }
-        return { metadata: await owner.setMetadata(request.principal, id, (request.body as { metadata: Record<string, string> }).metadata, replace) }
+        const { id } = request.params
+        return { metadata: await owner.setMetadata(request.principal, id, request.body.metadata, replace) }
       },
     })
   }
-  r.get(`${base}/:key`, { schema: { params: keyParams }, ...documented({ summary: `One metadata item of ${of}`, response: { 200: A.meta } }) }, async (request) => {
-    const { id, key } = request.params as { id: string; key: string }
+  r.get<KeyRoute>(`${base}/:key`, { schema: { params: keyParams }, ...documented({ summary: `One metadata item of ${of}`, response: { 200: A.meta } }) }, async (request) => {
+    const { id, key } = request.params
     const metadata = (await owner.get(request.principal, id)).metadata
     if (!(key in metadata)) throw new AppError('not_found', `Metadata item was not found: ${key}`)
     return { meta: { [key]: metadata[key] } }
   })
-  r.put(`${base}/:key`, { schema: { params: keyParams, body: itemBody }, ...documented({ summary: `Set one metadata item of ${of}`, response: { 200: A.meta } }) }, async (request) => {
-    const { id, key } = request.params as { id: string; key: string }
-    const meta = (request.body as { meta: Record<string, string> }).meta
+  r.put<KeyRoute & { Body: FromSchema<typeof itemBody> }>(`${base}/:key`, { schema: { params: keyParams, body: itemBody }, ...documented({ summary: `Set one metadata item of ${of}`, response: { 200: A.meta } }) }, async (request) => {
+    const { id, key } = request.params
+    const meta = request.body.meta
     if (!(key in meta)) throw badRequest('Request body and URI mismatch')
     await owner.setMetadata(request.principal, id, meta, false)
     return { meta }
   })
-  r.delete(`${base}/:key`, { schema: { params: keyParams }, ...documented({ summary: `Delete one metadata item of ${of}`, response: { 200: noBody('Deleted') } }) }, async (request, reply) => {
-    const { id, key } = request.params as { id: string; key: string }
+  r.delete<KeyRoute>(`${base}/:key`, { schema: { params: keyParams }, ...documented({ summary: `Delete one metadata item of ${of}`, response: { 200: noBody('Deleted') } }) }, async (request, reply) => {
+    const { id, key } = request.params
     await owner.deleteMetadataKey(request.principal, id, key)
     return reply.code(200).send()
   })

@@ -1,6 +1,7 @@
 /** Request parsing shared by the block storage routes: schema fragments and Cinder's query conventions. */
 import { badRequest } from '../../../contracts/errors.js'
 import type { VolumeListQuery } from '../../volume/service.js'
+import type { FromSchema, RawQuery } from '../../http/route-types.js'
 
 export const nullableString = (max = 255) => ({ type: ['string', 'null'], maxLength: max }) as const
 export const stringMap = { type: 'object', additionalProperties: { type: 'string', maxLength: 255 } } as const
@@ -59,3 +60,9 @@ export function sortParam(query: Record<string, unknown>): VolumeListQuery['sort
 }
 export const metadataBody = { type: 'object', required: ['metadata'], properties: { metadata: stringMap } } as const
 export const keyParams = { type: 'object', properties: { id: { type: 'string' }, key: { type: 'string', maxLength: 255 } }, required: ['id', 'key'] } as const
+
+/** Route generics of the routes on one record (`/{collection}/:id`) and on one of its keys (`…/:key`). */
+export type IdRoute = { Params: FromSchema<typeof idParams> }
+export type KeyRoute = { Params: FromSchema<typeof keyParams> }
+/** Cinder's list filters are read from the raw query string (no schema names them all). */
+export type QueryRoute = { Querystring: RawQuery }

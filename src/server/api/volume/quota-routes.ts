@@ -8,7 +8,8 @@ import { backendServices } from '../../volume/placement.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
 import { ALL_QUOTAS, DEFAULT_QUOTAS, projectQuotas, quotaLimits, quotaUsage, resetProjectQuotas, setProjectQuotas, UNCOUNTED_QUOTAS } from '../../volume/quotas.js'
 import { callerOf } from '../../volume/service.js'
-import { boolParam, one } from './params.js'
+import { boolParam, one, type QueryRoute } from './params.js'
+import type { FromSchema } from '../../http/route-types.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY } from './answers.js'
 import { extensionsDocument } from '../../volume/extensions.js'
@@ -21,24 +22,26 @@ function quotaSet(limits: Record<string, number>, used?: Record<string, number>)
 export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: FastifyRequest) => ViewContext): void {
   // ---- quotas, limits, zones ----
   const quotaParams = { type: 'object', properties: { target: { type: 'string', maxLength: 64 } }, required: ['target'] } as const
-  r.get('/os-quota-sets/:target', { schema: { params: quotaParams }, ...documented({ summary: "A project's quotas (with usage=true, what is used)", querystring: QUERY.quota, response: { 200: A.quotaSet } }) }, async (request) => {
-    const { target } = request.params as { target: string }
+  type QuotaRoute = { Params: FromSchema<typeof quotaParams> }
+  const quotaSetBody = { type: 'object', required: ['quota_set'], properties: { quota_set: { type: 'object', additionalProperties: { anyOf: [{ type: 'integer' }, { type: 'string' }] } } } } as const
+  r.get<QuotaRoute & QueryRoute>('/os-quota-sets/:target', { schema: { params: quotaParams }, ...documented({ summary: "A project's quotas (with usage=true, what is used)", querystring: QUERY.quota, response: { 200: A.quotaSet } }) }, async (request) => {
+    const { target } = request.params
     authorize(volumePolicy, 'quota:show', request.principal, { projectId: target })
-    const usage = boolParam('usage', (request.query as Record<string, unknown>).usage) ?? false
+    const usage = boolParam('usage', request.query.usage) ?? false
     const [limits, used] = await Promise.all([projectQuotas(deps.store.db, target), quotaUsage(deps.store.db, target)])
     return { quota_set: { id: target, ...quotaSet(limits, usage ? used : undefined) } }
   })
-  r.get('/os-quota-sets/:target/defaults', { schema: { params: quotaParams }, ...documented({ summary: 'Default quotas', response: { 200: A.quotaSet } }) }, async (request) => {
-    const { target } = request.params as { target: string }
+  r.get<QuotaRoute>('/os-quota-sets/:target/defaults', { schema: { params: quotaParams }, ...documented({ summary: 'Default quotas', response: { 200: A.quotaSet } }) }, async (request) => {
+    const { target } = request.params
     return { quota_set: { id: target, ...quotaSet({ ...UNCOUNTED_QUOTAS, ...DEFAULT_QUOTAS }) } }
   })
-  r.put(
+  r.put<QuotaRoute & { Body: FromSchema<typeof quotaSetBody> }>(
     '/os-quota-sets/:target',
-    { schema: { params: quotaParams, body: { type: 'object', required: ['quota_set'], properties: { quota_set: { type: 'object', additionalProperties: { anyOf: [{ type: 'integer' }, { type: 'string' }] } } } } }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quotaSet } }) },
+    { schema: { params: quotaParams, body: quotaSetBody }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quotaSet } }) },
     async (request) => {
-      const { target } = request.params as { target: string }
+      const { target } = request.params
       authorize(volumePolicy, 'quota:update', request.principal)
-      const set = (request.body as { quota_set: Record<string, unknown> }).quota_set
+      const set = request.body.quota_set
       const updates: [string, number][] = []
       for (const [key, value] of Object.entries(set)) {
         if (key === 'tenant_id' || key === 'id') continue
@@ -52,8 +55,8 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
     },
   )
   // Back to the defaults (Cinder answers 200 with no body).
-  r.delete('/os-quota-sets/:target', { schema: { params: quotaParams }, ...documented({ summary: "Set a project's quotas back to the defaults (admin)", response: { 200: noBody('Back to the defaults') } }) }, async (request, reply) => {
-    const { target } = request.params as { target: string }
+  r.delete<QuotaRoute>('/os-quota-sets/:target', { schema: { params: quotaParams }, ...documented({ summary: "Set a project's quotas back to the defaults (admin)", response: { 200: noBody('Back to the defaults') } }) }, async (request, reply) => {
+    const { target } = request.params
     authorize(volumePolicy, 'quota:update', request.principal)
     await resetProjectQuotas(deps.store.db, target)
     return reply.code(200).send()
@@ -82,7 +85,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
   r.get('/os-availability-zone', documented({ summary: 'Availability zones', response: { 200: A.zones } }), async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
   r.get('/extensions', documented({ summary: 'The extensions this service implements', response: { 200: A.extensions } }), async () => extensionsDocument())
   // The scheduler and one volume service per backend of each storage place, as `openstack volume service list` shows them (admins).
-  r.get('/os-services', documented({ summary: 'Block storage services (admin)', response: { 200: A.services } }), async (request) => {
+  r.get<QueryRoute>('/os-services', documented({ summary: 'Block storage services (admin)', response: { 200: A.services } }), async (request) => {
     authorize(volumePolicy, 'volume:all_tenants', request.principal)
     const time = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000')
     const backends = await backendServices(deps.store.db, deps.config.hostDownAfterSeconds * 1000)
@@ -91,7 +94,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
       ...backends.map((b) => ({ binary: 'cinder-volume', host: b.host, zone: 'nova', status: 'enabled', state: b.up ? 'up' : 'down', updated_at: time(b.updatedAt), disabled_reason: null })),
     ]
     // Cinder's filters: ?binary= and ?host= (a host matches with or without its @backend part).
-    const q = request.query as Record<string, unknown>
+    const q = request.query
     const binary = one(q.binary)
     const host = one(q.host)
     return { services: services.filter((s) => (binary === undefined || s.binary === binary) && (host === undefined || s.host === host || s.host.split('@')[0] === host)) }

@@ -4,16 +4,39 @@ import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
 import { badRequest } from '../../../contracts/errors.js'
-import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap } from './params.js'
+import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import type { FromSchema } from '../../http/route-types.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY, SNAPSHOT_ACTIONS } from './answers.js'
 
+const createSnapshotBody = {
+  type: 'object',
+  required: ['snapshot'],
+  properties: {
+    snapshot: {
+      type: 'object',
+      required: ['volume_id'],
+      properties: {
+        volume_id: { type: 'string', maxLength: 64 },
+        name: nullableString(),
+        display_name: nullableString(),
+        description: nullableString(),
+        display_description: nullableString(),
+        force: { anyOf: [{ type: 'boolean' }, { type: 'string' }, { type: 'null' }] },
+        metadata: { anyOf: [stringMap, { type: 'null' }] },
+      },
+    },
+  },
+} as const
+const updateSnapshotBody = { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString() } } } } as const
+const actionBody = { type: 'object', minProperties: 1, maxProperties: 1 } as const
+
 export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { snapshots } = deps.volumeServices
   // ---- snapshots ----
-  const listSnapshots = (detail: boolean) => async (request: FastifyRequest) => {
-    const q = request.query as Record<string, unknown>
+  const listSnapshots = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
+    const q = request.query
     const limit = intParam('limit', q.limit, 0)
     const result = await snapshots.list(request.principal, {
       allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
@@ -34,58 +57,40 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     }
     return body
   }
-  r.get('/snapshots', documented({ summary: 'List snapshots', querystring: QUERY.snapshots, response: { 200: A.snapshots(false) } }), listSnapshots(false))
-  r.get('/snapshots/detail', documented({ summary: 'List snapshots with details', querystring: QUERY.snapshots, response: { 200: A.snapshots(true) } }), listSnapshots(true))
-  r.post(
+  r.get<QueryRoute>('/snapshots', documented({ summary: 'List snapshots', querystring: QUERY.snapshots, response: { 200: A.snapshots(false) } }), listSnapshots(false))
+  r.get<QueryRoute>('/snapshots/detail', documented({ summary: 'List snapshots with details', querystring: QUERY.snapshots, response: { 200: A.snapshots(true) } }), listSnapshots(true))
+  r.post<{ Body: FromSchema<typeof createSnapshotBody> }>(
     '/snapshots',
     {
       schema: {
-        body: {
-          type: 'object',
-          required: ['snapshot'],
-          properties: {
-            snapshot: {
-              type: 'object',
-              required: ['volume_id'],
-              properties: {
-                volume_id: { type: 'string', maxLength: 64 },
-                name: nullableString(),
-                display_name: nullableString(),
-                description: nullableString(),
-                display_description: nullableString(),
-                force: { anyOf: [{ type: 'boolean' }, { type: 'string' }, { type: 'null' }] },
-                metadata: { anyOf: [stringMap, { type: 'null' }] },
-              },
-            },
-          },
-        },
+        body: createSnapshotBody,
       },
       ...documented({ summary: 'Create a snapshot of a volume', response: { 202: A.snapshot } }),
     },
     async (request, reply) => {
-      const s = (request.body as { snapshot: Record<string, unknown> }).snapshot
+      const s = request.body.snapshot
       const str = (x: unknown) => (typeof x === 'string' ? x : null)
       const force = typeof s.force === 'boolean' ? s.force : typeof s.force === 'string' ? boolParam('force', s.force) : false
       const snapshot = await snapshots.create(request.principal, {
-        volume_id: s.volume_id as string,
+        volume_id: s.volume_id,
         name: str(s.name) ?? str(s.display_name),
         description: str(s.description) ?? str(s.display_description),
         force,
-        metadata: (s.metadata as Record<string, string> | null) ?? {},
+        metadata: s.metadata ?? {},
       })
       return reply.code(202).send({ snapshot: snapshotSummary(snapshot, ctx(request)) })
     },
   )
-  r.get('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a snapshot', response: { 200: A.snapshot } }) }, async (request) => {
-    const { id } = request.params as { id: string }
+  r.get<IdRoute>('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a snapshot', response: { 200: A.snapshot } }) }, async (request) => {
+    const { id } = request.params
     return { snapshot: snapshotDetail(await snapshots.get(request.principal, id), ctx(request)) }
   })
-  r.put(
+  r.put<IdRoute & { Body: FromSchema<typeof updateSnapshotBody> }>(
     '/snapshots/:id',
-    { schema: { params: idParams, body: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString() } } } } }, ...documented({ summary: 'Update a snapshot', response: { 200: A.snapshot } }) },
+    { schema: { params: idParams, body: updateSnapshotBody }, ...documented({ summary: 'Update a snapshot', response: { 200: A.snapshot } }) },
     async (request) => {
-      const { id } = request.params as { id: string }
-      const s = (request.body as { snapshot: Record<string, string | null | undefined> }).snapshot
+      const { id } = request.params
+      const s = request.body.snapshot
       const snapshot = await snapshots.update(request.principal, id, {
         name: s.name !== undefined ? s.name : s.display_name,
         description: s.description !== undefined ? s.description : s.display_description,
@@ -93,16 +98,16 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
       return { snapshot: snapshotSummary(snapshot, ctx(request)) }
     },
   )
-  r.delete('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a snapshot', response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
-    const { id } = request.params as { id: string }
+  r.delete<IdRoute>('/snapshots/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a snapshot', response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
+    const { id } = request.params
     await snapshots.delete(request.principal, id)
     return reply.code(202).send()
   })
   // Admin actions on snapshots (Cinder's os-admin-actions extension).
   const actionDocs = documented({ summary: 'Run an admin action on a snapshot (reset its status, force delete it)', body: SNAPSHOT_ACTIONS, response: { 202: noBody('Accepted') } })
-  r.post('/snapshots/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } }, ...actionDocs }, async (request, reply) => {
-    const { id } = request.params as { id: string }
-    const [action, args] = Object.entries(request.body as Record<string, unknown>)[0]
+  r.post<IdRoute & { Body: FromSchema<typeof actionBody> }>('/snapshots/:id/action', { schema: { params: idParams, body: actionBody }, ...actionDocs }, async (request, reply) => {
+    const { id } = request.params
+    const [action, args] = Object.entries(request.body)[0]
     const a = (args ?? {}) as Record<string, unknown>
     switch (action) {
       case 'os-reset_status':

@@ -6,7 +6,8 @@ import { AppError, badRequest } from '../../../contracts/errors.js'
 import { atLeast } from '../../volume/microversion.js'
 import { attachmentView, typeView, volumeDetail, volumeSummary, volumeView } from '../../volume/view.js'
 import { cinderTime } from '../../volume/model.js'
-import { boolParam, idParams, intParam, metadataParam, nullableString, one, sortParam, stringMap } from './params.js'
+import { boolParam, idParams, intParam, metadataParam, nullableString, one, sortParam, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import type { FromSchema } from '../../http/route-types.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY, VOLUME_ACTIONS } from './answers.js'
@@ -38,13 +39,18 @@ const createVolumeBody = {
   },
 } as const
 
-type CreateVolumeBody = { volume: Record<string, unknown> & { metadata?: Record<string, string> | null } }
+const updateVolumeBody = {
+  type: 'object',
+  required: ['volume'],
+  properties: { volume: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString(), metadata: stringMap } } },
+} as const
+const actionBody = { type: 'object', minProperties: 1, maxProperties: 1 } as const
 
 export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { volumes } = deps.volumeServices
   // ---- volumes ----
-  const listVolumes = (detail: boolean) => async (request: FastifyRequest) => {
-    const q = request.query as Record<string, unknown>
+  const listVolumes = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
+    const q = request.query
     const limit = intParam('limit', q.limit, 0)
     const result = await volumes.list(request.principal, {
       allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
@@ -70,11 +76,11 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     }
     return body
   }
-  r.get('/volumes', documented({ summary: 'List volumes', querystring: QUERY.volumes, response: { 200: A.volumes(false) } }), listVolumes(false))
-  r.get('/volumes/detail', documented({ summary: 'List volumes with details', querystring: QUERY.volumes, response: { 200: A.volumes(true) } }), listVolumes(true))
+  r.get<QueryRoute>('/volumes', documented({ summary: 'List volumes', querystring: QUERY.volumes, response: { 200: A.volumes(false) } }), listVolumes(false))
+  r.get<QueryRoute>('/volumes/detail', documented({ summary: 'List volumes with details', querystring: QUERY.volumes, response: { 200: A.volumes(true) } }), listVolumes(true))
 
-  r.post('/volumes', { schema: { body: createVolumeBody }, ...documented({ summary: 'Create a volume', response: { 202: A.volume } }) }, async (request, reply) => {
-    const v = (request.body as CreateVolumeBody).volume
+  r.post<{ Body: FromSchema<typeof createVolumeBody> }>('/volumes', { schema: { body: createVolumeBody }, ...documented({ summary: 'Create a volume', response: { 202: A.volume } }) }, async (request, reply) => {
+    const v = request.body.volume
     const str = (x: unknown) => (typeof x === 'string' ? x : null)
     // Checked before anything is created: bad input changes nothing.
     if (str(v.backup_id)) throw badRequest('Restoring from backups is not supported.')
@@ -94,9 +100,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   })
 
   // 3.12: how many volumes the caller sees and their total size; from 3.36 the metadata keys with their values.
-  r.get('/volumes/summary', documented({ summary: 'How many volumes the caller sees and their total size (3.12+)', querystring: QUERY.volumeSummary, response: { 200: A.volumeSummary } }), async (request) => {
+  r.get<QueryRoute>('/volumes/summary', documented({ summary: 'How many volumes the caller sees and their total size (3.12+)', querystring: QUERY.volumeSummary, response: { 200: A.volumeSummary } }), async (request) => {
     if (!atLeast(request.volumeVersion, '3.12')) throw new AppError('not_found', 'Volume summary could not be found.')
-    const q = request.query as Record<string, unknown>
+    const q = request.query
     const { volumes: all } = await volumes.list(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, sort: [{ key: 'id', dir: 'asc' }] })
     const metadata: Record<string, string[]> = {}
     for (const v of all) for (const [key, value] of Object.entries(v.metadata)) if (!(metadata[key] ??= []).includes(value)) metadata[key].push(value)
@@ -109,27 +115,20 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     }
   })
 
-  r.get('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume', response: { 200: A.volume } }) }, async (request) => {
-    const { id } = request.params as { id: string }
+  r.get<IdRoute>('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume', response: { 200: A.volume } }) }, async (request) => {
+    const { id } = request.params
     return { volume: volumeDetail(await volumes.get(request.principal, id), ctx(request)) }
   })
 
-  r.put(
+  r.put<IdRoute & { Body: FromSchema<typeof updateVolumeBody> }>(
     '/volumes/:id',
     {
-      schema: {
-        params: idParams,
-        body: {
-          type: 'object',
-          required: ['volume'],
-          properties: { volume: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString(), metadata: stringMap } } },
-        },
-      },
+      schema: { params: idParams, body: updateVolumeBody },
       ...documented({ summary: 'Update a volume', response: { 200: A.volume } }),
     },
     async (request) => {
-      const { id } = request.params as { id: string }
-      const v = (request.body as { volume: { name?: string | null; description?: string | null; display_name?: string | null; display_description?: string | null; metadata?: Record<string, string> } }).volume
+      const { id } = request.params
+      const v = request.body.volume
       const volume = await volumes.update(request.principal, id, {
         name: v.name !== undefined ? v.name : v.display_name,
         description: v.description !== undefined ? v.description : v.display_description,
@@ -139,9 +138,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     },
   )
 
-  r.delete('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a volume', querystring: QUERY.deleteVolume, response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
-    const { id } = request.params as { id: string }
-    const q = request.query as Record<string, unknown>
+  r.delete<IdRoute & QueryRoute>('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Delete a volume', querystring: QUERY.deleteVolume, response: { 202: noBody('Deletion accepted') } }) }, async (request, reply) => {
+    const { id } = request.params
+    const q = request.query
     await volumes.delete(request.principal, id, { cascade: boolParam('cascade', q.cascade) ?? false })
     return reply.code(202).send()
   })
@@ -151,9 +150,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     body: VOLUME_ACTIONS,
     response: { 200: { anyOf: [A.metadata, { type: 'null' }] }, 202: { description: 'Accepted; os-volume_upload_image answers the image it makes', anyOf: [A.uploadedImage, { type: 'null' }] } },
   })
-  r.post('/volumes/:id/action', { schema: { params: idParams, body: { type: 'object', minProperties: 1, maxProperties: 1 } }, ...actionDocs }, async (request, reply) => {
-    const { id } = request.params as { id: string }
-    const [action, args] = Object.entries(request.body as Record<string, unknown>)[0]
+  r.post<IdRoute & { Body: FromSchema<typeof actionBody> }>('/volumes/:id/action', { schema: { params: idParams, body: actionBody }, ...actionDocs }, async (request, reply) => {
+    const { id } = request.params
+    const [action, args] = Object.entries(request.body)[0]
     const a = (args ?? {}) as Record<string, unknown>
     switch (action) {
       case 'os-extend': {
@@ -240,17 +239,17 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   metadataRoutes(r, 'volumes', volumes)
 
   // ---- attachments (3.27+): read-only here; attaching is compute's business ----
-  const listAttachments = (detail: boolean) => async (request: FastifyRequest) => {
+  const listAttachments = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
     if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
-    const q = request.query as Record<string, unknown>
+    const q = request.query
     const rows = await volumes.listAttachments(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, volumeId: one(q.volume_id), serverId: one(q.instance_id) })
     return { attachments: rows.map((a) => attachmentView(a, detail)) }
   }
-  r.get('/attachments', documented({ summary: 'List attachments (3.27+)', querystring: QUERY.attachments, response: { 200: A.attachments } }), listAttachments(false))
-  r.get('/attachments/detail', documented({ summary: 'List attachments with details (3.27+)', querystring: QUERY.attachments, response: { 200: A.attachments } }), listAttachments(true))
-  r.get('/attachments/:id', { schema: { params: idParams }, ...documented({ summary: 'Show an attachment (3.27+)', response: { 200: A.attachment } }) }, async (request) => {
+  r.get<QueryRoute>('/attachments', documented({ summary: 'List attachments (3.27+)', querystring: QUERY.attachments, response: { 200: A.attachments } }), listAttachments(false))
+  r.get<QueryRoute>('/attachments/detail', documented({ summary: 'List attachments with details (3.27+)', querystring: QUERY.attachments, response: { 200: A.attachments } }), listAttachments(true))
+  r.get<IdRoute>('/attachments/:id', { schema: { params: idParams }, ...documented({ summary: 'Show an attachment (3.27+)', response: { 200: A.attachment } }) }, async (request) => {
     if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
-    const { id } = request.params as { id: string }
+    const { id } = request.params
     const found = (await volumes.listAttachments(request.principal, { allTenants: request.principal.roles.includes('admin') })).find((a) => a.id === id)
     if (!found) throw new AppError('not_found', `VolumeAttachment ${id} could not be found.`)
     return { attachment: attachmentView(found, true) }
