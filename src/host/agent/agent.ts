@@ -12,16 +12,15 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameS
 import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { DriverError, type ComputeDriver, type GuestImageRef, type GuestInfo, type GuestSpec, type VolumeConnection } from '../../contracts/host/compute-driver.js'
-import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
-import type { IncomingMigration } from '../compute/qemu/live-migration.js'
-import { QemuDriver, type LiveMigrationHandover } from '../compute/qemu/qemu-driver.js'
+import { DriverError, type ComputeDriver, type GuestInfo } from '../../contracts/host/compute-driver.js'
+import { isCommandName, type CommandHandlers, type ComputeCommandName } from '../../contracts/host/commands.js'
+import { QemuDriver } from '../compute/qemu/qemu-driver.js'
 import { createComputeDriver, type DriverSettings } from './compute-driver.js'
 import { gatherFacts, type HeartbeatFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
-import { ConsoleStreams, type OpenConsoleArgs } from '../remote-consoles/console-streams.js'
+import { ConsoleStreams } from '../remote-consoles/console-streams.js'
 import { NetworkAgent, type NetworkConfig } from '../network/network-agent.js'
-import { StorageRole, type StorageConfig } from '../storage/storage-role.js'
+import { isStorageCommand, StorageRole, type StorageConfig } from '../storage/storage-role.js'
 import { withVolumeKeys } from './volume-keys.js'
 
 export interface AgentConfig extends DriverSettings {
@@ -49,12 +48,6 @@ interface AgentState {
 }
 
 const DONE_KEPT = 5000
-
-/** Live migration's steps exist only between QEMU hosts. */
-function qemuOnly(driver: ComputeDriver): QemuDriver {
-  if (!(driver instanceof QemuDriver)) throw new DriverError(`live migration steps need the qemu driver; this host runs ${driver.type}`, 409)
-  return driver
-}
 
 export class PccAgent {
   readonly configFile: string
@@ -379,94 +372,88 @@ export class PccAgent {
     if (!this.hypervisor) throw new DriverError(`the hypervisor role is not applied on host ${this.facts.hostname}`, 409)
   }
 
-  private async perform(op: string, args: Record<string, unknown>): Promise<unknown> {
-    if (op.startsWith('volume.')) return this.storage.perform(op, args)
-    const a = await withVolumeKeys((method, path) => this.api(method, path), args)
-    const d = this.driver
-    const sid = a.serverId as string
-    switch (op) {
-      case 'info':
-        return (await d.info(sid)) ?? null
-      case 'listGuests':
-        return d.listGuests()
-      case 'beginStep':
-        // The build's networking step: the guest's tap in its bridge, behind its rules, before it starts.
-        if (a.taskState === 'networking') await this.network?.syncNow()
-        return d.beginStep(sid, a.taskState as string)
-      case 'spawn':
-        this.requireHypervisor()
-        return d.spawn(a.spec as GuestSpec)
-      case 'destroy':
-        return d.destroy(sid)
-      case 'reboot':
-        return d.reboot(sid, a.type as 'SOFT' | 'HARD')
-      case 'powerOff':
-        return d.powerOff(sid)
-      case 'powerOn':
-        return d.powerOn(sid)
-      case 'pause':
-        return d.pause(sid)
-      case 'unpause':
-        return d.unpause(sid)
-      case 'suspend':
-        return d.suspend(sid)
-      case 'resume':
-        return d.resume(sid)
-      case 'rescue':
-        return d.rescue(sid, (a.image as GuestImageRef | null) ?? null)
-      case 'unrescue':
-        return d.unrescue(sid)
-      case 'rebuild':
-        return d.rebuild(a.spec as GuestSpec)
-      case 'setAdminPassword':
-        return d.setAdminPassword(sid, a.password as string)
-      case 'snapshot': {
-        // The bytes go straight into the queued image with this host's credential, never through a command result.
-        const snap = await d.snapshot(sid, a.imageName as string)
-        const imageId = a.imageId as string | null
-        if (!imageId) snap.data.resume()
-        else {
-          const query = `disk_format=${encodeURIComponent(snap.diskFormat)}&container_format=${encodeURIComponent(snap.containerFormat)}`
-          ;(await this.hostStream('PUT', `/images/${imageId}/file?${query}`, snap.data)).resume()
-        }
-        return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat }
+  /**
+   * Executes one command of the host protocol (src/contracts/host/commands.ts): `volume.*` with the storage role,
+   * the others with the compute handlers. The arguments are JSON from the control plane, typed by the table.
+   */
+  private async perform(op: string, args: unknown): Promise<unknown> {
+    if (!isCommandName(op)) throw new DriverError(`unknown command ${op}`, 400)
+    const handler = (isStorageCommand(op) ? this.storage.handlers[op] : this.compute[op]) as (args: unknown) => Promise<unknown>
+    return handler(args)
+  }
+
+  /**
+   * The compute commands, each with the local driver. Volume connections in the arguments get their keys first
+   * (withVolumeKeys): commands carry none.
+   */
+  private readonly compute: CommandHandlers<ComputeCommandName> = {
+    info: async ({ serverId }) => (await this.driver.info(serverId)) ?? null,
+    listGuests: () => this.driver.listGuests(),
+    beginStep: async ({ serverId, taskState }) => {
+      // The build's networking step: the guest's tap in its bridge, behind its rules, before it starts.
+      if (taskState === 'networking') await this.network?.syncNow()
+      return this.driver.beginStep(serverId, taskState)
+    },
+    spawn: async (args) => {
+      this.requireHypervisor()
+      return this.driver.spawn((await this.withKeys(args)).spec)
+    },
+    destroy: ({ serverId }) => this.driver.destroy(serverId),
+    reboot: ({ serverId, type }) => this.driver.reboot(serverId, type),
+    powerOff: ({ serverId }) => this.driver.powerOff(serverId),
+    powerOn: ({ serverId }) => this.driver.powerOn(serverId),
+    pause: ({ serverId }) => this.driver.pause(serverId),
+    unpause: ({ serverId }) => this.driver.unpause(serverId),
+    suspend: ({ serverId }) => this.driver.suspend(serverId),
+    resume: ({ serverId }) => this.driver.resume(serverId),
+    rescue: ({ serverId, image }) => this.driver.rescue(serverId, image ?? null),
+    unrescue: ({ serverId }) => this.driver.unrescue(serverId),
+    rebuild: async (args) => this.driver.rebuild((await this.withKeys(args)).spec),
+    setAdminPassword: ({ serverId, password }) => this.driver.setAdminPassword(serverId, password),
+    snapshot: async ({ serverId, imageName, imageId }) => {
+      // The bytes go straight into the queued image with this host's credential, never through a command result.
+      const snap = await this.driver.snapshot(serverId, imageName)
+      if (!imageId) snap.data.resume()
+      else {
+        const query = `disk_format=${encodeURIComponent(snap.diskFormat)}&container_format=${encodeURIComponent(snap.containerFormat)}`
+        ;(await this.hostStream('PUT', `/images/${imageId}/file?${query}`, snap.data)).resume()
       }
-      case 'attachVolume':
-        return d.attachVolume(sid, a.volume as VolumeConnection)
-      case 'detachVolume':
-        return d.detachVolume(sid, a.volumeId as string)
-      case 'extendVolume':
-        return d.extendVolume(sid, a.volume as VolumeConnection, a.sizeBytes as number)
-      case 'migrateDiskAndPowerOff':
-        return d.migrateDiskAndPowerOff(sid, a.flavor as FlavorSnapshot, a.toSameHost === true)
-      case 'finishMigration':
-        this.requireHypervisor()
-        return d.finishMigration(a.spec as GuestSpec, a.powerOn as boolean)
-      case 'evacuateTo':
-        this.requireHypervisor()
-        return d.evacuateTo(a.spec as GuestSpec, a.powerOn as boolean)
-      case 'consoleOutput':
-        return d.consoleOutput(sid, (a.lines as number | null) ?? undefined)
-      case 'forget':
-        return d.forget(sid)
-      case 'openConsole':
-        return this.consoles.open(d, a as unknown as OpenConsoleArgs)
-      case 'receiveGuest':
-        this.requireHypervisor()
-        d.adopt([a.guest as GuestInfo])
-        return null
-      case 'prepareLiveMigration':
-        this.requireHypervisor()
-        return qemuOnly(d).prepareIncoming(a.spec as GuestSpec)
-      case 'liveMigrateTo':
-        return qemuOnly(d).sendGuest(sid, a.target as IncomingMigration)
-      case 'finishLiveMigration':
-        return qemuOnly(d).finishIncoming(sid, (a.handover as LiveMigrationHandover | null) ?? {})
-      case 'abortLiveMigration':
-        return qemuOnly(d).abortIncoming(sid)
-      default:
-        throw new DriverError(`unknown command ${op}`, 400)
-    }
+      return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat }
+    },
+    attachVolume: async (args) => {
+      const { serverId, volume } = await this.withKeys(args)
+      return this.driver.attachVolume(serverId, volume)
+    },
+    detachVolume: ({ serverId, volumeId }) => this.driver.detachVolume(serverId, volumeId),
+    extendVolume: async (args) => {
+      const { serverId, volume, sizeBytes } = await this.withKeys(args)
+      return this.driver.extendVolume(serverId, volume, sizeBytes)
+    },
+    migrateDiskAndPowerOff: ({ serverId, flavor, toSameHost }) => this.driver.migrateDiskAndPowerOff(serverId, flavor, toSameHost === true),
+    finishMigration: async (args) => {
+      this.requireHypervisor()
+      const { spec, powerOn } = await this.withKeys(args)
+      return this.driver.finishMigration(spec, powerOn)
+    },
+    evacuateTo: async (args) => {
+      this.requireHypervisor()
+      const { spec, powerOn } = await this.withKeys(args)
+      return this.driver.evacuateTo(spec, powerOn)
+    },
+    consoleOutput: ({ serverId, lines }) => this.driver.consoleOutput(serverId, lines ?? undefined),
+    openConsole: (args) => this.consoles.open(this.driver, args),
+    forget: ({ serverId }) => this.driver.forget(serverId),
+    prepareLiveMigration: async (args) => {
+      this.requireHypervisor()
+      return this.driver.prepareLiveMigration((await this.withKeys(args)).spec)
+    },
+    liveMigrateTo: ({ serverId, handle }) => this.driver.liveMigrateTo(serverId, handle),
+    finishLiveMigration: ({ serverId, handover }) => this.driver.finishLiveMigration(serverId, handover ?? {}),
+    abortLiveMigration: ({ serverId }) => this.driver.abortLiveMigration(serverId),
+  }
+
+  private withKeys<A extends object>(args: A): Promise<A> {
+    return withVolumeKeys((method, path) => this.api(method, path), args)
   }
 }
 

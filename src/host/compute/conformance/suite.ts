@@ -10,7 +10,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { POWER } from '../../../contracts/host/compute-driver.js'
-import { DriverError, type ComputeDriver, type GuestSpec, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type GuestSpec, type LiveMigrationHandover, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 
 export interface DriverHarness {
@@ -192,6 +192,7 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
       const live = '00000000-0000-4000-8000-00000000c003'
       const evac = '00000000-0000-4000-8000-00000000c004'
       const resized = '00000000-0000-4000-8000-00000000c005'
+      const aborted = '00000000-0000-4000-8000-00000000c007'
       const big = { id: '2', name: 'm1.bigger', disk: 2 }
 
       it('migrates cold to another host, reverts to the source, migrates again and confirms', async () => {
@@ -236,13 +237,41 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
       it('migrates live to another host: the guest never stops or reboots, and the source holds nothing', async () => {
         await a.spawn(h.spec(live))
         await h.booted(a, live, 1)
-        await a.liveMigrate(h.spec(live), b)
+        // The conductor's sequence (src/server/conductor/live-migration.ts), each step repeated as after a crash.
+        const handle = await b.prepareLiveMigration(h.spec(live))
+        assert.equal(typeof JSON.parse(JSON.stringify(handle)).driver, 'string', 'the handle is JSON and names its driver')
+        const handover = JSON.parse(JSON.stringify(await a.liveMigrateTo(live, handle))) as LiveMigrationHandover
+        await b.finishLiveMigration(live, handover)
+        await b.finishLiveMigration(live, handover)
+        await a.forget(live)
+        await a.forget(live)
         assert.equal(await a.info(live), undefined)
         assert.deepEqual(await h.leftovers(a, live), [])
         assert.equal(await power(b, live), POWER.RUNNING)
         await h.continues(b, live)
         assert.equal(await h.boots(b, live), 1, 'no second boot')
         await b.destroy(live)
+      })
+
+      it('aborts a live migration the destination prepared: nothing stays there, the guest runs on at the source', async () => {
+        await a.spawn(h.spec(aborted))
+        await h.booted(a, aborted, 1)
+        await b.prepareLiveMigration(h.spec(aborted))
+        await b.abortLiveMigration(aborted)
+        await b.abortLiveMigration(aborted)
+        assert.equal(await b.info(aborted), undefined)
+        assert.deepEqual(await h.leftovers(b, aborted), [])
+        assert.equal(await power(a, aborted), POWER.RUNNING)
+        await h.continues(a, aborted)
+        assert.equal(await h.boots(a, aborted), 1, 'no second boot')
+        await a.destroy(aborted)
+      })
+
+      it('refuses to send a guest to a handle of another driver, and the guest runs on', async () => {
+        await a.spawn(h.spec(aborted))
+        await rejectsDriverError(a.liveMigrateTo(aborted, { driver: 'no-such-driver' }), /no-such-driver/, 409)
+        assert.equal(await power(a, aborted), POWER.RUNNING)
+        await a.destroy(aborted)
       })
 
       it('evacuates a guest to another host (rebuilt there), twice', async () => {
