@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { DriverError, type ComputeDriver, type GuestInfo } from '../../contracts/host/compute-driver.js'
-import { isCommandName, type CommandHandlers, type ComputeCommandName } from '../../contracts/host/commands.js'
+import { HOST_PROTOCOL_VERSION, isCommandName, type CommandHandlers, type ComputeCommandName } from '../../contracts/host/commands.js'
 import { QemuDriver } from '../compute/qemu/qemu-driver.js'
 import { createComputeDriver, type DriverSettings } from './compute-driver.js'
 import { gatherFacts, type HeartbeatFacts, type HostFacts } from './facts.js'
@@ -37,6 +37,16 @@ export interface AgentConfig extends DriverSettings {
   network?: NetworkConfig
   /** The storage role (src/host/storage/storage-role.ts). */
   storage?: StorageConfig
+  /**
+   * Tests only: the host protocol this agent announces instead of HOST_PROTOCOL_VERSION, to play an agent that has
+   * not been upgraded (the control plane then sends it none of the newer commands).
+   */
+  protocol_version?: number
+}
+
+export interface PccAgentOptions {
+  /** Tests only: like agent.json `protocol_version`, and before it. */
+  protocolVersion?: number
 }
 
 type Outcome = { result: unknown } | { error: { message: string; code?: number } }
@@ -67,13 +77,21 @@ export class PccAgent {
   private readonly consoles: ConsoleStreams
   private storage!: StorageRole
 
+  /** The host protocol this agent announces (src/contracts/host/commands.ts). */
+  readonly protocolVersion: number
+
   constructor(
     readonly root: string,
     readonly version: string,
+    options: PccAgentOptions = {},
   ) {
     this.configFile = join(root, 'etc/pcc/agent.json')
     this.config = JSON.parse(readFileSync(this.configFile, 'utf8')) as AgentConfig
     if (!this.config.controller) throw new Error(`${this.configFile}: "controller" (the control plane's URL) is required`)
+    this.protocolVersion = options.protocolVersion ?? this.config.protocol_version ?? HOST_PROTOCOL_VERSION
+    if (!Number.isInteger(this.protocolVersion) || this.protocolVersion < 1 || this.protocolVersion > HOST_PROTOCOL_VERSION) {
+      throw new Error(`${this.configFile}: "protocol_version" must be an integer from 1 to ${HOST_PROTOCOL_VERSION}`)
+    }
     this.client = new JsonClient({ baseUrl: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure })
     this.consoles = new ConsoleStreams({
       controller: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure,
@@ -113,7 +131,7 @@ export class PccAgent {
       this.config.driver ?? 'simulated',
     )
     await this.network?.start()
-    this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, controller: this.config.controller })
+    this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, protocol: this.protocolVersion, controller: this.config.controller })
     await this.ensureRegistered()
     // Roles first: a restarted agent must know it is a hypervisor before it takes commands.
     await this.withBackoff('heartbeat', () => this.heartbeat())
@@ -223,6 +241,7 @@ export class PccAgent {
       disk_gb: f.disk_gb,
       nics: f.nics,
       agent_version: this.version,
+      protocol_version: this.protocolVersion,
       driver: this.config.driver ?? 'simulated',
     }
     const refused = (err: unknown) => err instanceof HttpError && err.status >= 400 && err.status < 500
@@ -275,7 +294,7 @@ export class PccAgent {
       capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
       guests,
       ...(sendFacts && {
-        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() } satisfies HeartbeatFacts,
+        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, protocol_version: this.protocolVersion, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() } satisfies HeartbeatFacts,
       }),
     })
     if (sendFacts) this.factsSentAt = Date.now()

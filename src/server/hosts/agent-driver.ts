@@ -6,6 +6,7 @@
  * that is DOWN.
  */
 import { isUp } from './host-status.js'
+import { reportedProtocol } from './host-protocol.js'
 import type { CommandChannel } from '../onboarding/command-channel.js'
 import type { Store } from '../storage/store.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
@@ -56,12 +57,6 @@ function commandKey(op: CommandName, args: object): string {
   return `${op}:${serverId ?? spec?.serverId ?? ''}:${createHash('sha256').update(json).digest('hex')}`
 }
 
-/** The protocol an agent reported in its facts; an agent from before protocol versions speaks 1. */
-function protocolOf(facts: string): number {
-  const reported = (JSON.parse(facts) as { protocol_version?: unknown }).protocol_version
-  return typeof reported === 'number' && Number.isInteger(reported) && reported >= 1 ? reported : 1
-}
-
 export interface CallOptions {
   /** Instead of the op and a digest of the arguments (arguments holding a secret must not be stored in clear). */
   dedupeKey?: string
@@ -89,7 +84,7 @@ export class AgentDriver implements ComputeDriver {
     // A DOWN host answers nothing: fail at once rather than after the timeout (evacuation steps go on without it).
     const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status', 'facts']).where('id', '=', hostId).executeTakeFirst()
     if (!host) throw new DriverError(`Compute host ${hostname} is not registered.`)
-    const spoken = protocolOf(host.facts)
+    const spoken = reportedProtocol(JSON.parse(host.facts) as Record<string, unknown>)
     if (HOST_COMMANDS[op].since > spoken) throw new DriverError(`${protocolTooOld(hostname, spoken, op)} (${op})`)
     if (!isUp(host, Date.now(), this.options.staleAfterMs)) {
       if (op === 'beginStep') return undefined as CommandResult<C>
