@@ -219,6 +219,7 @@ export interface ComputeDriver {
   /**
    * Copies the guest's root disk out (the bytes of the new image). `imageId`: the queued image the bytes are for; a
    * driver that stores them there itself (an agent uploading from its host) answers with `stored` and no bytes.
+   * Without one the caller wants only the side effects and discards the bytes, which may then be none.
    */
   snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData>
   /** Connects a volume to the guest (os-volume_attachments, boot volumes at build). */

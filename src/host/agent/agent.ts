@@ -99,6 +99,11 @@ export class PccAgent {
     })
   }
 
+  /** The local compute driver, once `run` made it (in-process agents: the all-in-one host, tests injecting faults). */
+  get computeDriver(): ComputeDriver | undefined {
+    return this.driver as ComputeDriver | undefined
+  }
+
   log(level: string, message: string, fields: Record<string, unknown> = {}): void {
     const line = JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields })
     try {

@@ -10,7 +10,7 @@ import { reportedProtocol } from './host-protocol.js'
 import type { CommandChannel } from '../onboarding/command-channel.js'
 import type { Store } from '../storage/store.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { Readable, type Duplex } from 'node:stream'
 import { HOST_COMMANDS, protocolTooOld, type CommandArgs, type CommandName, type CommandResult } from '../../contracts/host/commands.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
@@ -110,15 +110,27 @@ export class AgentDriver implements ComputeDriver {
     }
   }
 
-  /** The guests the agent last reported; none when that report is stale. */
+  /**
+   * The guests the host holds now, as its agent answers; a host that does not answer right now is taken at its
+   * last report (seconds old: a guest just spawned or destroyed may be missing or still there), and one whose report
+   * is stale (DOWN) holds none, so reconciliation never waits on a dead host.
+   */
   async listGuests(): Promise<GuestInfo[]> {
+    const reported = await this.reportedGuests()
+    if (reported === undefined) return []
+    // A fresh key: an earlier answer is no answer for now.
+    return this.call('listGuests', {}, { dedupeKey: `listGuests:${randomUUID()}` }).catch(() => reported)
+  }
+
+  /** The guests of the agent's last heartbeat; undefined when that report is stale. */
+  private async reportedGuests(): Promise<GuestInfo[] | undefined> {
     const row = await this.options.store.db
       .selectFrom('agent_hosts')
       .innerJoin('hosts', 'hosts.id', 'agent_hosts.host_id')
       .select(['agent_hosts.guests', 'hosts.last_heartbeat_at'])
       .where('agent_hosts.host_id', '=', this.options.hostId)
       .executeTakeFirst()
-    if (!row || row.last_heartbeat_at === null || Date.now() - row.last_heartbeat_at > this.options.staleAfterMs) return []
+    if (!row || row.last_heartbeat_at === null || Date.now() - row.last_heartbeat_at > this.options.staleAfterMs) return undefined
     return JSON.parse(row.guests) as GuestInfo[]
   }
 
