@@ -402,6 +402,7 @@ export class PccAgent {
    */
   private async perform(op: string, args: unknown): Promise<unknown> {
     if (!isCommandName(op)) throw new DriverError(`unknown command ${op}`, 400)
+    // The one cast, at the wire: the JSON arguments are the op's (the control plane built them against the same table).
     const handler = (isStorageCommand(op) ? this.storage.handlers[op] : this.compute[op]) as (args: unknown) => Promise<unknown>
     return handler(args)
   }
