@@ -537,7 +537,8 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /** Source of a live migration: disks, then memory, to the prepared destination; QEMU here quits once it is there. */
-  liveMigrateTo(serverId: string, handle: LiveMigrationHandle): Promise<LiveMigrationHandover> {
+  async liveMigrateTo(serverId: string, handle: LiveMigrationHandle): Promise<LiveMigrationHandover> {
+    // Async, so a handle of another driver is a rejection like every other failure, not a throw.
     const target = incomingOf(handle)
     return this.exclusive(serverId, async (p) => {
       if ((await this.status(p)) !== 'running') throw new DriverError(`guest ${serverId} is not running; only a running guest migrates live`, 409)
