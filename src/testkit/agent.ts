@@ -25,6 +25,8 @@ export interface ScratchHostOptions {
   driver?: 'simulated' | 'qemu'
   /** agent.json's `qemu` settings (qemu driver). */
   qemu?: Record<string, unknown>
+  /** The host protocol the agent announces (agent.json `protocol_version`): an agent that was not upgraded. */
+  protocolVersion?: number
   /** Write made-up NICs and a bond under sys/class/net (default true); false: the machine's (or namespace's) own NICs and addresses. */
   fakeNics?: boolean
 }
@@ -57,6 +59,7 @@ export function scratchHost(o: ScratchHostOptions): ScratchHost {
       heartbeat_seconds: o.heartbeatSeconds ?? 1,
       simulated: { delay_ms: o.delayMs ?? 5, vcpus: o.vcpus ?? 8, memory_mb: o.memoryMb ?? 16000, disk_gb: 200 },
       ...(o.qemu && { qemu: o.qemu }),
+      ...(o.protocolVersion !== undefined && { protocol_version: o.protocolVersion }),
     }),
   )
   return { root, hostId, hostname: o.hostname }

@@ -253,12 +253,12 @@ describe('pcctl native network, identity and host commands match openstack', () 
   })
 
   it('host list and host show are the resource manager\'s hosts, found by hostname or id', async () => {
-    const hosts = (await api('GET', '/resmgr/v1/hosts')).body as { id: string; info: { hostname: string }; roles: string[] }[]
+    const hosts = (await api('GET', '/resmgr/v1/hosts')).body as { id: string; info: { hostname: string }; roles: string[]; agent_version: string; protocol_version: number | null }[]
     assert.equal(hosts.length, 1)
     const listed = await pcctlJson<Row[]>('host', 'list')
-    assert.deepEqual(listed, [{ ID: hosts[0].id, Hostname: hosts[0].info.hostname, Roles: hosts[0].roles, 'Role Status': 'ok', Responding: true }])
+    assert.deepEqual(listed, [{ ID: hosts[0].id, Hostname: hosts[0].info.hostname, Roles: hosts[0].roles, 'Role Status': 'ok', Responding: true, 'Agent Version': hosts[0].agent_version, Protocol: hosts[0].protocol_version }])
     const table = await pcctl('host', 'list', '--long')
-    assert.deepEqual(tableHeaders(table.stdout), ['ID', 'Hostname', 'Roles', 'Role Status', 'Responding', 'IP Addresses', 'OS', 'Last Response', 'Agent Version', 'Message'])
+    assert.deepEqual(tableHeaders(table.stdout), ['ID', 'Hostname', 'Roles', 'Role Status', 'Responding', 'Agent Version', 'Protocol', 'IP Addresses', 'OS', 'Last Response', 'Message'])
     const byName = await pcctlJson<Row>('host', 'show', hosts[0].info.hostname)
     assert.equal(byName.id, hosts[0].id)
     assert.deepEqual(byName.roles, ['hypervisor'])

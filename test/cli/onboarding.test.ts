@@ -14,6 +14,7 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
+import { HOST_PROTOCOL_VERSION } from '../../src/contracts/host/commands.js'
 import { base32Encode, totpCode } from '../../src/server/crypto/totp.js'
 import { cliSandbox, type CliRun } from '../../src/testkit/cli.js'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
@@ -21,7 +22,7 @@ import { agentPid, alive, hostIdOf, stageHostRoot } from '../../src/testkit/host
 import { TotpApp } from '../../src/testkit/totp.js'
 import { adminEnv } from '../../src/testkit/openstack.js'
 
-type HostRow = { ID: string; Hostname: string; Roles: string[]; 'Role Status': string; Responding: boolean }
+type HostRow = { ID: string; Hostname: string; Roles: string[]; 'Role Status': string; Responding: boolean; 'Agent Version': string; Protocol: number | null }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -103,7 +104,9 @@ describe('pcctl onboarding on scratch host roots', () => {
       assert.equal(r.code, 0, r.stderr)
       id = hostIdOf(root)
       assert.match(r.stdout, new RegExp(`Host cli-node-1 is onboarded with id ${id}\\.`))
-      assert.deepEqual(await hostRow(id), { ID: id, Hostname: 'cli-node-1', Roles: [], 'Role Status': '', Responding: true })
+      const { 'Agent Version': version, ...row } = (await hostRow(id))!
+      assert.deepEqual(row, { ID: id, Hostname: 'cli-node-1', Roles: [], 'Role Status': '', Responding: true, Protocol: HOST_PROTOCOL_VERSION })
+      assert.match(version, /^\d+\.\d+\.\d+/, 'the agent reports its version')
     })
 
     it('prep-node again on the onboarded host with its agent running changes nothing', async () => {

@@ -130,6 +130,25 @@ export interface VolumeConnection {
   connection?: VolumeConnectionInfo
 }
 
+/**
+ * What a live migration's destination prepared, for its source: which driver prepared it (hosts of different
+ * drivers cannot migrate to each other) and that driver's own details (a QEMU host's NBD and migration ports).
+ * JSON, since it travels between hosts through the control plane.
+ */
+export interface LiveMigrationHandle {
+  driver: string
+  [detail: string]: unknown
+}
+
+/** What a live migration's source hands its destination once the guest is there (JSON, like the handle). */
+export interface LiveMigrationHandover {
+  /** The tail of the guest's console log on the source, so the log reads on without a gap. */
+  consoleLog?: string
+  /** Boots since the guest was created. */
+  boots?: number
+  [detail: string]: unknown
+}
+
 /** A remote console a guest offers: its first serial port, or its graphical display (VNC, the RFB protocol). */
 export type ConsoleProtocol = 'serial' | 'vnc'
 
@@ -200,6 +219,7 @@ export interface ComputeDriver {
   /**
    * Copies the guest's root disk out (the bytes of the new image). `imageId`: the queued image the bytes are for; a
    * driver that stores them there itself (an agent uploading from its host) answers with `stored` and no bytes.
+   * Without one the caller wants only the side effects and discards the bytes, which may then be none.
    */
   snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData>
   /** Connects a volume to the guest (os-volume_attachments, boot volumes at build). */
@@ -218,8 +238,22 @@ export interface ComputeDriver {
   migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot, toSameHost?: boolean): Promise<void>
   /** Starts a migrated or resized guest on this host (destination side); powerOn false keeps it off. */
   finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void>
-  /** Moves a running guest (`spec`: as the target should run it) to `target` without stopping it. */
-  liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void>
+  /*
+   * Live migration, one host's step at a time (the conductor sequences them, src/server/conductor/live-migration.ts,
+   * as Nova's compute manager does): the destination prepares, the source sends the running guest, the destination
+   * lets it run on, the source forgets it. Only serialisable values pass between the hosts, never a driver.
+   */
+  /** Destination: readies this host to receive the running guest (`spec`: as it will run here). */
+  prepareLiveMigration(spec: GuestSpec): Promise<LiveMigrationHandle>
+  /**
+   * Source: sends the running guest to the destination that prepared `handle`; once this resolves the guest runs on
+   * nothing but the destination (which still holds it paused). The source keeps its leftovers until `forget`.
+   */
+  liveMigrateTo(serverId: string, handle: LiveMigrationHandle): Promise<LiveMigrationHandover>
+  /** Destination, after the source's step: the guest runs on here, with the history the source handed over. */
+  finishLiveMigration(serverId: string, handover: LiveMigrationHandover): Promise<void>
+  /** Destination, when the migration failed: nothing of the guest stays here (it runs on at the source). */
+  abortLiveMigration(serverId: string): Promise<void>
   /** Recreates on this host a guest whose host died (evacuate). */
   evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void>
   /** Whole console log, or its last `lines` lines. */

@@ -29,6 +29,8 @@ export interface HeartbeatFacts {
   nics: HostNic[]
   os_info: HostFacts['os_info']
   agent_version: string
+  /** The host protocol the agent speaks (src/contracts/host/commands.ts); agents from before it send none (1). */
+  protocol_version: number
   hypervisor_type: string
   hypervisor_version: number
   cpu_info: Record<string, unknown>

@@ -12,16 +12,15 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameS
 import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { DriverError, type ComputeDriver, type GuestImageRef, type GuestInfo, type GuestSpec, type VolumeConnection } from '../../contracts/host/compute-driver.js'
-import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
-import type { IncomingMigration } from '../compute/qemu/live-migration.js'
-import { QemuDriver, type LiveMigrationHandover } from '../compute/qemu/qemu-driver.js'
+import { DriverError, type ComputeDriver, type GuestInfo } from '../../contracts/host/compute-driver.js'
+import { HOST_PROTOCOL_VERSION, isCommandName, type CommandHandlers, type ComputeCommandName } from '../../contracts/host/commands.js'
+import { QemuDriver } from '../compute/qemu/qemu-driver.js'
 import { createComputeDriver, type DriverSettings } from './compute-driver.js'
 import { gatherFacts, type HeartbeatFacts, type HostFacts } from './facts.js'
 import { HttpError, JsonClient } from './http.js'
-import { ConsoleStreams, type OpenConsoleArgs } from '../remote-consoles/console-streams.js'
+import { ConsoleStreams } from '../remote-consoles/console-streams.js'
 import { NetworkAgent, type NetworkConfig } from '../network/network-agent.js'
-import { StorageRole, type StorageConfig } from '../storage/storage-role.js'
+import { isStorageCommand, StorageRole, type StorageConfig } from '../storage/storage-role.js'
 import { withVolumeKeys } from './volume-keys.js'
 
 export interface AgentConfig extends DriverSettings {
@@ -38,6 +37,16 @@ export interface AgentConfig extends DriverSettings {
   network?: NetworkConfig
   /** The storage role (src/host/storage/storage-role.ts). */
   storage?: StorageConfig
+  /**
+   * Tests only: the host protocol this agent announces instead of HOST_PROTOCOL_VERSION, to play an agent that has
+   * not been upgraded (the control plane then sends it none of the newer commands).
+   */
+  protocol_version?: number
+}
+
+export interface PccAgentOptions {
+  /** Tests only: like agent.json `protocol_version`, and before it. */
+  protocolVersion?: number
 }
 
 type Outcome = { result: unknown } | { error: { message: string; code?: number } }
@@ -49,12 +58,6 @@ interface AgentState {
 }
 
 const DONE_KEPT = 5000
-
-/** Live migration's steps exist only between QEMU hosts. */
-function qemuOnly(driver: ComputeDriver): QemuDriver {
-  if (!(driver instanceof QemuDriver)) throw new DriverError(`live migration steps need the qemu driver; this host runs ${driver.type}`, 409)
-  return driver
-}
 
 export class PccAgent {
   readonly configFile: string
@@ -74,18 +77,31 @@ export class PccAgent {
   private readonly consoles: ConsoleStreams
   private storage!: StorageRole
 
+  /** The host protocol this agent announces (src/contracts/host/commands.ts). */
+  readonly protocolVersion: number
+
   constructor(
     readonly root: string,
     readonly version: string,
+    options: PccAgentOptions = {},
   ) {
     this.configFile = join(root, 'etc/pcc/agent.json')
     this.config = JSON.parse(readFileSync(this.configFile, 'utf8')) as AgentConfig
     if (!this.config.controller) throw new Error(`${this.configFile}: "controller" (the control plane's URL) is required`)
+    this.protocolVersion = options.protocolVersion ?? this.config.protocol_version ?? HOST_PROTOCOL_VERSION
+    if (!Number.isInteger(this.protocolVersion) || this.protocolVersion < 1 || this.protocolVersion > HOST_PROTOCOL_VERSION) {
+      throw new Error(`${this.configFile}: "protocol_version" must be an integer from 1 to ${HOST_PROTOCOL_VERSION}`)
+    }
     this.client = new JsonClient({ baseUrl: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure })
     this.consoles = new ConsoleStreams({
       controller: this.config.controller, caFile: this.config.ca_file ? this.path(this.config.ca_file) : undefined, insecure: this.config.insecure,
       credential: () => this.config.credential, hostId: () => this.hostId, log: (level, message, fields) => this.log(level, message, fields),
     })
+  }
+
+  /** The local compute driver, once `run` made it (in-process agents: the all-in-one host, tests injecting faults). */
+  get computeDriver(): ComputeDriver | undefined {
+    return this.driver as ComputeDriver | undefined
   }
 
   log(level: string, message: string, fields: Record<string, unknown> = {}): void {
@@ -120,7 +136,7 @@ export class PccAgent {
       this.config.driver ?? 'simulated',
     )
     await this.network?.start()
-    this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, controller: this.config.controller })
+    this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, protocol: this.protocolVersion, controller: this.config.controller })
     await this.ensureRegistered()
     // Roles first: a restarted agent must know it is a hypervisor before it takes commands.
     await this.withBackoff('heartbeat', () => this.heartbeat())
@@ -230,6 +246,7 @@ export class PccAgent {
       disk_gb: f.disk_gb,
       nics: f.nics,
       agent_version: this.version,
+      protocol_version: this.protocolVersion,
       driver: this.config.driver ?? 'simulated',
     }
     const refused = (err: unknown) => err instanceof HttpError && err.status >= 400 && err.status < 500
@@ -282,7 +299,7 @@ export class PccAgent {
       capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
       guests,
       ...(sendFacts && {
-        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() } satisfies HeartbeatFacts,
+        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, protocol_version: this.protocolVersion, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() } satisfies HeartbeatFacts,
       }),
     })
     if (sendFacts) this.factsSentAt = Date.now()
@@ -379,94 +396,89 @@ export class PccAgent {
     if (!this.hypervisor) throw new DriverError(`the hypervisor role is not applied on host ${this.facts.hostname}`, 409)
   }
 
-  private async perform(op: string, args: Record<string, unknown>): Promise<unknown> {
-    if (op.startsWith('volume.')) return this.storage.perform(op, args)
-    const a = await withVolumeKeys((method, path) => this.api(method, path), args)
-    const d = this.driver
-    const sid = a.serverId as string
-    switch (op) {
-      case 'info':
-        return (await d.info(sid)) ?? null
-      case 'listGuests':
-        return d.listGuests()
-      case 'beginStep':
-        // The build's networking step: the guest's tap in its bridge, behind its rules, before it starts.
-        if (a.taskState === 'networking') await this.network?.syncNow()
-        return d.beginStep(sid, a.taskState as string)
-      case 'spawn':
-        this.requireHypervisor()
-        return d.spawn(a.spec as GuestSpec)
-      case 'destroy':
-        return d.destroy(sid)
-      case 'reboot':
-        return d.reboot(sid, a.type as 'SOFT' | 'HARD')
-      case 'powerOff':
-        return d.powerOff(sid)
-      case 'powerOn':
-        return d.powerOn(sid)
-      case 'pause':
-        return d.pause(sid)
-      case 'unpause':
-        return d.unpause(sid)
-      case 'suspend':
-        return d.suspend(sid)
-      case 'resume':
-        return d.resume(sid)
-      case 'rescue':
-        return d.rescue(sid, (a.image as GuestImageRef | null) ?? null)
-      case 'unrescue':
-        return d.unrescue(sid)
-      case 'rebuild':
-        return d.rebuild(a.spec as GuestSpec)
-      case 'setAdminPassword':
-        return d.setAdminPassword(sid, a.password as string)
-      case 'snapshot': {
-        // The bytes go straight into the queued image with this host's credential, never through a command result.
-        const snap = await d.snapshot(sid, a.imageName as string)
-        const imageId = a.imageId as string | null
-        if (!imageId) snap.data.resume()
-        else {
-          const query = `disk_format=${encodeURIComponent(snap.diskFormat)}&container_format=${encodeURIComponent(snap.containerFormat)}`
-          ;(await this.hostStream('PUT', `/images/${imageId}/file?${query}`, snap.data)).resume()
-        }
-        return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat }
+  /**
+   * Executes one command of the host protocol (src/contracts/host/commands.ts): `volume.*` with the storage role,
+   * the others with the compute handlers. The arguments are JSON from the control plane, typed by the table.
+   */
+  private async perform(op: string, args: unknown): Promise<unknown> {
+    if (!isCommandName(op)) throw new DriverError(`unknown command ${op}`, 400)
+    // The one cast, at the wire: the JSON arguments are the op's (the control plane built them against the same table).
+    const handler = (isStorageCommand(op) ? this.storage.handlers[op] : this.compute[op]) as (args: unknown) => Promise<unknown>
+    return handler(args)
+  }
+
+  /**
+   * The compute commands, each with the local driver. Volume connections in the arguments get their keys first
+   * (withVolumeKeys): commands carry none.
+   */
+  private readonly compute: CommandHandlers<ComputeCommandName> = {
+    info: async ({ serverId }) => (await this.driver.info(serverId)) ?? null,
+    listGuests: () => this.driver.listGuests(),
+    beginStep: async ({ serverId, taskState }) => {
+      // The build's networking step: the guest's tap in its bridge, behind its rules, before it starts.
+      if (taskState === 'networking') await this.network?.syncNow()
+      return this.driver.beginStep(serverId, taskState)
+    },
+    spawn: async (args) => {
+      this.requireHypervisor()
+      return this.driver.spawn((await this.withKeys(args)).spec)
+    },
+    destroy: ({ serverId }) => this.driver.destroy(serverId),
+    reboot: ({ serverId, type }) => this.driver.reboot(serverId, type),
+    powerOff: ({ serverId }) => this.driver.powerOff(serverId),
+    powerOn: ({ serverId }) => this.driver.powerOn(serverId),
+    pause: ({ serverId }) => this.driver.pause(serverId),
+    unpause: ({ serverId }) => this.driver.unpause(serverId),
+    suspend: ({ serverId }) => this.driver.suspend(serverId),
+    resume: ({ serverId }) => this.driver.resume(serverId),
+    rescue: ({ serverId, image }) => this.driver.rescue(serverId, image ?? null),
+    unrescue: ({ serverId }) => this.driver.unrescue(serverId),
+    rebuild: async (args) => this.driver.rebuild((await this.withKeys(args)).spec),
+    setAdminPassword: ({ serverId, password }) => this.driver.setAdminPassword(serverId, password),
+    snapshot: async ({ serverId, imageName, imageId }) => {
+      // The bytes go straight into the queued image with this host's credential, never through a command result.
+      const snap = await this.driver.snapshot(serverId, imageName)
+      if (!imageId) snap.data.resume()
+      else {
+        const query = `disk_format=${encodeURIComponent(snap.diskFormat)}&container_format=${encodeURIComponent(snap.containerFormat)}`
+        ;(await this.hostStream('PUT', `/images/${imageId}/file?${query}`, snap.data)).resume()
       }
-      case 'attachVolume':
-        return d.attachVolume(sid, a.volume as VolumeConnection)
-      case 'detachVolume':
-        return d.detachVolume(sid, a.volumeId as string)
-      case 'extendVolume':
-        return d.extendVolume(sid, a.volume as VolumeConnection, a.sizeBytes as number)
-      case 'migrateDiskAndPowerOff':
-        return d.migrateDiskAndPowerOff(sid, a.flavor as FlavorSnapshot, a.toSameHost === true)
-      case 'finishMigration':
-        this.requireHypervisor()
-        return d.finishMigration(a.spec as GuestSpec, a.powerOn as boolean)
-      case 'evacuateTo':
-        this.requireHypervisor()
-        return d.evacuateTo(a.spec as GuestSpec, a.powerOn as boolean)
-      case 'consoleOutput':
-        return d.consoleOutput(sid, (a.lines as number | null) ?? undefined)
-      case 'forget':
-        return d.forget(sid)
-      case 'openConsole':
-        return this.consoles.open(d, a as unknown as OpenConsoleArgs)
-      case 'receiveGuest':
-        this.requireHypervisor()
-        d.adopt([a.guest as GuestInfo])
-        return null
-      case 'prepareLiveMigration':
-        this.requireHypervisor()
-        return qemuOnly(d).prepareIncoming(a.spec as GuestSpec)
-      case 'liveMigrateTo':
-        return qemuOnly(d).sendGuest(sid, a.target as IncomingMigration)
-      case 'finishLiveMigration':
-        return qemuOnly(d).finishIncoming(sid, (a.handover as LiveMigrationHandover | null) ?? {})
-      case 'abortLiveMigration':
-        return qemuOnly(d).abortIncoming(sid)
-      default:
-        throw new DriverError(`unknown command ${op}`, 400)
-    }
+      return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat }
+    },
+    attachVolume: async (args) => {
+      const { serverId, volume } = await this.withKeys(args)
+      return this.driver.attachVolume(serverId, volume)
+    },
+    detachVolume: ({ serverId, volumeId }) => this.driver.detachVolume(serverId, volumeId),
+    extendVolume: async (args) => {
+      const { serverId, volume, sizeBytes } = await this.withKeys(args)
+      return this.driver.extendVolume(serverId, volume, sizeBytes)
+    },
+    migrateDiskAndPowerOff: ({ serverId, flavor, toSameHost }) => this.driver.migrateDiskAndPowerOff(serverId, flavor, toSameHost === true),
+    finishMigration: async (args) => {
+      this.requireHypervisor()
+      const { spec, powerOn } = await this.withKeys(args)
+      return this.driver.finishMigration(spec, powerOn)
+    },
+    evacuateTo: async (args) => {
+      this.requireHypervisor()
+      const { spec, powerOn } = await this.withKeys(args)
+      return this.driver.evacuateTo(spec, powerOn)
+    },
+    consoleOutput: ({ serverId, lines }) => this.driver.consoleOutput(serverId, lines ?? undefined),
+    openConsole: (args) => this.consoles.open(this.driver, args),
+    forget: ({ serverId }) => this.driver.forget(serverId),
+    prepareLiveMigration: async (args) => {
+      this.requireHypervisor()
+      return this.driver.prepareLiveMigration((await this.withKeys(args)).spec)
+    },
+    liveMigrateTo: ({ serverId, handle }) => this.driver.liveMigrateTo(serverId, handle),
+    finishLiveMigration: ({ serverId, handover }) => this.driver.finishLiveMigration(serverId, handover ?? {}),
+    abortLiveMigration: ({ serverId }) => this.driver.abortLiveMigration(serverId),
+  }
+
+  private withKeys<A extends object>(args: A): Promise<A> {
+    return withVolumeKeys((method, path) => this.api(method, path), args)
   }
 }
 

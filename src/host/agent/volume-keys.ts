@@ -16,10 +16,10 @@ async function withKey(api: Api, volume: VolumeConnection): Promise<VolumeConnec
 }
 
 /** The command's arguments with every volume connection's key filled in (the arguments as they are otherwise). */
-export async function withVolumeKeys(api: Api, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function withVolumeKeys<A extends { volume?: VolumeConnection; spec?: GuestSpec }>(api: Api, args: A): Promise<A> {
   const out = { ...args }
-  if (out.volume) out.volume = await withKey(api, out.volume as VolumeConnection)
-  const spec = out.spec as GuestSpec | undefined
+  if (out.volume) out.volume = await withKey(api, out.volume)
+  const spec = out.spec
   if (spec?.volumes) out.spec = { ...spec, volumes: await Promise.all(spec.volumes.map((v) => withKey(api, v))) }
   return out
 }

@@ -24,6 +24,7 @@ import { convertToFile, removeDeadScratch, withScratchDir } from './qemu-img.js'
 import { DriverError } from '../../contracts/host/compute-driver.js'
 import { BACKEND_FAILURE, type PlaceSource, type WantedExport } from '../../contracts/host/storage-place.js'
 import { sourceAddressTowards } from '../agent/source-address.js'
+import type { CommandHandlers, CommandName, StorageCommandName } from '../../contracts/host/commands.js'
 
 /** agent.json `storage`: where exports listen (default: the address this host reaches the control plane from). */
 export interface StorageConfig {
@@ -43,6 +44,11 @@ export interface StorageRoleOptions {
 }
 
 const REPORT_EVERY_MS = 60_000
+
+/** The commands the storage role executes (the others are the compute driver's). */
+export function isStorageCommand(name: CommandName): name is StorageCommandName {
+  return name.startsWith('volume.')
+}
 
 export class StorageRole {
   private backends = new Map<string, VolumeBackend>()
@@ -133,33 +139,23 @@ export class StorageRole {
     return backend
   }
 
-  /** Executes a `volume.*` command. Backend failures reach the control plane as errors with their message. */
-  async perform(op: string, a: Record<string, unknown>): Promise<unknown> {
-    const b = () => this.backend(a.backend)
-    const volumeId = a.volumeId as string
+  /** The `volume.*` commands. Backend failures reach the control plane as errors with their message. */
+  readonly handlers: CommandHandlers<StorageCommandName> = {
+    'volume.create': ({ backend, volumeId, sizeGb }) => this.backendCall(backend, (b) => b.create(volumeId, sizeGb)),
+    'volume.create_from': ({ backend, volumeId, sizeGb, source }) => this.backendCall(backend, (b) => this.createFrom(b, volumeId, sizeGb, source)),
+    'volume.extend': ({ backend, volumeId, sizeGb }) => this.backendCall(backend, (b) => b.extend(volumeId, sizeGb)),
+    'volume.delete': ({ backend, volumeId }) => this.backendCall(backend, (b) => b.delete(volumeId)),
+    'volume.snapshot_create': ({ backend, snapshotId, volumeId }) => this.backendCall(backend, (b) => b.createSnapshot(snapshotId, volumeId, this.exports.liveCopyOf({ kind: 'volume', volumeId }))),
+    'volume.snapshot_delete': ({ backend, snapshotId }) => this.backendCall(backend, (b) => b.deleteSnapshot(snapshotId)),
+    'volume.upload_image': ({ backend, volumeId, imageId, diskFormat }) => this.backendCall(backend, (b) => this.upload(b, volumeId, imageId, diskFormat === 'qcow2' ? 'qcow2' : 'raw')),
+    'volume.sync_exports': async () => ({ address: await this.syncExports() }),
+  }
+
+  /** Runs `work` with the named backend; the control plane tells backend failures (final) from others (retried) by their code. */
+  private async backendCall<T>(name: string, work: (backend: VolumeBackend) => Promise<T>): Promise<T> {
     try {
-      switch (op) {
-        case 'volume.create':
-          return await b().create(volumeId, a.sizeGb as number)
-        case 'volume.create_from':
-          return await this.createFrom(b(), volumeId, a.sizeGb as number, a.source as PlaceSource)
-        case 'volume.extend':
-          return await b().extend(volumeId, a.sizeGb as number)
-        case 'volume.delete':
-          return await b().delete(volumeId)
-        case 'volume.snapshot_create':
-          return await b().createSnapshot(a.snapshotId as string, volumeId, this.exports.liveCopyOf({ kind: 'volume', volumeId }))
-        case 'volume.snapshot_delete':
-          return await b().deleteSnapshot(a.snapshotId as string)
-        case 'volume.upload_image':
-          return await this.upload(b(), volumeId, a.imageId as string, a.diskFormat === 'qcow2' ? 'qcow2' : 'raw')
-        case 'volume.sync_exports':
-          return { address: await this.syncExports() }
-        default:
-          throw new DriverError(`unknown command ${op}`, 400)
-      }
+      return await work(this.backend(name))
     } catch (err) {
-      // The control plane tells backend failures (final) from others (retried) by this code.
       if (err instanceof VolumeBackendError) throw new DriverError(err.message, BACKEND_FAILURE)
       throw err
     }

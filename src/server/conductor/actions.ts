@@ -20,6 +20,7 @@ import { recordFault } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
 import { createBackup, createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
 import { attachedVolumes } from './volumes.js'
+import { migrateLive } from './live-migration.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
 const EVENTS: Partial<Record<ServerActionName, string>> = {
@@ -224,7 +225,7 @@ async function liveMigrate(run: ActionRun): Promise<Outcome> {
   // A repeated run may find the guest already on the destination.
   const arrived = (await run.driver().info(run.server.id)) === undefined && (await run.driver(dest).info(run.server.id)) !== undefined
   try {
-    if (!arrived) await run.driver().liveMigrate(await run.spec(dest), run.driver(dest))
+    if (!arrived) await migrateLive(run.driver(), run.driver(dest), await run.spec(dest))
   } catch (err) {
     // Nova's _rollback_live_migration: the guest still runs on the source, so the server keeps its state there.
     const onSource = err instanceof DriverError && (await run.driver().info(run.server.id)) !== undefined

@@ -6,12 +6,14 @@
  * that is DOWN.
  */
 import { isUp } from './host-status.js'
+import { reportedProtocol } from './host-protocol.js'
 import type { CommandChannel } from '../onboarding/command-channel.js'
 import type { Store } from '../storage/store.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { Readable, type Duplex } from 'node:stream'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
+import { HOST_COMMANDS, protocolTooOld, type CommandArgs, type CommandName, type CommandResult } from '../../contracts/host/commands.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
 
 export interface AgentDriverOptions {
   hostId: string
@@ -48,14 +50,19 @@ const CAPABILITIES: DriverCapabilities = {
  * admin password (never kept once the command is answered) and a random seed (new on every try, so a retried spawn
  * would never match the first).
  */
-function commandKey(op: string, args: Record<string, unknown>): string {
+function commandKey(op: CommandName, args: object): string {
   const json = JSON.stringify(args, (key, value: unknown) => (key === 'configDrive' ? undefined : value))
   // The server's id in clear, so an operator (or a test) finds a server's commands in host_commands.
-  const serverId = (args.serverId ?? (args.spec as GuestSpec | undefined)?.serverId ?? (args.guest as GuestInfo | undefined)?.serverId ?? '') as string
-  return `${op}:${serverId}:${createHash('sha256').update(json).digest('hex')}`
+  const { serverId, spec } = args as { serverId?: string; spec?: GuestSpec }
+  return `${op}:${serverId ?? spec?.serverId ?? ''}:${createHash('sha256').update(json).digest('hex')}`
 }
 
-const LONG_OPS = new Set(['spawn', 'rebuild', 'migrateDiskAndPowerOff', 'finishMigration', 'evacuateTo', 'snapshot', 'receiveGuest', 'prepareLiveMigration', 'liveMigrateTo'])
+export interface CallOptions {
+  /** Instead of the op and a digest of the arguments (arguments holding a secret must not be stored in clear). */
+  dedupeKey?: string
+  /** Instead of the op's usual wait. */
+  timeoutMs?: number
+}
 
 export class AgentDriver implements ComputeDriver {
   readonly type = 'agent'
@@ -67,20 +74,26 @@ export class AgentDriver implements ComputeDriver {
     return this.options.driver !== 'simulated'
   }
 
-  /** Sends one command to the agent and waits for its result (`timeoutMs` overrides the op's usual wait). */
-  async call<T>(op: string, args: Record<string, unknown>, dedupeKey?: string, timeoutMs?: number): Promise<T> {
+  /**
+   * Sends one command of the host protocol (src/contracts/host/commands.ts) to the agent and waits for its result.
+   * A command newer than the host's agent fails at once, never enqueued: an old agent would refuse it or, worse,
+   * take it for the older command of the same name.
+   */
+  async call<C extends CommandName>(op: C, args: CommandArgs<C>, options: CallOptions = {}): Promise<CommandResult<C>> {
     const { channel, hostId, hostname } = this.options
     // A DOWN host answers nothing: fail at once rather than after the timeout (evacuation steps go on without it).
-    const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status']).where('id', '=', hostId).executeTakeFirst()
+    const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status', 'facts']).where('id', '=', hostId).executeTakeFirst()
     if (!host) throw new DriverError(`Compute host ${hostname} is not registered.`)
+    const spoken = reportedProtocol(JSON.parse(host.facts) as Record<string, unknown>)
+    if (HOST_COMMANDS[op].since > spoken) throw new DriverError(`${protocolTooOld(hostname, spoken, op)} (${op})`)
     if (!isUp(host, Date.now(), this.options.staleAfterMs)) {
-      if (op === 'beginStep') return undefined as T
+      if (op === 'beginStep') return undefined as CommandResult<C>
       throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
     }
-    const id = await channel.enqueue(hostId, op, args, dedupeKey ?? commandKey(op, args))
-    const outcome = await channel.waitResult(id, timeoutMs ?? this.options.timeoutMs * (LONG_OPS.has(op) ? 3 : 1))
+    const id = await channel.enqueue(hostId, op, args, options.dedupeKey ?? commandKey(op, args))
+    const outcome = await channel.waitResult(id, options.timeoutMs ?? this.options.timeoutMs * (HOST_COMMANDS[op].long ? 3 : 1))
     if (!outcome.ok) throw new DriverError(`${outcome.error.message} (host ${hostname}, ${op})`, outcome.error.code && outcome.error.code < 500 ? outcome.error.code : 500)
-    return outcome.result as T
+    return outcome.result as CommandResult<C>
   }
 
   async capacity(): Promise<HostCapacity> {
@@ -97,20 +110,32 @@ export class AgentDriver implements ComputeDriver {
     }
   }
 
-  /** The guests the agent last reported; none when that report is stale. */
+  /**
+   * The guests the host holds now, as its agent answers; a host that does not answer right now is taken at its
+   * last report (seconds old: a guest just spawned or destroyed may be missing or still there), and one whose report
+   * is stale (DOWN) holds none, so reconciliation never waits on a dead host.
+   */
   async listGuests(): Promise<GuestInfo[]> {
+    const reported = await this.reportedGuests()
+    if (reported === undefined) return []
+    // A fresh key: an earlier answer is no answer for now.
+    return this.call('listGuests', {}, { dedupeKey: `listGuests:${randomUUID()}` }).catch(() => reported)
+  }
+
+  /** The guests of the agent's last heartbeat; undefined when that report is stale. */
+  private async reportedGuests(): Promise<GuestInfo[] | undefined> {
     const row = await this.options.store.db
       .selectFrom('agent_hosts')
       .innerJoin('hosts', 'hosts.id', 'agent_hosts.host_id')
       .select(['agent_hosts.guests', 'hosts.last_heartbeat_at'])
       .where('agent_hosts.host_id', '=', this.options.hostId)
       .executeTakeFirst()
-    if (!row || row.last_heartbeat_at === null || Date.now() - row.last_heartbeat_at > this.options.staleAfterMs) return []
+    if (!row || row.last_heartbeat_at === null || Date.now() - row.last_heartbeat_at > this.options.staleAfterMs) return undefined
     return JSON.parse(row.guests) as GuestInfo[]
   }
 
   async info(serverId: string): Promise<GuestInfo | undefined> {
-    return (await this.call<GuestInfo | null>('info', { serverId })) ?? undefined
+    return (await this.call('info', { serverId })) ?? undefined
   }
 
   beginStep(serverId: string, taskState: string): Promise<void> {
@@ -167,7 +192,7 @@ export class AgentDriver implements ComputeDriver {
 
   setAdminPassword(serverId: string, password: string): Promise<void> {
     // The password travels to the host, never into the dedupe key (which is stored in clear).
-    return this.call('setAdminPassword', { serverId, password }, `setAdminPassword:${serverId}`)
+    return this.call('setAdminPassword', { serverId, password }, { dedupeKey: `setAdminPassword:${serverId}` })
   }
 
   /**
@@ -176,7 +201,7 @@ export class AgentDriver implements ComputeDriver {
    * store into, the agent snapshots and discards (the caller wanted only the side effects).
    */
   async snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData> {
-    const result = await this.call<{ diskFormat: string; containerFormat: string }>('snapshot', { serverId, imageName, imageId: imageId ?? null })
+    const result = await this.call('snapshot', { serverId, imageName, imageId: imageId ?? null })
     return { diskFormat: result.diskFormat, containerFormat: result.containerFormat, data: Readable.from([]), stored: imageId !== undefined }
   }
 
@@ -200,33 +225,21 @@ export class AgentDriver implements ComputeDriver {
     return this.call('finishMigration', { spec, powerOn })
   }
 
-  /**
-   * Between two agent hosts. QEMU hosts run QEMU's own migration, sequenced here: the destination prepares (a
-   * paused QEMU, its disks exported over NBD), the source sends disks and memory to it, the destination lets the
-   * guest run, the source lets go; a failure drops what the destination prepared and the guest runs on at the
-   * source. Simulated hosts hand the guest's record over (`receiveGuest`).
-   */
-  async liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void> {
-    if (!(target instanceof AgentDriver)) throw new DriverError('live migration between an agent host and another kind of host is not supported')
-    const serverId = spec.serverId
-    if (this.options.driver !== target.options.driver) throw new DriverError(`live migration from a ${this.options.driver} host to a ${target.options.driver} host is not possible`)
-    if (this.options.driver === 'qemu') {
-      const incoming = await target.call('prepareLiveMigration', { spec })
-      let handover: unknown
-      try {
-        handover = await this.call('liveMigrateTo', { serverId, target: incoming })
-      } catch (err) {
-        await target.call('abortLiveMigration', { serverId }).catch(() => {})
-        throw err
-      }
-      await target.call('finishLiveMigration', { serverId, handover })
-      await this.call('forget', { serverId })
-      return
-    }
-    const guest = await this.info(serverId)
-    if (!guest) throw new DriverError(`Instance ${serverId} could not be found on host ${this.options.hostname}.`, 404)
-    await target.call('receiveGuest', { guest })
-    await this.call('forget', { serverId })
+  /** Live migration's steps, each a command to this host's agent (the conductor sequences them between hosts). */
+  prepareLiveMigration(spec: GuestSpec): Promise<LiveMigrationHandle> {
+    return this.call('prepareLiveMigration', { spec })
+  }
+
+  liveMigrateTo(serverId: string, handle: LiveMigrationHandle): Promise<LiveMigrationHandover> {
+    return this.call('liveMigrateTo', { serverId, handle })
+  }
+
+  finishLiveMigration(serverId: string, handover: LiveMigrationHandover): Promise<void> {
+    return this.call('finishLiveMigration', { serverId, handover })
+  }
+
+  abortLiveMigration(serverId: string): Promise<void> {
+    return this.call('abortLiveMigration', { serverId })
   }
 
   evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void> {
@@ -234,7 +247,7 @@ export class AgentDriver implements ComputeDriver {
   }
 
   consoleOutput(serverId: string, lines?: number): Promise<string> {
-    return this.call('consoleOutput', { serverId, lines: lines ?? null }, `consoleOutput:${serverId}:${lines ?? ''}:${Date.now()}`)
+    return this.call('consoleOutput', { serverId, lines: lines ?? null }, { dedupeKey: `consoleOutput:${serverId}:${lines ?? ''}:${Date.now()}` })
   }
 
   /**
@@ -246,7 +259,7 @@ export class AgentDriver implements ComputeDriver {
     const consoles = this.options.consoles
     if (!consoles) throw new DriverError(`Remote consoles of host ${this.options.hostname} are not served by this process.`, 501)
     const session = await consoles.expect(this.options.hostId, serverId)
-    const refused = this.call('openConsole', { sessionId: session.id, serverId, protocol }, `openConsole:${session.id}`).then(
+    const refused = this.call('openConsole', { sessionId: session.id, serverId, protocol }, { dedupeKey: `openConsole:${session.id}` }).then(
       () => new Promise<never>(() => {}),
       (err: unknown) => {
         session.cancel((err as Error).message)

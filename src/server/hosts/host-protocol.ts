@@ -7,6 +7,15 @@ import { randomUUID } from 'node:crypto'
 import type { Db } from '../storage/store.js'
 import type { HostTable } from '../storage/tables/compute.js'
 
+/**
+ * The host protocol (src/contracts/host/commands.ts) an agent reported in its facts (`protocol_version`, sent at
+ * registration and in heartbeats); agents from before protocol versions report none and speak protocol 1.
+ */
+export function reportedProtocol(facts: { protocol_version?: unknown }): number {
+  const reported = facts.protocol_version
+  return typeof reported === 'number' && Number.isInteger(reported) && reported >= 1 ? reported : 1
+}
+
 export interface HostRegistration {
   /** The id a new host gets (an agent host keeps the id it chose); random when absent. */
   id?: string

@@ -1,6 +1,7 @@
 /** The resource manager's host object (Platform9 shape, docs/agent.md, "Host object") built from the shared host records. */
 import { isUp } from '../hosts/host-status.js'
 import type { StoredHostFacts } from '../../contracts/host/facts.js'
+import { reportedProtocol } from '../hosts/host-protocol.js'
 import type { HostRoleTable, HostTable } from '../storage/tables/compute.js'
 import type { AgentHostTable } from '../storage/tables/onboarding.js'
 import { roleStatus } from './roles.js'
@@ -40,6 +41,8 @@ export function hostView(host: HostTable, roles: Pick<HostRoleTable, 'role' | 's
     hypervisor_info: { vcpus: host.vcpus, memory_mb: host.memory_mb, disk_gb: host.disk_gb, running_vms: host.running_vms },
     extensions: { ip_address: { data: ips }, interfaces: { status: 'ok', data: interfaces } },
     agent_version: facts.agent_version ?? '',
+    /** The host protocol its agent speaks; null for a host without an agent (in-process simulated hosts). */
+    protocol_version: host.kind === 'agent' ? reportedProtocol(facts) : null,
     message: agent?.message ?? '',
   }
 }

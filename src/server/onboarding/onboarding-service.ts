@@ -27,6 +27,8 @@ export interface RegistrationRequest extends HostFacts {
   registration_token: string
   host_id: string
   agent_version: string
+  /** The host protocol the agent speaks (src/contracts/host/commands.ts); agents from before it send none (1). */
+  protocol_version?: number
   /** The compute driver the agent runs (agent.json `driver`); simulated by default. */
   driver?: string
 }
@@ -174,6 +176,7 @@ export class OnboardingService {
         disk_gb: req.disk_gb,
         nics: req.nics,
         agent_version: req.agent_version,
+        protocol_version: req.protocol_version ?? 1,
         cpu_info: { arch: req.arch, model: req.cpu.model, topology: { sockets: 1, cores: req.cpu.count, threads: 1 } },
       }
       await registerHost(
@@ -251,7 +254,9 @@ export class OnboardingService {
     }
     if (hb.facts) {
       const before = (current as { facts?: string }).facts ?? '{}'
-      const merged: StoredHostFacts = { ...(JSON.parse(before) as StoredHostFacts), ...hb.facts }
+      // An agent reporting its version without a protocol is from before protocol versions (a downgrade): it speaks 1.
+      const downgraded = hb.facts.agent_version !== undefined && hb.facts.protocol_version === undefined
+      const merged: StoredHostFacts = { ...(JSON.parse(before) as StoredHostFacts), ...hb.facts, ...(downgraded && { protocol_version: 1 }) }
       const text = JSON.stringify(merged)
       if (text !== before) {
         set.facts = text

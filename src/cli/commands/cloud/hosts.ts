@@ -18,6 +18,7 @@ type Host = HostView & {
   hypervisor_info?: Record<string, unknown>
   extensions?: { ip_address?: { data?: string[] }; interfaces?: { data?: Record<string, unknown> } }
   agent_version?: string
+  protocol_version?: number | null
 }
 
 const ips = (h: Host) => h.extensions?.ip_address?.data ?? []
@@ -28,13 +29,14 @@ const HOST_COLUMNS: Column<Host>[] = [
   { name: 'Roles', from: (h) => h.roles, format: listColumn },
   { name: 'Role Status', from: (h) => h.role_status },
   { name: 'Responding', from: (h) => h.info.responding },
+  { name: 'Agent Version', from: (h) => h.agent_version ?? '' },
+  { name: 'Protocol', from: (h) => h.protocol_version ?? null },
 ]
 const HOST_LONG_COLUMNS: Column<Host>[] = [
   ...HOST_COLUMNS,
   { name: 'IP Addresses', from: ips, format: listColumn },
   { name: 'OS', from: (h) => h.info.os_info ?? '' },
   { name: 'Last Response', from: (h) => h.info.last_response_time ?? null },
-  { name: 'Agent Version', from: (h) => h.agent_version ?? '' },
   { name: 'Message', from: (h) => h.message ?? '' },
 ]
 
@@ -51,6 +53,7 @@ const HOST_FIELDS: Column<Host>[] = [
   { name: 'message', from: (h) => h.message ?? '' },
   { name: 'os_family', from: (h) => h.info.os_family ?? '' },
   { name: 'os_info', from: (h) => h.info.os_info ?? '' },
+  { name: 'protocol_version', from: (h) => h.protocol_version ?? null },
   { name: 'responding', from: (h) => h.info.responding },
   { name: 'role_status', from: (h) => h.role_status },
   { name: 'roles', from: (h) => h.roles, format: listColumn },

@@ -10,7 +10,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { POWER } from '../../../contracts/host/compute-driver.js'
-import { DriverError, type ComputeDriver, type GuestSpec, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type GuestSpec, type LiveMigrationHandover, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 
 export interface DriverHarness {
@@ -29,6 +29,11 @@ export interface DriverHarness {
   leftovers(driver: ComputeDriver, serverId: string): Promise<string[]>
   /** A volume guests of these hosts can attach (on QEMU a real NBD export), as the conductor hands it over. */
   volume(): Promise<VolumeConnection>
+  /**
+   * A queued image for a snapshot to go into, and the bytes it got, for drivers that store a snapshot themselves
+   * (`stored`: an agent uploads from its host); others hand the bytes back and need neither.
+   */
+  images?: { queued(): Promise<string>; bytes(imageId: string): Promise<Buffer> }
   /** Whether a guest's disk (and so its boot count) moves with a cold migration (simulated guests have none). */
   disksMove: boolean
   close(): Promise<void>
@@ -142,12 +147,15 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
       })
 
       it('copies its root disk out as a qcow2 image', async () => {
-        const snap = await a.snapshot(id, 'snap')
+        // As the conductor calls it: with the queued image the bytes are for.
+        const imageId = (await h.images?.queued()) ?? '00000000-0000-4000-8000-0000000000f1'
+        const snap = await a.snapshot(id, 'snap', imageId)
         assert.equal(snap.diskFormat, 'qcow2')
         assert.equal(snap.containerFormat, 'bare')
         const chunks: Buffer[] = []
         for await (const c of snap.data) chunks.push(c as Buffer)
-        const bytes = Buffer.concat(chunks)
+        assert.ok(!snap.stored || h.images, 'a driver that stores the bytes itself has a harness that reads them')
+        const bytes = snap.stored ? await h.images!.bytes(imageId) : Buffer.concat(chunks)
         assert.equal(bytes.subarray(0, 4).toString('latin1'), 'QFI\xfb', 'a qcow2 header')
         assert.equal(await power(a, id), POWER.RUNNING, 'the guest runs on')
       })
@@ -192,6 +200,7 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
       const live = '00000000-0000-4000-8000-00000000c003'
       const evac = '00000000-0000-4000-8000-00000000c004'
       const resized = '00000000-0000-4000-8000-00000000c005'
+      const aborted = '00000000-0000-4000-8000-00000000c007'
       const big = { id: '2', name: 'm1.bigger', disk: 2 }
 
       it('migrates cold to another host, reverts to the source, migrates again and confirms', async () => {
@@ -236,13 +245,41 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
       it('migrates live to another host: the guest never stops or reboots, and the source holds nothing', async () => {
         await a.spawn(h.spec(live))
         await h.booted(a, live, 1)
-        await a.liveMigrate(h.spec(live), b)
+        // The conductor's sequence (src/server/conductor/live-migration.ts), each step repeated as after a crash.
+        const handle = await b.prepareLiveMigration(h.spec(live))
+        assert.equal(typeof JSON.parse(JSON.stringify(handle)).driver, 'string', 'the handle is JSON and names its driver')
+        const handover = JSON.parse(JSON.stringify(await a.liveMigrateTo(live, handle))) as LiveMigrationHandover
+        await b.finishLiveMigration(live, handover)
+        await b.finishLiveMigration(live, handover)
+        await a.forget(live)
+        await a.forget(live)
         assert.equal(await a.info(live), undefined)
         assert.deepEqual(await h.leftovers(a, live), [])
         assert.equal(await power(b, live), POWER.RUNNING)
         await h.continues(b, live)
         assert.equal(await h.boots(b, live), 1, 'no second boot')
         await b.destroy(live)
+      })
+
+      it('aborts a live migration the destination prepared: nothing stays there, the guest runs on at the source', async () => {
+        await a.spawn(h.spec(aborted))
+        await h.booted(a, aborted, 1)
+        await b.prepareLiveMigration(h.spec(aborted))
+        await b.abortLiveMigration(aborted)
+        await b.abortLiveMigration(aborted)
+        assert.equal(await b.info(aborted), undefined)
+        assert.deepEqual(await h.leftovers(b, aborted), [])
+        assert.equal(await power(a, aborted), POWER.RUNNING)
+        await h.continues(a, aborted)
+        assert.equal(await h.boots(a, aborted), 1, 'no second boot')
+        await a.destroy(aborted)
+      })
+
+      it('refuses to send a guest to a handle of another driver, and the guest runs on', async () => {
+        await a.spawn(h.spec(aborted))
+        await rejectsDriverError(a.liveMigrateTo(aborted, { driver: 'no-such-driver' }), /no-such-driver/, 409)
+        assert.equal(await power(a, aborted), POWER.RUNNING)
+        await a.destroy(aborted)
       })
 
       it('evacuates a guest to another host (rebuilt there), twice', async () => {

@@ -18,7 +18,7 @@ import type { Duplex, Readable } from 'node:stream'
 import { finished, pipeline } from 'node:stream/promises'
 import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
 import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
@@ -34,11 +34,11 @@ import { runningPid, signal, startDaemonized, systemdAvailable, waitGone } from 
 
 const exec = promisify(execFile)
 
-/** What the source hands the destination when a live migration completes. */
-export interface LiveMigrationHandover {
-  /** The tail of the guest's console log on the source. */
-  consoleLog?: string
-  boots?: number
+/** The destination's handle as a QEMU source reads it; a handle of another driver cannot be sent to. */
+function incomingOf(handle: LiveMigrationHandle): IncomingMigration {
+  if (handle.driver !== 'qemu') throw new DriverError(`live migration from a QEMU host goes only to another QEMU host, not to a ${handle.driver} host`, 409)
+  const { driver: _driver, ...incoming } = handle
+  return incoming as unknown as IncomingMigration
 }
 
 const MAX_HANDOVER_LOG = 100 * 1024
@@ -514,26 +514,11 @@ export class QemuDriver implements ComputeDriver {
     })
   }
 
-  /** Live migration to another QEMU driver in this process (agents sequence the same steps over commands). */
-  async liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void> {
-    if (!(target instanceof QemuDriver)) throw new DriverError('live migration from a QEMU host goes only to another QEMU host')
-    const incoming = await target.prepareIncoming(spec)
-    let handover: LiveMigrationHandover
-    try {
-      handover = await this.sendGuest(spec.serverId, incoming)
-    } catch (err) {
-      await target.abortIncoming(spec.serverId)
-      throw err
-    }
-    await target.finishIncoming(spec.serverId, handover)
-    await this.forget(spec.serverId)
-  }
-
   /**
    * Destination of a live migration: the guest's disks made fresh on this host, exported over NBD, and a paused
    * QEMU with the same devices waiting for the memory on `migrationAddress` (live-migration.ts).
    */
-  prepareIncoming(spec: GuestSpec): Promise<IncomingMigration> {
+  prepareLiveMigration(spec: GuestSpec): Promise<LiveMigrationHandle> {
     return this.exclusive(spec.serverId, async (p) => {
       if (this.record(p) && runningPid(p.pidfile)) throw new DriverError(`guest ${spec.serverId} already runs on host ${this.options.hostname}`, 409)
       // Whatever an earlier attempt left is stale: the mirror must write into fresh overlays.
@@ -542,7 +527,8 @@ export class QemuDriver implements ComputeDriver {
         await this.create(spec, p)
         await this.launch(spec.serverId, p, true)
         const disks = this.plan(spec.serverId, p, this.require(spec.serverId, p)).disks.filter((d) => !d.readOnly).map((d) => d.node)
-        return await this.qmp(p, (q) => listenForGuest(q, this.options.migrationAddress ?? '127.0.0.1', disks))
+        const incoming = await this.qmp(p, (q) => listenForGuest(q, this.options.migrationAddress ?? '127.0.0.1', disks))
+        return { driver: this.type, ...incoming }
       } catch (err) {
         await this.teardown(p)
         throw err
@@ -551,7 +537,9 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /** Source of a live migration: disks, then memory, to the prepared destination; QEMU here quits once it is there. */
-  sendGuest(serverId: string, target: IncomingMigration): Promise<LiveMigrationHandover> {
+  async liveMigrateTo(serverId: string, handle: LiveMigrationHandle): Promise<LiveMigrationHandover> {
+    // Async, so a handle of another driver is a rejection like every other failure, not a throw.
+    const target = incomingOf(handle)
     return this.exclusive(serverId, async (p) => {
       if ((await this.status(p)) !== 'running') throw new DriverError(`guest ${serverId} is not running; only a running guest migrates live`, 409)
       const rec = this.require(serverId, p)
@@ -563,7 +551,7 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /** Destination, after the memory arrived: the source's console history first, then the guest runs on. */
-  finishIncoming(serverId: string, handover: LiveMigrationHandover): Promise<void> {
+  finishLiveMigration(serverId: string, handover: LiveMigrationHandover): Promise<void> {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
       if ((await this.status(p)) === 'running') return
@@ -574,7 +562,7 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /** Destination, when the migration failed: nothing of the guest stays here. */
-  abortIncoming(serverId: string): Promise<void> {
+  abortLiveMigration(serverId: string): Promise<void> {
     return this.destroy(serverId)
   }
 

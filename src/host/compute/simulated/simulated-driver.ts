@@ -9,7 +9,7 @@ import { POWER } from '../../../contracts/host/compute-driver.js'
 import { qcow2Image } from '../../../lib/qcow2.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { SimulatedTerminal } from './simulated-terminal.js'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 
 export interface SimulatedOptions {
   hostname: string
@@ -42,6 +42,16 @@ interface Guest {
   volumes?: Map<string, string | null>
   /** Open serial console sessions: they see new console lines, and end when the guest stops. */
   terminals?: Set<SimulatedTerminal>
+}
+
+/** A simulated guest's record as a live migration hands it over (JSON). */
+interface SimulatedHandover extends LiveMigrationHandover {
+  consoleLog: string
+  boots: number
+  diskBoots: number | null
+  powerState: number
+  rescued: boolean
+  volumes: [string, string | null][]
 }
 
 /** Adds lines to the guest's console log, and shows them on its open serial consoles. */
@@ -94,6 +104,8 @@ export class SimulatedDriver implements ComputeDriver {
   private readonly guests = new Map<string, Guest>()
   /** Guests this driver destroyed or lost: never looked up again. */
   private readonly gone = new Set<string>()
+  /** Live migrations this host prepared as their destination: the guest's spec, until its record arrives. */
+  private readonly incoming = new Map<string, GuestSpec>()
   private readonly random: () => number
 
   constructor(readonly options: SimulatedOptions) {
@@ -281,16 +293,57 @@ export class SimulatedDriver implements ComputeDriver {
     if (powerOn && guest.powerState !== POWER.RUNNING) this.boot(guest)
   }
 
-  async liveMigrate(spec: GuestSpec, target: ComputeDriver): Promise<void> {
-    const serverId = spec.serverId
+  /** Destination: remembers the guest's spec until its record arrives (nothing runs here before then). */
+  async prepareLiveMigration(spec: GuestSpec): Promise<LiveMigrationHandle> {
+    if (this.guests.has(spec.serverId)) throw new DriverError(`guest ${spec.serverId} already runs on host ${this.options.hostname}`, 409)
+    this.incoming.set(spec.serverId, spec)
+    return { driver: this.type, hostname: this.options.hostname }
+  }
+
+  /**
+   * Source: the guest's record goes in the handover (its console, boots, power state, volumes); its QEMU would quit
+   * here, so it stops and its serial consoles end. Failures injected as `liveMigrate` happen in this step.
+   */
+  async liveMigrateTo(serverId: string, handle: LiveMigrationHandle): Promise<LiveMigrationHandover> {
     const guest = await this.guest(serverId)
     await this.operate('liveMigrate')
-    if (!(target instanceof SimulatedDriver)) throw new DriverError('live migration between different hypervisor types is not supported')
-    target.gone.delete(serverId)
-    target.guests.set(serverId, { ...guest, console: [...guest.console, `[ pcc ] live-migrated to ${target.options.hostname}`], terminals: undefined })
+    if (handle.driver !== this.type) throw new DriverError(`live migration from a simulated host goes only to another simulated host, not to a ${handle.driver} host`, 409)
+    const handover: SimulatedHandover = {
+      consoleLog: [...guest.console, `[ pcc ] live-migrated to ${String(handle.hostname)}`].join('\n'),
+      boots: guest.boots,
+      diskBoots: guest.diskBoots ?? null,
+      powerState: guest.powerState,
+      rescued: guest.rescued,
+      volumes: [...(guest.volumes ?? new Map<string, string | null>()).entries()],
+    }
     hangUp(guest)
-    this.guests.delete(serverId)
-    this.gone.add(serverId)
+    guest.powerState = POWER.SHUTDOWN
+    return handover
+  }
+
+  /** Destination: the guest runs on here as the source handed it over (repeated: finds it here). */
+  async finishLiveMigration(serverId: string, handover: LiveMigrationHandover): Promise<void> {
+    const spec = this.incoming.get(serverId)
+    if (!spec) {
+      if (this.guests.has(serverId)) return
+      throw new DriverError(`no live migration of ${serverId} was prepared on host ${this.options.hostname}`, 409)
+    }
+    const h = handover as Partial<SimulatedHandover>
+    this.gone.delete(serverId)
+    this.guests.set(serverId, {
+      spec,
+      powerState: h.powerState ?? POWER.RUNNING,
+      rescued: h.rescued ?? false,
+      boots: h.boots ?? 0,
+      ...(typeof h.diskBoots === 'number' && { diskBoots: h.diskBoots }),
+      console: h.consoleLog ? h.consoleLog.split('\n') : [],
+      volumes: new Map(h.volumes ?? []),
+    })
+    this.incoming.delete(serverId)
+  }
+
+  async abortLiveMigration(serverId: string): Promise<void> {
+    this.incoming.delete(serverId)
   }
 
   async evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void> {

@@ -45,6 +45,7 @@ const registerSchema = {
     disk_gb: { type: 'integer', minimum: 0 },
     nics: { type: 'array', maxItems: 256, items: nicSchema },
     agent_version: str(64),
+    protocol_version: { type: 'integer', minimum: 1, maximum: 1000 },
     driver: { type: 'string', enum: ['simulated', 'qemu'] },
   },
 }
@@ -52,7 +53,7 @@ const registerSchema = {
 const heartbeatSchema = {
   type: 'object',
   properties: {
-    facts: { type: 'object' },
+    facts: { type: 'object', properties: { protocol_version: { type: 'integer', minimum: 1, maximum: 1000 } } },
     capacity: {
       type: 'object',
       required: ['vcpus', 'memory_mb', 'disk_gb'],
@@ -73,6 +74,7 @@ const HOST = obj(
     hypervisor_info: obj({ vcpus: { type: 'integer' }, memory_mb: { type: 'integer' }, disk_gb: { type: 'integer' }, running_vms: { type: 'integer' } }),
     extensions: { type: 'object' },
     agent_version: str(),
+    protocol_version: { type: ['integer', 'null'], description: 'The host protocol its pcc-agent speaks (null: a host without an agent)' },
     message: str(),
   },
   ['id', 'info', 'roles', 'role_status'],

@@ -6,7 +6,8 @@
  * from `{base}/resmgr/v1/hosts/{id}/storage/exports` (keys never ride in a command's arguments, except a copy's
  * short-lived key, which the channel clears once the command is answered).
  */
-import type { AgentDriver } from '../../hosts/agent-driver.js'
+import type { AgentDriver, CallOptions } from '../../hosts/agent-driver.js'
+import type { CommandArgs, CommandResult, StorageCommandName } from '../../../contracts/host/commands.js'
 import { DriverError } from '../../../contracts/host/compute-driver.js'
 import { VolumeBackendError } from '../../../contracts/host/volume.js'
 import { BACKEND_FAILURE, type PlaceSource, type StoragePlace } from '../../../contracts/host/storage-place.js'
@@ -23,11 +24,11 @@ export class AgentPlace implements StoragePlace {
     private readonly reportAddress: (address: string) => Promise<void>,
   ) {}
 
-  private async call<T>(op: string, args: Record<string, unknown>, options: { dedupeKey?: string; timeoutMs?: number } = {}): Promise<T> {
+  private async call<C extends StorageCommandName>(op: C, args: CommandArgs<C>, options: CallOptions = {}): Promise<CommandResult<C>> {
     const agent = this.agent()
     if (!agent) throw new DriverError(`Storage host ${this.location} is not registered.`)
     try {
-      return await agent.call<T>(op, args, options.dedupeKey, options.timeoutMs)
+      return await agent.call(op, args, options)
     } catch (err) {
       // The agent marks its backends' failures 422: final, unlike a host that does not answer (retried).
       if (err instanceof DriverError && err.code === BACKEND_FAILURE) throw new VolumeBackendError(err.message)
@@ -65,7 +66,7 @@ export class AgentPlace implements StoragePlace {
   }
 
   async syncExports(): Promise<string> {
-    const { address } = await this.call<{ address: string }>('volume.sync_exports', {}, { dedupeKey: `volume.sync_exports:${Date.now()}` })
+    const { address } = await this.call('volume.sync_exports', {}, { dedupeKey: `volume.sync_exports:${Date.now()}` })
     await this.reportAddress(address)
     return address
   }

@@ -1,0 +1,109 @@
+/**
+ * The host protocol's commands: every command the control plane sends a host's pcc-agent on its durable command
+ * channel, with its arguments, its result and the protocol version that introduced it. Both ends are typed
+ * against this table: the control plane's host client (src/server/hosts/agent-driver.ts, `call`) and the agent's
+ * dispatchers (src/host/agent/agent.ts for compute commands, src/host/storage/storage-role.ts for `volume.*`),
+ * so the compiler checks that what one side sends the other handles. Adding a command is one entry here plus its
+ * two ends; a command whose arguments or meaning change gets a new entry (or a new name) and a new `since`.
+ *
+ * Arguments and results travel as JSON: `void` results arrive as null, optional values are sent as null.
+ */
+import type { ConsoleProtocol, FlavorSnapshot, GuestImageRef, GuestInfo, GuestSpec, LiveMigrationHandle, LiveMigrationHandover, VolumeConnection } from './compute-driver.js'
+import type { PlaceSource } from './storage-place.js'
+
+/**
+ * The protocol this tree's agents speak. An agent reports it at registration and in its heartbeat's facts; the
+ * control plane sends a host only commands whose `since` is at most the host's protocol (an agent that never
+ * reported one speaks protocol 1).
+ *
+ * 1: the commands up to pcc's first onboarding release.
+ * 2: live migration as per-host steps for every driver (prepareLiveMigration, liveMigrateTo, finishLiveMigration,
+ *    abortLiveMigration with a driver-tagged handle); protocol 1's QEMU-only steps and `receiveGuest` are gone.
+ */
+export const HOST_PROTOCOL_VERSION = 2
+
+/** One command of the table: the types are carried by the entry's type only (`types` is never set). */
+export interface CommandSpec<Args, Result> {
+  /** The protocol version that introduced the command. */
+  since: number
+  /** Spawns, migrations and snapshots: the control plane waits three times as long for them. */
+  long: boolean
+  readonly types?: { args: Args; result: Result }
+}
+
+function command<Args, Result>(since: number, options: { long?: boolean } = {}): CommandSpec<Args, Result> {
+  return { since, long: options.long ?? false }
+}
+
+type Server = { serverId: string }
+type WithSpec = { spec: GuestSpec }
+type Placed = { spec: GuestSpec; powerOn: boolean }
+
+export const HOST_COMMANDS = {
+  // Compute: the ComputeDriver calls of src/contracts/host/compute-driver.ts, executed with the agent's driver.
+  info: command<Server, GuestInfo | null>(1),
+  listGuests: command<Record<string, never>, GuestInfo[]>(1),
+  beginStep: command<Server & { taskState: string }, void>(1),
+  spawn: command<WithSpec, GuestInfo>(1, { long: true }),
+  destroy: command<Server, void>(1),
+  reboot: command<Server & { type: 'SOFT' | 'HARD' }, void>(1),
+  powerOff: command<Server, void>(1),
+  powerOn: command<Server, void>(1),
+  pause: command<Server, void>(1),
+  unpause: command<Server, void>(1),
+  suspend: command<Server, void>(1),
+  resume: command<Server, void>(1),
+  rescue: command<Server & { image: GuestImageRef | null }, void>(1),
+  unrescue: command<Server, void>(1),
+  rebuild: command<WithSpec, void>(1, { long: true }),
+  setAdminPassword: command<Server & { password: string }, void>(1),
+  /** The agent uploads the bytes into image `imageId` itself (none: snapshot and discard). */
+  snapshot: command<Server & { imageName: string; imageId: string | null }, { diskFormat: string; containerFormat: string }>(1, { long: true }),
+  attachVolume: command<Server & { volume: VolumeConnection }, void>(1),
+  detachVolume: command<Server & { volumeId: string }, void>(1),
+  extendVolume: command<Server & { volume: VolumeConnection; sizeBytes: number }, void>(1),
+  migrateDiskAndPowerOff: command<Server & { flavor: FlavorSnapshot; toSameHost: boolean }, void>(1, { long: true }),
+  finishMigration: command<Placed, void>(1, { long: true }),
+  evacuateTo: command<Placed, void>(1, { long: true }),
+  consoleOutput: command<Server & { lines: number | null }, string>(1),
+  /** The agent dials the control plane's console session `sessionId` with the guest's console. */
+  openConsole: command<Server & { sessionId: string; protocol: ConsoleProtocol }, { opened: true }>(1),
+  forget: command<Server, void>(1),
+  prepareLiveMigration: command<WithSpec, LiveMigrationHandle>(2, { long: true }),
+  liveMigrateTo: command<Server & { handle: LiveMigrationHandle }, LiveMigrationHandover>(2, { long: true }),
+  finishLiveMigration: command<Server & { handover: LiveMigrationHandover }, void>(2),
+  abortLiveMigration: command<Server, void>(2),
+
+  // Storage: the StoragePlace calls of src/contracts/host/storage-place.ts, executed by the agent's storage role.
+  'volume.create': command<{ backend: string; volumeId: string; sizeGb: number }, void>(1),
+  'volume.create_from': command<{ backend: string; volumeId: string; sizeGb: number; source: PlaceSource }, void>(1),
+  'volume.extend': command<{ backend: string; volumeId: string; sizeGb: number }, void>(1),
+  'volume.delete': command<{ backend: string; volumeId: string }, void>(1),
+  'volume.snapshot_create': command<{ backend: string; snapshotId: string; volumeId: string }, void>(1),
+  'volume.snapshot_delete': command<{ backend: string; snapshotId: string }, void>(1),
+  'volume.upload_image': command<{ backend: string; volumeId: string; imageId: string; diskFormat: 'raw' | 'qcow2' }, void>(1),
+  /** The agent converges its exports to the control plane's desired state; answers where they listen. */
+  'volume.sync_exports': command<Record<string, never>, { address: string }>(1),
+} satisfies Record<string, CommandSpec<unknown, unknown>>
+
+export type CommandName = keyof typeof HOST_COMMANDS
+export type StorageCommandName = Extract<CommandName, `volume.${string}`>
+export type ComputeCommandName = Exclude<CommandName, StorageCommandName>
+
+type Types<C extends CommandName> = NonNullable<(typeof HOST_COMMANDS)[C]['types']>
+export type CommandArgs<C extends CommandName> = Types<C>['args']
+export type CommandResult<C extends CommandName> = Types<C>['result']
+
+/** One end of a command on the agent: its arguments in, its result out. */
+export type CommandHandler<C extends CommandName> = (args: CommandArgs<C>) => Promise<CommandResult<C>>
+/** An agent's dispatcher for a set of commands: one handler for each, checked by the compiler. */
+export type CommandHandlers<N extends CommandName> = { [C in N]: CommandHandler<C> }
+
+export function isCommandName(name: string): name is CommandName {
+  return Object.hasOwn(HOST_COMMANDS, name)
+}
+
+/** The fault of a command the host's agent is too old for (the conductor records it as the server's fault). */
+export function protocolTooOld(hostname: string, hostProtocol: number, command: CommandName): string {
+  return `pcc-agent on host ${hostname} speaks protocol ${hostProtocol}; this needs ${HOST_COMMANDS[command].since}: upgrade it`
+}

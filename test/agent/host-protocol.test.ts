@@ -1,0 +1,89 @@
+/**
+ * Host protocol versions: agents report theirs, the resource manager shows it, and a command newer than a host's
+ * agent fails at once with the upgrade fault, never enqueued (src/contracts/host/commands.ts).
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import type { ChildProcess } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { agentConfig, killAgent, onboardAgent, type ScratchHost } from '../../src/testkit/agent.js'
+import { ComputeClient, until } from '../../src/testkit/compute-api.js'
+import { HOST_COMMANDS, HOST_PROTOCOL_VERSION } from '../../src/contracts/host/commands.js'
+
+describe('host protocol versions: an agent that was not upgraded', () => {
+  let server: TestServer
+  let api: ComputeClient
+  const hosts: ScratchHost[] = []
+  const agents: ChildProcess[] = []
+  let old: ScratchHost
+  let current: ScratchHost
+  before(async () => {
+    server = await startTestServer({ publicUrlFromListen: true, env: { PCC_HOST_DOWN_AFTER_SECONDS: '10', PCC_RECONCILE_SECONDS: '0' } })
+    const admin = (await server.deps.tokens.issue({ userId: server.bootstrap.adminUserId, methods: ['password'], scope: { p: server.bootstrap.adminProjectId } })).token
+    api = new ComputeClient(server.url, admin)
+    for (const [name, protocolVersion] of [['proto-old', 1], ['proto-new', undefined]] as const) {
+      const onboarded = await onboardAgent(api, name, server.url, { protocolVersion })
+      hosts.push(onboarded.host)
+      agents.push(onboarded.agent)
+    }
+    ;[old, current] = hosts
+  })
+  after(async () => {
+    for (const a of agents) await killAgent(a)
+    await server?.close()
+    for (const h of hosts) rmSync(h.root, { recursive: true, force: true })
+  })
+
+  it('shows each host\'s agent version and protocol', async () => {
+    for (const [host, protocol] of [[old, 1], [current, HOST_PROTOCOL_VERSION]] as const) {
+      const view = (await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body as { agent_version: string; protocol_version: number }
+      assert.equal(view.protocol_version, protocol, host.hostname)
+      assert.match(view.agent_version, /^\d+\.\d+\.\d+/)
+    }
+  })
+
+  it('refuses a live migration to it at once: the upgrade fault, the server runs on, nothing enqueued', async () => {
+    assert.ok(HOST_COMMANDS.prepareLiveMigration.since > 1, 'live migration needs a newer protocol than the old agent speaks')
+    const image = await api.bootImage()
+    const { id } = await api.create({ name: 'stays', imageRef: image, flavorRef: '1', networks: 'none', availability_zone: `nova:${current.hostname}` })
+    const settled = () => until(`server ${id} to settle`, 30_000, async () => {
+      const s = await api.server(id)
+      return s && s.status !== 'BUILD' && s['OS-EXT-STS:task_state'] === null ? s : undefined
+    })
+    assert.equal((await settled()).status, 'ACTIVE')
+    const migrate = await api.action(id, 'os-migrateLive', { host: old.hostname, block_migration: 'auto' })
+    assert.equal(migrate.status, 202, JSON.stringify(migrate.body))
+    const after = await until('the migration to fail', 30_000, async () => {
+      const s = await settled()
+      const faults = await server.deps.store.db.selectFrom('instance_faults').select('message').where('server_id', '=', id).execute()
+      return faults.length > 0 ? { s, faults } : undefined
+    })
+    assert.equal(after.s.status, 'ACTIVE')
+    assert.equal(after.s['OS-EXT-SRV-ATTR:host'], current.hostname)
+    assert.match(after.faults.at(-1)!.message, new RegExp(`^pcc-agent on host ${old.hostname} speaks protocol 1; this needs ${HOST_COMMANDS.prepareLiveMigration.since}: upgrade it`))
+    const migrationCommands = await server.deps.store.db
+      .selectFrom('host_commands')
+      .select(['host_id', 'op'])
+      .where('op', 'in', ['prepareLiveMigration', 'liveMigrateTo', 'finishLiveMigration', 'abortLiveMigration'])
+      .execute()
+    assert.deepEqual(migrationCommands, [], 'no live migration command was enqueued for either host')
+    // Commands of protocol 1 still reach the old agent.
+    const { id: other } = await api.create({ name: 'on-old', imageRef: image, flavorRef: '1', networks: 'none', availability_zone: `nova:${old.hostname}` })
+    const onOld = await until(`server ${other} to settle`, 30_000, async () => {
+      const s = await api.server(other)
+      return s && s.status !== 'BUILD' && s['OS-EXT-STS:task_state'] === null ? s : undefined
+    })
+    assert.deepEqual([onOld.status, onOld['OS-EXT-SRV-ATTR:host']], ['ACTIVE', old.hostname])
+  })
+
+  it('answers 400 to a heartbeat whose protocol is not a version', async () => {
+    const res = await fetch(`${server.url}/resmgr/v1/hosts/${old.hostId}/heartbeat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${String(agentConfig(old.root).credential)}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ facts: { protocol_version: 'two' } }),
+    })
+    assert.equal(res.status, 400)
+    assert.match(await res.text(), /protocol_version/)
+  })
+})
