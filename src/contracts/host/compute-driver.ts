@@ -193,7 +193,10 @@ export interface ComputeDriver {
    */
   readonly guestDetails: boolean
   capacity(): Promise<HostCapacity>
-  /** Every guest the host holds, with its power state. */
+  /**
+   * Every guest the host holds, with its power state, as of the host's last report: a host reached through its
+   * agent answers from its heartbeat, so a guest just spawned or destroyed may show a heartbeat later.
+   */
   listGuests(): Promise<GuestInfo[]>
   info(serverId: string): Promise<GuestInfo | undefined>
   /**

@@ -2,15 +2,15 @@
  * The compute driver of an onboarded host: each call becomes a command on the host's durable channel, which the
  * host's pcc-agent executes with its local driver; the call resolves with the agent's result. An agent that does
  * not answer within the timeout makes the call fail with a DriverError (the conductor records the fault).
- * Which guests the host holds comes from the agent's last heartbeat, so reconciliation does not wait on a host
- * that is DOWN.
+ * Which guests the host holds comes from the agent's last heartbeat, so reconciliation sends no command and does
+ * not wait on a host that is DOWN.
  */
 import { isUp } from './host-status.js'
 import { reportedProtocol } from './host-protocol.js'
 import type { CommandChannel } from '../onboarding/command-channel.js'
 import type { Store } from '../storage/store.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
-import { createHash, randomUUID } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { Readable, type Duplex } from 'node:stream'
 import { HOST_COMMANDS, protocolTooOld, type CommandArgs, type CommandName, type CommandResult } from '../../contracts/host/commands.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
@@ -115,11 +115,13 @@ export class AgentDriver implements ComputeDriver {
    * last report (seconds old: a guest just spawned or destroyed may be missing or still there), and one whose report
    * is stale (DOWN) holds none, so reconciliation never waits on a dead host.
    */
+  /**
+   * The guests of the agent's last heartbeat (none when that report is stale): reconciliation asks every host each
+   * interval, and a command per host would make its cost grow with the cloud; a heartbeat is at most a few
+   * seconds old, which the interface allows.
+   */
   async listGuests(): Promise<GuestInfo[]> {
-    const reported = await this.reportedGuests()
-    if (reported === undefined) return []
-    // A fresh key: an earlier answer is no answer for now.
-    return this.call('listGuests', {}, { dedupeKey: `listGuests:${randomUUID()}` }).catch(() => reported)
+    return (await this.reportedGuests()) ?? []
   }
 
   /** The guests of the agent's last heartbeat; undefined when that report is stale. */

@@ -41,6 +41,17 @@ export interface DriverHarness {
 
 const power = async (d: ComputeDriver, id: string) => (await d.info(id))?.powerState
 
+/** The guests a host lists, once its report has caught up (the agent path answers from heartbeats). */
+async function listsGuests(d: ComputeDriver, expected: string[], withinMs = 15_000): Promise<void> {
+  const deadline = Date.now() + withinMs
+  let ids = (await d.listGuests()).map((g) => g.serverId).sort()
+  while (JSON.stringify(ids) !== JSON.stringify([...expected].sort()) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    ids = (await d.listGuests()).map((g) => g.serverId).sort()
+  }
+  assert.deepEqual(ids, [...expected].sort())
+}
+
 async function rejectsDriverError(p: Promise<unknown>, pattern?: RegExp, code?: number): Promise<void> {
   await assert.rejects(p, (err: unknown) => {
     assert.ok(err instanceof DriverError, `a DriverError, not ${String(err)}`)
@@ -76,7 +87,7 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         assert.equal(again.powerState, POWER.RUNNING)
         await h.continues(a, id)
         assert.equal(await h.boots(a, id), 1, 'not booted again')
-        assert.deepEqual((await a.listGuests()).map((g) => g.serverId), [id])
+        await listsGuests(a, [id])
         const cap = await a.capacity()
         assert.ok(cap.vcpus > 0 && cap.memoryMb > 0 && cap.hypervisorType.length > 0)
       })
@@ -191,7 +202,7 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         for (const op of [() => a.powerOn(id), () => a.reboot(id, 'HARD'), () => a.pause(id), () => a.consoleOutput(id), () => a.snapshot(id, 'x')]) {
           await rejectsDriverError(op(), /could not be found/, 404)
         }
-        assert.deepEqual(await a.listGuests(), [])
+        await listsGuests(a, [])
       })
     })
 
