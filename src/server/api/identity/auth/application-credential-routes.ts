@@ -5,16 +5,20 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, preHandlerHookHandler } from 'fastify'
-import { AppError, badRequest, conflict, forbidden, notFound } from '../../../../contracts/errors.js'
-import type { Principal } from '../../../auth/principal.js'
+import { AppError, badRequest, forbidden, notFound } from '../../../../contracts/errors.js'
 import { newId } from '../../../bootstrap/bootstrap.js'
 import { hashPassword } from '../../../crypto/passwords.js'
 import type { AppDeps } from '../../../deps.js'
-import { touchIdentity } from '../../../identity/generation.js'
+import {
+  type ApplicationCredentialRow,
+  createApplicationCredential,
+  deleteApplicationCredential,
+  getUserApplicationCredential,
+  listUserApplicationCredentials,
+} from '../../../identity/repo/application-credentials.repo.js'
 import { passwordExpiryTime } from '../../../identity/token-body.js'
 import { authorize } from '../../../policy/rules.js'
 import { identityAuthPolicy } from '../../../policy/identity-auth.policy.js'
-import type { ApplicationCredentialTable } from '../../../storage/schema.js'
 import { documented, noBody } from '../../../http/openapi.js'
 import { V, list, one } from '../answers.js'
 
@@ -61,7 +65,7 @@ function parseExpiry(text: string): number {
 export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandler) {
   const db = deps.store.db
   const base = (userId: string) => `${deps.urls.identity}/users/${userId}/application_credentials`
-  const render = (row: ApplicationCredentialTable) => {
+  const render = (row: ApplicationCredentialRow) => {
     const snap = deps.tokens.snapshot
     const roleIds = JSON.parse(row.roles) as string[]
     return {
@@ -79,11 +83,6 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
   }
   const requireUser = (userId: string) => {
     if (!deps.tokens.snapshot.users.has(userId)) throw notFound(`Could not find user: ${userId}.`)
-  }
-  const find = async (principal: Principal, userId: string, id: string) => {
-    const row = await db.selectFrom('application_credentials').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
-    if (!row) throw notFound(`Could not find application credential: ${id}.`)
-    return row
   }
 
   return async (scope: FastifyInstance): Promise<void> => {
@@ -115,7 +114,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
         const now = Date.now()
         if (expiresAt !== null && expiresAt <= now) throw badRequest('application_credential.expires_at is in the past.')
         const secret = input.secret ?? randomBytes(48).toString('base64url')
-        const row: ApplicationCredentialTable = {
+        const row: ApplicationCredentialRow = {
           id: newId(),
           user_id: userId,
           project_id: principal.scope.projectId,
@@ -127,19 +126,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
           expires_at: expiresAt,
           created_at: now,
         }
-        const existing = await db.selectFrom('application_credentials').select('id').where('user_id', '=', userId).where('name', '=', input.name).executeTakeFirst()
-        if (existing) throw conflict(`An application credential named ${input.name} already exists for this user.`)
-        try {
-          await db.transaction().execute(async (tx) => {
-            await tx.insertInto('application_credentials').values(row).execute()
-            await touchIdentity(tx)
-          })
-        } catch (err) {
-          if (await db.selectFrom('application_credentials').select('id').where('user_id', '=', userId).where('name', '=', input.name).executeTakeFirst()) {
-            throw conflict(`An application credential named ${input.name} already exists for this user.`)
-          }
-          throw err
-        }
+        await createApplicationCredential(db, row)
         await deps.tokens.refresh()
         return reply.code(201).send({ application_credential: { ...render(row), secret } })
       },
@@ -152,9 +139,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
         const userId = request.params.user_id
         authorize(identityAuthPolicy, 'identity:list_application_credentials', request.principal, { userId })
         requireUser(userId)
-        let q = db.selectFrom('application_credentials').selectAll().where('user_id', '=', userId).orderBy('name', 'asc')
-        if (request.query.name !== undefined) q = q.where('name', '=', request.query.name)
-        const rows = await q.execute()
+        const rows = await listUserApplicationCredentials(db, userId, request.query.name)
         return { application_credentials: rows.map(render), links: { self: base(userId), previous: null, next: null } }
       },
     )
@@ -165,7 +150,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
       async (request) => {
         const { user_id: userId, credential_id: id } = request.params
         authorize(identityAuthPolicy, 'identity:get_application_credential', request.principal, { userId })
-        return { application_credential: render(await find(request.principal, userId, id)) }
+        return { application_credential: render(await getUserApplicationCredential(db, userId, id)) }
       },
     )
 
@@ -175,14 +160,11 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
       async (request, reply) => {
         const { user_id: userId, credential_id: id } = request.params
         authorize(identityAuthPolicy, 'identity:delete_application_credential', request.principal, { userId })
-        const row = await find(request.principal, userId, id)
+        const row = await getUserApplicationCredential(db, userId, id)
         if (request.principal.applicationCredentialId === row.id && !deps.tokens.snapshot.appCreds.get(row.id)?.unrestricted) {
           throw new AppError('forbidden', 'A restricted application credential cannot delete itself.')
         }
-        await db.transaction().execute(async (tx) => {
-          await tx.deleteFrom('application_credentials').where('id', '=', row.id).execute()
-          await touchIdentity(tx)
-        })
+        await deleteApplicationCredential(db, row.id)
         // Its tokens end with it, here at once and elsewhere at the next poll.
         await deps.tokens.refresh()
         return reply.code(204).send()

@@ -8,9 +8,10 @@ import type { Principal } from '../../../auth/principal.js'
 import { newId } from '../../../bootstrap/bootstrap.js'
 import { base32Decode } from '../../../crypto/totp.js'
 import type { AppDeps } from '../../../deps.js'
+import { type CredentialRow, deleteCredential, findCredential, insertCredential, listCredentials, updateCredential } from '../../../identity/repo/credentials.repo.js'
+import { getUser } from '../../../identity/repo/users.repo.js'
 import { allows, authorize } from '../../../policy/rules.js'
 import { identityAuthPolicy } from '../../../policy/identity-auth.policy.js'
-import type { CredentialTable } from '../../../storage/schema.js'
 import { documented, noBody } from '../../../http/openapi.js'
 import { V, list, one } from '../answers.js'
 
@@ -52,7 +53,7 @@ function checkBlob(type: string, blob: string): string {
 export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandler) {
   const db = deps.store.db
   const url = (id: string) => `${deps.urls.identity}/credentials/${id}`
-  const render = (row: CredentialTable) => ({
+  const render = (row: CredentialRow) => ({
     id: row.id,
     type: row.type,
     user_id: row.user_id,
@@ -62,7 +63,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
   })
   /** A credential the caller may see, else 404 (another user's credential does not exist for them). */
   const visible = async (id: string, principal: Principal, operation: 'identity:get_credential' | 'identity:update_credential' | 'identity:delete_credential') => {
-    const row = await db.selectFrom('credentials').selectAll().where('id', '=', id).executeTakeFirst()
+    const row = await findCredential(db, id)
     if (!row || !allows(identityAuthPolicy, 'identity:get_credential', principal, { userId: row.user_id })) throw notFound(`Could not find credential: ${id}.`)
     authorize(identityAuthPolicy, operation, principal, { userId: row.user_id })
     return row
@@ -75,9 +76,8 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
       async (request, reply) => {
         const input = request.body.credential
         authorize(identityAuthPolicy, 'identity:create_credential', request.principal, { userId: input.user_id })
-        const user = await db.selectFrom('users').select('id').where('id', '=', input.user_id).executeTakeFirst()
-        if (!user) throw notFound(`Could not find user: ${input.user_id}.`)
-        const row: CredentialTable = {
+        await getUser(db, input.user_id)
+        const row: CredentialRow = {
           id: newId(),
           user_id: input.user_id,
           project_id: input.project_id ?? null,
@@ -86,7 +86,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
           totp_last_step: null,
           created_at: Date.now(),
         }
-        await db.insertInto('credentials').values(row).execute()
+        await insertCredential(db, row)
         return reply.code(201).send({ credential: render(row) })
       },
     )
@@ -96,12 +96,9 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
       { ...documented({ summary: 'List credentials (your own without the right to list all)', response: { 200: list('credentials', V.credential) } }), schema: { querystring: { type: 'object', properties: { user_id: { type: 'string' }, type: { type: 'string' } } } }, preHandler: requireAuth },
       async (request) => {
         const principal = request.principal
-        let q = db.selectFrom('credentials').selectAll().orderBy('created_at', 'asc')
-        if (request.query.user_id) q = q.where('user_id', '=', request.query.user_id)
-        if (request.query.type) q = q.where('type', '=', request.query.type)
         // Without the right to list everyone's, a caller lists its own (Keystone filters rather than refuses).
-        if (!allows(identityAuthPolicy, 'identity:list_credentials', principal, {})) q = q.where('user_id', '=', principal.userId)
-        const rows = await q.execute()
+        const ownerId = allows(identityAuthPolicy, 'identity:list_credentials', principal, {}) ? undefined : principal.userId
+        const rows = await listCredentials(db, { userId: request.query.user_id, type: request.query.type, ownerId })
         return { credentials: rows.map(render), links: { self: `${deps.urls.identity}/credentials`, previous: null, next: null } }
       },
     )
@@ -118,26 +115,25 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
         const input = request.body.credential
         if (input.user_id !== undefined && input.user_id !== row.user_id) {
           authorize(identityAuthPolicy, 'identity:update_credential', request.principal, { userId: input.user_id })
-          const user = await db.selectFrom('users').select('id').where('id', '=', input.user_id).executeTakeFirst()
-          if (!user) throw notFound(`Could not find user: ${input.user_id}.`)
+          await getUser(db, input.user_id)
         }
         const type = input.type ?? row.type
         const blob = input.blob ?? deps.box.openText(row.blob)
-        const next: CredentialTable = {
+        const next: CredentialRow = {
           ...row,
           type,
           user_id: input.user_id ?? row.user_id,
           project_id: input.project_id !== undefined ? input.project_id : row.project_id,
           blob: deps.box.seal(checkBlob(type, blob)),
         }
-        await db.updateTable('credentials').set({ type: next.type, user_id: next.user_id, project_id: next.project_id, blob: next.blob }).where('id', '=', row.id).execute()
+        await updateCredential(db, row.id, next)
         return { credential: render(next) }
       },
     )
 
     scope.delete<{ Params: { credential_id: string } }>('/v3/credentials/:credential_id', { ...documented({ summary: 'Delete a credential', response: { 204: noBody('Deleted') } }), preHandler: requireAuth }, async (request, reply) => {
       const row = await visible(request.params.credential_id, request.principal, 'identity:delete_credential')
-      await db.deleteFrom('credentials').where('id', '=', row.id).execute()
+      await deleteCredential(db, row.id)
       return reply.code(204).send()
     })
   }

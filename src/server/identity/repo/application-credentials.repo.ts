@@ -1,0 +1,51 @@
+/** Application credentials: a user's delegated, hashed secrets bound to one project and a subset of its roles. */
+import { conflict, notFound } from '../../../contracts/errors.js'
+import type { ApplicationCredentialTable } from '../../storage/tables/identity-auth.js'
+import type { Db } from '../../storage/store.js'
+import { touchIdentity } from '../generation.js'
+
+export type ApplicationCredentialRow = ApplicationCredentialTable
+
+/** The user's application credentials by name, optionally just the one with `name`. */
+export async function listUserApplicationCredentials(db: Db, userId: string, name?: string): Promise<ApplicationCredentialRow[]> {
+  let q = db.selectFrom('application_credentials').selectAll().where('user_id', '=', userId).orderBy('name', 'asc')
+  if (name !== undefined) q = q.where('name', '=', name)
+  return q.execute()
+}
+
+/** One of the user's application credentials, else 404 (another user's does not exist for this one). */
+export async function getUserApplicationCredential(db: Db, userId: string, id: string): Promise<ApplicationCredentialRow> {
+  const row = await db.selectFrom('application_credentials').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+  if (!row) throw notFound(`Could not find application credential: ${id}.`)
+  return row
+}
+
+async function nameTaken(db: Db, userId: string, name: string): Promise<boolean> {
+  return (await db.selectFrom('application_credentials').select('id').where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()) !== undefined
+}
+
+/**
+ * Stores a new application credential and bumps the identity generation. A name already used by the user is a
+ * conflict, whether seen first or raised by a concurrent writer that won the race.
+ */
+export async function createApplicationCredential(db: Db, row: ApplicationCredentialRow): Promise<void> {
+  const duplicate = () => conflict(`An application credential named ${row.name} already exists for this user.`)
+  if (await nameTaken(db, row.user_id, row.name)) throw duplicate()
+  try {
+    await db.transaction().execute(async (tx) => {
+      await tx.insertInto('application_credentials').values(row).execute()
+      await touchIdentity(tx)
+    })
+  } catch (err) {
+    if (await nameTaken(db, row.user_id, row.name)) throw duplicate()
+    throw err
+  }
+}
+
+/** Removes an application credential and bumps the identity generation, so its tokens stop validating. */
+export async function deleteApplicationCredential(db: Db, id: string): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await tx.deleteFrom('application_credentials').where('id', '=', id).execute()
+    await touchIdentity(tx)
+  })
+}
