@@ -10,7 +10,13 @@ export const COMPUTE_POLICY = {
   'other_projects:see': isAdmin,
   'servers:index': projectReaderOrAdmin,
   'servers:index:get_all_tenants': isAdmin,
+  'servers:detail:get_all_tenants': isAdmin,
+  /** Every list filter whatever the microversion (Nova's os_compute_api:servers:allow_all_filters). */
   'servers:allow_all_filters': isAdmin,
+  /** Listing deleted and soft-deleted servers (deleted=, status=DELETED, soft_deleted=); Nova checks is_admin. */
+  'servers:index:deleted': isAdmin,
+  /** Sorting by the admin-only sort keys (host, node…); Nova checks is_admin. */
+  'servers:index:admin_sort_keys': isAdmin,
   'servers:show': projectReaderOrAdmin,
   'servers:show:host_status': isAdmin,
   'servers:create': projectMemberOrAdmin,
