@@ -42,6 +42,8 @@ export const COMPUTE_POLICY = {
   'console_auth_tokens:show': isAdmin,
   'flavors:read': anyone,
   'flavors:manage': isAdmin,
+  /** Listing every flavor (private and disabled too) and filtering by is_public, as Nova's os-flavor-access rule. */
+  'os-flavor-access': isAdmin,
   'keypairs:other_user': isAdmin,
   'limits:other_project': isAdmin,
   'quotas:show': projectReaderOrAdmin,
@@ -49,6 +51,8 @@ export const COMPUTE_POLICY = {
   'server_groups:read': projectReaderOrAdmin,
   'server_groups:write': projectMemberOrAdmin,
   'server_groups:all_projects': isAdmin,
+  /** all_tenants on the os-security-groups proxy list (Nova checks is_admin); without it, ignored. */
+  'security_groups:all_tenants': isAdmin,
   'availability_zone:list': anyone,
   'availability_zone:detail': isAdmin,
   'usage:list': isAdmin,
