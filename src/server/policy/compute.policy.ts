@@ -27,6 +27,8 @@ export const COMPUTE_POLICY = {
   'servers:action': projectMemberOrAdmin,
   'servers:action:admin': isAdmin,
   'os-lock-server:unlock:unlock_override': isAdmin,
+  /** Acting on a locked server (Nova's check_instance_lock lets is_admin through; it has no rule of its own). */
+  'servers:locked:override': isAdmin,
   'os-shelve:unshelve_to_host': isAdmin,
   'os-migrate-server:migrate:host': isAdmin,
   'servers:metadata:write': projectMemberOrAdmin,

@@ -237,7 +237,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       const caller = callerOf(request)
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'servers:delete', { projectId: row.project_id })
-      if (row.locked === 1 && !caller.admin) throw conflict(`Instance ${row.id} is locked`)
+      if (row.locked === 1 && !can(request, 'servers:locked:override')) throw conflict(`Instance ${row.id} is locked`)
       if (row.task_state === 'deleting') return reply.code(204).send()
       await acceptServerDelete({ db, queue: deps.queue }, row, caller, request.id)
       deps.runner.wake()
