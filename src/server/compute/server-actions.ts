@@ -33,6 +33,8 @@ export interface ActionCaller {
   userId: string
   /** For actions completed through another service with the caller's own rights (Nova's floating IP actions). */
   principal?: Principal
+  /** May act on a locked server (servers:locked:override, checked by the route). */
+  lockOverride: boolean
   /**
    * Checks a compute policy rule that depends on the action's body or the server's state (a host named for
    * unshelve, an admin's lock): the route passes the policy table's check, so the rule stays in the table while the
@@ -145,7 +147,7 @@ async function requireTargetHost(deps: ActionDeps, row: ServerTable, host: strin
 
 export async function runAction(deps: ActionDeps, api: ApiVersion, caller: ActionCaller, row: ServerTable, action: ServerActionName, value: unknown, requestId: string): Promise<ActionOutcome> {
   const rule = SERVER_ACTIONS[action]
-  const why = refusal(action, stateView(row), caller.admin)
+  const why = refusal(action, stateView(row), caller.lockOverride)
   if (why) throw conflict(why)
   const v = (value ?? {}) as Record<string, unknown>
   const db = deps.db

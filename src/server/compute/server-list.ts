@@ -19,8 +19,21 @@ import { SERVER_STATUSES, vmStatesForStatus, type ServerStatus } from './server-
 export type Query = Record<string, string | string[] | undefined>
 
 export interface ListCaller {
-  admin: boolean
   projectId: string
+  /** What the caller may do, decided by the route from policy rules (this module reads no roles). */
+  may: ListPermissions
+}
+
+/** The list's permissions, each a policy-table rule checked in the route. */
+export interface ListPermissions {
+  /** all_tenants (servers:index|detail:get_all_tenants); refused with 403. */
+  allTenants: boolean
+  /** Every filter whatever the microversion, and the forbidden-filter check (servers:allow_all_filters). */
+  allFilters: boolean
+  /** deleted=, soft_deleted=, status=DELETED (servers:index:deleted). */
+  deleted: boolean
+  /** The admin-only sort keys (servers:index:admin_sort_keys). */
+  adminSortKeys: boolean
 }
 
 export interface ListResult {
@@ -90,11 +103,11 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
   const conds: Cond[] = []
   const post: Plan['post'] = []
   const strict = api.has('strictQuery')
-  const usable = (name: string, spec: ListParam) => caller.admin || (spec.since !== undefined && inRange(api.version, spec.since))
+  const usable = (name: string, spec: ListParam) => caller.may.allFilters || (spec.since !== undefined && inRange(api.version, spec.since))
 
   for (const name of Object.keys(query)) {
     if ((SERVER_PAGING_PARAMS as readonly string[]).includes(name) || name in SERVER_LIST_PARAMS) continue
-    if (caller.admin && (FORBIDDEN_FILTERS.includes(name) || name.startsWith('_'))) throw badRequest(`Invalid filter field: ${name}.`)
+    if (caller.may.allFilters && (FORBIDDEN_FILTERS.includes(name) || name.startsWith('_'))) throw badRequest(`Invalid filter field: ${name}.`)
     if (strict) throw badRequest(`Invalid input for query parameters ${name}. Additional properties are not allowed ('${name}' was unexpected)`)
   }
 
@@ -104,7 +117,7 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
   if (allTenantsRaw !== undefined) {
     const v = single(allTenantsRaw)!
     allTenants = v === '' ? true : strictBool('all_tenants', v)
-    if (allTenants && !caller.admin) throw forbidden("Policy doesn't allow os_compute_api:servers:index:get_all_tenants to be performed.")
+    if (allTenants && !caller.may.allTenants) throw forbidden("Policy doesn't allow os_compute_api:servers:index:get_all_tenants to be performed.")
   }
   if (!allTenants) conds.push((eb) => eb('project_id', '=', caller.projectId))
   else {
@@ -128,15 +141,15 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
     if (since !== undefined && before < since) throw badRequest('The value of changes-since must be less than or equal to changes-before.')
     conds.push((eb) => eb('updated_at', '<=', before!))
   }
-  const deletedParam = caller.admin ? single(query.deleted) : undefined
+  const deletedParam = caller.may.deleted ? single(query.deleted) : undefined
   const statuses = many(query.status).map((s) => s.toUpperCase())
-  if (statuses.includes('DELETED') && !caller.admin) throw forbidden('Only administrators may list deleted instances')
+  if (statuses.includes('DELETED') && !caller.may.deleted) throw forbidden('Only administrators may list deleted instances')
   if (deletedParam !== undefined) {
     if (lenientBool(deletedParam)) conds.push((eb) => eb.or([eb('deleted', '=', 1), eb('vm_state', '=', 'soft-delete')]))
     else conds.push((eb) => eb('deleted', '=', 0), (eb) => eb('vm_state', '!=', 'soft-delete'))
   } else if (since === undefined && before === undefined && !statuses.includes('DELETED') && !statuses.includes('SOFT_DELETED')) {
     conds.push((eb) => eb('deleted', '=', 0))
-    if (!(caller.admin && query.soft_deleted)) conds.push((eb) => eb('vm_state', '!=', 'soft-delete'))
+    if (!(caller.may.deleted && query.soft_deleted)) conds.push((eb) => eb('vm_state', '!=', 'soft-delete'))
   }
 
   // Status.
@@ -228,7 +241,7 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
       if (LEGACY_SORT_KEYS.includes(key) && !strict) return
       throw badRequest(`Invalid input for query parameters sort_key. Value: ${key}.`)
     }
-    if (spec.adminOnly && !caller.admin) throw forbidden(`Only administrators can sort servers by ${key}`)
+    if (spec.adminOnly && !caller.may.adminSortKeys) throw forbidden(`Only administrators can sort servers by ${key}`)
     order.push({ key, column: spec.column as keyof ServerTable, nullAs: spec.nullAs, dir: (dirs[i] ?? firstDir) as 'asc' | 'desc', expr: sortExpr(spec.column, spec.nullAs) })
   })
   for (const column of ['created_at', 'id'] as const) {

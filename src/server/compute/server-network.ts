@@ -126,6 +126,8 @@ export interface InterfaceCaller {
   admin: boolean
   userId: string
   projectId: string
+  /** May act on a locked server (servers:locked:override, checked by the route). */
+  lockOverride: boolean
 }
 
 export interface AttachRequest {
@@ -147,7 +149,7 @@ export function attachmentView(port: ServerPort, withTag: boolean): Record<strin
 }
 
 function checkInterfaceState(row: ServerTable, action: string, caller: InterfaceCaller): void {
-  if (row.locked === 1 && !caller.admin) throw conflict(`Instance ${row.id} is locked`)
+  if (row.locked === 1 && !caller.lockOverride) throw conflict(`Instance ${row.id} is locked`)
   if (!INTERFACE_VM_STATES.includes(row.vm_state)) throw conflict(`Cannot '${action}' instance ${row.id} while it is in vm_state ${row.vm_state}`)
   if (row.task_state !== null) throw conflict(`Cannot '${action}' instance ${row.id} while it is in task_state ${row.task_state}`)
 }

@@ -158,15 +158,15 @@ export interface ServerStateView {
 }
 
 /** Why an action is refused, in Nova's words; undefined when it is allowed. */
-export function refusal(action: ServerActionName, server: ServerStateView, callerIsAdmin: boolean): string | undefined {
-  return ruleRefusal(SERVER_ACTIONS[action], server, callerIsAdmin)
+export function refusal(action: ServerActionName, server: ServerStateView, lockOverride: boolean): string | undefined {
+  return ruleRefusal(SERVER_ACTIONS[action], server, lockOverride)
 }
 
 type StateRule = Pick<ActionRule, 'instanceAction' | 'vmStates' | 'taskStates' | 'requiresLaunched' | 'requiresHost' | 'lockChecked'>
 
-function ruleRefusal(rule: StateRule, server: ServerStateView, callerIsAdmin: boolean): string | undefined {
+function ruleRefusal(rule: StateRule, server: ServerStateView, lockOverride: boolean): string | undefined {
   const name = rule.instanceAction
-  if (rule.lockChecked && server.locked && !callerIsAdmin) return `Instance ${server.id} is locked`
+  if (rule.lockChecked && server.locked && !lockOverride) return `Instance ${server.id} is locked`
   if (rule.vmStates !== 'any' && !rule.vmStates.includes(server.vmState as VmState)) {
     return `Cannot '${name}' instance ${server.id} while it is in vm_state ${server.vmState}`
   }
@@ -193,10 +193,10 @@ export const VOLUME_OPERATIONS = {
 export type VolumeOperation = keyof typeof VOLUME_OPERATIONS
 
 /** Why a volume operation is refused (409), in Nova's words; `shelvedAllowed` is whether the request's version allows shelved servers. */
-export function volumeOperationRefusal(operation: VolumeOperation, server: ServerStateView, callerIsAdmin: boolean, shelvedAllowed: boolean): string | undefined {
+export function volumeOperationRefusal(operation: VolumeOperation, server: ServerStateView, lockOverride: boolean, shelvedAllowed: boolean): string | undefined {
   const rule = VOLUME_OPERATIONS[operation]
   const vmStates: readonly VmState[] = 'shelvedSince' in rule && !shelvedAllowed ? rule.vmStates.filter((s) => !s.startsWith('shelved')) : rule.vmStates
-  return ruleRefusal({ ...rule, vmStates }, server, callerIsAdmin)
+  return ruleRefusal({ ...rule, vmStates }, server, lockOverride)
 }
 
 /** The vm_state an action ends in, given the state the server was in when it started. */

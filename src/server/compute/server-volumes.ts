@@ -33,6 +33,8 @@ export interface VolumeCaller {
   admin: boolean
   projectId: string
   userId: string
+  /** May act on a locked server (servers:locked:override, checked by the route). */
+  lockOverride: boolean
 }
 
 export function attachmentModel(bdm: BlockDeviceMappingTable): VolumeAttachmentModel {
@@ -49,7 +51,7 @@ export function attachmentModel(bdm: BlockDeviceMappingTable): VolumeAttachmentM
 
 function refuse(api: ApiVersion, operation: VolumeOperation, row: ServerTable, caller: VolumeCaller): void {
   const view = { id: row.id, vmState: row.vm_state, taskState: row.task_state, powerState: row.power_state, launchedAt: row.launched_at, host: row.host, locked: row.locked === 1 }
-  const why = volumeOperationRefusal(operation, view, caller.admin, api.has('volumeOpsOnShelved'))
+  const why = volumeOperationRefusal(operation, view, caller.lockOverride, api.has('volumeOpsOnShelved'))
   if (why) throw conflict(why)
 }
 

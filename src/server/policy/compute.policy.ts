@@ -10,7 +10,13 @@ export const COMPUTE_POLICY = {
   'other_projects:see': isAdmin,
   'servers:index': projectReaderOrAdmin,
   'servers:index:get_all_tenants': isAdmin,
+  'servers:detail:get_all_tenants': isAdmin,
+  /** Every list filter whatever the microversion (Nova's os_compute_api:servers:allow_all_filters). */
   'servers:allow_all_filters': isAdmin,
+  /** Listing deleted and soft-deleted servers (deleted=, status=DELETED, soft_deleted=); Nova checks is_admin. */
+  'servers:index:deleted': isAdmin,
+  /** Sorting by the admin-only sort keys (host, node…); Nova checks is_admin. */
+  'servers:index:admin_sort_keys': isAdmin,
   'servers:show': projectReaderOrAdmin,
   'servers:show:host_status': isAdmin,
   'servers:create': projectMemberOrAdmin,
@@ -21,6 +27,8 @@ export const COMPUTE_POLICY = {
   'servers:action': projectMemberOrAdmin,
   'servers:action:admin': isAdmin,
   'os-lock-server:unlock:unlock_override': isAdmin,
+  /** Acting on a locked server (Nova's check_instance_lock lets is_admin through; it has no rule of its own). */
+  'servers:locked:override': isAdmin,
   'os-shelve:unshelve_to_host': isAdmin,
   'os-migrate-server:migrate:host': isAdmin,
   'servers:metadata:write': projectMemberOrAdmin,
@@ -36,6 +44,8 @@ export const COMPUTE_POLICY = {
   'console_auth_tokens:show': isAdmin,
   'flavors:read': anyone,
   'flavors:manage': isAdmin,
+  /** Listing every flavor (private and disabled too) and filtering by is_public, as Nova's os-flavor-access rule. */
+  'os-flavor-access': isAdmin,
   'keypairs:other_user': isAdmin,
   'limits:other_project': isAdmin,
   'quotas:show': projectReaderOrAdmin,
@@ -43,6 +53,8 @@ export const COMPUTE_POLICY = {
   'server_groups:read': projectReaderOrAdmin,
   'server_groups:write': projectMemberOrAdmin,
   'server_groups:all_projects': isAdmin,
+  /** all_tenants on the os-security-groups proxy list (Nova checks is_admin); without it, ignored. */
+  'security_groups:all_tenants': isAdmin,
   'availability_zone:list': anyone,
   'availability_zone:detail': isAdmin,
   'usage:list': isAdmin,

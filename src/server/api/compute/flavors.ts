@@ -12,7 +12,7 @@ import type { FlavorTable } from '../../storage/schema.js'
 import { bookmarkBase } from '../../compute/server-model.js'
 import { addFlavorAccess, deleteFlavor, findFlavorClash, findUsableFlavor, flavorAccess, flavorsWithAccess, insertFlavor, removeFlavorAccess, saveExtraSpecs, setFlavorDescription } from '../../compute/flavors.js'
 import type { AppDeps } from '../../deps.js'
-import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
+import { bodyObject, callerOf, can, must, requireGate, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, fieldsSchema, listOf, plain, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
@@ -110,7 +110,7 @@ export function flavorRoutes(deps: AppDeps) {
       const found = await flavorsWithAccess(db, caller.projectId)
       let rows = found.rows
       const accessible = found.accessible
-      if (caller.admin) {
+      if (can(request, 'os-flavor-access')) {
         const raw = (q.is_public ?? 'true').toLowerCase()
         if (raw !== 'none') {
           const want = ['1', 't', 'true', 'on', 'y', 'yes'].includes(raw)

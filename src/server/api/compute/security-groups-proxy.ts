@@ -12,7 +12,7 @@ import type { View } from '../../network/views.js'
 import type { Actor, NetCtx } from '../../network/context.js'
 import { parseCidr } from '../../../lib/ip.js'
 import { novaSecurityGroup, type NovaRuleSource } from '../../compute/server-network.js'
-import { bodyObject, callerOf, requireBefore } from './context.js'
+import { bodyObject, callerOf, can, requireBefore } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, PROXY } from '../../../contracts/compute/answers.js'
 import { acceptedIn, envelope, listOf, Q, queryOf, type JsonSchema } from '../../../contracts/compute/schemas.js'
@@ -133,7 +133,7 @@ export function securityGroupProxyRoutes(deps: AppDeps) {
     scope.get<{ Querystring: SingleQuery }>('/v2.1/os-security-groups', DOCS.list, async (request) => {
       const q = request.query
       const caller = callerOf(request)
-      const allTenants = caller.admin && q.all_tenants !== undefined && !['0', 'false', 'False'].includes(q.all_tenants)
+      const allTenants = can(request, 'security_groups:all_tenants') && q.all_tenants !== undefined && !['0', 'false', 'False'].includes(q.all_tenants)
       return withGroups(request, async (ctx, actor) => {
         const all = await groups.listSecurityGroups(ctx, actor)
         const mine = allTenants ? all : all.filter((g) => g.project_id === caller.projectId)

@@ -11,7 +11,7 @@ import type { ServerGroupTable } from '../../storage/schema.js'
 import type { AppDeps } from '../../deps.js'
 import { quotaLimits } from '../../compute/quotas.js'
 import { countServerGroups, deleteServerGroup, findServerGroup, groupMembers, insertServerGroup, listServerGroups } from '../../compute/server-groups.js'
-import { bodyObject, callerOf, must, validate, visibleProject } from './context.js'
+import { bodyObject, callerOf, can, must, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { envelope, fieldsSchema, listOf, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 import type { SingleQuery } from '../../http/route-types.js'
@@ -80,7 +80,7 @@ export function serverGroupRoutes(deps: AppDeps) {
       const caller = callerOf(request)
       const q = request.query
       must(request, 'server_groups:read', { projectId: caller.projectId })
-      const projectId = q.all_projects !== undefined && caller.admin ? undefined : caller.projectId
+      const projectId = q.all_projects !== undefined && can(request, 'server_groups:all_projects') ? undefined : caller.projectId
       for (const p of ['limit', 'offset'] as const) if (q[p] !== undefined && !/^\d+$/.test(q[p])) throw badRequest(`Invalid input for query parameters ${p}. Value: ${q[p]}.`)
       const page = { offset: q.offset ? Number(q.offset) : undefined, limit: q.limit !== undefined ? Math.min(Number(q.limit), 1000) : 1000 }
       return { server_groups: await render(request, await listServerGroups(db, projectId, page)) }

@@ -6,7 +6,7 @@ import { fieldsFor, projector } from '../../../contracts/compute/fields.js'
 import { serverFields, type ServerModel, type ServerView } from '../../../contracts/compute/server.fields.js'
 import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../../storage/schema.js'
-import { listServers, planServerList, type Query } from '../../compute/server-list.js'
+import { listServers, planServerList, type ListPermissions, type Query } from '../../compute/server-list.js'
 import { bookmarkBase, hostStatusOf, loadHostStates, serverModels } from '../../compute/server-model.js'
 import { ServerViewCache } from '../../compute/server-view-cache.js'
 import { createServers } from '../../compute/server-create.js'
@@ -148,7 +148,13 @@ export function serverRoutes(deps: ServerRouteDeps) {
     const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply) => {
       const caller = callerOf(request)
       must(request, 'servers:index', { projectId: caller.projectId })
-      const plan = planServerList(request.query, caller, request.api, deps.config.computeMaxLimit)
+      const may: ListPermissions = {
+        allTenants: can(request, view === 'summary' ? 'servers:index:get_all_tenants' : 'servers:detail:get_all_tenants'),
+        allFilters: can(request, 'servers:allow_all_filters'),
+        deleted: can(request, 'servers:index:deleted'),
+        adminSortKeys: can(request, 'servers:index:admin_sort_keys'),
+      }
+      const plan = planServerList(request.query, { projectId: caller.projectId, may }, request.api, deps.config.computeMaxLimit)
       const result = await listServers(db, plan, {
         columns: view === 'summary' ? ['id', 'name'] : DETAIL_KEY_COLUMNS,
         viewRevisions: view === 'detail',
@@ -231,7 +237,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
       const caller = callerOf(request)
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'servers:delete', { projectId: row.project_id })
-      if (row.locked === 1 && !caller.admin) throw conflict(`Instance ${row.id} is locked`)
+      if (row.locked === 1 && !can(request, 'servers:locked:override')) throw conflict(`Instance ${row.id} is locked`)
       if (row.task_state === 'deleting') return reply.code(204).send()
       await acceptServerDelete({ db, queue: deps.queue }, row, caller, request.id)
       deps.runner.wake()
