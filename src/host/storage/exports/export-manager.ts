@@ -23,6 +23,8 @@ import { daemonFiles, exportArgs, keyFile, nodeName, qsdArgs, type ExportSpec } 
 
 const START_TIMEOUT_MS = 15_000
 const STOP_TIMEOUT_MS = 10_000
+/** How long a port stays taken by a daemon that was just killed, at most. */
+const PORT_RELEASE_MS = 5_000
 const BACKUP_TIMEOUT_MS = 3_600_000
 
 /** What converge remembers of a running daemon (spec.json): everything but the keys. */
@@ -196,18 +198,27 @@ async function start(spec: ExportSpec, dir: string, timeoutMs: number): Promise<
 /**
  * The export's listening socket with TCP_NODELAY set, which every accepted connection inherits on Linux. Node
  * sets it only through the handle of a listening server (`_handle.setNoDelay`), there being no public way.
+ * The port is this export's own: EADDRINUSE is tried again for a few seconds, because a daemon that was just killed
+ * holds it until its last thread has gone, after its pid no longer names it.
  */
 async function listenNoDelay(spec: ExportSpec): Promise<{ fd: number; close(): void }> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new VolumeBackendError(`the NBD export of volume ${spec.volumeId} cannot listen on ${spec.address}:${spec.port}: ${err.code ?? err.message}`)),
-    )
-    server.listen({ host: spec.address, port: spec.port, exclusive: true }, resolve)
-  })
-  const handle = (server as unknown as { _handle: { fd: number; setNoDelay(on: boolean): void } })._handle
-  handle.setNoDelay(true)
-  return { fd: handle.fd, close: () => server.close() }
+  const deadline = Date.now() + PORT_RELEASE_MS
+  for (;;) {
+    const server = createServer()
+    const failure = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+      server.once('error', resolve)
+      server.listen({ host: spec.address, port: spec.port, exclusive: true }, () => resolve(undefined))
+    })
+    if (!failure) {
+      const handle = (server as unknown as { _handle: { fd: number; setNoDelay(on: boolean): void } })._handle
+      handle.setNoDelay(true)
+      return { fd: handle.fd, close: () => server.close() }
+    }
+    if (failure.code !== 'EADDRINUSE' || Date.now() > deadline) {
+      throw new VolumeBackendError(`the NBD export of volume ${spec.volumeId} cannot listen on ${spec.address}:${spec.port}: ${failure.code ?? failure.message}`)
+    }
+    await sleep(100)
+  }
 }
 
 /** The pid of the daemon that owns `pidFile`, if it runs. */
