@@ -287,8 +287,10 @@ for (const dialect of DIALECTS) {
 
     it('keeps the lease alive with heartbeats while a handler runs longer than the lease', async () => {
       const k = kind()
-      const { queue, runner } = runnerFor({ [k]: () => sleep(1200) }, { leaseMs: 300 })
-      const thief = new SqlTaskQueue(t.store, { leaseMs: 300 })
+      // A lease of 1 s heartbeated every third of it: a loaded CI machine (Tempest lanes beside the tests) delayed
+      // a heartbeat past a 300 ms lease, and the runner took its own task back (attempts 2).
+      const { queue, runner } = runnerFor({ [k]: () => sleep(3000) }, { leaseMs: 1000 })
+      const thief = new SqlTaskQueue(t.store, { leaseMs: 1000 })
       runner.start()
       try {
         const task = await queue.enqueue({ kind: k, payload: {} })
