@@ -84,8 +84,12 @@ export class AgentDriver implements ComputeDriver {
     // A DOWN host answers nothing: fail at once rather than after the timeout (evacuation steps go on without it).
     const host = await this.options.store.db.selectFrom('hosts').select(['last_heartbeat_at', 'forced_down', 'service_status', 'facts']).where('id', '=', hostId).executeTakeFirst()
     if (!host) throw new DriverError(`Compute host ${hostname} is not registered.`)
-    const spoken = reportedProtocol(JSON.parse(host.facts) as Record<string, unknown>)
-    if (HOST_COMMANDS[op].since > spoken) throw new DriverError(`${protocolTooOld(hostname, spoken, op)} (${op})`)
+    // Every agent speaks protocol 1: the facts (a few KB of JSON) are read only for a command newer than that.
+    const since = HOST_COMMANDS[op].since
+    if (since > 1) {
+      const spoken = reportedProtocol(JSON.parse(host.facts) as Record<string, unknown>)
+      if (since > spoken) throw new DriverError(`${protocolTooOld(hostname, spoken, op)} (${op})`)
+    }
     if (!isUp(host, Date.now(), this.options.staleAfterMs)) {
       if (op === 'beginStep') return undefined as CommandResult<C>
       throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
