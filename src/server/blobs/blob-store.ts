@@ -32,6 +32,12 @@ export interface BlobStore {
   exists(key: string): Promise<boolean>
 }
 
+/** Keys are service-chosen paths (`images/<id>`); one that could escape a folder or a pool never reaches a store. */
+export function checkKey(key: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/.test(key) || key.split('/').includes('..')) throw new Error(`invalid blob key ${JSON.stringify(key)}`)
+  return key
+}
+
 export class BlobNotFoundError extends Error {
   override name = 'BlobNotFoundError'
 }
