@@ -27,6 +27,7 @@ import { retryStartupRace } from './storage/startup-race.js'
 import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
+import { CephError } from '../lib/ceph/rbd.js'
 import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
 import { HostDataService } from './onboarding/host-data.js'
@@ -130,7 +131,9 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await retryStartupRace(() => idp.clients.ensureBuiltins())
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
-    const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, box, adminProjectId: result.adminProjectId, logger: logger.child({ component: 'volumes' }) }))
+    const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, box, adminProjectId: result.adminProjectId, logger: logger.child({ component: 'volumes' }) })).catch((err: Error) => {
+      throw err instanceof CephError ? new StartupError(err.message) : err
+    })
     // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
     const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes)
     const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))

@@ -72,6 +72,14 @@ export interface Config {
   volumeExportAddress: string
   /** Ports those exports use, one per attached volume (first and last, inclusive). */
   volumeExportPorts: { first: number; last: number }
+  /** A ceph.conf: images, volumes and guest disks in RBD (docs/ceph.md); undefined: the file layout. */
+  cephConf: string | undefined
+  /** The control plane's cephx user (without `client.`). */
+  cephUser: string
+  cephKeyring: string
+  cephImagesPool: string
+  cephVolumesPool: string
+  cephVmsPool: string
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -135,6 +143,12 @@ function parseTls(raw: string): TlsSetting {
   const parts = raw.split(',')
   if (parts.length === 2 && parts[0] && parts[1]) return { mode: 'files', certFile: parts[0], keyFile: parts[1] }
   throw new Error('expected off, auto, or CERT_FILE,KEY_FILE')
+}
+
+/** Pool and user names as Ceph's tools take them on a command line. */
+function cephName(raw: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(raw.trim())) throw new Error(`expected a Ceph pool or user name (letters, digits, . _ -), got "${raw}"`)
+  return raw.trim()
 }
 
 function parsePortRange(raw: string): { first: number; last: number } {
@@ -379,6 +393,29 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     parse: parsePortRange,
     fallback: () => ({ first: 10810, last: 11809 }),
   },
+  cephConf: {
+    key: 'cephConf', env: 'PCC_CEPH_CONF', flag: '--ceph-conf',
+    help: 'a ceph.conf: keep images, volumes and guest disks in RBD (default: none, files on the machines)',
+    parse: (raw) => (raw.trim() === '' ? undefined : raw.trim()), fallback: () => undefined,
+  },
+  cephUser: {
+    key: 'cephUser', env: 'PCC_CEPH_USER', flag: '--ceph-user',
+    help: "the control plane's cephx user, without client. (default admin)", parse: cephName, fallback: () => 'admin',
+  },
+  cephKeyring: {
+    key: 'cephKeyring', env: 'PCC_CEPH_KEYRING', flag: '--ceph-keyring',
+    help: "the keyring of that user (default /etc/ceph/ceph.client.USER.keyring)", parse: (raw) => raw.trim(),
+    fallback: (partial) => `/etc/ceph/ceph.client.${partial.cephUser!}.keyring`,
+  },
+  cephImagesPool: {
+    key: 'cephImagesPool', env: 'PCC_CEPH_IMAGES_POOL', flag: '--ceph-images-pool', help: 'RBD pool of image bytes (default images)', parse: cephName, fallback: () => 'images',
+  },
+  cephVolumesPool: {
+    key: 'cephVolumesPool', env: 'PCC_CEPH_VOLUMES_POOL', flag: '--ceph-volumes-pool', help: 'RBD pool of volumes (default volumes)', parse: cephName, fallback: () => 'volumes',
+  },
+  cephVmsPool: {
+    key: 'cephVmsPool', env: 'PCC_CEPH_VMS_POOL', flag: '--ceph-vms-pool', help: "RBD pool of servers' root and ephemeral disks (default vms)", parse: cephName, fallback: () => 'vms',
+  },
 }
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
@@ -391,4 +428,5 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit',
   'purgeRetentionDays', 'purgeIntervalSeconds',
   'consoleTokenTtlSeconds', 'consoleAllowedOrigins', 'consoleIdleSeconds', 'advertiseUrl', 'volumeExportAddress', 'volumeExportPorts',
+  'cephConf', 'cephUser', 'cephKeyring', 'cephImagesPool', 'cephVolumesPool', 'cephVmsPool',
 ]

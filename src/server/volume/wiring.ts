@@ -10,6 +10,9 @@ import type { Config } from '../config/settings.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import { FsBlobStore } from '../blobs/fs-blob-store.js'
 import type { BlobStore } from '../blobs/blob-store.js'
+import { FallbackBlobStore } from '../blobs/fallback-blob-store.js'
+import { RbdBlobStore } from '../blobs/rbd-blob-store.js'
+import { connectCeph } from '../ceph/connect.js'
 import { AgentDriver } from '../hosts/agent-driver.js'
 import type { DriverRegistry } from '../hosts/driver-registry.js'
 import { ensureDefaultImage } from '../image/default-image.js'
@@ -40,7 +43,9 @@ const EXPORT_CHECK_MS = 30_000
 
 export async function setUpImageAndVolume(options: { config: Config; store: Store; queue: TaskQueue; box: SecretBox; adminProjectId: string; logger: Logger }): Promise<ImageAndVolume> {
   const { config, store, queue } = options
-  const blobs = new FsBlobStore(join(config.dataDir, 'blobs'))
+  const ceph = await connectCeph(config)
+  const files = new FsBlobStore(join(config.dataDir, 'blobs'))
+  const blobs = ceph ? new FallbackBlobStore(new RbdBlobStore(ceph.rbd, ceph.pools.images), files) : files
   const images = new ImageService(store, blobs, { maxImageBytes: config.imageMaxBytes })
   await ensureDefaultImage(store, blobs, options.adminProjectId)
   await images.sweepStaleUploads()
