@@ -80,7 +80,7 @@ export const HOST_COMMANDS = {
   'volume.extend': command<{ backend: string; volumeId: string; sizeGb: number }, void>(1),
   'volume.delete': command<{ backend: string; volumeId: string }, void>(1),
   'volume.snapshot_create': command<{ backend: string; snapshotId: string; volumeId: string }, void>(1),
-  'volume.snapshot_delete': command<{ backend: string; snapshotId: string }, void>(1),
+  'volume.snapshot_delete': command<{ backend: string; snapshotId: string; volumeId: string }, void>(1),
   'volume.upload_image': command<{ backend: string; volumeId: string; imageId: string; diskFormat: 'raw' | 'qcow2' }, void>(1),
   /** The agent converges its exports to the control plane's desired state; answers where they listen. */
   'volume.sync_exports': command<Record<string, never>, { address: string }>(1),

@@ -43,7 +43,7 @@ export interface StoragePlace {
   extend(backend: string, volumeId: string, sizeGb: number): Promise<void>
   delete(backend: string, volumeId: string): Promise<void>
   createSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void>
-  deleteSnapshot(backend: string, snapshotId: string): Promise<void>
+  deleteSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void>
   /** Copies a volume's bytes into the queued image `imageId`, converted to `diskFormat` (raw or qcow2). */
   uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void>
   /** Makes the place's NBD exports what the store says; answers the address clients connect to. */

@@ -7,8 +7,11 @@
 /** A QEMU block node definition: the JSON of QMP `blockdev-add` (and of `--blockdev` in qemu-storage-daemon). */
 export type BlockdevSpec = { driver: string } & Record<string, unknown>
 
-/** What a backend object's bytes are: a volume or one of its snapshots. */
-export type VolumeRef = { volumeId: string } | { snapshotId: string }
+/**
+ * What a backend object's bytes are: a volume, or one of its snapshots with the volume it was taken of (RBD keeps
+ * snapshots on their volume, as `volume-<id>@snapshot-<id>`).
+ */
+export type VolumeRef = { volumeId: string } | { snapshotId: string; snapshotOf: string }
 
 /** An NBD export to read bytes from (a volume of another backend or another place), with its TLS-PSK key. */
 export interface NbdSource {
@@ -28,7 +31,7 @@ export interface NbdSource {
  */
 export type ByteSource =
   | { kind: 'volume'; volumeId: string }
-  | { kind: 'snapshot'; snapshotId: string }
+  | { kind: 'snapshot'; snapshotId: string; volumeId: string }
   | { kind: 'image'; path: string; format: 'raw' | 'qcow2' }
   | { kind: 'nbd'; source: NbdSource }
 

@@ -22,7 +22,7 @@
 import { VolumeBackendError, type BackendCapacity, type BlockdevSpec, type ByteSource, type LiveCopy, type VolumeRef } from '../../contracts/host/volume.js'
 
 export interface VolumeBackend {
-  /** `file` or `lvm` (the `volume_backend_name` of the volume types that use it). */
+  /** `file`, `lvm` or `ceph` (the `volume_backend_name` of the volume types that use it). */
   readonly name: string
   /**
    * Whether the backend can work on this machine; resolves, or throws a VolumeBackendError naming exactly what is
@@ -38,6 +38,11 @@ export interface VolumeBackend {
    * export daemon, as for snapshots.
    */
   createFrom(volumeId: string, sizeGb: number, source: ByteSource, live?: LiveCopy): Promise<void>
+  /**
+   * A volume from an image that the backend reaches where it is stored (RBD: a clone of a raw image's snapshot in
+   * the same cluster), with no download. False when it cannot, and the caller copies the image's bytes in.
+   */
+  createFromImage?(volumeId: string, sizeGb: number, image: { id: string; format: 'raw' | 'qcow2' }): Promise<boolean>
   /** Grows a volume to `sizeGb` (also while it is exported: the export manager then publishes the new size). */
   extend(volumeId: string, sizeGb: number): Promise<void>
   /** Removes a volume and its bytes (an LVM backend wipes them first, so no other volume ever reads them). */
@@ -48,7 +53,7 @@ export interface VolumeBackend {
    * nature (LVM, RBD) does not need it.
    */
   createSnapshot(snapshotId: string, volumeId: string, live?: LiveCopy): Promise<void>
-  deleteSnapshot(snapshotId: string): Promise<void>
+  deleteSnapshot(snapshotId: string, volumeId: string): Promise<void>
   /** Size in bytes of a volume or snapshot, or undefined when it does not exist. */
   size(ref: VolumeRef): Promise<number | undefined>
   /** The block node that opens the bytes of a volume or snapshot (read-write for volumes). */

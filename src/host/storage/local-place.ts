@@ -48,6 +48,7 @@ export class LocalPlace implements StoragePlace {
 
   async createFrom(backend: string, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void> {
     if (source.kind !== 'image') return this.backend(backend).createFrom(volumeId, sizeGb, source, this.options.exports.liveCopyOf(source))
+    if (await this.backend(backend).createFromImage?.(volumeId, sizeGb, { id: source.imageId, format: source.format })) return
     // The image's bytes are copied out of the blob store first: qemu-img reads files, not streams.
     await withScratchDir(this.options.scratchDir, async (dir) => {
       const path = join(dir, 'image')
@@ -69,8 +70,8 @@ export class LocalPlace implements StoragePlace {
     return this.backend(backend).createSnapshot(snapshotId, volumeId, this.options.exports.liveCopyOf({ kind: 'volume', volumeId }))
   }
 
-  async deleteSnapshot(backend: string, snapshotId: string): Promise<void> {
-    return this.backend(backend).deleteSnapshot(snapshotId)
+  async deleteSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void> {
+    return this.backend(backend).deleteSnapshot(snapshotId, volumeId)
   }
 
   async uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void> {

@@ -146,7 +146,7 @@ export class StorageRole {
     'volume.extend': ({ backend, volumeId, sizeGb }) => this.backendCall(backend, (b) => b.extend(volumeId, sizeGb)),
     'volume.delete': ({ backend, volumeId }) => this.backendCall(backend, (b) => b.delete(volumeId)),
     'volume.snapshot_create': ({ backend, snapshotId, volumeId }) => this.backendCall(backend, (b) => b.createSnapshot(snapshotId, volumeId, this.exports.liveCopyOf({ kind: 'volume', volumeId }))),
-    'volume.snapshot_delete': ({ backend, snapshotId }) => this.backendCall(backend, (b) => b.deleteSnapshot(snapshotId)),
+    'volume.snapshot_delete': ({ backend, snapshotId, volumeId }) => this.backendCall(backend, (b) => b.deleteSnapshot(snapshotId, volumeId)),
     'volume.upload_image': ({ backend, volumeId, imageId, diskFormat }) => this.backendCall(backend, (b) => this.upload(b, volumeId, imageId, diskFormat === 'qcow2' ? 'qcow2' : 'raw')),
     'volume.sync_exports': async () => ({ address: await this.syncExports() }),
   }
@@ -163,6 +163,7 @@ export class StorageRole {
 
   private async createFrom(backend: VolumeBackend, volumeId: string, sizeGb: number, source: PlaceSource): Promise<void> {
     if (source.kind !== 'image') return backend.createFrom(volumeId, sizeGb, source, this.exports.liveCopyOf(source))
+    if (await backend.createFromImage?.(volumeId, sizeGb, { id: source.imageId, format: source.format })) return
     await withScratchDir(join(this.options.root, 'var/lib/pcc/volumes'), async (dir) => {
       const path = join(dir, 'image')
       await pipeline(await this.options.host('GET', `/storage/volumes/${volumeId}/image`), createWriteStream(path, { mode: 0o600 }))

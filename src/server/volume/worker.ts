@@ -133,7 +133,8 @@ export class VolumeWorker {
     const v = await this.volume(id)
     const place = this.deps.places.get(location)
     if (v.snapshot_id) {
-      await place.createFrom(v.backend, id, v.size, { kind: 'snapshot', snapshotId: v.snapshot_id })
+      const snap = await this.deps.store.db.selectFrom('volume_snapshots').select('volume_id').where('id', '=', v.snapshot_id).executeTakeFirstOrThrow()
+      await place.createFrom(v.backend, id, v.size, { kind: 'snapshot', snapshotId: v.snapshot_id, volumeId: snap.volume_id })
     } else if (v.source_volid) {
       const source = await this.volume(v.source_volid)
       if (source.location === location && source.backend === v.backend) await place.createFrom(v.backend, id, v.size, { kind: 'volume', volumeId: source.id })
@@ -176,7 +177,7 @@ export class VolumeWorker {
     // The bytes of a volume whose storage host was removed (or lost the role) are out of reach: only the records go.
     if (v.location && (await this.placeExists(v.location))) {
       const place = this.deps.places.get(v.location)
-      for (const s of snapshots) await place.deleteSnapshot(v.backend, s.id)
+      for (const s of snapshots) await place.deleteSnapshot(v.backend, s.id, id)
       await place.delete(v.backend, id)
     }
     const keys = await db.selectFrom('volume_export_keys').select('identity').where('volume_id', '=', id).execute()
@@ -278,7 +279,7 @@ export class VolumeWorker {
 
   private async deleteSnapshot(snapshotId: string): Promise<void> {
     const volume = await this.snapshotVolume(snapshotId)
-    if (volume?.location && (await this.placeExists(volume.location))) await this.deps.places.get(volume.location).deleteSnapshot(volume.backend, snapshotId)
+    if (volume?.location && (await this.placeExists(volume.location))) await this.deps.places.get(volume.location).deleteSnapshot(volume.backend, snapshotId, volume.id)
     await this.deps.store.db.deleteFrom('volume_snapshots').where('id', '=', snapshotId).where('status', '=', 'deleting').execute()
   }
 }

@@ -163,11 +163,11 @@ export function storagePlaceConformance(name: string, setup: () => Promise<Place
       await place.createSnapshot(BACKEND, snap, vol)
       await place.createSnapshot(BACKEND, snap, vol)
       await ok(localIo(node({ volumeId: vol }), ['write -P 0x43 0 1M']))
-      await ok(localIo(node({ snapshotId: snap }), ['read -P 0x41 0 1M', `read -P 0x42 ${512 * MIB} 1M`]))
+      await ok(localIo(node({ snapshotId: snap, snapshotOf: vol }), ['read -P 0x41 0 1M', `read -P 0x42 ${512 * MIB} 1M`]))
 
       const fromSnap = randomUUID()
-      await place.createFrom(BACKEND, fromSnap, 2, { kind: 'snapshot', snapshotId: snap })
-      await place.createFrom(BACKEND, fromSnap, 2, { kind: 'snapshot', snapshotId: snap })
+      await place.createFrom(BACKEND, fromSnap, 2, { kind: 'snapshot', snapshotId: snap, volumeId: vol })
+      await place.createFrom(BACKEND, fromSnap, 2, { kind: 'snapshot', snapshotId: snap, volumeId: vol })
       assert.equal(await size({ volumeId: fromSnap }), 2 * GIB)
       await ok(localIo(node({ volumeId: fromSnap }), ['read -P 0x41 0 1M', `read -P 0x42 ${512 * MIB} 1M`, `read -P 0 ${GIB} 1M`, `read -P 0 ${2 * GIB - MIB} 1M`]))
 
@@ -176,16 +176,16 @@ export function storagePlaceConformance(name: string, setup: () => Promise<Place
       await place.createFrom(BACKEND, clone, 1, { kind: 'volume', volumeId: vol })
       await ok(localIo(node({ volumeId: clone }), ['read -P 0x43 0 1M', `read -P 0x42 ${512 * MIB} 1M`]))
 
-      await place.deleteSnapshot(BACKEND, snap)
-      await place.deleteSnapshot(BACKEND, snap)
-      assert.equal(await exists({ snapshotId: snap }), false)
+      await place.deleteSnapshot(BACKEND, snap, vol)
+      await place.deleteSnapshot(BACKEND, snap, vol)
+      assert.equal(await exists({ snapshotId: snap, snapshotOf: vol }), false)
       await ok(localIo(node({ volumeId: fromSnap }), ['read -P 0x41 0 1M']))
       for (const id of [fromSnap, clone, vol]) await place.delete(BACKEND, id)
     })
 
     test('a volume from a snapshot or volume that does not exist is refused', async () => {
       const snap = randomUUID()
-      await failsWith(place.createFrom(BACKEND, randomUUID(), 1, { kind: 'snapshot', snapshotId: snap }), new RegExp(`snapshot ${snap} does not exist`))
+      await failsWith(place.createFrom(BACKEND, randomUUID(), 1, { kind: 'snapshot', snapshotId: snap, volumeId: randomUUID() }), new RegExp(`snapshot ${snap} does not exist`))
       const vol = randomUUID()
       await failsWith(place.createFrom(BACKEND, randomUUID(), 1, { kind: 'volume', volumeId: vol }), new RegExp(`volume ${vol} does not exist`))
       await failsWith(place.createSnapshot(BACKEND, randomUUID(), vol), new RegExp(`volume ${vol} does not exist`))
@@ -212,7 +212,7 @@ export function storagePlaceConformance(name: string, setup: () => Promise<Place
       assert.equal(await exists({ volumeId: id }), false)
       await place.delete(BACKEND, id)
       await place.delete(BACKEND, randomUUID())
-      await place.deleteSnapshot(BACKEND, randomUUID())
+      await place.deleteSnapshot(BACKEND, randomUUID(), randomUUID())
     })
 
     test('a backend the place does not have is refused, naming it', async () => {
@@ -287,8 +287,8 @@ export function storagePlaceConformance(name: string, setup: () => Promise<Place
         const snap = randomUUID()
         await place.createSnapshot(BACKEND, snap, a.volumeId)
         await ok(nbdIo(source(a), ['write -P 0x72 8M 1M', 'flush']))
-        await ok(localIo(node({ snapshotId: snap }), ['read -P 0x71 8M 1M', 'read -P 0x5c 1M 1M', 'read -P 0x5a 0 1M']))
-        await place.deleteSnapshot(BACKEND, snap)
+        await ok(localIo(node({ snapshotId: snap, snapshotOf: a.volumeId }), ['read -P 0x71 8M 1M', 'read -P 0x5c 1M 1M', 'read -P 0x5a 0 1M']))
+        await place.deleteSnapshot(BACKEND, snap, a.volumeId)
       })
 
       test('an export no longer wanted stops; a key no longer wanted is refused; the others go on', async () => {

@@ -95,9 +95,9 @@ export function volumeBackendConformance(name: string, setup: () => Promise<Back
       await backend.createSnapshot(snap, vol)
       await backend.createSnapshot(snap, vol)
       await ok(localIo(backend.blockdev({ volumeId: vol }), ['write -P 0x43 0 1M']))
-      await ok(localIo(backend.blockdev({ snapshotId: snap }), ['read -P 0x41 0 1M', `read -P 0x42 ${512 * MIB} 1M`]))
+      await ok(localIo(backend.blockdev({ snapshotId: snap, snapshotOf: vol }), ['read -P 0x41 0 1M', `read -P 0x42 ${512 * MIB} 1M`]))
       const fromSnap = randomUUID()
-      await backend.createFrom(fromSnap, 2, { kind: 'snapshot', snapshotId: snap })
+      await backend.createFrom(fromSnap, 2, { kind: 'snapshot', snapshotId: snap, volumeId: vol })
       assert.equal(await backend.size({ volumeId: fromSnap }), 2 * GIB)
       await ok(localIo(backend.blockdev({ volumeId: fromSnap }), ['read -P 0x41 0 1M', `read -P 0x42 ${512 * MIB} 1M`, `read -P 0 ${GIB} 1M`, `read -P 0 ${2 * GIB - MIB} 1M`]))
       const clone = randomUUID()
@@ -105,9 +105,9 @@ export function volumeBackendConformance(name: string, setup: () => Promise<Back
       await ok(localIo(backend.blockdev({ volumeId: clone }), ['read -P 0x43 0 1M', `read -P 0x42 ${512 * MIB} 1M`]))
       await assert.rejects(backend.createFrom(randomUUID(), 1, { kind: 'volume', volumeId: fromSnap }), /larger/)
       for (const id of [fromSnap, clone, vol]) await backend.delete(id)
-      await backend.deleteSnapshot(snap)
-      await backend.deleteSnapshot(snap)
-      assert.equal(await backend.size({ snapshotId: snap }), undefined)
+      await backend.deleteSnapshot(snap, vol)
+      await backend.deleteSnapshot(snap, vol)
+      assert.equal(await backend.size({ snapshotId: snap, snapshotOf: vol }), undefined)
     })
 
     test('extends a volume and keeps its bytes; never shrinks it', async () => {
@@ -230,7 +230,7 @@ export function volumeBackendConformance(name: string, setup: () => Promise<Back
         let throughDaemon = false
         await backend.createSnapshot(snap, volumeId, async (target) => (throughDaemon = await exports.backup(volumeId, target)))
         await ok(nbdIo(source(spec), ['write -P 0x72 8M 1M', 'flush'], client()))
-        await ok(localIo(backend.blockdev({ snapshotId: snap }), ['read -P 0x71 8M 1M', 'read -P 0x5c 1M 1M']))
+        await ok(localIo(backend.blockdev({ snapshotId: snap, snapshotOf: volumeId }), ['read -P 0x71 8M 1M', 'read -P 0x5c 1M 1M']))
         if (backend.name === 'file') assert.ok(throughDaemon, 'a file volume in use is copied by its daemon, not by cp')
         // A clone of the attached volume, larger than it: its moment's bytes, zeros after.
         const clone = randomUUID()
@@ -238,8 +238,8 @@ export function volumeBackendConformance(name: string, setup: () => Promise<Back
         await ok(localIo(backend.blockdev({ volumeId: clone }), ['read -P 0x72 8M 1M', `read -P 0 ${2 * GIB} 1M`]))
         assert.equal(await backend.size({ volumeId: clone }), 3 * GIB)
         await backend.delete(clone)
-        assert.equal(await exports.backup(randomUUID(), backend.blockdev({ snapshotId: snap })), false, 'no daemon, no copy')
-        await backend.deleteSnapshot(snap)
+        assert.equal(await exports.backup(randomUUID(), backend.blockdev({ snapshotId: snap, snapshotOf: volumeId })), false, 'no daemon, no copy')
+        await backend.deleteSnapshot(snap, volumeId)
       })
 
       test('a daemon that died is started again; one adopted by a new manager is left running', async () => {

@@ -57,7 +57,7 @@ export class FileBackend implements VolumeBackend {
       switch (source.kind) {
         case 'volume':
         case 'snapshot': {
-          const ref = source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId }
+          const ref = source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId, snapshotOf: source.volumeId }
           const from = this.pathOf(ref)
           const bytes = await this.size(ref)
           if (bytes === undefined) throw new VolumeBackendError(`the source ${source.kind} ${'volumeId' in ref ? ref.volumeId : ref.snapshotId} does not exist on this backend`)
@@ -134,15 +134,16 @@ export class FileBackend implements VolumeBackend {
     const from = this.pathOf({ volumeId })
     const bytes = await this.size({ volumeId })
     if (bytes === undefined) throw new VolumeBackendError(`volume ${volumeId} does not exist on this backend`)
-    await this.place(this.pathOf({ snapshotId }), Math.ceil(bytes / GIB), async (part) => {
+    await this.place(this.pathOf({ snapshotId, snapshotOf: volumeId }), Math.ceil(bytes / GIB), async (part) => {
       if (live && (await live(this.fileNode(part)))) return
       await run('cp', ['--reflink=auto', '--sparse=always', from, part], 3_600_000)
     })
   }
 
-  async deleteSnapshot(snapshotId: string): Promise<void> {
-    await rm(this.pathOf({ snapshotId }), { force: true })
-    await rm(`${this.pathOf({ snapshotId })}.part`, { force: true })
+  async deleteSnapshot(snapshotId: string, volumeId: string): Promise<void> {
+    const path = this.pathOf({ snapshotId, snapshotOf: volumeId })
+    await rm(path, { force: true })
+    await rm(`${path}.part`, { force: true })
   }
 }
 

@@ -72,7 +72,7 @@ export class LvmBackend implements VolumeBackend {
       switch (source.kind) {
         case 'volume':
         case 'snapshot': {
-          const ref = source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId }
+          const ref = source.kind === 'volume' ? { volumeId: source.volumeId } : { snapshotId: source.snapshotId, snapshotOf: source.volumeId }
           const bytes = await this.size(ref)
           if (bytes === undefined) throw new VolumeBackendError(`the source ${source.kind} ${'volumeId' in ref ? ref.volumeId : ref.snapshotId} does not exist in volume group ${this.volumeGroup}`)
           if (bytes > maxBytes) throw new VolumeBackendError(`the source ${source.kind} (${bytes} bytes) is larger than the new volume (${maxBytes} bytes)`)
@@ -122,15 +122,17 @@ export class LvmBackend implements VolumeBackend {
   }
 
   async createSnapshot(snapshotId: string, volumeId: string): Promise<void> {
-    if (await this.lv({ snapshotId })) return
+    const ref = { snapshotId, snapshotOf: volumeId }
+    if (await this.lv(ref)) return
     const origin = await this.size({ volumeId })
     if (origin === undefined) throw new VolumeBackendError(`volume ${volumeId} does not exist in volume group ${this.volumeGroup}`)
-    await run('lvcreate', ['--yes', '--snapshot', '--permission', 'r', '-n', this.lvName({ snapshotId }), '-L', `${Math.ceil(origin / GIB)}g`, `${this.volumeGroup}/${this.lvName({ volumeId })}`])
+    await run('lvcreate', ['--yes', '--snapshot', '--permission', 'r', '-n', this.lvName(ref), '-L', `${Math.ceil(origin / GIB)}g`, `${this.volumeGroup}/${this.lvName({ volumeId })}`])
   }
 
-  async deleteSnapshot(snapshotId: string): Promise<void> {
-    if (!(await this.lv({ snapshotId }))) return
-    await run('lvremove', ['--yes', `${this.volumeGroup}/${this.lvName({ snapshotId })}`])
+  async deleteSnapshot(snapshotId: string, volumeId: string): Promise<void> {
+    const ref = { snapshotId, snapshotOf: volumeId }
+    if (!(await this.lv(ref))) return
+    await run('lvremove', ['--yes', `${this.volumeGroup}/${this.lvName(ref)}`])
   }
 }
 

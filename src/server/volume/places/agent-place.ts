@@ -57,8 +57,8 @@ export class AgentPlace implements StoragePlace {
     await this.call('volume.snapshot_create', { backend, snapshotId, volumeId }, { timeoutMs: COPY_TIMEOUT_MS })
   }
 
-  async deleteSnapshot(backend: string, snapshotId: string): Promise<void> {
-    await this.call('volume.snapshot_delete', { backend, snapshotId })
+  async deleteSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void> {
+    await this.call('volume.snapshot_delete', { backend, snapshotId, volumeId })
   }
 
   async uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void> {
