@@ -157,8 +157,10 @@ export class NetworkAgent {
     }
   }
 
-  /** The control plane's answer for a guest's metadata request (`path` resolved by the proxy; its 404 passed on as such). */
-  /** The control plane's answer for a guest's request; a refusal (4xx) is the guest's answer too, in plain text. */
+  /**
+   * The control plane's answer for a guest's metadata request (`path` resolved by the proxy), or its POST (`body`);
+   * the control plane's refusals are the guest's answer too, in plain text.
+   */
   private async askMetadata(portId: string, path: string, body?: Buffer): Promise<MetadataAnswer> {
     try {
       const res = await this.agent.stream(body ? 'POST' : 'GET', `/metadata/${portId}${path}`, body && Readable.from([body]))
