@@ -19,9 +19,11 @@ export class RemoteLinuxBackend implements NetworkBackend {
   /** What the back end warned about (stderr lines). */
   readonly warnings: string[] = []
 
-  constructor(hostNamespace: string, root: string, tunnelIp: string | null, physicalInterfaces: Record<string, string> = {}) {
+  /** `env`: the back-end process's environment (default: this process's). */
+  constructor(hostNamespace: string, root: string, tunnelIp: string | null, physicalInterfaces: Record<string, string> = {}, env?: NodeJS.ProcessEnv) {
     this.child = spawn('nsenter', [`--net=/run/netns/${hostNamespace}`, '--', process.execPath, FIXTURE, root, tunnelIp ?? '', JSON.stringify(physicalInterfaces)], {
       stdio: ['pipe', 'pipe', 'pipe'],
+      env: env ?? process.env,
     })
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
       const answer = JSON.parse(line) as { id: number; result?: unknown; error?: string }

@@ -140,6 +140,16 @@ describe('guest networking with stand-in guests on two agent hosts', { skip: mis
     assert.equal(await read('/latest/meta-data/local-ipv4'), port.fixed_ips[0].ip_address)
     const network = JSON.parse(await read('/openstack/latest/network_data.json')) as { links: { vif_id: string }[] }
     assert.equal(network.links[0].vif_id, port.id)
+    // The guest posts its password (cloudbase-init's way) through the same proxy, for its own server; the user
+    // reads it through os-server-password, and a second post is refused while it is stored.
+    const post = (body: string) => guest.exec(['busybox', 'wget', '-q', '-O', '-', '--post-data', body, 'http://169.254.169.254/openstack/latest/password'])
+    assert.equal((await post('c2VjcmV0')).code, 0)
+    assert.equal(await read('/openstack/2013-10-17/password'), 'c2VjcmV0')
+    assert.deepEqual((await c.call('GET', `/compute/v2.1/servers/${serverId}/os-server-password`)).body, { password: 'c2VjcmV0' })
+    const again = await post('another')
+    assert.notEqual(again.code, 0)
+    assert.match(again.stderr, /409 Conflict/)
+    assert.equal(await read('/openstack/latest/password'), 'c2VjcmV0')
     // A path climbing out of the metadata tree stays in it: the agent, asking with its host credential, never
     // fetches its host's own endpoints (here the data-plane state of every port on the host) for a guest.
     for (const path of ['/../../network', '/%2e%2e/%2E%2e/network', '/openstack/../../../network?wait=0']) {

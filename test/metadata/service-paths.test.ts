@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { InstanceFacts } from '../../src/server/metadata/documents.js'
-import { answerMetadata } from '../../src/server/metadata/service-paths.js'
+import { answerMetadata, isPasswordPath } from '../../src/server/metadata/service-paths.js'
 
 const facts: InstanceFacts = {
   uuid: '6e3d1c3a-8d0f-4d5e-9b77-2b0a5f1e9c11', name: 'web-1', hostname: 'web-1', displayId: 42, projectId: 'p1', availabilityZone: 'nova', launchIndex: 0,
@@ -33,8 +33,14 @@ describe('metadata service paths', () => {
     assert.equal(get('/openstack/2012-08-10/network_data.json').status, 404, 'network_data.json came with 2015-10-15')
     assert.equal(get('/openstack/latest/user_data').text, '#!/bin/sh\necho hi\n')
     assert.equal(get('/openstack/latest/password').text, '')
+    assert.equal(answerMetadata(facts, '/openstack/2013-10-17/password', 'posted').body.toString(), 'posted', 'what the guest posted')
     assert.equal(get('/openstack/1999-01-01/meta_data.json').status, 404)
     assert.equal(get('/openstack/latest/user_data', { ...facts, userData: null }).status, 404)
+  })
+
+  it('names the password paths, the one a guest may post to', () => {
+    for (const path of ['/openstack/latest/password', '/openstack/2013-10-17/password', '//openstack/latest/./password', '/openstack/latest/password?x=1']) assert.ok(isPasswordPath(path), path)
+    for (const path of ['/openstack/latest', '/openstack/latest/meta_data.json', '/openstack/1999-01-01/password', '/latest/meta-data/password', '/openstack/latest/password/x']) assert.ok(!isPasswordPath(path), path)
   })
 
   it('walks the EC2 tree: listings, nested keys, lists, the public key as 0=<name>, user data', () => {

@@ -131,7 +131,7 @@ export class PccAgent {
       log: (level, message, fields) => this.log(level, message, fields),
     })
     this.network = NetworkAgent.create(
-      { root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), stream: (m, p) => this.hostStream(m, p), log: (l, m, f) => this.log(l, m, f) },
+      { root: this.root, controller: this.config.controller, api: (m, p, b, t) => this.api(m, p, b, t), stream: (m, p, b) => this.hostStream(m, p, b), log: (l, m, f) => this.log(l, m, f) },
       this.config.network,
       this.config.driver ?? 'simulated',
     )

@@ -7,6 +7,8 @@
  * address pair) is the source address on that network — which the host's anti-spoofing guarantees, whatever the
  * guest claims in its request — and the agent asks the control plane for that port's answer with its host
  * credential (Neutron's metadata agent with Nova's handler behind it; docs/network.md, "Choices", Metadata).
+ * A POST (a guest posting its password to `/openstack/<version>/password`) travels the same way with its body,
+ * for the same port: the control plane decides what it takes.
  */
 import { spawn } from 'node:child_process'
 import { statSync } from 'node:fs'
@@ -21,8 +23,32 @@ export interface MetadataAnswer {
   body: Buffer
 }
 
-/** Asks the control plane for `path` as port `portId`'s guest sees it. */
-export type MetadataFetch = (portId: string, path: string) => Promise<MetadataAnswer>
+/** Asks the control plane for `path` as port `portId`'s guest sees it; with `body`, posts it there for that guest. */
+export type MetadataFetch = (portId: string, path: string, body?: Buffer) => Promise<MetadataAnswer>
+
+/** The largest body a guest may post (the control plane takes 1,020 bytes at most: a password). */
+export const MAX_POST_BYTES = 16 * 1024
+
+/** The body of `req`, or undefined once it passes `limit` bytes (the rest is not read). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        req.off('data', onData)
+        req.pause()
+        resolve(undefined)
+        return
+      }
+      chunks.push(chunk)
+    }
+    req.on('data', onData)
+    req.once('end', () => resolve(Buffer.concat(chunks)))
+    req.once('error', reject)
+  })
+}
 
 /** Runs inside the namespace: listens, hands the socket to the parent, exits. CommonJS for `node -e`. */
 const LISTEN_HELPER = `
@@ -96,7 +122,7 @@ export class MetadataProxy {
       if (current?.inode === inode) continue
       if (current) await this.close(networkId, current)
       const socket = await listenInNamespace(file, METADATA_ADDRESS)
-      const server = createServer((req, res) => void this.answer(networkId, req, res))
+      const server = createServer(this.handler(networkId))
       await new Promise<void>((resolve) => server.listen(socket, resolve))
       this.listeners.set(networkId, { inode, server })
     }
@@ -118,17 +144,28 @@ export class MetadataProxy {
     return ports.find((p) => p.fixedIps.some((ip) => ip.ipAddress === address)) ?? ports.find((p) => p.allowedAddressPairs.some((a) => a.ipAddress === address))
   }
 
+  /** The request handler of network `networkId`'s listener (a test serves it on a socket of its own). */
+  handler(networkId: string): (req: IncomingMessage, res: ServerResponse) => void {
+    return (req, res) => void this.answer(networkId, req, res)
+  }
+
   private async answer(networkId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const reply = (status: number, body: string | Buffer, contentType = 'text/plain; charset=UTF-8') => {
-      res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) })
+      // An unread body (refused, or too long) is not waited for: the connection closes after the answer.
+      res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...(!req.complete && { connection: 'close' }) })
       res.end(req.method === 'HEAD' ? undefined : body)
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') return reply(405, 'Method Not Allowed')
+    if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'POST') return reply(405, 'Method Not Allowed')
     const port = this.portOf(networkId, req.socket.remoteAddress ?? '')
     const path = guestPath(req.url ?? '/')
     if (!port || path === undefined) return reply(404, 'Not Found')
+    let body: Buffer | undefined
+    if (req.method === 'POST') {
+      body = await readBody(req, MAX_POST_BYTES).catch(() => undefined)
+      if (body === undefined) return reply(400, 'Request is too large.')
+    }
     try {
-      const answer = await this.fetchMetadata(port.id, path)
+      const answer = await this.fetchMetadata(port.id, path, body)
       reply(answer.status, answer.body, answer.contentType)
     } catch (err) {
       this.log('warn', 'metadata request failed', { port: port.id, path: req.url, error: (err as Error).message })

@@ -15,7 +15,8 @@
  * this off; default `linux` for the qemu driver, `none` otherwise), `tunnel_ip` (default: this host's source
  * address towards the control plane), `physical_interfaces` ({physical network: interface}), `vxlan_port` (4789).
  */
-import type { IncomingMessage } from 'node:http'
+import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { HostNetworkAnswer, HostNetworkFacts, HostNetworkState } from '../../contracts/network/dataplane.js'
 import { HttpError } from '../agent/http.js'
@@ -40,8 +41,8 @@ export interface AgentServices {
   controller: string
   /** A JSON call for this host (`/resmgr/v1/hosts/{id}` + path). */
   api<T>(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<T>
-  /** A call for this host whose answer is read as bytes; 4xx/5xx reject with the agent's HttpError. */
-  stream(method: string, path: string): Promise<IncomingMessage>
+  /** A call for this host whose answer is read as bytes (and whose body, if any, is sent as bytes); 4xx/5xx reject with the agent's HttpError. */
+  stream(method: string, path: string, body?: Readable): Promise<IncomingMessage>
   log(level: string, message: string, fields?: Record<string, unknown>): void
 }
 
@@ -84,7 +85,7 @@ export class NetworkAgent {
       this.backendName === 'linux'
         ? new LinuxNetworkBackend({ root: this.agent.root, tunnelIp: this.tunnelIp, physicalInterfaces: this.config.physical_interfaces ?? {}, vxlanPort: this.config.vxlan_port ?? 4789, warn })
         : new SimulatedNetworkBackend()
-    if (this.backend instanceof LinuxNetworkBackend) this.metadata = new MetadataProxy((portId, path) => this.askMetadata(portId, path), (l, m, f) => this.agent.log(l, m, f))
+    if (this.backend instanceof LinuxNetworkBackend) this.metadata = new MetadataProxy((portId, path, body) => this.askMetadata(portId, path, body), (l, m, f) => this.agent.log(l, m, f))
     this.agent.log('info', 'network back end ready', { backend: this.backendName, tunnelIp: this.tunnelIp })
   }
 
@@ -156,15 +157,21 @@ export class NetworkAgent {
     }
   }
 
-  /** The control plane's answer for a guest's metadata request (`path` resolved by the proxy; its 404 passed on as such). */
-  private async askMetadata(portId: string, path: string): Promise<MetadataAnswer> {
+  /**
+   * The control plane's answer for a guest's metadata request (`path` resolved by the proxy), or its POST (`body`);
+   * the control plane's refusals are the guest's answer too, in plain text.
+   */
+  private async askMetadata(portId: string, path: string, body?: Buffer): Promise<MetadataAnswer> {
     try {
-      const res = await this.agent.stream('GET', `/metadata/${portId}${path}`)
+      const res = await this.agent.stream(body ? 'POST' : 'GET', `/metadata/${portId}${path}`, body && Readable.from([body]))
       const chunks: Buffer[] = []
       for await (const chunk of res) chunks.push(chunk as Buffer)
       return { status: res.statusCode ?? 200, contentType: String(res.headers['content-type'] ?? 'text/plain'), body: Buffer.concat(chunks) }
     } catch (err) {
-      if (err instanceof HttpError && err.status === 404) return { status: 404, contentType: 'text/plain; charset=UTF-8', body: Buffer.from('404 Not Found\n') }
+      // 404 (no such port of this host's, or no such path), 405, 409 (a password is stored already), 400 (too long).
+      if (err instanceof HttpError && [400, 404, 405, 409].includes(err.status)) {
+        return { status: err.status, contentType: 'text/plain; charset=UTF-8', body: Buffer.from(`${err.status} ${STATUS_CODES[err.status]}\n`) }
+      }
       throw err
     }
   }

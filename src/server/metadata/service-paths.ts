@@ -4,7 +4,7 @@
  * (documents.ts), laid out as paths.
  *
  * - `/` lists the EC2 versions; `/openstack` the OpenStack versions; `/openstack/<version>` the files of that
- *   version (plus `password`, empty: pcc keeps no encrypted password); `/openstack/<version>/<file>` a file.
+ *   version (plus `password`: what the guest posted there, password.ts); `/openstack/<version>/<file>` a file.
  * - `/<version>` is `meta-data/` and `user-data`; `/<version>/meta-data/…` walks the EC2 tree: an object lists its
  *   keys (`key/` for a sub-tree; a public key as `0=<name>`), a list its items one per line, a value itself.
  * - Anything else, an unknown version, or a file the guest has not got (no user data) is 404.
@@ -42,7 +42,7 @@ function ec2Print(node: unknown): string {
   return node === null || node === undefined ? '' : String(node)
 }
 
-function openstack(facts: InstanceFacts, tokens: string[]): MetadataReply {
+function openstack(facts: InstanceFacts, tokens: string[], password: string): MetadataReply {
   if (tokens.length === 0) return text([...OPENSTACK_VERSIONS, 'latest'].join('\n'))
   const [version, file, ...rest] = tokens
   if (![...OPENSTACK_VERSIONS, 'latest'].includes(version as never) || rest.length > 0) return NOT_FOUND
@@ -50,7 +50,7 @@ function openstack(facts: InstanceFacts, tokens: string[]): MetadataReply {
   const prefix = `openstack/${version}/`
   const names = Object.keys(files).filter((f) => f.startsWith(prefix)).map((f) => f.slice(prefix.length))
   if (file === undefined) return text([...names, 'password'].sort().join('\n'))
-  if (file === 'password') return text('')
+  if (file === 'password') return text(password)
   const body = files[prefix + file]
   if (!body) return NOT_FOUND
   return { status: 200, contentType: file.endsWith('.json') ? 'application/json' : 'application/octet-stream', body }
@@ -75,10 +75,20 @@ function ec2(facts: InstanceFacts, tokens: string[]): MetadataReply {
   return text(ec2Print(node))
 }
 
-/** The answer to `path` (the request's path, query dropped) for the guest `facts` describe. */
-export function answerMetadata(facts: InstanceFacts, path: string): MetadataReply {
-  const normal = posix.normalize(`/${path.split('?')[0]}`)
-  const tokens = normal.split('/').filter(Boolean)
+const tokensOf = (path: string) => posix.normalize(`/${path.split('?')[0]}`).split('/').filter(Boolean)
+
+/** Whether `path` is a version's `password` (`/openstack/<version>/password`): the one path a guest may POST to. */
+export function isPasswordPath(path: string): boolean {
+  const tokens = tokensOf(path)
+  return tokens.length === 3 && tokens[0] === 'openstack' && [...OPENSTACK_VERSIONS, 'latest'].includes(tokens[1] as never) && tokens[2] === 'password'
+}
+
+/**
+ * The answer to `path` (the request's path, query dropped) for the guest `facts` describe; `password` is what
+ * that guest posted (password.ts), read back at `/openstack/<version>/password`.
+ */
+export function answerMetadata(facts: InstanceFacts, path: string, password = ''): MetadataReply {
+  const tokens = tokensOf(path)
   if (tokens.length === 0) return text(EC2_SERVICE_VERSIONS.join('\n'))
-  return tokens[0] === 'openstack' ? openstack(facts, tokens.slice(1)) : ec2(facts, tokens)
+  return tokens[0] === 'openstack' ? openstack(facts, tokens.slice(1), password) : ec2(facts, tokens)
 }

@@ -1,13 +1,15 @@
 /**
  * The Linux network back end: the conformance suite, run inside a test host's network namespace, then what only
  * a real host shows — the devices' settings, the DHCP server's configuration, the router's NAT rules, and drift
- * repaired by applying again.
+ * repaired by applying again — and the order a router's floating addresses and NAT rules change in.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { HostNetworkState } from '../../../src/contracts/network/dataplane.js'
 import { dataplaneMissing } from '../../../src/testkit/dataplane-cluster.js'
 import { runIn } from '../../../src/testkit/stand-in-guest.js'
 import { networkBackendConformance } from '../../../src/host/network/conformance/suite.js'
@@ -112,5 +114,95 @@ describe('Linux network back end on a host', { skip: missing }, () => {
     assert.equal((await link(`tap${ID.port3.slice(0, 11)}`)).master, `brq${ID.netB.slice(0, 11)}`)
     assert.equal(await index(`tap${ID.port3.slice(0, 11)}`), keptTap)
     assert.ok((await h.backend.inventory()).dhcpServers.includes(ID.netA))
+  })
+})
+
+/**
+ * A floating address must never be held by the router without the DNAT rule that sends it on: the router would
+ * answer for it itself (a floating IP moved to a server whose guest is not up yet answered pings). The back end
+ * runs here with `ip` and `nft` shims first in its PATH, which log each call with its network namespace before
+ * running the real tool: the calls made in the router's namespace, in order, are what is checked.
+ */
+describe("a router's floating addresses follow their NAT rules", { skip: missing }, () => {
+  let h: LinuxHost
+  let scratch: string
+  let log: string
+  before(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'pcc-nat-order-'))
+    log = join(scratch, 'calls.log')
+    for (const tool of ['ip', 'nft']) {
+      const real = execFileSync('sh', ['-c', `command -v ${tool}`]).toString().trim()
+      writeFileSync(join(scratch, tool), `#!/bin/sh\necho "$(readlink /proc/self/ns/net) ${tool} $*" >> '${log}'\nexec '${real}' "$@"\n`, { mode: 0o755 })
+    }
+    h = linuxHost({ ...process.env, PATH: `${scratch}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` })
+  })
+  after(async () => {
+    try {
+      await h?.backend.teardown().catch(() => {})
+      await h?.close()
+    } finally {
+      if (scratch) rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+
+  const routerNs = () => join(h.root, 'run/netns', `qrouter-${ID.router}`)
+  /** Applies `state`; answers the `ip`/`nft` calls the back end made in the router's namespace, in order. */
+  const applyLogged = async (state: HostNetworkState) => {
+    writeFileSync(log, '')
+    await h.backend.apply(state)
+    const inode = statSync(routerNs()).ino
+    return readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith(`net:[${inode}] `)).map((l) => l.slice(l.indexOf(' ') + 1))
+  }
+  const at = (calls: string[], pattern: RegExp) => {
+    const i = calls.findIndex((c) => pattern.test(c))
+    assert.ok(i >= 0, `${pattern} among:\n${calls.join('\n')}`)
+    return i
+  }
+  const none = (calls: string[], pattern: RegExp) => assert.ok(!calls.some((c) => pattern.test(c)), `no ${pattern} among:\n${calls.join('\n')}`)
+  const NAT = /^nft -f -$/
+  const withFloating = (floatingIps: { floatingIpAddress: string; fixedIpAddress: string }[]): HostNetworkState => {
+    const state = fullState(h.address)
+    return { ...state, routers: state.routers.map((r) => ({ ...r, floatingIps })) }
+  }
+  const held = () => execFileSync('nsenter', [`--net=${routerNs()}`, 'ip', '-br', 'addr', 'show', 'dev', 'qg-f2000000-00']).toString()
+  const rules = () => execFileSync('nsenter', [`--net=${routerNs()}`, 'nft', 'list', 'table', 'ip', 'pcc-nat']).toString()
+  const first = { floatingIpAddress: '198.51.100.20', fixedIpAddress: '10.60.0.11' }
+
+  it("adds a new router's floating address only after its NAT rules are loaded", async () => {
+    const calls = await applyLogged(withFloating([first]))
+    assert.ok(at(calls, NAT) < at(calls, /^ip addr add 198\.51\.100\.20\/32 /), calls.join('\n'))
+    assert.match(held(), /198\.51\.100\.20\/32/)
+    assert.match(rules(), /ip daddr 198\.51\.100\.20 dnat to 10\.60\.0\.11/)
+  })
+
+  it('adds a floating IP associated later after its DNAT rule, leaving the others alone', async () => {
+    const calls = await applyLogged(withFloating([first, { floatingIpAddress: '198.51.100.21', fixedIpAddress: '10.60.0.12' }]))
+    assert.ok(at(calls, NAT) < at(calls, /^ip addr add 198\.51\.100\.21\/32 /), calls.join('\n'))
+    none(calls, /^ip addr (add|del) 198\.51\.100\.20\//)
+    assert.match(held(), /198\.51\.100\.21\/32/)
+    assert.match(rules(), /ip daddr 198\.51\.100\.21 dnat to 10\.60\.0\.12/)
+  })
+
+  it('keeps the address of a floating IP moved to another server of the router: only its rule changes', async () => {
+    const calls = await applyLogged(withFloating([first, { floatingIpAddress: '198.51.100.21', fixedIpAddress: '10.60.0.13' }]))
+    at(calls, NAT)
+    none(calls, /^ip addr (add|del) 198\.51\.100\.2[01]\//)
+    assert.match(rules(), /ip daddr 198\.51\.100\.21 dnat to 10\.60\.0\.13/)
+    assert.doesNotMatch(rules(), /10\.60\.0\.12/)
+  })
+
+  it('takes a released floating address off before the rules without it are loaded', async () => {
+    const calls = await applyLogged(withFloating([first]))
+    assert.ok(at(calls, /^ip addr del 198\.51\.100\.21\/32 /) < at(calls, NAT), calls.join('\n'))
+    assert.doesNotMatch(held(), /198\.51\.100\.21\//)
+    assert.doesNotMatch(rules(), /198\.51\.100\.21/)
+    assert.match(held(), /198\.51\.100\.20\/32/, 'the other one stays')
+  })
+
+  it('adds the floating addresses again after the rules when the gateway port is made again', async () => {
+    execFileSync('ip', ['-n', h.namespace, 'link', 'del', 'tapf2000000-00'])
+    const calls = await applyLogged(withFloating([first]))
+    assert.ok(at(calls, NAT) < at(calls, /^ip addr add 198\.51\.100\.20\/32 /), calls.join('\n'))
+    assert.match(held(), /198\.51\.100\.20\/32/)
   })
 })

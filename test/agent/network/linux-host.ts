@@ -19,8 +19,11 @@ export interface LinuxHost {
   close(): Promise<void>
 }
 
-/** One test host: a namespace with an interface for the `public` physical network, and its back end. */
-export function linuxHost(): LinuxHost {
+/**
+ * One test host: a namespace with an interface for the `public` physical network, and its back end (run with
+ * `env`, when given, as its environment).
+ */
+export function linuxHost(env?: NodeJS.ProcessEnv): LinuxHost {
   const net = createTestNetwork(1)
   if (net.sharedBecause) throw new Error(net.sharedBecause)
   const { namespace, address } = net.hosts[0]
@@ -33,7 +36,7 @@ export function linuxHost(): LinuxHost {
   }
   const root = mkdtempSync(join(tmpdir(), 'pcc-netbackend-'))
   chmodSync(root, 0o755)
-  const backend = new RemoteLinuxBackend(namespace!, root, address, { public: 'ext0' })
+  const backend = new RemoteLinuxBackend(namespace!, root, address, { public: 'ext0' }, env)
   return {
     net, root, backend, namespace: namespace!, address,
     async close() {

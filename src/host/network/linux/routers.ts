@@ -3,8 +3,9 @@
  * `qrouter-<id>` that forwards, an interface `qr-<port>` on each attached network (the subnet's gateway address,
  * the port's MAC) and a gateway `qg-<port>` on the external network, each a veth whose other end sits in the
  * network's bridge; the default route through the external subnet's gateway; and in the namespace one nftables
- * table: floating IPs as DNAT in and SNAT out (the floating address held on `qg-` and announced by gratuitous
- * ARP), everything else leaving through the gateway SNATed to the gateway's address when SNAT is enabled.
+ * table: floating IPs as DNAT in and SNAT out (the floating address held on `qg-` — added after its rules are
+ * loaded, taken off before they go — and announced by gratuitous ARP), everything else leaving through the
+ * gateway SNATed to the gateway's address when SNAT is enabled.
  */
 import type { DataplaneRouter, DataplaneRouterPort, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { names } from '../names.js'
@@ -81,13 +82,19 @@ export class Routers {
     await run('sh', ['-c', 'echo 1 > /proc/sys/net/ipv4/ip_forward; for f in /proc/sys/net/ipv4/conf/*/send_redirects; do echo 0 > "$f"; done'], { netns: ns })
     const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
     const ports: [DataplaneRouterPort, string, string[]][] = router.interfaces.map((p) => [p, names.routerInterface(p.portId), p.addresses])
+    // Floating addresses follow their NAT rules (Neutron's L3 agent too): a new one is added only once the ruleset
+    // that DNATs it is loaded, and one that goes is taken off before the ruleset without it. An address held with no
+    // DNAT rule would be the router's own: it would answer pings and connections for the floating IP — a floating
+    // IP just moved here would answer before its server's guest is up.
     let newFloating: string[] = []
     if (router.gateway) {
       const qg = names.routerGateway(router.gateway.portId)
       const floating = router.floatingIps.map((f) => `${f.floatingIpAddress}/32`)
-      const held = nsLinks.has(qg) ? await addresses(qg, ns) : []
-      newFloating = floating.filter((f) => !held.includes(f)).map((f) => f.split('/')[0])
-      ports.push([router.gateway, qg, [...router.gateway.addresses, ...floating]])
+      // Held only if the veth stays: a veth made again (either end missing) holds nothing.
+      const held = nsLinks.has(qg) && hostLinks.has(names.tap(router.gateway.portId)) ? await addresses(qg, ns) : []
+      newFloating = floating.filter((f) => !held.includes(f))
+      // Now: the gateway's own addresses and the floating ones it keeps; those that went are taken off here.
+      ports.push([router.gateway, qg, [...router.gateway.addresses, ...floating.filter((f) => held.includes(f))]])
     }
     for (const [port, inside, wanted] of ports) {
       const veth = { netns: ns, outside: names.tap(port.portId), inside, bridge: names.bridge(port.networkId), mtu: mtuOf.get(port.networkId) ?? 1500 }
@@ -99,9 +106,11 @@ export class Routers {
     await this.ensureRoutes(router, ns)
     await run('nft', ['-f', '-'], { netns: ns, input: natRuleset(router) })
     if (router.gateway && newFloating.length) {
-      // Gratuitous ARP, so the external network's neighbours learn the new floating addresses at once.
+      // The rules are in: the new floating addresses now, each announced by gratuitous ARP so the external
+      // network's neighbours learn it at once.
       const qg = names.routerGateway(router.gateway.portId)
-      for (const ip of newFloating) void run('busybox', ['arping', '-U', '-c', '1', '-I', qg, ip], { netns: ns }).catch(() => {})
+      for (const a of newFloating) await runIdempotent('ip', ['addr', 'add', a, 'dev', qg], /File exists/, { netns: ns })
+      for (const a of newFloating) void run('busybox', ['arping', '-U', '-c', '1', '-I', qg, a.split('/')[0]], { netns: ns }).catch(() => {})
     }
   }
 

@@ -7,6 +7,9 @@
  *   seconds passed with nothing new.
  * - `GET …/metadata/{port_id}/<path>`: what the guest of that port reads at `http://169.254.169.254/<path>`
  *   (the agent proxies guests' requests here); 404 unless the port is a guest port bound to this host.
+ * - `POST …/metadata/{port_id}/openstack/<version>/password` (`application/octet-stream`): the password that
+ *   guest posts, stored for the port's server (metadata/password.ts): 200, 409 while one is stored, 400 too long;
+ *   405 for any other path. Same port check as the GET: a host posts for the guests bound to it only.
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
@@ -14,6 +17,9 @@ import { hostAuth } from './host-auth.js'
 import { documented, HOST_CREDENTIAL, mediaAnswer, noBody } from '../../http/openapi.js'
 
 const hostParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] }
+const metadataParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 }, portId: { type: 'string', maxLength: 64 }, '*': { type: 'string', maxLength: 1024 } }, required: ['id', 'portId'] }
+/** What a guest may post, read whole; the service takes far less (a password: metadata/password.ts). */
+const POST_LIMIT_BYTES = 16 * 1024
 
 export function hostNetworkRoutes(deps: AppDeps) {
   const requireHost = hostAuth(deps)
@@ -49,7 +55,7 @@ export function hostNetworkRoutes(deps: AppDeps) {
         onRequest: requireHost,
         schema: {
           tags: ['resmgr'],
-          params: { type: 'object', properties: { id: { type: 'string', maxLength: 64 }, portId: { type: 'string', maxLength: 64 }, '*': { type: 'string', maxLength: 1024 } }, required: ['id', 'portId'] },
+          params: metadataParams,
         },
         ...documented({
           ...HOST_CREDENTIAL,
@@ -62,5 +68,28 @@ export function hostNetworkRoutes(deps: AppDeps) {
         return reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', 'no-store').send(answer.body)
       },
     )
+
+    await scope.register(async (posts) => {
+      posts.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: POST_LIMIT_BYTES }, (_request, body, done) => done(null, body))
+      posts.post<{ Params: { id: string; portId: string; '*': string }; Body: Buffer | undefined }>(
+        '/v1/hosts/:id/metadata/:portId/*',
+        {
+          onRequest: requireHost,
+          schema: { tags: ['resmgr'], params: metadataParams },
+          ...documented({
+            ...HOST_CREDENTIAL,
+            summary: "A guest's post to the metadata service, for a guest behind one of the host's ports: its password at /openstack/<version>/password (once until cleared)",
+            consumes: ['application/octet-stream'],
+            body: { type: 'string', format: 'binary' },
+            response: { 200: mediaAnswer('text/plain', 'Stored (an empty body)') },
+          }),
+        },
+        async (request, reply) => {
+          const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
+          const answer = await deps.dataplane.metadata(request.params.id.toLowerCase(), request.params.portId.toLowerCase(), `/${request.params['*'] ?? ''}`, body)
+          return reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', 'no-store').send(answer.body)
+        },
+      )
+    })
   }
 }

@@ -8,12 +8,16 @@ import { createHash } from 'node:crypto'
 import type { HostNetworkAnswer } from '../../../contracts/network/dataplane.js'
 import { notFound } from '../../../contracts/errors.js'
 import { loadInstanceFacts } from '../../metadata/load.js'
-import { answerMetadata, type MetadataReply } from '../../metadata/service-paths.js'
+import { postPassword } from '../../metadata/password.js'
+import { answerMetadata, isPasswordPath, type MetadataReply } from '../../metadata/service-paths.js'
+import { postedPassword } from '../../compute/system-metadata.js'
 import type { Store } from '../../storage/store.js'
 import { ensureDhcpPort } from '../dhcp-ports.js'
 import { isUniqueViolation } from '../ipam.js'
 import { buildHostState } from './host-state.js'
 import { DataplaneRevision } from './revision.js'
+
+const METHOD_NOT_ALLOWED: MetadataReply = { status: 405, contentType: 'text/plain; charset=UTF-8', body: Buffer.from('405 Method Not Allowed\n\nA guest posts to /openstack/<version>/password only.\n') }
 
 export class DataplaneService {
   readonly revision: DataplaneRevision
@@ -57,16 +61,21 @@ export class DataplaneService {
   /**
    * The metadata service's answer to `path` for the guest of port `portId`, asked by host `hostId`'s agent (which
    * found the port from the request's source address). Only a guest port bound to that very host answers: a
-   * host never reads the metadata of another host's guests. 404 otherwise.
+   * host never reads the metadata of another host's guests, nor posts for them. 404 otherwise.
+   *
+   * `posted` is the body of a guest's POST: taken at `/openstack/<version>/password` only (password.ts), as
+   * that port's server's password; a POST anywhere else is 405.
    */
-  async metadata(hostId: string, portId: string, path: string): Promise<MetadataReply> {
+  async metadata(hostId: string, portId: string, path: string, posted?: Buffer): Promise<MetadataReply> {
     const db = this.store.db
     const host = await db.selectFrom('hosts').select('hostname').where('id', '=', hostId).executeTakeFirst()
     const port = await db.selectFrom('ports').select(['device_id', 'device_owner', 'binding_host_id']).where('id', '=', portId).executeTakeFirst()
     if (!host || !port || !port.device_owner.startsWith('compute:') || port.binding_host_id !== host.hostname) throw notFound(`Port ${portId} is not a guest port of this host.`)
     const facts = await loadInstanceFacts(db, port.device_id)
     if (!facts) throw notFound(`Port ${portId} belongs to no server.`)
-    return answerMetadata(facts, path)
+    const password = isPasswordPath(path)
+    if (posted !== undefined) return password ? postPassword(this.store, facts.uuid, posted) : METHOD_NOT_ALLOWED
+    return answerMetadata(facts, path, password ? await postedPassword(db, facts.uuid) : '')
   }
 
   stop(): void {
