@@ -6,6 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -82,11 +83,15 @@ describe('images in RBD', () => {
     const badConf = join(dir, 'unreachable.conf')
     // Monitors nobody listens on: nothing answers, so the check gives up after its mount timeout.
     writeFileSync(badConf, readFileSync(cephCluster.conf, 'utf8').replace(/^mon host = .*$/m, `mon host = [v2:127.0.0.1:${await freePort()},v1:127.0.0.1:${await freePort()}]`))
+    // A user the cluster knows, with no right on any pool.
+    const nobodyKeyring = join(dir, 'nobody.keyring')
+    execFileSync('ceph', ['-c', cephCluster.conf, '--id', cephCluster.user, 'auth', 'get-or-create', 'client.pcc-nobody', 'mon', 'profile rbd', '-o', nobodyKeyring])
     const cases: [Record<string, string>, RegExp][] = [
       [{ PCC_CEPH_CONF: join(dir, 'missing.conf') }, /^pcc-server: error: PCC_CEPH_CONF: cannot read .*missing\.conf: ENOENT\n$/],
       [{ PCC_CEPH_KEYRING: join(dir, 'missing.keyring') }, /^pcc-server: error: PCC_CEPH_KEYRING: cannot read .*missing\.keyring: ENOENT\n$/],
       [{ PCC_CEPH_IMAGES_POOL: 'no-such-pool' }, /^pcc-server: error: the Ceph pool no-such-pool does not exist: create it with `ceph osd pool create no-such-pool && rbd pool init no-such-pool`\n$/],
-      [{ PCC_CEPH_CONF: badConf }, /^pcc-server: error: Ceph is not reachable with .*unreachable\.conf as client\.admin: .*\n$/],
+      [{ PCC_CEPH_CONF: badConf }, /^pcc-server: error: Ceph is not reachable with .*unreachable\.conf as client\.admin: rbd ls .*\n$/],
+      [{ PCC_CEPH_USER: 'pcc-nobody', PCC_CEPH_KEYRING: nobodyKeyring }, /^pcc-server: error: client\.pcc-nobody may not use the Ceph pool \S+ \(.*\): give it `profile rbd pool=\S+` \(docs\/ceph\.md\)\n$/],
     ]
     try {
       for (const [override, expected] of cases) {

@@ -83,12 +83,13 @@ export class Rbd {
 
   /** Runs `rbd`; resolves with its standard output, or rejects with a CephError carrying its reason and errno. */
   run(args: string[], timeoutMs = 120_000): Promise<string> {
+    const command = args[0] ?? ''
     return new Promise((resolve, reject) => {
       execFile('rbd', this.args(args), { timeout: timeoutMs, maxBuffer: 16 << 20, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
         if (!err) return resolve(stdout)
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return reject(new CephError('the rbd command is not installed (Debian package ceph-common)'))
-        if (err.killed) return reject(new CephError(`rbd ${args[0]} did not answer within ${timeoutMs / 1000} s: is the Ceph cluster reachable?`))
-        reject(new CephError(`rbd ${args[0]} failed: ${reason(stderr) || err.message}`, errnoOf(err.code)))
+        if (err.killed) return reject(new CephError(`rbd ${command} did not answer within ${timeoutMs / 1000} s: is the Ceph cluster reachable?`))
+        reject(new CephError(`rbd ${command} failed: ${reason(stderr) || err.message}`, errnoOf(err.code)))
       })
     })
   }
@@ -96,7 +97,7 @@ export class Rbd {
   /** Resolves when the pool is reachable with this user's rights (a listing needs the monitors and the OSDs). */
   async check(pool: string, timeoutSeconds = 15): Promise<void> {
     // librados waits 300 s for monitors by default; a start-up check says sooner that none answers.
-    await this.run(['--client-mount-timeout', String(timeoutSeconds), 'ls', checkName('pool', pool)], (timeoutSeconds + 5) * 1000)
+    await this.run(['ls', '--client-mount-timeout', String(timeoutSeconds), checkName('pool', pool)], (timeoutSeconds + 5) * 1000)
   }
 
   async info(pool: string, image: string, snap?: string): Promise<RbdImageInfo | undefined> {
@@ -171,9 +172,10 @@ export class Rbd {
     try {
       await pipeline(source, child.stdin as Writable)
     } catch (err) {
+      // rbd that stopped reading (refused, failed) breaks the pipe: its own reason is the one to report.
+      const failed = await done.then(() => undefined, (childErr: CephError) => childErr)
       child.kill('SIGKILL')
-      await done.catch(() => {})
-      throw err
+      throw failed && (err as NodeJS.ErrnoException).code === 'EPIPE' ? failed : err
     }
     await done
   }

@@ -23,6 +23,8 @@ export interface CephLink {
 }
 
 const ENOENT = 2
+const EPERM = 1
+const EACCES = 13
 
 /** Reads the settings and checks each pool; throws a CephError saying what to fix. Undefined without PCC_CEPH_CONF. */
 export async function connectCeph(config: Config): Promise<CephLink | undefined> {
@@ -41,6 +43,7 @@ export async function connectCeph(config: Config): Promise<CephLink | undefined>
   for (const pool of new Set(Object.values(pools))) {
     await rbd.check(pool).catch((err: CephError) => {
       if (err.errno === ENOENT) throw new CephError(`the Ceph pool ${pool} does not exist: create it with \`ceph osd pool create ${pool} && rbd pool init ${pool}\``)
+      if (err.errno === EPERM || err.errno === EACCES) throw new CephError(`client.${config.cephUser} may not use the Ceph pool ${pool} (${err.message}): give it \`profile rbd pool=${pool}\` (docs/ceph.md)`)
       throw new CephError(`Ceph is not reachable with ${config.cephConf} as client.${config.cephUser}: ${err.message}`)
     })
   }

@@ -2,6 +2,8 @@
 import type { VolumeAttachmentTable, VolumeSnapshotTable, VolumeTable, VolumeTypeTable } from '../storage/schema.js'
 
 export const DEFAULT_VOLUME_TYPE = '__DEFAULT__'
+/** The default type when Ceph is configured: volumes in RBD. */
+export const CEPH_VOLUME_TYPE = 'ceph'
 export const AVAILABILITY_ZONES = ['nova'] as const
 
 export interface VolumeAttachment {

@@ -17,6 +17,8 @@ type PlaceKind = 'controller' | 'storage-host'
 export const BACKEND_RULES: Record<string, { places: PlaceKind[]; defaultPlace: PlaceKind }> = {
   file: { places: ['controller', 'storage-host'], defaultPlace: 'controller' },
   lvm: { places: ['storage-host'], defaultPlace: 'storage-host' },
+  // Ceph is reached from every pcc-server process alike: the control plane does its work (docs/ceph.md).
+  ceph: { places: ['controller'], defaultPlace: 'controller' },
 }
 
 export const DEFAULT_BACKEND = 'file'
@@ -85,15 +87,15 @@ export interface BackendService {
   updatedAt: number
 }
 
-/** The control plane's file backend (up while this process serves), and each storage host's backends. */
-export async function backendServices(db: Db, downAfterMs: number, now = Date.now()): Promise<BackendService[]> {
+/** The control plane's backends (up while this process serves), and each storage host's backends. */
+export async function backendServices(db: Db, downAfterMs: number, controllerBackends: string[], now = Date.now()): Promise<BackendService[]> {
   const rows = await db
     .selectFrom('storage_hosts')
     .innerJoin('hosts', 'hosts.id', 'storage_hosts.host_id')
     .select(['hosts.hostname', 'storage_hosts.backends', 'storage_hosts.reported_at', 'hosts.last_heartbeat_at', 'hosts.forced_down', 'hosts.service_status'])
     .orderBy('hosts.hostname')
     .execute()
-  const services: BackendService[] = [{ host: `${CONTROLLER}@file`, up: true, updatedAt: now }]
+  const services: BackendService[] = controllerBackends.map((backend) => ({ host: `${CONTROLLER}@${backend}`, up: true, updatedAt: now }))
   for (const row of rows) {
     for (const backend of Object.keys(JSON.parse(row.backends) as Record<string, unknown>)) {
       services.push({ host: `${row.hostname}@${backend}`, up: isUp(row, now, downAfterMs), updatedAt: Number(row.reported_at) })

@@ -46,6 +46,8 @@ export interface VolumeServiceOptions {
   now?: () => number
   /** Called after a commit that enqueued work, so this process's runner claims it at once. */
   wake?: () => void
+  /** The type of a volume created without one (Cinder's default_volume_type): `ceph` when Ceph is configured. */
+  defaultVolumeType?: string
 }
 
 export interface Caller {
@@ -263,7 +265,7 @@ export class VolumeService {
       }
     }
     if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
-    const type = await resolveType(tx, typeRef)
+    const type = await resolveType(tx, typeRef ?? this.options.defaultVolumeType)
     const layout = typeLayout(type)
     if (fromSnapshotBackend !== undefined && fromSnapshotBackend !== layout.backend) {
       throw badRequest(`Invalid input received: a volume from a snapshot is made by the snapshot's backend (${fromSnapshotBackend}); volume type ${type.name} uses ${layout.backend}.`)

@@ -39,7 +39,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
   return {
     volumes,
     snapshots: new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake }),
-    volumeTypes: new VolumeTypeService(store),
+    volumeTypes: new VolumeTypeService(store, options.defaultVolumeType),
     worker,
     connections,
     places: backend.places,

@@ -1,24 +1,35 @@
-/** Volume types: a default `__DEFAULT__` made at start, more created by admins. A type in use cannot be deleted. */
+/**
+ * Volume types: `__DEFAULT__` made at start (and `ceph`, the default type when Ceph is configured), more created by
+ * admins. A type in use, or the default, cannot be deleted.
+ */
 import { randomUUID } from 'node:crypto'
 import { badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { Principal } from '../auth/principal.js'
 import { authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Store } from '../storage/store.js'
-import { DEFAULT_VOLUME_TYPE, rowToType, type VolumeTypeRecord } from './model.js'
+import { CEPH_VOLUME_TYPE, DEFAULT_VOLUME_TYPE, rowToType, type VolumeTypeRecord } from './model.js'
 import { layoutOf } from './placement.js'
 import { resolveType } from './repo.js'
 
 export class VolumeTypeService {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** The type of volumes created without one. */
+    private readonly defaultName: string = DEFAULT_VOLUME_TYPE,
+  ) {}
 
-  /** Creates the default type when missing; safe on every start. */
+  /** Creates the built-in types when missing; safe on every start. */
   async ensureDefault(): Promise<void> {
-    await this.store.db
-      .insertInto('volume_types')
-      .values({ id: randomUUID(), name: DEFAULT_VOLUME_TYPE, description: 'Default Volume Type', is_public: 1, extra_specs: '{}', created_at: Date.now() })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute()
+    const builtIn = [{ name: DEFAULT_VOLUME_TYPE, description: 'Default Volume Type', extraSpecs: {} }]
+    if (this.defaultName === CEPH_VOLUME_TYPE) builtIn.push({ name: CEPH_VOLUME_TYPE, description: 'Volumes in Ceph RBD', extraSpecs: { volume_backend_name: 'ceph' } })
+    for (const type of builtIn) {
+      await this.store.db
+        .insertInto('volume_types')
+        .values({ id: randomUUID(), name: type.name, description: type.description, is_public: 1, extra_specs: JSON.stringify(type.extraSpecs), created_at: Date.now() })
+        .onConflict((oc) => oc.column('name').doNothing())
+        .execute()
+    }
   }
 
   async list(principal: Principal): Promise<VolumeTypeRecord[]> {
@@ -86,7 +97,7 @@ export class VolumeTypeService {
   async delete(principal: Principal, id: string): Promise<void> {
     authorize(volumePolicy, 'type:manage', principal)
     const type = await this.get(principal, id)
-    if (type.name === DEFAULT_VOLUME_TYPE) throw badRequest('The default volume type cannot be deleted.')
+    if (type.name === DEFAULT_VOLUME_TYPE || type.name === this.defaultName) throw badRequest('The default volume type cannot be deleted.')
     await this.store.db.transaction().execute(async (tx) => {
       if (await tx.selectFrom('volumes').select('id').where('volume_type_id', '=', type.id).executeTakeFirst()) {
         throw badRequest(`Target volume type is still in use: volumes of type ${type.name} exist.`)
@@ -96,7 +107,7 @@ export class VolumeTypeService {
   }
 
   async getDefault(): Promise<VolumeTypeRecord> {
-    const row = await this.store.db.selectFrom('volume_types').selectAll().where('name', '=', DEFAULT_VOLUME_TYPE).executeTakeFirstOrThrow()
+    const row = await this.store.db.selectFrom('volume_types').selectAll().where('name', '=', this.defaultName).executeTakeFirstOrThrow()
     return rowToType(row)
   }
 }

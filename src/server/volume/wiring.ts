@@ -13,6 +13,7 @@ import type { BlobStore } from '../blobs/blob-store.js'
 import { FallbackBlobStore } from '../blobs/fallback-blob-store.js'
 import { RbdBlobStore } from '../blobs/rbd-blob-store.js'
 import { connectCeph } from '../ceph/connect.js'
+import { CEPH_VOLUME_TYPE, DEFAULT_VOLUME_TYPE } from './model.js'
 import { AgentDriver } from '../hosts/agent-driver.js'
 import type { DriverRegistry } from '../hosts/driver-registry.js'
 import { ensureDefaultImage } from '../image/default-image.js'
@@ -58,6 +59,7 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
     store,
     box: options.box,
     images,
+    ceph,
   })
   const places = new StoragePlaces(controller, (hostId) => {
     const driver = drivers?.get(hostId)
@@ -68,7 +70,7 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
     queue,
     images,
     { box: options.box, places, ports: config.volumeExportPorts, downAfterMs: config.hostDownAfterSeconds * 1000 },
-    { wake: () => runner?.wake() },
+    { wake: () => runner?.wake(), defaultVolumeType: ceph ? CEPH_VOLUME_TYPE : DEFAULT_VOLUME_TYPE },
   )
   await volumeServices.volumeTypes.ensureDefault()
   return {

@@ -88,7 +88,7 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
   r.get<QueryRoute>('/os-services', documented({ summary: 'Block storage services (admin)', response: { 200: A.services } }), async (request) => {
     authorize(volumePolicy, 'volume:all_tenants', request.principal)
     const time = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000')
-    const backends = await backendServices(deps.store.db, deps.config.hostDownAfterSeconds * 1000)
+    const backends = await backendServices(deps.store.db, deps.config.hostDownAfterSeconds * 1000, deps.config.cephConf === undefined ? ['file'] : ['file', 'ceph'])
     const services = [
       { binary: 'cinder-scheduler', host: 'pcc', zone: 'nova', status: 'enabled', state: 'up', updated_at: time(Date.now()), disabled_reason: null },
       ...backends.map((b) => ({ binary: 'cinder-volume', host: b.host, zone: 'nova', status: 'enabled', state: b.up ? 'up' : 'down', updated_at: time(b.updatedAt), disabled_reason: null })),
