@@ -7,6 +7,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { AppError, conflict, forbidden, notFound, unauthorized } from '../../contracts/errors.js'
+import { COMMAND_TIMEOUT_MS } from '../../contracts/host/commands.js'
 import type { HostFacts, StoredHostFacts } from '../../contracts/host/facts.js'
 import type { Config } from '../config/settings.js'
 import { AgentDriver, type HostConsoleStreams } from '../hosts/agent-driver.js'
@@ -64,7 +65,7 @@ export class OnboardingService {
     /** Where agents' console websockets arrive (remote consoles). */
     private readonly consoles?: HostConsoleStreams,
     /** How long a driver call waits for the agent. */
-    private readonly commandTimeoutMs = 60_000,
+    private readonly commandTimeoutMs = COMMAND_TIMEOUT_MS,
   ) {
     this.channel = new CommandChannel(store, { pollMs: 100 })
   }
