@@ -353,7 +353,7 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
   },
   lockoutFailureAttempts: {
     key: 'lockoutFailureAttempts', env: 'PCC_LOCKOUT_FAILURE_ATTEMPTS', flag: '--lockout-failure-attempts',
-    help: 'failed logins (wrong passwords and TOTP codes) in a row that lock a user (0: never)', parse: integer(0, 1000), fallback: () => 6,
+    help: 'failed logins (wrong passwords and TOTP codes) in a row that lock a user (0, the default as in Keystone: never)', parse: integer(0, 1000), fallback: () => 0,
   },
   lockoutDurationSeconds: {
     key: 'lockoutDurationSeconds', env: 'PCC_LOCKOUT_DURATION_SECONDS', flag: '--lockout-duration-seconds',
