@@ -5,6 +5,7 @@
  */
 import type { TokenCache } from './token-cache.js'
 import { ApiError, Transport, type ResponseHeaders, type TransportOptions } from './transport.js'
+import { MAX_VERSION } from '../contracts/compute/versions.js'
 
 export interface PasswordAuth {
   authUrl: string
@@ -56,6 +57,8 @@ export class Session {
   token?: TokenInfo
   /** The token came from the cache: a refusal means it was revoked, not that the credentials are wrong. */
   private cached = false
+  /** The microversion `latest` stands for, once asked (negotiated). */
+  private computeMax: Promise<string> | undefined
 
   constructor(
     readonly auth: PasswordAuth,
@@ -104,8 +107,26 @@ export class Session {
     return (this.token = kept)
   }
 
+  /**
+   * `compute latest` / `compute 2.latest` (OS_COMPUTE_API_VERSION=2.latest, which `openstack` accepts) is no version
+   * a server takes: as novaclient does, it becomes the newest microversion both sides speak, read once per session
+   * from the compute endpoint's version document (docs/cli.md, "Compute microversions").
+   */
+  private async negotiated(headers: Record<string, string>): Promise<Record<string, string>> {
+    const asked = headers['openstack-api-version']
+    if (!asked || !/^compute\s+(2\.)?latest$/i.test(asked.trim())) return headers
+    this.computeMax ??= this.endpoint('compute').then(async (url) => {
+      const doc = (await this.transport.request('GET', `${url}/`)).body as { version?: { version?: string } } | undefined
+      const server = doc?.version?.version || '2.1'
+      return newer(server, MAX_VERSION) ? MAX_VERSION : server
+    })
+    this.computeMax.catch(() => (this.computeMax = undefined))
+    return { ...headers, 'openstack-api-version': `compute ${await this.computeMax}` }
+  }
+
   /** Sends with the session's token; a cached token the server refuses is dropped and the request retried after a login. */
-  private async authorized(method: string, url: string, body: unknown, headers: Record<string, string>) {
+  private async authorized(method: string, url: string, body: unknown, asked: Record<string, string>) {
+    const headers = await this.negotiated(asked)
     const token = await this.ensureToken()
     try {
       return await this.transport.request(method, url, { body, headers: { 'x-auth-token': token.id, ...headers } })
@@ -137,4 +158,11 @@ export class Session {
   async send<T>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: ResponseHeaders; body: T }> {
     return (await this.authorized(method, url, body, headers)) as { status: number; headers: ResponseHeaders; body: T }
   }
+}
+
+/** Whether microversion `a` ("2.19") is above `b`. */
+function newer(a: string, b: string): boolean {
+  const [am, an] = a.split('.').map(Number)
+  const [bm, bn] = b.split('.').map(Number)
+  return am > bm || (am === bm && an > bn)
 }

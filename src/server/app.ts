@@ -70,8 +70,11 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   }
 
   const state = options.state ?? { migrated: true }
+  // Under TLS, browsers keep to HTTPS for a year (docs/deployment.md): no first request in clear text to strip.
+  const hsts = options.https !== undefined
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-openstack-request-id', request.id)
+    if (hsts) reply.header('strict-transport-security', 'max-age=31536000')
     // Keep-alive connections would otherwise hold a graceful stop open until they idle out.
     if (state.closing) reply.header('connection', 'close')
     done(null, payload)

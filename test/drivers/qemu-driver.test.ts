@@ -19,7 +19,8 @@ import { tapName } from '../../src/contracts/network/names.js'
 import { readConsoleLog, rotateConsoleLog } from '../../src/host/compute/qemu/console-log.js'
 import { HostPaths } from '../../src/host/compute/qemu/host-paths.js'
 import { ImageCache } from '../../src/host/compute/qemu/image-cache.js'
-import { QemuDriver } from '../../src/host/compute/qemu/qemu-driver.js'
+import { cleanStopMs, QemuDriver } from '../../src/host/compute/qemu/qemu-driver.js'
+import { COMMAND_TIMEOUT_MS, LONG_COMMAND_FACTOR } from '../../src/contracts/host/commands.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
 import type { GuestImage } from '../../src/guest-image/build.js'
 import { facts, fileImage, guestImage, killQemusUnder, lastBoot, lastTick, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
@@ -35,6 +36,18 @@ const PLAN: LaunchPlan = {
 }
 
 const arg = (args: string[], flag: string) => args.filter((_, i) => args[i - 1] === flag)
+
+describe('the clean-stop wait', () => {
+  it('is Nova-like by default and always leaves the hard stop time inside the command the control plane waits for', () => {
+    assert.equal(cleanStopMs(undefined), 30_000)
+    assert.equal(cleanStopMs(5_000), 5_000)
+    for (const configured of [60_000, 120_000, 3_600_000]) {
+      assert.ok(cleanStopMs(configured) + 20_000 < COMMAND_TIMEOUT_MS, `${configured}: a clean stop, then a hard stop of at most 20 s`)
+      assert.ok(cleanStopMs(configured, true) + 20_000 < COMMAND_TIMEOUT_MS * LONG_COMMAND_FACTOR)
+    }
+    assert.equal(cleanStopMs(60_000, true), 60_000, 'a resize keeps a longer clean wait')
+  })
+})
 
 describe('the QEMU command line', () => {
   it('daemonizes with a pidfile, no default devices, QMP, serial with its log, VNC: all on unix sockets', () => {
@@ -172,6 +185,10 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     assert.ok(choice.reason.length > 10, choice.reason)
     if (!existsSync('/dev/kvm')) assert.equal(choice.accel, 'tcg')
     const d = await driver()
+    // Only the private directories are 0700: their parents keep the default mode, so dnsmasq (which drops to
+    // nobody) still reaches var/lib/pcc/dhcp made after them, instead of keeping root privileges.
+    for (const dir of ['var', 'var/lib', 'var/lib/pcc']) assert.equal(statSync(join(d.options.root, dir)).mode & 0o777, 0o777 & ~process.umask(), `${dir} keeps the default mode`)
+    for (const dir of ['var/lib/pcc/instances', 'var/lib/pcc/images']) assert.equal(statSync(join(d.options.root, dir)).mode & 0o777, 0o700, dir)
     const cap = await d.capacity()
     assert.equal(cap.hypervisorType, 'QEMU')
     assert.ok(cap.hypervisorVersion >= 7_000_000)
@@ -253,6 +270,24 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     assert.match(await d.consoleOutput(crash), /Kernel panic/)
     await d.destroy(off)
     await d.destroy(crash)
+  })
+
+  it('stops a guest that ignores ACPI within the command time: a clean wait, then hard, and the guest is SHUTDOWN', async () => {
+    // Configured as Nova's shutdown_timeout default (60 s), which is as long as the control plane waits for the
+    // command: the driver keeps its clean wait to half of that, so the stop ends here rather than in ERROR there.
+    const d = await driver({ shutdownTimeoutMs: 60_000 })
+    const id = '00000000-0000-4000-8000-0000000d0009'
+    await d.spawn(spec(id, {}, '#!/bin/sh\nkillall acpid\necho "pcc-test: acpid stopped"\n'))
+    await waitConsole(d, id, /pcc-test: acpid stopped/)
+    const started = Date.now()
+    await d.powerOff(id)
+    const took = Date.now() - started
+    assert.equal((await d.info(id))!.powerState, POWER.SHUTDOWN)
+    assert.ok(took >= cleanStopMs(60_000) - 1000, `it waited for a clean stop first (${took} ms)`)
+    assert.ok(took < COMMAND_TIMEOUT_MS - 10_000, `within the control plane's wait for the command (${took} ms)`)
+    assert.doesNotMatch(await d.consoleOutput(id), /pcc-guest: power button/, 'the guest never saw the button')
+    await d.destroy(id)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
   })
 
   it('honours hw_disk_bus, hw_machine_type and hw_cdrom_bus, and gives the flavor ephemeral and swap disks', async () => {

@@ -23,14 +23,33 @@ for (const dialect of DIALECTS) {
       }
       const locked = await post(server, passwordAuth({ id: userId, password: 'right-password' }))
       assert.equal(locked.status, 401)
-      assert.match(locked.body.error.message, /locked/)
-      const row = await server.deps.store.db.selectFrom('users').select(['failed_auth_count']).where('id', '=', userId).executeTakeFirstOrThrow()
+      const row = await server.deps.store.db.selectFrom('users').select(['failed_auth_count', 'failed_auth_at']).where('id', '=', userId).executeTakeFirstOrThrow()
       assert.equal(row.failed_auth_count, 3)
+      // Keystone's words and until when: the last failure plus the duration, in UTC.
+      const until = new Date(Number(row.failed_auth_at) + 2000).toISOString().slice(11, 16)
+      assert.equal(locked.body.error.message, `The account is locked for user: ${userId} until ${until} UTC.`)
       await new Promise((r) => setTimeout(r, 2200))
       const ok = await post(server, passwordAuth({ id: userId, password: 'right-password' }))
       assert.equal(ok.status, 201)
       const reset = await server.deps.store.db.selectFrom('users').select(['failed_auth_count']).where('id', '=', userId).executeTakeFirstOrThrow()
       assert.equal(reset.failed_auth_count, 0, 'a success resets the count')
+    })
+
+    it('says how long a lock without a duration lasts, and with no setting locks nobody (as Keystone)', async () => {
+      const { Lockout, untilText } = await import('../../src/server/identity/lockout.js')
+      assert.equal(untilText(null, Date.now()), 'until an administrator unlocks it')
+      assert.equal(untilText(Date.parse('2026-01-02T03:04:30Z'), Date.parse('2026-01-01T00:00:00Z')), 'until 2026-01-02 03:04 UTC')
+      const fresh = await startTestServer({ dialect })
+      try {
+        assert.equal(fresh.deps.config.lockoutFailureAttempts, 0)
+        const userId = await createUser(fresh, { name: 'guessed', password: 'right-password' })
+        for (let i = 0; i < 8; i++) assert.equal((await post(fresh, passwordAuth({ id: userId, password: 'wrong' }))).status, 401)
+        assert.equal((await post(fresh, passwordAuth({ id: userId, password: 'right-password' }))).status, 201, 'remote guesses lock nobody out')
+        const forever = new Lockout(fresh.deps.store.db, { attempts: 2 }, () => Date.now())
+        assert.equal(await forever.lockedUntil(userId), undefined, 'the success reset the count')
+      } finally {
+        await fresh.close()
+      }
     })
 
     it('does not lock users with ignore_lockout_failure_attempts', async () => {

@@ -115,9 +115,28 @@ for (const dialect of DIALECTS) {
       assert.equal((await call('POST', '/resmgr/v1/hosts/register', { body: registration(fresh) })).status, 201)
     })
 
-    it('re-registering a host with a fresh token rotates its credential', async () => {
+    it('re-registering a host needs a token issued for it, never renames it, and rotates its credential', async () => {
       const a = await register()
-      const { token: t } = await newToken()
+      const hostname = (await call('GET', `/resmgr/v1/hosts/${a.hostId}`, { token: admin })).body.info.hostname
+      // A token for new hosts cannot take an existing host: 409, the token not used up, the host's credential kept.
+      const { token: plain } = await newToken()
+      const stolen = await call('POST', '/resmgr/v1/hosts/register', { body: registration(plain, { host_id: a.hostId, hostname: a.hostname }) })
+      assert.equal(stolen.status, 409, JSON.stringify(stolen.body))
+      assert.match(stolen.body.error.message, /registration token issued for it/)
+      assert.equal((await call('POST', `/resmgr/v1/hosts/${a.hostId}/heartbeat`, { credential: a.credential, body: {} })).status, 200)
+      assert.equal((await call('POST', '/resmgr/v1/hosts/register', { body: registration(plain) })).status, 201)
+      // A token issued for another host id registers that host only.
+      const { token: other } = await newToken({ host_id: randomUUID() })
+      assert.equal((await call('POST', '/resmgr/v1/hosts/register', { body: registration(other, { host_id: a.hostId, hostname: a.hostname }) })).status, 403)
+      assert.equal((await call('POST', '/resmgr/v1/hosts/register', { body: registration(other) })).status, 403)
+      assert.equal((await call('POST', '/resmgr/v1/registration-tokens', { token: admin, body: { host_id: 'not-a-uuid' } })).status, 400)
+      // The host's own token cannot rename it.
+      const issued = await newToken({ host_id: a.hostId.toUpperCase() })
+      assert.equal((issued as { host_id?: string }).host_id, a.hostId)
+      const renamed = await call('POST', '/resmgr/v1/hosts/register', { body: registration(issued.token, { host_id: a.hostId, hostname: `renamed-${randomUUID().slice(0, 8)}` }) })
+      assert.equal(renamed.status, 409, JSON.stringify(renamed.body))
+      assert.equal((await call('GET', `/resmgr/v1/hosts/${a.hostId}`, { token: admin })).body.info.hostname, hostname)
+      const t = issued.token
       const r = await call('POST', '/resmgr/v1/hosts/register', { body: registration(t, { host_id: a.hostId, hostname: a.hostname }) })
       assert.equal(r.status, 201)
       assert.notEqual(r.body.credential, a.credential)

@@ -32,6 +32,8 @@ describe('operations endpoints', () => {
     const res = await fetch(`${server.url}/healthz`)
     assert.equal(res.status, 200)
     assert.deepEqual(await res.json(), { status: 'ok' })
+    // Plain HTTP says nothing of HTTPS (a browser ignores it there anyway); under TLS: test/server/process.test.ts.
+    assert.equal(res.headers.get('strict-transport-security'), null)
   })
 
   it('/readyz answers 200 once the database answers and migrations are done', async () => {

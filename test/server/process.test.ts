@@ -229,12 +229,12 @@ describe('pcc-server process: PCC_TLS=auto', () => {
       assert.ok(caFile, `the CA file is printed:\n${server.stdout()}`)
       assert.equal(caFile, join(dataDir, 'tls', 'ca.crt'))
       const ca = readFileSync(caFile)
-      const get = (options: { ca?: Buffer }) =>
-        new Promise<{ status: number; body: string }>((resolve, reject) => {
-          const req = httpsRequest({ host: url.hostname, port: url.port, path: '/healthz', ...options }, (res) => {
+      const get = (options: { ca?: Buffer; path?: string }) =>
+        new Promise<{ status: number; body: string; hsts: string | undefined }>((resolve, reject) => {
+          const req = httpsRequest({ host: url.hostname, port: url.port, path: options.path ?? '/healthz', ca: options.ca }, (res) => {
             let body = ''
             res.on('data', (d: Buffer) => (body += d))
-            res.on('end', () => resolve({ status: res.statusCode!, body }))
+            res.on('end', () => resolve({ status: res.statusCode!, body, hsts: res.headers['strict-transport-security'] }))
           })
           req.on('error', reject)
           req.end()
@@ -242,6 +242,9 @@ describe('pcc-server process: PCC_TLS=auto', () => {
       const verified = await get({ ca })
       assert.equal(verified.status, 200)
       assert.deepEqual(JSON.parse(verified.body), { status: 'ok' })
+      // Every answer under TLS tells browsers to keep to HTTPS: the web console, the APIs, their errors.
+      assert.equal(verified.hsts, 'max-age=31536000')
+      for (const path of ['/', '/identity/v3', '/compute/v2.1/servers', '/no-such-path']) assert.equal((await get({ ca, path })).hsts, 'max-age=31536000', path)
       await assert.rejects(get({}), (err: NodeJS.ErrnoException) => /CERT|SELF_SIGNED|UNABLE_TO/.test(err.code ?? ''))
     } finally {
       assert.equal(await server.stop(), 0)

@@ -90,7 +90,10 @@ describe('a storage host holds volumes with real bytes and exports them', () => 
 
     const a = await create({ size: 1, imageRef: image.id, volume_type: 'remote', name: 'a' })
     const shown = await settle(a)
-    assert.equal(shown['os-vol-host-attr:host'], `${host.hostId}@file#file`)
+    // Named as `openstack volume service list` names the host (<hostname>@<backend>), so tools can join the two.
+    assert.equal(shown['os-vol-host-attr:host'], 'store1@file#file')
+    const services = (await call(server, admin, 'GET', `${V}/os-services`)).body.services as { host: string }[]
+    assert.ok(services.some((s) => s.host === String(shown['os-vol-host-attr:host']).split('#')[0]))
     assert.ok((await localIo(fileNode(volumeFile(a)), ['read -P 0x7e 1M 1M', 'read -P 0 0 1M'])).ok, "the image's bytes are in the host's file")
 
     const snap = (await call(server, admin, 'POST', `${V}/snapshots`, { snapshot: { volume_id: a, name: 's' } })).body.snapshot.id as string

@@ -22,6 +22,14 @@ import type { PlaceSource } from './storage-place.js'
  */
 export const HOST_PROTOCOL_VERSION = 2
 
+/**
+ * How long the control plane waits for a command's outcome (`long` commands: LONG_COMMAND_FACTOR times as long)
+ * before it gives up ("the host agent did not answer within 60 s"). A driver that waits for a guest (a clean stop)
+ * must finish well inside it: see the QEMU driver's cleanStopMs.
+ */
+export const COMMAND_TIMEOUT_MS = 60_000
+export const LONG_COMMAND_FACTOR = 3
+
 /** One command of the table: the types are carried by the entry's type only (`types` is never set). */
 export interface CommandSpec<Args, Result> {
   /** The protocol version that introduced the command. */

@@ -17,7 +17,7 @@ export interface DriverSettings {
   simulated?: { delay_ms?: number; vcpus?: number; memory_mb?: number; disk_gb?: number }
   /**
    * QEMU driver: `accel` auto (try KVM, fall back to TCG) | kvm | tcg; capacity offered to the scheduler (default:
-   * the host's own); seconds a graceful stop waits before a hard one (default 60).
+   * the host's own); seconds a graceful stop waits before a hard one (default 30, at most 30: the command's time).
    */
   qemu?: {
     accel?: 'auto' | 'kvm' | 'tcg'
@@ -76,7 +76,7 @@ export async function createComputeDriver(
     diskGb: q.disk_gb ?? facts.disk_gb,
     accel: q.accel,
     binary: q.binary,
-    shutdownTimeoutMs: (q.shutdown_timeout_seconds ?? 60) * 1000,
+    shutdownTimeoutMs: q.shutdown_timeout_seconds === undefined ? undefined : q.shutdown_timeout_seconds * 1000,
     migrationAddress: q.migration_address ?? firstAddress(),
     runDir: q.run_dir,
     images: { open: (image) => host('GET', `/images/${image.id}/file`) },

@@ -65,7 +65,8 @@ export async function startLocalHypervisor(o: LocalHypervisorOptions): Promise<L
     network: { ...previous?.network, backend: 'linux', physical_interfaces: o.physicalInterfaces ?? previous?.network?.physical_interfaces ?? {} },
   }
   // A registration that never completed (or a first start) needs a fresh one-time token.
-  if (!config.credential) config.registration_token = (await o.onboarding.createRegistrationToken(o.adminUserId, 3600, 'pcc-server local hypervisor')).token
+  // Bound to this host id: a registration that completed on the server but not in agent.json re-registers it.
+  if (!config.credential) config.registration_token = (await o.onboarding.createRegistrationToken(o.adminUserId, 3600, 'pcc-server local hypervisor', config.host_id)).token
   writeFileSync(file, JSON.stringify(config, null, 2) + '\n', { mode: 0o600 })
 
   const agent = new PccAgent(root, o.version)

@@ -4,11 +4,19 @@
  * with the stamp it was rendered at: the server row's revision and its view revision, both raised by the
  * database on every change of what the view shows, whichever process made it (migration 0080). A stale entry
  * is never served: its stamp no longer matches what the list query reads. Entries are bytes, ready to be
- * written: a page is one copy of them, not a string to join and encode again. The budget bounds the memory;
- * the oldest entries go first (Map order is insertion order; a lookup does not reorder, which would cost more
- * than the rare re-render of a still-used entry).
+ * written: a page is one copy of them, not a string to join and encode again. The budget bounds the memory
+ * (`PCC_VIEW_CACHE_MB`); the oldest entries go first (Map order is insertion order; a lookup does not reorder,
+ * which would cost more than the rare re-render of a still-used entry).
+ *
+ * The budget counts what an entry really holds. Each entry's bytes are a Buffer of their own (`encode`): a small
+ * `Buffer.from(text)` is a slice of Node's shared 8 KiB pool and keeps the whole slab alive, so 32 MiB of counted
+ * JSON held about 100 MiB. Entries of servers deleted since (in any process) are dropped by a sweep that runs at
+ * most once a minute, when the cache is used.
  */
 export const DEFAULT_BUDGET_BYTES = 32 * 1024 * 1024
+/** What an entry costs beyond its bytes: the Map slot, the entry and Buffer objects, the id, the eviction slot. */
+export const ENTRY_OVERHEAD_BYTES = 200
+const SWEEP_EVERY_MS = 60_000
 
 export interface Stamp {
   rev: number
@@ -19,17 +27,37 @@ interface Entry extends Stamp {
   json: Buffer
 }
 
+export interface ServerViewCacheOptions {
+  budgetBytes?: number
+  /** Of these server ids, the ones not deleted; the sweep drops the others' entries. */
+  live?: (ids: string[]) => Promise<Set<string>>
+  sweepEveryMs?: number
+}
+
 export class ServerViewCache {
   /** variant → server id → entry. */
   private readonly variants = new Map<string, Map<string, Entry>>()
   /** Every entry in insertion order, for eviction. */
-  private readonly order: [Map<string, Entry>, string][] = []
-  private bytes = 0
+  private order: [Map<string, Entry>, string][] = []
+  private used = 0
+  private readonly budgetBytes: number
+  private lastSweep = Date.now()
+  private sweeping: Promise<number> | undefined
 
-  constructor(private readonly budgetBytes = DEFAULT_BUDGET_BYTES) {}
+  constructor(private readonly options: ServerViewCacheOptions = {}) {
+    this.budgetBytes = options.budgetBytes ?? DEFAULT_BUDGET_BYTES
+  }
 
-  /** The entries of one variant, to look many servers up. */
+  /** The UTF-8 bytes of `text` in a Buffer of their own (not a slice of the shared pool), as entries must be. */
+  static encode(text: string): Buffer {
+    const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
+    bytes.write(text)
+    return bytes
+  }
+
+  /** The entries of one variant, to look many servers up; starts a sweep of deleted servers when one is due. */
   variant(name: string): Map<string, Entry> {
+    this.sweepIfDue()
     let entries = this.variants.get(name)
     if (!entries) this.variants.set(name, (entries = new Map()))
     return entries
@@ -41,17 +69,71 @@ export class ServerViewCache {
   }
 
   set(entries: Map<string, Entry>, id: string, stamp: Stamp, json: Buffer): void {
+    // A pooled slice would pin its slab: keep a copy of its own (encode's buffers are kept as they are).
+    let own = json
+    if (json.byteOffset !== 0 || json.buffer.byteLength !== json.length) json.copy((own = Buffer.allocUnsafeSlow(json.length)))
     const old = entries.get(id)
-    if (old) this.bytes -= old.json.length
+    if (old) this.used -= cost(old)
     else this.order.push([entries, id])
-    entries.set(id, { ...stamp, json })
-    this.bytes += json.length
-    while (this.bytes > this.budgetBytes && this.order.length > 0) {
+    const entry = { ...stamp, json: own }
+    entries.set(id, entry)
+    this.used += cost(entry)
+    while (this.used > this.budgetBytes && this.order.length > 0) {
       const [owner, key] = this.order.shift()!
       const gone = owner.get(key)
-      if (gone) this.bytes -= gone.json.length
+      if (gone) this.used -= cost(gone)
       owner.delete(key)
     }
+  }
+
+  /** Drops every variant's entry of these servers. */
+  forget(ids: Iterable<string>): void {
+    for (const id of ids) {
+      for (const entries of this.variants.values()) {
+        const gone = entries.get(id)
+        if (gone) this.used -= cost(gone)
+        entries.delete(id)
+      }
+    }
+    // The eviction order keeps only entries that exist, each once.
+    const seen = new Map<Map<string, Entry>, Set<string>>()
+    this.order = this.order.filter(([owner, key]) => {
+      if (!owner.has(key)) return false
+      let keys = seen.get(owner)
+      if (!keys) seen.set(owner, (keys = new Set()))
+      if (keys.has(key)) return false
+      keys.add(key)
+      return true
+    })
+  }
+
+  /** Drops the entries of servers deleted since they were kept; answers how many servers were dropped. */
+  async sweep(): Promise<number> {
+    if (!this.options.live) return 0
+    const ids = new Set<string>()
+    for (const entries of this.variants.values()) for (const id of entries.keys()) ids.add(id)
+    const all = [...ids]
+    const gone: string[] = []
+    for (let i = 0; i < all.length; i += 500) {
+      const chunk = all.slice(i, i + 500)
+      const live = await this.options.live(chunk)
+      for (const id of chunk) if (!live.has(id)) gone.push(id)
+    }
+    this.forget(gone)
+    return gone.length
+  }
+
+  private sweepIfDue(): void {
+    if (this.sweeping || !this.options.live || Date.now() - this.lastSweep < (this.options.sweepEveryMs ?? SWEEP_EVERY_MS)) return
+    this.lastSweep = Date.now()
+    this.sweeping = this.sweep().finally(() => (this.sweeping = undefined))
+    // A failed sweep (the database away) is tried again at the next one; entries are only memory.
+    this.sweeping.catch(() => {})
+  }
+
+  /** The bytes the entries hold, as counted against the budget. */
+  get bytes(): number {
+    return this.used
   }
 
   get size(): number {
@@ -60,3 +142,5 @@ export class ServerViewCache {
     return n
   }
 }
+
+const cost = (entry: Entry) => entry.json.length + ENTRY_OVERHEAD_BYTES

@@ -30,6 +30,8 @@ export interface Config {
   masterKey: string | undefined
   /** Largest page of compute lists (Nova's max_limit). */
   computeMaxLimit: number
+  /** Memory each process may keep of rendered servers for the detail list (compute/server-view-cache.ts); 0: none. */
+  viewCacheMb: number
   idpIdTokenSeconds: number
   idpKeyRotationSeconds: number
   idpRefreshReuseSeconds: number
@@ -265,6 +267,10 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'computeMaxLimit', env: 'PCC_COMPUTE_MAX_LIMIT', flag: '--compute-max-limit',
     help: 'largest page the compute API returns (servers, instance actions)', parse: integer(1, 100000), fallback: () => 1000,
   },
+  viewCacheMb: {
+    key: 'viewCacheMb', env: 'PCC_VIEW_CACHE_MB', flag: '--view-cache-mb',
+    help: 'MiB of rendered servers each process keeps for GET /servers/detail (0: none)', parse: integer(0, 65536), fallback: () => 32,
+  },
   imageMaxBytes: {
     key: 'imageMaxBytes', env: 'PCC_IMAGE_MAX_BYTES', flag: '--image-max-bytes',
     help: 'largest image an upload may store, in bytes (default 64 GiB)', parse: integer(1, Number.MAX_SAFE_INTEGER),
@@ -347,7 +353,7 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
   },
   lockoutFailureAttempts: {
     key: 'lockoutFailureAttempts', env: 'PCC_LOCKOUT_FAILURE_ATTEMPTS', flag: '--lockout-failure-attempts',
-    help: 'failed logins (wrong passwords and TOTP codes) in a row that lock a user (0: never)', parse: integer(0, 1000), fallback: () => 6,
+    help: 'failed logins (wrong passwords and TOTP codes) in a row that lock a user (0, the default as in Keystone: never)', parse: integer(0, 1000), fallback: () => 0,
   },
   lockoutDurationSeconds: {
     key: 'lockoutDurationSeconds', env: 'PCC_LOCKOUT_DURATION_SECONDS', flag: '--lockout-duration-seconds',
@@ -425,7 +431,7 @@ export const SETTING_ORDER: (keyof Config)[] = [
   'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
   'schedulerWeigher', 'reconcileSeconds', 'lostHostPolicy', 'tokenExpirationSeconds', 'tokenAllowExpiredWindowSeconds',
-  'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit',
+  'tokenKeyRotationSeconds', 'lockoutFailureAttempts', 'lockoutDurationSeconds', 'computeMaxLimit', 'viewCacheMb',
   'purgeRetentionDays', 'purgeIntervalSeconds',
   'consoleTokenTtlSeconds', 'consoleAllowedOrigins', 'consoleIdleSeconds', 'advertiseUrl', 'volumeExportAddress', 'volumeExportPorts',
   'cephConf', 'cephUser', 'cephKeyring', 'cephImagesPool', 'cephVolumesPool', 'cephVmsPool',

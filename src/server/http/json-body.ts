@@ -22,6 +22,29 @@ export function nulInJson(text: string): AppError | undefined {
   return NUL_ESCAPE.test(text) ? badRequest('Invalid input: the body holds a NUL character (\\u0000), which no field accepts.') : undefined
 }
 
+/** A `\uD800`…`\uDFFF` escape: the only way a JSON body's text (decoded as UTF-8) can carry a surrogate. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+/** A surrogate that is not half of a pair. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+function holdsLoneSurrogate(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value)
+  if (typeof value !== 'object' || value === null || depth > 64) return false
+  if (Array.isArray(value)) return value.some((v) => holdsLoneSurrogate(v, depth + 1))
+  return Object.entries(value).some(([k, v]) => LONE_SURROGATE.test(k) || holdsLoneSurrogate(v, depth + 1))
+}
+
+/**
+ * The refusal of a parsed JSON body that holds a lone UTF-16 surrogate (`"a\ud800b"`) in any string or key, or
+ * undefined. Such a string has no UTF-8 form: stored, it came back mangled (`a\ufffd\ufffd\ufffdb`). Nova refuses
+ * it with 400, and so does every family here, in its own error shape. Only bodies whose text escapes a surrogate
+ * are walked, so the check costs a regular expression over the text otherwise.
+ */
+export function loneSurrogateInJson(text: string, value: unknown): AppError | undefined {
+  if (!SURROGATE_ESCAPE.test(text) || !holdsLoneSurrogate(value)) return undefined
+  return badRequest('Invalid input: the body holds a lone UTF-16 surrogate (\\ud800-\\udfff outside a pair), which is not valid Unicode.')
+}
+
 /**
  * No text field takes a NUL character: PostgreSQL cannot store one (a 500 found by the fuzz suite) and SQLite
  * would, so both dialects refuse it here, in the URL (`%00`) and in JSON bodies, with a 400 in the family's shape.
@@ -40,6 +63,11 @@ export function acceptBodilessJson(app: FastifyInstance): void {
     if (body.length === 0) done(null, undefined)
     else if (nul) done(nul, undefined)
     // Fastify's JSON parser answers through done (its type also allows a promise-returning parser, which it is not).
-    else void parseJson(request, body, done)
+    else
+      void parseJson(request, body, (err: Error | null, value?: unknown) => {
+        const refused = err ? undefined : loneSurrogateInJson(body, value)
+        if (refused) done(refused, undefined)
+        else done(err, value)
+      })
   })
 }

@@ -16,7 +16,7 @@ import type { SecretBox } from '../crypto/secret-box.js'
 import type { Store } from '../storage/store.js'
 import { tokenRoles, type ResolvedToken } from './principal-resolver.js'
 import type { AppCredRecord, IdentitySnapshot, ScopeRef } from './snapshot.js'
-import { Lockout, type LockoutPolicy } from './lockout.js'
+import { Lockout, untilText, type LockoutPolicy } from './lockout.js'
 import { AUTH_METHODS, mfaRules, rulesSatisfied } from './mfa-rules.js'
 import { keystoneTime } from './token-body.js'
 import { verifyPasscode } from './totp-factor.js'
@@ -31,9 +31,10 @@ const fail = (message = GENERIC_401) => new AppError('unauthorized', message)
 export type Refusal = 'invalid' | 'locked' | 'disabled' | 'expired'
 
 /** Keystone's message for each refusal (disabled and expired only reach a caller that gave the right password). */
-const REFUSAL_MESSAGES: Record<Refusal, (userId: string) => string> = {
+const REFUSAL_MESSAGES: Record<Refusal, (userId: string, until: string) => string> = {
   invalid: () => GENERIC_401,
-  locked: (userId) => `The account is locked for user: ${userId}.`,
+  // Keystone's words, and how long the lock lasts.
+  locked: (userId, until) => `The account is locked for user: ${userId} ${until}.`,
   disabled: (userId) => `The account is disabled for user: ${userId}.`,
   expired: (userId) => `The password is expired and needs to be changed for user: ${userId}.`,
 }
@@ -43,8 +44,10 @@ export class LoginRefused extends AppError {
   constructor(
     readonly reason: Refusal,
     userId = '',
+    /** A lock: "until 14:05 UTC" or "until an administrator unlocks it" (lockout.ts, untilText). */
+    readonly until = '',
   ) {
-    super('unauthorized', REFUSAL_MESSAGES[reason](userId))
+    super('unauthorized', REFUSAL_MESSAGES[reason](userId, until))
   }
 }
 
@@ -118,7 +121,7 @@ export class AuthFlow {
     }
     const hash = user.password_hash
     const outcome = await this.lockout.tryFactor(user.id, () => verifyPassword(password, hash))
-    if (outcome === 'locked') throw new LoginRefused('locked', user.id)
+    if (outcome === 'locked') throw await this.locked(user.id)
     if (outcome === 'wrong') throw new LoginRefused('invalid')
     const options = parseOptions(user.options)
     if (!user.enabled || !user.domain_enabled) throw new LoginRefused('disabled', user.id)
@@ -157,7 +160,7 @@ export class AuthFlow {
    */
   async verifyPasscode(userId: string, passcode: string): Promise<void> {
     const outcome = await this.lockout.tryFactor(userId, () => verifyPasscode(this.store.db, this.box, userId, passcode, this.now()))
-    if (outcome === 'locked') throw new LoginRefused('locked', userId)
+    if (outcome === 'locked') throw await this.locked(userId)
     if (outcome === 'wrong') throw new LoginRefused('invalid')
     await this.requireEnabled(userId)
   }
@@ -175,7 +178,13 @@ export class AuthFlow {
    * Throws LoginRefused `locked` when failures of concurrent attempts locked the account meanwhile.
    */
   async wholeLogin(userId: string): Promise<void> {
-    if ((await this.lockout.loginSucceeded(userId)) === 'locked') throw new LoginRefused('locked', userId)
+    if ((await this.lockout.loginSucceeded(userId)) === 'locked') throw await this.locked(userId)
+  }
+
+  /** The refusal of a locked user, saying until when. */
+  private async locked(userId: string): Promise<LoginRefused> {
+    const end = await this.lockout.lockedUntil(userId)
+    return new LoginRefused('locked', userId, untilText(end ?? null, this.now()))
   }
 
   /** The totp method's body: the user (by id, or name and domain) and the passcode. */

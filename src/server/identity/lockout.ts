@@ -51,6 +51,25 @@ export function isLocked(policy: LockoutPolicy, user: LockoutColumns, now: numbe
   return durationMs === undefined || (user.failed_auth_at !== null && Number(user.failed_auth_at) + durationMs > now)
 }
 
+/**
+ * When a lock of a user with these columns ends: null for a lock that lasts until an admin resets it (no duration),
+ * undefined when the user is not locked at `now`.
+ */
+export function lockEnd(policy: LockoutPolicy, user: LockoutColumns, now: number): number | null | undefined {
+  if (!isLocked(policy, user, now)) return undefined
+  return policy.durationMs === undefined || user.failed_auth_at === null ? null : Number(user.failed_auth_at) + policy.durationMs
+}
+
+/**
+ * "until 14:05 UTC" (with the date when the lock ends more than 12 hours from now), or "until an administrator
+ * unlocks it": every surface says how long a lock lasts (docs/identity.md, "Passwords and lockout").
+ */
+export function untilText(end: number | null, now: number): string {
+  if (end === null) return 'until an administrator unlocks it'
+  const iso = new Date(end).toISOString()
+  return `until ${end - now > 12 * 3600_000 ? `${iso.slice(0, 10)} ` : ''}${iso.slice(11, 16)} UTC`
+}
+
 export class Lockout {
   constructor(
     private readonly db: Db,
@@ -81,6 +100,12 @@ export class Lockout {
     if (isLocked(this.policy, user, this.now())) return 'locked'
     if (user.failed_auth_count > 0) await this.db.updateTable('users').set({ failed_auth_count: 0, failed_auth_at: null }).where('id', '=', userId).execute()
     return 'ok'
+  }
+
+  /** When the user's lock ends (lockEnd), undefined when the user is not locked now. */
+  async lockedUntil(userId: string): Promise<number | null | undefined> {
+    const user = await this.read(userId)
+    return user === undefined ? undefined : lockEnd(this.policy, user, this.now())
   }
 
   /** Whether the user is locked now (an unknown user is not). */

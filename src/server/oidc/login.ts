@@ -45,13 +45,15 @@ const WRONG_CODE = 'Invalid username, password or TOTP code.'
 const NO_WAY_IN = "This account's multi-factor rules need a sign-in method the IdP does not offer (it offers a password and a TOTP code)."
 
 const invalidCredentials = () => invalidGrant(REFUSALS.invalid)
+/** The IdP's words for a refusal; a lock says until when. */
+const refusal = (err: LoginRefused) => (err.reason === 'locked' && err.until ? `${REFUSALS.locked.slice(0, -1)}, ${err.until}.` : REFUSALS[err.reason])
 
 /** Runs one of identity's checks; a refusal becomes the IdP's 400 invalid_grant. */
 async function idp<T>(check: () => Promise<T>): Promise<T> {
   try {
     return await check()
   } catch (err) {
-    throw err instanceof LoginRefused ? invalidGrant(REFUSALS[err.reason]) : err
+    throw err instanceof LoginRefused ? invalidGrant(refusal(err)) : err
   }
 }
 
@@ -118,7 +120,7 @@ async function codeRight(identity: IdentityLogin, userId: string, code: string):
     await identity.verifyPasscode(userId, code)
   } catch (err) {
     if (err instanceof LoginRefused && err.reason === 'invalid') return false
-    throw err instanceof LoginRefused ? invalidGrant(REFUSALS[err.reason]) : err
+    throw err instanceof LoginRefused ? invalidGrant(refusal(err)) : err
   }
   // The rules may have changed since the password step, which may have been minutes ago.
   if (!(await identity.mfaSatisfied(userId, ['password', 'totp']))) throw invalidGrant(NO_WAY_IN)

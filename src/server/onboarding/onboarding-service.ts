@@ -6,7 +6,8 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import { AppError, conflict, notFound, unauthorized } from '../../contracts/errors.js'
+import { AppError, conflict, forbidden, notFound, unauthorized } from '../../contracts/errors.js'
+import { COMMAND_TIMEOUT_MS } from '../../contracts/host/commands.js'
 import type { HostFacts, StoredHostFacts } from '../../contracts/host/facts.js'
 import type { Config } from '../config/settings.js'
 import { AgentDriver, type HostConsoleStreams } from '../hosts/agent-driver.js'
@@ -64,7 +65,7 @@ export class OnboardingService {
     /** Where agents' console websockets arrive (remote consoles). */
     private readonly consoles?: HostConsoleStreams,
     /** How long a driver call waits for the agent. */
-    private readonly commandTimeoutMs = 60_000,
+    private readonly commandTimeoutMs = COMMAND_TIMEOUT_MS,
   ) {
     this.channel = new CommandChannel(store, { pollMs: 100 })
   }
@@ -140,16 +141,26 @@ export class OnboardingService {
     )
   }
 
-  async createRegistrationToken(userId: string, expiresInSeconds: number, note: string | undefined): Promise<{ token: string; id: string; expires_at: string }> {
+  /**
+   * A one-time registration token. With `hostId`, the token registers that host id only: it is the one way to
+   * re-register a host that exists (a new credential for it, the old one refused at once).
+   */
+  async createRegistrationToken(
+    userId: string,
+    expiresInSeconds: number,
+    note: string | undefined,
+    hostId?: string,
+  ): Promise<{ token: string; id: string; expires_at: string; host_id?: string }> {
     const token = secret('pccr_')
     const now = Date.now()
     const id = randomUUID()
     const expiresAt = now + expiresInSeconds * 1000
+    const forHost = hostId?.toLowerCase() ?? null
     await this.store.db
       .insertInto('registration_tokens')
-      .values({ id, token_hash: sha256(token), note: note ?? null, created_by: userId, created_at: now, expires_at: expiresAt, used_at: null, used_by_host: null })
+      .values({ id, token_hash: sha256(token), note: note ?? null, created_by: userId, created_at: now, expires_at: expiresAt, used_at: null, used_by_host: null, host_id: forHost })
       .execute()
-    return { token, id, expires_at: new Date(expiresAt).toISOString() }
+    return { token, id, expires_at: new Date(expiresAt).toISOString(), ...(forHost && { host_id: forHost }) }
   }
 
   /** Registers (or re-registers) a host with a one-time token; answers its view and a fresh credential. */
@@ -163,11 +174,18 @@ export class OnboardingService {
       if (!token || token.used_at !== null || token.expires_at <= now) throw refused()
       const used = await tx.updateTable('registration_tokens').set({ used_at: now, used_by_host: hostId }).where('id', '=', token.id).where('used_at', 'is', null).executeTakeFirst()
       if (used.numUpdatedRows === 0n) throw refused()
+      // A token issued for a host registers that host id and no other.
+      if (token.host_id !== null && token.host_id !== hostId) throw forbidden(`This registration token is for host ${token.host_id}, not ${hostId}.`)
       const byName = await tx.selectFrom('hosts').select(['id']).where('hostname', '=', req.hostname).executeTakeFirst()
       if (byName && byName.id !== hostId) throw conflict(`Another host (${byName.id}) is already registered with hostname ${req.hostname}.`)
       const byId = await tx.selectFrom('hosts').select(['hostname', 'kind']).where('id', '=', hostId).executeTakeFirst()
       if (byId && byId.kind !== 'agent') throw conflict(`Host ${hostId} is not an agent host.`)
-      if (byId && byId.hostname !== req.hostname) await tx.updateTable('hosts').set({ hostname: req.hostname, updated_at: now }).where('id', '=', hostId).execute()
+      // Re-registering an existing host takes its credential, commands, image bytes and consoles: only with a
+      // token an admin issued for that host, and never under another name (docs/agent.md, "Onboarding in four steps").
+      if (byId && token.host_id !== hostId) {
+        throw conflict(`Host ${hostId} is already registered; re-registering it needs a registration token issued for it (POST /resmgr/v1/registration-tokens {"host_id": "${hostId}"}).`)
+      }
+      if (byId && byId.hostname !== req.hostname) throw conflict(`Host ${hostId} is registered as ${byId.hostname}; a re-registration cannot rename it (${req.hostname}).`)
       const facts: StoredHostFacts = {
         os_info: req.os_info,
         arch: req.arch,

@@ -42,6 +42,8 @@ export interface VolumeRecord {
   /** Backend holding the bytes (file, lvm) and where: `controller` or a storage host's id (null until placed). */
   backend: string
   location: string | null
+  /** The location as volume services name it: the storage host's hostname (its id if it is gone), or `controller`. */
+  locationName: string | null
   multiattach: boolean
   /** Why the backend failed (admins only). */
   statusReason: string | null
@@ -83,7 +85,7 @@ export function rowToAttachment(row: VolumeAttachmentTable): VolumeAttachment {
   }
 }
 
-export function rowToVolume(row: VolumeTable, typeName: string, attachments: VolumeAttachment[]): VolumeRecord {
+export function rowToVolume(row: VolumeTable, typeName: string, attachments: VolumeAttachment[], locationName: string | null = row.location): VolumeRecord {
   return {
     id: row.id,
     projectId: row.project_id,
@@ -106,6 +108,7 @@ export function rowToVolume(row: VolumeTable, typeName: string, attachments: Vol
     updatedAt: Number(row.updated_at),
     backend: row.backend,
     location: row.location,
+    locationName,
     multiattach: row.multiattach === 1,
     statusReason: row.status_reason,
   }

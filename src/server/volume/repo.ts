@@ -1,5 +1,6 @@
 /** Reads of volume rows with their type name and attachments, shared by the volume, snapshot and type code. */
 import { notFound } from '../../contracts/errors.js'
+import { CONTROLLER } from '../../contracts/host/storage-place.js'
 import type { Db } from '../storage/store.js'
 import type { VolumeTable } from '../storage/schema.js'
 import { DEFAULT_VOLUME_TYPE, rowToAttachment, rowToType, rowToVolume, type VolumeRecord, type VolumeTypeRecord } from './model.js'
@@ -7,16 +8,21 @@ import { DEFAULT_VOLUME_TYPE, rowToAttachment, rowToType, rowToVolume, type Volu
 export async function hydrate(db: Db, rows: VolumeTable[]): Promise<VolumeRecord[]> {
   if (rows.length === 0) return []
   const ids = rows.map((r) => r.id)
-  const [types, attachments] = await Promise.all([
+  // Storage hosts by id: a volume's host is named as `openstack volume service list` names it (<hostname>@<backend>).
+  const places = [...new Set(rows.map((r) => r.location).filter((l): l is string => l !== null && l !== CONTROLLER))]
+  const [types, attachments, hosts] = await Promise.all([
     db.selectFrom('volume_types').select(['id', 'name']).execute(),
     db.selectFrom('volume_attachments').selectAll().where('volume_id', 'in', ids).orderBy('created_at').execute(),
+    places.length ? db.selectFrom('hosts').select(['id', 'hostname']).where('id', 'in', places).execute() : Promise.resolve([]),
   ])
   const typeNames = new Map(types.map((t) => [t.id, t.name]))
+  const hostnames = new Map(hosts.map((h) => [h.id, h.hostname]))
   return rows.map((r) =>
     rowToVolume(
       r,
       typeNames.get(r.volume_type_id) ?? r.volume_type_id,
       attachments.filter((a) => a.volume_id === r.id).map(rowToAttachment),
+      r.location === null ? null : (hostnames.get(r.location) ?? r.location),
     ),
   )
 }

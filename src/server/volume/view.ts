@@ -44,8 +44,9 @@ export const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
  */
 export const VOLUME_SHOW_GATES: Record<string, Gate<VolumeRecord>> = {
   'os-vol-tenant-attr:tenant_id': { since: '3.0', type: STRING, read: (v) => v.projectId },
-  // Cinder's host@backend#pool: the storage place (controller or a storage host's id) and the backend.
-  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, type: { type: ['string', 'null'] }, read: (v) => (v.location ? `${v.location}@${v.backend}#${v.backend}` : null) },
+  // Cinder's host@backend#pool: the storage place as `openstack volume service list` names it (`controller` or the
+  // storage host's hostname) and the backend, so that tools can join the two on `host@backend`.
+  'os-vol-host-attr:host': { since: '3.0', adminOnly: true, type: { type: ['string', 'null'] }, read: (v) => (v.location ? `${v.locationName ?? v.location}@${v.backend}#${v.backend}` : null) },
   'os-vol-mig-status-attr:migstat': { since: '3.0', adminOnly: true, type: NULL, read: () => null },
   'os-vol-mig-status-attr:name_id': { since: '3.0', adminOnly: true, type: NULL, read: () => null },
 }

@@ -144,6 +144,9 @@ export async function login(credentials: Credentials): Promise<Receipt | undefin
     const response = (err as { response?: Response }).response
     const receipt = response?.headers.get('openstack-auth-receipt')
     if (!receipt && err instanceof ApiError && err.status === 401) {
+      // A locked account says so, and until when, also to the user who typed the right password.
+      const locked = /is locked for user: \S+ (until .+)\.$/.exec(err.message)
+      if (locked) throw new ApiError(401, `This account is locked ${locked[1]}.`, err.requestId, 'Too many failed logins: wait until then, or ask an administrator to unlock it.')
       throw new ApiError(401, 'The user name, password or domain is not right.', err.requestId, 'Check them and try again: repeated failed logins may lock the account for a while.')
     }
     if (!receipt) throw err

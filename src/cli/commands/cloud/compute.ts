@@ -426,6 +426,16 @@ export const serverCreate: CommandSpec = {
   },
 }
 
+/**
+ * Whether a delete being waited for failed. A server in ERROR before the delete stays ERROR while it is deleted
+ * (task state `deleting`), so ERROR alone is no failure: the delete failed when the server is ERROR with no task
+ * and it either was not ERROR before or has a new fault (the conductor records one when the host refuses).
+ */
+function deleteFailed(before: Server, now: Server): boolean {
+  if (now.status !== 'ERROR' || now['OS-EXT-STS:task_state']) return false
+  return before.status !== 'ERROR' || JSON.stringify(now.fault ?? null) !== JSON.stringify(before.fault ?? null)
+}
+
 export const serverDelete: CommandSpec = {
   words: ['server', 'delete'],
   summary: 'delete server(s)',
@@ -442,9 +452,7 @@ export const serverDelete: CommandSpec = {
         const server = await findServer(session, compute, nameOrId, headers)
         if (flags.force) await action(session, compute, server.id, { forceDelete: null }, headers)
         else await session.send('DELETE', `${compute}/servers/${encodeURIComponent(server.id)}`, undefined, headers)
-        if (flags.wait) {
-          await waitUntilGone(context, () => getServer(session, compute, server.id, headers), (s) => (s.status === 'ERROR' ? `Error deleting server: ${server.id}` : undefined))
-        }
+        if (flags.wait) await waitUntilGone(context, () => getServer(session, compute, server.id, headers), (s) => (deleteFailed(server, s) ? `Error deleting server: ${server.id}` : undefined))
       }
       return 0
     })

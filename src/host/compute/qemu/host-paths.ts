@@ -10,18 +10,17 @@
  * Names carry the server id, so cleanup never guesses. The instance and image directories are root's alone
  * (`privateDir`).
  */
-import { chmodSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { DriverError } from '../../../contracts/host/compute-driver.js'
+import { privateDirSync } from '../../private-dir.js'
 
 /**
  * A directory only root reads: instance directories hold the config drive (the admin password), the suspended
  * guest's memory and the console log; the image cache holds projects' private images. A directory an earlier
- * version made with the default mode is narrowed too.
+ * version made with the default mode is narrowed too; its missing parents get the default mode (src/host/private-dir.ts).
  */
 export function privateDir(path: string): void {
-  mkdirSync(path, { recursive: true, mode: 0o700 })
-  chmodSync(path, 0o700)
+  privateDirSync(path)
 }
 
 /** Linux's sun_path is 108 bytes including the terminating NUL. */

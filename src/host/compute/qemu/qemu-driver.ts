@@ -16,6 +16,7 @@ import { promisify } from 'node:util'
 import { connect } from 'node:net'
 import type { Duplex, Readable } from 'node:stream'
 import { finished, pipeline } from 'node:stream/promises'
+import { COMMAND_TIMEOUT_MS, LONG_COMMAND_FACTOR } from '../../../contracts/host/commands.js'
 import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
@@ -62,9 +63,12 @@ export interface QemuDriverOptions {
   /** `auto` (default) tries a guest under KVM and falls back to TCG. */
   accel?: 'auto' | 'kvm' | 'tcg'
   probeKernel?: string
-  /** How long a graceful stop waits for the guest to power off before a hard stop (Nova's shutdown_timeout). */
+  /**
+   * How long a graceful stop waits for the guest to power off before a hard stop (Nova's shutdown_timeout; default
+   * 30 s). Never more than cleanStopMs allows: the control plane waits only so long for the command.
+   */
   shutdownTimeoutMs?: number
-  /** How long a soft reboot waits for the guest to go down before it reboots hard (Nova's wait_soft_reboot_seconds). */
+  /** How long a soft reboot waits for the guest to go down before it reboots hard (Nova's wait_soft_reboot_seconds; default 30 s, capped likewise). */
   softRebootTimeoutMs?: number
   consoleLogMaxBytes?: number
   /** A cached image no guest uses is removed once unused this long (default 24 h; Nova's remove_unused_original_minimum_age_seconds). */
@@ -118,6 +122,21 @@ const CAPABILITIES: DriverCapabilities = {
   supportsConsoleOutput: true,
   supportsSetAdminPassword: false,
   supportsSnapshot: true,
+}
+
+/** A clean stop's default wait, as Nova's shutdown_timeout but inside the command's time (below). */
+export const CLEAN_STOP_DEFAULT_MS = 30_000
+
+/**
+ * How long a clean stop (ACPI power button) may wait inside a command: half of what the control plane waits for
+ * the command (COMMAND_TIMEOUT_MS, long commands LONG_COMMAND_FACTOR times as long), so the hard stop that follows
+ * (at most 20 s) and a reboot's new start still fit. A guest that ignores ACPI is then stopped hard and the action
+ * ends SHUTOFF, as Nova's stop does, rather than the control plane giving up first and the server going to ERROR
+ * (docs/qemu.md, "Operations").
+ */
+export function cleanStopMs(configuredMs: number | undefined, long = false): number {
+  const limit = (COMMAND_TIMEOUT_MS * (long ? LONG_COMMAND_FACTOR : 1)) / 2
+  return Math.min(configuredMs ?? CLEAN_STOP_DEFAULT_MS, limit)
 }
 
 export class QemuDriver implements ComputeDriver {
@@ -252,7 +271,7 @@ export class QemuDriver implements ComputeDriver {
         if (status !== 'running') throw new DriverError(`guest ${serverId} is not running (${status ?? 'no process'}); a soft reboot needs a running guest`)
         // Nova's _soft_reboot: an ACPI shutdown, and a new start once the guest is down; a guest that does not go
         // down in time is rebooted hard.
-        if (!(await this.powerDown(p, this.options.softRebootTimeoutMs ?? 120_000))) await this.stopHard(p)
+        if (!(await this.powerDown(p, cleanStopMs(this.options.softRebootTimeoutMs)))) await this.stopHard(p)
       } else {
         await this.stopHard(p)
         if (rec.suspended) this.save(p, { ...rec, suspended: false })
@@ -273,7 +292,7 @@ export class QemuDriver implements ComputeDriver {
       const status = await this.status(p)
       if (status === undefined) return
       // A paused guest cannot answer the power button.
-      if (status !== 'running' || !(await this.powerDown(p, this.options.shutdownTimeoutMs ?? 60_000))) await this.stopHard(p)
+      if (status !== 'running' || !(await this.powerDown(p, cleanStopMs(this.options.shutdownTimeoutMs)))) await this.stopHard(p)
     })
   }
 
@@ -470,7 +489,7 @@ export class QemuDriver implements ComputeDriver {
       if (flavor.disk > 0 && flavor.disk * 1024 ** 3 < current) throw new DriverError(`Unable to resize disk down: the root disk is ${current} bytes, flavor ${flavor.name} has ${flavor.disk} GiB.`, 400)
       if (rec.suspended) rmSync(p.suspendState, { force: true })
       const status = await this.status(p)
-      if (status !== undefined && (status !== 'running' || !(await this.powerDown(p, this.options.shutdownTimeoutMs ?? 60_000)))) await this.stopHard(p)
+      if (status !== undefined && (status !== 'running' || !(await this.powerDown(p, cleanStopMs(this.options.shutdownTimeoutMs, true))))) await this.stopHard(p)
       this.save(p, { ...rec, suspended: false })
       if (toSameHost) {
         const keep = `${p.dir}/resize`
@@ -885,7 +904,7 @@ export class QemuDriver implements ComputeDriver {
     return false
   }
 
-  /** Stops QEMU now: `quit`, then SIGTERM, then SIGKILL (Proxmox's _do_vm_stop, with shorter waits). */
+  /** Stops QEMU now: `quit`, then SIGTERM, then SIGKILL (Proxmox's _do_vm_stop, with shorter waits; at most 20 s). */
   private async stopHard(p: InstancePaths): Promise<void> {
     const pid = runningPid(p.pidfile)
     if (!pid) return

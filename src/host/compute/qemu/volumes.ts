@@ -12,7 +12,8 @@
  *
  * Node names are at most 31 characters in QEMU, so they use the first 16 hex digits of the volume id.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { rm, writeFile } from 'node:fs/promises'
+import { privateDirAsync } from '../../private-dir.js'
 import { join } from 'node:path'
 import { DriverError, type VolumeConnection, type VolumeConnectionInfo } from '../../../contracts/host/compute-driver.js'
 
@@ -61,7 +62,7 @@ export async function writeVolumeKey(instanceDir: string, volume: VolumeConnecti
   const info = connectionOf(volume)
   if (!info.data.psk_key) throw new DriverError(`Volume ${volume.volumeId}: the host has no key for its export.`)
   const dir = volumeKeyDir(instanceDir, volume.volumeId)
-  await mkdir(dir, { recursive: true, mode: 0o700 })
+  await privateDirAsync(dir)
   await writeFile(join(dir, 'keys.psk'), `${info.data.psk_identity}:${info.data.psk_key}\n`, { mode: 0o600 })
   return dir
 }

@@ -14,7 +14,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { openSync, closeSync, readFileSync } from 'node:fs'
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { privateDirAsync } from '../../private-dir.js'
 import { join } from 'node:path'
 import { VolumeBackendError, type BlockdevSpec, type ByteSource, type LiveCopy } from '../../../contracts/host/volume.js'
 import { signal, waitGone } from '../../compute/qemu/qemu-process.js'
@@ -111,7 +112,7 @@ export class ExportManager {
   private async ensure(spec: ExportSpec): Promise<void> {
     const dir = join(this.runDir, spec.volumeId)
     const files = daemonFiles(dir)
-    await mkdir(dir, { recursive: true, mode: 0o700 })
+    await privateDirAsync(dir)
     await writeIfChanged(files.keys, keyFile(spec.keys))
     const { keys: _keys, ...state } = spec
     const previous = await readState(files.spec)

@@ -13,7 +13,7 @@ import { hostRoutes } from './hosts-routes.js'
 import { versionRoutes } from './versions.js'
 import { useMicroversions, useSingleQueryValues } from './context.js'
 import { addDocs } from '../../http/openapi.js'
-import { nulInJson } from '../../http/json-body.js'
+import { loneSurrogateInJson, nulInJson } from '../../http/json-body.js'
 import { MICROVERSION_HEADERS } from '../../../contracts/compute/schemas.js'
 
 export function computeRoutes(deps: AppDeps) {
@@ -28,11 +28,14 @@ export function computeRoutes(deps: AppDeps) {
       api.addContentTypeParser(['text/plain', 'application/vnd.openstack.compute+json'], { parseAs: 'string' }, (_request, body, done) => {
         const nul = nulInJson(body as string)
         if (nul) return done(nul, undefined)
+        let value: unknown
         try {
-          done(null, body === '' ? undefined : JSON.parse(body as string))
+          value = body === '' ? undefined : JSON.parse(body as string)
         } catch {
-          done(new AppError('bad_request', 'Malformed request body'), undefined)
+          return done(new AppError('bad_request', 'Malformed request body'), undefined)
         }
+        const surrogate = loneSurrogateInJson(body as string, value)
+        done(surrogate ?? null, surrogate ? undefined : value)
       })
       api.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
       await serverRoutes(deps)(api)

@@ -74,7 +74,7 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
       const views = await renderServers(deps, request, full, 'detail')
       full.forEach((row, j) => {
         delete views[j].host_status
-        const json = Buffer.from(JSON.stringify(views[j]).slice(0, -1))
+        const json = ServerViewCache.encode(JSON.stringify(views[j]).slice(0, -1))
         // The stamp of the row as rendered: newer than the list's if it changed meanwhile, never older.
         cache.set(entries, row.id, stamp(row), json)
         rendered.set(row.id, json)
@@ -143,7 +143,10 @@ const DOCS = {
 
 export function serverRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
-  const views = new ServerViewCache()
+  const views = new ServerViewCache({
+    budgetBytes: deps.config.viewCacheMb * 1024 * 1024,
+    live: async (ids) => new Set((await db.selectFrom('servers').select('id').where('id', 'in', ids).where('deleted', '=', 0).execute()).map((r) => r.id)),
+  })
   return async (scope: FastifyInstance): Promise<void> => {
     const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply) => {
       const caller = callerOf(request)

@@ -14,7 +14,7 @@ import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../.
 import { imageView, memberView } from '../../image/view.js'
 import { documented, mediaAnswer, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
 import { fromDraft4 } from '../../image/patch.js'
-import { nulInJson } from '../../http/json-body.js'
+import { loneSurrogateInJson, nulInJson } from '../../http/json-body.js'
 
 const DRAFT4_PATCH_TYPE = 'application/openstack-images-v2.0-json-patch'
 const JSON_PATCH_TYPES = ['application/openstack-images-v2.1-json-patch', DRAFT4_PATCH_TYPE]
@@ -115,11 +115,14 @@ export function imageRoutes(deps: AppDeps) {
       v2.addContentTypeParser<string>(JSON_PATCH_TYPES, { parseAs: 'string', bodyLimit: deps.config.bodyLimitBytes }, (_request, body, done) => {
         const nul = nulInJson(body)
         if (nul) return done(nul, undefined)
+        let value: unknown
         try {
-          done(null, JSON.parse(body))
+          value = JSON.parse(body)
         } catch {
-          done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined)
+          return done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined)
         }
+        const surrogate = loneSurrogateInJson(body, value)
+        done(surrogate ?? null, surrogate ? undefined : value)
       })
 
       v2.get('/v2', DOCS.redirect, async (_request, reply) => reply.redirect(`${deps.urls.image}/v2/`))

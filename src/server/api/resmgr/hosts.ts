@@ -81,7 +81,10 @@ const HOST = obj(
 )
 const hostCredential = 'Authorization: Bearer <host credential>; a host acts only for itself'
 const DOCS = {
-  registrationToken: documented({ summary: 'Create a one-time registration token for a new host (admin)', response: { 201: obj({ token: str(), id: str(), expires_at: str() }, ['token', 'id', 'expires_at']) } }),
+  registrationToken: documented({
+    summary: 'Create a one-time registration token for a new host, or with host_id to re-register that host (admin)',
+    response: { 201: obj({ token: str(), id: str(), expires_at: str(), host_id: str() }, ['token', 'id', 'expires_at']) },
+  }),
   register: documented({ ...OPEN, summary: 'Register a host with a registration token; answers its credential', response: { 201: obj({ host: HOST, credential: str() }, ['host', 'credential']) } }),
   roles: documented({ summary: 'The roles a host can take', response: { 200: { type: 'array', items: obj({ name: str(), display_name: str(), description: str() }) } } }),
   list: documented({ summary: 'List hosts', response: { 200: { type: 'array', items: HOST } } }),
@@ -105,21 +108,25 @@ export function hostRoutes(deps: AppDeps) {
   const requireHost = hostAuth(deps)
 
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.post<{ Body: { expires_in?: number; note?: string } }>(
+    scope.post<{ Body: { expires_in?: number; note?: string; host_id?: string } }>(
       '/v1/registration-tokens',
       {
         onRequest: requireAuth,
         schema: {
           tags: ['resmgr'],
           // Both fields have defaults: a bodiless request (validated as null) creates a token with them.
-          body: { type: ['object', 'null'], additionalProperties: false, properties: { expires_in: { type: 'integer', minimum: 60, maximum: 30 * 86400 }, note: str(1024) } },
+          body: {
+            type: ['object', 'null'],
+            additionalProperties: false,
+            properties: { expires_in: { type: 'integer', minimum: 60, maximum: 30 * 86400 }, note: str(1024), host_id: { type: 'string', pattern: uuid } },
+          },
         },
         ...DOCS.registrationToken,
       },
       async (request, reply) => {
         authorize(RESMGR_HOSTS_POLICY, 'registration_tokens:create', request.principal)
         const body = request.body ?? {}
-        const created = await onboarding.createRegistrationToken(request.principal.userId, body.expires_in ?? 3600, body.note)
+        const created = await onboarding.createRegistrationToken(request.principal.userId, body.expires_in ?? 3600, body.note, body.host_id)
         reply.header('cache-control', 'no-store')
         return reply.code(201).send(created)
       },

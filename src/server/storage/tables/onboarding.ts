@@ -11,6 +11,8 @@ export interface RegistrationTokenTable {
   /** Set by the one registration that used it; a used token never registers again. */
   used_at: number | null
   used_by_host: string | null
+  /** The existing host this token may re-register (and no other); null: a token for a new host. */
+  host_id: string | null
 }
 
 export interface HostCredentialTable {

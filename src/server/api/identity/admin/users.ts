@@ -6,6 +6,7 @@ import { DEFAULT_DOMAIN_ID } from '../../../bootstrap/bootstrap.js'
 import * as users from '../../../identity/repo/users.repo.js'
 import * as groups from '../../../identity/repo/groups.repo.js'
 import { listDomainFor } from '../../../policy/identity.policy.js'
+import { untilText } from '../../../identity/lockout.js'
 import { collection, guard, queryFlag, type AdminContext } from './common.js'
 import { GroupCreate, GroupUpdate, PasswordChange, UserCreate, UserUpdate, query } from './schemas.js'
 import { groupView, userView } from './views.js'
@@ -66,7 +67,10 @@ export function userRoutes(scope: FastifyInstance, ctx: AdminContext): void {
       const { password, original_password } = request.body.user
       const checked = await users.checkOriginalPassword(ctx.db, request.params.id, original_password, ctx.now(), ctx.deps.identityAuth.lockout.policy)
       if (checked === 'denied') throw unauthorized('The request you have made requires authentication.')
-      if (checked === 'locked') throw unauthorized(`The account is locked for user: ${request.params.id}.`)
+      if (checked === 'locked') {
+        const end = await ctx.deps.identityAuth.lockout.lockedUntil(request.params.id)
+        throw unauthorized(`The account is locked for user: ${request.params.id} ${untilText(end ?? null, ctx.now())}.`)
+      }
       await ctx.write((tx) => users.setPassword(tx, request.params.id, password, ctx.now()))
       return reply.code(204).send()
     },
