@@ -12,6 +12,7 @@ import type { IdpServices } from './oidc/services.js'
 import type { HostDataService } from './onboarding/host-data.js'
 import type { OnboardingService } from './onboarding/onboarding-service.js'
 import type { BlobStore } from './blobs/blob-store.js'
+import type { HostCephUsers } from './ceph/host-users.js'
 import type { ImageService } from './image/service.js'
 import type { VolumeServices } from './volume/services.js'
 import type { Consoles } from './remote-consoles/consoles.js'
@@ -45,6 +46,8 @@ export interface AppDeps {
   urls: ServiceUrls
   /** Image bytes (data-dir/blobs). */
   blobs: BlobStore
+  /** Hosts' own cephx users, when Ceph is configured (docs/ceph.md). */
+  hostCeph: HostCephUsers | undefined
   /** Glance-compatible image service; compute calls getVisibleImage / createSnapshotImage. */
   images: ImageService
   /** Cinder-compatible block storage; compute calls volumes.reserveForAttach / attach / detach / createForBoot. */

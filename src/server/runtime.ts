@@ -150,6 +150,8 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       authenticateHost: (credential): Promise<string> => onboarding.authenticateHost(credential),
     })
     const onboarding = new OnboardingService(store, conductor.drivers, config, logger.child({ component: 'onboarding' }), consoles.sessions)
+    const hostCeph = imageVolume.deps.hostCeph
+    if (hostCeph) onboarding.whenHostDeleted((hostId) => hostCeph.remove(hostId))
     const deps: AppDeps = {
       config, logger, store, box, queue, runner, tokens, identityAuth, idp, conductor, onboarding, consoles,
       network: new NetworkService(store),

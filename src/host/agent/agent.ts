@@ -8,6 +8,7 @@
  * and asked for its undelivered work) is answered from memory, never executed twice; unposted outcomes are
  * posted again until the control plane takes them.
  */
+import { learnCephAccess, type CephAccess } from './ceph-access.js'
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
@@ -76,6 +77,8 @@ export class PccAgent {
   private readonly wake: (() => void)[] = []
   private readonly consoles: ConsoleStreams
   private storage!: StorageRole
+  /** The host's own access to Ceph, when the cloud keeps data there (ceph-access.ts). */
+  ceph?: CephAccess
 
   /** The host protocol this agent announces (src/contracts/host/commands.ts). */
   readonly protocolVersion: number
@@ -138,6 +141,8 @@ export class PccAgent {
     await this.network?.start()
     this.log('info', 'pcc-agent starting', { hostId: this.hostId, hostname: this.facts.hostname, version: this.version, protocol: this.protocolVersion, controller: this.config.controller })
     await this.ensureRegistered()
+    this.ceph = await this.withBackoff('ceph access', () => learnCephAccess(this.root, (method, path) => this.api(method, path)))
+    if (this.ceph) this.log('info', 'Ceph access learnt from the control plane', { user: this.ceph.client.user, pools: this.ceph.pools })
     // Roles first: a restarted agent must know it is a hypervisor before it takes commands.
     await this.withBackoff('heartbeat', () => this.heartbeat())
     await Promise.all([this.heartbeatLoop(), this.commandLoop(), this.repostLoop(), this.network?.run()])

@@ -201,14 +201,19 @@ export class Rbd {
     })
   }
 
-  /** What a pool holds and may still hold (`ceph df`: its bytes stored and the bytes it can still take). */
-  async poolUsage(pool: string): Promise<{ storedBytes: number; availableBytes: number }> {
-    const out = await new Promise<string>((resolve, reject) => {
-      execFile('ceph', ['--conf', this.client.conf, '--id', this.client.user, '--connect-timeout', '20', 'df', '--format', 'json'], { timeout: 30_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-        if (err) reject(new CephError(`ceph df failed: ${reason(stderr) || err.message}`, errnoOf(err.code)))
+  /** Runs Ceph's `ceph` command as this client (the monitors' commands: `df`, `auth`, `osd blocklist`). */
+  ceph(args: string[], timeoutMs = 30_000): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      execFile('ceph', ['--conf', this.client.conf, '--id', this.client.user, '--connect-timeout', String(Math.ceil(timeoutMs / 1000) - 5), ...args], { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+        if (err) reject(new CephError(`ceph ${args.slice(0, 2).join(' ')} failed: ${reason(stderr) || err.message}`, errnoOf(err.code)))
         else resolve(stdout)
       })
     })
+  }
+
+  /** What a pool holds and may still hold (`ceph df`: its bytes stored and the bytes it can still take). */
+  async poolUsage(pool: string): Promise<{ storedBytes: number; availableBytes: number }> {
+    const out = await this.ceph(['df', '--format', 'json'])
     const found = (JSON.parse(out) as { pools: { name: string; stats: { stored: number; max_avail: number } }[] }).pools.find((p) => p.name === pool)
     if (!found) throw new CephError(`the Ceph pool ${pool} does not exist`, ENOENT)
     return { storedBytes: found.stats.stored, availableBytes: found.stats.max_avail }

@@ -355,7 +355,15 @@ export class OnboardingService {
     })
     for (const [hash, entry] of this.credentialCache) if (entry.hostId === host.id) this.credentialCache.delete(hash)
     this.drivers.delete(host.id)
+    for (const hook of this.hostDeletedHooks) await hook(host.id)
     this.logger.info({ hostId, force }, 'host removed')
+  }
+
+  private readonly hostDeletedHooks: ((hostId: string) => Promise<void>)[] = []
+
+  /** Work that goes with a removed host outside the store (its cephx user), run after the removal commits. */
+  whenHostDeleted(hook: (hostId: string) => Promise<void>): void {
+    this.hostDeletedHooks.push(hook)
   }
 
   async list(): Promise<HostView[]> {

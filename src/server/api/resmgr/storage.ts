@@ -4,11 +4,13 @@
  *
  * - a storage host reports its export address and backends, reads the exports it should serve (with their keys),
  *   downloads the image a volume it creates is made from, and uploads the bytes of an image made from a volume;
- * - a hypervisor host fetches the connection info, key included, of an attachment it connects.
+ * - a hypervisor host fetches the connection info, key included, of an attachment it connects;
+ * - any host fetches its access to Ceph (docs/ceph.md), when the cloud has one.
  *
  * Image bytes stream both ways: nothing is buffered, the image service's size limit applies to uploads.
  */
 import type { FastifyInstance } from 'fastify'
+import { notFound } from '../../../contracts/errors.js'
 import type { AppDeps } from '../../deps.js'
 import { documented, HOST_CREDENTIAL, mediaAnswer, noBody } from '../../http/openapi.js'
 import { passThroughParser, uploadStream } from '../../http/upload-stream.js'
@@ -48,6 +50,11 @@ const DOCS = {
   }),
   sourceImage: documented({ ...HOST_CREDENTIAL, summary: 'The bytes of the image a volume on this host is being created from', response: { 200: mediaAnswer('application/octet-stream', 'The image data', { type: 'string', format: 'binary' }) } }),
   upload: documented({ ...HOST_CREDENTIAL, summary: "An image's bytes, uploaded by the storage host from one of its volumes", consumes: ['application/octet-stream'], body: { type: 'string', format: 'binary' }, response: { 204: noBody('Stored') } }),
+  ceph: documented({
+    ...HOST_CREDENTIAL,
+    summary: "The host's access to the Ceph cluster: ceph.conf, its own cephx user and key, the pools (404 without Ceph)",
+    response: { 200: object({ conf: { type: 'string' }, user: { type: 'string' }, key: { type: 'string' }, pools: object({ images: { type: 'string' }, volumes: { type: 'string' }, vms: { type: 'string' } }, ['images', 'volumes', 'vms']) }, ['conf', 'user', 'key', 'pools']) },
+  }),
   connection: documented({ ...HOST_CREDENTIAL, summary: "An attachment's connection info with its key, for the hypervisor host it is connected on", response: { 200: object({ connection_info: { type: 'object' } }, ['connection_info']) } }),
 }
 
@@ -80,6 +87,12 @@ export function storageHostRoutes(deps: AppDeps) {
     scope.put<Params<typeof imageParams>>('/v1/hosts/:id/storage/images/:image_id', { onRequest: requireHost, schema: schema({ params: imageParams }), ...DOCS.upload }, async (request, reply) => {
       await receiveUploadFromHost(db, deps.images, host(request), request.params.image_id, uploadStream(request))
       return reply.code(204).send()
+    })
+
+    scope.get<Params<typeof hostParams>>('/v1/hosts/:id/ceph', { onRequest: requireHost, schema: schema({ params: hostParams }), ...DOCS.ceph }, async (request, reply) => {
+      reply.header('cache-control', 'no-store')
+      if (!deps.hostCeph) throw notFound('This cloud keeps no data on Ceph (PCC_CEPH_CONF is not set).')
+      return deps.hostCeph.accessFor(host(request))
     })
 
     scope.get<Params<typeof attachmentParams>>('/v1/hosts/:id/volume-connections/:attachment_id', { onRequest: requireHost, schema: schema({ params: attachmentParams }), ...DOCS.connection }, async (request, reply) => {

@@ -56,7 +56,16 @@ export interface AgentHostTable {
   registered_at: number
 }
 
+/** A host's own cephx user (`client.<ceph_user>`), made by the control plane; its key sealed with the master key. */
+export interface HostCephUserTable {
+  host_id: string
+  ceph_user: string
+  key_sealed: string
+  created_at: number
+}
+
 export interface OnboardingTables {
+  host_ceph_users: HostCephUserTable
   registration_tokens: RegistrationTokenTable
   host_credentials: HostCredentialTable
   host_commands: HostCommandTable
