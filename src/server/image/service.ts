@@ -13,7 +13,7 @@ import type { Readable } from 'node:stream'
 import { AppError, badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { Principal } from '../auth/principal.js'
 import { BlobTooLargeError, type BlobStore } from '../blobs/blob-store.js'
-import { authorize } from '../policy/rules.js'
+import { authorize, type Visibility } from '../policy/rules.js'
 import { imagePolicy } from '../policy/image.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import { filterSortPage, type ImageQuery, type ListPage } from './listing.js'
@@ -436,11 +436,12 @@ export class ImageService {
 
   /**
    * The image a server in `projectId` may boot from. Nova's rules for imageRef: an image that does not exist
-   * or is not visible is 400 "Can not find requested image"; one that is not active is 400 as well.
+   * or is not visible is 400 "Can not find requested image"; one that is not active is 400 as well. `visibility`
+   * is the caller's, decided by its route's policy (all_projects: every project's images).
    */
-  async getVisibleImage(projectId: string, isAdmin: boolean, imageId: string, db: Db = this.store.db): Promise<ImageRecord> {
+  async getVisibleImage(projectId: string, visibility: Visibility, imageId: string, db: Db = this.store.db): Promise<ImageRecord> {
     const image = await this.load(db, imageId)
-    if (!image || !(await this.canSee(db, { projectId, isAdmin }, image))) throw badRequest('Can not find requested image')
+    if (!image || !(await this.canSee(db, { projectId, isAdmin: visibility === 'all_projects' }, image))) throw badRequest('Can not find requested image')
     if (image.status !== 'active') throw badRequest(`Image ${imageId} is not active.`)
     return image
   }

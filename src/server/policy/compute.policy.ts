@@ -8,6 +8,14 @@ import { anyOf, anyone, isAdmin, projectMemberOrAdmin, projectReaderOrAdmin, typ
 export const COMPUTE_POLICY = {
   /** Seeing another project's servers and server groups at all: without it they are 404, not 403 (context.ts visibleProject). */
   'other_projects:see': isAdmin,
+  /**
+   * A server request may use another project's images, volumes, volume snapshots and networks (boot, rebuild,
+   * attach, snapshot): Nova hands an admin's context to the image, volume and network services, which show it every
+   * project's. Passed to the domain as a Visibility; without it, another project's resource is not found.
+   */
+  'other_projects:use': isAdmin,
+  /** A port on an external network that is not shared (Nova's network:attach_external_network). */
+  'network:attach_external_network': isAdmin,
   'servers:index': projectReaderOrAdmin,
   'servers:index:get_all_tenants': isAdmin,
   'servers:detail:get_all_tenants': isAdmin,
@@ -43,6 +51,11 @@ export const COMPUTE_POLICY = {
   'servers:remote_consoles': projectMemberOrAdmin,
   'console_auth_tokens:show': isAdmin,
   'flavors:read': anyone,
+  /**
+   * Seeing and using private flavors the project was not given access to (show, boot, resize): Nova reads every
+   * flavor with an admin's context. Passed to the domain as a Visibility.
+   */
+  'flavors:all_projects': isAdmin,
   'flavors:manage': isAdmin,
   /** Listing every flavor (private and disabled too) and filtering by is_public, as Nova's os-flavor-access rule. */
   'os-flavor-access': isAdmin,

@@ -14,7 +14,7 @@ import { computeStorage } from '../../compute/storage.js'
 import { parseIsoTime } from '../../../contracts/compute/time.js'
 import type { ServerRouteDeps } from './servers.js'
 import { renderServers, visibleServer } from './servers.js'
-import { bodyObject, callerOf, can, must, validate, visibleProject } from './context.js'
+import { bodyObject, callerOf, must, serverCaller, validate, visibleProject } from './context.js'
 import { ACTION_POLICY } from '../../policy/compute.policy.js'
 import { remoteConsoleUrl } from '../../remote-consoles/remote-consoles.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -86,9 +86,8 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       if (!inRange(request.api.version, since, until)) throw notFound('The resource could not be found.')
       const row = await visibleServer(deps, request, request.params.id)
       validate(`action:${key}`, request, ACTION_BODIES[key], body[key])
-      const caller = callerOf(request)
       must(request, ACTION_POLICY[key] ?? ('adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action'), { projectId: row.project_id })
-      const outcome = await runAction(actionDeps, request.api, { ...caller, principal: request.principal, lockOverride: can(request, 'servers:locked:override'), authorize: (op) => must(request, op, { projectId: row.project_id }) }, row, action, body[key], request.id)
+      const outcome = await runAction(actionDeps, request.api, { ...serverCaller(request), principal: request.principal, authorize: (op) => must(request, op, { projectId: row.project_id }) }, row, action, body[key], request.id)
       deps.runner.wake()
       if (outcome.headers) reply.headers(outcome.headers)
       if (action === 'rebuild' && outcome.server) {

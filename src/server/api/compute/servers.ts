@@ -14,7 +14,7 @@ import { serversMatchingIps } from '../../compute/server-network.js'
 import { acceptServerDelete, findLiveServer, serverRowsByIds, updateServerFields } from '../../compute/server-rows.js'
 import type { ImageLookup } from '../../compute/images.js'
 import { computeStorage } from '../../compute/storage.js'
-import { bodyObject, callerOf, can, must, validate, visibleProject } from './context.js'
+import { bodyObject, callerOf, can, must, serverCaller, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { Type as T } from '@sinclair/typebox'
 import { envelope, fieldsSchema, listOf, plain, serverListQuery, versioned } from '../../../contracts/compute/schemas.js'
@@ -186,7 +186,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
         deps.queue,
         deps.imageLookup,
         request.api,
-        { ...caller, canForceHost: can(request, 'servers:create:forced_host') },
+        { ...serverCaller(request), canForceHost: can(request, 'servers:create:forced_host') },
         body,
         request.id,
         computeStorage(deps),
