@@ -21,7 +21,7 @@ import { randomUUID } from 'node:crypto'
 import { AppError, badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { Principal } from '../auth/principal.js'
 import type { ImageService } from '../image/service.js'
-import { authorize, visibilityOf, type Visibility } from '../policy/rules.js'
+import { allows, authorize, visibilityOf, type Visibility } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
@@ -51,17 +51,18 @@ export interface VolumeServiceOptions {
 export interface Caller {
   projectId: string
   userId: string
-  isAdmin: boolean
+  /** Whose volumes and snapshots the caller may find (volume:other_projects:see, or compute's decision). */
+  visibility: Visibility
 }
 
 export function callerOf(principal: Principal): Caller {
   if (principal.scope.type !== 'project') throw new AppError('forbidden', 'The block storage API needs a project-scoped token.')
-  return { projectId: principal.scope.projectId, userId: principal.userId, isAdmin: principal.roles.includes('admin') }
+  return { projectId: principal.scope.projectId, userId: principal.userId, visibility: visibilityOf(allows(volumePolicy, 'volume:other_projects:see', principal)) }
 }
 
 /** The caller of a compute-facing method: compute's route decided its visibility from compute's policy (default: project). */
 export function computeCaller(request: { projectId: string; userId?: string; visibility?: Visibility }): Caller {
-  return { projectId: request.projectId, userId: request.userId ?? '', isAdmin: request.visibility === 'all_projects' }
+  return { projectId: request.projectId, userId: request.userId ?? '', visibility: request.visibility ?? 'project' }
 }
 
 export interface CreateVolumeInput {
@@ -159,7 +160,7 @@ export class VolumeService {
   /** A volume the caller may see (own project, or any for admins); 404 otherwise. */
   async find(caller: Caller, id: string, db: Db = this.store.db): Promise<VolumeRecord> {
     const volume = await loadVolume(db, id)
-    if (!volume || (!caller.isAdmin && volume.projectId !== caller.projectId)) throw notFound(`Volume ${id} could not be found.`)
+    if (!volume || (caller.visibility !== 'all_projects' && volume.projectId !== caller.projectId)) throw notFound(`Volume ${id} could not be found.`)
     return volume
   }
 
@@ -217,7 +218,7 @@ export class VolumeService {
     let imageMetadata: Record<string, string> | null = null
     if (input.snapshot_id) {
       const snap = await tx.selectFrom('volume_snapshots').selectAll().where('id', '=', input.snapshot_id).executeTakeFirst()
-      if (!snap || (!caller.isAdmin && snap.project_id !== caller.projectId)) throw notFound(`Snapshot ${input.snapshot_id} could not be found.`)
+      if (!snap || (caller.visibility !== 'all_projects' && snap.project_id !== caller.projectId)) throw notFound(`Snapshot ${input.snapshot_id} could not be found.`)
       if (snap.status !== 'available') throw badRequest(`Invalid snapshot: Originating snapshot status must be one of 'available' values.`)
       size ??= snap.size
       if (size < snap.size) throw badRequest(`Invalid input received: Volume size '${size}'GB cannot be smaller than the snapshot size ${snap.size}GB. They must be >= original snapshot size.`)
@@ -242,7 +243,7 @@ export class VolumeService {
       imageId = source.imageId
       imageMetadata = source.imageMetadata
     } else if (input.imageRef) {
-      const image = await this.images.getVisibleImage(caller.projectId, visibilityOf(caller.isAdmin), input.imageRef, tx).catch((err: unknown) => {
+      const image = await this.images.getVisibleImage(caller.projectId, caller.visibility, input.imageRef, tx).catch((err: unknown) => {
         if (err instanceof AppError) throw badRequest(`Invalid image identifier or unable to access requested image: ${err.message}`)
         throw err
       })

@@ -48,7 +48,7 @@ export class SnapshotService {
 
   async find(caller: Caller, id: string, db: Db = this.store.db): Promise<SnapshotRecord> {
     const row = await db.selectFrom('volume_snapshots').selectAll().where('id', '=', id).executeTakeFirst()
-    if (!row || (!caller.isAdmin && row.project_id !== caller.projectId)) throw notFound(`Snapshot ${id} could not be found.`)
+    if (!row || (caller.visibility !== 'all_projects' && row.project_id !== caller.projectId)) throw notFound(`Snapshot ${id} could not be found.`)
     return rowToSnapshot(row)
   }
 
