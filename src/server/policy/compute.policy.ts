@@ -27,6 +27,15 @@ export const COMPUTE_POLICY = {
   'servers:index:admin_sort_keys': isAdmin,
   'servers:show': projectReaderOrAdmin,
   'servers:show:host_status': isAdmin,
+  /**
+   * The fields the server tables mark admin-only (OS-EXT-SRV-ATTR:*, host_status): Nova's
+   * os-extended-server-attributes; one rule because one table flag marks them.
+   */
+  'servers:show:admin_fields': isAdmin,
+  /** The nova-network fields of the os-networks proxy (Nova's network_dict shows them to admins). */
+  'os-networks:admin_fields': isAdmin,
+  /** A fault's details when its code is 500 (Nova shows them to admins only). */
+  'servers:show:fault_details': isAdmin,
   'servers:create': projectMemberOrAdmin,
   'servers:create:forced_host': isAdmin,
   'servers:create:requested_destination': isAdmin,

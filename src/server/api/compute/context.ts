@@ -1,6 +1,6 @@
 /**
  * What every authenticated compute route shares: the microversion of the request (parsed once, echoed on
- * every response with `Vary`), the caller (admin? which project?), policy checks and body validation.
+ * every response with `Vary`), the caller (which project, which user), policy checks and body validation.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TSchema } from '@sinclair/typebox'
@@ -84,15 +84,15 @@ export function useSingleQueryValues(scope: FastifyInstance): void {
   })
 }
 
+/** Who calls; what it may do is the policy table's (`can`, `must`, `serverCaller`), never read from its roles. */
 export interface Caller {
-  admin: boolean
   projectId: string
   userId: string
 }
 
 export function callerOf(request: FastifyRequest): Caller {
   const p = request.principal
-  return { admin: p.roles.includes('admin'), projectId: projectOf(p) ?? '', userId: p.userId }
+  return { projectId: projectOf(p) ?? '', userId: p.userId }
 }
 
 /**
