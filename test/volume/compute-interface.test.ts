@@ -35,15 +35,15 @@ for (const dialect of DIALECTS) {
 
     it('getVisibleImage follows Nova: 400 for missing, invisible or inactive images', async () => {
       const images = server.deps.images
-      const found = await images.getVisibleImage(alice.projectId, false, defaultImageId)
+      const found = await images.getVisibleImage(alice.projectId, 'project', defaultImageId)
       assert.equal(found.name, defaultImageName())
-      await rejectsWith(images.getVisibleImage(alice.projectId, false, '00000000-0000-0000-0000-000000000000'), 400, /Can not find requested image/)
+      await rejectsWith(images.getVisibleImage(alice.projectId, 'project', '00000000-0000-0000-0000-000000000000'), 400, /Can not find requested image/)
       const priv = (await call(server, alice, 'POST', '/image/v2/images', { name: 'priv', visibility: 'private', disk_format: 'raw', container_format: 'bare' })).body
-      await rejectsWith(images.getVisibleImage(alice.projectId, false, priv.id), 400, /not active/)
+      await rejectsWith(images.getVisibleImage(alice.projectId, 'project', priv.id), 400, /not active/)
       await images.completeSnapshotImage(priv.id, Readable.from([Buffer.from('abc')]))
-      assert.equal((await images.getVisibleImage(alice.projectId, false, priv.id)).status, 'active')
-      await rejectsWith(images.getVisibleImage(bob.projectId, false, priv.id), 400, /Can not find requested image/)
-      assert.equal((await images.getVisibleImage(bob.projectId, true, priv.id)).id, priv.id, 'admins see every image')
+      assert.equal((await images.getVisibleImage(alice.projectId, 'project', priv.id)).status, 'active')
+      await rejectsWith(images.getVisibleImage(bob.projectId, 'project', priv.id), 400, /Can not find requested image/)
+      assert.equal((await images.getVisibleImage(bob.projectId, 'all_projects', priv.id)).id, priv.id, 'with visibility all_projects, every image')
     })
 
     it('createSnapshotImage makes a queued private image that becomes active with its bytes', async () => {

@@ -21,6 +21,7 @@ import type { Db } from '../storage/store.js'
 import { resolveType } from '../volume/repo.js'
 import type { VolumeRecord } from '../volume/model.js'
 import type { ComputeStorage } from './storage.js'
+import type { Visibility } from '../policy/rules.js'
 
 /** One item of block_device_mapping_v2 as the schema let it through. */
 export interface BdmRequest {
@@ -144,10 +145,16 @@ export function checkBootSequence(bdms: PlannedBdm[]): void {
   }
 }
 
+/** The acting project, and whose images, volumes and snapshots its request may name (other_projects:use). */
+export interface ResourceCaller {
+  projectId: string
+  visibility: Visibility
+}
+
 export interface ValidationContext {
   db: Db
   storage: ComputeStorage
-  caller: { projectId: string; admin: boolean }
+  caller: ResourceCaller
   flavor: FlavorSnapshot
   /** The server's imageRef when it boots from an image (already checked visible and active). */
   imageId: string | undefined
@@ -184,7 +191,7 @@ async function resolveSource(bdm: PlannedBdm, ctx: ValidationContext): Promise<R
   }
   switch (bdm.sourceType) {
     case 'image': {
-      const image = await storage.images.getVisibleImage(caller.projectId, caller.admin, bdm.uuid!, db).catch((err: unknown) => {
+      const image = await storage.images.getVisibleImage(caller.projectId, caller.visibility, bdm.uuid!, db).catch((err: unknown) => {
         if (err instanceof AppError && /not active/.test(err.message)) throw err
         throw invalid(`failed to get image ${bdm.uuid}.`)
       })
@@ -194,7 +201,7 @@ async function resolveSource(bdm: PlannedBdm, ctx: ValidationContext): Promise<R
       return { bdm, image }
     }
     case 'volume': {
-      const volume = await storage.volumes.getForProject(db, { volumeId: bdm.uuid!, projectId: caller.projectId, isAdmin: caller.admin }).catch(() => {
+      const volume = await storage.volumes.getForProject(db, { volumeId: bdm.uuid!, projectId: caller.projectId, visibility: caller.visibility }).catch(() => {
         throw invalid(`failed to get volume ${bdm.uuid}.`)
       })
       if (volume.status !== 'available') throw badRequest(`Invalid volume: volume '${volume.id}' status must be 'available'. Currently in '${volume.status}'`)
@@ -203,7 +210,7 @@ async function resolveSource(bdm: PlannedBdm, ctx: ValidationContext): Promise<R
     }
     case 'snapshot': {
       const snap = await db.selectFrom('volume_snapshots').select(['id', 'project_id', 'size']).where('id', '=', bdm.uuid!).executeTakeFirst()
-      if (!snap || (!caller.admin && snap.project_id !== caller.projectId)) throw invalid(`failed to get snapshot ${bdm.uuid}.`)
+      if (!snap || (caller.visibility !== 'all_projects' && snap.project_id !== caller.projectId)) throw invalid(`failed to get snapshot ${bdm.uuid}.`)
       bdm.volumeSize ??= snap.size
       return { bdm }
     }
@@ -266,14 +273,14 @@ export function nextDeviceName(taken: Set<string>): string | undefined {
 }
 
 /** In the create transaction: the mapping rows of every server, a source volume reserved for its (only) server. */
-export async function recordBlockDevices(tx: Db, storage: ComputeStorage, serverIds: string[], plan: BlockDevicePlan, caller: { projectId: string; admin: boolean }): Promise<void> {
+export async function recordBlockDevices(tx: Db, storage: ComputeStorage, serverIds: string[], plan: BlockDevicePlan, caller: ResourceCaller): Promise<void> {
   const devices = assignDeviceNames(plan.bdms)
   const now = Date.now()
   for (const serverId of serverIds) {
     for (const [i, bdm] of plan.bdms.entries()) {
       let attachmentId: string | null = null
       if (bdm.sourceType === 'volume') {
-        attachmentId = (await storage.volumes.reserveForAttach(tx, { volumeId: bdm.uuid!, projectId: caller.projectId, serverId, isAdmin: caller.admin })).attachmentId
+        attachmentId = (await storage.volumes.reserveForAttach(tx, { volumeId: bdm.uuid!, projectId: caller.projectId, serverId, visibility: caller.visibility })).attachmentId
       }
       await tx
         .insertInto('block_device_mappings')

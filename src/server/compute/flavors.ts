@@ -6,6 +6,7 @@ import { badRequest } from '../../contracts/errors.js'
 import type { FlavorTable } from '../storage/schema.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
+import type { Visibility } from '../policy/rules.js'
 
 /** m1.* as DevStack defines them, plus a small one for tests and demos. */
 export const DEFAULT_FLAVORS: Pick<FlavorTable, 'id' | 'name' | 'vcpus' | 'ram' | 'disk'>[] = [
@@ -35,18 +36,18 @@ export function flavorIdOf(ref: string | number): string {
   return s.includes('/') ? s.replace(/\/+$/, '').split('/').pop()! : s
 }
 
-/** A live flavor the project may use, or undefined. */
-export async function findUsableFlavor(db: Db, id: string, projectId: string, admin: boolean): Promise<FlavorTable | undefined> {
+/** A live flavor the project may use (every private one with visibility all_projects: flavors:all_projects), or undefined. */
+export async function findUsableFlavor(db: Db, id: string, projectId: string, visibility: Visibility): Promise<FlavorTable | undefined> {
   const f = await db.selectFrom('flavors').selectAll().where('id', '=', id).where('deleted', '=', 0).executeTakeFirst()
   if (!f) return undefined
-  if (f.is_public || admin) return f
+  if (f.is_public || visibility === 'all_projects') return f
   const access = await db.selectFrom('flavor_access').select('project_id').where('flavor_id', '=', id).where('project_id', '=', projectId).executeTakeFirst()
   return access ? f : undefined
 }
 
-export async function requireFlavorForServer(db: Db, ref: string | number, projectId: string, admin: boolean): Promise<FlavorTable> {
+export async function requireFlavorForServer(db: Db, ref: string | number, projectId: string, visibility: Visibility): Promise<FlavorTable> {
   const id = flavorIdOf(ref)
-  const f = await findUsableFlavor(db, id, projectId, admin)
+  const f = await findUsableFlavor(db, id, projectId, visibility)
   if (!f || f.disabled) throw badRequest(`Flavor ${id} could not be found.`)
   return f
 }

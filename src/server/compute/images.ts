@@ -3,6 +3,7 @@
  * need. Snapshot images (createImage, shelve) are made in server-images.ts.
  */
 import type { ImageService } from '../image/service.js'
+import type { Visibility } from '../policy/rules.js'
 
 export interface BootImage {
   id: string
@@ -13,13 +14,13 @@ export interface BootImage {
 
 export interface ImageLookup {
   /** The image if the project may boot it; 400 "Can not find requested image" / "Image X is not active." otherwise. */
-  find(imageId: string, projectId: string, admin: boolean): Promise<BootImage | undefined>
+  find(imageId: string, projectId: string, visibility: Visibility): Promise<BootImage | undefined>
 }
 
 export function imageServiceLookup(service: Pick<ImageService, 'getVisibleImage'>): ImageLookup {
   return {
-    find: async (imageId, projectId, admin) => {
-      const image = await service.getVisibleImage(projectId, admin, imageId)
+    find: async (imageId, projectId, visibility) => {
+      const image = await service.getVisibleImage(projectId, visibility, imageId)
       return { id: image.id, status: image.status, minDiskGb: image.minDisk, minRamMb: image.minRam }
     },
   }

@@ -26,9 +26,13 @@ import { accessIpv6 } from './access-ips.js'
 import { insertAction } from './instance-actions.js'
 import type { Principal } from '../auth/principal.js'
 import { associateServerFloatingIp, disassociateServerFloatingIp } from '../network/floating-ips.js'
+import type { Visibility } from '../policy/rules.js'
 
 export interface ActionCaller {
-  admin: boolean
+  /** Whose images and volumes the action may name (other_projects:use), decided by the route. */
+  visibility: Visibility
+  /** Private flavors without access, for resize (flavors:all_projects). */
+  flavorVisibility: Visibility
   projectId: string
   userId: string
   /** For actions completed through another service with the caller's own rights (Nova's floating IP actions). */
@@ -200,7 +204,7 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       await recordAction(db, row, action, requestId, caller, true)
       return { status: 202 }
     case 'resize': {
-      const flavor = await requireFlavorForServer(db, v.flavorRef as string, row.project_id, caller.admin)
+      const flavor = await requireFlavorForServer(db, v.flavorRef as string, row.project_id, caller.flavorVisibility)
       const current = parseFlavor(row.flavor)
       if (flavor.id === current.id) throw badRequest('When resizing, instances must change flavor!')
       const limits = await quotaLimits(db, row.project_id)
@@ -219,7 +223,7 @@ export async function runAction(deps: ActionDeps, api: ApiVersion, caller: Actio
       return { status: 202 }
     }
     case 'rebuild': {
-      const image = await deps.images.find(v.imageRef as string, row.project_id, caller.admin)
+      const image = await deps.images.find(v.imageRef as string, row.project_id, caller.visibility)
       if (!image) throw badRequest('Can not find requested image')
       const volumeBacked = await isVolumeBacked(db, row.id)
       checkRebuildImage(api, image, parseFlavor(row.flavor), volumeBacked)

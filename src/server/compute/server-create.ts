@@ -21,9 +21,15 @@ import { fromLegacy, parseBlockDevices, recordBlockDevices, validateBlockDevices
 import type { ComputeStorage } from './storage.js'
 import { accessIpv6 } from './access-ips.js'
 import { insertActions } from './instance-actions.js'
+import type { Visibility } from '../policy/rules.js'
 
 export interface CreateCaller {
-  admin: boolean
+  /** Whose images, volumes, snapshots and networks the request may name (other_projects:use), decided by the route. */
+  visibility: Visibility
+  /** Private flavors without access (flavors:all_projects). */
+  flavorVisibility: Visibility
+  /** A port on an external network that is not shared (network:attach_external_network). */
+  attachExternal: boolean
   projectId: string
   userId: string
   /** May force a host (zone:host:node, host, hypervisor_hostname). */
@@ -105,7 +111,7 @@ export async function createServers(
   if (!imageRef && bdms.length === 0) throw badRequest('Missing imageRef attribute')
   let bootImage: BootImage | undefined
   if (imageRef) {
-    const image = await images.find(imageRef, caller.projectId, caller.admin)
+    const image = await images.find(imageRef, caller.projectId, caller.visibility)
     if (!image) throw badRequest('Can not find requested image')
     if (image.status !== 'active') throw badRequest(`Image ${imageRef} is not active.`)
     bootImage = image
@@ -132,7 +138,7 @@ export async function createServers(
   }
 
   // Flavor, key pair, server group.
-  const flavor = await requireFlavorForServer(db, s.flavorRef as string, caller.projectId, caller.admin)
+  const flavor = await requireFlavorForServer(db, s.flavorRef as string, caller.projectId, caller.flavorVisibility)
   const blockDevices = bdms.length ? await validateBlockDevices(bdms, { db, storage, caller, flavor: flavorSnapshot(flavor), imageId: imageRef, maxCount }) : undefined
   if (bootImage && !blockDevices?.volumeBacked) {
     if (flavor.disk > 0 && bootImage.minDiskGb > flavor.disk) throw badRequest("Flavor's disk is too small for requested image.")
@@ -232,7 +238,7 @@ export async function createServers(
           servers.push(row)
         }
         await tx.insertInto('servers').values(servers).execute()
-        await allocateServerNetworks(store.network, tx, servers, { projectId: caller.projectId, request: networks, securityGroups, admin: caller.admin })
+        await allocateServerNetworks(store.network, tx, servers, { projectId: caller.projectId, request: networks, securityGroups, visibility: caller.visibility, attachExternal: caller.attachExternal })
         if (blockDevices) await recordBlockDevices(tx, storage, servers.map((r) => r.id), blockDevices, caller)
         if (tags.length) await tx.insertInto('server_tags').values(servers.flatMap((r) => tags.map((tag) => ({ server_id: r.id, tag })))).execute()
         if (groupId) await tx.insertInto('server_group_members').values(servers.map((r) => ({ group_id: groupId, server_id: r.id }))).execute()

@@ -18,6 +18,7 @@ import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
 import { recordFinishedAction } from './instance-actions.js'
 import type { ComputeStorage } from './storage.js'
+import type { Visibility } from '../policy/rules.js'
 
 /** Properties a snapshot does not inherit from its base image (Nova's NON_INHERITABLE_IMAGE_PROPERTIES and config default). */
 const NON_INHERITABLE = new Set([
@@ -38,7 +39,8 @@ const NON_INHERITABLE = new Set([
 export interface SnapshotCaller {
   projectId: string
   userId: string
-  admin: boolean
+  /** Whose volumes the snapshot may be taken of (other_projects:use, decided by the route). */
+  visibility: Visibility
 }
 
 export interface SnapshotRequest {
@@ -121,7 +123,7 @@ export async function createVolumeBackedImage(
         continue
       }
       const snapshotId = await storage.snapshots
-        .createForCompute(tx, { projectId: server.project_id, userId: caller.userId, isAdmin: caller.admin, volumeId: bdm.volume_id, name: `snapshot for ${request.name}`, force: true })
+        .createForCompute(tx, { projectId: server.project_id, userId: caller.userId, visibility: caller.visibility, volumeId: bdm.volume_id, name: `snapshot for ${request.name}`, force: true })
         .catch((err: unknown) => {
           // Nova checks the snapshot quota first and answers OverQuota as 403.
           if (err instanceof AppError && err.status === 413) throw forbidden(`Quota exceeded for resources: ['snapshots']`)

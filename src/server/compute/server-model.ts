@@ -14,7 +14,8 @@ import { loadNetworkViews, type NetworkViews } from './server-network.js'
 import { volumesAttachedOf } from './block-devices.js'
 
 export interface ModelContext {
-  admin: boolean
+  /** Show a 500 fault's details (servers:show:fault_details, decided by the route). */
+  faultDetails: boolean
   /** The compute URL (…/compute/v2.1) and the bookmark base (…/compute). */
   computeUrl: string
   /** What the server view needs beyond the rows. */
@@ -82,7 +83,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
   }
   let volumes = new Map<string, { id: string; deleteOnTermination: boolean }[]>()
   loads.push(volumesAttachedOf(db, ids).then((found) => void (volumes = found)))
-  if (ctx.needs.hostStatus && ctx.admin) loads.push(loadHostStates(db, ctx.hostDownAfterMs).then((found) => void (hostStates = found)))
+  if (ctx.needs.hostStatus) loads.push(loadHostStates(db, ctx.hostDownAfterMs).then((found) => void (hostStates = found)))
   await Promise.all(loads)
 
   const base = bookmarkBase(ctx.computeUrl)
@@ -136,7 +137,7 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
       volumesAttached: volumes.get(r.id) ?? [],
       securityGroups: net.securityGroups.get(r.id) ?? [],
       progress: r.progress,
-      fault: fault ? { code: fault.code, created: fault.created_at, message: fault.message, details: ctx.admin || fault.code !== 500 ? fault.details : undefined } : null,
+      fault: fault ? { code: fault.code, created: fault.created_at, message: fault.message, details: ctx.faultDetails || fault.code !== 500 ? fault.details : undefined } : null,
       host: r.host,
       instanceName: instanceName(r.display_id),
       node: r.node,

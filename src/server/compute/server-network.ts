@@ -15,6 +15,7 @@ import type { AddressItem } from '../../contracts/compute/server.fields.js'
 import { NetworkService, type NetworkAddress, type NetworkRequest, type ServerPort } from '../network/service.js'
 import type { ServerTable } from '../storage/schema.js'
 import type { Db, Store } from '../storage/store.js'
+import type { Visibility } from '../policy/rules.js'
 
 /** Nova's is_uuid_like, as the 2.37+ schema checks it (parameter_types uuid): hyphens optional. */
 const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
@@ -46,7 +47,10 @@ export interface AllocateFor {
   projectId: string
   request: NetworkRequest
   securityGroups: string[]
-  admin: boolean
+  /** Whose networks the request may name (other_projects:use), decided by the route. */
+  visibility: Visibility
+  /** A port on an external network that is not shared (network:attach_external_network). */
+  attachExternal: boolean
 }
 
 /** Ports for every server of one create request, in the create transaction (each server gets its own). */
@@ -56,7 +60,7 @@ export async function allocateServerNetworks(network: NetworkService, tx: Db, se
     return
   }
   for (const server of servers) {
-    await network.allocateServerPorts(tx, { projectId: req.projectId, serverId: server.id, request: req.request, securityGroups: req.securityGroups, admin: req.admin })
+    await network.allocateServerPorts(tx, { projectId: req.projectId, serverId: server.id, request: req.request, securityGroups: req.securityGroups, visibility: req.visibility, attachExternal: req.attachExternal })
   }
 }
 
@@ -123,7 +127,10 @@ export function releaseServerNetwork(store: Store, tx: Db, serverId: string): Pr
 const INTERFACE_VM_STATES = ['active', 'paused', 'stopped']
 
 export interface InterfaceCaller {
-  admin: boolean
+  /** Whose networks the request may name (other_projects:use), decided by the route. */
+  visibility: Visibility
+  /** A port on an external network that is not shared (network:attach_external_network). */
+  attachExternal: boolean
   userId: string
   projectId: string
   /** May act on a locked server (servers:locked:override, checked by the route). */
@@ -175,7 +182,7 @@ export function attachInterface(network: NetworkService, db: Db, row: ServerTabl
   if (req.netId !== undefined && req.portId !== undefined) throw badRequest('Must not input both network_id and port_id')
   if (req.fixedIp !== undefined && req.netId === undefined) throw badRequest('Must input network_id when request IP address')
   return interfaceChange(db, row, 'attach_interface', caller, requestId, (tx) =>
-    network.attachInterface(tx, { projectId: row.project_id, serverId: row.id, networkId: req.netId, portId: req.portId, fixedIp: req.fixedIp, hostId: row.host ?? undefined, admin: caller.admin }),
+    network.attachInterface(tx, { projectId: row.project_id, serverId: row.id, networkId: req.netId, portId: req.portId, fixedIp: req.fixedIp, hostId: row.host ?? undefined, visibility: caller.visibility, attachExternal: caller.attachExternal }),
   )
 }
 

@@ -22,6 +22,7 @@ import { volumeOperationRefusal, type VolumeOperation } from './server-states.js
 import type { ComputeStorage } from './storage.js'
 import { COMPUTE_TASK_KINDS, type VolumeTaskPayload } from './tasks.js'
 import { insertAction } from './instance-actions.js'
+import type { Visibility } from '../policy/rules.js'
 
 export interface VolumeOpDeps {
   db: Db
@@ -30,7 +31,8 @@ export interface VolumeOpDeps {
 }
 
 export interface VolumeCaller {
-  admin: boolean
+  /** Whose volumes the request may name (other_projects:use), decided by the route. */
+  visibility: Visibility
   projectId: string
   userId: string
   /** May act on a locked server (servers:locked:override, checked by the route). */
@@ -107,11 +109,11 @@ export interface AttachRequest {
 /** POST os-volume_attachments: the volume reserved (attaching), its mapping recorded, the host asked to connect it. */
 export async function attachVolume(deps: VolumeOpDeps, api: ApiVersion, caller: VolumeCaller, row: ServerTable, request: AttachRequest, requestId: string): Promise<BlockDeviceMappingTable> {
   refuse(api, 'attach_volume', row, caller)
-  const volume = await deps.storage.volumes.getForProject(deps.db, { volumeId: request.volumeId, projectId: row.project_id, isAdmin: caller.admin })
+  const volume = await deps.storage.volumes.getForProject(deps.db, { volumeId: request.volumeId, projectId: row.project_id, visibility: caller.visibility })
   const deleteOnTermination = request.delete_on_termination === undefined ? false : boolWord(request.delete_on_termination)
   return deps.db.transaction().execute(async (tx) => {
     const device = await chooseDevice(tx, row.id, request.device)
-    const { attachmentId } = await deps.storage.volumes.reserveForAttach(tx, { volumeId: volume.id, projectId: row.project_id, serverId: row.id, isAdmin: caller.admin })
+    const { attachmentId } = await deps.storage.volumes.reserveForAttach(tx, { volumeId: volume.id, projectId: row.project_id, serverId: row.id, visibility: caller.visibility })
     const bdm: BlockDeviceMappingTable = {
       id: randomUUID(),
       server_id: row.id,
@@ -151,7 +153,7 @@ export async function detachVolume(deps: VolumeOpDeps, api: ApiVersion, caller: 
   const bdm = await findAttachment(deps.db, row.id, volumeId)
   if (bdm.boot_index === 0) throw badRequest('Cannot detach a root device volume')
   await deps.db.transaction().execute(async (tx) => {
-    const volume = await deps.storage.volumes.getForProject(tx, { volumeId, projectId: row.project_id, isAdmin: true })
+    const volume = await deps.storage.volumes.getForProject(tx, { volumeId, projectId: row.project_id, visibility: 'all_projects' })
     if (volume.status === 'available') throw badRequest(`Invalid volume: volume ${volumeId} already detached`)
     if (volume.status !== 'in-use') {
       throw badRequest(`Invalid volume: Unable to detach volume. Volume status must be 'in-use' and attach_status must be 'attached' to detach. Currently: ${volume.status}.`)
@@ -206,9 +208,9 @@ export async function updateAttachment(deps: VolumeOpDeps, api: ApiVersion, call
 
 async function beginSwap(deps: VolumeOpDeps, tx: Db, caller: VolumeCaller, row: ServerTable, bdm: BlockDeviceMappingTable, newVolumeId: string, requestId: string): Promise<void> {
   const volumes = deps.storage.volumes
-  const old = await volumes.getForProject(tx, { volumeId: bdm.volume_id!, projectId: row.project_id, isAdmin: true })
+  const old = await volumes.getForProject(tx, { volumeId: bdm.volume_id!, projectId: row.project_id, visibility: 'all_projects' })
   // A new volume named in the body that cannot be found is a bad request, not a missing resource (Nova).
-  const neu = await volumes.getForProject(tx, { volumeId: newVolumeId, projectId: row.project_id, isAdmin: caller.admin }).catch((err: unknown) => {
+  const neu = await volumes.getForProject(tx, { volumeId: newVolumeId, projectId: row.project_id, visibility: caller.visibility }).catch((err: unknown) => {
     if (err instanceof AppError && err.status === 404) throw badRequest(err.message)
     throw err
   })
@@ -218,7 +220,7 @@ async function beginSwap(deps: VolumeOpDeps, tx: Db, caller: VolumeCaller, row: 
   // Every attachment is read/write (there are no read-only volumes), so a volume other servers keep cannot move.
   if (old.attachments.length > 1) throw badRequest('Swapping multi-attach volumes with more than one read/write attachment is not supported.')
   await volumes.beginDetach(tx, { volumeId: old.id, serverId: row.id })
-  await volumes.reserveForAttach(tx, { volumeId: neu.id, projectId: row.project_id, serverId: row.id, isAdmin: caller.admin })
+  await volumes.reserveForAttach(tx, { volumeId: neu.id, projectId: row.project_id, serverId: row.id, visibility: caller.visibility })
   await recordAction(tx, row, caller, requestId, 'swap_volume', false)
   await enqueue(deps, tx, { serverId: row.id, requestId, operation: 'swap', bdmId: bdm.id, volumeId: old.id, newVolumeId: neu.id })
 }

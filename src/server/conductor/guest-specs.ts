@@ -50,7 +50,7 @@ async function findImageRef(ctx: ConductorContext, imageId: string | null | unde
  */
 export async function usableImageRef(ctx: ConductorContext, server: Pick<ServerTable, 'project_id'>, imageId: string): Promise<GuestImageRef | null> {
   if (!ctx.storage) return null
-  const image = await ctx.storage.images.getVisibleImage(server.project_id, false, imageId).catch((err: unknown) => {
+  const image = await ctx.storage.images.getVisibleImage(server.project_id, 'project', imageId).catch((err: unknown) => {
     if (err instanceof AppError) return null
     throw err
   })

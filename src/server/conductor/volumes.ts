@@ -240,7 +240,7 @@ async function createBootVolume(ctx: ConductorContext, server: ServerTable, bdm:
       projectId: server.project_id,
       userId: server.user_id,
       // The API checked the caller's right to the image or snapshot; the server's project owns the volume.
-      isAdmin: true,
+      visibility: 'all_projects',
       source,
       sourceId: (source === 'image' ? bdm.image_id : source === 'snapshot' ? bdm.snapshot_id : null) ?? undefined,
       size: bdm.volume_size ?? undefined,
@@ -265,7 +265,7 @@ async function reserveBootVolume(ctx: ConductorContext, server: ServerTable, bdm
   return ctx.store.db.transaction().execute(async (tx) => {
     const live = await tx.updateTable('servers').set({ updated_at: Date.now() }).where('id', '=', server.id).where('deleted', '=', 0).executeTakeFirst()
     if (Number(live.numUpdatedRows) === 0) return false
-    const { attachmentId } = await storage.volumes.reserveForAttach(tx, { volumeId, projectId: server.project_id, serverId: server.id, isAdmin: true })
+    const { attachmentId } = await storage.volumes.reserveForAttach(tx, { volumeId, projectId: server.project_id, serverId: server.id, visibility: 'all_projects' })
     await tx.updateTable('block_device_mappings').set({ attachment_id: attachmentId }).where('id', '=', bdm.id).execute()
     return true
   })

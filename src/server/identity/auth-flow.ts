@@ -20,6 +20,7 @@ import { Lockout, untilText, type LockoutPolicy } from './lockout.js'
 import { AUTH_METHODS, mfaRules, rulesSatisfied } from './mfa-rules.js'
 import { keystoneTime } from './token-body.js'
 import { verifyPasscode } from './totp-factor.js'
+import { findApplicationCredential, findUserApplicationCredentialByName } from './repo/application-credentials.repo.js'
 import type { TokenPayload } from './token-format.js'
 import type { TokenService } from './token-service.js'
 
@@ -212,10 +213,10 @@ export class AuthFlow {
     const db = this.store.db
     let row
     if (typeof b.id === 'string') {
-      row = await db.selectFrom('application_credentials').selectAll().where('id', '=', b.id).executeTakeFirst()
+      row = await findApplicationCredential(db, b.id)
     } else if (typeof b.name === 'string') {
       const userId = await this.findUserId(b.user, 'application_credential')
-      row = userId ? await db.selectFrom('application_credentials').selectAll().where('user_id', '=', userId).where('name', '=', b.name).executeTakeFirst() : undefined
+      row = userId ? await findUserApplicationCredentialByName(db, userId, b.name) : undefined
     } else {
       throw badRequest('application_credential needs an id, or a name and a user.')
     }

@@ -9,6 +9,7 @@
 import type { Db } from '../storage/store.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import { identityGeneration, localIdentityWrites } from './generation.js'
+import { listApplicationCredentialGrants } from './repo/application-credentials.repo.js'
 import type { TokenKey } from './token-format.js'
 
 export interface UserRecord {
@@ -152,7 +153,7 @@ export class IdentitySnapshot {
       db.selectFrom('group_members').selectAll().execute(),
       db.selectFrom('services').selectAll().where('enabled', '=', 1).execute(),
       db.selectFrom('endpoints').selectAll().where('enabled', '=', 1).execute(),
-      db.selectFrom('application_credentials').select(['id', 'name', 'user_id', 'project_id', 'roles', 'unrestricted', 'expires_at']).execute(),
+      listApplicationCredentialGrants(db),
       db.selectFrom('revocation_events').selectAll().execute(),
       db.selectFrom('token_keys').selectAll().orderBy('created_at', 'asc').orderBy('id', 'asc').execute(),
     ])

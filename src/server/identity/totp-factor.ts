@@ -13,19 +13,20 @@
 import type { SecretBox } from '../crypto/secret-box.js'
 import { base32Decode, totpCodeMatches, totpStep } from '../crypto/totp.js'
 import type { Db } from '../storage/store.js'
+import { claimTotpStep, listUserTotpSeeds } from './repo/credentials.repo.js'
 
 /** The steps a code may come from, relative to the current one. */
 const WINDOW = [0, -1]
 
 /** True when the passcode is the code of a step not used before of one of the user's TOTP credentials; that step is then used. */
 export async function verifyPasscode(db: Db, box: SecretBox, userId: string, passcode: string, now: number): Promise<boolean> {
-  const credentials = await db.selectFrom('credentials').select(['id', 'blob']).where('user_id', '=', userId).where('type', '=', 'totp').execute()
+  const credentials = await listUserTotpSeeds(db, userId)
   const current = totpStep(now)
   for (const credential of credentials) {
     const seed = seedOf(box, credential.blob)
     if (!seed) continue
     const matching = WINDOW.map((offset) => current + offset).filter((step) => totpCodeMatches(seed, passcode, step))
-    if (matching.length > 0 && (await claimStep(db, credential.id, Math.max(...matching)))) return true
+    if (matching.length > 0 && (await claimTotpStep(db, credential.id, Math.max(...matching)))) return true
   }
   return false
 }
@@ -37,15 +38,4 @@ function seedOf(box: SecretBox, blob: string): Buffer | undefined {
     // Not sealed with this master key, or altered: no code matches it; the user's other credentials are still tried.
     return undefined
   }
-}
-
-/** Records `step` as the credential's last accepted one unless it, or a newer one, already is: true when this call recorded it. */
-async function claimStep(db: Db, credentialId: string, step: number): Promise<boolean> {
-  const result = await db
-    .updateTable('credentials')
-    .set({ totp_last_step: step })
-    .where('id', '=', credentialId)
-    .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
-    .executeTakeFirst()
-  return Number(result.numUpdatedRows) === 1
 }

@@ -13,7 +13,7 @@ import type { Readable } from 'node:stream'
 import { AppError, badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { Principal } from '../auth/principal.js'
 import { BlobTooLargeError, type BlobStore } from '../blobs/blob-store.js'
-import { authorize } from '../policy/rules.js'
+import { allows, authorize, visibilityOf, type Visibility } from '../policy/rules.js'
 import { imagePolicy } from '../policy/image.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import { filterSortPage, type ImageQuery, type ListPage } from './listing.js'
@@ -30,14 +30,21 @@ export interface ImageServiceOptions {
   now?: () => number
 }
 
-/** The caller as far as visibility is concerned. */
+/** The caller as far as visibility is concerned, with the image policy's decisions about it (evaluated in viewerOf). */
 export interface Viewer {
   projectId: string | undefined
-  isAdmin: boolean
+  /** Whose images (and image members) the caller sees beyond the visibility rules (images:all_projects). */
+  visibility: Visibility
+  /** May name an image's owner (set_owner). */
+  setsOwner: boolean
 }
 
 export function viewerOf(principal: Principal): Viewer {
-  return { projectId: principal.scope.type === 'project' ? principal.scope.projectId : undefined, isAdmin: principal.roles.includes('admin') }
+  return {
+    projectId: principal.scope.type === 'project' ? principal.scope.projectId : undefined,
+    visibility: visibilityOf(allows(imagePolicy, 'images:all_projects', principal)),
+    setsOwner: allows(imagePolicy, 'set_owner', principal),
+  }
 }
 
 export interface SnapshotImageRequest {
@@ -54,7 +61,7 @@ export interface SnapshotImageRequest {
   imageType?: string | null
 }
 
-/** Read-only attributes an admin may still change with a patch (Glance lets admins move an image to another owner). */
+/** Read-only attributes a caller with set_owner may still change with a patch (Glance lets admins move an image to another owner). */
 const ADMIN_WRITABLE: ReadonlySet<string> = new Set(['owner'])
 
 export class ImageService {
@@ -78,7 +85,7 @@ export class ImageService {
   }
 
   private async canSee(db: Db, viewer: Viewer, image: ImageRecord): Promise<boolean> {
-    if (viewer.isAdmin || image.visibility === 'public' || image.visibility === 'community') return true
+    if (viewer.visibility === 'all_projects' || image.visibility === 'public' || image.visibility === 'community') return true
     if (!viewer.projectId) return false
     if (image.owner === viewer.projectId) return true
     if (image.visibility !== 'shared') return false
@@ -117,7 +124,7 @@ export class ImageService {
       .select('image_id')
       .where('member_id', '=', project)
       .$if(memberStatus !== 'all', (s) => s.where('status', '=', memberStatus))
-    if (!viewer.isAdmin) {
+    if (viewer.visibility !== 'all_projects') {
       q = q.where((eb) => {
         const ors = [eb('visibility', '=', 'public'), eb('owner', '=', project), eb.and([eb('visibility', '=', 'shared'), eb('id', 'in', sharedWithMe)])]
         if (visibility === 'community' || visibility === 'all') ors.push(eb('visibility', '=', 'community'))
@@ -143,15 +150,15 @@ export class ImageService {
   async create(principal: Principal, body: Record<string, unknown>): Promise<ImageRecord> {
     authorize(imagePolicy, 'add_image', principal)
     const viewer = viewerOf(principal)
-    if (!viewer.projectId && !viewer.isAdmin) throw new AppError('forbidden', 'Creating an image needs a project-scoped token.')
+    if (!viewer.projectId && !viewer.setsOwner) throw new AppError('forbidden', 'Creating an image needs a project-scoped token.')
     // Admins may create an image for another project (openstack image create --project); otherwise owner is read-only.
     let owner = viewer.projectId ?? null
-    if ('owner' in body && viewer.isAdmin) {
+    if ('owner' in body && viewer.setsOwner) {
       if (typeof body.owner !== 'string' || body.owner === '' || body.owner.length > 255) throw badRequest("Invalid value for 'owner': expected a project id.")
       owner = body.owner
     }
     for (const key of Object.keys(body)) {
-      if (READ_ONLY_ATTRIBUTES.has(key) && !(key === 'owner' && viewer.isAdmin)) throw new AppError('forbidden', `Attribute '${key}' is read-only.`)
+      if (READ_ONLY_ATTRIBUTES.has(key) && !(key === 'owner' && viewer.setsOwner)) throw new AppError('forbidden', `Attribute '${key}' is read-only.`)
     }
     const core = validateCore(body)
     const properties = validateProperties(Object.fromEntries(Object.entries(body).filter(([k]) => !CORE_ATTRIBUTES.has(k))))
@@ -217,7 +224,7 @@ export class ImageService {
         },
         properties: { ...image.properties },
       }
-      applyPatch(draft, operations, viewer.isAdmin ? ADMIN_WRITABLE : undefined)
+      applyPatch(draft, operations, viewer.setsOwner ? ADMIN_WRITABLE : undefined)
       const owner = draft.core.owner
       if (owner !== image.owner && (typeof owner !== 'string' || owner === '' || owner.length > 255)) throw badRequest("Invalid value for 'owner': expected a project id.")
       const core = validateCore(draft.core)
@@ -385,7 +392,7 @@ export class ImageService {
     if (image.visibility !== 'shared') throw new AppError('forbidden', 'Only shared images have members.')
     const rows = await this.store.db.selectFrom('image_members').selectAll().where('image_id', '=', id).orderBy('created_at').execute()
     // A consumer sees only its own membership.
-    const visible = viewer.isAdmin || image.owner === viewer.projectId ? rows : rows.filter((r) => r.member_id === viewer.projectId)
+    const visible = viewer.visibility === 'all_projects' || image.owner === viewer.projectId ? rows : rows.filter((r) => r.member_id === viewer.projectId)
     return visible.map(toMember)
   }
 
@@ -436,11 +443,12 @@ export class ImageService {
 
   /**
    * The image a server in `projectId` may boot from. Nova's rules for imageRef: an image that does not exist
-   * or is not visible is 400 "Can not find requested image"; one that is not active is 400 as well.
+   * or is not visible is 400 "Can not find requested image"; one that is not active is 400 as well. `visibility`
+   * is the caller's, decided by its route's policy (all_projects: every project's images).
    */
-  async getVisibleImage(projectId: string, isAdmin: boolean, imageId: string, db: Db = this.store.db): Promise<ImageRecord> {
+  async getVisibleImage(projectId: string, visibility: Visibility, imageId: string, db: Db = this.store.db): Promise<ImageRecord> {
     const image = await this.load(db, imageId)
-    if (!image || !(await this.canSee(db, { projectId, isAdmin }, image))) throw badRequest('Can not find requested image')
+    if (!image || !(await this.canSee(db, { projectId, visibility, setsOwner: false }, image))) throw badRequest('Can not find requested image')
     if (image.status !== 'active') throw badRequest(`Image ${imageId} is not active.`)
     return image
   }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Principal } from '../auth/principal.js'
-import { allows } from '../policy/rules.js'
+import { allows, visibilityOf, type Visibility } from '../policy/rules.js'
 import { NETWORK_POLICY, type NetworkOperation, type NetworkPolicyTarget } from '../policy/network.policy.js'
 import type { Db } from '../storage/store.js'
 import { neutron } from './errors.js'
@@ -21,12 +21,20 @@ export interface NetCtx {
 export interface Actor {
   principal: Principal
   projectId: string
-  admin: boolean
+  /** Whose resources lists hold (policy get:all_projects, evaluated once here); other decisions are `can`/`must`. */
+  visibility: Visibility
 }
 
 export function actorOf(principal: Principal): Actor {
-  return { principal, projectId: principal.scope.type === 'project' ? principal.scope.projectId : '', admin: principal.roles.includes('admin') }
+  return {
+    principal,
+    projectId: principal.scope.type === 'project' ? principal.scope.projectId : '',
+    visibility: visibilityOf(allows(NETWORK_POLICY, 'get:all_projects', principal)),
+  }
 }
+
+/** Lists are filtered to the actor's project (and what is shared with it) unless it sees every project's. */
+export const listsAllProjects = (actor: Actor): boolean => actor.visibility === 'all_projects'
 
 export function can(actor: Actor, op: NetworkOperation, target: NetworkPolicyTarget = {}): boolean {
   return allows(NETWORK_POLICY, op, actor.principal, target)

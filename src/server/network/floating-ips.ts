@@ -5,7 +5,7 @@
  */
 import { AppError } from '../../contracts/errors.js'
 import type { FloatingIpTable, PortTable } from '../storage/schema.js'
-import { can, must, newUuid, type Actor, type NetCtx } from './context.js'
+import { can, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { parseIp } from '../../lib/ip.js'
 import { owningProject, visibleNetwork } from './networks.js'
@@ -39,7 +39,7 @@ export async function listFloatingIps(ctx: NetCtx, actor: Actor): Promise<View[]
   const rows = await ctx.db
     .selectFrom('floating_ips')
     .selectAll()
-    .$if(!actor.admin, (q) => q.where('project_id', '=', actor.projectId))
+    .$if(!listsAllProjects(actor), (q) => q.where('project_id', '=', actor.projectId))
     .execute()
   return rows.map(floatingIpView)
 }
@@ -90,7 +90,7 @@ async function associate(ctx: NetCtx, actor: Actor, fip: FloatingIpTable, portId
     return
   }
   const { port } = await visiblePort(ctx, actor, portId)
-  if (port.project_id !== fip.project_id && !actor.admin) throw neutron.portNotFound(portId)
+  if (port.project_id !== fip.project_id && !can(actor, 'floatingip:associate:other_project_port', { projectId: fip.project_id })) throw neutron.portNotFound(portId)
   const target = await resolveAssociation(ctx, fip, port, fixedIp)
   await ctx.db.updateTable('floating_ips').set(target).where('id', '=', fip.id).execute()
 }

@@ -1,7 +1,7 @@
 /** Networks: create, show, list, update, delete, with Neutron's visibility (own, shared, external). */
 import type { NetworkTable } from '../storage/schema.js'
 import type { NetworkPolicyTarget } from '../policy/network.policy.js'
-import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
+import { can, flag, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { checkQuota } from './quotas.js'
 import { subnetIdsByNetwork, touched } from './queries.js'
@@ -66,7 +66,7 @@ export async function renderNetworks(ctx: NetCtx, actor: Actor, rows: NetworkTab
 
 export async function listNetworks(ctx: NetCtx, actor: Actor): Promise<View[]> {
   let q = ctx.db.selectFrom('networks').selectAll()
-  if (!actor.admin) q = q.where((eb) => eb.or([eb('project_id', '=', actor.projectId), eb('shared', '=', 1), eb('external', '=', 1)]))
+  if (!listsAllProjects(actor)) q = q.where((eb) => eb.or([eb('project_id', '=', actor.projectId), eb('shared', '=', 1), eb('external', '=', 1)]))
   const rows = (await q.execute()).filter((r) => can(actor, 'get_network', networkTarget(r)))
   return renderNetworks(ctx, actor, rows)
 }

@@ -4,7 +4,7 @@
  * network's row lock held.
  */
 import type { NetworkTable, PortTable } from '../storage/schema.js'
-import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
+import { can, flag, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { allocateIps, randomMac, recordIps, type FixedIpRequest } from './ipam.js'
 import { canonicalIp, parseCidr } from '../../lib/ip.js'
@@ -82,11 +82,11 @@ function validatePairs(pairs: AddressPair[] | undefined): AddressPair[] {
   })
 }
 
-async function checkGroups(ctx: NetCtx, projectId: string, ids: string[], admin: boolean): Promise<string[]> {
+async function checkGroups(ctx: NetCtx, actor: Actor, projectId: string, ids: string[]): Promise<string[]> {
   const unique = [...new Set(ids)]
   for (const id of unique) {
     const g = await ctx.db.selectFrom('security_groups').select(['id', 'project_id']).where('id', '=', id).executeTakeFirst()
-    if (!g || (g.project_id !== projectId && !admin)) throw neutron.securityGroupNotFound(id)
+    if (!g || (g.project_id !== projectId && !can(actor, 'port:security_groups:other_project', { projectId }))) throw neutron.securityGroupNotFound(id)
   }
   return unique
 }
@@ -164,7 +164,7 @@ export async function visiblePort(ctx: NetCtx, actor: Actor, id: string): Promis
 
 export async function listPorts(ctx: NetCtx, actor: Actor, query: { device_id?: string[]; network_id?: string[] }): Promise<View[]> {
   let q = ctx.db.selectFrom('ports').innerJoin('networks', 'networks.id', 'ports.network_id').selectAll('ports').select('networks.project_id as net_project')
-  if (!actor.admin) q = q.where((eb) => eb.or([eb('ports.project_id', '=', actor.projectId), eb('networks.project_id', '=', actor.projectId)]))
+  if (!listsAllProjects(actor)) q = q.where((eb) => eb.or([eb('ports.project_id', '=', actor.projectId), eb('networks.project_id', '=', actor.projectId)]))
   // The two filters clients send most (openstacksdk's server waits, routers' interfaces) run in SQL.
   if (query.device_id?.length) q = q.where('ports.device_id', 'in', query.device_id)
   if (query.network_id?.length) q = q.where('ports.network_id', 'in', query.network_id)
@@ -199,7 +199,7 @@ export async function createPort(ctx: NetCtx, actor: Actor, body: PortBody): Pro
   if (body['binding:host_id'] !== undefined || body['binding:profile'] !== undefined) must(actor, 'create_port:binding:host_id', target)
   if (body.device_owner?.startsWith('network:')) must(actor, 'create_port:device_owner:network', target)
   const locked = (await lockNetwork(ctx, network.id))!
-  const groups = body.security_groups === undefined ? undefined : await checkGroups(ctx, projectId, body.security_groups, actor.admin)
+  const groups = body.security_groups === undefined ? undefined : await checkGroups(ctx, actor, projectId, body.security_groups)
   const row = await insertPort(ctx, locked, projectId, {
     name: body.name,
     description: body.description,
@@ -263,7 +263,7 @@ export async function updatePort(ctx: NetCtx, actor: Actor, id: string, body: Po
   const securityEnabled = body.port_security_enabled ?? port.port_security_enabled === 1
   changes.port_security_enabled = securityEnabled ? 1 : 0
   if (body.security_groups !== undefined) {
-    const groups = await checkGroups(ctx, port.project_id, body.security_groups, actor.admin)
+    const groups = await checkGroups(ctx, actor, port.project_id, body.security_groups)
     if (!securityEnabled && groups.length > 0) {
       throw neutron.invalid('PortSecurityAndIPRequiredForSecurityGroups', 'Port security must be enabled and port must have an IP address in order to use security groups.')
     }

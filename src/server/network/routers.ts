@@ -4,7 +4,7 @@
  * router that has both a gateway on the floating network and an interface on the fixed address's subnet.
  */
 import type { PortTable, RouterTable } from '../storage/schema.js'
-import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
+import { can, flag, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { cidrsOverlap, formatCidr, parseCidr, parseIp } from '../../lib/ip.js'
 import type { FixedIpRequest } from './ipam.js'
@@ -51,14 +51,15 @@ export async function visibleRouter(ctx: NetCtx, actor: Actor, id: string): Prom
 export async function renderRouters(ctx: NetCtx, actor: Actor | undefined, rows: RouterTable[]): Promise<View[]> {
   const gwPorts = rows.map((r) => r.gw_port_id).filter((id): id is string => id !== null)
   const ips = await fixedIpsByPort(ctx.db, gwPorts)
-  return rows.map((r) => routerView(r, r.gw_port_id ? (ips.get(r.gw_port_id) ?? []) : [], actor?.admin ?? false))
+  const showDistributed = actor !== undefined && can(actor, 'get_router:distributed') && can(actor, 'get_router:ha')
+  return rows.map((r) => routerView(r, r.gw_port_id ? (ips.get(r.gw_port_id) ?? []) : [], showDistributed))
 }
 
 export async function listRouters(ctx: NetCtx, actor: Actor): Promise<View[]> {
   const rows = await ctx.db
     .selectFrom('routers')
     .selectAll()
-    .$if(!actor.admin, (q) => q.where('project_id', '=', actor.projectId))
+    .$if(!listsAllProjects(actor), (q) => q.where('project_id', '=', actor.projectId))
     .execute()
   return renderRouters(ctx, actor, rows)
 }
@@ -203,7 +204,7 @@ export async function addInterface(ctx: NetCtx, actor: Actor, id: string, body: 
   if (body.subnet_id !== undefined && body.port_id !== undefined) throw neutron.badRequest('router', 'Cannot specify both subnet-id and port-id')
   if (body.subnet_id !== undefined) {
     const { subnet, network } = await visibleSubnet(ctx, actor, body.subnet_id)
-    if (!actor.admin && subnet.project_id !== router.project_id && network.shared !== 1) throw neutron.subnetNotFound(subnet.id)
+    if (subnet.project_id !== router.project_id && network.shared !== 1 && !can(actor, 'add_router_interface:other_project_subnet', routerTarget(router))) throw neutron.subnetNotFound(subnet.id)
     if (network.external === 1) throw neutron.badRequest('router', `Router interfaces cannot be on external network ${network.id}`)
     if (subnet.gateway_ip === null) throw neutron.badRequest('router', `Subnet for router interface must have a gateway IP`)
     await checkOverlap(ctx, router.id, [subnet.id])

@@ -4,7 +4,7 @@
  * the group itself, for IPv4 and IPv6. Rule validation follows Neutron's messages and exception names.
  */
 import type { SecurityGroupRuleTable, SecurityGroupTable } from '../storage/schema.js'
-import { can, must, newUuid, type Actor, type NetCtx } from './context.js'
+import { can, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { formatCidr, parseCidr } from '../../lib/ip.js'
 import { owningProject } from './networks.js'
@@ -121,7 +121,7 @@ export async function listSecurityGroups(ctx: NetCtx, actor: Actor): Promise<Vie
   const rows = await ctx.db
     .selectFrom('security_groups')
     .selectAll()
-    .$if(!actor.admin, (q) => q.where('project_id', '=', actor.projectId))
+    .$if(!listsAllProjects(actor), (q) => q.where('project_id', '=', actor.projectId))
     .execute()
   return renderGroups(ctx, rows)
 }
@@ -171,7 +171,7 @@ export async function deleteSecurityGroup(ctx: NetCtx, actor: Actor, id: string)
   const row = await visibleSecurityGroup(ctx, actor, id)
   must(actor, 'delete_security_group', groupTarget(row))
   const isDefault = await ctx.db.selectFrom('default_security_groups').select('project_id').where('security_group_id', '=', id).executeTakeFirst()
-  if (isDefault && !actor.admin) throw neutron.securityGroupCannotRemoveDefault()
+  if (isDefault && !can(actor, 'delete_security_group:default', groupTarget(row))) throw neutron.securityGroupCannotRemoveDefault()
   const inUse = await ctx.db.selectFrom('port_security_groups').select('port_id').where('security_group_id', '=', id).executeTakeFirst()
   if (inUse) throw neutron.securityGroupInUse(id)
   await ctx.db.deleteFrom('default_security_groups').where('security_group_id', '=', id).execute()
@@ -288,7 +288,7 @@ export async function listRules(ctx: NetCtx, actor: Actor): Promise<View[]> {
   const rows = await ctx.db
     .selectFrom('security_group_rules')
     .selectAll()
-    .$if(!actor.admin, (q) => q.where('project_id', '=', actor.projectId))
+    .$if(!listsAllProjects(actor), (q) => q.where('project_id', '=', actor.projectId))
     .execute()
   return rows.map(ruleView)
 }

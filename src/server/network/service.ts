@@ -25,10 +25,14 @@ import { fixedIpsByPort, lockNetwork, rulesByGroup } from './queries.js'
 import { chunks } from './context.js'
 import { resolveSecurityGroups } from './security-groups.js'
 import { portStatus, type FixedIp } from './views.js'
+import type { Visibility } from '../policy/rules.js'
 
 export const COMPUTE_OWNER = 'compute:nova'
 
 export type NetworkRequest = 'auto' | 'none' | { uuid?: string; port?: string; fixed_ip?: string; tag?: string }[]
+
+/** What compute's policy lets a server request reach in the network service (decided by compute's route). */
+export type NetworkReach = Pick<AllocateRequest, 'visibility' | 'attachExternal'>
 
 export interface AllocateRequest {
   projectId: string
@@ -38,8 +42,10 @@ export interface AllocateRequest {
   securityGroups?: string[]
   /** Host the server runs on (binding:host_id), if known yet. */
   hostId?: string
-  /** The caller may attach external networks (Nova: admins only). */
-  admin?: boolean
+  /** Whose networks the request may name (compute's other_projects:use, decided by its route); default project. */
+  visibility?: Visibility
+  /** The caller may put a port on an external network that is not shared (compute's network:attach_external_network). */
+  attachExternal?: boolean
 }
 
 export interface ServerPort {
@@ -147,7 +153,7 @@ export class NetworkService {
           continue
         }
         if (entry.uuid === undefined) throw new AppError('bad_request', 'A network entry needs a uuid or a port.')
-        const network = await this.usableNetwork(ctx, req.projectId, entry.uuid, req.admin ?? false)
+        const network = await this.usableNetwork(ctx, req.projectId, entry.uuid, req)
         const locked = (await lockNetwork(ctx, network.id))!
         out.push(
           await insertPort(ctx, locked, req.projectId, {
@@ -259,14 +265,14 @@ export class NetworkService {
   }
 
   /** os-interface attach: a new port on `networkId`, or the user's port `portId`, bound to the server. */
-  attachInterface(tx: Db, req: { projectId: string; serverId: string; networkId?: string; portId?: string; fixedIp?: string; hostId?: string; admin?: boolean }): Promise<ServerPort> {
+  attachInterface(tx: Db, req: { projectId: string; serverId: string; networkId?: string; portId?: string; fixedIp?: string; hostId?: string } & NetworkReach): Promise<ServerPort> {
     return this.compute(async () => {
       const ctx = this.ctx(tx)
       if (req.portId !== undefined && (req.networkId !== undefined || req.fixedIp !== undefined)) {
         throw new AppError('bad_request', 'Specify either a port or a network (with an optional fixed IP), not both.')
       }
       if (req.portId !== undefined) return (await this.describe(ctx, [await this.bindPort(ctx, req.projectId, req.serverId, req.portId, req.hostId)]))[0]
-      const network = req.networkId !== undefined ? await this.usableNetwork(ctx, req.projectId, req.networkId, req.admin ?? false) : await this.autoNetwork(ctx, req.projectId)
+      const network = req.networkId !== undefined ? await this.usableNetwork(ctx, req.projectId, req.networkId, req) : await this.autoNetwork(ctx, req.projectId)
       const groupIds = network.port_security_enabled === 1 ? await resolveSecurityGroups(ctx, req.projectId, ['default']) : []
       const locked = (await lockNetwork(ctx, network.id))!
       const port = await insertPort(ctx, locked, req.projectId, {
@@ -386,11 +392,11 @@ export class NetworkService {
     return { ...port, ...changes }
   }
 
-  private async usableNetwork(ctx: NetCtx, projectId: string, id: string, admin: boolean): Promise<NetworkTable> {
+  private async usableNetwork(ctx: NetCtx, projectId: string, id: string, reach: NetworkReach): Promise<NetworkTable> {
     const network = await ctx.db.selectFrom('networks').selectAll().where('id', '=', id).executeTakeFirst()
-    const visible = network && (admin || network.project_id === projectId || network.shared === 1 || network.external === 1)
+    const visible = network && (reach.visibility === 'all_projects' || network.project_id === projectId || network.shared === 1 || network.external === 1)
     if (!network || !visible) throw neutron.networkNotFound(id)
-    if (network.external === 1 && !admin && network.shared !== 1) throw new AppError('forbidden', `It is not allowed to create an interface on external network ${id}`)
+    if (network.external === 1 && !reach.attachExternal && network.shared !== 1) throw new AppError('forbidden', `It is not allowed to create an interface on external network ${id}`)
     return network
   }
 

@@ -3,7 +3,7 @@
  * anything is written. Subnets of one network never overlap (checked under the network's row lock).
  */
 import type { NetworkTable, SubnetTable } from '../storage/schema.js'
-import { can, flag, must, newUuid, type Actor, type NetCtx } from './context.js'
+import { can, flag, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { cidrContains, cidrsOverlap, formatCidr, formatIp, lastAddress, parseCidr, parseIp, type Cidr, type IpVersion } from '../../lib/ip.js'
 import { releaseDhcpAddresses } from './dhcp-ports.js'
@@ -56,7 +56,7 @@ export async function listSubnets(ctx: NetCtx, actor: Actor): Promise<View[]> {
     .innerJoin('networks', 'networks.id', 'subnets.network_id')
     .selectAll('subnets')
     .select(['networks.project_id as net_project', 'networks.shared as net_shared', 'networks.external as net_external'])
-    .$if(!actor.admin, (q) =>
+    .$if(!listsAllProjects(actor), (q) =>
       q.where((eb) =>
         eb.or([eb('subnets.project_id', '=', actor.projectId), eb('networks.project_id', '=', actor.projectId), eb('networks.shared', '=', 1)]),
       ),

@@ -62,7 +62,7 @@ export class HostDataService {
     for (const p of parents) {
       const props = JSON.parse(p.properties) as Record<string, string>
       if (props.kernel_id !== imageId && props.ramdisk_id !== imageId) continue
-      if (!p.owner || !(await this.images.getVisibleImage(p.owner, false, imageId).then(() => true, () => false))) continue
+      if (!p.owner || !(await this.images.getVisibleImage(p.owner, 'project', imageId).then(() => true, () => false))) continue
       if (await this.mayReadImage(hostId, p.id, depth + 1)) return true
     }
     return false

@@ -8,6 +8,14 @@ import { anyOf, anyone, isAdmin, projectMemberOrAdmin, projectReaderOrAdmin, typ
 export const COMPUTE_POLICY = {
   /** Seeing another project's servers and server groups at all: without it they are 404, not 403 (context.ts visibleProject). */
   'other_projects:see': isAdmin,
+  /**
+   * A server request may use another project's images, volumes, volume snapshots and networks (boot, rebuild,
+   * attach, snapshot): Nova hands an admin's context to the image, volume and network services, which show it every
+   * project's. Passed to the domain as a Visibility; without it, another project's resource is not found.
+   */
+  'other_projects:use': isAdmin,
+  /** A port on an external network that is not shared (Nova's network:attach_external_network). */
+  'network:attach_external_network': isAdmin,
   'servers:index': projectReaderOrAdmin,
   'servers:index:get_all_tenants': isAdmin,
   'servers:detail:get_all_tenants': isAdmin,
@@ -19,6 +27,15 @@ export const COMPUTE_POLICY = {
   'servers:index:admin_sort_keys': isAdmin,
   'servers:show': projectReaderOrAdmin,
   'servers:show:host_status': isAdmin,
+  /**
+   * The fields the server tables mark admin-only (OS-EXT-SRV-ATTR:*, host_status): Nova's
+   * os-extended-server-attributes; one rule because one table flag marks them.
+   */
+  'servers:show:admin_fields': isAdmin,
+  /** The nova-network fields of the os-networks proxy (Nova's network_dict shows them to admins). */
+  'os-networks:admin_fields': isAdmin,
+  /** A fault's details when its code is 500 (Nova shows them to admins only). */
+  'servers:show:fault_details': isAdmin,
   'servers:create': projectMemberOrAdmin,
   'servers:create:forced_host': isAdmin,
   'servers:create:requested_destination': isAdmin,
@@ -43,6 +60,11 @@ export const COMPUTE_POLICY = {
   'servers:remote_consoles': projectMemberOrAdmin,
   'console_auth_tokens:show': isAdmin,
   'flavors:read': anyone,
+  /**
+   * Seeing and using private flavors the project was not given access to (show, boot, resize): Nova reads every
+   * flavor with an admin's context. Passed to the domain as a Visibility.
+   */
+  'flavors:all_projects': isAdmin,
   'flavors:manage': isAdmin,
   /** Listing every flavor (private and disabled too) and filtering by is_public, as Nova's os-flavor-access rule. */
   'os-flavor-access': isAdmin,

@@ -1,7 +1,7 @@
 /**
  * The image service's policy, after Glance's defaults (Xena and later): readers see, members of the owning project
- * change, deactivate and reactivate, only admins publicize. Visibility itself (who can see which image) is not a
- * policy rule but the service's query: an image the caller cannot see is 404.
+ * change, deactivate and reactivate, only admins publicize. Visibility itself (who can see which image) is the
+ * service's query (an image the caller cannot see is 404); whether the caller sees past it is images:all_projects.
  */
 import { anyOf, hasRole, isAdmin, projectMemberOrAdmin, type PolicyTable } from './rules.js'
 
@@ -20,6 +20,8 @@ export type ImageOperation =
   | 'add_member'
   | 'delete_member'
   | 'modify_member'
+  | 'images:all_projects'
+  | 'set_owner'
 
 const reader = anyOf(isAdmin, hasRole('reader'))
 const member = anyOf(isAdmin, hasRole('member'))
@@ -42,4 +44,11 @@ export const imagePolicy: PolicyTable<ImageOperation> = {
   delete_member: projectMemberOrAdmin,
   // Target: the member project (only the consumer accepts or rejects).
   modify_member: projectMemberOrAdmin,
+  /**
+   * Every image is visible, whatever its visibility and owner, and every member of a shared one (Glance shows an
+   * admin everything). Evaluated once per request into the viewer's `visibility` (image/service.ts viewerOf).
+   */
+  'images:all_projects': isAdmin,
+  /** Naming an image's owner: on create (also without a project-scoped token) and by a patch of `owner`. */
+  set_owner: isAdmin,
 }

@@ -23,6 +23,11 @@ const member = hasRole('member')
 const adminOrNetworkOwner = anyOf(isAdmin, allOf(member, networkOwner))
 
 export const NETWORK_POLICY = {
+  /**
+   * Lists hold every project's resources, not only the caller's (and those shared with it): Neutron lists with an
+   * admin's context unfiltered. Evaluated once per request into the actor's visibility (network/context.ts).
+   */
+  'get:all_projects': isAdmin,
   get_network: anyOf(projectReaderOrAdmin, sharedNetwork, externalNetwork),
   create_network: projectMemberOrAdmin,
   'create_network:shared': isAdmin,
@@ -49,6 +54,8 @@ export const NETWORK_POLICY = {
   'create_port:mac_address': adminOrNetworkOwner,
   'create_port:binding:host_id': isAdmin,
   'create_port:device_owner:network': adminOrNetworkOwner,
+  /** Security groups of another project than the port's, on create and update (else they are not found). */
+  'port:security_groups:other_project': isAdmin,
   update_port: anyOf(projectMemberOrAdmin, allOf(member, networkOwner)),
   'update_port:fixed_ips:ip_address': adminOrNetworkOwner,
   'update_port:mac_address': isAdmin,
@@ -59,23 +66,32 @@ export const NETWORK_POLICY = {
   create_security_group: projectMemberOrAdmin,
   update_security_group: projectMemberOrAdmin,
   delete_security_group: projectMemberOrAdmin,
+  /** Deleting a project's default security group (else SecurityGroupCannotRemoveDefault). */
+  'delete_security_group:default': isAdmin,
   get_security_group_rule: projectReaderOrAdmin,
   create_security_group_rule: projectMemberOrAdmin,
   delete_security_group_rule: projectMemberOrAdmin,
 
   get_router: projectReaderOrAdmin,
+  /** The router's distributed and ha attributes. */
+  'get_router:distributed': isAdmin,
+  'get_router:ha': isAdmin,
   create_router: projectMemberOrAdmin,
   'create_router:external_gateway_info:enable_snat': isAdmin,
   'create_router:external_gateway_info:external_fixed_ips': isAdmin,
   update_router: projectMemberOrAdmin,
   delete_router: projectMemberOrAdmin,
   add_router_interface: projectMemberOrAdmin,
+  /** An interface on a subnet of another project than the router's, on a network that is not shared (else not found). */
+  'add_router_interface:other_project_subnet': isAdmin,
   remove_router_interface: projectMemberOrAdmin,
 
   get_floatingip: projectReaderOrAdmin,
   create_floatingip: projectMemberOrAdmin,
   'create_floatingip:floating_ip_address': isAdmin,
   update_floatingip: projectMemberOrAdmin,
+  /** Associating a floating IP with a port of another project (else the port is not found). */
+  'floatingip:associate:other_project_port': isAdmin,
   delete_floatingip: projectMemberOrAdmin,
 
   get_quota: anyOf(isAdmin, inProject),

@@ -32,6 +32,15 @@ export const projectMemberOrAdmin = anyOf(isAdmin, allOf(hasRole('member'), inPr
 export type PolicyTable<Op extends string = string> = Record<Op, Rule>
 
 /**
+ * Whose resources a domain lookup may return: `project`, the acting project's own and those it is given (public,
+ * shared, granted access); `all_projects`, every project's. The route layer evaluates a named rule of its table
+ * once (`visibilityOf(can(…))`) and passes the value down, so domain code filters by it and never reads roles.
+ */
+export type Visibility = 'project' | 'all_projects'
+
+export const visibilityOf = (allProjects: boolean): Visibility => (allProjects ? 'all_projects' : 'project')
+
+/**
  * Throws 403 when the rule denies. Callers that must not reveal that a resource exists (another project's
  * server) check visibility first and answer 404 themselves.
  */

@@ -15,12 +15,15 @@ export type VolumeOperation =
   | 'volume:upload_image'
   | 'volume:reset_status'
   | 'volume:all_tenants'
+  | 'volume:other_projects:see'
+  | 'url:other_project'
   | 'snapshot:get'
   | 'snapshot:create'
   | 'snapshot:update'
   | 'snapshot:delete'
   | 'type:get'
   | 'type:manage'
+  | 'type:private:see'
   | 'quota:show'
   | 'quota:update'
 
@@ -35,12 +38,18 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'volume:upload_image': projectMemberOrAdmin,
   'volume:reset_status': isAdmin,
   'volume:all_tenants': isAdmin,
+  /** Another project's volumes and snapshots exist for the caller at all (else 404); the service's Caller.visibility. */
+  'volume:other_projects:see': isAdmin,
+  /** A URL naming another project than the token's (/v3/{project_id}/…); else 400 Malformed request url. */
+  'url:other_project': isAdmin,
   'snapshot:get': projectReaderOrAdmin,
   'snapshot:create': projectMemberOrAdmin,
   'snapshot:update': projectMemberOrAdmin,
   'snapshot:delete': projectMemberOrAdmin,
   'type:get': anyOf(isAdmin, hasRole('reader')),
   'type:manage': isAdmin,
+  /** Private volume types are listed and found (else they do not exist for the caller). */
+  'type:private:see': isAdmin,
   'quota:show': projectReaderOrAdmin,
   'quota:update': isAdmin,
 }

@@ -21,7 +21,7 @@ import { randomUUID } from 'node:crypto'
 import { AppError, badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { Principal } from '../auth/principal.js'
 import type { ImageService } from '../image/service.js'
-import { authorize } from '../policy/rules.js'
+import { allows, authorize, visibilityOf, type Visibility } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
@@ -53,12 +53,18 @@ export interface VolumeServiceOptions {
 export interface Caller {
   projectId: string
   userId: string
-  isAdmin: boolean
+  /** Whose volumes and snapshots the caller may find (volume:other_projects:see, or compute's decision). */
+  visibility: Visibility
 }
 
 export function callerOf(principal: Principal): Caller {
   if (principal.scope.type !== 'project') throw new AppError('forbidden', 'The block storage API needs a project-scoped token.')
-  return { projectId: principal.scope.projectId, userId: principal.userId, isAdmin: principal.roles.includes('admin') }
+  return { projectId: principal.scope.projectId, userId: principal.userId, visibility: visibilityOf(allows(volumePolicy, 'volume:other_projects:see', principal)) }
+}
+
+/** The caller of a compute-facing method: compute's route decided its visibility from compute's policy (default: project). */
+export function computeCaller(request: { projectId: string; userId?: string; visibility?: Visibility }): Caller {
+  return { projectId: request.projectId, userId: request.userId ?? '', visibility: request.visibility ?? 'project' }
 }
 
 export interface CreateVolumeInput {
@@ -156,7 +162,7 @@ export class VolumeService {
   /** A volume the caller may see (own project, or any for admins); 404 otherwise. */
   async find(caller: Caller, id: string, db: Db = this.store.db): Promise<VolumeRecord> {
     const volume = await loadVolume(db, id)
-    if (!volume || (!caller.isAdmin && volume.projectId !== caller.projectId)) throw notFound(`Volume ${id} could not be found.`)
+    if (!volume || (caller.visibility !== 'all_projects' && volume.projectId !== caller.projectId)) throw notFound(`Volume ${id} could not be found.`)
     return volume
   }
 
@@ -214,7 +220,7 @@ export class VolumeService {
     let imageMetadata: Record<string, string> | null = null
     if (input.snapshot_id) {
       const snap = await tx.selectFrom('volume_snapshots').selectAll().where('id', '=', input.snapshot_id).executeTakeFirst()
-      if (!snap || (!caller.isAdmin && snap.project_id !== caller.projectId)) throw notFound(`Snapshot ${input.snapshot_id} could not be found.`)
+      if (!snap || (caller.visibility !== 'all_projects' && snap.project_id !== caller.projectId)) throw notFound(`Snapshot ${input.snapshot_id} could not be found.`)
       if (snap.status !== 'available') throw badRequest(`Invalid snapshot: Originating snapshot status must be one of 'available' values.`)
       size ??= snap.size
       if (size < snap.size) throw badRequest(`Invalid input received: Volume size '${size}'GB cannot be smaller than the snapshot size ${snap.size}GB. They must be >= original snapshot size.`)
@@ -239,7 +245,7 @@ export class VolumeService {
       imageId = source.imageId
       imageMetadata = source.imageMetadata
     } else if (input.imageRef) {
-      const image = await this.images.getVisibleImage(caller.projectId, caller.isAdmin, input.imageRef, tx).catch((err: unknown) => {
+      const image = await this.images.getVisibleImage(caller.projectId, caller.visibility, input.imageRef, tx).catch((err: unknown) => {
         if (err instanceof AppError) throw badRequest(`Invalid image identifier or unable to access requested image: ${err.message}`)
         throw err
       })
@@ -540,8 +546,8 @@ export class VolumeService {
    * reserved; a multiattach volume may also be in use by other servers. 404 when the volume is not the project's;
    * 409 when it cannot be attached (in use, or already attached to that server).
    */
-  async reserveForAttach(tx: Db, request: { volumeId: string; projectId: string; serverId: string; isAdmin?: boolean }): Promise<{ attachmentId: string; volume: VolumeRecord }> {
-    const volume = await this.find({ projectId: request.projectId, userId: '', isAdmin: request.isAdmin ?? false }, request.volumeId, tx)
+  async reserveForAttach(tx: Db, request: { volumeId: string; projectId: string; serverId: string; visibility?: Visibility }): Promise<{ attachmentId: string; volume: VolumeRecord }> {
+    const volume = await this.find(computeCaller(request), request.volumeId, tx)
     const attachable = volume.multiattach ? ['available', 'in-use'] : ['available']
     if (!attachable.includes(volume.status)) {
       throw conflict(`Invalid volume: volume ${volume.id} status must be ${attachable.join(' or ')} to attach, but it is ${volume.status}${volume.multiattach ? '' : ' (its type does not allow multiattach)'}.`)
@@ -635,9 +641,9 @@ export class VolumeService {
    */
   async createForBoot(
     tx: Db,
-    request: { projectId: string; userId: string; isAdmin?: boolean; source: 'image' | 'snapshot' | 'blank' | 'volume'; sourceId?: string; size?: number; volumeType?: string | null; availabilityZone?: string | null; name?: string },
+    request: { projectId: string; userId: string; visibility?: Visibility; source: 'image' | 'snapshot' | 'blank' | 'volume'; sourceId?: string; size?: number; volumeType?: string | null; availabilityZone?: string | null; name?: string },
   ): Promise<VolumeRecord> {
-    const caller = { projectId: request.projectId, userId: request.userId, isAdmin: request.isAdmin ?? false }
+    const caller = computeCaller(request)
     return this.insertVolume(
       tx,
       caller,
@@ -673,9 +679,9 @@ export class VolumeService {
     return this.connections.connect(request)
   }
 
-  /** A volume by id for compute, scoped to a project (admins: any); 404 otherwise. */
-  async getForProject(tx: Db, request: { volumeId: string; projectId: string; isAdmin?: boolean }): Promise<VolumeRecord> {
-    return this.find({ projectId: request.projectId, userId: '', isAdmin: request.isAdmin ?? false }, request.volumeId, tx)
+  /** A volume by id for compute, of the project (or any, with visibility all_projects); 404 otherwise. */
+  async getForProject(tx: Db, request: { volumeId: string; projectId: string; visibility?: Visibility }): Promise<VolumeRecord> {
+    return this.find(computeCaller(request), request.volumeId, tx)
   }
 
   /** Attachments of a server (compute's os-extended-volumes:volumes_attached and os-volume_attachments). */

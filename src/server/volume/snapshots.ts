@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { badRequest, notFound } from '../../contracts/errors.js'
 import type { Principal } from '../auth/principal.js'
-import { authorize } from '../policy/rules.js'
+import { authorize, type Visibility } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
@@ -24,7 +24,7 @@ const SNAPSHOT_SORT_KEYS: SortKeys<SnapshotRecord> = {
   created_at: (s) => s.createdAt,
   updated_at: (s) => s.updatedAt,
 }
-import { callerOf, VOLUME_TASKS, type Caller, type VolumeService } from './service.js'
+import { callerOf, computeCaller, VOLUME_TASKS, type Caller, type VolumeService } from './service.js'
 
 export interface SnapshotInput {
   volume_id: string
@@ -48,7 +48,7 @@ export class SnapshotService {
 
   async find(caller: Caller, id: string, db: Db = this.store.db): Promise<SnapshotRecord> {
     const row = await db.selectFrom('volume_snapshots').selectAll().where('id', '=', id).executeTakeFirst()
-    if (!row || (!caller.isAdmin && row.project_id !== caller.projectId)) throw notFound(`Snapshot ${id} could not be found.`)
+    if (!row || (caller.visibility !== 'all_projects' && row.project_id !== caller.projectId)) throw notFound(`Snapshot ${id} could not be found.`)
     return rowToSnapshot(row)
   }
 
@@ -82,8 +82,8 @@ export class SnapshotService {
    * A snapshot for compute (createImage of a volume-backed server: `force` for in-use volumes), inside the
    * caller's transaction, with the API's checks and quotas. Returns its id; it becomes available through the queue.
    */
-  async createForCompute(tx: Db, request: { projectId: string; userId: string; isAdmin?: boolean; volumeId: string; name: string; description?: string | null; force: boolean }): Promise<string> {
-    const caller = { projectId: request.projectId, userId: request.userId, isAdmin: request.isAdmin ?? false }
+  async createForCompute(tx: Db, request: { projectId: string; userId: string; visibility?: Visibility; volumeId: string; name: string; description?: string | null; force: boolean }): Promise<string> {
+    const caller = computeCaller(request)
     const id = await this.insertSnapshot(tx, caller, { volume_id: request.volumeId, name: request.name, description: request.description ?? null, force: request.force }, () => {})
     this.options.wake?.()
     return id

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { Principal } from '../auth/principal.js'
-import { authorize } from '../policy/rules.js'
+import { allows, authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Store } from '../storage/store.js'
 import { CEPH_VOLUME_TYPE, DEFAULT_VOLUME_TYPE, rowToType, type VolumeTypeRecord } from './model.js'
@@ -35,7 +35,8 @@ export class VolumeTypeService {
   async list(principal: Principal): Promise<VolumeTypeRecord[]> {
     authorize(volumePolicy, 'type:get', principal)
     const rows = await this.store.db.selectFrom('volume_types').selectAll().orderBy('name').execute()
-    return rows.map(rowToType).filter((t) => t.isPublic || principal.roles.includes('admin'))
+    const seesPrivate = allows(volumePolicy, 'type:private:see', principal)
+    return rows.map(rowToType).filter((t) => t.isPublic || seesPrivate)
   }
 
   async get(principal: Principal, idOrName: string): Promise<VolumeTypeRecord> {
@@ -43,7 +44,7 @@ export class VolumeTypeService {
     const type = await resolveType(this.store.db, idOrName).catch(() => {
       throw notFound(`Volume type ${idOrName} could not be found.`)
     })
-    if (!type.isPublic && !principal.roles.includes('admin')) throw notFound(`Volume type ${idOrName} could not be found.`)
+    if (!type.isPublic && !allows(volumePolicy, 'type:private:see', principal)) throw notFound(`Volume type ${idOrName} could not be found.`)
     return type
   }
 

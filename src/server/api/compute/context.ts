@@ -1,13 +1,13 @@
 /**
  * What every authenticated compute route shares: the microversion of the request (parsed once, echoed on
- * every response with `Vary`), the caller (admin? which project?), policy checks and body validation.
+ * every response with `Vary`), the caller (which project, which user), policy checks and body validation.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TSchema } from '@sinclair/typebox'
 import { AppError, badRequest, forbidden, notFound } from '../../../contracts/errors.js'
 import { apiVersion, MAX_VERSION, MIN_VERSION, parseRequestedVersion, type ApiVersion, type Gate, type VersionNumber } from '../../../contracts/compute/versions.js'
 import { check } from '../../../contracts/compute/params.js'
-import { allows, type PolicyTarget } from '../../policy/rules.js'
+import { allows, visibilityOf, type PolicyTarget, type Visibility } from '../../policy/rules.js'
 import { COMPUTE_POLICY, type ComputeOperation } from '../../policy/compute.policy.js'
 import { projectOf } from '../../auth/principal.js'
 
@@ -84,15 +84,45 @@ export function useSingleQueryValues(scope: FastifyInstance): void {
   })
 }
 
+/** Who calls; what it may do is the policy table's (`can`, `must`, `serverCaller`), never read from its roles. */
 export interface Caller {
-  admin: boolean
   projectId: string
   userId: string
 }
 
 export function callerOf(request: FastifyRequest): Caller {
   const p = request.principal
-  return { admin: p.roles.includes('admin'), projectId: projectOf(p) ?? '', userId: p.userId }
+  return { projectId: projectOf(p) ?? '', userId: p.userId }
+}
+
+/**
+ * The caller as server operations (create, actions, volume and interface attachments) take it: who it is, and what
+ * compute's policy table lets it reach, each rule evaluated here once and passed down as a named value, so the
+ * domain reads no roles (docs/architecture.md, "Where a permission is decided").
+ */
+export interface ServerCaller {
+  projectId: string
+  userId: string
+  /** Whose images, volumes, snapshots and networks the request may name (other_projects:use). */
+  visibility: Visibility
+  /** Private flavors the project has no access to (flavors:all_projects). */
+  flavorVisibility: Visibility
+  /** A port on an external network that is not shared (network:attach_external_network). */
+  attachExternal: boolean
+  /** May act on a locked server (servers:locked:override). */
+  lockOverride: boolean
+}
+
+export function serverCaller(request: FastifyRequest): ServerCaller {
+  const { projectId, userId } = callerOf(request)
+  return {
+    projectId,
+    userId,
+    visibility: visibilityOf(can(request, 'other_projects:use')),
+    flavorVisibility: visibilityOf(can(request, 'flavors:all_projects')),
+    attachExternal: can(request, 'network:attach_external_network'),
+    lockOverride: can(request, 'servers:locked:override'),
+  }
 }
 
 export function can(request: FastifyRequest, op: ComputeOperation, target: PolicyTarget = {}): boolean {

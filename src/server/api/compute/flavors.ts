@@ -13,6 +13,7 @@ import { bookmarkBase } from '../../compute/server-model.js'
 import { addFlavorAccess, deleteFlavor, findFlavorClash, findUsableFlavor, flavorAccess, flavorsWithAccess, insertFlavor, removeFlavorAccess, saveExtraSpecs, setFlavorDescription } from '../../compute/flavors.js'
 import type { AppDeps } from '../../deps.js'
 import { bodyObject, callerOf, can, must, requireGate, validate } from './context.js'
+import { visibilityOf } from '../../policy/rules.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, fieldsSchema, listOf, plain, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
@@ -94,10 +95,11 @@ export function flavorRoutes(deps: AppDeps) {
       { rel: 'bookmark', href: `${base}/flavors/${f.id}` },
     ],
   })
-  const render = (request: FastifyRequest, f: FlavorTable, view: FlavorView) => project(flavorFields, model(f), { version: request.api.version, view, admin: callerOf(request).admin })
+  // The flavor table marks no field admin-only (were one added, its rule would decide `admin` here).
+  const render = (request: FastifyRequest, f: FlavorTable, view: FlavorView) => project(flavorFields, model(f), { version: request.api.version, view, admin: false })
   const visible = async (request: FastifyRequest, id: string) => {
     const caller = callerOf(request)
-    const f = await findUsableFlavor(db, id, caller.projectId, caller.admin)
+    const f = await findUsableFlavor(db, id, caller.projectId, visibilityOf(can(request, 'flavors:all_projects')))
     if (!f) throw notFound(`Flavor ${id} could not be found.`)
     return f
   }

@@ -15,6 +15,7 @@ import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { MAX_VERSION, MIN_VERSION } from '../../../contracts/compute/versions.js'
 import { envelope, listOf, Q, queryOf } from '../../../contracts/compute/schemas.js'
+import type { FromSchema } from '../../http/route-types.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -26,7 +27,7 @@ const serviceUpdateSchema = {
     disabled_reason: { type: ['string', 'null'], minLength: 1, maxLength: 255 },
     forced_down: { type: 'boolean' },
   },
-}
+} as const
 
 const legacyServiceSchema = {
   type: 'object',
@@ -37,7 +38,7 @@ const legacyServiceSchema = {
     disabled_reason: { type: 'string', minLength: 1, maxLength: 255 },
     forced_down: { type: 'boolean' },
   },
-}
+} as const
 
 const hypervisorQuery = queryOf({ limit: Q.count, marker: Q.str, hypervisor_hostname_pattern: Q.str, with_servers: Q.bool })
 const DOCS = {
@@ -208,9 +209,9 @@ export function hostRoutes(deps: AppDeps) {
         const action = request.params.id
         if (!atLeast(v, 53)) return legacyUpdate(request, action, v)
         const { host, ctx } = await findService(request.params.id, v)
-        const body = request.body
+        const body: unknown = request.body
         validate(serviceUpdateSchema, body)
-        const { status, disabled_reason: reason, forced_down: forced } = body as { status?: 'enabled' | 'disabled'; disabled_reason?: string | null; forced_down?: boolean }
+        const { status, disabled_reason: reason, forced_down: forced } = body
         if (status === undefined && forced === undefined) throw badRequest('Invalid input: at least one of status or forced_down must be given')
         if (reason !== undefined && status !== 'disabled') throw badRequest('Specifying a disabled_reason is only supported when the status is disabled.')
         const updated = await setService(host, {
@@ -244,8 +245,8 @@ export function hostRoutes(deps: AppDeps) {
   async function legacyUpdate(request: FastifyRequest<{ Body: Record<string, unknown> }>, action: string, v: Version) {
     if (!['enable', 'disable', 'disable-log-reason', 'force-down'].includes(action)) throw notFound(`Unknown action ${action}`)
     if (action === 'force-down' && !atLeast(v, 11)) throw notFound('The resource could not be found.')
-    validate(legacyServiceSchema, request.body)
-    const body = request.body as { host: string; binary: string; disabled_reason?: string; forced_down?: boolean }
+    const body: unknown = request.body
+    validate(legacyServiceSchema, body)
     const { hosts: all } = await context()
     const host = all.find((h) => h.hostname === body.host)
     if (!host || body.binary !== 'nova-compute') throw notFound(`Service ${body.binary} on host ${body.host} could not be found.`)
@@ -262,8 +263,19 @@ export function hostRoutes(deps: AppDeps) {
   }
 }
 
-/** Small structural check of a JSON body against one of the schemas above, naming the field. */
-function validate(schema: { properties: Record<string, { type: string | string[]; enum?: string[]; maxLength?: number; minLength?: number }>; required?: string[]; additionalProperties?: boolean }, body: unknown): void {
+/** The subset of JSON Schema the two service-update bodies use, which validate() checks. */
+interface BodySchema {
+  properties: Record<string, { type: string | readonly string[]; enum?: readonly string[]; maxLength?: number; minLength?: number }>
+  required?: readonly string[]
+  additionalProperties?: boolean
+}
+
+/**
+ * Small structural check of a JSON body against one of the schemas above, naming the field. The route takes either
+ * form (which one depends on the microversion), so the body is checked here rather than by the route's schema, and
+ * it is typed from the schema it passed (FromSchema).
+ */
+function validate<S extends BodySchema>(schema: S, body: unknown): asserts body is FromSchema<S> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Invalid input: the body must be a JSON object')
   const obj = body as Record<string, unknown>
   for (const key of schema.required ?? []) if (!(key in obj)) throw badRequest(`Invalid input: '${key}' is a required property`)

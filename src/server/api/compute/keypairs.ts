@@ -73,7 +73,7 @@ export function keypairRoutes(deps: AppDeps) {
       } else fingerprint = fingerprintOf(type, publicKey)
       const row: KeypairTable = { id: randomUUID(), user_id: userId, name: k.name, type, public_key: publicKey, fingerprint, created_at: Date.now() }
       if (!(await insertKeypair(db, row))) throw conflict(`Key pair '${k.name}' already exists.`)
-      const out = project(keypairFields, model(row, privateKey), { version: request.api.version, view: 'create', admin: callerOf(request).admin })
+      const out = project(keypairFields, model(row, privateKey), { version: request.api.version, view: 'create', admin: false })
       return reply.code(request.api.has('keypairCreated201') ? 201 : 200).send({ keypair: out })
     })
     scope.get<{ Querystring: SingleQuery }>('/v2.1/os-keypairs', DOCS.list, async (request) => {

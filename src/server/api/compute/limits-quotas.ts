@@ -7,7 +7,7 @@ import { absoluteLimitFields, quotaSetFields } from '../../../contracts/compute/
 import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
 import type { AppDeps } from '../../deps.js'
 import { DEFAULT_QUOTAS, projectExists, QUOTA_RESOURCES, quotaLimits, resetQuotaLimits, setQuotaLimits, usageOf } from '../../compute/quotas.js'
-import { bodyObject, callerOf, must, validate } from './context.js'
+import { bodyObject, callerOf, can, must, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, fieldsSchema, queryOf, versioned } from '../../../contracts/compute/schemas.js'
@@ -49,7 +49,7 @@ export function limitQuotaRoutes(deps: AppDeps) {
       const caller = callerOf(request)
       const q = request.query
       let projectId = caller.projectId
-      if (q.tenant_id && q.tenant_id !== caller.projectId && callerOf(request).admin) projectId = q.tenant_id
+      if (q.tenant_id && q.tenant_id !== caller.projectId && can(request, 'limits:other_project')) projectId = q.tenant_id
       const limits = await quotaLimits(db, projectId)
       const used = await usageOf(db, projectId, caller.userId)
       const source = { ...limits, used_cores: used.cores, used_instances: used.instances, used_ram: used.ram, used_server_groups: used.server_groups }

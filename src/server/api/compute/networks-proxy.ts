@@ -10,7 +10,7 @@ import { listNetworks } from '../../network/networks.js'
 import { listSubnets } from '../../network/subnets.js'
 import type { View } from '../../network/views.js'
 import { formatIp, parseCidr } from '../../../lib/ip.js'
-import { callerOf, requireBefore } from './context.js'
+import { can, requireBefore } from './context.js'
 import { documented } from '../../http/openapi.js'
 import { A, PROXY } from '../../../contracts/compute/answers.js'
 import { envelope, listOf } from '../../../contracts/compute/schemas.js'
@@ -98,8 +98,8 @@ export function networkProxyRoutes(deps: AppDeps) {
 
   return async (scope: FastifyInstance): Promise<void> => {
     type P1 = { Params: { id: string } }
-    scope.get('/v2.1/os-networks', DOCS.networks, async (request) => ({ networks: (await visible(request)).map((n) => networkDict(n, callerOf(request).admin)) }))
-    scope.get<P1>('/v2.1/os-networks/:id', DOCS.network, async (request) => ({ network: networkDict(await one(request), callerOf(request).admin) }))
+    scope.get('/v2.1/os-networks', DOCS.networks, async (request) => ({ networks: (await visible(request)).map((n) => networkDict(n, can(request, 'os-networks:admin_fields'))) }))
+    scope.get<P1>('/v2.1/os-networks/:id', DOCS.network, async (request) => ({ network: networkDict(await one(request), can(request, 'os-networks:admin_fields')) }))
     scope.get('/v2.1/os-tenant-networks', DOCS.tenantNetworks, async (request) => ({ networks: (await visible(request)).map(tenantView) }))
     scope.get<P1>('/v2.1/os-tenant-networks/:id', DOCS.tenantNetwork, async (request) => ({ network: tenantView(await one(request)) }))
   }

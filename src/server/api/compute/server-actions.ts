@@ -14,7 +14,7 @@ import { computeStorage } from '../../compute/storage.js'
 import { parseIsoTime } from '../../../contracts/compute/time.js'
 import type { ServerRouteDeps } from './servers.js'
 import { renderServers, visibleServer } from './servers.js'
-import { bodyObject, callerOf, can, must, validate, visibleProject } from './context.js'
+import { bodyObject, can, must, serverCaller, validate, visibleProject } from './context.js'
 import { ACTION_POLICY } from '../../policy/compute.policy.js'
 import { remoteConsoleUrl } from '../../remote-consoles/remote-consoles.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -86,9 +86,8 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       if (!inRange(request.api.version, since, until)) throw notFound('The resource could not be found.')
       const row = await visibleServer(deps, request, request.params.id)
       validate(`action:${key}`, request, ACTION_BODIES[key], body[key])
-      const caller = callerOf(request)
       must(request, ACTION_POLICY[key] ?? ('adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action'), { projectId: row.project_id })
-      const outcome = await runAction(actionDeps, request.api, { ...caller, principal: request.principal, lockOverride: can(request, 'servers:locked:override'), authorize: (op) => must(request, op, { projectId: row.project_id }) }, row, action, body[key], request.id)
+      const outcome = await runAction(actionDeps, request.api, { ...serverCaller(request), principal: request.principal, authorize: (op) => must(request, op, { projectId: row.project_id }) }, row, action, body[key], request.id)
       deps.runner.wake()
       if (outcome.headers) reply.headers(outcome.headers)
       if (action === 'rebuild' && outcome.server) {
@@ -148,7 +147,6 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     })
 
     scope.get<{ Params: { id: string; requestId: string } }>('/v2.1/servers/:id/os-instance-actions/:requestId', DOCS.showAction, async (request) => {
-      const caller = callerOf(request)
       const server = await findServerOfActions(db, request.params.id)
       if (!server || !visibleProject(request, server.project_id)) throw notFound(`Instance ${request.params.id} could not be found.`)
       must(request, 'servers:show', { projectId: server.project_id })
@@ -164,7 +162,9 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
         message: action.message,
         ...(request.api.has('instanceActionsPaging') ? { updated_at: isoMicros(action.updated_at) } : {}),
       }
-      const showEvents = caller.admin || request.api.has('ownerSeesActionEvents')
+      // Events' traceback, host and details, and the events themselves below 2.51 (os-instance-actions:events).
+      const eventsRule = can(request, 'servers:instance_actions:events')
+      const showEvents = eventsRule || request.api.has('ownerSeesActionEvents')
       if (showEvents) {
         const events = await actionEvents(db, action.id)
         out.events = events.map((e) => ({
@@ -172,9 +172,9 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
           start_time: isoMicros(e.start_time),
           finish_time: isoMicros(e.finish_time),
           result: e.result,
-          ...(caller.admin ? { traceback: e.traceback } : {}),
-          ...(request.api.has('actionEventHost') ? { hostId: hostIdOf(action.project_id, e.host), ...(caller.admin ? { host: e.host ?? '' } : {}) } : {}),
-          ...(request.api.has('actionEventDetails') && caller.admin ? { details: e.details } : {}),
+          ...(eventsRule ? { traceback: e.traceback } : {}),
+          ...(request.api.has('actionEventHost') ? { hostId: hostIdOf(action.project_id, e.host), ...(eventsRule ? { host: e.host ?? '' } : {}) } : {}),
+          ...(request.api.has('actionEventDetails') && eventsRule ? { details: e.details } : {}),
         }))
       }
       return { instanceAction: out }

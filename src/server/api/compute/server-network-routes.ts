@@ -9,7 +9,7 @@ import type { ComputeOperation } from '../../policy/compute.policy.js'
 import { attachInterface, attachmentView, detachInterface, serverIps, serverSecurityGroupsView } from '../../compute/server-network.js'
 import type { ServerRouteDeps } from './servers.js'
 import { visibleServer } from './servers.js'
-import { bodyObject, callerOf, can, must, validate } from './context.js'
+import { bodyObject, must, serverCaller, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { envelope, listOf, versioned } from '../../../contracts/compute/schemas.js'
@@ -63,12 +63,12 @@ export function serverNetworkRoutes(deps: ServerRouteDeps) {
       const row = await load(request, request.params.id, 'servers:interfaces:create')
       const a = (body.interfaceAttachment ?? {}) as { net_id?: string; port_id?: string; fixed_ips?: { ip_address: string }[]; tag?: string }
       if (a.tag !== undefined) throw badRequest('Tagged network interface attach is not supported by this compute service.')
-      const port = await attachInterface(deps.network, deps.store.db, row, { netId: a.net_id, portId: a.port_id, fixedIp: a.fixed_ips?.[0]?.ip_address }, { ...callerOf(request), lockOverride: can(request, 'servers:locked:override') }, request.id)
+      const port = await attachInterface(deps.network, deps.store.db, row, { netId: a.net_id, portId: a.port_id, fixedIp: a.fixed_ips?.[0]?.ip_address }, serverCaller(request), request.id)
       return { interfaceAttachment: attachmentView(port, request.api.has('interfaceTags')) }
     })
     scope.delete<P2>('/v2.1/servers/:id/os-interface/:sub', DOCS.detach, async (request, reply) => {
       const row = await load(request, request.params.id, 'servers:interfaces:delete')
-      await detachInterface(deps.network, deps.store.db, row, request.params.sub, { ...callerOf(request), lockOverride: can(request, 'servers:locked:override') }, request.id)
+      await detachInterface(deps.network, deps.store.db, row, request.params.sub, serverCaller(request), request.id)
       return reply.code(202).send()
     })
 

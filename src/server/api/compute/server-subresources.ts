@@ -11,7 +11,7 @@ import { deleteSystemMetadata, PASSWORD_KEYS, postedPassword } from '../../compu
 import { addServerTag, deleteServerTag, deleteServerTags, hasServerTag, replaceServerTags, saveServerMetadata, serverTags } from '../../compute/server-rows.js'
 import type { ServerRouteDeps } from './servers.js'
 import { visibleServer } from './servers.js'
-import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
+import { bodyObject, can, must, requireGate, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { versioned } from '../../../contracts/compute/schemas.js'
@@ -24,7 +24,7 @@ const MAX_TAGS = 50
 
 /** Metadata and tag writes: the server must be at rest in a writable state and not locked (admins override). */
 function checkWritable(request: FastifyRequest, row: ServerTable, what: string): void {
-  if (row.locked === 1 && !callerOf(request).admin) throw conflict(`Instance ${row.id} is locked`)
+  if (row.locked === 1 && !can(request, 'servers:locked:override')) throw conflict(`Instance ${row.id} is locked`)
   if (!WRITABLE_STATES.includes(row.vm_state)) throw conflict(`Cannot '${what}' instance ${row.id} while it is in vm_state ${row.vm_state}`)
   if (row.task_state !== null) throw conflict(`Cannot '${what}' instance ${row.id} while it is in task_state ${row.task_state}`)
 }

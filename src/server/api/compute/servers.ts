@@ -14,7 +14,7 @@ import { serversMatchingIps } from '../../compute/server-network.js'
 import { acceptServerDelete, findLiveServer, serverRowsByIds, updateServerFields } from '../../compute/server-rows.js'
 import type { ImageLookup } from '../../compute/images.js'
 import { computeStorage } from '../../compute/storage.js'
-import { bodyObject, callerOf, can, must, validate, visibleProject } from './context.js'
+import { bodyObject, callerOf, can, must, serverCaller, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { Type as T } from '@sinclair/typebox'
 import { envelope, fieldsSchema, listOf, plain, serverListQuery, versioned } from '../../../contracts/compute/schemas.js'
@@ -33,17 +33,25 @@ export async function visibleServer(deps: AppDeps, request: FastifyRequest, id: 
 }
 
 /** Projects rows for a view at the request's version. */
+/**
+ * What of a server the caller may see beyond what everyone sees, from the table's rules: the fields the tables mark
+ * admin-only (with host_status among them) and 500 faults' details. The detail list's view cache keys on it.
+ */
+function serverViewRights(request: FastifyRequest): { adminFields: boolean; faultDetails: boolean } {
+  return { adminFields: can(request, 'servers:show:admin_fields'), faultDetails: can(request, 'servers:show:fault_details') }
+}
+
 export async function renderServers(deps: AppDeps, request: FastifyRequest, rows: ServerTable[], view: ServerView, extra?: { adminPass?: string }) {
-  const admin = callerOf(request).admin
+  const { adminFields, faultDetails } = serverViewRights(request)
   const version = request.api.version
   const models = await serverModels(deps.store.db, rows, {
-    admin,
+    faultDetails,
     computeUrl: deps.urls.compute,
-    needs: { tags: view !== 'summary' && request.api.has('serverTags'), groups: view !== 'summary' && view !== 'detail', hostStatus: view !== 'summary' && admin },
+    needs: { tags: view !== 'summary' && request.api.has('serverTags'), groups: view !== 'summary' && view !== 'detail', hostStatus: view !== 'summary' && adminFields },
     hostDownAfterMs: deps.config.hostDownAfterSeconds * 1000,
     network: deps.network,
   })
-  const shape = projector(serverFields, { version, view, admin })
+  const shape = projector(serverFields, { version, view, admin: adminFields })
   return models.map((m) => shape(extra ? { ...m, ...extra } : m))
 }
 
@@ -61,8 +69,8 @@ const CLOSE = Buffer.from('}')
  */
 async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<ServerTable, 'id' | 'rev' | 'host'> & { view_rev?: number })[], cache: ServerViewCache): Promise<Buffer[]> {
   const db = deps.store.db
-  const admin = callerOf(request).admin
-  const entries = cache.variant(`${request.api.text}|${admin ? 'admin' : 'member'}`)
+  const rights = serverViewRights(request)
+  const entries = cache.variant(`${request.api.text}|${rights.adminFields ? 'admin' : 'member'}${rights.faultDetails ? '+faults' : ''}`)
   const viewRevs = new Map(rows.map((r) => [r.id, r.view_rev ?? 0]))
   const stamp = (r: Pick<ServerTable, 'id' | 'rev'>) => ({ rev: r.rev, viewRev: viewRevs.get(r.id)! })
   const kept = rows.map((r) => ServerViewCache.lookup(entries, r.id, stamp(r)))
@@ -83,7 +91,7 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
     rows.forEach((r, i) => (kept[i] ??= rendered.get(r.id)))
   }
   let close = (_host: string | null): Buffer => CLOSE
-  if (fieldsFor(serverFields, { version: request.api.version, view: 'detail', admin }).some((f) => f.key === 'host_status')) {
+  if (fieldsFor(serverFields, { version: request.api.version, view: 'detail', admin: rights.adminFields }).some((f) => f.key === 'host_status')) {
     const states = await loadHostStates(db, deps.config.hostDownAfterSeconds * 1000)
     const ends = new Map<string, Buffer>()
     close = (host) => {
@@ -98,7 +106,7 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
 
 /** The summary view reads only id, name and links: no model loading for GET /servers. */
 function renderSummaries(deps: AppDeps, request: FastifyRequest, rows: Pick<ServerTable, 'id' | 'name'>[]) {
-  const shape = projector(serverFields, { version: request.api.version, view: 'summary', admin: callerOf(request).admin })
+  const shape = projector(serverFields, { version: request.api.version, view: 'summary', admin: can(request, 'servers:show:admin_fields') })
   const base = bookmarkBase(deps.urls.compute)
   return rows.map((r) =>
     shape({
@@ -189,7 +197,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
         deps.queue,
         deps.imageLookup,
         request.api,
-        { ...caller, canForceHost: can(request, 'servers:create:forced_host') },
+        { ...serverCaller(request), canForceHost: can(request, 'servers:create:forced_host') },
         body,
         request.id,
         computeStorage(deps),

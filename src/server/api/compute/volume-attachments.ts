@@ -11,7 +11,7 @@ import { attachmentModel, attachVolume, detachVolume, findAttachment, isSwap, li
 import type { ServerTable } from '../../storage/tables/compute.js'
 import type { ServerRouteDeps } from './servers.js'
 import { visibleServer } from './servers.js'
-import { bodyObject, callerOf, can, validate } from './context.js'
+import { bodyObject, serverCaller, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { envelope, fieldsSchema, listOf, versioned } from '../../../contracts/compute/schemas.js'
 import type { SingleQuery } from '../../http/route-types.js'
@@ -30,7 +30,8 @@ const DOCS = {
 
 export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
   const ops: VolumeOpDeps = { db: deps.store.db, queue: deps.queue, storage: computeStorage(deps) }
-  const render = (request: FastifyRequest, view: 'list' | 'show' | 'attach') => projector(volumeAttachmentFields, { version: request.api.version, view, admin: callerOf(request).admin })
+  // The attachment table marks no field admin-only (were one added, its rule would decide `admin` here).
+  const render = (request: FastifyRequest, view: 'list' | 'show' | 'attach') => projector(volumeAttachmentFields, { version: request.api.version, view, admin: false })
   return async (scope: FastifyInstance): Promise<void> => {
     type P1 = { Params: { id: string } }
     type P2 = { Params: { id: string; volumeId: string } }
@@ -58,7 +59,7 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
       validate('volumeAttachment', request, attachBodySchema, body)
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'os_compute_api:os-volumes-attachments:create', row)
-      const bdm = await attachVolume(ops, request.api, { ...callerOf(request), lockOverride: can(request, 'servers:locked:override') }, row, body.volumeAttachment as AttachRequest, request.id)
+      const bdm = await attachVolume(ops, request.api, serverCaller(request), row, body.volumeAttachment as AttachRequest, request.id)
       deps.runner.wake()
       return { volumeAttachment: render(request, 'attach')(attachmentModel(bdm)) }
     })
@@ -69,7 +70,7 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
       const row = await visibleServer(deps, request, request.params.id)
       const update = body.volumeAttachment as UpdateRequest
       must(request, isSwap(request.api, request.params.volumeId, update) ? 'os_compute_api:os-volumes-attachments:swap' : 'os_compute_api:os-volumes-attachments:update', row)
-      await updateAttachment(ops, request.api, { ...callerOf(request), lockOverride: can(request, 'servers:locked:override') }, row, request.params.volumeId, update, request.id)
+      await updateAttachment(ops, request.api, serverCaller(request), row, request.params.volumeId, update, request.id)
       deps.runner.wake()
       return reply.code(202).send()
     })
@@ -77,7 +78,7 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
     scope.delete<P2>(`${base}/:volumeId`, DOCS.detach, async (request, reply) => {
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'os_compute_api:os-volumes-attachments:delete', row)
-      await detachVolume(ops, request.api, { ...callerOf(request), lockOverride: can(request, 'servers:locked:override') }, row, request.params.volumeId, request.id)
+      await detachVolume(ops, request.api, serverCaller(request), row, request.params.volumeId, request.id)
       deps.runner.wake()
       return reply.code(202).send()
     })

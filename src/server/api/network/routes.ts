@@ -27,10 +27,14 @@ import { EXTENSIONS, extensionView, resourcesDocument, versionsDocument } from '
 import * as schemas from './schemas.js'
 import { tagRoutes, type TaggedResource } from './tag-routes.js'
 
-type Body = Record<string, Record<string, unknown>>
 type IdParams = { id: string }
 
-interface Resource {
+/**
+ * One resource of the table, typed by the bodies its create and update take (the domain's NetworkBody, PortBody…).
+ * The schemas beside it (schemas.ts) validate those bodies with Neutron's conversion keywords, which FromSchema does
+ * not read, so the request body is typed by the domain's body type in the route's generics, not cast in the handler.
+ */
+interface Resource<C, U> {
   /** URL segment: networks, security-groups… */
   path: string
   /** JSON key of the collection and of one member. */
@@ -38,54 +42,65 @@ interface Resource {
   member: string
   list: (ctx: NetCtx, actor: Actor, query: Query) => Promise<View[]>
   show: (ctx: NetCtx, actor: Actor, id: string) => Promise<View>
-  create: (ctx: NetCtx, actor: Actor, body: never) => Promise<View>
-  update?: (ctx: NetCtx, actor: Actor, id: string, body: never) => Promise<View>
+  create: (ctx: NetCtx, actor: Actor, body: C) => Promise<View>
+  update?: (ctx: NetCtx, actor: Actor, id: string, body: U) => Promise<View>
   remove: (ctx: NetCtx, actor: Actor, id: string) => Promise<void>
   createSchema: unknown
   updateSchema?: unknown
   custom?: Record<string, CustomFilter>
 }
 
+/** A create body as its schema admits it: one member under its key, or (bulk) a list of them under the collection's. */
+type CreateBody<C> = Record<string, C | C[]>
+/** An update body: the member under its key. */
+type UpdateBody<U> = Record<string, U>
+
+/** A bulk create's list (the collection's key), not one member (an object). */
+const isList = <T>(given: T | T[]): given is T[] => Array.isArray(given)
+
+/** Receives each row of the table with its own body types (the rows differ, so they are not one array). */
+type AddResource = <C, U>(r: Resource<C, U>) => void
+
 const asList = (v: unknown): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v.map(String) : [String(v)])
 
-const RESOURCES: Resource[] = [
-  {
+function resources(add: AddResource): void {
+  add({
     path: 'networks', collection: 'networks', member: 'network',
     list: (ctx, actor) => networks.listNetworks(ctx, actor), show: networks.showNetwork, create: networks.createNetwork, update: networks.updateNetwork, remove: networks.deleteNetwork,
     createSchema: schemas.networkCreate, updateSchema: schemas.networkUpdate,
-  },
-  {
+  })
+  add({
     path: 'subnets', collection: 'subnets', member: 'subnet',
     list: (ctx, actor) => subnets.listSubnets(ctx, actor), show: subnets.showSubnet, create: subnets.createSubnet, update: subnets.updateSubnet, remove: subnets.deleteSubnet,
     createSchema: schemas.subnetCreate, updateSchema: schemas.subnetUpdate,
-  },
-  {
+  })
+  add({
     path: 'ports', collection: 'ports', member: 'port',
     list: (ctx, actor, query) => ports.listPorts(ctx, actor, { device_id: asList(query.device_id), network_id: asList(query.network_id) }),
     show: ports.showPort, create: ports.createPort, update: ports.updatePort, remove: ports.deletePort,
     createSchema: schemas.portCreate, updateSchema: schemas.portUpdate, custom: { fixed_ips: ports.fixedIpsFilter },
-  },
-  {
+  })
+  add({
     path: 'security-groups', collection: 'security_groups', member: 'security_group',
     list: (ctx, actor) => groups.listSecurityGroups(ctx, actor), show: groups.showSecurityGroup, create: groups.createSecurityGroup, update: groups.updateSecurityGroup, remove: groups.deleteSecurityGroup,
     createSchema: schemas.securityGroupCreate, updateSchema: schemas.securityGroupUpdate,
-  },
-  {
+  })
+  add({
     path: 'security-group-rules', collection: 'security_group_rules', member: 'security_group_rule',
     list: (ctx, actor) => groups.listRules(ctx, actor), show: groups.showRule, create: groups.createRule, remove: groups.deleteRule,
     createSchema: schemas.ruleCreate,
-  },
-  {
+  })
+  add({
     path: 'routers', collection: 'routers', member: 'router',
     list: (ctx, actor) => routers.listRouters(ctx, actor), show: routers.showRouter, create: routers.createRouter, update: routers.updateRouter, remove: routers.deleteRouter,
     createSchema: schemas.routerCreate, updateSchema: schemas.routerUpdate,
-  },
-  {
+  })
+  add({
     path: 'floatingips', collection: 'floatingips', member: 'floatingip',
     list: (ctx, actor) => fips.listFloatingIps(ctx, actor), show: fips.showFloatingIp, create: fips.createFloatingIp, update: fips.updateFloatingIp, remove: fips.deleteFloatingIp,
     createSchema: schemas.floatingIpCreate, updateSchema: schemas.floatingIpUpdate,
-  },
-]
+  })
+}
 
 /** Bodies get Neutron's conversions and nothing more (validator.ts); query strings and path parameters the usual coercion. */
 function strictValidators(scope: FastifyInstance): void {
@@ -120,7 +135,8 @@ export function networkRoutes(deps: AppDeps) {
         return { extension: extensionView(ext) }
       })
 
-      for (const r of RESOURCES) {
+      const tagged: TaggedResource[] = []
+      const register = <C, U>(r: Resource<C, U>): void => {
         const url = `${base}/v2.0/${r.path}`
         const name = r.member.replaceAll('_', ' ')
         api.get<{ Querystring: Query }>(`/v2.0/${r.path}`, documented({ summary: `List ${r.path.replaceAll('-', ' ')}`, querystring: LIST_QUERY, response: { 200: many(r.collection, r.member) } }), async (request) => {
@@ -133,34 +149,35 @@ export function networkRoutes(deps: AppDeps) {
           const item = await service.run(request.principal, (ctx, actor) => r.show(ctx, actor, request.params.id))
           return { [r.member]: projectFields(item, fieldsOf(request.query)) }
         })
-        api.post<{ Body: Body }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema }, ...documented({ summary: `Create a ${name}, or several at once (all or none)`, response: { 201: { anyOf: [one(r.member), many(r.collection, r.member)] } } }) }, async (request, reply: FastifyReply) => {
-          const bulk = request.body[r.collection] as unknown as Record<string, unknown>[] | undefined
-          if (bulk) {
+        api.post<{ Body: CreateBody<C> }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema }, ...documented({ summary: `Create a ${name}, or several at once (all or none)`, response: { 201: { anyOf: [one(r.member), many(r.collection, r.member)] } } }) }, async (request, reply: FastifyReply) => {
+          const given = request.body[r.collection] ?? request.body[r.member]
+          if (isList(given)) {
             // Neutron's bulk create: every member in one transaction, all created or none.
             const items = await service.run(request.principal, async (ctx, actor) => {
               const created: View[] = []
-              for (const member of bulk) created.push(await r.create(ctx, actor, member as never))
+              for (const member of given) created.push(await r.create(ctx, actor, member))
               return created
             })
             return reply.code(201).send({ [r.collection]: items })
           }
-          const item = await service.run(request.principal, (ctx, actor) => r.create(ctx, actor, request.body[r.member] as never))
+          const item = await service.run(request.principal, (ctx, actor) => r.create(ctx, actor, given))
           return reply.code(201).send({ [r.member]: item })
         })
         if (r.update) {
           const update = r.update
-          api.put<{ Params: IdParams; Body: Body }>(`/v2.0/${r.path}/:id`, { schema: { body: r.updateSchema }, ...documented({ summary: `Update a ${name}`, response: { 200: one(r.member) } }) }, async (request) => {
-            const item = await service.run(request.principal, (ctx, actor) => update(ctx, actor, request.params.id, request.body[r.member] as never))
+          api.put<{ Params: IdParams; Body: UpdateBody<U> }>(`/v2.0/${r.path}/:id`, { schema: { body: r.updateSchema }, ...documented({ summary: `Update a ${name}`, response: { 200: one(r.member) } }) }, async (request) => {
+            const item = await service.run(request.principal, (ctx, actor) => update(ctx, actor, request.params.id, request.body[r.member]))
             return { [r.member]: item }
           })
+          tagged.push({ path: r.path, show: r.show, update } as TaggedResource)
         }
         api.delete<{ Params: IdParams }>(`/v2.0/${r.path}/:id`, documented({ summary: `Delete a ${name}`, response: { 204: noBody('Deleted') } }), async (request, reply) => {
           await service.run(request.principal, (ctx, actor) => r.remove(ctx, actor, request.params.id))
           return reply.code(204).send()
         })
       }
+      resources(register)
 
-      const tagged = RESOURCES.filter((r) => r.update).map((r) => ({ path: r.path, show: r.show, update: r.update }) as TaggedResource)
       tagRoutes(api, service, tagged)
 
       const interfaceDocs = (summary: string) => documented({ summary, response: { 200: A.routerInterface } })

@@ -16,6 +16,8 @@ import { volumeTypeRoutes } from './type-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
 import { addDocs, documented, OPEN } from '../../http/openapi.js'
 import { A, VOLUME_HEADERS } from './answers.js'
+import { allows } from '../../policy/rules.js'
+import { volumePolicy } from '../../policy/volume.policy.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -56,7 +58,7 @@ export function volumeRoutes(deps: AppDeps) {
         r.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
         r.addHook('preHandler', async (request) => {
           const pathProject = (request.params as { project_id?: string }).project_id
-          if (pathProject !== undefined && !request.principal.roles.includes('admin')) {
+          if (pathProject !== undefined && !allows(volumePolicy, 'url:other_project', request.principal)) {
             const caller = callerOf(request.principal)
             if (caller.projectId !== pathProject) throw badRequest('Malformed request url: the project in the path is not the project of the token.')
           }

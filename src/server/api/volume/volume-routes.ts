@@ -11,6 +11,8 @@ import type { FromSchema } from '../../http/route-types.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY, VOLUME_ACTIONS } from './answers.js'
+import { allows } from '../../policy/rules.js'
+import { volumePolicy } from '../../policy/volume.policy.js'
 
 const createVolumeBody = {
   type: 'object',
@@ -250,7 +252,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   r.get<IdRoute>('/attachments/:id', { schema: { params: idParams }, ...documented({ summary: 'Show an attachment (3.27+)', response: { 200: A.attachment } }) }, async (request) => {
     if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
     const { id } = request.params
-    const found = (await volumes.listAttachments(request.principal, { allTenants: request.principal.roles.includes('admin') })).find((a) => a.id === id)
+    const found = (await volumes.listAttachments(request.principal, { allTenants: allows(volumePolicy, 'volume:all_tenants', request.principal) })).find((a) => a.id === id)
     if (!found) throw new AppError('not_found', `VolumeAttachment ${id} could not be found.`)
     return { attachment: attachmentView(found, true) }
   })

@@ -20,6 +20,23 @@ export async function getUserApplicationCredential(db: Db, userId: string, id: s
   return row
 }
 
+/** An application credential by id, whoever owns it (authentication names it by id alone). */
+export async function findApplicationCredential(db: Db, id: string): Promise<ApplicationCredentialRow | undefined> {
+  return db.selectFrom('application_credentials').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/** The user's application credential called `name`, if any. */
+export async function findUserApplicationCredentialByName(db: Db, userId: string, name: string): Promise<ApplicationCredentialRow | undefined> {
+  return db.selectFrom('application_credentials').selectAll().where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()
+}
+
+/** What the identity snapshot keeps of every application credential: no secret hash, no description. */
+export type ApplicationCredentialGrant = Pick<ApplicationCredentialRow, 'id' | 'name' | 'user_id' | 'project_id' | 'roles' | 'unrestricted' | 'expires_at'>
+
+export async function listApplicationCredentialGrants(db: Db): Promise<ApplicationCredentialGrant[]> {
+  return db.selectFrom('application_credentials').select(['id', 'name', 'user_id', 'project_id', 'roles', 'unrestricted', 'expires_at']).execute()
+}
+
 async function nameTaken(db: Db, userId: string, name: string): Promise<boolean> {
   return (await db.selectFrom('application_credentials').select('id').where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()) !== undefined
 }

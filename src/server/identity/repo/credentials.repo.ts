@@ -38,3 +38,22 @@ export async function updateCredential(db: Db, id: string, change: CredentialCha
 export async function deleteCredential(db: Db, id: string): Promise<void> {
   await db.deleteFrom('credentials').where('id', '=', id).execute()
 }
+
+/** The user's TOTP credentials: their ids and sealed seeds (totp-factor.ts opens them). */
+export async function listUserTotpSeeds(db: Db, userId: string): Promise<Pick<CredentialRow, 'id' | 'blob'>[]> {
+  return db.selectFrom('credentials').select(['id', 'blob']).where('user_id', '=', userId).where('type', '=', 'totp').execute()
+}
+
+/**
+ * Records `step` as the credential's last accepted TOTP step unless it, or a newer one, already is: true when this
+ * call recorded it. One conditional UPDATE, so of two callers claiming the same step exactly one wins.
+ */
+export async function claimTotpStep(db: Db, credentialId: string, step: number): Promise<boolean> {
+  const result = await db
+    .updateTable('credentials')
+    .set({ totp_last_step: step })
+    .where('id', '=', credentialId)
+    .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) === 1
+}
