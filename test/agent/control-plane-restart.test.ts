@@ -85,3 +85,59 @@ describe('control-plane restart while an agent works: nothing lost, nothing done
     assert.equal(usage.vcpus_used, ids.length)
   })
 })
+
+describe('a control plane back from an outage longer than hosts may stay silent', () => {
+  let cluster: Cluster
+  let store: Store
+  let agent: ChildProcess | undefined
+  let host: ScratchHost
+  before(async () => {
+    cluster = await startCluster({ size: 1, env: { PCC_SIMULATED_HOSTS: '0', PCC_TASK_LEASE_SECONDS: '2', PCC_RECONCILE_SECONDS: '0', PCC_HOST_DOWN_AFTER_SECONDS: '5' } })
+    store = await openStore({ dataDir: tmpdir(), databaseUrl: cluster.databaseUrl, poolSize: 2 })
+  })
+  after(async () => {
+    if (agent) {
+      agent.kill('SIGCONT')
+      await killAgent(agent)
+    }
+    await store?.close()
+    await cluster?.close()
+    if (host) rmSync(host.root, { recursive: true, force: true })
+  })
+
+  it('waits for its hosts to report again instead of failing their work as DOWN at once', async () => {
+    const node = cluster.nodes[0]
+    const session = await login(node.url, cluster.adminPassword)
+    const api = new ComputeClient(node.url, session.token)
+    const token = await api.other('POST', '/resmgr/v1/registration-tokens', { note: 'outage' })
+    host = scratchHost({ hostname: 'outage-host', controller: node.url, registrationToken: token.body.token, delayMs: 300, heartbeatSeconds: 1, vcpus: 64, memoryMb: 64000 })
+    agent = spawnAgent(host.root)
+    await until('the host registered', 20_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200 ? true : undefined))
+    assert.equal((await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})).status, 200)
+    await until('the hypervisor role applied', 20_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok' ? true : undefined))
+    await api.unlimitedQuotas(session.projectId)
+    const image = await api.bootImage()
+    const ids: string[] = []
+    for (let i = 0; i < 4; i++) ids.push((await api.create({ name: `outage-${i}`, imageRef: image, flavorRef: '1', networks: 'none' })).id)
+    // Every server placed (the scheduler does not place on a silent host), some of their spawns on the agent.
+    await until('builds placed and in flight on the agent', 60_000, async () => {
+      const placed = await store.db.selectFrom('servers').select('id').where('id', 'in', ids).where('host_id', 'is not', null).execute()
+      const inFlight = await store.db.selectFrom('host_commands').select('id').where('status', 'in', ['queued', 'delivered']).execute()
+      return placed.length === ids.length && inFlight.length > 0 ? true : undefined
+    }, 10)
+
+    // The host falls silent, the control plane dies, and stays away longer than PCC_HOST_DOWN_AFTER_SECONDS.
+    agent.kill('SIGSTOP')
+    await cluster.kill(0)
+    await new Promise((r) => setTimeout(r, 6000))
+    await cluster.restart(0)
+    // The agent comes back a moment after the control plane: its work was waiting for it, not failed.
+    await new Promise((r) => setTimeout(r, 1000))
+    agent.kill('SIGCONT')
+    const finals = await until('every server settled', 90_000, async () => {
+      const all = await Promise.all(ids.map((id) => api.server(id)))
+      return all.every((s) => s && s.status !== 'BUILD' && s['OS-EXT-STS:task_state'] === null) ? all : undefined
+    }, 250)
+    assert.deepEqual(finals.filter((s) => s!.status !== 'ACTIVE').map((s) => `${s!.name}: ${s!.status} ${JSON.stringify(s!.fault)}`), [])
+  })
+})

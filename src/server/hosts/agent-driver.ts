@@ -90,7 +90,7 @@ export class AgentDriver implements ComputeDriver {
       const spoken = reportedProtocol(JSON.parse(host.facts) as Record<string, unknown>)
       if (since > spoken) throw new DriverError(`${protocolTooOld(hostname, spoken, op)} (${op})`)
     }
-    if (!isUp(host, Date.now(), this.options.staleAfterMs)) {
+    if (!isUp(host, Date.now(), this.options.staleAfterMs) && !unheardSinceStart(host.last_heartbeat_at, this.options.staleAfterMs)) {
       if (op === 'beginStep') return undefined as CommandResult<C>
       throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
     }
@@ -286,4 +286,17 @@ export class AgentDriver implements ComputeDriver {
 
   /** The agent keeps its guests across control-plane restarts itself; nothing to hand over. */
   adopt(_guests: GuestInfo[]): void {}
+}
+
+/** When this process started: the heartbeats in the store may be from before an outage of the control plane. */
+const PROCESS_STARTED_AT = Date.now()
+
+/**
+ * Whether the host's last heartbeat is from before this process started, which has not yet run as long as a host
+ * may stay silent: a control plane back from an outage (killed, restarted slowly) has not had the time to hear
+ * from its hosts, so a stale heartbeat does not mean the host is DOWN yet, and its commands wait for the agent
+ * instead of failing at once.
+ */
+function unheardSinceStart(lastHeartbeatAt: number | null, staleAfterMs: number): boolean {
+  return lastHeartbeatAt !== null && lastHeartbeatAt < PROCESS_STARTED_AT && Date.now() - PROCESS_STARTED_AT < staleAfterMs
 }
