@@ -21,6 +21,7 @@ import { call, eventually, projectSession, type Session } from '../image/support
 const V = '/volume/v3'
 
 function nbd(info: VolumeConnectionInfo): NbdSource {
+  assert.ok(info.driver_volume_type === 'nbd', 'a file volume is reached over NBD')
   return { host: info.data.host, port: info.data.port, export: info.data.export, pskIdentity: info.data.psk_identity, pskKey: info.data.psk_key ?? '' }
 }
 
@@ -71,6 +72,7 @@ for (const dialect of DIALECTS) {
 
       await assert.rejects(connections.forHost('host-b', attachmentId), /not connected on host/)
       const keyed = await connections.forHost('host-a', attachmentId)
+      assert.ok(keyed.driver_volume_type === 'nbd')
       assert.match(keyed.data.psk_key!, /^[0-9a-f]{64}$/)
 
       await db.transaction().execute((tx) => volumes.attach(tx, { volumeId, serverId, device: '/dev/vdb', hostName: 'host-a' }))

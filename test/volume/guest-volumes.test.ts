@@ -26,44 +26,10 @@ import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
 import { guestImage, lastBoot, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
+import { watcher } from '../../src/testkit/disk-watcher.js'
 
 const V = '/volume/v3'
 const PORTS = { first: 21850, last: 21869 }
-
-/** The disk watcher every guest runs (busybox ash); ROLE is writer or reader. */
-function watcher(role: 'writer' | 'reader'): string {
-  return `#!/bin/sh
-ROLE=${role}
-NAME=$(hostname)
-seen=""
-sizes=""
-while true; do
-  for d in /sys/block/vd[b-z]; do
-    [ -e "$d" ] || continue
-    n=\${d##*/}
-    case " $seen " in *" $n "*) ;; *)
-      seen="$seen $n"
-      mkdir -p /mnt/$n
-      if mount -t vfat /dev/$n /mnt/$n 2>/dev/null; then
-        for f in /mnt/$n/*.txt; do [ -e "$f" ] && echo "pcc-guest: $n file \${f##*/} $(head -n 1 $f)"; done
-        if [ "$ROLE" = reader ] && [ ! -e /mnt/$n/later.txt ]; then echo "later from $NAME" > /mnt/$n/later.txt; sync; echo "pcc-guest: $n wrote later.txt"; fi
-        umount /mnt/$n
-      elif [ "$ROLE" = writer ]; then
-        mkdosfs /dev/$n >/dev/null 2>&1 && mount -t vfat /dev/$n /mnt/$n && echo "hello from $NAME" > /mnt/$n/note.txt && sync && umount /mnt/$n && echo "pcc-guest: $n wrote note.txt"
-      fi
-      echo "pcc-guest: $n listed"
-    ;; esac
-    size=$(cat $d/size)
-    case " $sizes " in *" $n=$size "*) ;; *) sizes="$(echo " $sizes " | sed "s/ $n=[0-9]* / /") $n=$size"; echo "pcc-guest: $n size $size" ;; esac
-  done
-  for n in $seen; do
-    [ -e /sys/block/$n ] && continue
-    seen=$(echo " $seen " | sed "s/ $n / /"); sizes=$(echo " $sizes " | sed "s/ $n=[0-9]* / /"); echo "pcc-guest: $n gone"
-  done
-  sleep 1
-done
-`
-}
 
 const missing = realGuestsMissing()
 

@@ -137,8 +137,10 @@ describe('a storage host holds volumes with real bytes and exports them', () => 
     const { volumes, connections } = server.deps.volumeServices
     const { attachmentId } = await server.deps.store.db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: v, projectId: admin.projectId, serverId }))
     const info = await volumes.connect({ volumeId: v, serverId, hostId: 'hypervisor-1' })
+    assert.ok(info.driver_volume_type === 'nbd')
     assert.equal(info.data.host, net.hosts[0].address, "the storage host's own address")
     const keyed = await connections.forHost('hypervisor-1', attachmentId)
+    assert.ok(keyed.driver_volume_type === 'nbd')
     const source = { host: keyed.data.host, port: keyed.data.port, export: keyed.data.export, pskIdentity: keyed.data.psk_identity, pskKey: keyed.data.psk_key! }
     const io = await nbdIo(source, ['write -P 0x31 0 1M', 'read -P 0x31 0 1M', 'flush'], { exec: net.hosts[1].exec })
     assert.ok(io.ok, io.output)

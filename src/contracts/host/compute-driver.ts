@@ -103,7 +103,11 @@ export interface SnapshotData {
  * (docs/block-storage.md). The key travels only to the host of the attachment, fetched by its agent from
  * `{base}/resmgr/v1/hosts/{id}/volume-connections/{attachment_id}`; commands carry the info without it.
  */
-export interface VolumeConnectionInfo {
+/** How a hypervisor reaches a volume's bytes (Cinder's connection_info): an NBD export, or RBD directly. */
+export type VolumeConnectionInfo = NbdConnectionInfo | RbdConnectionInfo
+
+/** A volume served over NBD with TLS-PSK by its storage place (file and LVM volumes; docs/block-storage.md). */
+export interface NbdConnectionInfo {
   driver_volume_type: 'nbd'
   data: {
     host: string
@@ -117,6 +121,26 @@ export interface VolumeConnectionInfo {
     volume_id: string
     attachment_id: string
     /** The disk serial the guest sees (the volume id, as Nova sets it). */
+    serial: string
+  }
+}
+
+/**
+ * A Ceph volume, opened by the hypervisor's QEMU with librbd as the host's own cephx user (Cinder's RBD connection
+ * info; docs/ceph.md): no export, no key in the connection.
+ */
+export interface RbdConnectionInfo {
+  driver_volume_type: 'rbd'
+  data: {
+    /** `pool/image`, as Cinder names it. */
+    name: string
+    auth_enabled: true
+    /** The hypervisor host's cephx user, without `client.`. */
+    auth_username: string
+    /** The host's ceph.conf (naming its keyring); filled in by the host itself. */
+    conf?: string
+    volume_id: string
+    attachment_id: string
     serial: string
   }
 }

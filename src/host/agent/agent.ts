@@ -483,7 +483,7 @@ export class PccAgent {
   }
 
   private withKeys<A extends object>(args: A): Promise<A> {
-    return withVolumeKeys((method, path) => this.api(method, path), args)
+    return withVolumeKeys((method, path) => this.api(method, path), args, this.ceph?.client.conf)
   }
 }
 

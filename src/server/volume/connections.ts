@@ -9,11 +9,12 @@
  */
 import { notFound } from '../../contracts/errors.js'
 import type { SecretBox } from '../crypto/secret-box.js'
-import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
+import type { RbdConnectionInfo, VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
+import { hostCephUser } from '../ceph/host-users.js'
 import { VolumeBackendError } from '../../contracts/host/volume.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
-import { attachmentIdentity, connectionInfo, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'
+import { attachmentIdentity, connectionInfo, grantExport, nbdSourceOf, rbdConnectionInfo, revokeExport, type PortRange } from './exports.js'
 import type { StoragePlaces } from './places/registry.js'
 import { VOLUME_TASKS } from './worker.js'
 
@@ -23,6 +24,8 @@ export interface VolumeConnectionsDeps {
   places: StoragePlaces
   queue: TaskQueue
   ports: PortRange
+  /** The volumes pool, when Ceph is configured: hypervisors open Ceph volumes there themselves. */
+  cephVolumesPool?: string
 }
 
 export class VolumeConnections {
@@ -37,12 +40,13 @@ export class VolumeConnections {
     const attachment = await store.db
       .selectFrom('volume_attachments')
       .innerJoin('volumes', 'volumes.id', 'volume_attachments.volume_id')
-      .select(['volume_attachments.id', 'volumes.location'])
+      .select(['volume_attachments.id', 'volumes.location', 'volumes.backend'])
       .where('volume_attachments.volume_id', '=', request.volumeId)
       .where('volume_attachments.server_id', '=', request.serverId)
       .executeTakeFirst()
     if (!attachment) throw new VolumeBackendError(`volume ${request.volumeId} is not reserved for server ${request.serverId}`)
     if (!attachment.location) throw new VolumeBackendError(`volume ${request.volumeId} has no bytes yet`)
+    if (attachment.backend === 'ceph') return this.connectRbd(request, attachment.id)
     const identity = attachmentIdentity(attachment.id)
     await store.db.transaction().execute(async (tx) => {
       await grantExport(tx, box, ports, { volumeId: request.volumeId, location: attachment.location!, identity, attachmentId: attachment.id })
@@ -51,6 +55,15 @@ export class VolumeConnections {
     await places.get(attachment.location).syncExports()
     const info = connectionInfo(await nbdSourceOf(store.db, box, identity), { volumeId: request.volumeId, attachmentId: attachment.id }, false)
     await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(info) }).where('id', '=', attachment.id).execute()
+    return info
+  }
+
+  /** A Ceph volume: the hypervisor opens `volumes/volume-<id>` as its own cephx user; nothing to export or grant. */
+  private async connectRbd(request: { volumeId: string; hostId: string }, attachmentId: string): Promise<RbdConnectionInfo> {
+    const pool = this.deps.cephVolumesPool
+    if (!pool) throw new VolumeBackendError(`volume ${request.volumeId} is in Ceph, and this control plane has no Ceph configured (PCC_CEPH_CONF)`)
+    const info = rbdConnectionInfo(pool, hostCephUser(request.hostId), { volumeId: request.volumeId, attachmentId })
+    await this.deps.store.db.updateTable('volume_attachments').set({ host_id: request.hostId, connection_info: JSON.stringify(info) }).where('id', '=', attachmentId).execute()
     return info
   }
 
@@ -63,10 +76,13 @@ export class VolumeConnections {
     const row = await store.db
       .selectFrom('volume_attachments')
       .leftJoin('servers', 'servers.id', 'volume_attachments.server_id')
-      .select(['volume_attachments.volume_id', 'volume_attachments.host_id', 'servers.host_id as server_host'])
+      .select(['volume_attachments.volume_id', 'volume_attachments.host_id', 'volume_attachments.connection_info', 'servers.host_id as server_host'])
       .where('volume_attachments.id', '=', attachmentId)
       .executeTakeFirst()
     if (!row || (row.host_id !== hostId && row.server_host !== hostId)) throw notFound(`Attachment ${attachmentId} is not connected on host ${hostId}.`)
+    const stored = row.connection_info ? (JSON.parse(row.connection_info) as VolumeConnectionInfo) : undefined
+    // An RBD connection names the host's own cephx user: one that moved (a migration) is named anew.
+    if (stored?.driver_volume_type === 'rbd') return rbdConnectionInfo(stored.data.name.split('/')[0], hostCephUser(hostId), { volumeId: row.volume_id, attachmentId })
     const source = await nbdSourceOf(store.db, box, attachmentIdentity(attachmentId)).catch(() => {
       throw notFound(`Attachment ${attachmentId} has no export.`)
     })

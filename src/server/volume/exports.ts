@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { NbdSource } from '../../contracts/host/volume.js'
 import { exportName } from '../../contracts/host/volume.js'
-import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
+import type { NbdConnectionInfo, RbdConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { isUniqueViolation } from '../storage/errors.js'
 import type { Db } from '../storage/store.js'
 import type { WantedExport } from '../../contracts/host/storage-place.js'
@@ -138,7 +138,7 @@ export async function nbdSourceOf(db: Db, box: SecretBox, identity: string): Pro
 }
 
 /** Cinder's connection_info for an attachment: `driver_volume_type: nbd`; the key only when `withKey`. */
-export function connectionInfo(source: NbdSource, ids: { volumeId: string; attachmentId: string }, withKey: boolean): VolumeConnectionInfo {
+export function connectionInfo(source: NbdSource, ids: { volumeId: string; attachmentId: string }, withKey: boolean): NbdConnectionInfo {
   return {
     driver_volume_type: 'nbd',
     data: {
@@ -153,5 +153,13 @@ export function connectionInfo(source: NbdSource, ids: { volumeId: string; attac
       // Nova uses the volume id as the disk's serial; virtio-blk keeps its first 20 bytes.
       serial: ids.volumeId,
     },
+  }
+}
+
+/** Cinder's RBD connection_info for a Ceph volume, for the hypervisor host whose cephx user opens it. */
+export function rbdConnectionInfo(pool: string, hostUser: string, ids: { volumeId: string; attachmentId: string }): RbdConnectionInfo {
+  return {
+    driver_volume_type: 'rbd',
+    data: { name: `${pool}/volume-${ids.volumeId}`, auth_enabled: true, auth_username: hostUser, volume_id: ids.volumeId, attachment_id: ids.attachmentId, serial: ids.volumeId },
   }
 }

@@ -29,12 +29,14 @@ export interface VolumeBackendDeps {
   ports: PortRange
   /** A storage host silent for longer gets no new volumes. */
   downAfterMs: number
+  /** The volumes pool, when Ceph is configured (hypervisors open Ceph volumes there). */
+  cephVolumesPool?: string
 }
 
 export function createVolumeServices(store: Store, queue: TaskQueue, images: ImageService, backend: VolumeBackendDeps, options: VolumeServiceOptions = {}): VolumeServices {
   const volumes = new VolumeService(store, queue, images, options)
   const worker = new VolumeWorker({ store, box: backend.box, places: backend.places, images, ports: backend.ports, downAfterMs: backend.downAfterMs })
-  const connections = new VolumeConnections({ store, box: backend.box, places: backend.places, queue, ports: backend.ports })
+  const connections = new VolumeConnections({ store, box: backend.box, places: backend.places, queue, ports: backend.ports, cephVolumesPool: backend.cephVolumesPool })
   volumes.useBackends(worker, connections)
   return {
     volumes,

@@ -70,7 +70,7 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
     store,
     queue,
     images,
-    { box: options.box, places, ports: config.volumeExportPorts, downAfterMs: config.hostDownAfterSeconds * 1000 },
+    { box: options.box, places, ports: config.volumeExportPorts, downAfterMs: config.hostDownAfterSeconds * 1000, cephVolumesPool: ceph?.pools.volumes },
     { wake: () => runner?.wake(), defaultVolumeType: ceph ? CEPH_VOLUME_TYPE : DEFAULT_VOLUME_TYPE },
   )
   await volumeServices.volumeTypes.ensureDefault()

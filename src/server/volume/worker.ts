@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { SecretBox } from '../crypto/secret-box.js'
-import type { VolumeConnection } from '../../contracts/host/compute-driver.js'
+import type { VolumeConnection, VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { GIB, VolumeBackendError } from '../../contracts/host/volume.js'
 import type { ImageService } from '../image/service.js'
 import type { Store } from '../storage/store.js'
@@ -213,9 +213,11 @@ export class VolumeWorker {
     const by: ExtendRequest = { requestId: String(payload.requestId ?? `req-${randomUUID()}`), userId: String(payload.userId ?? v.user_id) }
     const attachments = await store.db.selectFrom('volume_attachments').select(['id', 'server_id', 'device', 'connection_info']).where('volume_id', '=', id).where('attach_status', '=', 'attached').execute()
     for (const a of attachments) {
-      // Only an attachment that was given an export (a host that reads bytes) moves to the new generation.
-      const exported = generation !== undefined && a.connection_info !== null
-      const connection = exported ? connectionInfo(await nbdSourceOf(store.db, box, attachmentIdentity(a.id)), { volumeId: id, attachmentId: a.id }, false) : undefined
+      // Only an attachment that was given an export (a host that reads bytes) moves to the new generation; one
+      // that opens RBD itself keeps its connection and only learns the size.
+      const stored = a.connection_info === null ? undefined : (JSON.parse(a.connection_info) as VolumeConnectionInfo)
+      const exported = generation !== undefined && stored !== undefined
+      const connection = stored?.driver_volume_type === 'rbd' ? stored : exported ? connectionInfo(await nbdSourceOf(store.db, box, attachmentIdentity(a.id)), { volumeId: id, attachmentId: a.id }, false) : undefined
       await this.compute?.extendAttached(a.server_id, { volumeId: id, device: a.device, connection }, newSize * GIB, by)
       if (connection) await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(connection) }).where('id', '=', a.id).execute()
     }

@@ -929,7 +929,7 @@ function shellQuote(path: string): string {
 }
 
 function withoutKey(volume: VolumeConnection): VolumeConnection {
-  if (!volume.connection) return volume
+  if (volume.connection?.driver_volume_type !== 'nbd') return volume
   const { psk_key: _key, ...data } = volume.connection.data
   return { ...volume, connection: { ...volume.connection, data } }
 }

@@ -1,6 +1,8 @@
 /**
- * Volumes in a QEMU guest: each is an NBD client node (TLS-PSK, with the attachment's key) under a `raw` format
- * node, shown to the guest as a virtio-blk disk whose serial is the volume id (as Nova sets it). Present at boot
+ * Volumes in a QEMU guest: each is a protocol node under a `raw` format node, shown to the guest as a virtio-blk
+ * disk whose serial is the volume id (as Nova sets it). The protocol node is an NBD client (TLS-PSK, with the
+ * attachment's key) for volumes their storage place exports, or QEMU's own rbd driver for Ceph volumes, opened with
+ * the host's cephx user through its ceph.conf (docs/ceph.md): no export, no hop. Present at boot
  * they are command-line arguments (`volumeArgs`); later they are hot-plugged over QMP (`attachVolume`) and
  * unplugged (`detachVolume`: device_del, wait for DEVICE_DELETED, then the nodes, whose closing flushes every
  * write the guest made to the export).
@@ -8,14 +10,14 @@
  * Online extend (`extendVolume`): an NBD client node never grows, so a second NBD node is opened on the export's
  * new generation (the storage side serves the grown bytes under a new export name), the format node is moved
  * onto it with `blockdev-reopen` (which drains the guest's I/O first), the old NBD node goes, and `block_resize`
- * of the format node to the new size tells the guest (virtio-blk capacity change). Measured with QEMU 7.2.
+ * of the format node to the new size tells the guest (virtio-blk capacity change). Measured with QEMU 7.2. An RBD volume only needs the `block_resize`: librbd reads the image's new size.
  *
  * Node names are at most 31 characters in QEMU, so they use the first 16 hex digits of the volume id.
  */
 import { rm, writeFile } from 'node:fs/promises'
 import { privateDirAsync } from '../../private-dir.js'
 import { join } from 'node:path'
-import { DriverError, type VolumeConnection, type VolumeConnectionInfo } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type NbdConnectionInfo, type RbdConnectionInfo, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 
 /** What these functions need of a QMP client (qmp.ts's QmpClient). */
 export interface QmpSession {
@@ -37,21 +39,41 @@ export function volumeNames(volumeId: string) {
     format: `v${short}`,
     /** The NBD client node of an export generation. */
     protocol: (generation: number) => `v${short}-nbd${generation}`,
+    /** The rbd node of a Ceph volume. */
+    rbd: `v${short}-rbd`,
     /** The TLS-PSK credentials object. */
     tls: `tls-${short}`,
   }
 }
 
 /** The export generation a connection names (`volume-<id>` is 0, `volume-<id>.<n>` is n). */
-export function generationOf(info: VolumeConnectionInfo): number {
+export function generationOf(info: NbdConnectionInfo): number {
   const match = /\.(\d+)$/.exec(info.data.export)
   return match ? Number(match[1]) : 0
 }
 
-function connectionOf(volume: VolumeConnection): VolumeConnectionInfo {
+function connectionOf(volume: VolumeConnection): NbdConnectionInfo {
   const info = volume.connection
   if (!info || info.driver_volume_type !== 'nbd') throw new DriverError(`Volume ${volume.volumeId} has no NBD connection to attach.`)
   return info
+}
+
+function rbdOf(volume: VolumeConnection): RbdConnectionInfo | undefined {
+  return volume.connection?.driver_volume_type === 'rbd' ? volume.connection : undefined
+}
+
+/** QEMU's rbd node of a Ceph volume, as the host's own cephx user (its conf names its keyring). */
+function rbdNode(volume: VolumeConnection, info: RbdConnectionInfo) {
+  if (!info.data.conf) throw new DriverError(`Volume ${volume.volumeId} is in Ceph, and this host has no Ceph access (docs/ceph.md).`)
+  const [pool, image] = info.data.name.split('/')
+  return { driver: 'rbd', 'node-name': volumeNames(volume.volumeId).rbd, pool, image, conf: info.data.conf, user: info.data.auth_username }
+}
+
+/** The protocol node that reads the volume's bytes, and the TLS object it needs (NBD only). */
+function protocolOf(volume: VolumeConnection, keyDir: string): { node: Record<string, unknown> & { 'node-name': string }; tls?: ReturnType<typeof tlsObject> } {
+  const rbd = rbdOf(volume)
+  if (rbd) return { node: rbdNode(volume, rbd) }
+  return { node: nbdNode(volume), tls: tlsObject(volume, keyDir) }
 }
 
 /**
@@ -59,6 +81,7 @@ function connectionOf(volume: VolumeConnection): VolumeConnectionInfo {
  * it stays while the volume is attached (a reconnect reads it again).
  */
 export async function writeVolumeKey(instanceDir: string, volume: VolumeConnection): Promise<string> {
+  if (rbdOf(volume)) return volumeKeyDir(instanceDir, volume.volumeId)
   const info = connectionOf(volume)
   if (!info.data.psk_key) throw new DriverError(`Volume ${volume.volumeId}: the host has no key for its export.`)
   const dir = volumeKeyDir(instanceDir, volume.volumeId)
@@ -124,13 +147,13 @@ function deviceArgs(volume: VolumeConnection, machine: string, bootIndex?: numbe
 
 /** Command-line arguments that give the guest a volume from its start (boot from volume: a `bootIndex`). */
 export function volumeArgs(volume: VolumeConnection, keyDir: string, machine: string, bootIndex?: number): string[] {
-  const tls = tlsObject(volume, keyDir)
+  const { node, tls } = protocolOf(volume, keyDir)
   const names = volumeNames(volume.volumeId)
   const device = deviceArgs(volume, machine, bootIndex)
   return [
-    '-object', `tls-creds-psk,id=${tls.id},dir=${tls.dir},endpoint=client,username=${tls.username}`,
-    '-blockdev', JSON.stringify(nbdNode(volume)),
-    '-blockdev', JSON.stringify({ driver: 'raw', 'node-name': names.format, file: nbdNode(volume)['node-name'] }),
+    ...(tls ? ['-object', `tls-creds-psk,id=${tls.id},dir=${tls.dir},endpoint=client,username=${tls.username}`] : []),
+    '-blockdev', JSON.stringify(node),
+    '-blockdev', JSON.stringify({ driver: 'raw', 'node-name': names.format, file: node['node-name'] }),
     '-device', Object.entries(device).map(([k, v]) => (k === 'driver' ? String(v) : `${k}=${v}`)).join(','),
   ]
 }
@@ -149,12 +172,14 @@ export async function attachVolume(qmp: QmpSession, volume: VolumeConnection, ke
   if ((await nodeNames(qmp)).has(names.format)) return
   const added: (() => Promise<unknown>)[] = []
   try {
-    await qmp.execute('object-add', tlsObject(volume, keyDir))
-    added.push(() => qmp.execute('object-del', { id: names.tls }))
-    const nbd = nbdNode(volume)
-    await qmp.execute('blockdev-add', nbd)
-    added.push(() => qmp.execute('blockdev-del', { 'node-name': nbd['node-name'] }))
-    await qmp.execute('blockdev-add', { driver: 'raw', 'node-name': names.format, file: nbd['node-name'] })
+    const { node, tls } = protocolOf(volume, keyDir)
+    if (tls) {
+      await qmp.execute('object-add', tls)
+      added.push(() => qmp.execute('object-del', { id: names.tls }))
+    }
+    await qmp.execute('blockdev-add', node)
+    added.push(() => qmp.execute('blockdev-del', { 'node-name': node['node-name'] }))
+    await qmp.execute('blockdev-add', { driver: 'raw', 'node-name': names.format, file: node['node-name'] })
     added.push(() => qmp.execute('blockdev-del', { 'node-name': names.format }))
     await qmp.execute('device_add', deviceArgs(volume, machine))
   } catch (err) {
@@ -176,7 +201,7 @@ export async function detachVolume(qmp: QmpSession, volumeId: string): Promise<v
   }
   const nodes = await nodeNames(qmp)
   if (nodes.has(names.format)) await qmp.execute('blockdev-del', { 'node-name': names.format })
-  for (const node of nodes) if (node.startsWith(`${names.format}-nbd`)) await qmp.execute('blockdev-del', { 'node-name': node })
+  for (const node of nodes) if (node.startsWith(`${names.format}-nbd`) || node === names.rbd) await qmp.execute('blockdev-del', { 'node-name': node })
   await qmp.execute('object-del', { id: names.tls }).catch(() => {})
 }
 
@@ -186,9 +211,10 @@ export async function detachVolume(qmp: QmpSession, volumeId: string): Promise<v
  */
 export async function extendVolume(qmp: QmpSession, volume: VolumeConnection, sizeBytes: number): Promise<void> {
   const names = volumeNames(volume.volumeId)
-  const nbd = nbdNode(volume)
   const nodes = await nodeNames(qmp)
   if (!nodes.has(names.format)) throw new DriverError(`Volume ${volume.volumeId} is not attached to this guest.`)
+  if (rbdOf(volume)) return void (await qmp.execute('block_resize', { 'node-name': names.format, size: sizeBytes }))
+  const nbd = nbdNode(volume)
   if (!nodes.has(nbd['node-name'])) await qmp.execute('blockdev-add', nbd)
   await qmp.execute('blockdev-reopen', { options: [{ driver: 'raw', 'node-name': names.format, file: nbd['node-name'] }] })
   for (const node of nodes) if (node.startsWith(`${names.format}-nbd`) && node !== nbd['node-name']) await qmp.execute('blockdev-del', { 'node-name': node })

@@ -1,0 +1,135 @@
+/**
+ * Ceph volumes in real guests: an all-in-one-like cloud (pcc-server and one pcc-agent with the QEMU driver, TCG)
+ * on a real Ceph cluster. The hypervisor learns its own cephx user from the control plane and its QEMU opens the
+ * volume with librbd — connection info `driver_volume_type: rbd`, no NBD export anywhere. The evidence is what the
+ * guests print on their serial consoles: a guest writes a file to the attached volume, sees an online extend, and
+ * after a detach a second guest reads the file back from RBD.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ComputeClient, until } from '../../src/testkit/compute-api.js'
+import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
+import { guestImage, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
+import { freshPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
+import { watcher } from '../../src/testkit/disk-watcher.js'
+import { Rbd } from '../../src/lib/ceph/rbd.js'
+
+const V = '/volume/v3'
+const missing = realGuestsMissing()
+
+describe('Ceph volumes in real guests, opened by QEMU with librbd', { skip: missing, timeout: 1_200_000 }, () => {
+  let ceph: CephCluster | string
+  let pools: Awaited<ReturnType<typeof freshPools>> | undefined
+  let cloud: QemuCloud | undefined
+  let api: ComputeClient
+  const servers: string[] = []
+
+  before(async () => {
+    if (missing) return
+    ceph = await testCeph()
+    if (typeof ceph === 'string') return
+    pools = await freshPools(ceph, ['images', 'volumes', 'vms'])
+    const image = await guestImage()
+    cloud = await startQemuCloud({
+      hosts: 1,
+      env: {
+        PCC_CEPH_CONF: ceph.conf,
+        PCC_CEPH_USER: ceph.user,
+        PCC_CEPH_KEYRING: ceph.keyring,
+        PCC_CEPH_IMAGES_POOL: pools.pools[0],
+        PCC_CEPH_VOLUMES_POOL: pools.pools[1],
+        PCC_CEPH_VMS_POOL: pools.pools[2],
+      },
+      qemu: { accel: 'tcg', vcpus: 2, memory_mb: 2048, disk_gb: 10 },
+    })
+    api = cloud.api
+    await api.unlimitedQuotas(cloud.server.bootstrap.adminProjectId)
+    const created = await api.other('POST', '/image/v2/images', { name: 'pcc-guest', disk_format: 'qcow2', container_format: 'bare', visibility: 'public' })
+    const put = await fetch(`${cloud.server.url}/image/v2/images/${created.body.id as string}/file`, { method: 'PUT', headers: { 'x-auth-token': cloud.adminToken, 'content-type': 'application/octet-stream' }, body: readFileSync(image.disk.path) })
+    assert.equal(put.status, 204)
+  })
+
+  after(async () => {
+    if (!cloud) return
+    for (const id of servers) await api.call('DELETE', `/servers/${id}`).catch(() => {})
+    await until('every server gone', 120_000, async () => ((await Promise.all(servers.map((id) => api.server(id).catch(() => undefined)))).every((s) => !s) ? true : undefined), 500).catch(() => {})
+    const left = cloud.hosts.flatMap((h) => servers.flatMap((id) => qemuLeftovers(h.root, id)))
+    await cloud.close()
+    await pools?.remove()
+    assert.deepEqual(left, [], 'no guest left on a host')
+  })
+
+  const volume = async (id: string) => (await api.other('GET', `${V}/volumes/${id}`)).body.volume
+  const volumeStatus = (id: string, status: string) =>
+    until(`volume ${id} ${status}`, 120_000, async () => {
+      const v = await volume(id)
+      if (v?.status === 'error' && status !== 'error') throw new Error(`volume ${id} went to error`)
+      return v?.status === status ? v : undefined
+    }, 250)
+  const consoleOf = async (id: string) => ((await api.action(id, 'os-getConsoleOutput', {})).body?.output as string | undefined) ?? ''
+  const sees = (id: string, pattern: RegExp, ms = 180_000) =>
+    until(`server ${id} to print ${pattern}`, ms, async () => {
+      const text = await consoleOf(id)
+      return pattern.test(text) ? text : undefined
+    }, 1000).catch(async (err: Error) => {
+      throw new Error(`${err.message}\nconsole:\n${(await consoleOf(id)).slice(-3000)}`)
+    })
+  const boot = async (name: string, flavor: string, imageRef: string, role: 'writer' | 'reader') => {
+    const { id } = await api.create({ name, flavorRef: flavor, imageRef, networks: 'none', user_data: Buffer.from(watcher(role)).toString('base64') })
+    servers.push(id)
+    const s = await until(`server ${name} to settle`, 300_000, async () => {
+      const v = await api.server(id)
+      return v && v.status !== 'BUILD' ? v : undefined
+    }, 500)
+    assert.equal(s.status, 'ACTIVE', JSON.stringify(s.fault))
+    await sees(id, /pcc-guest: ready/)
+    return id
+  }
+
+  it('a guest writes to a Ceph volume through librbd, sees it grow, and another guest reads what it wrote', async (t) => {
+    if (typeof ceph === 'string') return t.skip(ceph)
+    const flavor = await api.createFlavor({ name: 'guest.tiny', vcpus: 1, ram: 192, disk: 1 })
+    const image = (await api.other('GET', '/image/v2/images?name=pcc-guest')).body.images[0].id as string
+    const [writer, reader] = await Promise.all([boot('writer', flavor, image, 'writer'), boot('reader', flavor, image, 'reader')])
+
+    const r = await api.other('POST', `${V}/volumes`, { volume: { size: 1, name: 'on-ceph' } })
+    assert.equal(r.status, 202, JSON.stringify(r.body))
+    const data = r.body.volume.id as string
+    assert.equal((await volumeStatus(data, 'available')).volume_type, 'ceph')
+    const attached = await api.call('POST', `/servers/${writer}/os-volume_attachments`, { volumeAttachment: { volumeId: data } })
+    assert.equal(attached.status, 200, JSON.stringify(attached.body))
+    await volumeStatus(data, 'in-use')
+    await sees(writer, /pcc-guest: vdb wrote note.txt/)
+
+    // No export: the hypervisor's QEMU opened the image itself, as the host's own cephx user.
+    const exportsDir = join(cloud!.server.dataDir, 'run', 'volumes')
+    assert.deepEqual(existsSync(exportsDir) ? readdirSync(exportsDir) : [], [], 'an NBD export was started for a Ceph volume')
+    const row = await cloud!.server.deps.store.db.selectFrom('volume_attachments').select('connection_info').where('volume_id', '=', data).executeTakeFirstOrThrow()
+    const info = JSON.parse(row.connection_info!) as { driver_volume_type: string; data: { name: string; auth_username: string } }
+    assert.equal(info.driver_volume_type, 'rbd')
+    assert.equal(info.data.name, `${pools!.pools[1]}/volume-${data}`)
+    assert.equal(info.data.auth_username, `pcc-host-${cloud!.hosts[0].hostId}`)
+
+    // Online extend (3.42): librbd learns the size; the guest sees it.
+    await sees(writer, /pcc-guest: vdb size 2097152/)
+    const extend = await fetch(`${cloud!.server.url}${V}/volumes/${data}/action`, {
+      method: 'POST',
+      headers: { 'x-auth-token': api.token, 'content-type': 'application/json', 'openstack-api-version': 'volume 3.42' },
+      body: JSON.stringify({ 'os-extend': { new_size: 2 } }),
+    })
+    assert.equal(extend.status, 202, await extend.text())
+    await volumeStatus(data, 'in-use')
+    await sees(writer, /pcc-guest: vdb size 4194304/)
+    assert.equal((await new Rbd({ conf: (ceph as CephCluster).conf, user: 'admin' }).info(pools!.pools[1], `volume-${data}`))?.size, 2 * 1024 ** 3)
+
+    const detached = await api.call('DELETE', `/servers/${writer}/os-volume_attachments/${data}`)
+    assert.equal(detached.status, 202, JSON.stringify(detached.body))
+    await volumeStatus(data, 'available')
+    await sees(writer, /pcc-guest: vdb gone/)
+    assert.equal((await api.call('POST', `/servers/${reader}/os-volume_attachments`, { volumeAttachment: { volumeId: data } })).status, 200)
+    const text = await sees(reader, /pcc-guest: vdb wrote later.txt/)
+    assert.match(text, /pcc-guest: vdb file note.txt hello from writer/, 'the bytes the writer left in RBD')
+  })
+})
