@@ -205,3 +205,18 @@ export async function freshPools(cluster: CephCluster, names: string[]): Promise
     },
   }
 }
+
+/** The three pools pcc uses, made fresh, and the PCC_CEPH_* settings of a pcc-server that uses them as `user`. */
+export async function freshPccPools(cluster: CephCluster): Promise<{ images: string; volumes: string; vms: string; env: Record<string, string>; remove(): Promise<void> }> {
+  const { pools, remove } = await freshPools(cluster, ['images', 'volumes', 'vms'])
+  const [images, volumes, vms] = pools
+  const env = {
+    PCC_CEPH_CONF: cluster.conf,
+    PCC_CEPH_USER: cluster.user,
+    PCC_CEPH_KEYRING: cluster.keyring,
+    PCC_CEPH_IMAGES_POOL: images,
+    PCC_CEPH_VOLUMES_POOL: volumes,
+    PCC_CEPH_VMS_POOL: vms,
+  }
+  return { images, volumes, vms, env, remove }
+}

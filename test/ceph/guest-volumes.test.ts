@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
 import { guestImage, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
-import { freshPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
+import { freshPccPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
 import { watcher } from '../../src/testkit/disk-watcher.js'
 import { Rbd } from '../../src/lib/ceph/rbd.js'
 
@@ -21,7 +21,7 @@ const missing = realGuestsMissing()
 
 describe('Ceph volumes in real guests, opened by QEMU with librbd', { skip: missing, timeout: 1_200_000 }, () => {
   let ceph: CephCluster | string
-  let pools: Awaited<ReturnType<typeof freshPools>> | undefined
+  let pools: Awaited<ReturnType<typeof freshPccPools>> | undefined
   let cloud: QemuCloud | undefined
   let api: ComputeClient
   const servers: string[] = []
@@ -30,18 +30,11 @@ describe('Ceph volumes in real guests, opened by QEMU with librbd', { skip: miss
     if (missing) return
     ceph = await testCeph()
     if (typeof ceph === 'string') return
-    pools = await freshPools(ceph, ['images', 'volumes', 'vms'])
+    pools = await freshPccPools(ceph)
     const image = await guestImage()
     cloud = await startQemuCloud({
       hosts: 1,
-      env: {
-        PCC_CEPH_CONF: ceph.conf,
-        PCC_CEPH_USER: ceph.user,
-        PCC_CEPH_KEYRING: ceph.keyring,
-        PCC_CEPH_IMAGES_POOL: pools.pools[0],
-        PCC_CEPH_VOLUMES_POOL: pools.pools[1],
-        PCC_CEPH_VMS_POOL: pools.pools[2],
-      },
+      env: pools.env,
       qemu: { accel: 'tcg', vcpus: 2, memory_mb: 2048, disk_gb: 10 },
     })
     api = cloud.api
@@ -109,7 +102,7 @@ describe('Ceph volumes in real guests, opened by QEMU with librbd', { skip: miss
     const row = await cloud!.server.deps.store.db.selectFrom('volume_attachments').select('connection_info').where('volume_id', '=', data).executeTakeFirstOrThrow()
     const info = JSON.parse(row.connection_info!) as { driver_volume_type: string; data: { name: string; auth_username: string } }
     assert.equal(info.driver_volume_type, 'rbd')
-    assert.equal(info.data.name, `${pools!.pools[1]}/volume-${data}`)
+    assert.equal(info.data.name, `${pools!.volumes}/volume-${data}`)
     assert.equal(info.data.auth_username, `pcc-host-${cloud!.hosts[0].hostId}`)
 
     // Online extend (3.42): librbd learns the size; the guest sees it.
@@ -122,7 +115,7 @@ describe('Ceph volumes in real guests, opened by QEMU with librbd', { skip: miss
     assert.equal(extend.status, 202, await extend.text())
     await volumeStatus(data, 'in-use')
     await sees(writer, /pcc-guest: vdb size 4194304/)
-    assert.equal((await new Rbd({ conf: (ceph as CephCluster).conf, user: 'admin' }).info(pools!.pools[1], `volume-${data}`))?.size, 2 * 1024 ** 3)
+    assert.equal((await new Rbd({ conf: (ceph as CephCluster).conf, user: 'admin' }).info(pools!.volumes, `volume-${data}`))?.size, 2 * 1024 ** 3)
 
     const detached = await api.call('DELETE', `/servers/${writer}/os-volume_attachments/${data}`)
     assert.equal(detached.status, 202, JSON.stringify(detached.body))

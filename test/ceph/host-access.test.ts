@@ -12,7 +12,7 @@ import { readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freshPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
+import { freshPccPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { killAgent, onboardAgent } from '../../src/testkit/agent.js'
 import type { ChildProcess } from 'node:child_process'
@@ -21,24 +21,17 @@ const exec = promisify(execFile)
 
 describe('hosts learn Ceph from the control plane', () => {
   let ceph: CephCluster | string
-  let pools: Awaited<ReturnType<typeof freshPools>> | undefined
+  let pools: Awaited<ReturnType<typeof freshPccPools>> | undefined
   let server: TestServer | undefined
   const agents: { root: string; agent: ChildProcess }[] = []
 
   before(async () => {
     ceph = await testCeph()
     if (typeof ceph === 'string') return
-    pools = await freshPools(ceph, ['images', 'volumes', 'vms'])
+    pools = await freshPccPools(ceph)
     server = await startTestServer({
       publicUrlFromListen: true,
-      env: {
-        PCC_CEPH_CONF: ceph.conf,
-        PCC_CEPH_USER: ceph.user,
-        PCC_CEPH_KEYRING: ceph.keyring,
-        PCC_CEPH_IMAGES_POOL: pools.pools[0],
-        PCC_CEPH_VOLUMES_POOL: pools.pools[1],
-        PCC_CEPH_VMS_POOL: pools.pools[2],
-      },
+      env: pools.env,
     })
   })
   after(async () => {
@@ -78,7 +71,7 @@ describe('hosts learn Ceph from the control plane', () => {
 
     // Its rights, tried with Ceph's own tool as the host.
     const rbd = (...args: string[]) => exec('rbd', ['-c', conf, '--id', user, ...args])
-    const [imagesPool, volumesPool, vmsPool] = pools!.pools
+    const { images: imagesPool, volumes: volumesPool, vms: vmsPool } = pools!
     await rbd('create', '--size', '1M', `${vmsPool}/probe_disk`)
     await rbd('create', '--size', '1M', `${volumesPool}/volume-probe`)
     await assert.rejects(rbd('create', '--size', '1M', `${imagesPool}/not-allowed`), /Operation not permitted|Permission denied/)

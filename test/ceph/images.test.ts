@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Rbd } from '../../src/lib/ceph/rbd.js'
-import { freshPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
+import { freshPccPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
 import { startCluster, type Cluster } from '../../src/testkit/cluster.js'
 import { spawnServer } from '../../src/testkit/process.js'
 import { freePort } from '../../src/testkit/harness.js'
@@ -20,7 +20,7 @@ import { call, issueToken } from '../ha/helpers.js'
 
 describe('images in RBD', () => {
   let ceph: CephCluster | string
-  let pools: Awaited<ReturnType<typeof freshPools>> | undefined
+  let pools: Awaited<ReturnType<typeof freshPccPools>> | undefined
   let cluster: Cluster | undefined
   let rbd: Rbd
   let env: Record<string, string>
@@ -28,16 +28,9 @@ describe('images in RBD', () => {
   before(async () => {
     ceph = await testCeph()
     if (typeof ceph === 'string') return
-    pools = await freshPools(ceph, ['images', 'volumes', 'vms'])
+    pools = await freshPccPools(ceph)
     rbd = new Rbd({ conf: ceph.conf, user: ceph.user })
-    env = {
-      PCC_CEPH_CONF: ceph.conf,
-      PCC_CEPH_USER: ceph.user,
-      PCC_CEPH_KEYRING: ceph.keyring,
-      PCC_CEPH_IMAGES_POOL: pools.pools[0],
-      PCC_CEPH_VOLUMES_POOL: pools.pools[1],
-      PCC_CEPH_VMS_POOL: pools.pools[2],
-    }
+    env = pools.env
   })
   after(async () => {
     await cluster?.close()
@@ -53,7 +46,7 @@ describe('images in RBD', () => {
     const listed = await call(b.url, 'GET', '/image/v2/images', { token })
     const defaultImage = (listed.body.images as { id: string; status: string }[]).find((i) => i.status === 'active')
     assert.ok(defaultImage, JSON.stringify(listed.body))
-    assert.ok((await rbd.list(pools!.pools[0])).includes(defaultImage.id))
+    assert.ok((await rbd.list(pools!.images)).includes(defaultImage.id))
 
     const created = await call(a.url, 'POST', '/image/v2/images', { token, body: { name: 'on-ceph', disk_format: 'raw', container_format: 'bare' } })
     assert.equal(created.status, 201, JSON.stringify(created.body))
@@ -61,8 +54,8 @@ describe('images in RBD', () => {
     const bytes = randomBytes(3 * 1024 * 1024 + 5)
     const put = await fetch(`${a.url}/image/v2/images/${id}/file`, { method: 'PUT', headers: { 'x-auth-token': token, 'content-type': 'application/octet-stream' }, body: bytes })
     assert.equal(put.status, 204, await put.text())
-    assert.ok((await rbd.list(pools!.pools[0])).includes(id))
-    assert.deepEqual(await rbd.snapshots(pools!.pools[0], id), ['snap'])
+    assert.ok((await rbd.list(pools!.images)).includes(id))
+    assert.deepEqual(await rbd.snapshots(pools!.images, id), ['snap'])
 
     const shown = await call(b.url, 'GET', `/image/v2/images/${id}`, { token })
     assert.equal(shown.body.status, 'active')
@@ -73,7 +66,7 @@ describe('images in RBD', () => {
     assert.ok(Buffer.from(await got.arrayBuffer()).equals(bytes), 'process B served other bytes than process A stored')
 
     assert.equal((await call(b.url, 'DELETE', `/image/v2/images/${id}`, { token })).status, 204)
-    assert.ok(!(await rbd.list(pools!.pools[0])).includes(id), 'the RBD image outlived the image')
+    assert.ok(!(await rbd.list(pools!.images)).includes(id), 'the RBD image outlived the image')
   })
 
   it('start-up with Ceph configured but unusable is one clear error line', async (t) => {

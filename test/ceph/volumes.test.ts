@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Rbd } from '../../src/lib/ceph/rbd.js'
-import { freshPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
+import { freshPccPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
 import { startCluster, type Cluster } from '../../src/testkit/cluster.js'
 import { openStore } from '../../src/server/storage/store.js'
 import { call, issueToken } from '../ha/helpers.js'
@@ -23,7 +23,7 @@ const V = '/volume/v3'
 
 describe('volumes on Ceph', () => {
   let ceph: CephCluster | string
-  let pools: Awaited<ReturnType<typeof freshPools>> | undefined
+  let pools: Awaited<ReturnType<typeof freshPccPools>> | undefined
   const clusters: Cluster[] = []
   let rbd: Rbd
   let env: Record<string, string>
@@ -32,17 +32,10 @@ describe('volumes on Ceph', () => {
   before(async () => {
     ceph = await testCeph()
     if (typeof ceph === 'string') return
-    pools = await freshPools(ceph, ['images', 'volumes', 'vms'])
+    pools = await freshPccPools(ceph)
     rbd = new Rbd({ conf: ceph.conf, user: ceph.user })
     dir = mkdtempSync(join(tmpdir(), 'pcc-ceph-volumes-'))
-    env = {
-      PCC_CEPH_CONF: ceph.conf,
-      PCC_CEPH_USER: ceph.user,
-      PCC_CEPH_KEYRING: ceph.keyring,
-      PCC_CEPH_IMAGES_POOL: pools.pools[0],
-      PCC_CEPH_VOLUMES_POOL: pools.pools[1],
-      PCC_CEPH_VMS_POOL: pools.pools[2],
-    }
+    env = pools.env
   })
   after(async () => {
     for (const c of clusters) await c.close()
@@ -66,7 +59,7 @@ describe('volumes on Ceph', () => {
     clusters.push(cluster)
     const base = cluster.nodes[0].url
     const { token } = await issueToken(cluster.nodes[0], cluster.adminPassword)
-    const [imagesPool, volumesPool] = pools!.pools
+    const { images: imagesPool, volumes: volumesPool } = pools!
     const volume = (id: string) => call(base, 'GET', `${V}/volumes/${id}`, { token }).then((r) => r.body.volume as Record<string, unknown>)
     const available = (id: string) => until(`volume ${id} available`, async () => {
       const v = await volume(id)
@@ -147,7 +140,7 @@ describe('volumes on Ceph', () => {
   it('a control plane that may only read the volumes pool gets volumes in error with the reason, and nothing half made', async (t) => {
     if (typeof ceph === 'string') return t.skip(ceph)
     const keyring = join(dir, 'reader.keyring')
-    execFileSync('ceph', ['-c', ceph.conf, '--id', ceph.user, 'auth', 'get-or-create', 'client.pcc-reader', 'mon', 'profile rbd', 'osd', `profile rbd pool=${pools!.pools[0]}, profile rbd-read-only pool=${pools!.pools[1]}, profile rbd pool=${pools!.pools[2]}`, '-o', keyring])
+    execFileSync('ceph', ['-c', ceph.conf, '--id', ceph.user, 'auth', 'get-or-create', 'client.pcc-reader', 'mon', 'profile rbd', 'osd', `profile rbd pool=${pools!.images}, profile rbd-read-only pool=${pools!.volumes}, profile rbd pool=${pools!.vms}`, '-o', keyring])
     const cluster = await startCluster({ size: 1, env: { ...env, PCC_CEPH_USER: 'pcc-reader', PCC_CEPH_KEYRING: keyring } })
     clusters.push(cluster)
     const base = cluster.nodes[0].url
@@ -163,6 +156,6 @@ describe('volumes on Ceph', () => {
     } finally {
       await store.close()
     }
-    assert.equal(await rbd.info(pools!.pools[1], `volume-${r.body.volume.id as string}`), undefined)
+    assert.equal(await rbd.info(pools!.volumes, `volume-${r.body.volume.id as string}`), undefined)
   })
 })
