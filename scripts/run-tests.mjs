@@ -94,7 +94,9 @@ async function nodeTests() {
   const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`
   const cluster = await ceph
   const cephEnv = cluster ? { PCC_TEST_CEPH_CONF: cluster.conf, PCC_TEST_CEPH_KEYRING: cluster.keyring } : {}
-  const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=600000', '--test-reporter=spec', ...files], {
+  // A whole test file gets 20 minutes: the openstack client's file runs two 5-minute lifecycles one after the
+  // other, which a machine busy with Tempest and real guests stretches past 10; a hang still ends.
+  const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=1200000', '--test-reporter=spec', ...files], {
     stdio: 'inherit',
     env: { ...process.env, PCC_TEST_PG_URL: url, ...cephEnv },
   })
