@@ -100,3 +100,9 @@ export async function acceptServerDelete(deps: { db: Db; queue: TaskQueue }, row
     await deps.queue.enqueue<DeleteTaskPayload>({ kind: COMPUTE_TASK_KINDS.delete, payload: { serverId: row.id, requestId }, subjectId: row.id }, tx)
   })
 }
+
+/** Which of these servers are not deleted (the view cache drops the others' entries). */
+export async function liveServerIds(db: Db, ids: string[]): Promise<Set<string>> {
+  const rows = await db.selectFrom('servers').select('id').where('id', 'in', ids).where('deleted', '=', 0).execute()
+  return new Set(rows.map((r) => r.id))
+}

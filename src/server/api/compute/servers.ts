@@ -11,7 +11,7 @@ import { bookmarkBase, hostStatusOf, loadHostStates, serverModels } from '../../
 import { ServerViewCache } from '../../compute/server-view-cache.js'
 import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
-import { acceptServerDelete, findLiveServer, serverRowsByIds, updateServerFields } from '../../compute/server-rows.js'
+import { acceptServerDelete, findLiveServer, liveServerIds, serverRowsByIds, updateServerFields } from '../../compute/server-rows.js'
 import type { ImageLookup } from '../../compute/images.js'
 import { computeStorage } from '../../compute/storage.js'
 import { bodyObject, callerOf, can, must, serverCaller, validate, visibleProject } from './context.js'
@@ -153,7 +153,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
   const views = new ServerViewCache({
     budgetBytes: deps.config.viewCacheMb * 1024 * 1024,
-    live: async (ids) => new Set((await db.selectFrom('servers').select('id').where('id', 'in', ids).where('deleted', '=', 0).execute()).map((r) => r.id)),
+    live: (ids) => liveServerIds(db, ids),
   })
   return async (scope: FastifyInstance): Promise<void> => {
     const list = (view: 'summary' | 'detail', path: string) => async (request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply) => {
