@@ -81,17 +81,27 @@ export class Rbd {
     return ['--conf', this.client.conf, '--id', this.client.user, ...args]
   }
 
-  /** Runs `rbd`; resolves with its standard output, or rejects with a CephError carrying its reason and errno. */
-  run(args: string[], timeoutMs = 120_000): Promise<string> {
-    const command = args[0] ?? ''
+  /** Runs `rbd` or `ceph`; resolves with its standard output, or rejects with a CephError carrying its reason and errno. */
+  private exec(program: 'rbd' | 'ceph', args: string[], timeoutMs: number): Promise<string> {
+    const what = `${program} ${args[0] ?? ''}`
     return new Promise((resolve, reject) => {
-      execFile('rbd', this.args(args), { timeout: timeoutMs, maxBuffer: 16 << 20, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+      execFile(program, this.args(args), { timeout: timeoutMs, maxBuffer: 16 << 20, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
         if (!err) return resolve(stdout)
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return reject(new CephError('the rbd command is not installed (Debian package ceph-common)'))
-        if (err.killed) return reject(new CephError(`rbd ${command} did not answer within ${timeoutMs / 1000} s: is the Ceph cluster reachable?`))
-        reject(new CephError(`rbd ${command} failed: ${reason(stderr) || err.message}`, errnoOf(err.code)))
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return reject(new CephError(`the ${program} command is not installed (Debian package ceph-common)`))
+        if (err.killed) return reject(new CephError(`${what} did not answer within ${timeoutMs / 1000} s: is the Ceph cluster reachable?`))
+        reject(new CephError(`${what} failed: ${reason(stderr) || err.message}`, errnoOf(err.code)))
       })
     })
+  }
+
+  /** Runs `rbd` as this client. */
+  run(args: string[], timeoutMs = 120_000): Promise<string> {
+    return this.exec('rbd', args, timeoutMs)
+  }
+
+  /** Runs Ceph's `ceph` command as this client (the monitors' commands: `df`, `auth`). */
+  ceph(args: string[], timeoutMs = 30_000): Promise<string> {
+    return this.exec('ceph', [...args, '--connect-timeout', String(Math.ceil(timeoutMs / 1000) - 5)], timeoutMs)
   }
 
   /** Resolves when the pool is reachable with this user's rights (a listing needs the monitors and the OSDs). */
@@ -197,16 +207,6 @@ export class Rbd {
       child.on('exit', (code, signal) => {
         if (code === 0) resolve()
         else reject(new CephError(`rbd ${what} failed: ${reason(stderr) || `exit ${code ?? signal}`}`, errnoOf(code)))
-      })
-    })
-  }
-
-  /** Runs Ceph's `ceph` command as this client (the monitors' commands: `df`, `auth`, `osd blocklist`). */
-  ceph(args: string[], timeoutMs = 30_000): Promise<string> {
-    return new Promise<string>((resolve, reject) => {
-      execFile('ceph', ['--conf', this.client.conf, '--id', this.client.user, '--connect-timeout', String(Math.ceil(timeoutMs / 1000) - 5), ...args], { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-        if (err) reject(new CephError(`ceph ${args.slice(0, 2).join(' ')} failed: ${reason(stderr) || err.message}`, errnoOf(err.code)))
-        else resolve(stdout)
       })
     })
   }
