@@ -54,6 +54,7 @@ describe('configuration', () => {
     ['a console origin that is not a host name', { env: { PCC_CONSOLE_ALLOWED_ORIGINS: 'ok.example, http://x/y' } }, /PCC_CONSOLE_ALLOWED_ORIGINS.*host names/],
     ['an advertise URL that is not one', { env: { PCC_ADVERTISE_URL: 'app1:8080' } }, /PCC_ADVERTISE_URL.*URL/],
     ['a negative console token lifetime', { env: { PCC_CONSOLE_TOKEN_TTL_SECONDS: '-5' } }, /PCC_CONSOLE_TOKEN_TTL_SECONDS/],
+    ['physical interfaces without a local hypervisor', { env: { PCC_LOCAL_PHYSICAL_INTERFACES: 'public:eth1' } }, /PCC_LOCAL_PHYSICAL_INTERFACES .* needs PCC_LOCAL_HYPERVISOR=qemu/],
   ]
   for (const [what, sources, message] of invalid) {
     it(`rejects ${what} with a message naming the setting`, () => {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { ConfigError, SETTINGS, SETTING_ORDER, type Config } from './settings.js'
+import { ConfigError, SETTINGS, SETTING_ORDER, SETTING_REQUIREMENTS, type Config } from './settings.js'
 
 /** Environment variables with this prefix must all be known settings, so a typo stops the start. */
 const ENV_PREFIX = 'PCC_'
@@ -79,6 +79,7 @@ export function loadConfig({ argv, env }: ConfigSources): Config {
       throw new ConfigError(`invalid ${source}: ${(err as Error).message}`)
     }
   }
+  for (const rule of SETTING_REQUIREMENTS) if (rule.refused(config as Config)) throw new ConfigError(rule.message)
   return config as Config
 }
 

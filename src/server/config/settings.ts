@@ -424,6 +424,18 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
   },
 }
 
+/**
+ * Settings that mean something only together with another: each rule names the setting, when it is refused, and
+ * what to do instead. Checked once every setting is resolved.
+ */
+export const SETTING_REQUIREMENTS: { setting: keyof Config; refused: (config: Config) => boolean; message: string }[] = [
+  {
+    setting: 'localPhysicalInterfaces',
+    refused: (c) => Object.keys(c.localPhysicalInterfaces).length > 0 && c.localHypervisor !== 'qemu',
+    message: 'PCC_LOCAL_PHYSICAL_INTERFACES names this machine\'s interfaces for its own guests: it needs PCC_LOCAL_HYPERVISOR=qemu',
+  },
+]
+
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
   'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'localHypervisor', 'localPhysicalInterfaces', 'simulatedHosts', 'logLevel',
