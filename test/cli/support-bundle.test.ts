@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
@@ -59,6 +59,7 @@ describe('pcctl generate-support-bundle', () => {
     const message = await readMessage({ binaryMessage: readFileSync(path) })
     const { data } = await decrypt({ message, decryptionKeys: privateKey, format: 'binary' })
     const files = await untar(Buffer.from(data as Uint8Array))
+    for (const dir of [root, outDir]) rmSync(dir, { recursive: true, force: true })
 
     assert.ok(files.has('facts.json'))
     assert.equal(JSON.parse(files.get('facts.json')!).hostname, 'node-7')

@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -63,8 +63,9 @@ describe('secrets in logs', () => {
   })
 
   it('writes none of them at trace level while serving requests that carry them', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'pcc-log-'))
     const server = spawnServer({
-      PCC_DATA_DIR: mkdtempSync(join(tmpdir(), 'pcc-log-')),
+      PCC_DATA_DIR: dataDir,
       PCC_DATABASE_URL: await databaseWithPassword(SECRETS.dbPassword),
       PCC_LISTEN: '127.0.0.1:0',
       PCC_LOG_LEVEL: 'trace',
@@ -103,6 +104,7 @@ describe('secrets in logs', () => {
       assert.equal(await server.stop(), 0)
     } finally {
       await server.stop()
+      rmSync(dataDir, { recursive: true, force: true })
     }
     const output = server.stdout() + server.stderr()
     // The log is really there: each request was logged coming in, with its URL.
