@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
+import { killAgent, onboardAgent, type ScratchHost } from '../../src/testkit/agent.js'
 import { startCluster, type Cluster } from '../../src/testkit/cluster.js'
 import { ComputeClient, login, until } from '../../src/testkit/compute-api.js'
 import { openStore, type Store } from '../../src/server/storage/store.js'
@@ -38,14 +38,8 @@ describe('control-plane restart while an agent works: nothing lost, nothing done
     const node = cluster.nodes[0]
     const session = await login(node.url, cluster.adminPassword)
     const api = new ComputeClient(node.url, session.token)
-    const token = await api.other('POST', '/resmgr/v1/registration-tokens', { note: 'restart' })
-    assert.equal(token.status, 201, JSON.stringify(token.body))
-    host = scratchHost({ hostname: 'restart-host', controller: node.url, registrationToken: token.body.token, delayMs: 150, vcpus: 64, memoryMb: 64000 })
-    agent = spawnAgent(host.root)
+    ;({ host, agent } = await onboardAgent(api, 'restart-host', node.url, { delayMs: 150, vcpus: 64, memoryMb: 64000 }))
     const db = store.db
-    await until('the host registered', 20_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200 ? true : undefined))
-    assert.equal((await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})).status, 200)
-    await until('the hypervisor role applied', 20_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok' ? true : undefined))
 
     await api.unlimitedQuotas(session.projectId)
     const image = await api.bootImage()
@@ -109,12 +103,7 @@ describe('a control plane back from an outage longer than hosts may stay silent'
     const node = cluster.nodes[0]
     const session = await login(node.url, cluster.adminPassword)
     const api = new ComputeClient(node.url, session.token)
-    const token = await api.other('POST', '/resmgr/v1/registration-tokens', { note: 'outage' })
-    host = scratchHost({ hostname: 'outage-host', controller: node.url, registrationToken: token.body.token, delayMs: 300, heartbeatSeconds: 1, vcpus: 64, memoryMb: 64000 })
-    agent = spawnAgent(host.root)
-    await until('the host registered', 20_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200 ? true : undefined))
-    assert.equal((await api.other('PUT', `/resmgr/v1/hosts/${host.hostId}/roles/hypervisor`, {})).status, 200)
-    await until('the hypervisor role applied', 20_000, async () => ((await api.other('GET', `/resmgr/v1/hosts/${host.hostId}`)).body.role_status === 'ok' ? true : undefined))
+    ;({ host, agent } = await onboardAgent(api, 'outage-host', node.url, { delayMs: 300, heartbeatSeconds: 1, vcpus: 64, memoryMb: 64000 }))
     await api.unlimitedQuotas(session.projectId)
     const image = await api.bootImage()
     const ids: string[] = []

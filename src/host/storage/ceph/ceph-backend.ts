@@ -67,11 +67,9 @@ export class CephBackend implements VolumeBackend {
     return info?.size
   }
 
-  private async snapshotInfo(volumeId: string, snapshotId: string) {
-    const image = this.volumeImage(volumeId)
-    if (!(await this.rbd.info(this.pool, image))) return undefined
-    if (!(await this.rbd.snapshots(this.pool, image)).includes(this.snapName(snapshotId))) return undefined
-    return this.rbd.info(this.pool, image, this.snapName(snapshotId))
+  /** Undefined when the volume or its snapshot is missing (rbd answers ENOENT for either). */
+  private snapshotInfo(volumeId: string, snapshotId: string) {
+    return this.rbd.info(this.pool, this.volumeImage(volumeId), this.snapName(snapshotId))
   }
 
   blockdev(ref: VolumeRef): BlockdevSpec {
@@ -134,7 +132,7 @@ export class CephBackend implements VolumeBackend {
     return this.ceph(async () => {
       const target = this.volumeImage(volumeId)
       if (await this.rbd.info(this.pool, target)) return true
-      const info = await this.rbd.info(imagesPool, checkId(image.id), IMAGE_SNAPSHOT).catch(() => undefined)
+      const info = await this.rbd.info(imagesPool, checkId(image.id), IMAGE_SNAPSHOT)
       if (!info) return false
       if (info.size > sizeGb * GIB) throw new VolumeBackendError(`the image's virtual size (${info.size} bytes) is larger than the volume (${sizeGb * GIB} bytes)`)
       await this.cloneTo(target, { pool: imagesPool, image: image.id, snap: IMAGE_SNAPSHOT }, sizeGb * GIB)
