@@ -176,6 +176,9 @@ export interface LiveMigrationHandover {
 /** A remote console a guest offers: its first serial port, or its graphical display (VNC, the RFB protocol). */
 export type ConsoleProtocol = 'serial' | 'vnc'
 
+/** Where a host keeps its guests' disks (Nova's `images_type`): files on the host, or RBD images in Ceph that outlive it. */
+export type ImagesType = 'qcow2' | 'rbd'
+
 export interface HostCapacity {
   vcpus: number
   memoryMb: number
@@ -183,6 +186,8 @@ export interface HostCapacity {
   hypervisorType: string
   hypervisorVersion: number
   cpuInfo: Record<string, unknown>
+  /** Absent for drivers without disks of their own (simulated). */
+  imagesType?: ImagesType
 }
 
 /** What a driver can do; the API answers 409/501 for what it cannot. */

@@ -4,6 +4,7 @@
  * two merged in `hosts.facts` and reads them back as StoredHostFacts.
  */
 import type { HostNetworkFacts } from '../network/dataplane.js'
+import type { ImagesType } from './compute-driver.js'
 
 /** A network interface of the host, with its bond when it is one (/proc/net/bonding). */
 export interface HostNic {
@@ -34,6 +35,8 @@ export interface HeartbeatFacts {
   hypervisor_type: string
   hypervisor_version: number
   cpu_info: Record<string, unknown>
+  /** Where the host keeps guests' disks (HostCapacity.imagesType); absent for simulated hosts and older agents. */
+  images_type?: ImagesType
   /** Absent when the host runs no network agent. */
   network?: HostNetworkFacts
 }

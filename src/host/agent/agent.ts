@@ -123,8 +123,6 @@ export class PccAgent {
     this.facts = gatherFacts(this.config.facts_root ?? this.root)
     this.hostId = this.loadHostId()
     this.loadState()
-    this.driver = await createComputeDriver(this.root, this.config, this.facts, (method, path, body) => this.hostStream(method, path, body), (level, msg, fields) => this.log(level, msg, fields))
-    this.driver.adopt(this.state.guests)
     this.storage = new StorageRole({
       root: this.root,
       controller: this.config.controller,
@@ -143,6 +141,9 @@ export class PccAgent {
     await this.ensureRegistered()
     this.ceph = await this.withBackoff('ceph access', () => learnCephAccess(this.root, (method, path) => this.api(method, path)))
     if (this.ceph) this.log('info', 'Ceph access learnt from the control plane', { user: this.ceph.client.user, pools: this.ceph.pools })
+    // The driver needs Ceph's access to open guests' disks there, so it comes after the registration.
+    this.driver = await createComputeDriver(this.root, this.config, this.facts, (method, path, body) => this.hostStream(method, path, body), (level, msg, fields) => this.log(level, msg, fields), this.ceph)
+    this.driver.adopt(this.state.guests)
     // Roles first: a restarted agent must know it is a hypervisor before it takes commands.
     await this.withBackoff('heartbeat', () => this.heartbeat())
     await Promise.all([this.heartbeatLoop(), this.commandLoop(), this.repostLoop(), this.network?.run()])
@@ -304,7 +305,7 @@ export class PccAgent {
       capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
       guests,
       ...(sendFacts && {
-        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, protocol_version: this.protocolVersion, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, network: this.network?.facts() } satisfies HeartbeatFacts,
+        facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, protocol_version: this.protocolVersion, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, images_type: cap.imagesType, network: this.network?.facts() } satisfies HeartbeatFacts,
       }),
     })
     if (sendFacts) this.factsSentAt = Date.now()

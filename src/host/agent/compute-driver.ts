@@ -6,10 +6,11 @@
 import type { IncomingMessage } from 'node:http'
 import { networkInterfaces } from 'node:os'
 import type { Readable } from 'node:stream'
-import type { ComputeDriver } from '../../contracts/host/compute-driver.js'
+import type { ComputeDriver, ImagesType } from '../../contracts/host/compute-driver.js'
 import { QemuDriver } from '../compute/qemu/qemu-driver.js'
 import { SimulatedDriver } from '../compute/simulated/simulated-driver.js'
 import type { HostFacts } from '../../contracts/host/facts.js'
+import type { CephAccess } from './ceph-access.js'
 
 export interface DriverSettings {
   driver?: string
@@ -30,6 +31,8 @@ export interface DriverSettings {
     migration_address?: string
     /** Where guests' sockets go (default `<root>/run/pcc`). */
     run_dir?: string
+    /** Where guests' disks live (Nova's images_type): `rbd` (the default when the cloud has Ceph) or `qcow2` (files here). */
+    images_type?: ImagesType
   }
 }
 
@@ -49,6 +52,7 @@ export async function createComputeDriver(
   facts: HostFacts,
   host: HostStream,
   log: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void,
+  ceph?: CephAccess,
 ): Promise<ComputeDriver> {
   const kind = settings.driver ?? 'simulated'
   if (kind === 'simulated') {
@@ -79,6 +83,8 @@ export async function createComputeDriver(
     shutdownTimeoutMs: q.shutdown_timeout_seconds === undefined ? undefined : q.shutdown_timeout_seconds * 1000,
     migrationAddress: q.migration_address ?? firstAddress(),
     runDir: q.run_dir,
+    ceph: ceph && { client: ceph.client, pools: ceph.pools },
+    imagesType: q.images_type,
     images: { open: (image) => host('GET', `/images/${image.id}/file`) },
     transfers: {
       upload: async (serverId, name, data) => drain(await host('PUT', `/transfers/${serverId}/${name}`, data)),

@@ -74,6 +74,16 @@ export interface RbdImageInfo {
   parent?: { pool: string; image: string; snapshot: string }
 }
 
+/** QEMU's rbd block node options: an image (or snapshot) and the client that opens it. */
+export interface RbdBlockdev {
+  driver: 'rbd'
+  pool: string
+  image: string
+  snapshot?: string
+  conf: string
+  user: string
+}
+
 export class Rbd {
   constructor(readonly client: CephClient) {}
 
@@ -211,6 +221,33 @@ export class Rbd {
     })
   }
 
+  /** The clients that have an image open (its watchers), by address (`rbd status`); none for a missing image. */
+  async watchers(pool: string, image: string): Promise<string[]> {
+    try {
+      const out = JSON.parse(await this.run(['status', '--format', 'json', spec(pool, image)])) as { watchers?: { address: string }[] }
+      return (out.watchers ?? []).map((w) => w.address)
+    } catch (err) {
+      if (err instanceof CephError && err.errno === ENOENT) return []
+      throw err
+    }
+  }
+
+  /** The clients holding a lock on an image (its exclusive lock's owner), by address (`rbd lock ls`); none for a missing image. */
+  async lockers(pool: string, image: string): Promise<string[]> {
+    try {
+      return (JSON.parse(await this.run(['lock', 'ls', '--format', 'json', spec(pool, image)])) as { address: string }[]).map((l) => l.address)
+    } catch (err) {
+      if (err instanceof CephError && err.errno === ENOENT) return []
+      throw err
+    }
+  }
+
+  /** Refuses a client (by its address, as `watchers` gives it) any further I/O on the cluster for `seconds`. */
+  async blocklist(address: string, seconds: number): Promise<void> {
+    if (!/^[0-9A-Za-z.:[\]-]+\/\d+$/.test(address)) throw new CephError(`invalid Ceph client address ${JSON.stringify(address)}`)
+    await this.ceph(['osd', 'blocklist', 'add', address, String(seconds)])
+  }
+
   /** What a pool holds and may still hold (`ceph df`: its bytes stored and the bytes it can still take). */
   async poolUsage(pool: string): Promise<{ storedBytes: number; availableBytes: number }> {
     const out = await this.ceph(['df', '--format', 'json'])
@@ -220,7 +257,7 @@ export class Rbd {
   }
 
   /** The QEMU block node (QMP `blockdev-add`) that opens an image or snapshot through librbd with this client's identity. */
-  blockdev(pool: string, image: string, snap?: string): { driver: 'rbd'; pool: string; image: string; snapshot?: string; conf: string; user: string } {
+  blockdev(pool: string, image: string, snap?: string): RbdBlockdev {
     spec(pool, image, snap)
     return { driver: 'rbd', pool, image, ...(snap === undefined ? {} : { snapshot: snap }), conf: this.client.conf, user: this.client.user }
   }

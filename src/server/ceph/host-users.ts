@@ -23,6 +23,11 @@ export function hostCephUser(hostId: string): string {
   return `pcc-host-${hostId.toLowerCase()}`
 }
 
+/** A host's cephx caps: read and write its guests' disks and volumes, read images (to clone them). */
+export function hostCaps(pools: { images: string; volumes: string; vms: string }): string[] {
+  return ['mon', 'profile rbd', 'osd', `profile rbd pool=${pools.vms}, profile rbd pool=${pools.volumes}, profile rbd-read-only pool=${pools.images}`]
+}
+
 export class HostCephUsers {
   constructor(
     private readonly ceph: CephLink,
@@ -47,9 +52,7 @@ export class HostCephUsers {
   }
 
   private async createUser(user: string): Promise<string> {
-    const { images, volumes, vms } = this.ceph.pools
-    const caps = ['mon', 'profile rbd', 'osd', `profile rbd pool=${vms}, profile rbd pool=${volumes}, profile rbd-read-only pool=${images}`]
-    const answer = JSON.parse(await this.ceph.rbd.ceph(['auth', 'get-or-create', `client.${user}`, ...caps, '--format', 'json'])) as { key: string }[]
+    const answer = JSON.parse(await this.ceph.rbd.ceph(['auth', 'get-or-create', `client.${user}`, ...hostCaps(this.ceph.pools), '--format', 'json'])) as { key: string }[]
     const key = answer[0]?.key
     if (!key) throw new Error(`ceph auth get-or-create answered no key for client.${user}`)
     return key

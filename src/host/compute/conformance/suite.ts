@@ -36,6 +36,15 @@ export interface DriverHarness {
   images?: { queued(): Promise<string>; bytes(imageId: string): Promise<Buffer> }
   /** Whether a guest's disk (and so its boot count) moves with a cold migration (simulated guests have none). */
   disksMove: boolean
+  /** The disk format of a snapshot (default qcow2; raw for disks in Ceph). */
+  snapshotFormat?: 'qcow2' | 'raw'
+  /**
+   * For disks that outlive their host (in Ceph): the names of a guest's disks in the shared store. Moves then keep
+   * them, `forget` leaves them, only `destroy` removes them, and an evacuated guest runs on its own disk.
+   */
+  sharedDisks?(serverId: string): Promise<string[]>
+  /** Ends a guest's QEMU as a host's death does (SIGKILL, nothing cleaned up), for the evacuation onto shared disks. */
+  killGuest?(driver: ComputeDriver, serverId: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -61,7 +70,8 @@ async function rejectsDriverError(p: Promise<unknown>, pattern?: RegExp, code?: 
   })
 }
 
-export function driverConformance(name: string, makeHarness: () => Promise<DriverHarness>, options: { skip?: string | false } = {}): void {
+/** `sharedDisks`: the harness's guests have disks that outlive their host (it gives `sharedDisks` and `killGuest`). */
+export function driverConformance(name: string, makeHarness: () => Promise<DriverHarness>, options: { skip?: string | false; sharedDisks?: boolean } = {}): void {
   describe(`compute driver conformance (${name})`, { skip: options.skip }, () => {
     let h: DriverHarness
     let a: ComputeDriver
@@ -157,17 +167,27 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         await h.booted(a, id, 5)
       })
 
-      it('copies its root disk out as a qcow2 image', async () => {
+      it('copies its root disk out as an image', async () => {
         // As the conductor calls it: with the queued image the bytes are for.
         const imageId = (await h.images?.queued()) ?? '00000000-0000-4000-8000-0000000000f1'
         const snap = await a.snapshot(id, 'snap', imageId)
-        assert.equal(snap.diskFormat, 'qcow2')
+        const format = h.snapshotFormat ?? 'qcow2'
+        assert.equal(snap.diskFormat, format)
         assert.equal(snap.containerFormat, 'bare')
-        const chunks: Buffer[] = []
-        for await (const c of snap.data) chunks.push(c as Buffer)
+        // A raw disk is as long as the root disk: only its head is kept.
+        let head = Buffer.alloc(0)
+        let length = 0
+        for await (const c of snap.data) {
+          if (head.length < 4096) head = Buffer.concat([head, c as Buffer])
+          length += (c as Buffer).length
+        }
         assert.ok(!snap.stored || h.images, 'a driver that stores the bytes itself has a harness that reads them')
-        const bytes = snap.stored ? await h.images!.bytes(imageId) : Buffer.concat(chunks)
-        assert.equal(bytes.subarray(0, 4).toString('latin1'), 'QFI\xfb', 'a qcow2 header')
+        const bytes = snap.stored ? await h.images!.bytes(imageId) : head
+        if (format === 'qcow2') assert.equal(bytes.subarray(0, 4).toString('latin1'), 'QFI\xfb', 'a qcow2 header')
+        else {
+          assert.equal(bytes.readUInt16BE(510), 0x55aa, 'the boot sector of the guest image')
+          assert.equal(length, h.spec(id).flavor.disk * 1024 ** 3, 'the whole root disk')
+        }
         assert.equal(await power(a, id), POWER.RUNNING, 'the guest runs on')
       })
 
@@ -194,9 +214,11 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
       })
 
       it('destroys it: nothing left; a second destroy is fine; it is gone for every operation', async () => {
+        if (h.sharedDisks) assert.notDeepEqual(await h.sharedDisks(id), [])
         await a.destroy(id)
         assert.equal(await a.info(id), undefined)
         assert.deepEqual(await h.leftovers(a, id), [])
+        if (h.sharedDisks) assert.deepEqual(await h.sharedDisks(id), [], 'its disks in the shared store are gone')
         await a.destroy(id)
         await a.forget(id)
         for (const op of [() => a.powerOn(id), () => a.reboot(id, 'HARD'), () => a.pause(id), () => a.consoleOutput(id), () => a.snapshot(id, 'x')]) {
@@ -237,6 +259,8 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         await a.forget(cold)
         assert.equal(await a.info(cold), undefined)
         assert.deepEqual(await h.leftovers(a, cold), [])
+        if (h.sharedDisks) assert.deepEqual(await h.sharedDisks(cold), [`${cold}_disk`], 'the source let go of the guest, not of its disk')
+        await h.booted(b, cold, h.disksMove ? 3 : 1)
         await b.destroy(cold)
       })
 
@@ -298,6 +322,20 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         await b.evacuateTo(h.spec(evac), true)
         assert.equal(await power(b, evac), POWER.RUNNING)
         await h.booted(b, evac, 1)
+        await b.destroy(evac)
+      })
+
+      if (options.sharedDisks) it('evacuates a guest whose host died onto its own disk; the host coming back leaves it alone', async () => {
+        await a.spawn(h.spec(evac))
+        await h.booted(a, evac, 1)
+        await h.killGuest!(a, evac)
+        await b.evacuateTo(h.spec(evac), true)
+        assert.equal(await power(b, evac), POWER.RUNNING)
+        await h.booted(b, evac, 2)
+        // The dead host's agent comes back and is told the guest is no longer its own: it keeps the disk.
+        await a.forget(evac)
+        assert.deepEqual(await h.leftovers(a, evac), [])
+        await h.continues(b, evac)
         await b.destroy(evac)
       })
     })

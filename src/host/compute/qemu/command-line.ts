@@ -10,6 +10,7 @@
 import type { GuestImageRef, GuestSpec, VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { tapName } from '../../../contracts/network/names.js'
 import { volumeArgs } from './volumes.js'
+import type { RbdBlockdev } from '../../../lib/ceph/rbd.js'
 import { DriverError } from '../../../contracts/host/compute-driver.js'
 
 export type DiskBus = 'virtio' | 'scsi' | 'ide' | 'sata'
@@ -18,7 +19,10 @@ export type Accelerator = 'kvm' | 'tcg'
 export interface PlannedDisk {
   /** Block node name (`root`, `ephemeral0`, `swap`, `config`, `rescue`); the device is `disk-<node>`. */
   node: string
+  /** The disk's file, or (with `rbd`) its name for messages. */
   file: string
+  /** An RBD image opened through librbd instead of a file (guest disks on Ceph, rbd-disks.ts). */
+  rbd?: RbdBlockdev
   format: 'qcow2' | 'raw'
   bus: DiskBus
   cdrom?: boolean
@@ -125,7 +129,7 @@ function diskArgs(disks: PlannedDisk[], machine: string): string[] {
       driver: d.format,
       'node-name': d.node,
       ...(readOnly && { 'read-only': true }),
-      file: { driver: 'file', filename: d.file, ...(readOnly && { 'read-only': true }) },
+      file: { ...(d.rbd ?? { driver: 'file', filename: d.file }), ...(readOnly && { 'read-only': true }) },
     }
     args.push('-blockdev', JSON.stringify(node))
     const id = `disk-${d.node}`

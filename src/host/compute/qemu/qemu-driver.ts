@@ -11,26 +11,28 @@
  * guest has no process either, and its memory in `suspend.state`.
  */
 import { execFile } from 'node:child_process'
-import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { connect } from 'node:net'
-import type { Duplex, Readable } from 'node:stream'
-import { finished, pipeline } from 'node:stream/promises'
+import type { Duplex } from 'node:stream'
 import { COMMAND_TIMEOUT_MS, LONG_COMMAND_FACTOR } from '../../../contracts/host/commands.js'
 import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
 import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
-import { bootImage, checkReceivedDisk, ensureFlavorDisks, ensureRootDisk, growRootDisk } from './guest-disks.js'
+import type { DiskLayout } from './disk-layout.js'
+import { bootImage, FileDisks, type DiskTransfers } from './guest-disks.js'
 import { HostPaths, privateDir, type InstancePaths } from './host-paths.js'
 import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
 import { ImageCache, type ImageSource } from './image-cache.js'
 import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
 import { attachVolume as attachNbdVolume, detachVolume as detachNbdVolume, extendVolume as extendNbdVolume, removeVolumeKey, volumeKeyDir, writeVolumeKey } from './volumes.js'
 import { qemuImg } from './qemu-img.js'
+import { RbdDisks } from './rbd-disks.js'
+import { Rbd, type CephClient } from '../../../lib/ceph/rbd.js'
 import { runningPid, signal, startDaemonized, systemdAvailable, waitGone } from './qemu-process.js'
 
 const exec = promisify(execFile)
@@ -44,11 +46,7 @@ function incomingOf(handle: LiveMigrationHandle): IncomingMigration {
 
 const MAX_HANDOVER_LOG = 100 * 1024
 
-/** Where a cold migration's disks travel: through the control plane (hosts accept no inbound connections). */
-export interface DiskTransfers {
-  upload(serverId: string, name: string, data: Readable): Promise<void>
-  download(serverId: string, name: string): Promise<Readable>
-}
+export type { DiskTransfers }
 
 export interface QemuDriverOptions {
   hostname: string
@@ -56,6 +54,10 @@ export interface QemuDriverOptions {
   root: string
   images: ImageSource
   transfers?: DiskTransfers
+  /** Ceph, when the cloud keeps data there: guests' disks are then RBD images in the `vms` pool (rbd-disks.ts). */
+  ceph?: { client: CephClient; pools: { images: string; vms: string } }
+  /** `rbd` (the default with Ceph) or `qcow2` (files on this host; the only choice without Ceph). */
+  imagesType?: ImagesType
   vcpus: number
   memoryMb: number
   diskGb: number
@@ -145,6 +147,8 @@ export class QemuDriver implements ComputeDriver {
   readonly guestDetails = true
   readonly paths: HostPaths
   readonly images: ImageCache
+  /** Where this host keeps guests' root, ephemeral and swap disks. */
+  readonly disks: DiskLayout
   private readonly binary: string
   private accelerator: AcceleratorChoice | undefined
   private version = { text: 'unknown', number: 0 }
@@ -156,6 +160,12 @@ export class QemuDriver implements ComputeDriver {
   constructor(readonly options: QemuDriverOptions) {
     this.paths = new HostPaths(options.root, options.runDir)
     this.images = new ImageCache(this.paths, options.images)
+    const ceph = options.ceph
+    if (options.imagesType === 'rbd' && !ceph) throw new DriverError('images_type rbd needs Ceph, and the control plane has none configured (PCC_CEPH_CONF)')
+    this.disks =
+      ceph && options.imagesType !== 'qcow2'
+        ? new RbdDisks({ rbd: new Rbd(ceph.client), client: ceph.client, pools: ceph.pools, images: this.images })
+        : new FileDisks(this.images, options.transfers)
     this.binary = options.binary ?? 'qemu-system-x86_64'
   }
 
@@ -201,6 +211,7 @@ export class QemuDriver implements ComputeDriver {
         accelerator_reason: a?.reason ?? '',
         topology: { sockets: 1, cores: this.options.vcpus, threads: 1 },
       },
+      imagesType: this.disks.type,
     }
   }
 
@@ -240,7 +251,7 @@ export class QemuDriver implements ComputeDriver {
 
   async beginStep(serverId: string, taskState: string): Promise<void> {
     // Confirming a resize on the host that kept the guest's old disks for a revert: they go now.
-    if (taskState === 'resize_confirming') rmSync(`${this.paths.instance(serverId).dir}/resize`, { recursive: true, force: true })
+    if (taskState === 'resize_confirming') await this.disks.confirmMove(this.paths.instance(serverId), serverId)
   }
 
   spawn(spec: GuestSpec): Promise<GuestInfo> {
@@ -251,8 +262,8 @@ export class QemuDriver implements ComputeDriver {
         await this.create(spec, p)
         await this.launch(spec.serverId, p)
       } catch (err) {
-        // A guest that never ran leaves nothing behind: no process, no files.
-        if (!existing) await this.teardown(p)
+        // A guest that never ran leaves nothing behind: no process, no files, no disks.
+        if (!existing) await this.teardown(spec.serverId, p, 'remove disks')
         throw err
       }
       return this.view(spec.serverId, this.require(spec.serverId, p))
@@ -260,7 +271,7 @@ export class QemuDriver implements ComputeDriver {
   }
 
   destroy(serverId: string): Promise<void> {
-    return this.exclusive(serverId, (p) => this.teardown(p))
+    return this.exclusive(serverId, (p) => this.teardown(serverId, p, 'remove disks'))
   }
 
   reboot(serverId: string, type: 'SOFT' | 'HARD'): Promise<void> {
@@ -390,7 +401,8 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(spec.serverId, async (p) => {
       const rec = this.require(spec.serverId, p)
       await this.stopHard(p)
-      for (const f of [p.disk, p.ephemeral, p.configDrive, p.rescueDisk, p.suspendState]) rmSync(f, { force: true })
+      for (const f of [p.configDrive, p.rescueDisk, p.suspendState]) rmSync(f, { force: true })
+      await this.disks.removeForRebuild(p, spec.serverId)
       this.save(p, { ...rec, rescued: false, rescueImage: undefined, suspended: false })
       await this.create(spec, p)
       await this.launch(spec.serverId, p)
@@ -402,40 +414,11 @@ export class QemuDriver implements ComputeDriver {
     throw new DriverError('setting the admin password needs the QEMU guest agent inside the guest, which the qemu driver does not drive (hw_qemu_guest_agent)', 409)
   }
 
-  /**
-   * The root disk as a standalone qcow2 (backing image folded in). A running or paused guest is copied live by
-   * QEMU itself (`blockdev-backup`, a point-in-time copy as of the job's start), a stopped one with qemu-img.
-   */
+  /** The root disk as an image (disk-layout.ts): a point-in-time copy, taken live from a running or paused guest. */
   snapshot(serverId: string): Promise<SnapshotData> {
     return this.exclusive(serverId, async (p) => {
       this.require(serverId, p)
-      if (!existsSync(p.disk)) throw new DriverError(`server ${serverId} has no local root disk to snapshot`, 409)
-      const target = `${p.dir}/snapshot-${Date.now()}.qcow2`
-      try {
-        if (runningPid(p.pidfile)) {
-          const size = Number((await qemuImg.info(p.disk, 'qcow2'))['virtual-size'])
-          await qemuImg.blank(target, 'qcow2', size)
-          await this.qmp(p, async (q) => {
-            await q.execute('blockdev-add', { driver: 'qcow2', 'node-name': 'snapshot-target', file: { driver: 'file', filename: target } })
-            try {
-              const since = q.events.length
-              await q.execute('blockdev-backup', { 'job-id': 'snapshot', device: 'root', target: 'snapshot-target', sync: 'full' })
-              const done = await q.waitEvent('BLOCK_JOB_COMPLETED', 600_000, { since, match: (e) => e.data?.device === 'snapshot' })
-              if (done.data?.error) throw new DriverError(`copying the disk failed: ${String(done.data.error)}`)
-            } finally {
-              await q.execute('blockdev-del', { 'node-name': 'snapshot-target' }).catch(() => {})
-            }
-          })
-        } else {
-          await qemuImg.convert(p.disk, 'qcow2', target, 'qcow2')
-        }
-      } catch (err) {
-        rmSync(target, { force: true })
-        throw err
-      }
-      const data = createReadStream(target)
-      void finished(data).catch(() => {}).finally(() => rmSync(target, { force: true }))
-      return { diskFormat: 'qcow2', containerFormat: 'bare', data }
+      return this.disks.snapshot(p, serverId, runningPid(p.pidfile) ? (fn) => this.qmp(p, fn) : undefined)
     })
   }
 
@@ -485,23 +468,13 @@ export class QemuDriver implements ComputeDriver {
   migrateDiskAndPowerOff(serverId: string, flavor: FlavorSnapshot, toSameHost = false): Promise<void> {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
-      const current = Number((await qemuImg.info(p.disk, 'qcow2'))['virtual-size'])
+      const current = this.disks.hasRoot(p, rec.spec) ? await this.disks.rootSize(p, serverId) : 0
       if (flavor.disk > 0 && flavor.disk * 1024 ** 3 < current) throw new DriverError(`Unable to resize disk down: the root disk is ${current} bytes, flavor ${flavor.name} has ${flavor.disk} GiB.`, 400)
       if (rec.suspended) rmSync(p.suspendState, { force: true })
       const status = await this.status(p)
       if (status !== undefined && (status !== 'running' || !(await this.powerDown(p, cleanStopMs(this.options.shutdownTimeoutMs, true))))) await this.stopHard(p)
       this.save(p, { ...rec, suspended: false })
-      if (toSameHost) {
-        const keep = `${p.dir}/resize`
-        rmSync(keep, { recursive: true, force: true })
-        mkdirSync(keep)
-        for (const f of [p.disk, p.ephemeral, p.swap]) if (existsSync(f)) await qemuImg.convert(f, 'qcow2', `${keep}/${f.split('/').pop()}`, 'qcow2').catch(() => exec('cp', ['--reflink=auto', f, keep]))
-        return
-      }
-      if (!this.options.transfers) throw new DriverError('this host cannot send disks to another host (no transfer channel)')
-      for (const [name, file] of [['disk', p.disk], ['disk.local', p.ephemeral]] as const) {
-        if (existsSync(file)) await this.options.transfers.upload(serverId, name, createReadStream(file))
-      }
+      await this.disks.sendForMove(p, serverId, toSameHost)
     })
   }
 
@@ -509,25 +482,21 @@ export class QemuDriver implements ComputeDriver {
   finishMigration(spec: GuestSpec, powerOn: boolean): Promise<void> {
     return this.exclusive(spec.serverId, async (p) => {
       const rec = this.record(p)
-      const kept = `${p.dir}/resize`
       if (!rec) {
         await this.receiveDisks(spec, p)
       } else {
         await this.stopHard(p)
-        // A revert on the host that resized in place: the disks as they were before.
-        if (existsSync(kept) && spec.flavor.disk * 1024 ** 3 < Number((await qemuImg.info(p.disk, 'qcow2'))['virtual-size'])) {
-          for (const f of readdirSync(kept)) renameSync(`${kept}/${f}`, `${p.dir}/${f}`)
-        }
+        await this.disks.revertMove(p, spec.serverId, spec.flavor.disk)
       }
       try {
-        await growRootDisk(p, spec.flavor.disk)
-        await ensureFlavorDisks(p, spec, rec?.spec.flavor.swap)
+        await this.disks.growRoot(p, spec.serverId, spec.flavor.disk)
+        await this.disks.ensureFlavorDisks(p, spec, rec?.spec.flavor.swap)
         if (!existsSync(p.configDrive) && spec.configDrive) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
         this.save(p, { spec: withoutDrive(spec), rescued: false, suspended: false, boots: rec?.boots ?? 0 })
         if (powerOn) await this.launch(spec.serverId, p)
       } catch (err) {
         // A guest that arrived here and cannot run leaves nothing (its source still holds it).
-        if (!rec) await this.teardown(p)
+        if (!rec) await this.teardown(spec.serverId, p, 'keep shared disks')
         throw err
       }
     })
@@ -541,15 +510,16 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(spec.serverId, async (p) => {
       if (this.record(p) && runningPid(p.pidfile)) throw new DriverError(`guest ${spec.serverId} already runs on host ${this.options.hostname}`, 409)
       // Whatever an earlier attempt left is stale: the mirror must write into fresh overlays.
-      await this.teardown(p)
+      await this.teardown(spec.serverId, p, 'keep shared disks')
       try {
         await this.create(spec, p)
         await this.launch(spec.serverId, p, true)
-        const disks = this.plan(spec.serverId, p, this.require(spec.serverId, p)).disks.filter((d) => !d.readOnly).map((d) => d.node)
+        // Disks in Ceph are the source's own: only this host's files are mirrored.
+        const disks = this.plan(spec.serverId, p, this.require(spec.serverId, p)).disks.filter((d) => !d.readOnly && !d.rbd).map((d) => d.node)
         const incoming = await this.qmp(p, (q) => listenForGuest(q, this.options.migrationAddress ?? '127.0.0.1', disks))
         return { driver: this.type, ...incoming }
       } catch (err) {
-        await this.teardown(p)
+        await this.teardown(spec.serverId, p, 'keep shared disks')
         throw err
       }
     })
@@ -580,12 +550,12 @@ export class QemuDriver implements ComputeDriver {
     })
   }
 
-  /** Destination, when the migration failed: nothing of the guest stays here. */
+  /** Destination, when the migration failed: nothing of the guest stays here (its disks in Ceph stay the source's). */
   abortLiveMigration(serverId: string): Promise<void> {
-    return this.destroy(serverId)
+    return this.exclusive(serverId, (p) => this.teardown(serverId, p, 'keep shared disks'))
   }
 
-  /** Rebuilds the guest here from its image after its host was lost (no shared storage: a fresh root disk). */
+  /** Starts the guest here after its host was lost: on its own disks in Ceph, else on a fresh root disk from its image. */
   evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void> {
     return this.exclusive(spec.serverId, async (p) => {
       if (!this.record(p)) {
@@ -593,7 +563,7 @@ export class QemuDriver implements ComputeDriver {
           await this.create(spec, p)
           if (powerOn) await this.launch(spec.serverId, p)
         } catch (err) {
-          await this.teardown(p)
+          await this.teardown(spec.serverId, p, 'keep shared disks')
           throw err
         }
       } else if (powerOn && !runningPid(p.pidfile)) {
@@ -627,10 +597,10 @@ export class QemuDriver implements ComputeDriver {
 
   /**
    * Lets go of a guest the control plane says this host must not hold (it moved, or its server is gone): on a QEMU
-   * host nothing else would ever remove it, so its process and files go.
+   * host nothing else would ever remove it, so its process and files go; disks in Ceph stay for the host that has it.
    */
   forget(serverId: string): Promise<void> {
-    return this.destroy(serverId)
+    return this.exclusive(serverId, (p) => this.teardown(serverId, p, 'keep shared disks'))
   }
 
   /** Guests live on the host's disk and in their own processes: a new driver finds them without being told. */
@@ -701,10 +671,10 @@ export class QemuDriver implements ComputeDriver {
   private async create(spec: GuestSpec, p: InstancePaths): Promise<void> {
     privateDir(p.dir)
     imageHardware(spec.image)
-    await ensureRootDisk(p, spec, this.images)
+    await this.disks.ensureRoot(p, spec)
     if (spec.kernel) await this.images.get(spec.kernel)
     if (spec.ramdisk) await this.images.get(spec.ramdisk)
-    await ensureFlavorDisks(p, spec)
+    await this.disks.ensureFlavorDisks(p, spec)
     if (spec.configDrive && !existsSync(p.configDrive)) await writeConfigDrive(p.configDrive, decodeFiles(spec.configDrive))
     for (const v of spec.volumes ?? []) if (v.connection) await writeVolumeKey(p.dir, v)
     const before = this.record(p)
@@ -713,24 +683,11 @@ export class QemuDriver implements ComputeDriver {
     this.save(p, { spec: { ...withoutDrive(spec), volumes }, rescued: before?.rescued ?? false, suspended: before?.suspended ?? false, boots: before?.boots ?? 0 })
   }
 
-  /** The disks of a guest arriving from another host (cold migration): the base image here, the overlay from there. */
+  /** The disks of a guest arriving from another host (cold migration), and its kernel and ramdisk. */
   private async receiveDisks(spec: GuestSpec, p: InstancePaths): Promise<void> {
-    if (!this.options.transfers) throw new DriverError('this host cannot receive disks from another host (no transfer channel)')
-    if (!spec.image) throw new DriverError(`server ${spec.serverId} has no image: its disk cannot be rebuilt here`, 400)
     privateDir(p.dir)
     try {
-      const base = await bootImage(this.images, spec.image)
-      for (const [name, file] of [['disk', p.disk], ['disk.local', p.ephemeral]] as const) {
-        const data = await this.options.transfers.download(spec.serverId, name).catch((err: unknown) => {
-          if (name === 'disk') throw err
-          return undefined
-        })
-        if (!data) continue
-        await writeStream(data, file)
-        await checkReceivedDisk(file, name === 'disk')
-      }
-      // The overlay names its backing file by the source host's path: point it at this host's cache.
-      await qemuImg.rebase(p.disk, base.file, base.format)
+      await this.disks.receiveForMove(p, spec)
       if (spec.kernel) await this.images.get(spec.kernel)
       if (spec.ramdisk) await this.images.get(spec.ramdisk)
     } catch (err) {
@@ -744,9 +701,7 @@ export class QemuDriver implements ComputeDriver {
     const hw = imageHardware(spec.image)
     const disks: PlannedDisk[] = []
     if (rec.rescued) disks.push({ node: 'rescue', file: p.rescueDisk, format: 'qcow2', bus: hw.diskBus, bootIndex: 1 })
-    if (existsSync(p.disk)) disks.push({ node: 'root', file: p.disk, format: 'qcow2', bus: hw.diskBus, ...(!rec.rescued && { bootIndex: 1 }) })
-    if (existsSync(p.ephemeral)) disks.push({ node: 'ephemeral0', file: p.ephemeral, format: 'qcow2', bus: hw.diskBus })
-    if (existsSync(p.swap)) disks.push({ node: 'swap', file: p.swap, format: 'qcow2', bus: hw.diskBus })
+    for (const d of this.disks.planned(p, spec, hw.diskBus)) disks.push(d.node === 'root' && !rec.rescued ? { ...d, bootIndex: 1 } : d)
     if (existsSync(p.configDrive)) {
       const bus = hw.cdromBus ?? (/q35/.test(hw.machine) ? 'sata' : 'ide')
       disks.push({ node: 'config', file: p.configDrive, format: 'raw', bus, cdrom: bus !== 'virtio', readOnly: true })
@@ -785,10 +740,10 @@ export class QemuDriver implements ComputeDriver {
       incoming,
       daemonize: true,
       hotplugPorts: this.options.hotplugPorts ?? 4,
-      // Without a local root disk the guest boots from its first volume (boot from volume).
+      // Without a root disk the guest boots from its first volume (boot from volume).
       volumes: (spec.volumes ?? [])
         .filter((v) => v.connection)
-        .map((v, i) => ({ volume: v, keyDir: volumeKeyDir(p.dir, v.volumeId), ...(i === 0 && !existsSync(p.disk) && !rec.rescued && { bootIndex: 1 }) })),
+        .map((v, i) => ({ volume: v, keyDir: volumeKeyDir(p.dir, v.volumeId), ...(i === 0 && !this.disks.hasRoot(p, spec) && !rec.rescued && { bootIndex: 1 }) })),
     }
   }
 
@@ -916,9 +871,13 @@ export class QemuDriver implements ComputeDriver {
     await waitGone(pid, 5_000)
   }
 
-  /** Everything of the guest on this host: process, files, sockets. */
-  private async teardown(p: InstancePaths): Promise<void> {
+  /**
+   * Everything of the guest on this host: process, files, sockets; and its disks wherever they are when the guest
+   * itself goes (disks in Ceph outlive a host letting go of the guest: another host runs it on them).
+   */
+  private async teardown(serverId: string, p: InstancePaths, disks: 'remove disks' | 'keep shared disks'): Promise<void> {
     await this.stopHard(p)
+    if (disks === 'remove disks') await this.disks.remove(p, serverId)
     rmSync(p.dir, { recursive: true, force: true })
     for (const f of [p.qmp, p.serial, p.vnc]) rmSync(f, { force: true })
   }
@@ -941,10 +900,6 @@ function withoutDrive(spec: GuestSpec): Omit<GuestSpec, 'configDrive'> {
 
 function decodeFiles(files: Record<string, string>): Record<string, Buffer> {
   return Object.fromEntries(Object.entries(files).map(([path, b64]) => [path, Buffer.from(b64, 'base64')]))
-}
-
-async function writeStream(data: Readable, file: string): Promise<void> {
-  await pipeline(data, createWriteStream(file))
 }
 
 function toDriverError(err: unknown): Error {

@@ -10,6 +10,7 @@
  * complete, so a copy interrupted by a crash is started again rather than taken for done.
  */
 import { checkId, type VolumeBackend } from '../backend.js'
+import { volumeImage } from '../../../contracts/host/rbd-names.js'
 import { GIB, VolumeBackendError, type BackendCapacity, type BlockdevSpec, type ByteSource, type VolumeRef } from '../../../contracts/host/volume.js'
 import { CephError, type Rbd } from '../../../lib/ceph/rbd.js'
 import { checkImage, convertInto, nbdBlockdev, nodeSize, withPskDir } from '../qemu-img.js'
@@ -36,7 +37,7 @@ export class CephBackend implements VolumeBackend {
   }
 
   private volumeImage(volumeId: string): string {
-    return `volume-${checkId(volumeId)}`
+    return volumeImage(checkId(volumeId))
   }
 
   private snapName(snapshotId: string): string {

@@ -1,0 +1,153 @@
+/**
+ * The QEMU driver conformance suite's harness (test/drivers/qemu-conformance.test.ts, and over guest disks in Ceph
+ * test/ceph/qemu-rbd-conformance.test.ts): real guests (the pcc guest image under TCG or KVM), two hosts in scratch
+ * roots on this machine, images served from files (and, with Ceph, from the images pool as the control plane keeps
+ * them), cold-migration disks through a directory standing in for the control plane. The evidence is the guest's own
+ * console: `pcc-guest: boot N` counted on its own disk, and a `pcc-guest: tick N` its user data prints every second
+ * (a guest that was paused, suspended or migrated live goes on counting where it was).
+ */
+import { execFile } from 'node:child_process'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { promisify } from 'node:util'
+import type { ComputeDriver, GuestSpec, VolumeConnection } from '../contracts/host/compute-driver.js'
+import { exportName } from '../contracts/host/volume.js'
+import { QemuDriver, type DiskTransfers } from '../host/compute/qemu/qemu-driver.js'
+import type { DriverHarness } from '../host/compute/conformance/suite.js'
+import { ExportManager } from '../host/storage/exports/export-manager.js'
+import { clientConf, Rbd, type CephClient } from '../lib/ceph/rbd.js'
+import { metadataFiles } from '../server/metadata/documents.js'
+import { hostCaps } from '../server/ceph/host-users.js'
+import type { CephCluster } from './ceph.js'
+import { freePort } from './harness.js'
+import { facts, fileImage, guestImage, killQemusUnder, lastBoot, lastTick, qemuLeftovers } from './qemu.js'
+
+const exec = promisify(execFile)
+const BOOT_MS = 90_000
+
+/** Guest disks in Ceph: the cluster and the pools of this run (freshPccPools). */
+export interface HarnessCeph {
+  cluster: CephCluster
+  pools: { images: string; volumes: string; vms: string }
+}
+
+/**
+ * The guest image as the control plane's image store keeps it in Ceph: raw, in `images/<id>` with the protected
+ * snapshot `snap`; and a host's own cephx user (the caps a real host gets) whose conf QEMU and rbd read.
+ */
+async function cephHost(ceph: HarnessCeph, work: string, qcow2: string): Promise<{ client: CephClient; raw: string; remove(): Promise<void> }> {
+  const clusterConf = readFileSync(ceph.cluster.conf, 'utf8')
+  const admin = new Rbd(clientConf(clusterConf, ceph.cluster.user, ceph.cluster.keyring, join(work, 'admin.conf')))
+  const raw = join(work, 'guest-image.raw')
+  await exec('qemu-img', ['convert', '-f', 'qcow2', '-O', 'raw', qcow2, raw])
+  await admin.importFrom(createReadStream(raw), ceph.pools.images, 'guest-image')
+  await admin.snapshot(ceph.pools.images, 'guest-image', 'snap')
+  const user = `pcc-test-host-${randomBytes(3).toString('hex')}`
+  const [key] = JSON.parse(await admin.ceph(['auth', 'get-or-create', `client.${user}`, ...hostCaps(ceph.pools), '--format', 'json'])) as { key: string }[]
+  writeFileSync(join(work, 'host.keyring'), `[client.${user}]\n\tkey = ${key.key}\n`, { mode: 0o600 })
+  return {
+    client: clientConf(clusterConf, user, join(work, 'host.keyring'), join(work, 'host.conf')),
+    raw,
+    remove: async () => void (await admin.ceph(['auth', 'del', `client.${user}`]).catch(() => {})),
+  }
+}
+
+export async function qemuHarness(ceph?: HarnessCeph): Promise<DriverHarness> {
+
+  const image = await guestImage()
+  const work = mkdtempSync(join(tmpdir(), 'pcc-qemu-conf-'))
+  // With Ceph the image is raw in the images pool, as the control plane keeps it: booting clones it.
+  const onCeph = ceph && (await cephHost(ceph, work, image.disk.path))
+  const files = new Map<string, string>([['guest-image', onCeph ? onCeph.raw : image.disk.path]])
+  const guest = fileImage('guest-image', files.get('guest-image')!, onCeph ? 'raw' : 'qcow2')
+  writeFileSync(join(work, 'not-a-disk'), 'these bytes are not a qcow2 disk\n')
+  files.set('not-a-disk', join(work, 'not-a-disk'))
+  const transfers: DiskTransfers = {
+    upload: (serverId, name, data) => pipeline(data, createWriteStream(join(work, `${serverId}-${name}`))),
+    download: async (serverId, name) => {
+      const file = join(work, `${serverId}-${name}`)
+      if (!existsSync(file)) throw new Error(`no transfer ${name} for ${serverId}`)
+      return createReadStream(file)
+    },
+  }
+  const roots: string[] = []
+  const host = async (name: string) => {
+    const root = mkdtempSync(join(tmpdir(), `pcc-${name}-`))
+    roots.push(root)
+    const d = new QemuDriver({
+      hostname: name, root, vcpus: 2, memoryMb: 4096, diskGb: 20, transfers, migrationAddress: '127.0.0.1',
+      images: { open: async (img) => createReadStream(files.get(img.id)!) },
+      shutdownTimeoutMs: 30_000, softRebootTimeoutMs: 30_000,
+      ...(onCeph && { ceph: { client: onCeph.client, pools: ceph.pools } }),
+    })
+    await d.start()
+    return d
+  }
+  const rootOf = (d: ComputeDriver) => (d as unknown as QemuDriver).options.root
+  const spec = (serverId: string, flavor = {}): GuestSpec => ({
+    serverId, instanceName: `instance-${serverId.slice(-8)}`, imageId: 'guest-image', hostname: 'vm', userData: null, image: guest,
+    flavor: { id: '1', name: 'm1.tiny', vcpus: 1, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {}, ...flavor },
+    configDrive: Object.fromEntries(Object.entries(metadataFiles(facts(serverId))).map(([k, v]) => [k, v.toString('base64')])),
+  })
+  const consoleOf = (d: ComputeDriver, id: string) => d.consoleOutput(id).catch(() => '')
+  // Volumes are raw files served as a storage host serves them: qemu-storage-daemon, NBD over TLS-PSK.
+  const exports = new ExportManager(join(work, 'exports'))
+  const volume = async (): Promise<VolumeConnection> => {
+    const volumeId = randomUUID()
+    const file = join(work, `volume-${volumeId}.raw`)
+    writeFileSync(file, '')
+    truncateSync(file, 64 * 1024 * 1024)
+    const key = { identity: `att-${randomUUID()}`, key: randomBytes(32).toString('hex') }
+    const port = await freePort()
+    await exports.converge([{ volumeId, blockdev: { driver: 'raw', file: { driver: 'file', filename: file } }, address: '127.0.0.1', port, generations: [0], keys: [key] }])
+    const data = { host: '127.0.0.1', port, export: exportName(volumeId, 0), tls: 'psk' as const, psk_identity: key.identity, psk_key: key.key, volume_id: volumeId, attachment_id: key.identity, serial: volumeId }
+    return { volumeId, device: '/dev/vdb', connection: { driver_volume_type: 'nbd', data } }
+  }
+  return {
+    hosts: async () => [await host('qemu-a'), await host('qemu-b')],
+    spec,
+    failingSpawn: (_d, serverId) => ({ ...spec(serverId), imageId: 'not-a-disk', image: fileImage('not-a-disk', files.get('not-a-disk')!, 'qcow2') }),
+    booted: async (d, id, n) => {
+      let text = ''
+      const deadline = Date.now() + BOOT_MS
+      while (Date.now() < deadline) {
+        text = await consoleOf(d, id)
+        const after = text.slice(text.lastIndexOf('pcc-guest: boot '))
+        if (lastBoot(text) === n && /pcc-guest: ready/.test(after)) return
+        await new Promise((r) => setTimeout(r, 200))
+      }
+      throw new Error(`boot ${n} not seen within ${BOOT_MS} ms; console:\n${text.slice(-2000)}`)
+    },
+    boots: async (d, id) => lastBoot(await consoleOf(d, id)),
+    continues: async (d, id) => {
+      const start = await consoleOf(d, id)
+      const before = lastTick(start)
+      const deadline = Date.now() + 20_000
+      for (;;) {
+        const text = await consoleOf(d, id)
+        const fresh = text.slice(start.length)
+        if (/pcc-guest: userspace up/.test(fresh)) throw new Error(`the guest started again instead of running on:\n${fresh.slice(-1500)}`)
+        if (lastTick(fresh) > before) return
+        if (Date.now() > deadline) throw new Error(`no tick after ${before} within 20 s:\n${text.slice(-1500)}`)
+        await new Promise((r) => setTimeout(r, 200))
+      }
+    },
+    leftovers: async (d, id) => qemuLeftovers(rootOf(d), id),
+    volume,
+    disksMove: true,
+    snapshotFormat: onCeph ? 'raw' : 'qcow2',
+    ...(onCeph && {
+      sharedDisks: async (serverId: string) => (await new Rbd(onCeph.client).list(ceph.pools.vms)).filter((name) => name.startsWith(serverId)),
+      killGuest: (d: ComputeDriver) => killQemusUnder(rootOf(d)),
+    }),
+    close: async () => {
+      await onCeph?.remove()
+      for (const r of roots) await killQemusUnder(r)
+      await exports.converge([])
+      for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
+    },
+  }
+}
