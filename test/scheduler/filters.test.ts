@@ -11,7 +11,7 @@ function host(name: string, over: Partial<HostState> = {}): HostState {
   return {
     id: `id-${name}`, hostname: name, availabilityZone: 'nova', cell: 'cell1', ips: ['10.0.0.1'],
     vcpus: 8, memoryMb: 8192, diskGb: 100, cpuRatio: 1, ramRatio: 1, diskRatio: 1,
-    vcpusUsed: 0, memoryMbUsed: 0, diskGbUsed: 0, runningVms: 0, up: true, enabled: true, hypervisor: true, hypervisorType: 'QEMU',
+    vcpusUsed: 0, memoryMbUsed: 0, diskGbUsed: 0, runningVms: 0, up: true, enabled: true, hypervisor: true, hypervisorType: 'QEMU', facts: '{}',
     ...over,
   }
 }
@@ -19,7 +19,7 @@ function host(name: string, over: Partial<HostState> = {}): HostState {
 function spec(over: Partial<RequestSpec> = {}): RequestSpec {
   return {
     serverId: 's', projectId: 'p', resources: { vcpus: 1, memoryMb: 512, diskGb: 1 }, availabilityZone: null, forcedHost: null, forcedNode: null,
-    hints: {}, group: null, instanceHosts: new Map(), ignoreHosts: new Set(), ...over,
+    hints: {}, group: null, instanceHosts: new Map(), ignoreHosts: new Set(), imagesType: null, ...over,
   }
 }
 
@@ -31,6 +31,15 @@ describe('scheduler filters', () => {
     assert.deepEqual(names(filterHosts(hosts, spec()).hosts), ['a'])
     const none = filterHosts([host('down', { up: false })], spec())
     assert.equal(none.emptiedBy, 'ComputeFilter')
+  })
+
+  it("send a move only to hosts that keep disks as its source does (its disks in Ceph are opened where they are)", () => {
+    const rbd = (name: string) => host(name, { facts: JSON.stringify({ images_type: 'rbd' }) })
+    const hosts = [rbd('a'), host('files', { facts: JSON.stringify({ images_type: 'qcow2' }) }), host('silent'), rbd('b')]
+    assert.deepEqual(names(filterHosts(hosts, spec({ imagesType: 'rbd' })).hosts), ['a', 'b'])
+    assert.deepEqual(names(filterHosts(hosts, spec({ imagesType: 'qcow2' })).hosts), ['files'])
+    assert.equal(filterHosts([host('files')], spec({ imagesType: 'rbd' })).emptiedBy, 'ImagesTypeFilter')
+    assert.equal(filterHosts(hosts, spec()).hosts.length, 4, 'a new server goes anywhere')
   })
 
   it('honour the availability zone and the zone:host:node forms', () => {

@@ -10,6 +10,7 @@ import type { ActionTaskPayload } from '../compute/tasks.js'
 import { DriverError, type ComputeDriver } from '../../contracts/host/compute-driver.js'
 import { releaseAll, releasePart } from '../scheduler/claims.js'
 import { flavorResources, NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
+import { imagesTypeOf } from '../scheduler/host-state.js'
 import type { ServerTable } from '../storage/tables/compute.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { driverFor, loadServer, moveServer, StepFailure, type ConductorContext } from './context.js'
@@ -19,7 +20,7 @@ import { findAction, finishAction, finishEvent, startEvent } from '../compute/in
 import { recordFault } from './records.js'
 import { bindServerNetwork } from '../compute/server-network.js'
 import { createBackup, createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
-import { attachedVolumes } from './volumes.js'
+import { attachedVolumes, fenceLostHost } from './volumes.js'
 import { migrateLive } from './live-migration.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
@@ -89,6 +90,13 @@ export class ActionRun {
     return rows.find((r) => r.host_id !== this.server.host_id)?.host_id
   }
 
+  /** Where the server's current host keeps its disks (null: no host, or one that does not say). */
+  async sourceImagesType(): Promise<string | null> {
+    if (!this.server.host_id) return null
+    const host = await this.ctx.store.db.selectFrom('hosts').select('facts').where('id', '=', this.server.host_id).executeTakeFirst()
+    return host ? imagesTypeOf(host.facts) : null
+  }
+
   /** Schedules and claims a destination for the server (once: a repeated run finds the earlier claim). */
   async claimDestination(options: { flavor: FlavorSnapshot; sameHostAllowed: boolean; forcedHost: string | null; vmStateOnFailure: string | undefined; extra?: Partial<ServerTable> }): Promise<string> {
     const existing = await this.otherAllocation()
@@ -100,6 +108,7 @@ export class ActionRun {
       resources: flavorResources(options.flavor),
       forcedHost: options.forcedHost,
       ignoreHosts: options.sameHostAllowed || !this.server.host_id ? [] : [this.server.host_id],
+      imagesType: await this.sourceImagesType(),
       ...(options.forcedHost !== null && { availabilityZone: null }),
     })
     try {
@@ -215,6 +224,9 @@ async function moveClaim(run: ActionRun, dest: string): Promise<Outcome> {
 async function evacuate(run: ActionRun): Promise<Outcome> {
   const dest = await run.claimDestination({ flavor: JSON.parse(run.server.flavor) as FlavorSnapshot, sameHostAllowed: false, forcedHost: (run.params.host as string | undefined) ?? null, vmStateOnFailure: 'error' })
   await run.step('rebuild_block_device_mapping')
+  // The lost host may still run the guest: it is cut off its disks before another host opens them (a repeated run
+  // that finds the guest already there must not cut off the destination's own QEMU).
+  if ((await run.driver(dest).info(run.server.id)) === undefined) await fenceLostHost(run.ctx, run.server)
   await run.step('rebuild_spawning')
   await run.driver(dest).evacuateTo(await run.spec(dest, { adminPass: run.params.adminPass as string | undefined }), powerOf(run.payload.before) === 'on')
   return { ...(await moveClaim(run, dest)), launched_at: Date.now(), progress: 0 }

@@ -74,6 +74,18 @@ export async function attachedVolumes(ctx: ConductorContext, server: ServerTable
 }
 
 /**
+ * Before a server's disks are opened on another host than the lost one (evacuation): with Ceph, every client that
+ * still has its disks or volumes open is blocklisted (src/server/ceph/fencing.ts). Without Ceph nothing is shared.
+ */
+export async function fenceLostHost(ctx: ConductorContext, server: ServerTable): Promise<void> {
+  const fencing = ctx.storage?.fencing
+  if (!fencing) return
+  const volumeIds = (await volumeMappings(ctx.store.db, server.id)).flatMap((bdm) => (bdm.volume_id ? [bdm.volume_id] : []))
+  const fenced = await fencing.fence(server.id, volumeIds)
+  if (fenced.length) ctx.logger.warn({ serverId: server.id, host: server.host, clients: fenced }, 'the lost host was fenced: its Ceph clients of this server are blocklisted')
+}
+
+/**
  * An attached volume grew (Nova's `volume-extended` external event): the server gets an `extend_volume` action
  * whose `compute_extend_volume` event is its hypervisor moving the guest onto the export's new generation. A
  * repeated run (the volume task retried) finds the action of the first by its request id.

@@ -2,7 +2,7 @@
  * The filters, in Nova's names and order: each removes hosts a request cannot use. They run over the
  * in-memory host states; the last one that empties the list is named in the no-valid-host fault.
  */
-import { fits, type HostState } from './host-state.js'
+import { fits, imagesTypeOf, type HostState } from './host-state.js'
 import { compileJsonQuery, hostPassesQuery, parseJsonQuery } from './json-filter.js'
 import { asList, type RequestSpec } from './request-spec.js'
 
@@ -48,6 +48,12 @@ export const FILTERS: Filter[] = [
     name: 'ForcedHostFilter',
     applies: (s) => s.forcedHost !== null || s.forcedNode !== null,
     prepare: (s) => (h) => (s.forcedHost === null || h.hostname === s.forcedHost) && (s.forcedNode === null || h.hostname === s.forcedNode),
+  },
+  {
+    // pcc's own: a server's disks in Ceph are opened where they are, files travel only between file hosts.
+    name: 'ImagesTypeFilter',
+    applies: (s) => s.imagesType !== null,
+    prepare: (s) => (h) => imagesTypeOf(h.facts) === s.imagesType,
   },
   { name: 'ResourcesFilter', applies: () => true, prepare: (s) => (h) => fits(h, s.resources) },
   {

@@ -5,6 +5,7 @@
  */
 import type { Db } from '../storage/store.js'
 import type { HostTable } from '../storage/tables/compute.js'
+import type { StoredHostFacts } from '../../contracts/host/facts.js'
 import { isUp } from '../hosts/host-status.js'
 import { HYPERVISOR_TYPES } from '../hosts/host-views.js'
 
@@ -29,6 +30,17 @@ export interface HostState {
   /** The host carries the `hypervisor` role in state ok. */
   hypervisor: boolean
   hypervisorType: string
+  /** The facts the host reported (JSON), read only by the filters that need them (moves: ImagesTypeFilter). */
+  facts: string
+}
+
+/** Where a host keeps guests' disks (its `images_type` fact: qcow2 or rbd), or null when it did not say (simulated). */
+export function imagesTypeOf(facts: string): string | null {
+  try {
+    return (JSON.parse(facts) as StoredHostFacts).images_type ?? null
+  } catch {
+    return null
+  }
 }
 
 export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: number, downAfterMs: number): HostState {
@@ -58,6 +70,7 @@ export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: numb
     enabled: row.service_status === 'enabled',
     hypervisor: hypervisorRoleOk,
     hypervisorType: HYPERVISOR_TYPES[row.driver] ?? row.driver,
+    facts: row.facts,
   }
 }
 

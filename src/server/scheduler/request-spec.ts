@@ -39,6 +39,8 @@ export interface RequestSpec {
   instanceHosts: Map<string, string>
   /** Hosts the request must not land on (the source of a migration). */
   ignoreHosts: Set<string>
+  /** A move's disks stay where they are (Ceph) or travel as files: the destination keeps them the same way (its `images_type`). */
+  imagesType: string | null
 }
 
 export function asList(v: string | string[] | undefined): string[] {

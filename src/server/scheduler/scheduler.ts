@@ -89,7 +89,7 @@ export class Scheduler {
   }
 
   /** The request spec of a server as its row says (flavor, zone, hints, group). */
-  async specFor(server: ServerTable, overrides: Partial<Pick<RequestSpec, 'resources' | 'forcedHost' | 'availabilityZone'>> & { ignoreHosts?: string[] } = {}): Promise<RequestSpec> {
+  async specFor(server: ServerTable, overrides: Partial<Pick<RequestSpec, 'resources' | 'forcedHost' | 'availabilityZone' | 'imagesType'>> & { ignoreHosts?: string[] } = {}): Promise<RequestSpec> {
     const db = this.store.db
     const hints = (server.scheduler_hints ? JSON.parse(server.scheduler_hints) : {}) as SchedulerHints
     const az = parseAvailabilityZone(server.pinned_availability_zone ?? server.availability_zone)
@@ -131,6 +131,7 @@ export class Scheduler {
       group,
       instanceHosts,
       ignoreHosts: new Set(overrides.ignoreHosts ?? []),
+      imagesType: overrides.imagesType ?? null,
     }
   }
 

@@ -13,6 +13,7 @@ import type { BlobStore } from '../blobs/blob-store.js'
 import { FallbackBlobStore } from '../blobs/fallback-blob-store.js'
 import { RbdBlobStore } from '../blobs/rbd-blob-store.js'
 import { connectCeph } from '../ceph/connect.js'
+import { DiskFencing } from '../ceph/fencing.js'
 import { HostCephUsers } from '../ceph/host-users.js'
 import { CEPH_VOLUME_TYPE, DEFAULT_VOLUME_TYPE } from './model.js'
 import { AgentDriver } from '../hosts/agent-driver.js'
@@ -28,7 +29,7 @@ import { createVolumeServices, type VolumeServices } from './services.js'
 import type { AttachedVolumeHooks } from './worker.js'
 
 export interface ImageAndVolume {
-  deps: { blobs: BlobStore; images: ImageService; volumeServices: VolumeServices; hostCeph: HostCephUsers | undefined }
+  deps: { blobs: BlobStore; images: ImageService; volumeServices: VolumeServices; hostCeph: HostCephUsers | undefined; fencing: DiskFencing | undefined }
   handlers: Map<string, TaskHandler>
   /** Lets the services wake the runner after they enqueue work (the runner is built after them). */
   attachRunner(runner: { wake(): void }): void
@@ -75,7 +76,7 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
   )
   await volumeServices.volumeTypes.ensureDefault()
   return {
-    deps: { blobs, images, volumeServices, hostCeph: ceph && new HostCephUsers(ceph, store.db, options.box) },
+    deps: { blobs, images, volumeServices, hostCeph: ceph && new HostCephUsers(ceph, store.db, options.box), fencing: ceph && new DiskFencing(ceph) },
     handlers: volumeServices.worker.handlers(),
     attachRunner: (r) => {
       runner = r
