@@ -135,7 +135,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       throw err instanceof CephError ? new StartupError(err.message) : err
     })
     // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
-    const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes)
+    const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes, config.cephConf && config.cephVmsPool)
     const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))
     conductor.useStorage(computeStorage({ ...imageVolume.deps, hostData }))
     imageVolume.attachCompute(conductor.drivers, conductor.volumeHooks())

@@ -110,6 +110,32 @@ describe('a server whose host dies comes back on another host, on its own disks 
     assert.ok(entry && Date.parse(entry.until) > Date.now() + 7 * 24 * 3600_000, `the dead QEMU ${doomed} is fenced: ${JSON.stringify(blocklist)}`)
   })
 
+  it('snapshots it inside Ceph: a flattened image that boots another server with what the guest wrote', async () => {
+    const api = cloud!.api
+    const r = await api.action(vm, 'createImage', { name: 'survivor-snap' })
+    assert.equal(r.status, 202, JSON.stringify(r.body))
+    const snapId = r.body.image_id as string
+    const image = await until('the snapshot active', 240_000, async () => {
+      const body = (await api.other('GET', `/image/v2/images/${snapId}`)).body
+      if (body.status === 'killed') throw new Error('the snapshot was killed')
+      return body.status === 'active' ? body : undefined
+    }, 1000)
+    assert.equal(image.disk_format, 'raw')
+    assert.equal(image.size, 1024 ** 3, 'the whole root disk')
+    assert.match(image.os_hash_value as string, /^[0-9a-f]{128}$/, 'digests read back from Ceph')
+    const copied = await admin.info(pools!.images, snapId)
+    assert.equal(copied?.parent, undefined, 'flattened: it does not depend on the server’s disk')
+    // The action ends once the host released the disk's own snapshot.
+    await rests(api, vm, 'ACTIVE')
+    assert.deepEqual(await admin.snapshots(pools!.vms, `${vm}_disk`), [], 'the disk’s own snapshot is released')
+
+    const { id: twin } = await api.create({ name: 'twin', imageRef: snapId, flavorRef: NANO, networks: 'none', availability_zone: 'nova:qemu-host-1' })
+    await rests(api, twin, 'ACTIVE')
+    assert.match(await sees(api, twin, /pcc-guest: ready/, 180_000), /pcc-guest: disk-file files\/note written at boot 2/)
+    assert.equal((await api.call('DELETE', `/servers/${twin}`)).status, 204)
+    await until('the twin gone', 120_000, async () => ((await api.server(twin)) === undefined ? true : undefined), 500)
+  })
+
   it('removes the RBD images of the server when it is deleted', async () => {
     const api = cloud!.api
     assert.equal((await api.call('DELETE', `/servers/${vm}/os-volume_attachments/${volumeId}`)).status, 202)

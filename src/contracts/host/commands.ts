@@ -65,7 +65,7 @@ export const HOST_COMMANDS = {
   unrescue: command<Server, void>(1),
   rebuild: command<WithSpec, void>(1, { long: true }),
   setAdminPassword: command<Server & { password: string }, void>(1),
-  /** The agent uploads the bytes into image `imageId` itself (none: snapshot and discard). */
+  /** The agent uploads the bytes into image `imageId` itself, or has a disk in Ceph copied there (none: snapshot and discard). */
   snapshot: command<Server & { imageName: string; imageId: string | null }, { diskFormat: string; containerFormat: string }>(1, { long: true }),
   attachVolume: command<Server & { volume: VolumeConnection }, void>(1),
   detachVolume: command<Server & { volumeId: string }, void>(1),

@@ -96,6 +96,12 @@ export interface SnapshotData {
   data: Readable
   /** The driver already stored the bytes in the image it was given (`data` is empty). */
   stored?: boolean
+  /**
+   * The root disk is in Ceph and this is an RBD snapshot of it (host side only): the control plane can copy it into
+   * the image inside Ceph instead of reading `data` (which starts only when read). `release` removes the snapshot
+   * once it is no longer needed; reading `data` to its end releases it too.
+   */
+  inCeph?: { snapshot: string; release(): Promise<void> }
 }
 
 /**

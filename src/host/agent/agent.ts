@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { DriverError, type ComputeDriver, type GuestInfo } from '../../contracts/host/compute-driver.js'
-import { HOST_PROTOCOL_VERSION, isCommandName, type CommandHandlers, type ComputeCommandName } from '../../contracts/host/commands.js'
+import { COMMAND_TIMEOUT_MS, HOST_PROTOCOL_VERSION, isCommandName, LONG_COMMAND_FACTOR, type CommandHandlers, type ComputeCommandName } from '../../contracts/host/commands.js'
 import { QemuDriver } from '../compute/qemu/qemu-driver.js'
 import { createComputeDriver, type DriverSettings } from './compute-driver.js'
 import { gatherFacts, type HeartbeatFacts, type HostFacts } from './facts.js'
@@ -444,7 +444,15 @@ export class PccAgent {
     snapshot: async ({ serverId, imageName, imageId }) => {
       // The bytes go straight into the queued image with this host's credential, never through a command result.
       const snap = await this.driver.snapshot(serverId, imageName)
-      if (!imageId) snap.data.resume()
+      if (snap.inCeph) {
+        // A disk in Ceph: the control plane copies the snapshot into the image inside Ceph; no byte crosses here.
+        try {
+          const body = { snapshot: snap.inCeph.snapshot, disk_format: snap.diskFormat, container_format: snap.containerFormat }
+          if (imageId) await this.api('PUT', `/images/${imageId}/rbd-snapshot`, body, COMMAND_TIMEOUT_MS * LONG_COMMAND_FACTOR)
+        } finally {
+          await snap.inCeph.release()
+        }
+      } else if (!imageId) snap.data.resume()
       else {
         const query = `disk_format=${encodeURIComponent(snap.diskFormat)}&container_format=${encodeURIComponent(snap.containerFormat)}`
         ;(await this.hostStream('PUT', `/images/${imageId}/file?${query}`, snap.data)).resume()

@@ -162,7 +162,7 @@ export class Rbd {
   /** Removes a snapshot, flattening its clones first; a missing one is not an error. */
   async removeSnapshot(pool: string, image: string, snap: string): Promise<void> {
     if (!(await this.info(pool, image)) || !(await this.snapshots(pool, image)).includes(snap)) return
-    for (const child of await this.children(pool, image, snap)) await this.run(['flatten', '--no-progress', spec(child.pool, child.image)], 3_600_000)
+    for (const child of await this.children(pool, image, snap)) await this.flatten(child.pool, child.image)
     await this.run(['snap', 'unprotect', spec(pool, image, snap)]).catch((err: CephError) => {
       if (err.errno !== EINVAL) throw err // EINVAL: not protected
     })
@@ -176,6 +176,11 @@ export class Rbd {
   /** A copy-on-write clone of a protected snapshot. */
   async clone(from: { pool: string; image: string; snap: string }, pool: string, image: string): Promise<void> {
     await this.run(['clone', spec(from.pool, from.image, from.snap), spec(pool, image)])
+  }
+
+  /** Copies into a clone what it still reads from its parent, so it no longer depends on it (`rbd flatten`). */
+  async flatten(pool: string, image: string): Promise<void> {
+    await this.run(['flatten', '--no-progress', spec(pool, image)], 3_600_000)
   }
 
   /** Removes an image with its snapshots (flattening their clones first); a missing image is not an error. */

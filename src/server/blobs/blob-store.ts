@@ -23,9 +23,21 @@ export interface PutOptions {
   maxBytes: number
 }
 
+/** An RBD snapshot in the cluster a store in Ceph keeps its blobs in (a guest's root disk, for a server snapshot). */
+export interface RbdSnapshotRef {
+  pool: string
+  image: string
+  snapshot: string
+}
+
 export interface BlobStore {
   /** Stores everything `source` yields under `key`. */
   put(key: string, source: Readable, options: PutOptions): Promise<BlobDigests>
+  /**
+   * Stores the bytes of an RBD snapshot under `key` without them leaving Ceph (a copy-on-write clone, flattened).
+   * Only a store in Ceph has it; `put`'s guarantees hold.
+   */
+  copyFromRbd?(key: string, source: RbdSnapshotRef, options: PutOptions): Promise<BlobDigests>
   /** A stream of the stored bytes. */
   open(key: string): Promise<{ stream: Readable; size: number }>
   delete(key: string): Promise<void>

@@ -15,6 +15,10 @@ export class FallbackBlobStore implements BlobStore {
     return this.primary.put(key, source, options)
   }
 
+  get copyFromRbd(): BlobStore['copyFromRbd'] {
+    return this.primary.copyFromRbd?.bind(this.primary)
+  }
+
   async open(key: string): Promise<{ stream: Readable; size: number }> {
     try {
       return await this.primary.open(key)

@@ -8,9 +8,10 @@
  * renames it into place, so a reader never sees a partial image; a failed put removes its partial image.
  */
 import { randomBytes } from 'node:crypto'
-import type { Readable } from 'node:stream'
+import { Writable, type Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { CephError, type Rbd } from '../../lib/ceph/rbd.js'
-import { BlobNotFoundError, checkKey, type BlobDigests, type BlobStore, type PutOptions } from './blob-store.js'
+import { BlobNotFoundError, checkKey, type BlobDigests, type BlobStore, type PutOptions, type RbdSnapshotRef } from './blob-store.js'
 import { DigestingCounter } from './digesting-counter.js'
 
 /** The snapshot clones are made of (Glance's name for it). */
@@ -44,6 +45,30 @@ export class RbdBlobStore implements BlobStore {
       throw err
     }
     return counter.digests()
+  }
+
+  /**
+   * A server snapshot that never leaves Ceph, as Nova's direct snapshot of an rbd disk: the disk's snapshot is
+   * cloned into `<name>.partial-<random>` and flattened (Ceph copies the bytes itself), its digests read back, and
+   * it is put in place as `put` does. The source snapshot is protected for the clone and left for its owner.
+   */
+  async copyFromRbd(key: string, source: RbdSnapshotRef, options: PutOptions): Promise<BlobDigests> {
+    const name = this.imageName(key)
+    const partial = `${name}.partial-${randomBytes(6).toString('hex')}`
+    try {
+      await this.rbd.snapshot(source.pool, source.image, source.snapshot)
+      await this.rbd.clone({ pool: source.pool, image: source.image, snap: source.snapshot }, this.pool, partial)
+      await this.rbd.flatten(this.pool, partial)
+      const counter = new DigestingCounter(options.maxBytes)
+      await pipeline(this.rbd.exportTo(this.pool, partial), counter, new Writable({ write: (_chunk, _encoding, done) => done() }))
+      await this.rbd.snapshot(this.pool, partial, IMAGE_SNAPSHOT)
+      await this.rbd.remove(this.pool, name)
+      await this.rbd.rename(this.pool, partial, name)
+      return counter.digests()
+    } catch (err) {
+      await this.rbd.remove(this.pool, partial).catch(() => {})
+      throw err
+    }
   }
 
   async open(key: string): Promise<{ stream: Readable; size: number }> {

@@ -9,10 +9,10 @@
  * community images are listed only when asked for (`visibility=community`) or owned, as in Glance.
  */
 import { randomUUID } from 'node:crypto'
-import type { Readable } from 'node:stream'
+import { Readable } from 'node:stream'
 import { AppError, badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { Principal } from '../auth/principal.js'
-import { BlobTooLargeError, type BlobStore } from '../blobs/blob-store.js'
+import { BlobTooLargeError, type BlobDigests, type BlobStore, type PutOptions, type RbdSnapshotRef } from '../blobs/blob-store.js'
 import { allows, authorize, visibilityOf, type Visibility } from '../policy/rules.js'
 import { imagePolicy } from '../policy/image.policy.js'
 import type { Db, Store } from '../storage/store.js'
@@ -318,10 +318,11 @@ export class ImageService {
   async upload(principal: Principal, id: string, source: Readable): Promise<ImageRecord> {
     const image = await this.find(viewerOf(principal), id)
     authorize(imagePolicy, 'upload_image', principal, { projectId: image.owner ?? undefined })
-    return this.receive(id, source)
+    return this.receive(id, (key, options) => this.blobs.put(key, source, options))
   }
 
-  private async receive(id: string, source: Readable): Promise<ImageRecord> {
+  /** Takes the queued image through saving to active, its bytes stored by `put` under its blob key. */
+  private async receive(id: string, put: (blobKey: string, options: PutOptions) => Promise<BlobDigests>): Promise<ImageRecord> {
     const db = this.store.db
     await db.transaction().execute(async (tx) => {
       const current = await tx.selectFrom('images').select(['status', 'disk_format', 'container_format']).where('id', '=', id).executeTakeFirst()
@@ -339,7 +340,7 @@ export class ImageService {
     }, UPLOAD_HEARTBEAT_MS)
     beat.unref()
     try {
-      digests = await this.blobs.put(blobKey, source, { maxBytes: this.options.maxImageBytes })
+      digests = await put(blobKey, { maxBytes: this.options.maxImageBytes })
     } catch (err) {
       await db.updateTable('images').set({ status: 'killed', updated_at: this.now() }).where('id', '=', id).where('status', '=', 'saving').execute()
       if (err instanceof BlobTooLargeError) {
@@ -491,7 +492,11 @@ export class ImageService {
    * Stores the snapshot's bytes (from the compute driver) and makes the image active. `formats` are the ones the
    * driver produced, recorded first when they differ from the queued image's.
    */
-  async completeSnapshotImage(imageId: string, data: Readable, formats?: { diskFormat: string; containerFormat: string }): Promise<ImageRecord> {
+  /**
+   * A server snapshot into its queued image: bytes streamed, or (a guest disk in Ceph) an RBD snapshot the image
+   * store copies inside Ceph, when the store is there too.
+   */
+  async completeSnapshotImage(imageId: string, data: Readable | RbdSnapshotRef, formats?: { diskFormat: string; containerFormat: string }): Promise<ImageRecord> {
     if (formats) {
       await this.store.db
         .updateTable('images')
@@ -500,7 +505,12 @@ export class ImageService {
         .where('status', '=', 'queued')
         .execute()
     }
-    return this.receive(imageId, data)
+    if (!(data instanceof Readable)) {
+      const copy = this.blobs.copyFromRbd
+      if (!copy) throw conflict('The image store is not in Ceph: a snapshot of a disk in Ceph must be uploaded as bytes.')
+      return this.receive(imageId, (key, options) => copy(key, data, options))
+    }
+    return this.receive(imageId, (key, options) => this.blobs.put(key, data, options))
   }
 
   /**

@@ -14,7 +14,8 @@
  * are users' strings.
  */
 import type { Readable } from 'node:stream'
-import { notFound } from '../../contracts/errors.js'
+import { conflict, notFound } from '../../contracts/errors.js'
+import { guestDiskImages } from '../../contracts/host/rbd-names.js'
 import type { BlobStore } from '../blobs/blob-store.js'
 import type { ImageService } from '../image/service.js'
 import type { Store } from '../storage/store.js'
@@ -28,19 +29,26 @@ export class HostDataService {
     private readonly blobs: BlobStore,
     private readonly images: ImageService,
     private readonly maxBytes: number,
+    /** The Ceph pool of guests' disks, when the cloud has Ceph (their snapshots are copied into images inside Ceph). */
+    private readonly cephVmsPool?: string,
   ) {}
 
   /** Whether one of the host's open commands (of `op`, or any) names `value` under `key`. */
   private async commandNames(hostId: string, key: string, value: string, op?: string): Promise<boolean> {
+    return (await this.openCommand(hostId, key, value, op)) !== undefined
+  }
+
+  /** The arguments of one of the host's open commands (of `op`, or any) that names `value` under `key`. */
+  private async openCommand(hostId: string, key: string, value: string, op?: string): Promise<Record<string, unknown> | undefined> {
     const command = await this.store.db
       .selectFrom('host_commands')
-      .select('id')
+      .select('args')
       .where('host_id', '=', hostId)
       .where('status', 'in', ['queued', 'delivered'])
       .$if(op !== undefined, (q) => q.where('op', '=', op!))
       .where('args', 'like', `%${JSON.stringify(key)}:${JSON.stringify(value)}%`)
       .executeTakeFirst()
-    return command !== undefined
+    return command && (JSON.parse(command.args) as Record<string, unknown>)
   }
 
   /** Whether `hostId` needs image `imageId`: its servers' or claims' image, one named by its open commands, or their kernel/ramdisk. */
@@ -87,6 +95,18 @@ export class HostDataService {
       throw notFound(`Image ${imageId} is not a snapshot this host can store.`)
     }
     await this.images.completeSnapshotImage(imageId, data, formats)
+  }
+
+  /**
+   * A snapshot of a guest disk in Ceph into the queued image a snapshot command waiting for this host names: the
+   * host names only its RBD snapshot; the disk is the root of the command's server, in the vms pool.
+   */
+  async storeRbdSnapshot(hostId: string, imageId: string, snapshot: string, formats: { diskFormat: string; containerFormat: string }): Promise<void> {
+    const image = await this.images.getById(imageId)
+    const command = image?.status === 'queued' ? await this.openCommand(hostId, 'imageId', imageId, 'snapshot') : undefined
+    if (!command || typeof command.serverId !== 'string') throw notFound(`Image ${imageId} is not a snapshot this host can store.`)
+    if (!this.cephVmsPool) throw conflict('This cloud keeps no guest disks in Ceph: upload the snapshot as bytes.')
+    await this.images.completeSnapshotImage(imageId, { pool: this.cephVmsPool, image: guestDiskImages(command.serverId).root, snapshot }, formats)
   }
 
   async putTransfer(hostId: string, serverId: string, disk: string, data: Readable): Promise<void> {

@@ -10,7 +10,7 @@
  * - A resize keeps a snapshot `pcc-resize` of the root until it is confirmed; a revert rolls back to it.
  * - A server snapshot is an RBD snapshot of the root, read out while the guest runs on.
  */
-import { finished } from 'node:stream/promises'
+import { Readable } from 'node:stream'
 import { DriverError, type SnapshotData } from '../../../contracts/host/compute-driver.js'
 import { guestDiskImages } from '../../../contracts/host/rbd-names.js'
 import { CephError, spec as rbdName, type CephClient, type Rbd } from '../../../lib/ceph/rbd.js'
@@ -122,17 +122,29 @@ export class RbdDisks implements DiskLayout {
   }
 
   /**
-   * An RBD snapshot of the root, read out as raw bytes and removed once read. A running guest goes on writing; the
-   * snapshot is what its disk held at that instant (crash-consistent, as Nova's without a guest agent).
+   * An RBD snapshot of the root: copied into the image inside Ceph by the control plane (`inCeph`), or read out as
+   * raw bytes. A running guest goes on writing; the snapshot is what its disk held at that instant
+   * (crash-consistent, as Nova's without a guest agent).
    */
   async snapshot(p: InstancePaths, serverId: string): Promise<SnapshotData> {
     const root = names(serverId).root
     if (!(await this.rbd.info(this.vms, root))) throw new DriverError(`server ${serverId} has no root disk to snapshot`, 409)
-    const snap = `snapshot-${Date.now()}`
-    await this.rbd.run(['snap', 'create', '--no-progress', rbdName(this.vms, root, snap)])
-    const data = this.rbd.exportTo(this.vms, root, snap)
-    void finished(data).catch(() => {}).finally(() => this.rbd.removeSnapshot(this.vms, root, snap).catch(() => {}))
-    return { diskFormat: 'raw', containerFormat: 'bare', data }
+    const snapshot = `snapshot-${Date.now()}`
+    await this.rbd.run(['snap', 'create', '--no-progress', rbdName(this.vms, root, snapshot)])
+    const release = () => this.rbd.removeSnapshot(this.vms, root, snapshot)
+    const rbd = this.rbd
+    const vms = this.vms
+    const data = Readable.from(
+      (async function* () {
+        try {
+          yield* rbd.exportTo(vms, root, snapshot)
+        } finally {
+          await release().catch(() => {})
+        }
+      })(),
+      { objectMode: false },
+    )
+    return { diskFormat: 'raw', containerFormat: 'bare', data, inCeph: { snapshot, release } }
   }
 
   /** Nothing travels: the destination opens the same images. The root's state before the move is kept for a revert. */

@@ -17,6 +17,12 @@ const transferParams = {
   required: ['id', 'serverId', 'disk'],
 }
 const format = { type: 'string', pattern: '^[a-z0-9]{1,16}$' }
+const rbdSnapshotBody = {
+  type: 'object',
+  properties: { snapshot: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' }, disk_format: format, container_format: format },
+  required: ['snapshot', 'disk_format', 'container_format'],
+  additionalProperties: false,
+}
 
 const bytes = (what: string) => mediaAnswer('application/octet-stream', what, { type: 'string', format: 'binary' })
 
@@ -42,6 +48,20 @@ export function hostDataRoutes(deps: AppDeps) {
         async (request, reply) => {
           const formats = { diskFormat: request.query.disk_format, containerFormat: request.query.container_format }
           await service.storeSnapshot(request.params.id.toLowerCase(), request.params.imageId.toLowerCase(), uploadStream(request), formats)
+          return reply.code(204).send()
+        },
+      )
+
+      data.put<{ Params: { id: string; imageId: string }; Body: { snapshot: string; disk_format: string; container_format: string } }>(
+        '/v1/hosts/:id/images/:imageId/rbd-snapshot',
+        {
+          onRequest: requireHost,
+          schema: { params: imageParams, body: rbdSnapshotBody },
+          ...documented({ ...HOST_CREDENTIAL, summary: "A server snapshot that stays in Ceph: the host's RBD snapshot of the server's root disk, copied into its image", response: { 204: noBody('Stored') } }),
+        },
+        async (request, reply) => {
+          const { snapshot, disk_format: diskFormat, container_format: containerFormat } = request.body
+          await service.storeRbdSnapshot(request.params.id.toLowerCase(), request.params.imageId.toLowerCase(), snapshot, { diskFormat, containerFormat })
           return reply.code(204).send()
         },
       )
