@@ -98,6 +98,7 @@ export class ActionRun {
     }
     const spec = await this.ctx.scheduler.specFor(this.server, {
       resources: flavorResources(options.flavor),
+      extraSpecs: options.flavor.extra_specs ?? {},
       forcedHost: options.forcedHost,
       ignoreHosts: options.sameHostAllowed || !this.server.host_id ? [] : [this.server.host_id],
       ...(options.forcedHost !== null && { availabilityZone: null }),

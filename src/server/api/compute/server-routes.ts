@@ -1,5 +1,5 @@
 /**
- * The project-facing compute API: servers and their actions and sub-resources, flavors, key pairs, zones,
+ * The project-facing compute API: servers and their actions and sub-resources, flavors, key pairs, zones, aggregates,
  * limits, quotas, server groups and usage. Each resource is in its own file; this one composes them.
  */
 import type { FastifyInstance } from 'fastify'
@@ -12,6 +12,7 @@ import { serverNetworkRoutes } from './server-network-routes.js'
 import { flavorRoutes } from './flavors.js'
 import { keypairRoutes } from './keypairs.js'
 import { availabilityZoneRoutes } from './availability-zones.js'
+import { aggregateRoutes } from './aggregates.js'
 import { limitQuotaRoutes } from './limits-quotas.js'
 import { serverGroupRoutes } from './server-groups.js'
 import { usageRoutes } from './usage.js'
@@ -34,6 +35,7 @@ export function serverRoutes(deps: AppDeps) {
     await flavorRoutes(deps)(scope)
     await keypairRoutes(deps)(scope)
     await availabilityZoneRoutes(deps)(scope)
+    await aggregateRoutes(deps)(scope)
     await limitQuotaRoutes(deps)(scope)
     await serverGroupRoutes(deps)(scope)
     await usageRoutes(deps)(scope)
