@@ -131,6 +131,8 @@ export const GATES = {
   invalidStatusIs400: '2.38',
   limitsNoImageMeta: '2.39',
   usagePaging: '2.40',
+  /** os-hosts is gone (Nova's 2.43). */
+  noOsHosts: '2.43',
   createImageReturnsId: '2.45',
   taggedInterfaceAttach: '2.49',
   ownerSeesActionEvents: '2.51',
