@@ -124,6 +124,8 @@ export const GATES = {
   volumeOpsOnShelved: '2.20',
   deletedServerActions: '2.21',
   consoleAuthTokensAllTypes: '2.31',
+  /** /servers/{id}/migrations and the migration type in os-migrations. */
+  serverMigrations: '2.23',
   serverTags: '2.26',
   keypairsPaging: '2.35',
   noProxyApis: '2.36',

@@ -72,6 +72,8 @@ export const COMPUTE_POLICY = {
   'limits:other_project': isAdmin,
   'quotas:show': projectReaderOrAdmin,
   'quotas:update': isAdmin,
+  'os-quota-class-sets:show': isAdmin,
+  'os-quota-class-sets:update': isAdmin,
   'server_groups:read': projectReaderOrAdmin,
   'server_groups:write': projectMemberOrAdmin,
   'server_groups:all_projects': isAdmin,
@@ -87,6 +89,14 @@ export const COMPUTE_POLICY = {
   'os-aggregates:add_host': isAdmin,
   'os-aggregates:remove_host': isAdmin,
   'os-aggregates:set_metadata': isAdmin,
+  'os-migrations:index': isAdmin,
+  'servers:migrations:index': isAdmin,
+  'servers:migrations:show': isAdmin,
+  'os-server-external-events:create': isAdmin,
+  'os-instance-usage-audit-log:list': isAdmin,
+  'os-instance-usage-audit-log:show': isAdmin,
+  /** Nova's legacy extension list: anyone with a token. */
+  extensions: anyone,
   'usage:list': isAdmin,
   'usage:show': anyOf(isAdmin, projectReaderOrAdmin),
 } satisfies PolicyTable
