@@ -85,8 +85,8 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(tb, tb.admin, 'GET', '/os-hosts/nowhere', undefined, '2.42')).status, 404)
       assert.equal((await call(tb, tb.admin, 'PUT', '/os-hosts/sim-host-1', { status: 'invalid' }, '2.42')).status, 400)
       assert.equal((await call(tb, tb.admin, 'PUT', '/os-hosts/sim-host-1', {}, '2.42')).status, 400)
-      assert.equal((await call(tb, tb.admin, 'PUT', '/os-hosts/sim-host-1', { status: 'enable', maintenance_mode: 'enable' }, '2.42')).status, 501)
-      assert.equal((await call(tb, tb.admin, 'GET', '/os-hosts/sim-host-1/reboot', undefined, '2.42')).status, 501)
+      assert.equal((await call(tb, tb.admin, 'PUT', '/os-hosts/sim-host-1', { status: 'enable', maintenance_mode: 'enable' }, '2.42')).status, 400)
+      assert.equal((await call(tb, tb.admin, 'GET', '/os-hosts/sim-host-1/reboot', undefined, '2.42')).status, 409)
       const disabled = await call(tb, tb.admin, 'PUT', '/os-hosts/sim-host-2', { status: 'disable' }, '2.42')
       assert.deepEqual(disabled.body, { host: 'sim-host-2', status: 'disabled' })
       const service = (await call(tb, tb.admin, 'GET', '/os-services?host=sim-host-2')).body.services[0]

@@ -1,12 +1,12 @@
 /**
  * os-hosts, which Nova removed at 2.43 (os-services and os-hypervisors replace it): the compute hosts with their
  * zone, a host's capacity and what each project's servers take of it, and enabling or disabling its service.
- * Powering a host on, off or rebooting it is not something the compute service does here (nor in Nova with
- * libvirt): those answer 501, as Nova's do.
+ * Powering a host on, off or rebooting it, or its maintenance mode, is not something the compute service does here
+ * (nor in Nova with libvirt, which answers 501): those are refused with a 4xx that says so.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type as T } from '@sinclair/typebox'
-import { AppError, badRequest, notFound } from '../../../contracts/errors.js'
+import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
 import { J } from '../../../contracts/compute/json-types.js'
 import { plain, queryOf, Q } from '../../../contracts/compute/schemas.js'
 import type { AppDeps } from '../../deps.js'
@@ -35,7 +35,7 @@ const DOCS = {
   }),
   show: documented({ summary: "A host's capacity and each project's use of it (admin; below 2.43)", response: { 200: plain(T.Object({ host: T.Array(resource) })) } }),
   update: documented({ summary: "Enable or disable a host's compute service (admin; below 2.43)", body: updateBody(), response: { 200: plain(T.Object({ host: J.str, status: T.Optional(J.str), maintenance_mode: T.Optional(J.str) })) } }),
-  power: documented({ summary: 'Power action on a host: not supported (admin; below 2.43)', response: {} }),
+  power: documented({ summary: 'Power action on a host (startup, shutdown, reboot): refused, the compute service does not power hosts (admin; below 2.43)', response: { 409: { type: 'object', description: 'Always: hosts are not powered through the compute API' } } }),
 }
 
 const POWER_ACTIONS: Record<string, ComputeHostsOperation> = { startup: 'os_compute_api:os-hosts:start', shutdown: 'os_compute_api:os-hosts:shutdown', reboot: 'os_compute_api:os-hosts:reboot' }
@@ -93,7 +93,7 @@ export function legacyHostRoutes(deps: AppDeps) {
       const host = await findHost(request.params.host)
       const { status, maintenance_mode: maintenance } = body as { status?: 'enable' | 'disable'; maintenance_mode?: 'enable' | 'disable' }
       // Nova's libvirt driver has no maintenance mode either; checked before anything is written.
-      if (maintenance !== undefined) throw new AppError('not_implemented', 'Maintenance mode of a host is not supported: disable its service instead.')
+      if (maintenance !== undefined) throw badRequest('Maintenance mode of a host is not supported: disable its service instead.')
       if (status === undefined) throw badRequest("Invalid input: 'status' or 'maintenance_mode' is required")
       await setHostService(db, host, { service_status: status === 'enable' ? 'enabled' : 'disabled', disabled_reason: null })
       return { host: host.hostname, status: status === 'enable' ? 'enabled' : 'disabled' }
@@ -103,7 +103,7 @@ export function legacyHostRoutes(deps: AppDeps) {
       if (!op) throw notFound('The resource could not be found.')
       allow(request, op)
       await findHost(request.params.host)
-      throw new AppError('not_implemented', `Host power action ${request.params.action} is not supported.`)
+      throw conflict(`Host power action ${request.params.action} is not supported: the compute service does not power hosts.`)
     })
   }
 }
