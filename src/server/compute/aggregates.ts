@@ -47,6 +47,11 @@ export async function findAggregate(db: Db, raw: string): Promise<Aggregate> {
 /** The zone of each host by hostname: its aggregate's zone, or the zone it registered with. */
 export async function hostZones(db: Db): Promise<Map<string, string>> {
   const [hosts, aggregates] = await Promise.all([db.selectFrom('hosts').select(['hostname', 'availability_zone']).execute(), listAggregates(db)])
+  return zonesOf(hosts, aggregates)
+}
+
+/** hostZones over rows already read (the scheduler reads hosts and aggregates once per view). */
+export function zonesOf(hosts: { hostname: string; availability_zone: string }[], aggregates: Aggregate[]): Map<string, string> {
   const zones = new Map(hosts.map((h) => [h.hostname, h.availability_zone]))
   for (const a of aggregates) {
     const zone = zoneOf(a)
@@ -56,9 +61,9 @@ export async function hostZones(db: Db): Promise<Map<string, string>> {
 }
 
 /** The metadata of the aggregates each host is in, merged (for AggregateInstanceExtraSpecsFilter). */
-export async function hostAggregateMetadata(db: Db): Promise<Map<string, Record<string, string[]>>> {
+export function hostAggregateMetadata(aggregates: Aggregate[]): Map<string, Record<string, string[]>> {
   const out = new Map<string, Record<string, string[]>>()
-  for (const a of await listAggregates(db)) {
+  for (const a of aggregates) {
     for (const h of a.hosts) {
       const merged = out.get(h) ?? {}
       for (const [k, v] of Object.entries(a.metadata)) merged[k] = [...(merged[k] ?? []), v]

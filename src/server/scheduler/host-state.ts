@@ -7,7 +7,7 @@ import type { Db } from '../storage/store.js'
 import type { HostTable } from '../storage/tables/compute.js'
 import { isUp } from '../hosts/host-status.js'
 import { HYPERVISOR_TYPES } from '../hosts/host-views.js'
-import { hostAggregateMetadata, hostZones } from '../compute/aggregates.js'
+import { hostAggregateMetadata, listAggregates, zonesOf } from '../compute/aggregates.js'
 
 export interface HostState {
   id: string
@@ -67,13 +67,14 @@ export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: numb
 }
 
 export async function loadHostStates(db: Db, downAfterMs: number, now = Date.now()): Promise<HostState[]> {
-  const [rows, roles, zones, metadata] = await Promise.all([
+  const [rows, roles, aggregates] = await Promise.all([
     db.selectFrom('hosts').selectAll().orderBy('hostname').execute(),
     db.selectFrom('host_roles').select('host_id').where('role', '=', 'hypervisor').where('state', '=', 'ok').execute(),
-    hostZones(db),
-    hostAggregateMetadata(db),
+    listAggregates(db),
   ])
   const ok = new Set(roles.map((r) => r.host_id))
+  const zones = zonesOf(rows, aggregates)
+  const metadata = hostAggregateMetadata(aggregates)
   return rows.map((row) => toHostState(row, ok.has(row.id), now, downAfterMs, zones.get(row.hostname), metadata.get(row.hostname)))
 }
 
