@@ -59,14 +59,14 @@ function syntheticHosts(n: number): HostState[] {
     id: `host-${i}`, hostname: `host-${i}`, availabilityZone: i % 3 === 0 ? 'az1' : 'nova', cell: `cell${i % 4}`, ips: [`10.${i >> 8}.${i & 255}.1`],
     vcpus: 64, memoryMb: 262144, diskGb: 4000, cpuRatio: 4, ramRatio: 1.5, diskRatio: 1,
     vcpusUsed: (i * 7) % 200, memoryMbUsed: (i * 4099) % 300000, diskGbUsed: (i * 13) % 3000, runningVms: i % 50,
-    up: i % 97 !== 0, enabled: i % 89 !== 0, hypervisor: true, hypervisorType: 'QEMU', facts: '{}',
+    up: i % 97 !== 0, enabled: i % 89 !== 0, hypervisor: true, hypervisorType: 'QEMU', aggregateMetadata: {}, facts: '{}',
   }))
 }
 
 function decisionsPerSecond(hosts: HostState[], withQuery: boolean): BenchRow {
   const scheduler = new Scheduler({} as Store, { downAfterMs: 60_000, weigher: 'spread' })
   const spec: RequestSpec = {
-    serverId: 's', projectId: 'p', resources: { vcpus: 2, memoryMb: 4096, diskGb: 40 }, availabilityZone: 'nova', forcedHost: null, forcedNode: null,
+    serverId: 's', projectId: 'p', resources: { vcpus: 2, memoryMb: 4096, diskGb: 40 }, extraSpecs: {}, availabilityZone: 'nova', forcedHost: null, forcedNode: null,
     hints: withQuery ? { query: JSON.stringify(['and', ['>=', '$free_ram_mb', 8192], ['<', '$num_instances', 40]]), different_cell: 'cell3' } : {},
     group: null, instanceHosts: new Map(), ignoreHosts: new Set(), imagesType: null,
   }
@@ -99,7 +99,7 @@ async function placementsPerSecond(): Promise<BenchRow> {
     const started = Date.now()
     while (Date.now() - started < 2000) {
       const spec: RequestSpec = {
-        serverId: `srv-${n}`, projectId: 'p', resources: { vcpus: 1, memoryMb: 512, diskGb: 1 }, availabilityZone: null, forcedHost: null, forcedNode: null,
+        serverId: `srv-${n}`, projectId: 'p', resources: { vcpus: 1, memoryMb: 512, diskGb: 1 }, extraSpecs: {}, availabilityZone: null, forcedHost: null, forcedNode: null,
         hints: {}, group: null, instanceHosts: new Map(), ignoreHosts: new Set(), imagesType: null,
       }
       await scheduler.placeAll([spec], async () => {}, hosts)

@@ -11,14 +11,14 @@ function host(name: string, over: Partial<HostState> = {}): HostState {
   return {
     id: `id-${name}`, hostname: name, availabilityZone: 'nova', cell: 'cell1', ips: ['10.0.0.1'],
     vcpus: 8, memoryMb: 8192, diskGb: 100, cpuRatio: 1, ramRatio: 1, diskRatio: 1,
-    vcpusUsed: 0, memoryMbUsed: 0, diskGbUsed: 0, runningVms: 0, up: true, enabled: true, hypervisor: true, hypervisorType: 'QEMU', facts: '{}',
+    vcpusUsed: 0, memoryMbUsed: 0, diskGbUsed: 0, runningVms: 0, up: true, enabled: true, hypervisor: true, hypervisorType: 'QEMU', aggregateMetadata: {}, facts: '{}',
     ...over,
   }
 }
 
 function spec(over: Partial<RequestSpec> = {}): RequestSpec {
   return {
-    serverId: 's', projectId: 'p', resources: { vcpus: 1, memoryMb: 512, diskGb: 1 }, availabilityZone: null, forcedHost: null, forcedNode: null,
+    serverId: 's', projectId: 'p', resources: { vcpus: 1, memoryMb: 512, diskGb: 1 }, extraSpecs: {}, availabilityZone: null, forcedHost: null, forcedNode: null,
     hints: {}, group: null, instanceHosts: new Map(), ignoreHosts: new Set(), imagesType: null, ...over,
   }
 }
@@ -26,6 +26,24 @@ function spec(over: Partial<RequestSpec> = {}): RequestSpec {
 const names = (hs: HostState[]) => hs.map((h) => h.hostname).sort()
 
 describe('scheduler filters', () => {
+  it('AggregateInstanceExtraSpecsFilter keeps hosts whose aggregates carry every scoped extra spec', () => {
+    const hosts = [host('ssd', { aggregateMetadata: { disk: ['ssd'], rack: ['r1', 'r2'] } }), host('hdd', { aggregateMetadata: { disk: ['hdd'] } }), host('none')]
+    const scoped = (specs: Record<string, string>) => spec({ extraSpecs: specs })
+    assert.deepEqual(names(filterHosts(hosts, scoped({ 'aggregate_instance_extra_specs:disk': 'ssd' })).hosts), ['ssd'])
+    assert.deepEqual(names(filterHosts(hosts, scoped({ 'aggregate_instance_extra_specs:disk': 'ssd', 'aggregate_instance_extra_specs:rack': 'r2' })).hosts), ['ssd'])
+    const none = filterHosts(hosts, scoped({ 'aggregate_instance_extra_specs:disk': 'nvme' }))
+    assert.deepEqual(none.hosts, [])
+    assert.equal(none.emptiedBy, 'AggregateInstanceExtraSpecsFilter')
+    // Unscoped and other scopes are not the filter's: every host stays.
+    assert.deepEqual(names(filterHosts(hosts, scoped({ disk: 'nvme', 'hw:cpu_policy': 'dedicated' })).hosts), ['hdd', 'none', 'ssd'])
+  })
+
+  it('AvailabilityZoneFilter uses the zone the host state carries (its aggregate\'s or its own)', () => {
+    const hosts = [host('a', { availabilityZone: 'az1' }), host('b')]
+    assert.deepEqual(names(filterHosts(hosts, spec({ availabilityZone: 'az1' })).hosts), ['a'])
+    assert.deepEqual(names(filterHosts(hosts, spec({ availabilityZone: 'nova' })).hosts), ['b'])
+  })
+
   it('keep only hosts that are up, enabled and carry the hypervisor role in state ok', () => {
     const hosts = [host('a'), host('down', { up: false }), host('disabled', { enabled: false }), host('norole', { hypervisor: false })]
     assert.deepEqual(names(filterHosts(hosts, spec()).hosts), ['a'])

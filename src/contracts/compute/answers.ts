@@ -167,6 +167,24 @@ export const A = {
       cpu_info: T.Optional(T.Union([J.str, T.Record(J.str, T.Unknown())])),
     }),
   ),
+  /** A host aggregate; create answers it without hosts and metadata, and uuid comes at 2.41. */
+  aggregate: plain(
+    T.Object(
+      {
+        id: J.int,
+        uuid: T.Optional(J.str),
+        name: J.str,
+        availability_zone: J.nstr,
+        hosts: T.Optional(T.Array(J.str)),
+        metadata: T.Optional(J.strMap),
+        created_at: J.str,
+        updated_at: J.nstr,
+        deleted_at: T.Null(),
+        deleted: J.bool,
+      },
+      { additionalProperties: false },
+    ),
+  ),
   serverPassword: plain(T.Object({ password: J.str })),
   proxyVolume: plain(proxyVolume),
   proxySnapshot: plain(proxySnapshot),

@@ -124,6 +124,8 @@ export const GATES = {
   volumeOpsOnShelved: '2.20',
   deletedServerActions: '2.21',
   consoleAuthTokensAllTypes: '2.31',
+  /** /servers/{id}/migrations and the migration type in os-migrations. */
+  serverMigrations: '2.23',
   serverTags: '2.26',
   keypairsPaging: '2.35',
   noProxyApis: '2.36',
@@ -131,6 +133,8 @@ export const GATES = {
   invalidStatusIs400: '2.38',
   limitsNoImageMeta: '2.39',
   usagePaging: '2.40',
+  /** os-hosts is gone (Nova's 2.43). */
+  noOsHosts: '2.43',
   createImageReturnsId: '2.45',
   taggedInterfaceAttach: '2.49',
   ownerSeesActionEvents: '2.51',

@@ -1,5 +1,6 @@
 /**
- * Compute quotas: per-project hard limits (rows in `quotas`, defaults below when a project has none) and the
+ * Compute quotas: per-project hard limits (rows in `quotas`; when a project has none, the `default` quota class's
+ * limit from os-quota-class-sets, else the built-in default below) and the
  * usage counted from live rows. -1 means unlimited; an unlimited resource is never counted, so a project with
  * unlimited quotas creates servers without scanning its existing ones.
  */
@@ -23,11 +24,44 @@ export const DEFAULT_QUOTAS = {
 export type QuotaResource = keyof typeof DEFAULT_QUOTAS
 export const QUOTA_RESOURCES = Object.keys(DEFAULT_QUOTAS) as QuotaResource[]
 
+/** The quota class whose limits are every project's defaults. */
+export const DEFAULT_CLASS = 'default'
+
+/**
+ * A quota class's limits over the built-in defaults. Besides the compute resources a class keeps the nova-network
+ * ones (fixed_ips …) that clients below 2.50 send back: stored, shown, and used by nothing.
+ */
+export async function quotaClassLimits(db: Db, className: string): Promise<Record<string, number>> {
+  const rows = await db.selectFrom('quota_classes').select(['resource', 'hard_limit']).where('class_name', '=', className).execute()
+  const limits: Record<string, number> = { ...DEFAULT_QUOTAS }
+  for (const r of rows) limits[r.resource] = Number(r.hard_limit)
+  return limits
+}
+
+/** The defaults of every project: the `default` class's limits over the built-in ones. */
+export async function defaultQuotas(db: Db): Promise<Record<QuotaResource, number>> {
+  const limits = await quotaClassLimits(db, DEFAULT_CLASS)
+  return Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, limits[r]])) as Record<QuotaResource, number>
+}
+
 export async function quotaLimits(db: Db, projectId: string): Promise<Record<QuotaResource, number>> {
   const rows = await db.selectFrom('quotas').select(['resource', 'hard_limit']).where('project_id', '=', projectId).execute()
-  const limits: Record<QuotaResource, number> = { ...DEFAULT_QUOTAS }
+  const limits = await defaultQuotas(db)
   for (const r of rows) if (r.resource in limits) limits[r.resource as QuotaResource] = r.hard_limit
   return limits
+}
+
+/** Writes a class's limits together: all of them or none. */
+export async function setQuotaClassLimits(db: Db, className: string, limits: { resource: string; limit: number }[]): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    for (const { resource, limit } of limits) {
+      await tx
+        .insertInto('quota_classes')
+        .values({ class_name: className, resource, hard_limit: limit })
+        .onConflict((oc) => oc.columns(['class_name', 'resource']).doUpdateSet({ hard_limit: limit }))
+        .execute()
+    }
+  })
 }
 
 export interface ServerUsage {

@@ -15,6 +15,7 @@ import { COMPUTE_TASK_KINDS, type BuildTaskPayload } from './tasks.js'
 import { flavorSnapshot, requireFlavorForServer } from './flavors.js'
 import type { BootImage, ImageLookup } from './images.js'
 import { checkMetadataQuota, checkServerQuota, quotaLimits } from './quotas.js'
+import { hostZones } from './aggregates.js'
 import type { NetworkService } from '../network/service.js'
 import { allocateServerNetworks, networkRequest } from './server-network.js'
 import { fromLegacy, parseBlockDevices, recordBlockDevices, validateBlockDevices, type BdmRequest, type PlannedBdm } from './block-devices.js'
@@ -127,8 +128,7 @@ export async function createServers(
     throw badRequest('host or hypervisor_hostname cannot be combined with the zone:host:node form of availability_zone.')
   }
   if (zone.zone) {
-    const zones = await db.selectFrom('hosts').select('availability_zone').distinct().execute()
-    const known = new Set(['nova', ...zones.map((z) => z.availability_zone)])
+    const known = new Set(['nova', ...(await hostZones(db)).values()])
     if (!known.has(zone.zone)) throw badRequest('The requested availability zone is not available')
   }
   const forcedHost = (s.host as string | undefined) ?? zone.host

@@ -22,6 +22,7 @@ import { bindServerNetwork } from '../compute/server-network.js'
 import { createBackup, createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
 import { attachedVolumes, fenceLostHost } from './volumes.js'
 import { migrateLive } from './live-migration.js'
+import { endResizeMigration, MIGRATION_STATUS, MIGRATION_TYPES, RESIZE_END, startMigration, STEP_STATUS, updateMigration } from '../compute/migrations.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
 const EVENTS: Partial<Record<ServerActionName, string>> = {
@@ -72,6 +73,16 @@ export class ActionRun {
     return this.payload.params ?? {}
   }
 
+  /** The kind of migration this action records, when it moves the server. */
+  get migrationType() {
+    return MIGRATION_TYPES[this.payload.action]
+  }
+
+  /** Moves this action's migration record on (nothing for actions that record none). */
+  async migration(patch: { status?: string; dest_host?: string }): Promise<void> {
+    if (this.migrationType) await updateMigration(this.ctx.store.db, this.server.id, this.payload.requestId, patch)
+  }
+
   driver(hostId = this.server.host_id): ComputeDriver {
     return driverFor(this.ctx, hostId, this.server.host)
   }
@@ -80,6 +91,8 @@ export class ActionRun {
   async step(taskState: string): Promise<void> {
     const ok = await moveServer(this.ctx.store.db, this.server.id, { taskStates: this.chain }, { task_state: taskState })
     if (!ok) throw new Abandoned()
+    const status = STEP_STATUS[taskState]
+    if (status) await this.migration({ status })
     this.server = (await loadServer(this.ctx.store.db, this.server.id))!
     if (this.server.host_id) await this.ctx.drivers.get(this.server.host_id)?.beginStep(this.server.id, taskState)
   }
@@ -102,10 +115,12 @@ export class ActionRun {
     const existing = await this.otherAllocation()
     if (existing) {
       await this.ctx.drivers.ensure([existing])
+      await this.claimed(existing)
       return existing
     }
     const spec = await this.ctx.scheduler.specFor(this.server, {
       resources: flavorResources(options.flavor),
+      extraSpecs: options.flavor.extra_specs ?? {},
       forcedHost: options.forcedHost,
       ignoreHosts: options.sameHostAllowed || !this.server.host_id ? [] : [this.server.host_id],
       imagesType: await this.sourceImagesType(),
@@ -118,11 +133,17 @@ export class ActionRun {
       const host = placed.get(this.server.id)
       if (!host) throw new Abandoned()
       await this.ctx.drivers.ensure([host.id])
+      await this.claimed(host.id)
       return host.id
     } catch (err) {
       if (err instanceof NoValidHost) throw new StepFailure(err.message, 500, err.details, options.vmStateOnFailure)
       throw err
     }
+  }
+
+  /** The migration record learns its destination. */
+  private async claimed(hostId: string): Promise<void> {
+    if (this.migrationType) await this.migration({ dest_host: await this.hostname(hostId), status: MIGRATION_STATUS[this.migrationType].claimed })
   }
 
   /**
@@ -237,7 +258,10 @@ async function liveMigrate(run: ActionRun): Promise<Outcome> {
   // A repeated run may find the guest already on the destination.
   const arrived = (await run.driver().info(run.server.id)) === undefined && (await run.driver(dest).info(run.server.id)) !== undefined
   try {
-    if (!arrived) await migrateLive(run.driver(), run.driver(dest), await run.spec(dest))
+    if (!arrived) {
+      await run.migration({ status: 'running' })
+      await migrateLive(run.driver(), run.driver(dest), await run.spec(dest))
+    }
   } catch (err) {
     // Nova's _rollback_live_migration: the guest still runs on the source, so the server keeps its state there.
     const onSource = err instanceof DriverError && (await run.driver().info(run.server.id)) !== undefined
@@ -414,6 +438,7 @@ export async function runAction(ctx: ConductorContext, payload: ActionTaskPayloa
   await ctx.drivers.ensure([server.host_id])
   const run = new ActionRun(ctx, server, payload, chain)
   const records: RunRecords = { actionId, eventId }
+  if (run.migrationType) await startMigration(db, server, run.migrationType, payload.requestId, payload.action === 'resize' ? String(payload.params.flavorRef ?? '').split('/').pop() || null : null)
   try {
     await succeed(run, await handler(run), records)
   } catch (err) {
@@ -434,6 +459,9 @@ async function succeed(run: ActionRun, outcome: Outcome, records: RunRecords): P
     if (!(await moveServer(tx, run.server.id, { taskStates: chain }, { ...outcome, vm_state: vmState, task_state: null, power_state: power }))) return
     // The ports follow the server to its new host (or are unbound when it left every host).
     if (outcome.host !== undefined || payload.action === 'unshelve') await bindServerNetwork(ctx.store, tx, run.server.id, (outcome.host !== undefined ? outcome.host : run.server.host) ?? '')
+    if (run.migrationType) await updateMigration(tx, run.server.id, payload.requestId, { status: MIGRATION_STATUS[run.migrationType].done })
+    const resizeEnd = RESIZE_END[payload.action as keyof typeof RESIZE_END]
+    if (resizeEnd) await endResizeMigration(tx, run.server.id, resizeEnd)
     await finishEvent(tx, records.eventId, 'Success')
     await finishAction(tx, records.actionId)
   })
@@ -451,6 +479,7 @@ async function fail(run: ActionRun, err: DriverError | StepFailure, records: Run
       const others = await tx.selectFrom('allocations').select('host_id').where('server_id', '=', run.server.id).execute()
       for (const o of others) if (o.host_id !== run.server.host_id) await releaseAll(tx, run.server.id, o.host_id)
     }
+    if (run.migrationType) await updateMigration(tx, run.server.id, run.payload.requestId, { status: MIGRATION_STATUS[run.migrationType].failed })
     await recordFault(tx, run.server.id, { code: err.code, message: err.message, details })
     await finishEvent(tx, records.eventId, 'Error', { traceback: err.stack })
     await finishAction(tx, records.actionId, true)

@@ -35,6 +35,19 @@ export function inCidr(ip: string, base: string, prefix: number): boolean {
   return Math.floor(a / size) === Math.floor(b / size)
 }
 
+/** The scope of the flavor extra specs that name aggregate metadata a host must have. */
+const AGGREGATE_SCOPE = 'aggregate_instance_extra_specs:'
+
+/**
+ * The flavor's `aggregate_instance_extra_specs:key=value` pairs as [key, value]. Only the scoped form counts: an
+ * unscoped key (Nova's legacy form) is left to the driver, so flavors with free-form extra specs stay bootable.
+ */
+function aggregateSpecs(s: RequestSpec): [string, string][] {
+  return Object.entries(s.extraSpecs)
+    .filter(([key]) => key.startsWith(AGGREGATE_SCOPE))
+    .map(([key, value]) => [key.slice(AGGREGATE_SCOPE.length), value])
+}
+
 export const FILTERS: Filter[] = [
   { name: 'ComputeFilter', applies: () => true, prepare: () => (h) => h.up && h.enabled },
   { name: 'HypervisorRoleFilter', applies: () => true, prepare: () => (h) => h.hypervisor },
@@ -43,6 +56,14 @@ export const FILTERS: Filter[] = [
     name: 'AvailabilityZoneFilter',
     applies: (s) => s.availabilityZone !== null,
     prepare: (s) => (h) => h.availabilityZone === s.availabilityZone,
+  },
+  {
+    name: 'AggregateInstanceExtraSpecsFilter',
+    applies: (s) => aggregateSpecs(s).length > 0,
+    prepare: (s) => {
+      const wanted = aggregateSpecs(s)
+      return (h) => wanted.every(([key, value]) => (h.aggregateMetadata[key] ?? []).includes(value))
+    },
   },
   {
     name: 'ForcedHostFilter',

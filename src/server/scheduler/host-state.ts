@@ -8,6 +8,7 @@ import type { HostTable } from '../storage/tables/compute.js'
 import type { StoredHostFacts } from '../../contracts/host/facts.js'
 import { isUp } from '../hosts/host-status.js'
 import { HYPERVISOR_TYPES } from '../hosts/host-views.js'
+import { hostAggregateMetadata, listAggregates, zonesOf } from '../compute/aggregates.js'
 
 export interface HostState {
   id: string
@@ -30,6 +31,8 @@ export interface HostState {
   /** The host carries the `hypervisor` role in state ok. */
   hypervisor: boolean
   hypervisorType: string
+  /** Metadata of the aggregates the host is in, each key with every value it has there (aggregates.ts). */
+  aggregateMetadata: Record<string, string[]>
   /** The facts the host reported (JSON), read only by the filters that need them (moves: ImagesTypeFilter). */
   facts: string
 }
@@ -43,7 +46,8 @@ export function imagesTypeOf(facts: string): string | null {
   }
 }
 
-export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: number, downAfterMs: number): HostState {
+/** `zone` and `aggregateMetadata` come from the host's aggregates; without them, its own zone and none. */
+export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: number, downAfterMs: number, zone?: string, aggregateMetadata: Record<string, string[]> = {}): HostState {
   let ips: string[] = []
   try {
     ips = JSON.parse(row.ip_addresses) as string[]
@@ -53,7 +57,7 @@ export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: numb
   return {
     id: row.id,
     hostname: row.hostname,
-    availabilityZone: row.availability_zone,
+    availabilityZone: zone ?? row.availability_zone,
     cell: row.cell,
     ips,
     vcpus: row.vcpus,
@@ -71,16 +75,20 @@ export function toHostState(row: HostTable, hypervisorRoleOk: boolean, now: numb
     hypervisor: hypervisorRoleOk,
     hypervisorType: HYPERVISOR_TYPES[row.driver] ?? row.driver,
     facts: row.facts,
+    aggregateMetadata,
   }
 }
 
 export async function loadHostStates(db: Db, downAfterMs: number, now = Date.now()): Promise<HostState[]> {
-  const [rows, roles] = await Promise.all([
+  const [rows, roles, aggregates] = await Promise.all([
     db.selectFrom('hosts').selectAll().orderBy('hostname').execute(),
     db.selectFrom('host_roles').select('host_id').where('role', '=', 'hypervisor').where('state', '=', 'ok').execute(),
+    listAggregates(db),
   ])
   const ok = new Set(roles.map((r) => r.host_id))
-  return rows.map((row) => toHostState(row, ok.has(row.id), now, downAfterMs))
+  const zones = zonesOf(rows, aggregates)
+  const metadata = hostAggregateMetadata(aggregates)
+  return rows.map((row) => toHostState(row, ok.has(row.id), now, downAfterMs, zones.get(row.hostname), metadata.get(row.hostname)))
 }
 
 /** What a flavor takes on a host: vCPUs, RAM and disk (root + ephemeral + swap rounded up to GB). */

@@ -28,6 +28,8 @@ export interface RequestSpec {
   serverId: string
   projectId: string
   resources: Resources
+  /** The flavor's extra specs (the target flavor's for a resize): AggregateInstanceExtraSpecsFilter reads them. */
+  extraSpecs: Record<string, string>
   /** The zone requested (`az`, without host/node parts), or null for any. */
   availabilityZone: string | null
   /** A forced host or node (`az:host`, `az:host:node`, `az::node`, or the admin `host` of migrate/evacuate). */

@@ -89,9 +89,10 @@ export class Scheduler {
   }
 
   /** The request spec of a server as its row says (flavor, zone, hints, group). */
-  async specFor(server: ServerTable, overrides: Partial<Pick<RequestSpec, 'resources' | 'forcedHost' | 'availabilityZone' | 'imagesType'>> & { ignoreHosts?: string[] } = {}): Promise<RequestSpec> {
+  async specFor(server: ServerTable, overrides: Partial<Pick<RequestSpec, 'resources' | 'extraSpecs' | 'forcedHost' | 'availabilityZone' | 'imagesType'>> & { ignoreHosts?: string[] } = {}): Promise<RequestSpec> {
     const db = this.store.db
     const hints = (server.scheduler_hints ? JSON.parse(server.scheduler_hints) : {}) as SchedulerHints
+    const flavor = JSON.parse(server.flavor) as FlavorSnapshot
     const az = parseAvailabilityZone(server.pinned_availability_zone ?? server.availability_zone)
     const named = [...asList(hints.same_host), ...asList(hints.different_host)]
     const instanceHosts = new Map<string, string>()
@@ -123,7 +124,8 @@ export class Scheduler {
     return {
       serverId: server.id,
       projectId: server.project_id,
-      resources: overrides.resources ?? flavorResources(JSON.parse(server.flavor) as FlavorSnapshot),
+      resources: overrides.resources ?? flavorResources(flavor),
+      extraSpecs: overrides.extraSpecs ?? flavor.extra_specs ?? {},
       availabilityZone: overrides.availabilityZone !== undefined ? overrides.availabilityZone : az.zone,
       forcedHost: overrides.forcedHost !== undefined ? overrides.forcedHost : (az.host ?? hints.force_host ?? null),
       forcedNode: overrides.forcedHost !== undefined ? null : (az.node ?? hints.force_node ?? null),

@@ -171,6 +171,7 @@ const FIXTURES: FixtureSpec[] = [
   }, (w) => w.found(`/compute/v2.1/flavors/${w.fixtures.flavor}`, COMPUTE)),
   f('keypair', async (w) => (await w.must('admin', 'POST', '/compute/v2.1/os-keypairs', { keypair: { name: name('key'), public_key: SSH_KEY } }, COMPUTE)).body.keypair.name, (w) => w.found(`/compute/v2.1/os-keypairs/${w.fixtures.keypair}`, COMPUTE)),
   f('serverGroup', async (w) => (await w.must('admin', 'POST', '/compute/v2.1/os-server-groups', { server_group: { name: name('group'), policy: 'anti-affinity' } }, COMPUTE)).body.server_group.id, (w) => w.found(`/compute/v2.1/os-server-groups/${w.fixtures.serverGroup}`, COMPUTE)),
+  f('aggregate', async (w) => String((await w.must('admin', 'POST', '/compute/v2.1/os-aggregates', { aggregate: { name: name('aggregate') } }, COMPUTE)).body.aggregate.id), (w) => w.found(`/compute/v2.1/os-aggregates/${w.fixtures.aggregate}`, COMPUTE)),
   f('server', async (w) => {
     const image = (await w.must('admin', 'GET', `/image/v2/images?name=${encodeURIComponent(DEFAULT_IMAGE_NAME)}`)).body.images[0]?.id
     const body = { server: { name: name('server'), imageRef: image, flavorRef: '1', networks: [{ uuid: w.fixtures.network }], metadata: { fuzzkey: 'fuzz' }, tags: ['fuzztag'] } }
@@ -270,10 +271,14 @@ async function derive(w: WorldBuilder): Promise<void> {
     adminUser: personas.admin.userId,
     hostRole: 'hypervisor',
     extension: 'router',
+    // Not the default class: an accepted update of it would change every project's quotas under the other operations.
+    quotaClass: 'fuzzclass',
   })
   w.memberOwned.project = personas.member.projectId!
   fixtures.idpClient = Object.keys(await w.server.deps.idp.clients.secrets('builtin'))[0]
-  fixtures.simulatedHost = (await w.must('admin', 'GET', '/compute/v2.1/os-hypervisors', undefined, COMPUTE)).body.hypervisors[0]?.id
+  const hypervisor = (await w.must('admin', 'GET', '/compute/v2.1/os-hypervisors', undefined, COMPUTE)).body.hypervisors[0]
+  fixtures.simulatedHost = hypervisor?.id
+  fixtures.simulatedHostName = hypervisor?.hypervisor_hostname
   const server = `/compute/v2.1/servers/${fixtures.server}`
   fixtures.serverPort = (await w.call('admin', 'GET', `${server}/os-interface`, undefined, COMPUTE)).body.interfaceAttachments?.[0]?.port_id
   fixtures.networkLabel = Object.keys((await w.call('admin', 'GET', `${server}/ips`, undefined, COMPUTE)).body.addresses ?? {})[0]

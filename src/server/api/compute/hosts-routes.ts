@@ -12,6 +12,7 @@ import { COMPUTE_HOSTS_POLICY, type ComputeHostsOperation } from '../../policy/c
 import type { HostTable } from '../../storage/tables/compute.js'
 import { computeHosts, deleteComputeHost, hostHasServers, serversOnHosts, setHostService } from '../../hosts/compute-hosts.js'
 import { documented, noBody } from '../../http/openapi.js'
+import { hostZones } from '../../compute/aggregates.js'
 import { A } from '../../../contracts/compute/answers.js'
 import { MAX_VERSION, MIN_VERSION } from '../../../contracts/compute/versions.js'
 import { envelope, listOf, Q, queryOf } from '../../../contracts/compute/schemas.js'
@@ -63,7 +64,9 @@ export function hostRoutes(deps: AppDeps) {
   const downAfterMs = deps.config.hostDownAfterSeconds * 1000
 
   async function context(): Promise<{ hosts: HostTable[]; ctx: HostContext }> {
-    const hosts = await computeHosts(db)
+    // A host's zone is its aggregate's when it is in one (os-services shows it).
+    const zones = await hostZones(db)
+    const hosts = (await computeHosts(db)).map((h) => ({ ...h, availability_zone: zones.get(h.hostname) ?? h.availability_zone }))
     const legacyIds = new Map(hosts.map((h, i) => [h.id, i + 1]))
     return { hosts, ctx: { now: Date.now(), downAfterMs, legacyIds } }
   }

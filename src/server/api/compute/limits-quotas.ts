@@ -1,4 +1,4 @@
-/** /limits and /os-quota-sets. */
+/** /limits, /os-quota-sets and /os-quota-class-sets (the `default` class is every project's defaults). */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type as T } from '@sinclair/typebox'
 import { badRequest } from '../../../contracts/errors.js'
@@ -6,7 +6,7 @@ import { project } from '../../../contracts/compute/fields.js'
 import { absoluteLimitFields, quotaSetFields } from '../../../contracts/compute/quota.fields.js'
 import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
 import type { AppDeps } from '../../deps.js'
-import { DEFAULT_QUOTAS, projectExists, QUOTA_RESOURCES, quotaLimits, resetQuotaLimits, setQuotaLimits, usageOf } from '../../compute/quotas.js'
+import { defaultQuotas, projectExists, QUOTA_RESOURCES, quotaClassLimits, quotaLimits, resetQuotaLimits, setQuotaClassLimits, setQuotaLimits, usageOf } from '../../compute/quotas.js'
 import { bodyObject, callerOf, can, must, validate } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from '../../../contracts/compute/answers.js'
@@ -28,13 +28,29 @@ const updateBody = (version: VersionNumber) => {
   return T.Object({ quota_set: T.Object({ ...Object.fromEntries(resources.map((r) => [r, limit])), force: T.Optional(T.Boolean()) }, { additionalProperties: false }) }, { additionalProperties: false })
 }
 
+/** A quota class takes the nova-network resources until 2.50, and injected files until 2.57, as Nova's. */
+const classBody = (version: VersionNumber) => {
+  const limit = T.Optional(T.Integer({ minimum: -1, maximum: MAX_QUOTA }))
+  const injected = ['injected_files', 'injected_file_content_bytes', 'injected_file_path_bytes']
+  const resources = [
+    ...QUOTA_RESOURCES.filter((r) => version < versionNumber('2.57') || !injected.includes(r)),
+    ...(version < versionNumber('2.50') ? LEGACY_NETWORK_QUOTAS : []),
+  ]
+  return T.Object({ quota_class_set: T.Object(Object.fromEntries(resources.map((r) => [r, limit])), { additionalProperties: false }) }, { additionalProperties: false })
+}
+/** Nova's quota class names: up to 255 characters. */
+const CLASS_NAME = /^[\s\S]{1,255}$/
+
 const quotaSet = envelope('quota_set', fieldsSchema(quotaSetFields, 'set'))
+const quotaClassSet = envelope('quota_class_set', fieldsSchema(quotaSetFields, 'set'))
 const DOCS = {
   limits: documented({ summary: "The project's limits and usage", querystring: queryOf({ tenant_id: { type: 'string', description: 'admins: another project' } }), response: { 200: A.limits } }),
   defaults: documented({ summary: 'Default quotas', response: { 200: quotaSet } }),
   detail: documented({ summary: "A project's quotas with usage", response: { 200: quotaSet } }),
   show: documented({ summary: "A project's quotas", response: { 200: quotaSet } }),
   update: documented({ summary: "Change a project's quotas (admin)", body: versioned(updateBody), response: { 200: quotaSet } }),
+  classShow: documented({ summary: "A quota class's limits (admin); the default class's are every project's defaults", response: { 200: quotaClassSet } }),
+  classUpdate: documented({ summary: "Change a quota class's limits (admin)", body: versioned(classBody), response: { 200: quotaClassSet } }),
   reset: documented({ summary: "Reset a project's quotas to the defaults (admin)", response: { 202: noBody('Reset') } }),
 }
 
@@ -57,7 +73,7 @@ export function limitQuotaRoutes(deps: AppDeps) {
     })
 
     scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/defaults', DOCS.defaults, async (request) => {
-      return { quota_set: set(request, { id: request.params.projectId, ...DEFAULT_QUOTAS }) }
+      return { quota_set: set(request, { id: request.params.projectId, ...(await defaultQuotas(db)) }) }
     })
     scope.get<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId/detail', DOCS.detail, async (request) => {
       must(request, 'quotas:show', { projectId: request.params.projectId })
@@ -93,6 +109,22 @@ export function limitQuotaRoutes(deps: AppDeps) {
       }
       await setQuotaLimits(db, request.params.projectId, limits)
       return { quota_set: set(request, { ...(await quotaLimits(db, request.params.projectId)) }) }
+    })
+    scope.get<{ Params: { className: string } }>('/v2.1/os-quota-class-sets/:className', DOCS.classShow, async (request) => {
+      must(request, 'os-quota-class-sets:show')
+      const name = request.params.className
+      if (!CLASS_NAME.test(name)) throw badRequest('Invalid input: a quota class name is 1 to 255 characters')
+      return { quota_class_set: set(request, { id: name, ...(await quotaClassLimits(db, name)) }) }
+    })
+    scope.put<{ Params: { className: string } }>('/v2.1/os-quota-class-sets/:className', DOCS.classUpdate, async (request) => {
+      must(request, 'os-quota-class-sets:update')
+      const name = request.params.className
+      if (!CLASS_NAME.test(name)) throw badRequest('Invalid input: a quota class name is 1 to 255 characters')
+      const body = bodyObject(request)
+      validate('quota_class_set', request, classBody, body)
+      const values = body.quota_class_set as Record<string, number>
+      await setQuotaClassLimits(db, name, Object.entries(values).map(([resource, limit]) => ({ resource, limit })))
+      return { quota_class_set: set(request, await quotaClassLimits(db, name)) }
     })
     scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.reset, async (request, reply) => {
       must(request, 'quotas:update', { projectId: request.params.projectId })

@@ -2,7 +2,7 @@
  * The compute API (Nova v2.1). The version documents are open; every other route sits in a scope that
  * authenticates the token and parses the microversion (context.ts). Servers, flavors, key pairs and the other
  * project-facing resources are in server-routes.ts and its neighbours; the host views (os-hypervisors,
- * os-services) in hosts-routes.ts. Routes are registered under /v2.1/… (the family prefix is /compute).
+ * os-services) in hosts-routes.ts, os-hosts in legacy-hosts.ts. Routes are registered under /v2.1/… (the family prefix is /compute).
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
@@ -10,6 +10,7 @@ import { AppError } from '../../../contracts/errors.js'
 import { authHook } from '../../auth/http-auth.js'
 import { serverRoutes } from './server-routes.js'
 import { hostRoutes } from './hosts-routes.js'
+import { legacyHostRoutes } from './legacy-hosts.js'
 import { versionRoutes } from './versions.js'
 import { useMicroversions, useSingleQueryValues } from './context.js'
 import { addDocs } from '../../http/openapi.js'
@@ -40,6 +41,7 @@ export function computeRoutes(deps: AppDeps) {
       api.addHook('onRequest', authHook(deps.tokens, deps.urls.identity))
       await serverRoutes(deps)(api)
       await hostRoutes(deps)(api)
+      await legacyHostRoutes(deps)(api)
     })
   }
 }

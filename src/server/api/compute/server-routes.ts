@@ -1,6 +1,6 @@
 /**
- * The project-facing compute API: servers and their actions and sub-resources, flavors, key pairs, zones,
- * limits, quotas, server groups and usage. Each resource is in its own file; this one composes them.
+ * The project-facing compute API: servers and their actions and sub-resources, flavors, key pairs, zones, aggregates, migrations, external events,
+ * limits, quotas, server groups, usage and the legacy audit log and extension list. Each resource is in its own file; this one composes them.
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
@@ -12,6 +12,10 @@ import { serverNetworkRoutes } from './server-network-routes.js'
 import { flavorRoutes } from './flavors.js'
 import { keypairRoutes } from './keypairs.js'
 import { availabilityZoneRoutes } from './availability-zones.js'
+import { aggregateRoutes } from './aggregates.js'
+import { migrationRoutes } from './migrations.js'
+import { serverExternalEventRoutes } from './server-external-events.js'
+import { legacyApiRoutes } from './legacy-apis.js'
 import { limitQuotaRoutes } from './limits-quotas.js'
 import { serverGroupRoutes } from './server-groups.js'
 import { usageRoutes } from './usage.js'
@@ -34,6 +38,10 @@ export function serverRoutes(deps: AppDeps) {
     await flavorRoutes(deps)(scope)
     await keypairRoutes(deps)(scope)
     await availabilityZoneRoutes(deps)(scope)
+    await aggregateRoutes(deps)(scope)
+    await migrationRoutes(deps)(scope)
+    await serverExternalEventRoutes(deps)(scope)
+    await legacyApiRoutes(deps)(scope)
     await limitQuotaRoutes(deps)(scope)
     await serverGroupRoutes(deps)(scope)
     await usageRoutes(deps)(scope)

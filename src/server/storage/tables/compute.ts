@@ -227,6 +227,55 @@ export interface ServerViewRevisionTable {
   rev: number
 }
 
+/** A host aggregate (migration 0101): Nova's integer id and uuid; its hosts and metadata are rows of their own. */
+export interface AggregateTable {
+  id: number
+  uuid: string
+  name: string
+  created_at: number
+  updated_at: number | null
+}
+
+/** A host (by hostname, as Nova names them) in an aggregate. */
+export interface AggregateHostTable {
+  aggregate_id: number
+  host: string
+}
+
+/** One metadata key of an aggregate; `availability_zone` is the zone of its hosts. */
+export interface AggregateMetadataTable {
+  aggregate_id: number
+  key: string
+  value: string
+}
+
+/** One move of a server (migration 0101): os-migrations and /servers/{id}/migrations show these. */
+export interface ServerMigrationTable {
+  id: number
+  uuid: string
+  server_id: string
+  project_id: string
+  user_id: string
+  /** The action's request id: a repeated run of the action's task finds its row. */
+  request_id: string
+  /** live-migration | migration | resize | evacuation */
+  migration_type: string
+  status: string
+  source_host: string | null
+  dest_host: string | null
+  old_flavor_id: string | null
+  new_flavor_id: string | null
+  created_at: number
+  updated_at: number | null
+}
+
+/** A quota class's limit (migration 0101); the `default` class's are the defaults of every project. */
+export interface QuotaClassTable {
+  class_name: string
+  resource: string
+  hard_limit: number
+}
+
 export interface ComputeTables {
   servers: ServerTable
   server_view_revisions: ServerViewRevisionTable
@@ -243,4 +292,9 @@ export interface ComputeTables {
   hosts: HostTable
   host_roles: HostRoleTable
   allocations: AllocationTable
+  aggregates: AggregateTable
+  aggregate_hosts: AggregateHostTable
+  aggregate_metadata: AggregateMetadataTable
+  migrations: ServerMigrationTable
+  quota_classes: QuotaClassTable
 }
