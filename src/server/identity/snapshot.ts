@@ -7,6 +7,7 @@
  * with it.
  */
 import type { Db } from '../storage/store.js'
+import type { AccessRule } from './access-rules.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import { identityGeneration, localIdentityWrites } from './generation.js'
 import { listApplicationCredentialGrants } from './repo/application-credentials.repo.js'
@@ -60,6 +61,8 @@ export interface AppCredRecord {
   roleIds: string[]
   unrestricted: boolean
   expiresAt: number | null
+  /** The requests its tokens may make; undefined: any (identity/access-rules.ts). */
+  accessRules?: (AccessRule & { id: string })[]
 }
 
 interface Assignment {
@@ -139,7 +142,7 @@ export class IdentitySnapshot {
     const localWrites = localIdentityWrites().seq
     const snap = new IdentitySnapshot(await identityGeneration(db))
     snap.localWrites = localWrites
-    const [domains, projects, tags, users, roles, implied, assignments, members, services, endpoints, appCreds, revocations, keys] = await Promise.all([
+    const [domains, projects, tags, users, roles, implied, assignments, members, services, endpoints, appCreds, accessRules, revocations, keys] = await Promise.all([
       db.selectFrom('domains').selectAll().execute(),
       db.selectFrom('projects').selectAll().execute(),
       db.selectFrom('project_tags').selectAll().execute(),
@@ -154,6 +157,7 @@ export class IdentitySnapshot {
       db.selectFrom('services').selectAll().where('enabled', '=', 1).execute(),
       db.selectFrom('endpoints').selectAll().where('enabled', '=', 1).execute(),
       listApplicationCredentialGrants(db),
+      db.selectFrom('access_rules').select(['id', 'service', 'method', 'path']).execute(),
       db.selectFrom('revocation_events').selectAll().execute(),
       db.selectFrom('token_keys').selectAll().orderBy('created_at', 'asc').orderBy('id', 'asc').execute(),
     ])
@@ -198,10 +202,13 @@ export class IdentitySnapshot {
       byService.set(e.service_id, list)
     }
     snap.services = services.map((s) => ({ id: s.id, type: s.type, name: s.name, endpoints: byService.get(s.id) ?? [] }))
+    const ruleById = new Map(accessRules.map((r) => [r.id, { id: r.id, service: r.service, method: r.method, path: r.path }]))
     for (const a of appCreds) {
+      const ruleIds = a.access_rule_ids ? (JSON.parse(a.access_rule_ids) as string[]) : []
       snap.appCreds.set(a.id, {
         id: a.id, name: a.name, userId: a.user_id, projectId: a.project_id, roleIds: JSON.parse(a.roles) as string[], unrestricted: a.unrestricted === 1,
         expiresAt: a.expires_at === null ? null : Number(a.expires_at),
+        ...(ruleIds.length > 0 ? { accessRules: ruleIds.map((id) => ruleById.get(id)).filter((r) => r !== undefined) } : {}),
       })
     }
     for (const r of revocations) {
