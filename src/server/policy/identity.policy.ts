@@ -36,6 +36,12 @@ export const IDENTITY_POLICY = {
   'identity:create_domain': admin,
   'identity:update_domain': admin,
   'identity:delete_domain': admin,
+  // Domain configuration: Keystone's defaults (admin writes; admin or system reader reads).
+  'identity:create_domain_config': admin,
+  'identity:get_domain_config': anyOf(cloudAdmin, systemReader),
+  'identity:get_domain_config_default': anyOf(cloudAdmin, systemReader),
+  'identity:update_domain_config': admin,
+  'identity:delete_domain_config': admin,
 
   'identity:list_projects': reader,
   'identity:get_project': anyOf(reader, ownProject),

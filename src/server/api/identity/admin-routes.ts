@@ -1,14 +1,16 @@
 /**
  * The identity admin API under /identity/v3: domains, projects (and tags), users (and the self-service password
  * change), groups and membership, roles and implied roles, grants and role assignments, regions, services and
- * endpoints. Encapsulated so its strict validator and token check apply to these routes only; every route needs
- * a valid token except the password change, which proves itself with the original password.
+ * endpoints, domain configuration. Encapsulated so its strict validator and token check apply to these routes
+ * only; every route needs a valid token except the password change, which proves itself with the original
+ * password.
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
 import { adminContext, useStrictValidation } from './admin/common.js'
 import { domainRoutes } from './admin/domains.js'
+import { domainConfigRoutes } from './admin/domain-configs.js'
 import { projectRoutes } from './admin/projects.js'
 import { groupRoutes, userRoutes } from './admin/users.js'
 import { roleRoutes } from './admin/roles.js'
@@ -27,6 +29,7 @@ export function adminRoutes(deps: AppDeps) {
         })
         const ctx = adminContext(deps)
         domainRoutes(scope, ctx)
+        domainConfigRoutes(scope, ctx)
         projectRoutes(scope, ctx)
         userRoutes(scope, ctx)
         groupRoutes(scope, ctx)

@@ -121,6 +121,16 @@ export interface EndpointTable {
   enabled: number
 }
 
+/** A domain's specific configuration (identity/domain-config.ts): group → option → value. */
+export interface DomainConfigTable {
+  domain_id: string
+  /** JSON: the options answered by the API. */
+  config: string
+  /** The sensitive options (the LDAP password) as JSON sealed with the master key, or null. */
+  sensitive: string | null
+  updated_at: number
+}
+
 export interface IdentityTables {
   token_keys: TokenKeyTable
   domains: DomainTable
@@ -135,4 +145,5 @@ export interface IdentityTables {
   regions: RegionTable
   services: ServiceTable
   endpoints: EndpointTable
+  domain_configs: DomainConfigTable
 }
