@@ -74,8 +74,6 @@ export const REAL_GUEST_TESTS: string[] = [
  */
 export const NOT_IN_CI: { pattern: string; why: string }[] = [
   { pattern: api('identity', 'admin.v3.test_endpoint_groups.'), why: 'endpoint groups (OS-EP-FILTER) are not implemented' },
-  { pattern: api('identity', 'admin.v3.test_oauth_consumers.'), why: 'OAuth 1.0a consumers (OS-OAUTH1) are not implemented' },
-  { pattern: api('identity', 'admin.v3.test_policies.'), why: 'the policy blob API (/v3/policies) is not implemented' },
   { pattern: api('compute', 'admin.test_aggregates'), why: 'host aggregates (os-aggregates) are not implemented' },
   { pattern: api('compute', 'admin.test_hosts'), why: 'os-hosts (removed from Nova at 2.43) is not implemented' },
   { pattern: api('compute', 'admin.test_instance_usage_audit_log'), why: 'os-instance_usage_audit_log is not implemented' },

@@ -43,6 +43,18 @@ export const IDENTITY_POLICY = {
   'identity:update_domain_config': admin,
   'identity:delete_domain_config': admin,
 
+  // Policy blobs and OAuth consumers: Keystone's defaults (admin writes; admin or system reader reads).
+  'identity:list_policies': anyOf(cloudAdmin, systemReader),
+  'identity:get_policy': anyOf(cloudAdmin, systemReader),
+  'identity:create_policy': admin,
+  'identity:update_policy': admin,
+  'identity:delete_policy': admin,
+  'identity:list_consumers': anyOf(cloudAdmin, systemReader),
+  'identity:get_consumer': anyOf(cloudAdmin, systemReader),
+  'identity:create_consumer': admin,
+  'identity:update_consumer': admin,
+  'identity:delete_consumer': admin,
+
   'identity:list_projects': reader,
   'identity:get_project': anyOf(reader, ownProject),
   'identity:create_project': adminOrDomainAdmin,

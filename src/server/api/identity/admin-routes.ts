@@ -1,9 +1,9 @@
 /**
  * The identity admin API under /identity/v3: domains, projects (and tags), users (and the self-service password
  * change), groups and membership, roles and implied roles, grants and role assignments, regions, services and
- * endpoints, domain configuration. Encapsulated so its strict validator and token check apply to these routes
- * only; every route needs a valid token except the password change, which proves itself with the original
- * password.
+ * endpoints, domain configuration, policy blobs and OAuth 1.0a consumers. Encapsulated so its strict validator
+ * and token check apply to these routes only; every route needs a valid token except the password change, which
+ * proves itself with the original password.
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
@@ -16,6 +16,8 @@ import { groupRoutes, userRoutes } from './admin/users.js'
 import { roleRoutes } from './admin/roles.js'
 import { grantRoutes } from './admin/grants.js'
 import { catalogRoutes } from './admin/catalog.js'
+import { policyRoutes } from './admin/policies.js'
+import { oauthConsumerRoutes } from './admin/oauth-consumers.js'
 
 export function adminRoutes(deps: AppDeps) {
   return async (parent: FastifyInstance): Promise<void> => {
@@ -36,6 +38,8 @@ export function adminRoutes(deps: AppDeps) {
         roleRoutes(scope, ctx)
         grantRoutes(scope, ctx)
         catalogRoutes(scope, ctx)
+        policyRoutes(scope, ctx)
+        oauthConsumerRoutes(scope, ctx)
       },
       { prefix: '/v3' },
     )

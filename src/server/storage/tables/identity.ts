@@ -131,6 +131,26 @@ export interface DomainConfigTable {
   updated_at: number
 }
 
+/** A policy blob (Keystone's /v3/policies): stored and served, never evaluated. */
+export interface PolicyBlobTable {
+  id: string
+  type: string
+  blob: string
+  /** JSON: the extra attributes the record was given. */
+  extra: string
+  created_at: number
+}
+
+/** An OAuth 1.0a consumer (Keystone's OS-OAUTH1). */
+export interface OAuthConsumerTable {
+  id: string
+  description: string | null
+  /** The consumer's secret, sealed with the master key (shown once, when created). */
+  secret: string
+  extra: string
+  created_at: number
+}
+
 export interface IdentityTables {
   token_keys: TokenKeyTable
   domains: DomainTable
@@ -146,4 +166,6 @@ export interface IdentityTables {
   services: ServiceTable
   endpoints: EndpointTable
   domain_configs: DomainConfigTable
+  policies: PolicyBlobTable
+  oauth_consumers: OAuthConsumerTable
 }
