@@ -73,7 +73,6 @@ export const REAL_GUEST_TESTS: string[] = [
  * that differs from Nova's. These are the failures of the full selection (docs/conformance.md lists them).
  */
 export const NOT_IN_CI: { pattern: string; why: string }[] = [
-  { pattern: api('identity', 'admin.v3.test_endpoint_groups.'), why: 'endpoint groups (OS-EP-FILTER) are not implemented' },
   { pattern: api('compute', 'admin.test_aggregates'), why: 'host aggregates (os-aggregates) are not implemented' },
   { pattern: api('compute', 'admin.test_hosts'), why: 'os-hosts (removed from Nova at 2.43) is not implemented' },
   { pattern: api('compute', 'admin.test_instance_usage_audit_log'), why: 'os-instance_usage_audit_log is not implemented' },

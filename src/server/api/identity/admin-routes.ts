@@ -1,9 +1,9 @@
 /**
  * The identity admin API under /identity/v3: domains, projects (and tags), users (and the self-service password
  * change), groups and membership, roles and implied roles, grants and role assignments, regions, services and
- * endpoints, domain configuration, policy blobs and OAuth 1.0a consumers. Encapsulated so its strict validator
- * and token check apply to these routes only; every route needs a valid token except the password change, which
- * proves itself with the original password.
+ * endpoints, domain configuration, policy blobs, OAuth 1.0a consumers, endpoint filtering (OS-EP-FILTER).
+ * Encapsulated so its strict validator and token check apply to these routes only; every route needs a valid
+ * token except the password change, which proves itself with the original password.
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
@@ -18,6 +18,7 @@ import { grantRoutes } from './admin/grants.js'
 import { catalogRoutes } from './admin/catalog.js'
 import { policyRoutes } from './admin/policies.js'
 import { oauthConsumerRoutes } from './admin/oauth-consumers.js'
+import { endpointFilterRoutes } from './admin/endpoint-filter.js'
 
 export function adminRoutes(deps: AppDeps) {
   return async (parent: FastifyInstance): Promise<void> => {
@@ -40,6 +41,7 @@ export function adminRoutes(deps: AppDeps) {
         catalogRoutes(scope, ctx)
         policyRoutes(scope, ctx)
         oauthConsumerRoutes(scope, ctx)
+        endpointFilterRoutes(scope, ctx)
       },
       { prefix: '/v3' },
     )

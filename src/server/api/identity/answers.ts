@@ -29,6 +29,7 @@ const service = object({ id: str, type: str, name: nstr, description: nstr, enab
 const endpoint = object({ id: str, interface: str, region_id: nstr, region: nstr, service_id: str, url: str, enabled: bool, links: self }, ['id', 'interface', 'service_id', 'url'])
 const credential = object({ id: str, type: str, user_id: str, project_id: nstr, blob: str, links: self }, ['id', 'type', 'user_id', 'blob'])
 const accessRule = object({ id: str, service: str, method: str, path: str, links: self }, ['id', 'service', 'method', 'path'])
+const endpointGroup = object({ id: str, name: str, description: nstr, filters: { type: 'object' }, links: self }, ['id', 'name', 'filters'])
 const policy = object({ id: str, type: str, blob: str, links: self }, ['id', 'type', 'blob'])
 const consumer = object({ id: str, description: nstr, secret: { type: 'string', description: 'only when created' }, links: self }, ['id'])
 const applicationCredential = object(
@@ -83,7 +84,7 @@ export const list = (key: string, item: Schema): Schema => object({ [key]: { typ
 /** `{ <key>: item }` */
 export const one = (key: string, item: Schema): Schema => object({ [key]: item }, [key])
 
-export const V = { domain, project, user, group, role, region, service, endpoint, credential, applicationCredential, accessRule, assignment, policy, consumer }
+export const V = { domain, project, user, group, role, region, service, endpoint, credential, applicationCredential, accessRule, assignment, policy, consumer, endpointGroup }
 
 export const A = {
   versions: object({ versions: object({ values: { type: 'array', items: versionDoc } }) }, ['versions']),

@@ -151,6 +151,26 @@ export interface OAuthConsumerTable {
   created_at: number
 }
 
+/** An endpoint group (OS-EP-FILTER): the endpoints its filters match (identity/endpoint-filter.ts). */
+export interface EndpointGroupTable {
+  id: string
+  name: string
+  description: string | null
+  /** JSON: `{service_id?, interface?, region_id?}`; an endpoint matches when every one given is equal. */
+  filters: string
+  created_at: number
+}
+
+export interface ProjectEndpointGroupTable {
+  endpoint_group_id: string
+  project_id: string
+}
+
+export interface ProjectEndpointTable {
+  endpoint_id: string
+  project_id: string
+}
+
 export interface IdentityTables {
   token_keys: TokenKeyTable
   domains: DomainTable
@@ -168,4 +188,7 @@ export interface IdentityTables {
   domain_configs: DomainConfigTable
   policies: PolicyBlobTable
   oauth_consumers: OAuthConsumerTable
+  endpoint_groups: EndpointGroupTable
+  project_endpoint_groups: ProjectEndpointGroupTable
+  project_endpoints: ProjectEndpointTable
 }
