@@ -91,8 +91,6 @@ export const NOT_IN_CI: { pattern: string; why: string }[] = [
   },
   { pattern: api('network', 'test_agent_management_negative.'), why: "there are no Neutron agents, so no agents API (Tempest expects an empty list for non-admins)" },
   { pattern: api('network', 'test_tags.TagsExtTest.'), why: 'its set-up needs subnet pools (subnet_allocation), which pcc lacks' },
-  { pattern: api('image', 'v2.admin.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
-  { pattern: api('image', 'v2.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
   { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },
   { pattern: api('volume', 'admin.test_qos.'), why: 'QoS specs are not implemented' },
   { pattern: api('volume', 'admin.test_backends_capabilities.'), why: 'backend capabilities are not implemented' },

@@ -27,6 +27,7 @@ import * as m0131 from './0131-application-credential-access-rules.js'
 import * as m0132 from './0132-domain-configs.js'
 import * as m0133 from './0133-identity-policies-consumers.js'
 import * as m0134 from './0134-endpoint-filter.js'
+import * as m0135 from './0135-image-metadefs.js'
 
 export interface Migration {
   id: string
@@ -57,6 +58,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0132', name: 'domain-configs', up: m0132.up },
   { id: '0133', name: 'identity-policies-consumers', up: m0133.up },
   { id: '0134', name: 'endpoint-filter', up: m0134.up },
+  { id: '0135', name: 'image-metadefs', up: m0135.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
