@@ -74,10 +74,14 @@ export function metadefRoutes(deps: AppDeps) {
     projectId: request.principal.scope.type === 'project' ? request.principal.scope.projectId : undefined,
     visibility: visibilityOf(allows(imagePolicy, 'metadefs:all_projects', request.principal)),
   })
-  /** The namespace named in the path, after the operation's rule (reads: reader; writes: admin). */
+  /**
+   * The namespace named in the path, and the operation's rule (reads: reader; writes: admin). The namespace is
+   * looked up first, so another project's private one is 404 to every operation, never a 403 that tells it exists.
+   */
   const namespaceFor = async (request: FastifyRequest<Ns>, write = false) => {
+    const row = await md.getNamespace(db, viewer(request), request.params.ns)
     authorize(imagePolicy, write ? 'modify_metadef' : 'get_metadef', request.principal)
-    return md.getNamespace(db, viewer(request), request.params.ns)
+    return row
   }
   const fullView = async (row: md.NamespaceRow) => {
     const [associations, properties, objects, tags] = await Promise.all([md.listAssociations(db, row), md.listMembers(db, KINDS.properties, row), md.listMembers(db, KINDS.objects, row), md.listMembers(db, KINDS.tags, row)])
