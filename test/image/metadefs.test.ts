@@ -100,6 +100,9 @@ for (const dialect of DIALECTS) {
       await call(server, admin, 'POST', NS, { namespace: 'Private::Ns', visibility: 'private' })
       assert.equal((await call(server, member, 'GET', `${NS}/Private::Ns`)).status, 404)
       assert.equal((await call(server, member, 'GET', `${NS}/Private::Ns/objects`)).status, 404)
+      // Writes too: a 403 would tell the namespace exists.
+      assert.equal((await call(server, member, 'DELETE', `${NS}/Private::Ns`)).status, 404)
+      assert.equal((await call(server, member, 'POST', `${NS}/Private::Ns/tags/x`)).status, 404)
       assert.ok(!(await call(server, member, 'GET', NS)).body.namespaces.some((n: { namespace: string }) => n.namespace === 'Private::Ns'))
       assert.equal((await call(server, admin, 'GET', `${NS}/Private::Ns`)).status, 200)
 
