@@ -73,14 +73,6 @@ export const REAL_GUEST_TESTS: string[] = [
  * that differs from Nova's. These are the failures of the full selection (docs/conformance.md lists them).
  */
 export const NOT_IN_CI: { pattern: string; why: string }[] = [
-  { pattern: api('identity', 'admin.v3.test_domain_configuration.'), why: 'domain configuration (/v3/domains/{id}/config) is not implemented' },
-  { pattern: api('identity', 'admin.v3.test_endpoint_groups.'), why: 'endpoint groups (OS-EP-FILTER) are not implemented' },
-  { pattern: api('identity', 'admin.v3.test_oauth_consumers.'), why: 'OAuth 1.0a consumers (OS-OAUTH1) are not implemented' },
-  { pattern: api('identity', 'admin.v3.test_policies.'), why: 'the policy blob API (/v3/policies) is not implemented' },
-  {
-    pattern: api('identity', 'v3.test_application_credentials.ApplicationCredentialsV3Test.test_create_application_credential_expires['),
-    why: 'an application credential keeps expires_at to the millisecond; Keystone keeps microseconds, and Tempest compares them',
-  },
   { pattern: api('compute', 'admin.test_server_diagnostics'), why: 'server diagnostics are not implemented' },
   {
     pattern: api('compute', 'volumes.test_attach_volume_negative.AttachVolumeNegativeTest.test_attach_attached_volume'),
@@ -92,8 +84,6 @@ export const NOT_IN_CI: { pattern: string; why: string }[] = [
   },
   { pattern: api('network', 'test_agent_management_negative.'), why: "there are no Neutron agents, so no agents API (Tempest expects an empty list for non-admins)" },
   { pattern: api('network', 'test_tags.TagsExtTest.'), why: 'its set-up needs subnet pools (subnet_allocation), which pcc lacks' },
-  { pattern: api('image', 'v2.admin.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
-  { pattern: api('image', 'v2.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
   { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },
   { pattern: api('volume', 'admin.test_qos.'), why: 'QoS specs are not implemented' },
   { pattern: api('volume', 'admin.test_backends_capabilities.'), why: 'backend capabilities are not implemented' },

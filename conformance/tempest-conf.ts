@@ -44,7 +44,6 @@ export const FEATURES_OFF: Option[] = [
   { section: 'identity-feature-enabled', name: 'api_v2_admin', value: false, missing: 'identity v2 admin (removed from Keystone in Queens)' },
   { section: 'identity-feature-enabled', name: 'trust', value: false, missing: 'no OS-TRUST trusts' },
   { section: 'identity-feature-enabled', name: 'api_extensions', value: [], missing: 'none of the OS-INHERIT (inherited grants) and OS-EC2 (EC2 credentials) extensions' },
-  { section: 'identity-feature-enabled', name: 'access_rules', value: false, missing: 'no application credential access rules' },
   { section: 'image-feature-enabled', name: 'import_image', value: false, missing: 'no interoperable image import (only direct upload)' },
   { section: 'image-feature-enabled', name: 'manage_locations', value: false, missing: 'no image locations' },
   { section: 'image-feature-enabled', name: 'api_v1', value: false, missing: 'Glance v1 was removed from OpenStack' },
@@ -85,7 +84,7 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
       // pcc keeps no password history: only the new password counts (Keystone's unique_last_password_count = 1).
       user_unique_last_password_count: 1,
     }),
-    ...flags('identity-feature-enabled', { api_v3: true, application_credentials: true, project_tags: true, security_compliance: true }),
+    ...flags('identity-feature-enabled', { api_v3: true, application_credentials: true, access_rules: true, project_tags: true, security_compliance: true }),
     ...flags('compute', {
       image_ref: cloud.imageRef,
       image_ref_alt: cloud.imageRefAlt,

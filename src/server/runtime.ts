@@ -14,6 +14,7 @@ import { loadMasterKey, verifyMasterKey } from './crypto/master-key.js'
 import { SecretBox } from './crypto/secret-box.js'
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.js'
 import { ensureDefaultFlavors } from './compute/flavors.js'
+import { ensureStandardNamespaces } from './image/metadef-standard.js'
 import { serviceUrls, type AppDeps } from './deps.js'
 import { AuthFlow } from './identity/auth-flow.js'
 import { lockoutPolicy } from './identity/lockout.js'
@@ -117,6 +118,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     }
     const result = await retryStartupRace(() => bootstrap(store, { publicUrl: config.publicUrl, adminPassword: config.adminPassword }))
     await retryStartupRace(() => ensureDefaultFlavors(store.db))
+    await retryStartupRace(() => ensureStandardNamespaces(store.db))
     const tokens = new TokenService(store, box, {
       ttlMs: config.tokenExpirationSeconds * 1000,
       allowExpiredWindowMs: config.tokenAllowExpiredWindowSeconds * 1000,

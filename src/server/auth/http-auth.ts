@@ -5,6 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../../contracts/errors.js'
+import { accessAllowed } from '../identity/access-rules.js'
 import type { Authenticator, Principal } from './principal.js'
 
 declare module 'fastify' {
@@ -35,6 +36,16 @@ function challenged(err: unknown, identityUrl: string): Error {
 }
 
 /**
+ * A token from an application credential with access rules makes only the requests they allow; any other is
+ * 401, as keystonemiddleware answers in front of an OpenStack service.
+ */
+function outsideAccessRules(request: FastifyRequest, identityUrl: string): Error | undefined {
+  const rules = request.principal.accessRules
+  if (!rules || accessAllowed(rules, request.method, request.url)) return undefined
+  return new AppError('unauthorized', 'The application credential used for this token does not allow this request (access rules).', { headers: authChallenge(identityUrl) })
+}
+
+/**
  * The hook that sets `request.principal` (onRequest or preHandler). Callback style: most requests are answered
  * from the token snapshot at once and need no promise.
  */
@@ -50,12 +61,12 @@ export function authHook(authenticator: Authenticator, identityUrl: string) {
     }
     if (now) {
       request.principal = now
-      return done()
+      return done(outsideAccessRules(request, identityUrl))
     }
     authenticator.authenticate(token).then(
       (principal) => {
         request.principal = principal
-        done()
+        done(outsideAccessRules(request, identityUrl))
       },
       (err: unknown) => done(challenged(err, identityUrl)),
     )

@@ -2,6 +2,8 @@
  * Who is calling: what a validated identity token says. Every authenticated request carries one
  * (`request.principal`); policy rules and project scoping read it and nothing else.
  */
+import type { AccessRule } from '../identity/access-rules.js'
+
 export type TokenScope =
   | { type: 'project'; projectId: string; projectName: string; domainId: string; domainName: string }
   | { type: 'domain'; domainId: string; domainName: string }
@@ -22,6 +24,8 @@ export interface Principal {
   expiresAt: number
   /** Set when the token came from an application credential. */
   applicationCredentialId?: string
+  /** The application credential's access rules: the only requests this token may make (identity/access-rules.ts). */
+  accessRules?: readonly AccessRule[]
 }
 
 /** Turns a bearer token into a principal. Throws AppError 'unauthorized' for anything not currently valid. */

@@ -34,10 +34,8 @@ export function resolveToken(snap: IdentitySnapshot, payload: TokenPayload): Res
   if (!user || !user.enabled || !userDomain || !userDomain.enabled) throw invalid()
   // A password change ends every token issued before it (Keystone revokes by user on password change).
   if (user.passwordCreatedAt !== null && payload.i < user.passwordCreatedAt) throw invalid()
-  if (payload.ac) {
-    const cred = snap.appCreds.get(payload.ac)
-    if (!cred || cred.userId !== user.id) throw invalid()
-  }
+  const cred = payload.ac ? snap.appCreds.get(payload.ac) : undefined
+  if (payload.ac && (!cred || cred.userId !== user.id)) throw invalid()
 
   let scope: TokenScope = { type: 'unscoped' }
   const s = payload.s
@@ -71,6 +69,7 @@ export function resolveToken(snap: IdentitySnapshot, payload: TokenPayload): Res
       issuedAt: payload.i,
       expiresAt: payload.e,
       applicationCredentialId: payload.ac,
+      ...(cred?.accessRules ? { accessRules: cred.accessRules } : {}),
     },
   }
 }

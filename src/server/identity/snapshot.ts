@@ -7,9 +7,12 @@
  * with it.
  */
 import type { Db } from '../storage/store.js'
+import type { AccessRule } from './access-rules.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import { identityGeneration, localIdentityWrites } from './generation.js'
 import { listApplicationCredentialGrants } from './repo/application-credentials.repo.js'
+import { loadEndpointFilter } from './repo/endpoint-filter.repo.js'
+import { projectEndpointSets } from './endpoint-filter.js'
 import type { TokenKey } from './token-format.js'
 
 export interface UserRecord {
@@ -60,6 +63,8 @@ export interface AppCredRecord {
   roleIds: string[]
   unrestricted: boolean
   expiresAt: number | null
+  /** The requests its tokens may make; undefined: any (identity/access-rules.ts). */
+  accessRules?: (AccessRule & { id: string })[]
 }
 
 interface Assignment {
@@ -122,6 +127,8 @@ export class IdentitySnapshot {
   private readonly assignments = new Map<string, Assignment[]>()
   private readonly groupsOf = new Map<string, string[]>()
   private services: ServiceRecord[] = []
+  /** The endpoints a project's catalog is narrowed to (OS-EP-FILTER); a project absent here sees them all. */
+  private projectEndpoints = new Map<string, Set<string>>()
   private readonly roleMemo = new Map<string, RoleRecord[]>()
   private readonly catalogMemo = new Map<string, { entries: unknown[]; json: string }>()
   /** Serialized token body parts per (user, scope, application credential); see token-body.ts. */
@@ -139,7 +146,7 @@ export class IdentitySnapshot {
     const localWrites = localIdentityWrites().seq
     const snap = new IdentitySnapshot(await identityGeneration(db))
     snap.localWrites = localWrites
-    const [domains, projects, tags, users, roles, implied, assignments, members, services, endpoints, appCreds, revocations, keys] = await Promise.all([
+    const [domains, projects, tags, users, roles, implied, assignments, members, services, endpoints, appCreds, accessRules, revocations, keys, endpointFilter] = await Promise.all([
       db.selectFrom('domains').selectAll().execute(),
       db.selectFrom('projects').selectAll().execute(),
       db.selectFrom('project_tags').selectAll().execute(),
@@ -154,8 +161,10 @@ export class IdentitySnapshot {
       db.selectFrom('services').selectAll().where('enabled', '=', 1).execute(),
       db.selectFrom('endpoints').selectAll().where('enabled', '=', 1).execute(),
       listApplicationCredentialGrants(db),
+      db.selectFrom('access_rules').select(['id', 'service', 'method', 'path']).execute(),
       db.selectFrom('revocation_events').selectAll().execute(),
       db.selectFrom('token_keys').selectAll().orderBy('created_at', 'asc').orderBy('id', 'asc').execute(),
+      loadEndpointFilter(db),
     ])
     for (const d of domains) snap.domains.set(d.id, { id: d.id, name: d.name, description: d.description, enabled: d.enabled === 1, options: json(d.options) })
     for (const p of projects) {
@@ -198,10 +207,15 @@ export class IdentitySnapshot {
       byService.set(e.service_id, list)
     }
     snap.services = services.map((s) => ({ id: s.id, type: s.type, name: s.name, endpoints: byService.get(s.id) ?? [] }))
+    const filterable = endpoints.map((e) => ({ id: e.id, serviceId: e.service_id, interface: e.interface, regionId: e.region_id }))
+    snap.projectEndpoints = projectEndpointSets(filterable, endpointFilter.groups, endpointFilter.groupAssociations, endpointFilter.endpointAssociations)
+    const ruleById = new Map(accessRules.map((r) => [r.id, { id: r.id, service: r.service, method: r.method, path: r.path }]))
     for (const a of appCreds) {
+      const ruleIds = a.access_rule_ids ? (JSON.parse(a.access_rule_ids) as string[]) : []
       snap.appCreds.set(a.id, {
         id: a.id, name: a.name, userId: a.user_id, projectId: a.project_id, roleIds: JSON.parse(a.roles) as string[], unrestricted: a.unrestricted === 1,
         expiresAt: a.expires_at === null ? null : Number(a.expires_at),
+        ...(ruleIds.length > 0 ? { accessRules: ruleIds.map((id) => ruleById.get(id)).filter((r) => r !== undefined) } : {}),
       })
     }
     for (const r of revocations) {
@@ -320,14 +334,19 @@ export class IdentitySnapshot {
 
   /**
    * The catalog for a scope, as entries and as serialized JSON (built once per scope and snapshot). Project
-   * scopes substitute URL templates; other scopes drop endpoints that need a project.
+   * scopes substitute URL templates and keep only the project's endpoints when endpoint filtering narrows it
+   * (identity/endpoint-filter.ts; services left without endpoints are dropped); other scopes drop endpoints that
+   * need a project.
    */
   catalog(projectId: string | undefined, userId: string): { entries: unknown[]; json: string } {
     const key = projectId ? `p:${projectId}|${userId}` : `-|${userId}`
     const memo = this.catalogMemo.get(key)
     if (memo) return memo
-    const entries = this.services.map((s) => ({
+    const narrowed = projectId === undefined ? undefined : this.projectEndpoints.get(projectId)
+    const services = narrowed ? this.services.filter((s) => s.endpoints.some((e) => narrowed.has(e.id))) : this.services
+    const entries = services.map((s) => ({
       endpoints: s.endpoints
+        .filter((e) => !narrowed || narrowed.has(e.id))
         .filter((e) => projectId !== undefined || !/\$\((project_id|tenant_id)\)s/.test(e.url))
         .map((e) => ({
           id: e.id,

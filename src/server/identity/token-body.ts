@@ -76,7 +76,14 @@ function stableParts(snap: IdentitySnapshot, payload: TokenPayload, resolved: Re
   }
   if (payload.ac) {
     const cred = snap.appCreds.get(payload.ac)
-    if (cred) scoped.application_credential = { id: cred.id, name: cred.name, restricted: !cred.unrestricted }
+    if (cred) {
+      scoped.application_credential = {
+        id: cred.id,
+        name: cred.name,
+        restricted: !cred.unrestricted,
+        ...(cred.accessRules ? { access_rules: cred.accessRules.map((r) => ({ id: r.id, service: r.service, method: r.method, path: r.path })) } : {}),
+      }
+    }
   }
   const scopedJson = JSON.stringify(scoped)
   const parts = {

@@ -26,6 +26,9 @@ export type IdentityAuthOperation =
   | 'identity:list_application_credentials'
   | 'identity:get_application_credential'
   | 'identity:delete_application_credential'
+  | 'identity:list_access_rules'
+  | 'identity:get_access_rule'
+  | 'identity:delete_access_rule'
 
 export const identityAuthPolicy: PolicyTable<IdentityAuthOperation> = {
   'identity:validate_token': anyOf(isAdmin, systemReader, hasRole('service'), isSelf),
@@ -44,4 +47,7 @@ export const identityAuthPolicy: PolicyTable<IdentityAuthOperation> = {
   'identity:list_application_credentials': adminReaderOrOwner,
   'identity:get_application_credential': adminReaderOrOwner,
   'identity:delete_application_credential': adminOrOwner,
+  'identity:list_access_rules': adminReaderOrOwner,
+  'identity:get_access_rule': adminReaderOrOwner,
+  'identity:delete_access_rule': adminOrOwner,
 }

@@ -22,6 +22,9 @@ export type ImageOperation =
   | 'modify_member'
   | 'images:all_projects'
   | 'set_owner'
+  | 'get_metadef'
+  | 'modify_metadef'
+  | 'metadefs:all_projects'
 
 const reader = anyOf(isAdmin, hasRole('reader'))
 const member = anyOf(isAdmin, hasRole('member'))
@@ -51,4 +54,11 @@ export const imagePolicy: PolicyTable<ImageOperation> = {
   'images:all_projects': isAdmin,
   /** Naming an image's owner: on create (also without a project-scoped token) and by a patch of `owner`. */
   set_owner: isAdmin,
+  /**
+   * Metadata definitions (Glance's metadef rules, one per family here: every get_metadef_* is the reader's, every
+   * add/modify/delete the admin's). Which private namespaces the caller sees is metadefs:all_projects.
+   */
+  get_metadef: reader,
+  modify_metadef: isAdmin,
+  'metadefs:all_projects': isAdmin,
 }

@@ -94,6 +94,19 @@ const PARAM_KINDS: Record<string, string> = {
   'endpoints/id': 'endpoint',
   'credentials/credential_id': 'credential',
   'application_credentials/credential_id': 'applicationCredential',
+  'access_rules/access_rule_id': 'accessRule',
+  'config/group': 'domainConfigGroup',
+  '{group}/option': 'domainConfigOption',
+  'policies/id': 'policyBlob',
+  'consumers/id': 'oauthConsumer',
+  'endpoint_groups/id': 'endpointGroup',
+  'projects/project_id': 'identityProject',
+  'endpoints/endpoint_id': 'endpoint',
+  'namespaces/ns': 'metadefNamespace',
+  'objects/name': 'metadefObject',
+  'properties/name': 'metadefProperty',
+  'tags/name': 'metadefTag',
+  'resource_types/name': 'metadefResourceType',
   'hosts/id': 'registeredHost',
   'images/imageId': 'image',
   'transfers/serverId': 'server',
@@ -107,7 +120,7 @@ const PARAM_KINDS: Record<string, string> = {
  */
 export const OWNED_KINDS = new Set([
   'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'port', 'securityGroup',
-  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment',
+  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'metadefNamespace',
 ])
 
 export function paramKind(path: string, param: string): string | undefined {

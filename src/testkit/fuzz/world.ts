@@ -117,6 +117,24 @@ const FIXTURES: FixtureSpec[] = [
     const path = `/identity/v3/users/${w.personas.admin.userId}/application_credentials`
     return (await w.must('admin', 'POST', path, { application_credential: { name: name('appcred') } })).body.application_credential.id
   }, (w) => w.found(`/identity/v3/users/${w.personas.admin.userId}/application_credentials/${w.fixtures.applicationCredential}`)),
+  f('accessRule', async (w) => {
+    const path = `/identity/v3/users/${w.personas.admin.userId}/application_credentials`
+    const body = { application_credential: { name: name('ruled'), access_rules: [{ service: 'compute', method: 'GET', path: '/v2.1/servers' }] } }
+    return (await w.must('admin', 'POST', path, body)).body.application_credential.access_rules[0].id
+  }, (w) => w.found(`/identity/v3/users/${w.personas.admin.userId}/access_rules/${w.fixtures.accessRule}`)),
+  f('domainConfigGroup', async (w) => {
+    await w.must('admin', 'PUT', `/identity/v3/domains/${w.fixtures.domain}/config`, { config: { identity: { driver: 'ldap' }, ldap: { url: 'ldap://fuzz/' } } })
+    w.fixtures.domainConfigOption = 'url'
+    return 'ldap'
+  }, (w) => w.found(`/identity/v3/domains/${w.fixtures.domain}/config/ldap/url`)),
+  f('policyBlob', async (w) => (await w.must('admin', 'POST', '/identity/v3/policies', { policy: { type: 'application/json', blob: '{}' } })).body.policy.id, (w) => w.found(`/identity/v3/policies/${w.fixtures.policyBlob}`)),
+  f('oauthConsumer', async (w) => (await w.must('admin', 'POST', '/identity/v3/OS-OAUTH1/consumers', { consumer: { description: name('consumer') } })).body.consumer.id, (w) => w.found(`/identity/v3/OS-OAUTH1/consumers/${w.fixtures.oauthConsumer}`)),
+  f('endpointGroup', async (w) => {
+    const id = (await w.must('admin', 'POST', '/identity/v3/OS-EP-FILTER/endpoint_groups', { endpoint_group: { name: name('epgroup'), filters: { service_id: w.fixtures.service } } })).body.endpoint_group.id
+    await w.must('admin', 'PUT', `/identity/v3/OS-EP-FILTER/endpoint_groups/${id}/projects/${w.fixtures.identityProject}`)
+    await w.must('admin', 'PUT', `/identity/v3/OS-EP-FILTER/projects/${w.fixtures.identityProject}/endpoints/${w.fixtures.endpoint}`)
+    return id
+  }, (w) => w.found(`/identity/v3/OS-EP-FILTER/endpoint_groups/${w.fixtures.endpointGroup}`)),
 
   // Network.
   f('network', async (w) => (await w.must('admin', 'POST', '/network/v2.0/networks', { network: { name: name('net'), tags: ['fuzztag'] } })).body.network.id, (w) => w.found(`/network/v2.0/networks/${w.fixtures.network}`)),
@@ -148,6 +166,21 @@ const FIXTURES: FixtureSpec[] = [
     await w.must('admin', 'POST', `/image/v2/images/${id}/members`, { member: w.personas.member.projectId })
     return id
   }, (w) => w.found(`/image/v2/images/${w.fixtures.image}`)),
+  // A private namespace of the admin's project holding one of everything (names, not ids, in the paths).
+  f('metadefNamespace', async (w) => {
+    const ns = name('ns')
+    const body = {
+      namespace: ns, visibility: 'private', resource_type_associations: [{ name: 'OS::Glance::Image' }], properties: { fuzzprop: { title: 'Fuzz', type: 'string' } },
+      objects: [{ name: 'fuzzobject' }], tags: [{ name: 'fuzztag' }],
+    }
+    await w.must('admin', 'POST', '/image/v2/metadefs/namespaces', body)
+    Object.assign(w.fixtures, { metadefObject: 'fuzzobject', metadefProperty: 'fuzzprop', metadefTag: 'fuzztag', metadefResourceType: 'OS::Glance::Image' })
+    return ns
+  }, async (w) => {
+    const shown = await w.call('admin', 'GET', `/image/v2/metadefs/namespaces/${w.fixtures.metadefNamespace}`)
+    const body = shown.body as { objects?: unknown[]; properties?: object; tags?: unknown[]; resource_type_associations?: unknown[] }
+    return shown.status === 200 && !!body.objects && !!body.properties && !!body.tags && !!body.resource_type_associations
+  }),
   f('volumeType', async (w) => {
     const body = { volume_type: { name: name('type'), extra_specs: { fuzzkey: 'fuzz' } } }
     return (await w.must('admin', 'POST', `/volume/v3/types`, body, VOLUME)).body.volume_type.id

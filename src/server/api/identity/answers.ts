@@ -28,6 +28,10 @@ const region = object({ id: str, description: nstr, parent_region_id: nstr, link
 const service = object({ id: str, type: str, name: nstr, description: nstr, enabled: bool, links: self }, ['id', 'type'])
 const endpoint = object({ id: str, interface: str, region_id: nstr, region: nstr, service_id: str, url: str, enabled: bool, links: self }, ['id', 'interface', 'service_id', 'url'])
 const credential = object({ id: str, type: str, user_id: str, project_id: nstr, blob: str, links: self }, ['id', 'type', 'user_id', 'blob'])
+const accessRule = object({ id: str, service: str, method: str, path: str, links: self }, ['id', 'service', 'method', 'path'])
+const endpointGroup = object({ id: str, name: str, description: nstr, filters: { type: 'object' }, links: self }, ['id', 'name', 'filters'])
+const policy = object({ id: str, type: str, blob: str, links: self }, ['id', 'type', 'blob'])
+const consumer = object({ id: str, description: nstr, secret: { type: 'string', description: 'only when created' }, links: self }, ['id'])
 const applicationCredential = object(
   {
     id: str,
@@ -38,7 +42,7 @@ const applicationCredential = object(
     expires_at: nstr,
     unrestricted: bool,
     roles: { type: 'array', items: object({ id: str, name: str, domain_id: nstr }) },
-    access_rules: { type: 'array' },
+    access_rules: { type: 'array', items: object({ id: str, service: str, method: str, path: str }) },
     links: self,
     secret: { type: 'string', description: 'only when created' },
   },
@@ -80,7 +84,7 @@ export const list = (key: string, item: Schema): Schema => object({ [key]: { typ
 /** `{ <key>: item }` */
 export const one = (key: string, item: Schema): Schema => object({ [key]: item }, [key])
 
-export const V = { domain, project, user, group, role, region, service, endpoint, credential, applicationCredential, assignment }
+export const V = { domain, project, user, group, role, region, service, endpoint, credential, applicationCredential, accessRule, assignment, policy, consumer, endpointGroup }
 
 export const A = {
   versions: object({ versions: object({ values: { type: 'array', items: versionDoc } }) }, ['versions']),

@@ -12,6 +12,7 @@ import type { AuthRequest } from '../../identity/auth-flow.js'
 import { authorize } from '../../policy/rules.js'
 import { identityAuthPolicy } from '../../policy/identity-auth.policy.js'
 import { applicationCredentialRoutes } from './auth/application-credential-routes.js'
+import { accessRuleRoutes } from './auth/access-rule-routes.js'
 import { credentialRoutes } from './auth/credential-routes.js'
 import { authListBodies } from './auth/scope-lists.js'
 import { documented, noBody, OPEN } from '../../http/openapi.js'
@@ -149,5 +150,6 @@ export function authRoutes(deps: AppDeps) {
 
     await credentialRoutes(deps, requireAuth)(scope)
     await applicationCredentialRoutes(deps, requireAuth)(scope)
+    await accessRuleRoutes(deps, requireAuth)(scope)
   }
 }

@@ -14,6 +14,7 @@ import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../.
 import { imageView, memberView } from '../../image/view.js'
 import { documented, mediaAnswer, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
 import { fromDraft4 } from '../../image/patch.js'
+import { metadefRoutes } from './metadefs-routes.js'
 import { loneSurrogateInJson, nulInJson } from '../../http/json-body.js'
 
 const DRAFT4_PATCH_TYPE = 'application/openstack-images-v2.0-json-patch'
@@ -130,6 +131,7 @@ export function imageRoutes(deps: AppDeps) {
       v2.get('/v2/schemas/images', DOCS.schema('the image list'), async () => IMAGES_SCHEMA)
       v2.get('/v2/schemas/member', DOCS.schema('a member'), async () => MEMBER_SCHEMA)
       v2.get('/v2/schemas/members', DOCS.schema('the member list'), async () => MEMBERS_SCHEMA)
+      await metadefRoutes(deps)(v2)
 
       v2.get<{ Querystring: ImageQuery }>('/v2/images', DOCS.list, async (request) => {
         const page = await images.list(request.principal, request.query)

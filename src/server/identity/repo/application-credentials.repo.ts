@@ -3,6 +3,7 @@ import { conflict, notFound } from '../../../contracts/errors.js'
 import type { ApplicationCredentialTable } from '../../storage/tables/identity-auth.js'
 import type { Db } from '../../storage/store.js'
 import { touchIdentity } from '../generation.js'
+import { type AccessRuleRequest, resolveAccessRules } from './access-rules.repo.js'
 
 export type ApplicationCredentialRow = ApplicationCredentialTable
 
@@ -31,10 +32,10 @@ export async function findUserApplicationCredentialByName(db: Db, userId: string
 }
 
 /** What the identity snapshot keeps of every application credential: no secret hash, no description. */
-export type ApplicationCredentialGrant = Pick<ApplicationCredentialRow, 'id' | 'name' | 'user_id' | 'project_id' | 'roles' | 'unrestricted' | 'expires_at'>
+export type ApplicationCredentialGrant = Pick<ApplicationCredentialRow, 'id' | 'name' | 'user_id' | 'project_id' | 'roles' | 'unrestricted' | 'expires_at' | 'access_rule_ids'>
 
 export async function listApplicationCredentialGrants(db: Db): Promise<ApplicationCredentialGrant[]> {
-  return db.selectFrom('application_credentials').select(['id', 'name', 'user_id', 'project_id', 'roles', 'unrestricted', 'expires_at']).execute()
+  return db.selectFrom('application_credentials').select(['id', 'name', 'user_id', 'project_id', 'roles', 'unrestricted', 'expires_at', 'access_rule_ids']).execute()
 }
 
 async function nameTaken(db: Db, userId: string, name: string): Promise<boolean> {
@@ -42,16 +43,24 @@ async function nameTaken(db: Db, userId: string, name: string): Promise<boolean>
 }
 
 /**
- * Stores a new application credential and bumps the identity generation. A name already used by the user is a
- * conflict, whether seen first or raised by a concurrent writer that won the race.
+ * Stores a new application credential with its access rules (the user's existing ones reused, new ones made) and
+ * bumps the identity generation; answers the row as stored. A name already used by the user is a conflict,
+ * whether seen first or raised by a concurrent writer that won the race.
  */
-export async function createApplicationCredential(db: Db, row: ApplicationCredentialRow): Promise<void> {
+export async function createApplicationCredential(
+  db: Db,
+  row: Omit<ApplicationCredentialRow, 'access_rule_ids'>,
+  accessRules: readonly AccessRuleRequest[],
+): Promise<ApplicationCredentialRow> {
   const duplicate = () => conflict(`An application credential named ${row.name} already exists for this user.`)
   if (await nameTaken(db, row.user_id, row.name)) throw duplicate()
   try {
-    await db.transaction().execute(async (tx) => {
-      await tx.insertInto('application_credentials').values(row).execute()
+    return await db.transaction().execute(async (tx) => {
+      const ruleIds = await resolveAccessRules(tx, row.user_id, accessRules, row.created_at)
+      const stored = { ...row, access_rule_ids: ruleIds.length > 0 ? JSON.stringify(ruleIds) : null }
+      await tx.insertInto('application_credentials').values(stored).execute()
       await touchIdentity(tx)
+      return stored
     })
   } catch (err) {
     if (await nameTaken(db, row.user_id, row.name)) throw duplicate()

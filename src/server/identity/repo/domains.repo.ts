@@ -111,5 +111,6 @@ export async function deleteDomain(db: Db, id: string): Promise<void> {
   await db.updateTable('projects').set({ parent_id: null }).where('domain_id', '=', id).execute()
   await db.deleteFrom('projects').where('domain_id', '=', id).execute()
   await db.deleteFrom('roles').where('domain_id', '=', id).execute()
+  await db.deleteFrom('domain_configs').where('domain_id', '=', id).execute()
   await db.deleteFrom('domains').where('id', '=', id).execute()
 }

@@ -24,6 +24,11 @@ import * as m0098 from './0098-totp-steps.js'
 import * as m0099 from './0099-registration-token-host.js'
 import * as m0100 from './0100-host-ceph-users.js'
 import * as m0101 from './0101-aggregates-migrations.js'
+import * as m0131 from './0131-application-credential-access-rules.js'
+import * as m0132 from './0132-domain-configs.js'
+import * as m0133 from './0133-identity-policies-consumers.js'
+import * as m0134 from './0134-endpoint-filter.js'
+import * as m0135 from './0135-image-metadefs.js'
 
 export interface Migration {
   id: string
@@ -51,6 +56,11 @@ export const MIGRATIONS: Migration[] = [
   { id: '0099', name: 'registration-token-host', up: m0099.up },
   { id: '0100', name: 'host-ceph-users', up: m0100.up },
   { id: '0101', name: 'aggregates-migrations', up: m0101.up },
+  { id: '0131', name: 'application-credential-access-rules', up: m0131.up },
+  { id: '0132', name: 'domain-configs', up: m0132.up },
+  { id: '0133', name: 'identity-policies-consumers', up: m0133.up },
+  { id: '0134', name: 'endpoint-filter', up: m0134.up },
+  { id: '0135', name: 'image-metadefs', up: m0135.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

@@ -24,6 +24,22 @@ export interface ApplicationCredentialTable {
   roles: string
   unrestricted: number
   expires_at: number | null
+  /** The microseconds within `expires_at`'s millisecond (0-999): Keystone answers the time as sent, to the microsecond. */
+  expires_at_us: number | null
+  /** JSON array of the ids of the access rules its tokens are held to; null or empty: no rules, any request. */
+  access_rule_ids: string | null
+  created_at: number
+}
+
+/** An access rule of a user (Keystone's): a request an application credential's tokens may make. */
+export interface AccessRuleTable {
+  id: string
+  user_id: string
+  /** The service type (compute, image…) the request goes to. */
+  service: string
+  method: string
+  /** The path under the service's endpoint; `*` stands for one path segment, `**` for any number. */
+  path: string
   created_at: number
 }
 
@@ -45,5 +61,6 @@ export interface RevocationEventTable {
 export interface IdentityAuthTables {
   credentials: CredentialTable
   application_credentials: ApplicationCredentialTable
+  access_rules: AccessRuleTable
   revocation_events: RevocationEventTable
 }

@@ -121,6 +121,56 @@ export interface EndpointTable {
   enabled: number
 }
 
+/** A domain's specific configuration (identity/domain-config.ts): group → option → value. */
+export interface DomainConfigTable {
+  domain_id: string
+  /** JSON: the options answered by the API. */
+  config: string
+  /** The sensitive options (the LDAP password) as JSON sealed with the master key, or null. */
+  sensitive: string | null
+  updated_at: number
+}
+
+/** A policy blob (Keystone's /v3/policies): stored and served, never evaluated. */
+export interface PolicyBlobTable {
+  id: string
+  type: string
+  blob: string
+  /** JSON: the extra attributes the record was given. */
+  extra: string
+  created_at: number
+}
+
+/** An OAuth 1.0a consumer (Keystone's OS-OAUTH1). */
+export interface OAuthConsumerTable {
+  id: string
+  description: string | null
+  /** The consumer's secret, sealed with the master key (shown once, when created). */
+  secret: string
+  extra: string
+  created_at: number
+}
+
+/** An endpoint group (OS-EP-FILTER): the endpoints its filters match (identity/endpoint-filter.ts). */
+export interface EndpointGroupTable {
+  id: string
+  name: string
+  description: string | null
+  /** JSON: `{service_id?, interface?, region_id?}`; an endpoint matches when every one given is equal. */
+  filters: string
+  created_at: number
+}
+
+export interface ProjectEndpointGroupTable {
+  endpoint_group_id: string
+  project_id: string
+}
+
+export interface ProjectEndpointTable {
+  endpoint_id: string
+  project_id: string
+}
+
 export interface IdentityTables {
   token_keys: TokenKeyTable
   domains: DomainTable
@@ -135,4 +185,10 @@ export interface IdentityTables {
   regions: RegionTable
   services: ServiceTable
   endpoints: EndpointTable
+  domain_configs: DomainConfigTable
+  policies: PolicyBlobTable
+  oauth_consumers: OAuthConsumerTable
+  endpoint_groups: EndpointGroupTable
+  project_endpoint_groups: ProjectEndpointGroupTable
+  project_endpoints: ProjectEndpointTable
 }

@@ -43,8 +43,55 @@ export interface ImageMemberTable {
   updated_at: number
 }
 
+/** A metadata definition namespace (Glance's metadefs, image/metadefs.ts). */
+export interface MetadefNamespaceTable {
+  id: string
+  /** Its name, unique: the API names namespaces by it. */
+  namespace: string
+  display_name: string | null
+  description: string | null
+  /** public | private */
+  visibility: string
+  protected: number
+  /** The owning project. */
+  owner: string | null
+  created_at: number
+  updated_at: number
+}
+
+/** An object, property or tag of a namespace: its name and its definition (JSON, without the name). */
+export interface MetadefMemberTable {
+  namespace_id: string
+  name: string
+  body: string
+  created_at: number
+  updated_at: number
+}
+
+export interface MetadefResourceTypeTable {
+  name: string
+  protected: number
+  created_at: number
+  updated_at: number
+}
+
+export interface MetadefNamespaceResourceTypeTable {
+  namespace_id: string
+  resource_type: string
+  prefix: string | null
+  properties_target: string | null
+  created_at: number
+  updated_at: number
+}
+
 export interface ImageTables {
   images: ImageTable
   image_tags: ImageTagTable
   image_members: ImageMemberTable
+  metadef_namespaces: MetadefNamespaceTable
+  metadef_objects: MetadefMemberTable
+  metadef_properties: MetadefMemberTable
+  metadef_tags: MetadefMemberTable
+  metadef_resource_types: MetadefResourceTypeTable
+  metadef_namespace_resource_types: MetadefNamespaceResourceTypeTable
 }

@@ -91,5 +91,15 @@ const endpointFields = { region_id: T.Optional(Nullable(RegionId)), region: T.Op
 export const EndpointCreate = T.Object({ endpoint: T.Object({ service_id: Id, interface: Interface, url: Url, ...endpointFields }, open) })
 export const EndpointUpdate = T.Object({ endpoint: T.Object({ service_id: T.Optional(Id), interface: T.Optional(Interface), url: T.Optional(Url), ...endpointFields }, open) })
 
+/** Policy blobs: Keystone's, a blob and a type, extra attributes kept. */
+const PolicyType = T.String({ minLength: 1, maxLength: 255 })
+const Blob = T.String({ maxLength: 65535 })
+export const PolicyCreate = T.Object({ policy: T.Object({ type: PolicyType, blob: Blob }, open) })
+export const PolicyUpdate = T.Object({ policy: T.Object({ type: T.Optional(PolicyType), blob: T.Optional(Blob) }, open) })
+
+/** OAuth 1.0a consumers: a description; the secret is made by the server and never changed. */
+export const ConsumerCreate = T.Object({ consumer: T.Object({ description: T.Optional(Description) }, open) })
+export const ConsumerUpdate = T.Object({ consumer: T.Object({ description: T.Optional(Description) }, open) })
+
 /** Query strings: every value a string; unknown parameters are ignored, as Keystone does. */
 export const query = (keys: string[]) => T.Object(Object.fromEntries(keys.map((k) => [k, T.Optional(T.String())])), { additionalProperties: true })

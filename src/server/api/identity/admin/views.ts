@@ -5,6 +5,8 @@ import type { ProjectRecord } from '../../../identity/repo/projects.repo.js'
 import type { RoleRow } from '../../../identity/repo/roles.repo.js'
 import type { UserRow } from '../../../identity/repo/users.repo.js'
 import type { EndpointRow, RegionRow, ServiceRow } from '../../../identity/repo/catalog.repo.js'
+import type { PolicyBlobRow } from '../../../identity/repo/policies.repo.js'
+import type { OAuthConsumerRow } from '../../../identity/repo/oauth-consumers.repo.js'
 import { parseJson, type Extra } from '../../../identity/repo/write.js'
 import type { AdminContext } from './common.js'
 
@@ -92,4 +94,13 @@ export function serviceView(ctx: AdminContext, s: ServiceRow) {
 
 export function endpointView(ctx: AdminContext, e: EndpointRow) {
   return { id: e.id, interface: e.interface, region_id: e.region_id, region: e.region_id, service_id: e.service_id, url: e.url, enabled: !!e.enabled, links: ctx.link(`endpoints/${e.id}`) }
+}
+
+export function policyView(ctx: AdminContext, p: PolicyBlobRow) {
+  return { ...extra(p.extra), id: p.id, type: p.type, blob: p.blob, links: ctx.link(`policies/${p.id}`) }
+}
+
+/** A consumer without its secret (answered once, by the create route). */
+export function consumerView(ctx: AdminContext, c: OAuthConsumerRow) {
+  return { ...extra(c.extra), id: c.id, description: c.description, links: ctx.link(`OS-OAUTH1/consumers/${c.id}`) }
 }

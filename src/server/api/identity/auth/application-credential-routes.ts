@@ -16,11 +16,25 @@ import {
   getUserApplicationCredential,
   listUserApplicationCredentials,
 } from '../../../identity/repo/application-credentials.repo.js'
-import { passwordExpiryTime } from '../../../identity/token-body.js'
+import { ACCESS_RULE_METHODS } from '../../../identity/access-rules.js'
+import { type AccessRuleRequest, accessRulesByIds } from '../../../identity/repo/access-rules.repo.js'
+import { parseJson } from '../../../identity/repo/write.js'
 import { authorize } from '../../../policy/rules.js'
 import { identityAuthPolicy } from '../../../policy/identity-auth.policy.js'
 import { documented, noBody } from '../../../http/openapi.js'
 import { V, list, one } from '../answers.js'
+
+/** A rule asked for by id (one of the user's) or by its fields; paths start with '/'. */
+const accessRuleBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', minLength: 1, maxLength: 64 },
+    service: { type: 'string', minLength: 1, maxLength: 64 },
+    method: { type: 'string', enum: ACCESS_RULE_METHODS },
+    path: { type: 'string', minLength: 1, maxLength: 225, pattern: '^/' },
+  },
+} as const
 
 const createBody = {
   type: 'object',
@@ -39,7 +53,7 @@ const createBody = {
           type: 'array',
           items: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, domain_id: { type: ['string', 'null'] } } },
         },
-        access_rules: { type: 'array', maxItems: 0 },
+        access_rules: { type: 'array', maxItems: 100, items: accessRuleBody },
       },
     },
   },
@@ -52,32 +66,55 @@ interface CreateInput {
   expires_at?: string | null
   unrestricted?: boolean | null
   roles?: { id?: string; name?: string }[]
+  access_rules?: { id?: string; service?: string; method?: string; path?: string }[]
 }
 
-/** ISO times without a zone are UTC (Keystone's reading), not local time. */
-function parseExpiry(text: string): number {
+/**
+ * ISO times without a zone are UTC (Keystone's reading), not local time. Keystone keeps microseconds: the
+ * milliseconds go to `ms`, the three digits after them to `us`.
+ */
+function parseExpiry(text: string): { ms: number; us: number } {
   const withZone = /(Z|[+-]\d\d:?\d\d)$/i.test(text) ? text : `${text}Z`
   const ms = Date.parse(withZone)
   if (Number.isNaN(ms)) throw badRequest(`application_credential.expires_at is not a date-time: ${text}`)
-  return ms
+  const fraction = /T[\d:]+\.(\d+)/.exec(text)?.[1] ?? ''
+  return { ms, us: Number(fraction.padEnd(6, '0').slice(3, 6)) }
+}
+
+/** Keystone's rendering of the expiry: UTC, microseconds, no zone letter. */
+function expiryText(ms: number | null, us: number | null): string | null {
+  if (ms === null) return null
+  return new Date(Number(ms)).toISOString().replace(/\.(\d{3})Z$/, (_, millis: string) => `.${millis}${String(us ?? 0).padStart(3, '0')}`)
+}
+
+/** Each rule the body asks for, by id or complete; a rule missing a field is refused. */
+function accessRuleRequests(rules: NonNullable<CreateInput['access_rules']>): AccessRuleRequest[] {
+  return rules.map((rule) => {
+    if (rule.id !== undefined) return { id: rule.id }
+    if (rule.service === undefined || rule.method === undefined || rule.path === undefined) {
+      throw badRequest('Each application_credential.access_rules item needs an id, or a service, a method and a path.')
+    }
+    return { service: rule.service, method: rule.method, path: rule.path }
+  })
 }
 
 export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandler) {
   const db = deps.store.db
   const base = (userId: string) => `${deps.urls.identity}/users/${userId}/application_credentials`
-  const render = (row: ApplicationCredentialRow) => {
+  const render = async (row: ApplicationCredentialRow) => {
     const snap = deps.tokens.snapshot
     const roleIds = JSON.parse(row.roles) as string[]
+    const rules = await accessRulesByIds(db, parseJson<string[]>(row.access_rule_ids, []))
     return {
       id: row.id,
       name: row.name,
       description: row.description,
       user_id: row.user_id,
       project_id: row.project_id,
-      expires_at: passwordExpiryTime(row.expires_at === null ? null : Number(row.expires_at)),
+      expires_at: expiryText(row.expires_at, row.expires_at_us),
       unrestricted: row.unrestricted === 1,
       roles: roleIds.map((id) => snap.roles.get(id)).filter((r) => r !== undefined).map((r) => ({ id: r!.id, name: r!.name, domain_id: r!.domainId })),
-      access_rules: [],
+      access_rules: rules.map((r) => ({ id: r.id, service: r.service, method: r.method, path: r.path })),
       links: { self: `${base(row.user_id)}/${row.id}` },
     }
   }
@@ -110,11 +147,12 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
             return role.id
           })
         }
-        const expiresAt = input.expires_at ? parseExpiry(input.expires_at) : null
+        const expiry = input.expires_at ? parseExpiry(input.expires_at) : null
         const now = Date.now()
-        if (expiresAt !== null && expiresAt <= now) throw badRequest('application_credential.expires_at is in the past.')
+        if (expiry !== null && expiry.ms <= now) throw badRequest('application_credential.expires_at is in the past.')
+        const accessRules = accessRuleRequests(input.access_rules ?? [])
         const secret = input.secret ?? randomBytes(48).toString('base64url')
-        const row: ApplicationCredentialRow = {
+        const stored = await createApplicationCredential(db, {
           id: newId(),
           user_id: userId,
           project_id: principal.scope.projectId,
@@ -123,12 +161,12 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
           secret_hash: await hashPassword(secret),
           roles: JSON.stringify([...new Set(roleIds)]),
           unrestricted: input.unrestricted ? 1 : 0,
-          expires_at: expiresAt,
+          expires_at: expiry?.ms ?? null,
+          expires_at_us: expiry?.us ?? null,
           created_at: now,
-        }
-        await createApplicationCredential(db, row)
+        }, accessRules)
         await deps.tokens.refresh()
-        return reply.code(201).send({ application_credential: { ...render(row), secret } })
+        return reply.code(201).send({ application_credential: { ...(await render(stored)), secret } })
       },
     )
 
@@ -140,7 +178,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
         authorize(identityAuthPolicy, 'identity:list_application_credentials', request.principal, { userId })
         requireUser(userId)
         const rows = await listUserApplicationCredentials(db, userId, request.query.name)
-        return { application_credentials: rows.map(render), links: { self: base(userId), previous: null, next: null } }
+        return { application_credentials: await Promise.all(rows.map(render)), links: { self: base(userId), previous: null, next: null } }
       },
     )
 
@@ -150,7 +188,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
       async (request) => {
         const { user_id: userId, credential_id: id } = request.params
         authorize(identityAuthPolicy, 'identity:get_application_credential', request.principal, { userId })
-        return { application_credential: render(await getUserApplicationCredential(db, userId, id)) }
+        return { application_credential: await render(await getUserApplicationCredential(db, userId, id)) }
       },
     )
 
