@@ -109,8 +109,6 @@ export const NOT_IN_CI: { pattern: string; why: string }[] = [
   { pattern: api('volume', 'admin.test_volume_hosts.'), why: "the volume API's os-hosts is not implemented" },
   { pattern: api('volume', 'admin.test_volume_quota_classes.'), why: 'quota classes are not implemented' },
   { pattern: api('volume', 'admin.test_volume_services_negative.'), why: 'enabling, disabling, freezing and thawing volume services is not implemented' },
-  { pattern: api('volume', 'admin.test_volume_type_access.'), why: "private volume types' project access (os-volume-type-access) is not implemented" },
-  { pattern: api('volume', 'admin.test_volume_types_negative.VolumeTypesNegativeTest.test_create_volume_with_private_volume_type'), why: "private volume types' project access is not implemented" },
   { pattern: api('volume', 'admin.test_volume_types.VolumeTypesTest.test_volume_type_encryption'), why: 'volume type encryption is not implemented' },
   { pattern: api('volume', 'admin.test_snapshots_actions.SnapshotsActionsTest.test_update_snapshot_status'), why: 'os-update_snapshot_status (Nova-assisted snapshots) is not implemented' },
   { pattern: api('volume', 'admin.test_volumes_actions.VolumesActionsTest.test_force_detach_volume'), why: "Cinder's legacy attach actions (os-attach, os-detach, os-force_detach) are not served: volumes attach through compute" },

@@ -24,6 +24,7 @@ export type VolumeOperation =
   | 'type:get'
   | 'type:manage'
   | 'type:private:see'
+  | 'type:access:manage'
   | 'quota:show'
   | 'quota:update'
 
@@ -50,6 +51,8 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'type:manage': isAdmin,
   /** Private volume types are listed and found (else they do not exist for the caller). */
   'type:private:see': isAdmin,
+  /** Which projects may use a private type: listing, granting and taking back (os-volume-type-access). */
+  'type:access:manage': isAdmin,
   'quota:show': projectReaderOrAdmin,
   'quota:update': isAdmin,
 }

@@ -31,7 +31,7 @@ import type { VolumeConnections } from './connections.js'
 import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { fitsLayout, typeLayout } from './placement.js'
 import { checkQuota } from './quotas.js'
-import { hydrate, loadVolume, resolveType } from './repo.js'
+import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
 
@@ -55,11 +55,23 @@ export interface Caller {
   userId: string
   /** Whose volumes and snapshots the caller may find (volume:other_projects:see, or compute's decision). */
   visibility: Visibility
+  /** Private volume types the project was not granted may be used (type:private:see); compute's callers may not. */
+  seesPrivateTypes?: boolean
 }
 
 export function callerOf(principal: Principal): Caller {
   if (principal.scope.type !== 'project') throw new AppError('forbidden', 'The block storage API needs a project-scoped token.')
-  return { projectId: principal.scope.projectId, userId: principal.userId, visibility: visibilityOf(allows(volumePolicy, 'volume:other_projects:see', principal)) }
+  return {
+    projectId: principal.scope.projectId,
+    userId: principal.userId,
+    visibility: visibilityOf(allows(volumePolicy, 'volume:other_projects:see', principal)),
+    seesPrivateTypes: allows(volumePolicy, 'type:private:see', principal),
+  }
+}
+
+/** The caller as a private volume type's access check sees it. */
+function typeAccessOf(caller: Caller): TypeAccess {
+  return { projectId: caller.projectId, seesPrivate: caller.seesPrivateTypes === true }
 }
 
 /** The caller of a compute-facing method: compute's route decided its visibility from compute's policy (default: project). */
@@ -271,7 +283,8 @@ export class VolumeService {
       }
     }
     if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
-    const type = await resolveType(tx, typeRef ?? this.options.defaultVolumeType)
+    // A type asked for must be usable by the caller; one inherited from the source volume or snapshot was usable once.
+    const type = input.volume_type ? await resolveUsableType(tx, input.volume_type, typeAccessOf(caller)) : await resolveType(tx, typeRef ?? this.options.defaultVolumeType)
     const layout = typeLayout(type)
     if (fromSnapshotBackend !== undefined && fromSnapshotBackend !== layout.backend) {
       throw badRequest(`Invalid input received: a volume from a snapshot is made by the snapshot's backend (${fromSnapshotBackend}); volume type ${type.name} uses ${layout.backend}.`)
@@ -409,7 +422,7 @@ export class VolumeService {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
       if (!['available', 'in-use'].includes(volume.status)) throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use to retype, but it is ${volume.status}.`)
-      const type = await resolveType(tx, typeRef)
+      const type = await resolveUsableType(tx, typeRef, typeAccessOf(caller))
       if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)
       const layout = typeLayout(type)
       if (!fitsLayout(volume, layout)) {

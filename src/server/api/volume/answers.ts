@@ -100,6 +100,7 @@ export const A = {
   types: envelope('volume_types', listOf(volumeType)),
   type: envelope('volume_type', volumeType),
   extraSpecs: envelope('extra_specs', strMap),
+  typeAccess: envelope('volume_type_access', listOf(object({ volume_type_id: str, project_id: str }, ['volume_type_id', 'project_id']))),
   /** The answer to os-volume_upload_image: the volume and the image it is being copied into. */
   uploadedImage: envelope(
     'os-volume_upload_image',

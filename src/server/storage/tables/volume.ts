@@ -73,6 +73,13 @@ export interface VolumeTypeTable {
   created_at: number
 }
 
+/** A project that may use a private volume type (os-volume-type-access). */
+export interface VolumeTypeAccessTable {
+  volume_type_id: string
+  project_id: string
+  created_at: number
+}
+
 export interface VolumeQuotaTable {
   project_id: string
   /** volumes | gigabytes | snapshots */
@@ -125,6 +132,7 @@ export interface VolumeTables {
   volume_attachments: VolumeAttachmentTable
   volume_snapshots: VolumeSnapshotTable
   volume_types: VolumeTypeTable
+  volume_type_access: VolumeTypeAccessTable
   volume_quotas: VolumeQuotaTable
   volume_exports: VolumeExportTable
   volume_export_keys: VolumeExportKeyTable

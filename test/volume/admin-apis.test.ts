@@ -1,0 +1,109 @@
+/**
+ * Cinder's admin APIs over real volumes: private volume types and their project access. Every refusal is checked
+ * with its status and body, and that it changed nothing.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
+import { adminSession, call, eventually, projectSession, type Session } from '../image/support.js'
+
+const V = '/volume/v3'
+
+async function waitStatus(server: TestServer, session: Session, id: string, status: string) {
+  return eventually(async () => {
+    const body = (await call(server, session, 'GET', `${V}/volumes/${id}`)).body.volume
+    return body?.status === status ? body : undefined
+  }, 10_000, `volume ${id} to be ${status}`)
+}
+
+for (const dialect of DIALECTS) {
+  describe(`block storage admin APIs (${dialect})`, () => {
+    let server: TestServer
+    let admin: Session
+    let alice: Session
+    let bob: Session
+
+    before(async () => {
+      server = await startTestServer({ dialect })
+      admin = await adminSession(server)
+      alice = await projectSession(server)
+      bob = await projectSession(server)
+    })
+    after(() => server.close())
+
+    it('a private volume type is usable only by the projects it is granted to', async () => {
+      const created = await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'gold', 'os-volume-type-access:is_public': false } })
+      assert.equal(created.status, 200)
+      const type = created.body.volume_type
+      assert.equal(type.is_public, false)
+      const names = async (s: Session) => (await call(server, s, 'GET', `${V}/types`)).body.volume_types.map((t: { name: string }) => t.name)
+
+      // Not granted: invisible, and a volume of it is 404 (no volume made).
+      assert.ok(!(await names(alice)).includes('gold'))
+      assert.equal((await call(server, alice, 'GET', `${V}/types/${type.id}`)).status, 404)
+      const refused = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: type.id } })
+      assert.equal(refused.status, 404)
+      assert.match(refused.body.itemNotFound.message, /could not be found/)
+      assert.equal((await call(server, alice, 'GET', `${V}/volumes`)).body.volumes.length, 0)
+
+      // Granted to alice: she lists, shows and uses it; bob still does not see it.
+      const grant = await call(server, admin, 'POST', `${V}/types/${type.id}/action`, { addProjectAccess: { project: alice.projectId } })
+      assert.equal(grant.status, 202)
+      assert.ok((await names(alice)).includes('gold'))
+      assert.equal((await call(server, alice, 'GET', `${V}/types/gold`)).status, 200)
+      assert.ok(!(await names(bob)).includes('gold'))
+      const vol = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: type.id } })
+      assert.equal(vol.status, 202)
+      assert.equal(vol.body.volume.volume_type, 'gold')
+      await waitStatus(server, alice, vol.body.volume.id, 'available')
+      assert.equal((await call(server, bob, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: 'gold' } })).status, 404)
+
+      await call(server, admin, 'POST', `${V}/types/${type.id}/action`, { addProjectAccess: { project: bob.projectId } })
+      const list = await call(server, admin, 'GET', `${V}/types/${type.id}/os-volume-type-access`)
+      assert.equal(list.status, 200)
+      assert.deepEqual(list.body.volume_type_access, [
+        { volume_type_id: type.id, project_id: alice.projectId },
+        { volume_type_id: type.id, project_id: bob.projectId },
+      ])
+
+      // Taken back: gone for alice again; her volume keeps its type.
+      assert.equal((await call(server, admin, 'POST', `${V}/types/${type.id}/action`, { removeProjectAccess: { project: alice.projectId } })).status, 202)
+      assert.ok(!(await names(alice)).includes('gold'))
+      assert.equal((await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: 'gold' } })).status, 404)
+      assert.equal((await call(server, alice, 'GET', `${V}/volumes/${vol.body.volume.id}`)).body.volume.volume_type, 'gold')
+      await call(server, alice, 'DELETE', `${V}/volumes/${vol.body.volume.id}`)
+    })
+
+    it('refuses access changes that make no sense, and non-admins', async () => {
+      const type = (await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'silver', is_public: false } })).body.volume_type
+      const action = (s: Session, body: unknown) => call(server, s, 'POST', `${V}/types/${type.id}/action`, body)
+      assert.equal((await action(admin, { addProjectAccess: { project: alice.projectId } })).status, 202)
+      const twice = await action(admin, { addProjectAccess: { project: alice.projectId } })
+      assert.equal(twice.status, 409)
+      assert.match(twice.body.conflictingRequest.message, /already exists/)
+      const notGranted = await action(admin, { removeProjectAccess: { project: bob.projectId } })
+      assert.equal(notGranted.status, 404)
+      assert.equal((await action(admin, { addProjectAccess: {} })).status, 400)
+      assert.equal((await action(admin, { somethingElse: { project: bob.projectId } })).status, 400)
+      assert.equal((await action(admin, { addProjectAccess: { project: bob.projectId }, removeProjectAccess: { project: bob.projectId } })).status, 400)
+
+      // A member may neither grant nor list, even for a type granted to their project.
+      assert.equal((await action(alice, { addProjectAccess: { project: bob.projectId } })).status, 403)
+      assert.equal((await call(server, alice, 'GET', `${V}/types/${type.id}/os-volume-type-access`)).status, 403)
+      const list = await call(server, admin, 'GET', `${V}/types/${type.id}/os-volume-type-access`)
+      assert.deepEqual(list.body.volume_type_access.map((g: { project_id: string }) => g.project_id), [alice.projectId])
+
+      // A public type has no access list.
+      const publicType = (await call(server, admin, 'GET', `${V}/types/default`)).body.volume_type
+      const onPublic = await call(server, admin, 'POST', `${V}/types/${publicType.id}/action`, { addProjectAccess: { project: alice.projectId } })
+      assert.equal(onPublic.status, 400)
+      assert.match(onPublic.body.badRequest.message, /public volume type/)
+      assert.equal((await call(server, admin, 'GET', `${V}/types/${publicType.id}/os-volume-type-access`)).status, 404)
+      assert.equal((await call(server, admin, 'GET', `${V}/types/nope/os-volume-type-access`)).status, 404)
+
+      // Deleting the type takes its grants with it.
+      assert.equal((await call(server, admin, 'DELETE', `${V}/types/${type.id}`)).status, 202)
+      assert.equal(await server.deps.store.db.selectFrom('volume_type_access').select('project_id').where('volume_type_id', '=', type.id).executeTakeFirst(), undefined)
+    })
+  })
+}
