@@ -1,5 +1,6 @@
 /**
- * Cinder's admin APIs over real volumes: private volume types and their project access. Every refusal is checked
+ * Cinder's admin APIs over real volumes: private volume types and their project access, quota classes and
+ * per-type quotas. Every refusal is checked
  * with its status and body, and that it changed nothing.
  */
 import { after, before, describe, it } from 'node:test'
@@ -104,6 +105,56 @@ for (const dialect of DIALECTS) {
       // Deleting the type takes its grants with it.
       assert.equal((await call(server, admin, 'DELETE', `${V}/types/${type.id}`)).status, 202)
       assert.equal(await server.deps.store.db.selectFrom('volume_type_access').select('project_id').where('volume_type_id', '=', type.id).executeTakeFirst(), undefined)
+    })
+
+    it('the quota class default gives every project its defaults, per volume type too', async () => {
+      const before = (await call(server, admin, 'GET', `${V}/os-quota-class-sets/default`)).body.quota_class_set
+      assert.equal(before.id, 'default')
+      assert.equal(before.volumes, 10)
+      assert.equal(before.volumes___DEFAULT__, -1)
+      const type = (await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'bronze' } })).body.volume_type
+      const updated = await call(server, admin, 'PUT', `${V}/os-quota-class-sets/default`, { quota_class_set: { volumes: 3, volumes_bronze: 1, unknown_key: 5 } })
+      assert.equal(updated.status, 200)
+      assert.equal(updated.body.quota_class_set.volumes, 3)
+      assert.equal(updated.body.quota_class_set.volumes_bronze, 1)
+      assert.equal('unknown_key' in updated.body.quota_class_set, false)
+
+      // A project nobody set quotas for gets them: its defaults, its quota set, and the check at create.
+      const carol = await projectSession(server)
+      const defaults = (await call(server, carol, 'GET', `${V}/os-quota-sets/${carol.projectId}/defaults`)).body.quota_set
+      assert.deepEqual([defaults.volumes, defaults.volumes_bronze], [3, 1])
+      const shown = (await call(server, carol, 'GET', `${V}/os-quota-sets/${carol.projectId}`)).body.quota_set
+      assert.deepEqual([shown.volumes, shown.volumes_bronze], [3, 1])
+      const first = await call(server, carol, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: 'bronze' } })
+      assert.equal(first.status, 202)
+      const second = await call(server, carol, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: type.id } })
+      assert.equal(second.status, 413)
+      assert.match(second.body.overLimit.message, /volumes_bronze/)
+      const usage = (await call(server, carol, 'GET', `${V}/os-quota-sets/${carol.projectId}?usage=true`)).body.quota_set
+      assert.deepEqual(usage.volumes_bronze, { limit: 1, in_use: 1, reserved: 0, allocated: 0 })
+      // Another type still fits under the total, which then stops the third.
+      assert.equal((await call(server, carol, 'POST', `${V}/volumes`, { volume: { size: 1 } })).status, 202)
+      assert.equal((await call(server, carol, 'POST', `${V}/volumes`, { volume: { size: 1 } })).status, 202)
+      const total = await call(server, carol, 'POST', `${V}/volumes`, { volume: { size: 1 } })
+      assert.equal(total.status, 413)
+      assert.match(total.body.overLimit.message, /'volumes'/)
+      // A project's own limit wins over the class.
+      await call(server, admin, 'PUT', `${V}/os-quota-sets/${carol.projectId}`, { quota_set: { volumes: 5 } })
+      assert.equal((await call(server, carol, 'GET', `${V}/os-quota-sets/${carol.projectId}`)).body.quota_set.volumes, 5)
+
+      // Refusals change nothing; members may neither see nor change classes.
+      assert.equal((await call(server, admin, 'PUT', `${V}/os-quota-class-sets/default`, { quota_class_set: { volumes: -2 } })).status, 400)
+      assert.equal((await call(server, admin, 'PUT', `${V}/os-quota-class-sets/default`, { quota_class_set: { volumes: 'many' } })).status, 400)
+      assert.equal((await call(server, admin, 'PUT', `${V}/os-quota-class-sets/default`, { volumes: 1 })).status, 400)
+      assert.equal((await call(server, carol, 'GET', `${V}/os-quota-class-sets/default`)).status, 403)
+      assert.equal((await call(server, carol, 'PUT', `${V}/os-quota-class-sets/default`, { quota_class_set: { volumes: 100 } })).status, 403)
+      assert.equal((await call(server, admin, 'GET', `${V}/os-quota-class-sets/default`)).body.quota_class_set.volumes, 3)
+
+      // Another class is kept and shown, but is nobody's defaults.
+      await call(server, admin, 'PUT', `${V}/os-quota-class-sets/gold`, { quota_class_set: { volumes: 50 } })
+      assert.equal((await call(server, admin, 'GET', `${V}/os-quota-class-sets/gold`)).body.quota_class_set.volumes, 50)
+      assert.equal((await call(server, admin, 'PUT', `${V}/os-quota-class-sets/default`, { quota_class_set: { volumes: 10, volumes_bronze: -1 } })).status, 200)
+      assert.equal((await call(server, carol, 'GET', `${V}/os-quota-sets/${carol.projectId}/defaults`)).body.quota_set.volumes, 10)
     })
   })
 }

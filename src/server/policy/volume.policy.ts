@@ -27,6 +27,8 @@ export type VolumeOperation =
   | 'type:access:manage'
   | 'quota:show'
   | 'quota:update'
+  | 'quota_class:show'
+  | 'quota_class:update'
 
 export const volumePolicy: PolicyTable<VolumeOperation> = {
   // Targets: the volume's (or snapshot's, or quota's) project.
@@ -55,4 +57,7 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'type:access:manage': isAdmin,
   'quota:show': projectReaderOrAdmin,
   'quota:update': isAdmin,
+  /** Quota classes: the class default is every project's defaults. */
+  'quota_class:show': isAdmin,
+  'quota_class:update': isAdmin,
 }

@@ -30,7 +30,7 @@ import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type Volume
 import type { VolumeConnections } from './connections.js'
 import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { fitsLayout, typeLayout } from './placement.js'
-import { checkQuota } from './quotas.js'
+import { checkQuota, typedDelta, typeResource } from './quotas.js'
 import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
@@ -289,7 +289,7 @@ export class VolumeService {
     if (fromSnapshotBackend !== undefined && fromSnapshotBackend !== layout.backend) {
       throw badRequest(`Invalid input received: a volume from a snapshot is made by the snapshot's backend (${fromSnapshotBackend}); volume type ${type.name} uses ${layout.backend}.`)
     }
-    await checkQuota(tx, this.store.capabilities, caller.projectId, { volumes: 1, gigabytes: size })
+    await checkQuota(tx, this.store.capabilities, caller.projectId, typedDelta(type.name, { volumes: 1, gigabytes: size }))
     const id = randomUUID()
     const now = this.now()
     await tx
@@ -403,7 +403,7 @@ export class VolumeService {
       if (!Number.isInteger(newSize) || newSize <= volume.size) {
         throw badRequest(`Invalid input received: New size for extend must be greater than current size. (current: ${volume.size}, extended: ${newSize}).`)
       }
-      await checkQuota(tx, this.store.capabilities, volume.projectId, { gigabytes: newSize - volume.size })
+      await checkQuota(tx, this.store.capabilities, volume.projectId, typedDelta(volume.volumeTypeName, { gigabytes: newSize - volume.size }))
       // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
       const moved = await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
@@ -431,6 +431,8 @@ export class VolumeService {
         if (await tx.selectFrom('volume_snapshots').select('id').where('volume_id', '=', id).executeTakeFirst()) throw badRequest(`Invalid volume: Volume ${id} has snapshots, which stay with their backend; delete them before moving it.`)
       }
       if (volume.multiattach && !layout.multiattach && volume.attachments.length > 1) throw badRequest(`Invalid volume: Volume ${id} is attached to several servers; type ${type.name} does not allow that.`)
+      // The totals stay; the new type's own quotas get the volume.
+      await checkQuota(tx, this.store.capabilities, volume.projectId, { [typeResource('volumes', type.name)]: 1, [typeResource('gigabytes', type.name)]: volume.size })
       const moved = await tx.updateTable('volumes').set({ status: 'retyping', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
       await this.enqueue(tx, VOLUME_TASKS.retype, id, { typeId: type.id, previousStatus: volume.status })

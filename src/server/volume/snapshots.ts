@@ -10,7 +10,7 @@ import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import { rowToSnapshot, type SnapshotRecord } from './model.js'
-import { checkQuota } from './quotas.js'
+import { checkQuota, typedDelta } from './quotas.js'
 import { page, type PageQuery, type SortKeys } from './listing.js'
 
 /** Keys snapshots sort by (`display_name` is the old name of `name`, still accepted by Cinder). */
@@ -100,7 +100,7 @@ export class SnapshotService {
           : `Invalid volume: Volume ${volume.id} status must be available, but it is ${volume.status}.`,
       )
     }
-    await checkQuota(tx, this.store.capabilities, volume.projectId, { snapshots: 1, gigabytes: volume.size })
+    await checkQuota(tx, this.store.capabilities, volume.projectId, typedDelta(volume.volumeTypeName, { snapshots: 1, gigabytes: volume.size }))
     const snapshotId = randomUUID()
     const now = this.now()
     await tx

@@ -114,6 +114,7 @@ export const A = {
   attachments: envelope('attachments', listOf(attachment)),
   attachment: envelope('attachment', attachment),
   quotaSet: envelope('quota_set', { type: 'object', properties: { id: str }, additionalProperties: quota }),
+  quotaClassSet: envelope('quota_class_set', { type: 'object', properties: { id: str }, additionalProperties: int }),
   limits: envelope('limits', object({ rate: { type: 'array', maxItems: 0 }, absolute: { type: 'object', additionalProperties: int } })),
   zones: envelope('availabilityZoneInfo', listOf(object({ zoneName: str, zoneState: object({ available: bool }) }))),
   extensions: envelope('extensions', { type: 'array' }),

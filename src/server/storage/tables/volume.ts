@@ -82,7 +82,15 @@ export interface VolumeTypeAccessTable {
 
 export interface VolumeQuotaTable {
   project_id: string
-  /** volumes | gigabytes | snapshots */
+  /** volumes | gigabytes | snapshots | backups | … | volumes_<type name> | gigabytes_<type name> | snapshots_<type name> */
+  resource: string
+  hard_limit: number
+}
+
+/** A quota class's limits (os-quota-class-sets); the class `default` gives every project its defaults. */
+export interface VolumeQuotaClassTable {
+  class_name: string
+  /** As volume_quotas.resource. */
   resource: string
   hard_limit: number
 }
@@ -134,6 +142,7 @@ export interface VolumeTables {
   volume_types: VolumeTypeTable
   volume_type_access: VolumeTypeAccessTable
   volume_quotas: VolumeQuotaTable
+  volume_quota_classes: VolumeQuotaClassTable
   volume_exports: VolumeExportTable
   volume_export_keys: VolumeExportKeyTable
   storage_hosts: StorageHostTable
