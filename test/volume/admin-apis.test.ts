@@ -1,6 +1,6 @@
 /**
  * Cinder's admin APIs over real volumes: private volume types and their project access, quota classes and
- * per-type quotas. Every refusal is checked
+ * per-type quotas, volume services (enable, disable, freeze, thaw) and their hosts. Every refusal is checked
  * with its status and body, and that it changed nothing.
  */
 import { after, before, describe, it } from 'node:test'
@@ -155,6 +155,79 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, admin, 'GET', `${V}/os-quota-class-sets/gold`)).body.quota_class_set.volumes, 50)
       assert.equal((await call(server, admin, 'PUT', `${V}/os-quota-class-sets/default`, { quota_class_set: { volumes: 10, volumes_bronze: -1 } })).status, 200)
       assert.equal((await call(server, carol, 'GET', `${V}/os-quota-sets/${carol.projectId}/defaults`)).body.quota_set.volumes, 10)
+    })
+
+    it('a disabled or frozen volume service gets no new volumes; a frozen one keeps its volumes as they are', async () => {
+      const put = (s: Session, action: string, body: unknown) => call(server, s, 'PUT', `${V}/os-services/${action}`, body)
+      const kept = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, name: 'kept' } })
+      await waitStatus(server, alice, kept.body.volume.id, 'available')
+
+      const disabled = await put(admin, 'disable-log-reason', { host: 'controller@file', binary: 'cinder-volume', disabled_reason: 'maintenance' })
+      assert.equal(disabled.status, 200)
+      assert.deepEqual(disabled.body, { disabled: true, status: 'disabled', host: 'controller@file', service: 'cinder-volume', binary: 'cinder-volume', disabled_reason: 'maintenance' })
+      const listed = (await call(server, admin, 'GET', `${V}/os-services?binary=cinder-volume`)).body.services
+      assert.deepEqual(listed.map((s: { host: string; status: string; disabled_reason: string }) => [s.host, s.status, s.disabled_reason]), [['controller@file', 'disabled', 'maintenance']])
+      const hosts = (await call(server, admin, 'GET', `${V}/os-hosts`)).body.hosts
+      assert.deepEqual(hosts.map((h: Record<string, string>) => [h.host_name, h.service, h['service-state']]), [['pcc', 'cinder-scheduler', 'enabled'], ['controller@file', 'cinder-volume', 'disabled']])
+      assert.equal((await call(server, admin, 'GET', `${V}/os-hosts/controller@file`)).status, 404, 'a disabled service has no host details')
+
+      // The scheduler finds no backend: the volume goes to error with the reason.
+      const refused = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1 } })
+      assert.equal(refused.status, 202)
+      await waitStatus(server, alice, refused.body.volume.id, 'error')
+      const seen = (await call(server, admin, 'GET', `${V}/volumes/${refused.body.volume.id}`)).body.volume
+      assert.equal(seen['os-vol-host-attr:host'], null)
+      assert.match((await server.deps.store.db.selectFrom('volumes').select('status_reason').where('id', '=', refused.body.volume.id).executeTakeFirstOrThrow()).status_reason!, /controller@file is disabled/)
+      assert.equal((await call(server, alice, 'DELETE', `${V}/volumes/${refused.body.volume.id}`)).status, 202)
+
+      const enabled = await put(admin, 'enable', { host: 'controller@file', binary: 'cinder-volume' })
+      assert.deepEqual(enabled.body, { disabled: false, status: 'enabled', host: 'controller@file', service: 'cinder-volume', binary: 'cinder-volume', disabled_reason: null })
+      const disable = await put(admin, 'disable', { host: 'pcc', binary: 'cinder-scheduler' })
+      assert.deepEqual(disable.body, { disabled: true, status: 'disabled', host: 'pcc', service: 'cinder-scheduler', binary: 'cinder-scheduler' })
+      await put(admin, 'enable', { host: 'pcc', binary: 'cinder-scheduler' })
+
+      // The host's details: what its backend holds, in total and per project.
+      const detail = (await call(server, admin, 'GET', `${V}/os-hosts/controller@file`)).body.host
+      const total = detail[0].resource
+      assert.equal(total.project, '(total)')
+      const mine = detail.find((d: { resource: { project: string } }) => d.resource.project === alice.projectId).resource
+      assert.deepEqual([mine.host, mine.volume_count, mine.total_volume_gb, mine.snapshot_count], ['controller@file', '1', '1', '0'])
+      assert.ok(Number(total.volume_count) >= 1)
+
+      // Frozen (by place name: all its backends): no new volumes, and its volumes are not deleted or extended.
+      assert.equal((await put(admin, 'freeze', { host: 'controller' })).status, 200)
+      assert.equal((await call(server, admin, 'GET', `${V}/os-services?host=controller`)).body.services[0].frozen, true)
+      const frozenDelete = await call(server, alice, 'DELETE', `${V}/volumes/${kept.body.volume.id}`)
+      assert.equal(frozenDelete.status, 400)
+      assert.match(frozenDelete.body.badRequest.message, /frozen/)
+      assert.equal((await call(server, alice, 'POST', `${V}/volumes/${kept.body.volume.id}/action`, { 'os-extend': { new_size: 2 } })).status, 400)
+      const whileFrozen = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1 } })
+      await waitStatus(server, alice, whileFrozen.body.volume.id, 'error')
+      assert.equal((await put(admin, 'thaw', { host: 'controller@file' })).status, 200)
+      assert.equal((await call(server, alice, 'GET', `${V}/volumes/${kept.body.volume.id}`)).body.volume.size, 1)
+      assert.equal((await call(server, alice, 'DELETE', `${V}/volumes/${kept.body.volume.id}`)).status, 202)
+      await call(server, alice, 'DELETE', `${V}/volumes/${whileFrozen.body.volume.id}`)
+    })
+
+    it('refuses service changes naming nothing, without a reason, or from members', async () => {
+      const put = (s: Session, action: string, body: unknown) => call(server, s, 'PUT', `${V}/os-services/${action}`, body)
+      assert.equal((await put(admin, 'enable', { host: 'invalid_host', binary: 'cinder-volume' })).status, 404)
+      assert.equal((await put(admin, 'disable', { host: 'controller@file', binary: 'invalid_binary' })).status, 404)
+      assert.equal((await put(admin, 'disable', { host: 'controller@file' })).status, 400)
+      assert.equal((await put(admin, 'disable', { binary: 'cinder-volume' })).status, 400)
+      assert.equal((await put(admin, 'disable-log-reason', { host: 'controller@file', binary: 'cinder-volume', disabled_reason: null })).status, 400)
+      assert.equal((await put(admin, 'disable-log-reason', { host: 'controller@file', binary: 'cinder-volume', disabled_reason: '  ' })).status, 400)
+      assert.equal((await put(admin, 'freeze', { host: 'invalid_host' })).status, 400)
+      assert.equal((await put(admin, 'thaw', { host: 'pcc' })).status, 400, 'the scheduler has no backend to thaw')
+      assert.equal((await put(admin, 'reboot', { host: 'controller@file', binary: 'cinder-volume' })).status, 404)
+      assert.equal((await put(alice, 'disable', { host: 'controller@file', binary: 'cinder-volume' })).status, 403)
+      assert.equal((await put(alice, 'freeze', { host: 'controller@file' })).status, 403)
+      assert.equal((await call(server, alice, 'GET', `${V}/os-hosts`)).status, 403)
+      assert.equal((await call(server, alice, 'GET', `${V}/os-hosts/controller@file`)).status, 403)
+      assert.equal((await call(server, admin, 'GET', `${V}/os-hosts/nowhere@file`)).status, 404)
+      // Nothing changed.
+      const services = (await call(server, admin, 'GET', `${V}/os-services`)).body.services
+      assert.ok(services.every((s: { status: string; frozen?: boolean }) => s.status === 'enabled' && s.frozen !== true))
     })
   })
 }

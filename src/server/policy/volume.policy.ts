@@ -28,6 +28,9 @@ export type VolumeOperation =
   | 'quota:show'
   | 'quota:update'
   | 'quota_class:show'
+  | 'service:get'
+  | 'service:update'
+  | 'host:get'
   | 'quota_class:update'
 
 export const volumePolicy: PolicyTable<VolumeOperation> = {
@@ -60,4 +63,9 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   /** Quota classes: the class default is every project's defaults. */
   'quota_class:show': isAdmin,
   'quota_class:update': isAdmin,
+  /** The scheduler and volume services (os-services), and enabling, disabling, freezing and thawing them. */
+  'service:get': isAdmin,
+  'service:update': isAdmin,
+  /** os-hosts: the services' hosts and what each backend holds for every project. */
+  'host:get': isAdmin,
 }

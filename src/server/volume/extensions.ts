@@ -8,6 +8,7 @@ const EXTENSIONS: { alias: string; name: string; description: string }[] = [
   { alias: 'os-admin-actions', name: 'AdminActions', description: 'Enable admin actions.' },
   { alias: 'os-availability-zone', name: 'AvailabilityZones', description: 'Describe Availability Zones.' },
   { alias: 'os-extended-snapshot-attributes', name: 'ExtendedSnapshotAttributes', description: 'Extended SnapshotAttributes support.' },
+  { alias: 'os-hosts', name: 'Hosts', description: 'Admin-only host administration.' },
   { alias: 'os-quota-class-sets', name: 'QuotaClasses', description: 'Quota classes management support.' },
   { alias: 'os-quota-sets', name: 'Quotas', description: 'Quota management support.' },
   { alias: 'os-services', name: 'Services', description: 'Services support.' },

@@ -31,6 +31,7 @@ import type { VolumeConnections } from './connections.js'
 import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { fitsLayout, typeLayout } from './placement.js'
 import { checkQuota, typedDelta, typeResource } from './quotas.js'
+import { isFrozen } from './volume-services.js'
 import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
@@ -67,6 +68,13 @@ export function callerOf(principal: Principal): Caller {
     visibility: visibilityOf(allows(volumePolicy, 'volume:other_projects:see', principal)),
     seesPrivateTypes: allows(volumePolicy, 'type:private:see', principal),
   }
+}
+
+/** Cinder's freeze: a frozen backend's volumes keep serving I/O but are not managed until it is thawed. */
+async function refuseFrozen(db: Db, volume: VolumeRecord, what: string): Promise<void> {
+  if (volume.locationName === null) return
+  const service = `${volume.locationName}@${volume.backend}`
+  if (await isFrozen(db, service)) throw badRequest(`Invalid volume: Volume ${volume.id} is on the frozen volume service ${service}; it cannot be ${what} until the service is thawed.`)
 }
 
 /** The caller as a private volume type's access check sees it. */
@@ -378,6 +386,7 @@ export class VolumeService {
       }
       const snapshots = await tx.selectFrom('volume_snapshots').select(['id', 'status']).where('volume_id', '=', id).execute()
       if (snapshots.length > 0 && !options.cascade) throw badRequest(`Invalid volume: Volume ${id} still has ${snapshots.length} dependent snapshot(s).`)
+      await refuseFrozen(tx, volume, 'deleted')
       for (const snap of snapshots) {
         await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', snap.id).execute()
       }
@@ -403,6 +412,7 @@ export class VolumeService {
       if (!Number.isInteger(newSize) || newSize <= volume.size) {
         throw badRequest(`Invalid input received: New size for extend must be greater than current size. (current: ${volume.size}, extended: ${newSize}).`)
       }
+      await refuseFrozen(tx, volume, 'extended')
       await checkQuota(tx, this.store.capabilities, volume.projectId, typedDelta(volume.volumeTypeName, { gigabytes: newSize - volume.size }))
       // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
       const moved = await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
@@ -422,6 +432,7 @@ export class VolumeService {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
       if (!['available', 'in-use'].includes(volume.status)) throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use to retype, but it is ${volume.status}.`)
+      await refuseFrozen(tx, volume, 'retyped')
       const type = await resolveUsableType(tx, typeRef, typeAccessOf(caller))
       if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)
       const layout = typeLayout(type)

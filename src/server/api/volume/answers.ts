@@ -118,7 +118,11 @@ export const A = {
   limits: envelope('limits', object({ rate: { type: 'array', maxItems: 0 }, absolute: { type: 'object', additionalProperties: int } })),
   zones: envelope('availabilityZoneInfo', listOf(object({ zoneName: str, zoneState: object({ available: bool }) }))),
   extensions: envelope('extensions', { type: 'array' }),
-  services: envelope('services', listOf(object({ binary: str, host: str, zone: str, status: str, state: str, updated_at: str, disabled_reason: nstr }))),
+  services: envelope('services', listOf(object({ binary: str, host: str, zone: str, status: str, state: str, updated_at: str, disabled_reason: nstr, frozen: bool }))),
+  /** os-services enable / disable / disable-log-reason. */
+  serviceChange: object({ disabled: bool, status: str, host: str, service: str, binary: str, disabled_reason: nstr }, ['disabled', 'status', 'host', 'service', 'binary']),
+  hosts: envelope('hosts', listOf(object({ service: str, host_name: str, zone: str, 'service-state': str, 'service-status': str, 'last-update': nstr }))),
+  host: envelope('host', listOf(object({ resource: object({ host: str, project: str, volume_count: str, total_volume_gb: str, snapshot_count: str, total_snapshot_gb: str }) }, ['resource']))),
 }
 
 const query = (properties: Record<string, Schema>): Schema => ({ type: 'object', properties, additionalProperties: true })

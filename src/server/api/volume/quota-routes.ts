@@ -1,14 +1,13 @@
-/** Quotas, absolute limits, availability zones, services and extensions. */
+/** Quotas and quota classes, absolute limits, availability zones and extensions. */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { badRequest } from '../../../contracts/errors.js'
 import { authorize } from '../../policy/rules.js'
-import { backendServices } from '../../volume/placement.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
 import { classQuotas, defaultQuotas, projectQuotas, quotaKeys, quotaUsage, resetProjectQuotas, setQuotas } from '../../volume/quotas.js'
 import { callerOf } from '../../volume/service.js'
-import { boolParam, one, type QueryRoute } from './params.js'
+import { boolParam, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY } from './answers.js'
@@ -110,19 +109,4 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
   })
   r.get('/os-availability-zone', documented({ summary: 'Availability zones', response: { 200: A.zones } }), async () => ({ availabilityZoneInfo: [{ zoneName: 'nova', zoneState: { available: true } }] }))
   r.get('/extensions', documented({ summary: 'The extensions this service implements', response: { 200: A.extensions } }), async () => extensionsDocument())
-  // The scheduler and one volume service per backend of each storage place, as `openstack volume service list` shows them (admins).
-  r.get<QueryRoute>('/os-services', documented({ summary: 'Block storage services (admin)', response: { 200: A.services } }), async (request) => {
-    authorize(volumePolicy, 'volume:all_tenants', request.principal)
-    const time = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000')
-    const backends = await backendServices(deps.store.db, deps.config.hostDownAfterSeconds * 1000, deps.config.cephConf === undefined ? ['file'] : ['file', 'ceph'])
-    const services = [
-      { binary: 'cinder-scheduler', host: 'pcc', zone: 'nova', status: 'enabled', state: 'up', updated_at: time(Date.now()), disabled_reason: null },
-      ...backends.map((b) => ({ binary: 'cinder-volume', host: b.host, zone: 'nova', status: 'enabled', state: b.up ? 'up' : 'down', updated_at: time(b.updatedAt), disabled_reason: null })),
-    ]
-    // Cinder's filters: ?binary= and ?host= (a host matches with or without its @backend part).
-    const q = request.query
-    const binary = one(q.binary)
-    const host = one(q.host)
-    return { services: services.filter((s) => (binary === undefined || s.binary === binary) && (host === undefined || s.host === host || s.host.split('@')[0] === host)) }
-  })
 }

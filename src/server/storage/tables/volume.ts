@@ -95,6 +95,19 @@ export interface VolumeQuotaClassTable {
   hard_limit: number
 }
 
+/** An admin's settings of a block storage service (os-services); no row: enabled, not frozen. */
+export interface VolumeServiceStateTable {
+  /** As os-services names it: `pcc` (the scheduler) or `<place>@<backend>`. */
+  host: string
+  /** cinder-scheduler | cinder-volume */
+  binary: string
+  disabled: number
+  disabled_reason: string | null
+  /** A frozen volume service's backend gets no new volumes and its volumes are not deleted, extended or retyped. */
+  frozen: number
+  updated_at: number
+}
+
 /** The NBD export of an attached volume: one qemu-storage-daemon per volume at its storage place. */
 export interface VolumeExportTable {
   volume_id: string
@@ -146,5 +159,6 @@ export interface VolumeTables {
   volume_exports: VolumeExportTable
   volume_export_keys: VolumeExportKeyTable
   storage_hosts: StorageHostTable
+  volume_service_states: VolumeServiceStateTable
   volume_image_uploads: VolumeImageUploadTable
 }
