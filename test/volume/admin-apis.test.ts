@@ -1,10 +1,12 @@
 /**
  * Cinder's admin APIs over real volumes: private volume types and their project access, quota classes and
- * per-type quotas, volume services (enable, disable, freeze, thaw) and their hosts. Every refusal is checked
+ * per-type quotas, volume services (enable, disable, freeze, thaw) and their hosts, the scheduler's pools and the
+ * backends' capabilities. Every refusal is checked
  * with its status and body, and that it changed nothing.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { statfsSync } from 'node:fs'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminSession, call, eventually, projectSession, type Session } from '../image/support.js'
 
@@ -228,6 +230,40 @@ for (const dialect of DIALECTS) {
       // Nothing changed.
       const services = (await call(server, admin, 'GET', `${V}/os-services`)).body.services
       assert.ok(services.every((s: { status: string; frozen?: boolean }) => s.status === 'enabled' && s.frozen !== true))
+    })
+
+    it("lists the scheduler's pools with the controller's real capacity, and each backend's capabilities", async () => {
+      const pools = await call(server, admin, 'GET', `${V}/scheduler-stats/get_pools`)
+      assert.equal(pools.status, 200)
+      assert.deepEqual(pools.body.pools, [{ name: 'controller@file#file' }])
+      const vol = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 3 } })
+      await waitStatus(server, alice, vol.body.volume.id, 'available')
+      const [pool] = (await call(server, admin, 'GET', `${V}/scheduler-stats/get_pools?detail=true`)).body.pools
+      const caps = pool.capabilities
+      // The file backend's figures are the data directory's file system.
+      const fs = statfsSync(server.deps.config.dataDir)
+      assert.equal(caps.total_capacity_gb, Math.floor((fs.blocks * fs.bsize) / 2 ** 30))
+      assert.ok(caps.free_capacity_gb <= caps.total_capacity_gb)
+      assert.ok(caps.allocated_capacity_gb >= 3)
+      assert.deepEqual([caps.volume_backend_name, caps.vendor_name, caps.storage_protocol, caps.thin_provisioning_support], ['file', 'Open Source', 'nbd', true])
+      // The volume's host is the pool's name.
+      assert.equal((await call(server, admin, 'GET', `${V}/volumes/${vol.body.volume.id}`)).body.volume['os-vol-host-attr:host'], pool.name)
+
+      const backend = await call(server, admin, 'GET', `${V}/capabilities/${encodeURIComponent(pool.name)}`)
+      assert.equal(backend.status, 200)
+      assert.equal(backend.body.namespace, 'OS::Storage::Capabilities::controller@file')
+      assert.deepEqual([backend.body.volume_backend_name, backend.body.vendor_name, backend.body.storage_protocol], [caps.volume_backend_name, caps.vendor_name, caps.storage_protocol])
+      assert.equal((await call(server, admin, 'GET', `${V}/capabilities/controller@file`)).status, 200)
+
+      // A disabled service's pool is not offered; unknown hosts are 404; members see neither.
+      await call(server, admin, 'PUT', `${V}/os-services/disable`, { host: 'controller@file', binary: 'cinder-volume' })
+      assert.deepEqual((await call(server, admin, 'GET', `${V}/scheduler-stats/get_pools`)).body.pools, [])
+      await call(server, admin, 'PUT', `${V}/os-services/enable`, { host: 'controller@file', binary: 'cinder-volume' })
+      assert.equal((await call(server, admin, 'GET', `${V}/capabilities/nowhere@file`)).status, 404)
+      assert.equal((await call(server, admin, 'GET', `${V}/scheduler-stats/get_pools?detail=maybe`)).status, 400)
+      assert.equal((await call(server, alice, 'GET', `${V}/scheduler-stats/get_pools`)).status, 403)
+      assert.equal((await call(server, alice, 'GET', `${V}/capabilities/controller@file`)).status, 403)
+      await call(server, alice, 'DELETE', `${V}/volumes/${vol.body.volume.id}`)
     })
   })
 }

@@ -31,6 +31,8 @@ export type VolumeOperation =
   | 'service:get'
   | 'service:update'
   | 'host:get'
+  | 'pool:get'
+  | 'capabilities:get'
   | 'quota_class:update'
 
 export const volumePolicy: PolicyTable<VolumeOperation> = {
@@ -68,4 +70,7 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'service:update': isAdmin,
   /** os-hosts: the services' hosts and what each backend holds for every project. */
   'host:get': isAdmin,
+  /** The scheduler's pools with their capacity, and the backends' capabilities. */
+  'pool:get': isAdmin,
+  'capabilities:get': isAdmin,
 }

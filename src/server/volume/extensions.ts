@@ -6,6 +6,7 @@ const UPDATED = '2012-01-01T00:00:00+00:00'
 
 const EXTENSIONS: { alias: string; name: string; description: string }[] = [
   { alias: 'os-admin-actions', name: 'AdminActions', description: 'Enable admin actions.' },
+  { alias: 'capabilities', name: 'Capabilities', description: 'Capabilities support.' },
   { alias: 'os-availability-zone', name: 'AvailabilityZones', description: 'Describe Availability Zones.' },
   { alias: 'os-extended-snapshot-attributes', name: 'ExtendedSnapshotAttributes', description: 'Extended SnapshotAttributes support.' },
   { alias: 'os-hosts', name: 'Hosts', description: 'Admin-only host administration.' },
@@ -21,6 +22,7 @@ const EXTENSIONS: { alias: string; name: string; description: string }[] = [
   { alias: 'os-vol-mig-status-attr', name: 'VolumeMigStatusAttribute', description: 'Expose migration_status as an attribute of a volume.' },
   { alias: 'os-volume-type-access', name: 'VolumeTypeAccess', description: 'Volume type access support.' },
   { alias: 'os-vol-tenant-attr', name: 'VolumeTenantAttribute', description: 'Expose the internal project_id as an attribute of a volume.' },
+  { alias: 'scheduler-stats', name: 'Scheduler_stats', description: 'Scheduler stats support.' },
 ]
 
 export function extensionsDocument() {

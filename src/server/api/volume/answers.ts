@@ -121,6 +121,11 @@ export const A = {
   services: envelope('services', listOf(object({ binary: str, host: str, zone: str, status: str, state: str, updated_at: str, disabled_reason: nstr, frozen: bool }))),
   /** os-services enable / disable / disable-log-reason. */
   serviceChange: object({ disabled: bool, status: str, host: str, service: str, binary: str, disabled_reason: nstr }, ['disabled', 'status', 'host', 'service', 'binary']),
+  pools: envelope('pools', listOf(object({ name: str, capabilities: { type: 'object' } }, ['name']))),
+  capabilities: object(
+    { namespace: str, vendor_name: str, volume_backend_name: str, pool_name: nstr, driver_version: str, storage_protocol: str, display_name: nstr, description: nstr, visibility: nstr, replication_targets: { type: 'array' }, properties: { type: 'object' } },
+    ['namespace', 'volume_backend_name', 'vendor_name', 'properties'],
+  ),
   hosts: envelope('hosts', listOf(object({ service: str, host_name: str, zone: str, 'service-state': str, 'service-status': str, 'last-update': nstr }))),
   host: envelope('host', listOf(object({ resource: object({ host: str, project: str, volume_count: str, total_volume_gb: str, snapshot_count: str, total_snapshot_gb: str }) }, ['resource']))),
 }

@@ -1,6 +1,7 @@
 /**
  * The block storage services and hosts (admins): os-services (list, enable, disable, freeze, thaw) and os-hosts
- * (each service's host, and what a volume service's backend holds). volume/volume-services.ts keeps the rules.
+ * (each service's host, and what a volume service's backend holds), the scheduler's pools and the backends'
+ * capabilities. volume/volume-services.ts and volume/pools.ts keep the rules.
  */
 import type { FastifyInstance } from 'fastify'
 import type { AppDeps } from '../../deps.js'
@@ -9,7 +10,8 @@ import { authorize } from '../../policy/rules.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
 import { cinderTime } from '../../volume/model.js'
 import { hostUsage, listServices, serviceView, setEnabled, setFrozen, VOLUME_BINARY, type ServiceScope } from '../../volume/volume-services.js'
-import { nullableString, one, type QueryRoute } from './params.js'
+import { boolParam, nullableString, one, type QueryRoute } from './params.js'
+import { backendCapabilities, listPools } from '../../volume/pools.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A } from './answers.js'
@@ -102,6 +104,22 @@ export function serviceRoutes(r: FastifyInstance, deps: AppDeps): void {
         resource: { host, project, volume_count: String(u.volumes), total_volume_gb: String(u.volumeGb), snapshot_count: String(u.snapshots), total_snapshot_gb: String(u.snapshotGb) },
       })
       return { host: [resource('(total)', usage.total), ...usage.projects.map((p) => resource(p.projectId, p))] }
+    },
+  )
+
+  // ---- the scheduler's pools and the backends' capabilities ----
+  r.get<QueryRoute>('/scheduler-stats/get_pools', documented({ summary: 'The pools new volumes may go to, with detail=true their capacity (admin)', response: { 200: A.pools } }), async (request) => {
+    authorize(volumePolicy, 'pool:get', request.principal)
+    const detail = boolParam('detail', request.query.detail) ?? false
+    const pools = await listPools(db, deps.volumeServices.places, serviceScope(deps))
+    return { pools: pools.map((p) => (detail ? p : { name: p.name })) }
+  })
+  r.get<{ Params: FromSchema<typeof hostParams> }>(
+    '/capabilities/:host',
+    { schema: { params: hostParams }, ...documented({ summary: "A volume service's backend capabilities (admin)", response: { 200: A.capabilities } }) },
+    async (request) => {
+      authorize(volumePolicy, 'capabilities:get', request.principal)
+      return backendCapabilities(db, serviceScope(deps), request.params.host)
     },
   )
 }
