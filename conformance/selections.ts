@@ -103,7 +103,6 @@ export const NOT_IN_CI: { pattern: string; why: string }[] = [
   { pattern: api('image', 'v2.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
   { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },
   { pattern: api('volume', 'admin.test_qos.'), why: 'QoS specs are not implemented' },
-  { pattern: api('volume', 'admin.test_user_messages.'), why: "user messages (/messages) are not implemented: a failed volume's reason is logged and kept in its status_reason, not offered as a message" },
   { pattern: api('volume', 'admin.test_volume_types.VolumeTypesTest.test_volume_type_encryption'), why: 'volume type encryption is not implemented' },
   { pattern: api('volume', 'admin.test_snapshots_actions.SnapshotsActionsTest.test_update_snapshot_status'), why: 'os-update_snapshot_status (Nova-assisted snapshots) is not implemented' },
   { pattern: api('volume', 'admin.test_volumes_actions.VolumesActionsTest.test_force_detach_volume'), why: "Cinder's legacy attach actions (os-attach, os-detach, os-force_detach) are not served: volumes attach through compute" },

@@ -1,7 +1,7 @@
 /**
  * Cinder's admin APIs over real volumes: private volume types and their project access, quota classes and
  * per-type quotas, volume services (enable, disable, freeze, thaw) and their hosts, the scheduler's pools and the
- * backends' capabilities. Every refusal is checked
+ * backends' capabilities (and types asking for others), user messages. Every refusal is checked
  * with its status and body, and that it changed nothing.
  */
 import { after, before, describe, it } from 'node:test'
@@ -264,6 +264,43 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, alice, 'GET', `${V}/scheduler-stats/get_pools`)).status, 403)
       assert.equal((await call(server, alice, 'GET', `${V}/capabilities/controller@file`)).status, 403)
       await call(server, alice, 'DELETE', `${V}/volumes/${vol.body.volume.id}`)
+    })
+
+    it("a type asking for capabilities the backend lacks finds no backend; the project gets a message saying why", async () => {
+      const M = { 'openstack-api-version': 'volume 3.3' }
+      const bogus = (await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'bogus', extra_specs: { storage_protocol: 'iSCSI', vendor_name: 'Acme' } } })).body.volume_type
+      const fitting = (await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'fitting', extra_specs: { storage_protocol: 'nbd', 'capabilities:vendor_name': 'Open Source', thin_provisioning_support: '<is> True' } } })).body.volume_type
+      const ok = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: fitting.id } })
+      await waitStatus(server, alice, ok.body.volume.id, 'available')
+      const failed = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, volume_type: bogus.id } })
+      await waitStatus(server, alice, failed.body.volume.id, 'error')
+
+      const list = await call(server, alice, 'GET', `${V}/messages`, undefined, M)
+      assert.equal(list.status, 200)
+      const message = list.body.messages.find((m: { resource_uuid: string }) => m.resource_uuid === failed.body.volume.id)
+      assert.ok(message, 'a message for the failed volume')
+      assert.equal(message.resource_type, 'VOLUME')
+      assert.equal(message.message_level, 'ERROR')
+      assert.equal(message.event_id, 'VOLUME_VOLUME_001_002')
+      assert.match(message.user_message, /^schedule allocate volume: No valid backend was found: .*storage_protocol=iSCSI, vendor_name=Acme/)
+      assert.equal(list.body.messages.some((m: { resource_uuid: string }) => m.resource_uuid === ok.body.volume.id), false)
+      const shown = await call(server, alice, 'GET', `${V}/messages/${message.id}`, undefined, M)
+      assert.deepEqual(shown.body.message, message)
+
+      // Another project sees nothing of it; admins see every project's; before 3.3 there is no such API.
+      assert.equal((await call(server, bob, 'GET', `${V}/messages`, undefined, M)).body.messages.length, 0)
+      assert.equal((await call(server, bob, 'GET', `${V}/messages/${message.id}`, undefined, M)).status, 404)
+      assert.equal((await call(server, bob, 'DELETE', `${V}/messages/${message.id}`, undefined, M)).status, 404)
+      assert.ok((await call(server, admin, 'GET', `${V}/messages`, undefined, M)).body.messages.some((m: { id: string }) => m.id === message.id))
+      assert.equal((await call(server, alice, 'GET', `${V}/messages`)).status, 404)
+      // A retype to a type no backend fits is refused at once.
+      const retype = await call(server, alice, 'POST', `${V}/volumes/${ok.body.volume.id}/action`, { 'os-retype': { new_type: 'bogus' } })
+      assert.equal(retype.status, 400)
+
+      assert.equal((await call(server, alice, 'DELETE', `${V}/messages/${message.id}`, undefined, M)).status, 204)
+      assert.equal((await call(server, alice, 'GET', `${V}/messages/${message.id}`, undefined, M)).status, 404)
+      await call(server, alice, 'DELETE', `${V}/volumes/${ok.body.volume.id}`)
+      await call(server, alice, 'DELETE', `${V}/volumes/${failed.body.volume.id}`)
     })
   })
 }

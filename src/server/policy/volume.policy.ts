@@ -32,6 +32,8 @@ export type VolumeOperation =
   | 'service:update'
   | 'host:get'
   | 'pool:get'
+  | 'message:get'
+  | 'message:delete'
   | 'capabilities:get'
   | 'quota_class:update'
 
@@ -72,5 +74,8 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'host:get': isAdmin,
   /** The scheduler's pools with their capacity, and the backends' capabilities. */
   'pool:get': isAdmin,
+  /** User messages: the project's own (admins see every project's through volume:other_projects:see). */
+  'message:get': projectReaderOrAdmin,
+  'message:delete': projectMemberOrAdmin,
   'capabilities:get': isAdmin,
 }

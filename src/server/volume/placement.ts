@@ -12,6 +12,7 @@ import type { Db } from '../storage/store.js'
 import type { VolumeTypeRecord } from './model.js'
 import { CONTROLLER } from '../../contracts/host/storage-place.js'
 import { closedBackends } from './volume-services.js'
+import { unmetCapabilities } from './capabilities.js'
 
 type PlaceKind = 'controller' | 'storage-host'
 
@@ -29,6 +30,8 @@ export interface VolumeLayout {
   backend: string
   place: PlaceKind
   multiattach: boolean
+  /** The extra specs naming capabilities the backend lacks (capabilities.ts): such a type finds no backend. */
+  unmet: string[]
 }
 
 /** Cinder's boolean extra spec syntax: `<is> True`. */
@@ -43,7 +46,7 @@ export function layoutOf(extraSpecs: Record<string, string>): VolumeLayout {
   if (!rule) throw badRequest(`Invalid volume_backend_name '${backend}': expected one of ${Object.keys(BACKEND_RULES).join(', ')}.`)
   const place = (extraSpecs['pcc:placement'] ?? rule.defaultPlace) as PlaceKind
   if (!rule.places.includes(place)) throw badRequest(`Invalid pcc:placement '${place}' for backend ${backend}: expected one of ${rule.places.join(', ')}.`)
-  return { backend, place, multiattach: specTrue(extraSpecs.multiattach) }
+  return { backend, place, multiattach: specTrue(extraSpecs.multiattach), unmet: unmetCapabilities(backend, extraSpecs) }
 }
 
 export function typeLayout(type: VolumeTypeRecord): VolumeLayout {
@@ -62,6 +65,7 @@ export function fitsLayout(volume: { backend: string; location: string | null },
  * the backend with the most free GiB (at least `sizeGb`). A VolumeBackendError in Cinder's words when none fits.
  */
 export async function choosePlace(db: Db, layout: VolumeLayout, sizeGb: number, downAfterMs: number, now = Date.now()): Promise<string> {
+  if (layout.unmet.length > 0) throw new VolumeBackendError(`No valid backend was found: the ${layout.backend} backend does not have ${layout.unmet.join(', ')}.`)
   const closed = await closedBackends(db)
   if (layout.place === 'controller') {
     const service = `${CONTROLLER}@${layout.backend}`

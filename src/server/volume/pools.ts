@@ -7,26 +7,14 @@
 import { notFound } from '../../contracts/errors.js'
 import { CONTROLLER } from '../../contracts/host/storage-place.js'
 import type { Db } from '../storage/store.js'
+import { DRIVER_VERSION, factsOf, VENDOR } from './capabilities.js'
 import { cinderTime } from './model.js'
 import type { StoragePlaces } from './places/registry.js'
 import { listServices, VOLUME_BINARY, type ServiceScope, type VolumeServiceRecord } from './volume-services.js'
 
-/** What each backend is, as Cinder's drivers describe themselves. */
-const BACKEND_FACTS: Record<string, { storageProtocol: string; thin: boolean; description: string }> = {
-  file: { storageProtocol: 'nbd', thin: true, description: 'Sparse raw files, exported over NBD' },
-  lvm: { storageProtocol: 'nbd', thin: false, description: 'Thick LVM logical volumes, exported over NBD' },
-  ceph: { storageProtocol: 'ceph', thin: true, description: 'Ceph RBD images, opened by QEMU with librbd' },
-}
-const VENDOR = 'Open Source'
-const DRIVER_VERSION = '1.0.0'
-
 export interface Pool {
   name: string
   capabilities: Record<string, unknown>
-}
-
-function factsOf(backend: string) {
-  return BACKEND_FACTS[backend] ?? { storageProtocol: 'nbd', thin: false, description: backend }
 }
 
 /** The place (`controller` or a storage host's id) of a volume service, which names it by hostname. */

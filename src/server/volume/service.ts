@@ -436,6 +436,7 @@ export class VolumeService {
       const type = await resolveUsableType(tx, typeRef, typeAccessOf(caller))
       if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)
       const layout = typeLayout(type)
+      if (layout.unmet.length > 0) throw badRequest(`Invalid input received: no backend of volume type ${type.name} fits: the ${layout.backend} backend does not have ${layout.unmet.join(', ')}.`)
       if (!fitsLayout(volume, layout)) {
         if (migrationPolicy !== 'on-demand') throw badRequest(`Invalid input received: retyping volume ${id} to ${type.name} moves its bytes to another backend; ask with migration_policy on-demand.`)
         if (volume.status !== 'available') throw badRequest(`Invalid volume: Volume ${id} must be detached to move its bytes to another backend.`)

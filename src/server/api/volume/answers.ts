@@ -83,6 +83,11 @@ const volumeType = object(
   ['id', 'name'],
 )
 const attachment = object({ id: str, volume_id: str, instance: nstr, status: str, attach_mode: str, attached_at: nstr, detached_at: nul, connection_info: nul }, ['id', 'volume_id'])
+/** A user message (3.3+). */
+const message = object(
+  { id: str, request_id: str, message_level: str, event_id: str, user_message: str, resource_type: str, resource_uuid: str, created_at: str, guaranteed_until: str, links },
+  ['id', 'request_id', 'message_level', 'event_id', 'user_message', 'created_at'],
+)
 /** A quota: the limit, or with `usage=true` the limit with what is used. */
 const quota = { anyOf: [int, object({ limit: int, in_use: int, reserved: int, allocated: int })] }
 
@@ -126,6 +131,8 @@ export const A = {
     { namespace: str, vendor_name: str, volume_backend_name: str, pool_name: nstr, driver_version: str, storage_protocol: str, display_name: nstr, description: nstr, visibility: nstr, replication_targets: { type: 'array' }, properties: { type: 'object' } },
     ['namespace', 'volume_backend_name', 'vendor_name', 'properties'],
   ),
+  messages: envelope('messages', listOf(message)),
+  message: envelope('message', message),
   hosts: envelope('hosts', listOf(object({ service: str, host_name: str, zone: str, 'service-state': str, 'service-status': str, 'last-update': nstr }))),
   host: envelope('host', listOf(object({ resource: object({ host: str, project: str, volume_count: str, total_volume_gb: str, snapshot_count: str, total_snapshot_gb: str }) }, ['resource']))),
 }

@@ -12,6 +12,7 @@ import { callerOf } from '../../volume/service.js'
 import type { ViewContext } from '../../volume/view.js'
 import { quotaRoutes } from './quota-routes.js'
 import { serviceRoutes } from './service-routes.js'
+import { messageRoutes } from './message-routes.js'
 import { snapshotRoutes } from './snapshot-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
@@ -71,6 +72,7 @@ export function volumeRoutes(deps: AppDeps) {
         volumeTypeRoutes(r, deps, ctx)
         quotaRoutes(r, deps, ctx)
         serviceRoutes(r, deps)
+        messageRoutes(r, deps)
       })
     }
 

@@ -108,6 +108,24 @@ export interface VolumeServiceStateTable {
   updated_at: number
 }
 
+/** A user message (/messages): why an operation on a volume or snapshot failed. */
+export interface VolumeMessageTable {
+  id: string
+  project_id: string
+  request_id: string
+  /** VOLUME | VOLUME_SNAPSHOT */
+  resource_type: string
+  resource_uuid: string | null
+  /** VOLUME_<resource>_<action id>_<detail id> (volume/messages.ts) */
+  event_id: string
+  /** ERROR */
+  message_level: string
+  user_message: string
+  created_at: number
+  /** Shown until then (Cinder's guaranteed_until). */
+  expires_at: number
+}
+
 /** The NBD export of an attached volume: one qemu-storage-daemon per volume at its storage place. */
 export interface VolumeExportTable {
   volume_id: string
@@ -160,5 +178,6 @@ export interface VolumeTables {
   volume_export_keys: VolumeExportKeyTable
   storage_hosts: StorageHostTable
   volume_service_states: VolumeServiceStateTable
+  volume_messages: VolumeMessageTable
   volume_image_uploads: VolumeImageUploadTable
 }
