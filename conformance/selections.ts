@@ -104,7 +104,6 @@ export const NOT_IN_CI: { pattern: string; why: string }[] = [
   { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },
   { pattern: api('volume', 'admin.test_qos.'), why: 'QoS specs are not implemented' },
   { pattern: api('volume', 'admin.test_volume_types.VolumeTypesTest.test_volume_type_encryption'), why: 'volume type encryption is not implemented' },
-  { pattern: api('volume', 'admin.test_snapshots_actions.SnapshotsActionsTest.test_update_snapshot_status'), why: 'os-update_snapshot_status (Nova-assisted snapshots) is not implemented' },
   { pattern: api('volume', 'admin.test_volumes_actions.VolumesActionsTest.test_force_detach_volume'), why: "Cinder's legacy attach actions (os-attach, os-detach, os-force_detach) are not served: volumes attach through compute" },
   { pattern: api('volume', 'test_volumes_actions.VolumesActionsTest.test_attach_detach_volume_to_instance'), why: "Cinder's legacy attach actions are not served: volumes attach through compute" },
   { pattern: api('volume', 'test_volumes_actions.VolumesActionsTest.test_get_volume_attachment'), why: "Cinder's legacy attach actions are not served: volumes attach through compute" },

@@ -1,7 +1,7 @@
 /**
  * Cinder's admin APIs over real volumes: private volume types and their project access, quota classes and
  * per-type quotas, volume services (enable, disable, freeze, thaw) and their hosts, the scheduler's pools and the
- * backends' capabilities (and types asking for others), user messages. Every refusal is checked
+ * backends' capabilities (and types asking for others), user messages, snapshot status updates. Every refusal is checked
  * with its status and body, and that it changed nothing.
  */
 import { after, before, describe, it } from 'node:test'
@@ -301,6 +301,35 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, alice, 'GET', `${V}/messages/${message.id}`, undefined, M)).status, 404)
       await call(server, alice, 'DELETE', `${V}/volumes/${ok.body.volume.id}`)
       await call(server, alice, 'DELETE', `${V}/volumes/${failed.body.volume.id}`)
+    })
+
+    it("lets a snapshot's creator report its status and progress, only along Cinder's transitions", async () => {
+      const vol = await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1 } })
+      await waitStatus(server, alice, vol.body.volume.id, 'available')
+      const snap = (await call(server, alice, 'POST', `${V}/snapshots`, { snapshot: { volume_id: vol.body.volume.id } })).body.snapshot
+      const show = async () => (await call(server, alice, 'GET', `${V}/snapshots/${snap.id}`)).body.snapshot
+      await eventually(async () => (await show()).status === 'available', 10_000, 'the snapshot to be available')
+      const update = (s: Session, body: Record<string, unknown>) => call(server, s, 'POST', `${V}/snapshots/${snap.id}/action`, { 'os-update_snapshot_status': body })
+
+      // Available is not a status one may report on.
+      const fromAvailable = await update(alice, { status: 'error' })
+      assert.equal(fromAvailable.status, 400)
+      assert.match(fromAvailable.body.badRequest.message, /Snapshot status available not allowed/)
+      await call(server, admin, 'POST', `${V}/snapshots/${snap.id}/action`, { 'os-reset_status': { status: 'creating' } })
+      assert.equal((await update(alice, { status: 'deleting' })).status, 400)
+      assert.equal((await update(alice, { progress: '10%' })).status, 400, 'status is required')
+      assert.equal((await update(bob, { status: 'error' })).status, 404, "another project's snapshot")
+      assert.equal((await show()).status, 'creating', 'refusals changed nothing')
+
+      assert.equal((await update(alice, { status: 'creating', progress: '80%' })).status, 202)
+      assert.equal((await show())['os-extended-snapshot-attributes:progress'], '80%')
+      assert.equal((await update(alice, { status: 'available', progress: '100%' })).status, 202, 'the backend made it long ago')
+      const done = await show()
+      assert.deepEqual([done.status, done['os-extended-snapshot-attributes:progress']], ['available', '100%'])
+      await call(server, admin, 'POST', `${V}/snapshots/${snap.id}/action`, { 'os-reset_status': { status: 'creating' } })
+      assert.equal((await update(alice, { status: 'error', progress: '80%' })).status, 202)
+      assert.deepEqual([(await show()).status, (await show())['os-extended-snapshot-attributes:progress']], ['error', '80%'])
+      await call(server, alice, 'DELETE', `${V}/snapshots/${snap.id}`)
     })
   })
 }

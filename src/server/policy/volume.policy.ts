@@ -21,6 +21,7 @@ export type VolumeOperation =
   | 'snapshot:create'
   | 'snapshot:update'
   | 'snapshot:delete'
+  | 'snapshot:update_status'
   | 'type:get'
   | 'type:manage'
   | 'type:private:see'
@@ -56,6 +57,8 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'snapshot:create': projectMemberOrAdmin,
   'snapshot:update': projectMemberOrAdmin,
   'snapshot:delete': projectMemberOrAdmin,
+  /** os-update_snapshot_status: the snapshot's creator reports on it (Nova-assisted snapshots). */
+  'snapshot:update_status': projectMemberOrAdmin,
   'type:get': anyOf(isAdmin, hasRole('reader')),
   'type:manage': isAdmin,
   /** Private volume types are listed and found (else they do not exist for the caller). */

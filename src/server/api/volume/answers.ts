@@ -182,7 +182,7 @@ export const VOLUME_ACTIONS: Schema = {
   ],
 }
 
-/** POST /snapshots/{id}/action: one key, the action (Cinder's os-admin-actions). */
+/** POST /snapshots/{id}/action: one key, the action (Cinder's os-admin-actions, and os-update_snapshot_status). */
 export const SNAPSHOT_ACTIONS: Schema = {
-  anyOf: [action('os-reset_status', object({ status: str }, ['status'])), action('os-force_delete', {})],
+  anyOf: [action('os-reset_status', object({ status: str }, ['status'])), action('os-force_delete', {}), action('os-update_snapshot_status', object({ status: str, progress: str }, ['status']))],
 }

@@ -27,6 +27,7 @@ import * as m0101 from './0101-volume-type-access.js'
 import * as m0102 from './0102-volume-quota-classes.js'
 import * as m0103 from './0103-volume-service-states.js'
 import * as m0104 from './0104-volume-messages.js'
+import * as m0105 from './0105-snapshot-progress.js'
 
 export interface Migration {
   id: string
@@ -57,6 +58,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0102', name: 'volume-quota-classes', up: m0102.up },
   { id: '0103', name: 'volume-service-states', up: m0103.up },
   { id: '0104', name: 'volume-messages', up: m0104.up },
+  { id: '0105', name: 'snapshot-progress', up: m0105.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

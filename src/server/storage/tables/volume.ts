@@ -62,6 +62,8 @@ export interface VolumeSnapshotTable {
   metadata: string
   created_at: number
   updated_at: number
+  /** As reported by os-update_snapshot_status ('80%'); null: derived from the status. */
+  progress: string | null
 }
 
 export interface VolumeTypeTable {
