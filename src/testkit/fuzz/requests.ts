@@ -74,6 +74,10 @@ const PARAM_KINDS: Record<string, string> = {
   'snapshots/id': 'snapshot',
   'types/id': 'volumeType',
   'attachments/id': 'volumeAttachment',
+  'messages/id': 'volumeMessage',
+  'os-hosts/host': 'volumeHost',
+  'capabilities/host': 'volumeHost',
+  'os-quota-class-sets/name': 'quotaClass',
   'domains/id': 'domain',
   'projects/id': 'identityProject',
   'users/id': 'user',
@@ -104,7 +108,7 @@ const PARAM_KINDS: Record<string, string> = {
  */
 export const OWNED_KINDS = new Set([
   'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'port', 'securityGroup',
-  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment',
+  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'volumeMessage',
 ])
 
 export function paramKind(path: string, param: string): string | undefined {
