@@ -23,11 +23,11 @@ import * as m0097 from './0097-volume-data.js'
 import * as m0098 from './0098-totp-steps.js'
 import * as m0099 from './0099-registration-token-host.js'
 import * as m0100 from './0100-host-ceph-users.js'
-import * as m0101 from './0101-volume-type-access.js'
-import * as m0102 from './0102-volume-quota-classes.js'
-import * as m0103 from './0103-volume-service-states.js'
-import * as m0104 from './0104-volume-messages.js'
-import * as m0105 from './0105-snapshot-progress.js'
+import * as m0102 from './0102-volume-type-access.js'
+import * as m0103 from './0103-volume-quota-classes.js'
+import * as m0104 from './0104-volume-service-states.js'
+import * as m0105 from './0105-volume-messages.js'
+import * as m0106 from './0106-snapshot-progress.js'
 
 export interface Migration {
   id: string
@@ -54,11 +54,11 @@ export const MIGRATIONS: Migration[] = [
   { id: '0098', name: 'totp-steps', up: m0098.up },
   { id: '0099', name: 'registration-token-host', up: m0099.up },
   { id: '0100', name: 'host-ceph-users', up: m0100.up },
-  { id: '0101', name: 'volume-type-access', up: m0101.up },
-  { id: '0102', name: 'volume-quota-classes', up: m0102.up },
-  { id: '0103', name: 'volume-service-states', up: m0103.up },
-  { id: '0104', name: 'volume-messages', up: m0104.up },
-  { id: '0105', name: 'snapshot-progress', up: m0105.up },
+  { id: '0102', name: 'volume-type-access', up: m0102.up },
+  { id: '0103', name: 'volume-quota-classes', up: m0103.up },
+  { id: '0104', name: 'volume-service-states', up: m0104.up },
+  { id: '0105', name: 'volume-messages', up: m0105.up },
+  { id: '0106', name: 'snapshot-progress', up: m0106.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
