@@ -8,7 +8,7 @@
  * compute driver's DriverError for a host that does not answer) with a message for the operator.
  */
 import type { Readable } from 'node:stream'
-import type { ByteSource } from './volume.js'
+import type { BackendCapacity, ByteSource } from './volume.js'
 
 export const CONTROLLER = 'controller'
 
@@ -48,4 +48,6 @@ export interface StoragePlace {
   uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void>
   /** Makes the place's NBD exports what the store says; answers the address clients connect to. */
   syncExports(): Promise<string>
+  /** A backend's capacity here (scheduler-stats pools): measured by the controller, a storage host's last report. */
+  capacity(backend: string): Promise<BackendCapacity>
 }

@@ -8,7 +8,7 @@ import { createReadStream, createWriteStream } from 'node:fs'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { VolumeBackend } from './backend.js'
-import { VolumeBackendError } from '../../contracts/host/volume.js'
+import { VolumeBackendError, type BackendCapacity } from '../../contracts/host/volume.js'
 import { ExportManager } from './exports/export-manager.js'
 import { convertToFile, removeDeadScratch, withScratchDir } from './qemu-img.js'
 import type { PlaceImages, PlaceSource, StoragePlace, WantedExport } from '../../contracts/host/storage-place.js'
@@ -40,6 +40,10 @@ export class LocalPlace implements StoragePlace {
     const backend = this.options.backends.get(name)
     if (!backend) throw new VolumeBackendError(`the ${name} backend is not available at ${this.location}`)
     return backend
+  }
+
+  async capacity(backend: string): Promise<BackendCapacity> {
+    return this.backend(backend).capacity()
   }
 
   async create(backend: string, volumeId: string, sizeGb: number): Promise<void> {

@@ -21,11 +21,22 @@ export type VolumeOperation =
   | 'snapshot:create'
   | 'snapshot:update'
   | 'snapshot:delete'
+  | 'snapshot:update_status'
   | 'type:get'
   | 'type:manage'
   | 'type:private:see'
+  | 'type:access:manage'
   | 'quota:show'
   | 'quota:update'
+  | 'quota_class:show'
+  | 'service:get'
+  | 'service:update'
+  | 'host:get'
+  | 'pool:get'
+  | 'message:get'
+  | 'message:delete'
+  | 'capabilities:get'
+  | 'quota_class:update'
 
 export const volumePolicy: PolicyTable<VolumeOperation> = {
   // Targets: the volume's (or snapshot's, or quota's) project.
@@ -46,10 +57,28 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'snapshot:create': projectMemberOrAdmin,
   'snapshot:update': projectMemberOrAdmin,
   'snapshot:delete': projectMemberOrAdmin,
+  /** os-update_snapshot_status: the snapshot's creator reports on it (Nova-assisted snapshots). */
+  'snapshot:update_status': projectMemberOrAdmin,
   'type:get': anyOf(isAdmin, hasRole('reader')),
   'type:manage': isAdmin,
   /** Private volume types are listed and found (else they do not exist for the caller). */
   'type:private:see': isAdmin,
+  /** Which projects may use a private type: listing, granting and taking back (os-volume-type-access). */
+  'type:access:manage': isAdmin,
   'quota:show': projectReaderOrAdmin,
   'quota:update': isAdmin,
+  /** Quota classes: the class default is every project's defaults. */
+  'quota_class:show': isAdmin,
+  'quota_class:update': isAdmin,
+  /** The scheduler and volume services (os-services), and enabling, disabling, freezing and thawing them. */
+  'service:get': isAdmin,
+  'service:update': isAdmin,
+  /** os-hosts: the services' hosts and what each backend holds for every project. */
+  'host:get': isAdmin,
+  /** The scheduler's pools with their capacity, and the backends' capabilities. */
+  'pool:get': isAdmin,
+  /** User messages: the project's own (admins see every project's through volume:other_projects:see). */
+  'message:get': projectReaderOrAdmin,
+  'message:delete': projectMemberOrAdmin,
+  'capabilities:get': isAdmin,
 }

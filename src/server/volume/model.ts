@@ -61,6 +61,8 @@ export interface SnapshotRecord {
   metadata: Record<string, string>
   createdAt: number
   updatedAt: number
+  /** Reported by os-update_snapshot_status; null: derived from the status. */
+  progress: string | null
 }
 
 export interface VolumeTypeRecord {
@@ -127,6 +129,7 @@ export function rowToSnapshot(row: VolumeSnapshotTable): SnapshotRecord {
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    progress: row.progress,
   }
 }
 

@@ -41,3 +41,23 @@ export async function resolveType(db: Db, idOrName: string | undefined | null): 
   if (!row) throw notFound(`Volume type with name ${key} could not be found.`)
   return rowToType(row)
 }
+
+/** Who asks for a type: their project, and whether private types exist for them all (`type:private:see`). */
+export interface TypeAccess {
+  projectId: string
+  seesPrivate: boolean
+}
+
+/** Whether a type may be seen and used: public, granted to the project (os-volume-type-access), or the caller sees every type. */
+export async function typeUsable(db: Db, type: VolumeTypeRecord, access: TypeAccess): Promise<boolean> {
+  if (type.isPublic || access.seesPrivate) return true
+  const grant = await db.selectFrom('volume_type_access').select('project_id').where('volume_type_id', '=', type.id).where('project_id', '=', access.projectId).executeTakeFirst()
+  return grant !== undefined
+}
+
+/** resolveType for a caller: a private type the caller may not use does not exist for them (404, as Cinder answers). */
+export async function resolveUsableType(db: Db, idOrName: string | undefined | null, access: TypeAccess): Promise<VolumeTypeRecord> {
+  const type = await resolveType(db, idOrName)
+  if (!(await typeUsable(db, type, access))) throw notFound(`Volume type with name ${idOrName} could not be found.`)
+  return type
+}

@@ -30,8 +30,9 @@ import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type Volume
 import type { VolumeConnections } from './connections.js'
 import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { fitsLayout, typeLayout } from './placement.js'
-import { checkQuota } from './quotas.js'
-import { hydrate, loadVolume, resolveType } from './repo.js'
+import { checkQuota, typedDelta, typeResource } from './quotas.js'
+import { isFrozen } from './volume-services.js'
+import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
 
@@ -55,11 +56,30 @@ export interface Caller {
   userId: string
   /** Whose volumes and snapshots the caller may find (volume:other_projects:see, or compute's decision). */
   visibility: Visibility
+  /** Private volume types the project was not granted may be used (type:private:see); compute's callers may not. */
+  seesPrivateTypes?: boolean
 }
 
 export function callerOf(principal: Principal): Caller {
   if (principal.scope.type !== 'project') throw new AppError('forbidden', 'The block storage API needs a project-scoped token.')
-  return { projectId: principal.scope.projectId, userId: principal.userId, visibility: visibilityOf(allows(volumePolicy, 'volume:other_projects:see', principal)) }
+  return {
+    projectId: principal.scope.projectId,
+    userId: principal.userId,
+    visibility: visibilityOf(allows(volumePolicy, 'volume:other_projects:see', principal)),
+    seesPrivateTypes: allows(volumePolicy, 'type:private:see', principal),
+  }
+}
+
+/** Cinder's freeze: a frozen backend's volumes keep serving I/O but are not managed until it is thawed. */
+async function refuseFrozen(db: Db, volume: VolumeRecord, what: string): Promise<void> {
+  if (volume.locationName === null) return
+  const service = `${volume.locationName}@${volume.backend}`
+  if (await isFrozen(db, service)) throw badRequest(`Invalid volume: Volume ${volume.id} is on the frozen volume service ${service}; it cannot be ${what} until the service is thawed.`)
+}
+
+/** The caller as a private volume type's access check sees it. */
+function typeAccessOf(caller: Caller): TypeAccess {
+  return { projectId: caller.projectId, seesPrivate: caller.seesPrivateTypes === true }
 }
 
 /** The caller of a compute-facing method: compute's route decided its visibility from compute's policy (default: project). */
@@ -271,12 +291,13 @@ export class VolumeService {
       }
     }
     if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
-    const type = await resolveType(tx, typeRef ?? this.options.defaultVolumeType)
+    // A type asked for must be usable by the caller; one inherited from the source volume or snapshot was usable once.
+    const type = input.volume_type ? await resolveUsableType(tx, input.volume_type, typeAccessOf(caller)) : await resolveType(tx, typeRef ?? this.options.defaultVolumeType)
     const layout = typeLayout(type)
     if (fromSnapshotBackend !== undefined && fromSnapshotBackend !== layout.backend) {
       throw badRequest(`Invalid input received: a volume from a snapshot is made by the snapshot's backend (${fromSnapshotBackend}); volume type ${type.name} uses ${layout.backend}.`)
     }
-    await checkQuota(tx, this.store.capabilities, caller.projectId, { volumes: 1, gigabytes: size })
+    await checkQuota(tx, this.store.capabilities, caller.projectId, typedDelta(type.name, { volumes: 1, gigabytes: size }))
     const id = randomUUID()
     const now = this.now()
     await tx
@@ -365,6 +386,7 @@ export class VolumeService {
       }
       const snapshots = await tx.selectFrom('volume_snapshots').select(['id', 'status']).where('volume_id', '=', id).execute()
       if (snapshots.length > 0 && !options.cascade) throw badRequest(`Invalid volume: Volume ${id} still has ${snapshots.length} dependent snapshot(s).`)
+      await refuseFrozen(tx, volume, 'deleted')
       for (const snap of snapshots) {
         await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', snap.id).execute()
       }
@@ -390,7 +412,8 @@ export class VolumeService {
       if (!Number.isInteger(newSize) || newSize <= volume.size) {
         throw badRequest(`Invalid input received: New size for extend must be greater than current size. (current: ${volume.size}, extended: ${newSize}).`)
       }
-      await checkQuota(tx, this.store.capabilities, volume.projectId, { gigabytes: newSize - volume.size })
+      await refuseFrozen(tx, volume, 'extended')
+      await checkQuota(tx, this.store.capabilities, volume.projectId, typedDelta(volume.volumeTypeName, { gigabytes: newSize - volume.size }))
       // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
       const moved = await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
@@ -409,15 +432,19 @@ export class VolumeService {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
       if (!['available', 'in-use'].includes(volume.status)) throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use to retype, but it is ${volume.status}.`)
-      const type = await resolveType(tx, typeRef)
+      await refuseFrozen(tx, volume, 'retyped')
+      const type = await resolveUsableType(tx, typeRef, typeAccessOf(caller))
       if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)
       const layout = typeLayout(type)
+      if (layout.unmet.length > 0) throw badRequest(`Invalid input received: no backend of volume type ${type.name} fits: the ${layout.backend} backend does not have ${layout.unmet.join(', ')}.`)
       if (!fitsLayout(volume, layout)) {
         if (migrationPolicy !== 'on-demand') throw badRequest(`Invalid input received: retyping volume ${id} to ${type.name} moves its bytes to another backend; ask with migration_policy on-demand.`)
         if (volume.status !== 'available') throw badRequest(`Invalid volume: Volume ${id} must be detached to move its bytes to another backend.`)
         if (await tx.selectFrom('volume_snapshots').select('id').where('volume_id', '=', id).executeTakeFirst()) throw badRequest(`Invalid volume: Volume ${id} has snapshots, which stay with their backend; delete them before moving it.`)
       }
       if (volume.multiattach && !layout.multiattach && volume.attachments.length > 1) throw badRequest(`Invalid volume: Volume ${id} is attached to several servers; type ${type.name} does not allow that.`)
+      // The totals stay; the new type's own quotas get the volume.
+      await checkQuota(tx, this.store.capabilities, volume.projectId, { [typeResource('volumes', type.name)]: 1, [typeResource('gigabytes', type.name)]: volume.size })
       const moved = await tx.updateTable('volumes').set({ status: 'retyping', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
       await this.enqueue(tx, VOLUME_TASKS.retype, id, { typeId: type.id, previousStatus: volume.status })

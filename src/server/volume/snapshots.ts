@@ -10,7 +10,7 @@ import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import { rowToSnapshot, type SnapshotRecord } from './model.js'
-import { checkQuota } from './quotas.js'
+import { checkQuota, typedDelta } from './quotas.js'
 import { page, type PageQuery, type SortKeys } from './listing.js'
 
 /** Keys snapshots sort by (`display_name` is the old name of `name`, still accepted by Cinder). */
@@ -100,7 +100,7 @@ export class SnapshotService {
           : `Invalid volume: Volume ${volume.id} status must be available, but it is ${volume.status}.`,
       )
     }
-    await checkQuota(tx, this.store.capabilities, volume.projectId, { snapshots: 1, gigabytes: volume.size })
+    await checkQuota(tx, this.store.capabilities, volume.projectId, typedDelta(volume.volumeTypeName, { snapshots: 1, gigabytes: volume.size }))
     const snapshotId = randomUUID()
     const now = this.now()
     await tx
@@ -179,6 +179,31 @@ export class SnapshotService {
   }
 
   /** os-reset_status for admins: sets the status the record shows, nothing else (Cinder's rule). */
+  /**
+   * os-update_snapshot_status: whoever makes a snapshot outside the backend (Nova-assisted snapshots) reports its
+   * status and progress. Only Cinder's transitions; `available` only once no backend work for it is pending, so a
+   * snapshot never claims bytes the backend has not made.
+   */
+  async updateStatus(principal: Principal, id: string, status: string, progress: string | undefined): Promise<void> {
+    await this.store.db.transaction().execute(async (tx) => {
+      const snapshot = await this.find(callerOf(principal), id, tx)
+      authorize(volumePolicy, 'snapshot:update_status', principal, { projectId: snapshot.projectId })
+      const allowed = UPDATE_STATUS_TRANSITIONS[snapshot.status]
+      if (!allowed) throw badRequest(`Invalid snapshot: Snapshot status ${snapshot.status} not allowed for update_snapshot_status.`)
+      if (!allowed.includes(status)) throw badRequest(`Invalid snapshot: Provided snapshot status ${status} not allowed for snapshot with status ${snapshot.status}.`)
+      if (status === 'available') {
+        const pending = await tx.selectFrom('tasks').select('id').where('subject_id', '=', id).where('kind', '=', VOLUME_TASKS.snapshotCreate).where('status', 'in', ['queued', 'running']).executeTakeFirst()
+        if (pending) throw badRequest(`Invalid snapshot: Snapshot ${id} is still being made by its backend.`)
+      }
+      await tx
+        .updateTable('volume_snapshots')
+        .set({ status, ...(progress !== undefined ? { progress } : {}), updated_at: this.now() })
+        .where('id', '=', id)
+        .where('status', '=', snapshot.status)
+        .execute()
+    })
+  }
+
   async resetStatus(principal: Principal, id: string, status: string): Promise<void> {
     authorize(volumePolicy, 'volume:reset_status', principal)
     if (!SNAPSHOT_STATUSES.includes(status)) throw badRequest(`Invalid status '${status}': expected one of ${SNAPSHOT_STATUSES.join(', ')}.`)
@@ -190,3 +215,9 @@ export class SnapshotService {
 }
 
 const SNAPSHOT_STATUSES = ['available', 'error', 'creating', 'deleting', 'error_deleting']
+
+/** os-update_snapshot_status: the statuses a snapshot's creator may move it to, by its current status (Cinder's). */
+const UPDATE_STATUS_TRANSITIONS: Record<string, string[]> = {
+  creating: ['creating', 'available', 'error'],
+  deleting: ['deleting', 'error_deleting'],
+}

@@ -4,13 +4,13 @@
  */
 import { randomUUID } from 'node:crypto'
 import { badRequest, conflict, notFound } from '../../contracts/errors.js'
-import type { Principal } from '../auth/principal.js'
+import { projectOf, type Principal } from '../auth/principal.js'
 import { allows, authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Store } from '../storage/store.js'
 import { CEPH_VOLUME_TYPE, DEFAULT_VOLUME_TYPE, rowToType, type VolumeTypeRecord } from './model.js'
 import { layoutOf } from './placement.js'
-import { resolveType } from './repo.js'
+import { resolveType, typeUsable, type TypeAccess } from './repo.js'
 
 export class VolumeTypeService {
   constructor(
@@ -35,16 +35,53 @@ export class VolumeTypeService {
   async list(principal: Principal): Promise<VolumeTypeRecord[]> {
     authorize(volumePolicy, 'type:get', principal)
     const rows = await this.store.db.selectFrom('volume_types').selectAll().orderBy('name').execute()
-    const seesPrivate = allows(volumePolicy, 'type:private:see', principal)
-    return rows.map(rowToType).filter((t) => t.isPublic || seesPrivate)
+    const access = accessOf(principal)
+    const grants = await this.store.db.selectFrom('volume_type_access').select('volume_type_id').where('project_id', '=', access.projectId).execute()
+    const granted = new Set(grants.map((g) => g.volume_type_id))
+    return rows.map(rowToType).filter((t) => t.isPublic || access.seesPrivate || granted.has(t.id))
   }
 
   async get(principal: Principal, idOrName: string): Promise<VolumeTypeRecord> {
     authorize(volumePolicy, 'type:get', principal)
+    const missing = () => notFound(`Volume type ${idOrName} could not be found.`)
     const type = await resolveType(this.store.db, idOrName).catch(() => {
-      throw notFound(`Volume type ${idOrName} could not be found.`)
+      throw missing()
     })
-    if (!type.isPublic && !allows(volumePolicy, 'type:private:see', principal)) throw notFound(`Volume type ${idOrName} could not be found.`)
+    if (!(await typeUsable(this.store.db, type, accessOf(principal)))) throw missing()
+    return type
+  }
+
+  /** The projects a private type is granted to (os-volume-type-access); a public type has no such list (404, as Cinder). */
+  async listAccess(principal: Principal, id: string): Promise<{ volumeTypeId: string; projectId: string }[]> {
+    authorize(volumePolicy, 'type:access:manage', principal)
+    const type = await this.get(principal, id)
+    if (type.isPublic) throw notFound('Access list not available for public volume types.')
+    const rows = await this.store.db.selectFrom('volume_type_access').select(['volume_type_id', 'project_id']).where('volume_type_id', '=', type.id).orderBy('created_at').execute()
+    return rows.map((r) => ({ volumeTypeId: r.volume_type_id, projectId: r.project_id }))
+  }
+
+  /** Grants a project a private type: its members list, show and create volumes of it from now on. */
+  async addAccess(principal: Principal, id: string, projectId: string): Promise<void> {
+    authorize(volumePolicy, 'type:access:manage', principal)
+    const type = await this.privateType(principal, id)
+    await this.store.db.transaction().execute(async (tx) => {
+      const existing = await tx.selectFrom('volume_type_access').select('project_id').where('volume_type_id', '=', type.id).where('project_id', '=', projectId).executeTakeFirst()
+      if (existing) throw conflict(`Volume type access for ${type.id}/${projectId} combination already exists.`)
+      await tx.insertInto('volume_type_access').values({ volume_type_id: type.id, project_id: projectId, created_at: Date.now() }).execute()
+    })
+  }
+
+  /** Takes a private type from a project: its existing volumes keep the type, new ones cannot use it. */
+  async removeAccess(principal: Principal, id: string, projectId: string): Promise<void> {
+    authorize(volumePolicy, 'type:access:manage', principal)
+    const type = await this.privateType(principal, id)
+    const removed = await this.store.db.deleteFrom('volume_type_access').where('volume_type_id', '=', type.id).where('project_id', '=', projectId).executeTakeFirst()
+    if (Number(removed.numDeletedRows) === 0) throw notFound(`Volume type access not found for ${type.id}/${projectId} combination.`)
+  }
+
+  private async privateType(principal: Principal, id: string): Promise<VolumeTypeRecord> {
+    const type = await this.get(principal, id)
+    if (type.isPublic) throw badRequest('Invalid volume type: Type access modification is not applicable to public volume type.')
     return type
   }
 
@@ -103,6 +140,7 @@ export class VolumeTypeService {
       if (await tx.selectFrom('volumes').select('id').where('volume_type_id', '=', type.id).executeTakeFirst()) {
         throw badRequest(`Target volume type is still in use: volumes of type ${type.name} exist.`)
       }
+      await tx.deleteFrom('volume_type_access').where('volume_type_id', '=', type.id).execute()
       await tx.deleteFrom('volume_types').where('id', '=', type.id).execute()
     })
   }
@@ -111,4 +149,9 @@ export class VolumeTypeService {
     const row = await this.store.db.selectFrom('volume_types').selectAll().where('name', '=', this.defaultName).executeTakeFirstOrThrow()
     return rowToType(row)
   }
+}
+
+/** The principal's project (a token of another scope is granted nothing) and whether every private type exists for them. */
+function accessOf(principal: Principal): TypeAccess {
+  return { projectId: projectOf(principal) ?? '', seesPrivate: allows(volumePolicy, 'type:private:see', principal) }
 }

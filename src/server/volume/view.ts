@@ -136,7 +136,7 @@ export function snapshotSummary(s: SnapshotRecord, ctx: ViewContext): Record<str
 export function snapshotDetail(s: SnapshotRecord, ctx: ViewContext): Record<string, unknown> {
   return {
     ...snapshotSummary(s, ctx),
-    'os-extended-snapshot-attributes:progress': s.status === 'available' ? '100%' : '0%',
+    'os-extended-snapshot-attributes:progress': s.progress ?? (s.status === 'available' ? '100%' : '0%'),
     'os-extended-snapshot-attributes:project_id': s.projectId,
   }
 }

@@ -18,6 +18,7 @@ import type { Store } from '../storage/store.js'
 import type { TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
 import { addGeneration, attachmentIdentity, connectionInfo, copyIdentity, dropOldGenerations, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'
+import { recordFailure, type MessageAction } from './messages.js'
 import { choosePlace, layoutOf } from './placement.js'
 import type { PlaceSource } from '../../contracts/host/storage-place.js'
 import type { StoragePlaces } from './places/registry.js'
@@ -32,6 +33,16 @@ export const VOLUME_TASKS = {
   snapshotCreate: 'snapshot.create',
   snapshotDelete: 'snapshot.delete',
 } as const
+
+/** The user message a task's failure leaves (volume/messages.ts). */
+const FAILURE_MESSAGES: Record<string, MessageAction> = {
+  [VOLUME_TASKS.create]: 'allocate_volume',
+  [VOLUME_TASKS.delete]: 'delete_volume',
+  [VOLUME_TASKS.extend]: 'extend_volume',
+  [VOLUME_TASKS.retype]: 'retype_volume',
+  [VOLUME_TASKS.snapshotCreate]: 'create_snapshot',
+  [VOLUME_TASKS.snapshotDelete]: 'delete_snapshot',
+}
 
 /** Who extended a volume: the request (its id names each server's `extend_volume` action) and the user. */
 export interface ExtendRequest {
@@ -108,8 +119,18 @@ export class VolumeWorker {
       if (!(err instanceof VolumeBackendError) && !lastAttempt) throw err
       this.deps.logger?.warn({ err, id, task: task.kind }, 'volume backend work failed')
       const reason = (err as Error).message
-      if (table === 'volumes') await this.deps.store.db.updateTable('volumes').set({ status: failedStatus, status_reason: reason, updated_at: Date.now() }).where('id', '=', id).where('status', '=', expected).execute()
-      else await this.deps.store.db.updateTable('volume_snapshots').set({ status: failedStatus, updated_at: Date.now() }).where('id', '=', id).where('status', '=', expected).execute()
+      await this.deps.store.db.transaction().execute(async (tx) => {
+        const moved =
+          table === 'volumes'
+            ? await tx.updateTable('volumes').set({ status: failedStatus, status_reason: reason, updated_at: Date.now() }).where('id', '=', id).where('status', '=', expected).executeTakeFirst()
+            : await tx.updateTable('volume_snapshots').set({ status: failedStatus, updated_at: Date.now() }).where('id', '=', id).where('status', '=', expected).executeTakeFirst()
+        // The project is told why (/messages), once: only by the run that set the error status.
+        const action = FAILURE_MESSAGES[task.kind]
+        if (Number(moved.numUpdatedRows) === 0 || !action) return
+        const { project_id: projectId } = await tx.selectFrom(table).select('project_id').where('id', '=', id).executeTakeFirstOrThrow()
+        const payload = task.payload as { requestId?: unknown } | undefined
+        await recordFailure(tx, { action, projectId, resourceId: id, reason, requestId: typeof payload?.requestId === 'string' ? payload.requestId : undefined })
+      })
     }
   }
 

@@ -32,7 +32,7 @@ export interface WireRequest {
   body?: Buffer
 }
 
-/** `/{segment}/{param}` → the fixture kind it names. */
+/** `{segment}/{param}` → the fixture kind it names; `{service}:{segment}/{param}` where two services differ. */
 const PARAM_KINDS: Record<string, string> = {
   'servers/id': 'server',
   'os-instance-actions/requestId': 'serverAction',
@@ -77,6 +77,10 @@ const PARAM_KINDS: Record<string, string> = {
   'snapshots/id': 'snapshot',
   'types/id': 'volumeType',
   'attachments/id': 'volumeAttachment',
+  'messages/id': 'volumeMessage',
+  'volume:os-hosts/host': 'volumeHost',
+  'capabilities/host': 'volumeHost',
+  'os-quota-class-sets/name': 'quotaClass',
   'domains/id': 'domain',
   'projects/id': 'identityProject',
   'users/id': 'user',
@@ -120,13 +124,15 @@ const PARAM_KINDS: Record<string, string> = {
  */
 export const OWNED_KINDS = new Set([
   'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'port', 'securityGroup',
-  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'metadefNamespace',
+  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'metadefNamespace', 'volumeMessage',
 ])
 
 export function paramKind(path: string, param: string): string | undefined {
   const segments = path.split('/')
   const at = segments.indexOf(`{${param}}`)
-  return at > 0 ? PARAM_KINDS[`${segments[at - 1]}/${param}`] : undefined
+  if (at <= 0) return undefined
+  // A service's own meaning first (`volume:os-hosts/host` is a volume service; compute's os-hosts names a host).
+  return PARAM_KINDS[`${segments[1]}:${segments[at - 1]}/${param}`] ?? PARAM_KINDS[`${segments[at - 1]}/${param}`]
 }
 
 /** Bytes of UTF-8 percent-encoded (lone surrogates become U+FFFD, as on any wire). */

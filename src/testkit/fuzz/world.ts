@@ -196,6 +196,16 @@ const FIXTURES: FixtureSpec[] = [
     return id
   }, (w) => w.found(`/volume/v3/snapshots/${w.fixtures.snapshot}`, VOLUME)),
 
+  // A user message: a volume of a type no backend fits fails, and its project is told why; the volume goes.
+  f('volumeMessage', async (w) => {
+    const type = (await w.must('admin', 'POST', `/volume/v3/types`, { volume_type: { name: name('unfit'), extra_specs: { vendor_name: 'nobody' } } }, VOLUME)).body.volume_type.id
+    const id = (await w.must('admin', 'POST', '/volume/v3/volumes', { volume: { size: 1, volume_type: type } }, VOLUME)).body.volume.id
+    await w.waitFor(`/volume/v3/volumes/${id}`, VOLUME, (b) => (b.volume as { status: string }).status === 'error', 'the unfit volume to fail')
+    const messages = (await w.must('admin', 'GET', '/volume/v3/messages', undefined, VOLUME)).body.messages as { id: string; resource_uuid: string }[]
+    await w.must('admin', 'DELETE', `/volume/v3/volumes/${id}`, undefined, VOLUME)
+    return messages.find((m) => m.resource_uuid === id)!.id
+  }, (w) => w.found(`/volume/v3/messages/${w.fixtures.volumeMessage}`, VOLUME)),
+
   // Compute.
   f('flavor', async (w) => {
     const id = (await w.must('admin', 'POST', '/compute/v2.1/flavors', { flavor: { name: name('flavor'), ram: 64, vcpus: 1, disk: 1, 'os-flavor-access:is_public': false } }, COMPUTE)).body.flavor.id
@@ -306,6 +316,8 @@ async function derive(w: WorldBuilder): Promise<void> {
     extension: 'router',
     // Not the default class: an accepted update of it would change every project's quotas under the other operations.
     quotaClass: 'fuzzclass',
+    // The control plane's volume service (os-hosts, capabilities).
+    volumeHost: 'controller@file',
   })
   w.memberOwned.project = personas.member.projectId!
   fixtures.idpClient = Object.keys(await w.server.deps.idp.clients.secrets('builtin'))[0]

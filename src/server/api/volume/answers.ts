@@ -83,6 +83,11 @@ const volumeType = object(
   ['id', 'name'],
 )
 const attachment = object({ id: str, volume_id: str, instance: nstr, status: str, attach_mode: str, attached_at: nstr, detached_at: nul, connection_info: nul }, ['id', 'volume_id'])
+/** A user message (3.3+). */
+const message = object(
+  { id: str, request_id: str, message_level: str, event_id: str, user_message: str, resource_type: str, resource_uuid: str, created_at: str, guaranteed_until: str, links },
+  ['id', 'request_id', 'message_level', 'event_id', 'user_message', 'created_at'],
+)
 /** A quota: the limit, or with `usage=true` the limit with what is used. */
 const quota = { anyOf: [int, object({ limit: int, in_use: int, reserved: int, allocated: int })] }
 
@@ -100,6 +105,7 @@ export const A = {
   types: envelope('volume_types', listOf(volumeType)),
   type: envelope('volume_type', volumeType),
   extraSpecs: envelope('extra_specs', strMap),
+  typeAccess: envelope('volume_type_access', listOf(object({ volume_type_id: str, project_id: str }, ['volume_type_id', 'project_id']))),
   /** The answer to os-volume_upload_image: the volume and the image it is being copied into. */
   uploadedImage: envelope(
     'os-volume_upload_image',
@@ -113,10 +119,22 @@ export const A = {
   attachments: envelope('attachments', listOf(attachment)),
   attachment: envelope('attachment', attachment),
   quotaSet: envelope('quota_set', { type: 'object', properties: { id: str }, additionalProperties: quota }),
+  quotaClassSet: envelope('quota_class_set', { type: 'object', properties: { id: str }, additionalProperties: int }),
   limits: envelope('limits', object({ rate: { type: 'array', maxItems: 0 }, absolute: { type: 'object', additionalProperties: int } })),
   zones: envelope('availabilityZoneInfo', listOf(object({ zoneName: str, zoneState: object({ available: bool }) }))),
   extensions: envelope('extensions', { type: 'array' }),
-  services: envelope('services', listOf(object({ binary: str, host: str, zone: str, status: str, state: str, updated_at: str, disabled_reason: nstr }))),
+  services: envelope('services', listOf(object({ binary: str, host: str, zone: str, status: str, state: str, updated_at: str, disabled_reason: nstr, frozen: bool }))),
+  /** os-services enable / disable / disable-log-reason. */
+  serviceChange: object({ disabled: bool, status: str, host: str, service: str, binary: str, disabled_reason: nstr }, ['disabled', 'status', 'host', 'service', 'binary']),
+  pools: envelope('pools', listOf(object({ name: str, capabilities: { type: 'object' } }, ['name']))),
+  capabilities: object(
+    { namespace: str, vendor_name: str, volume_backend_name: str, pool_name: nstr, driver_version: str, storage_protocol: str, display_name: nstr, description: nstr, visibility: nstr, replication_targets: { type: 'array' }, properties: { type: 'object' } },
+    ['namespace', 'volume_backend_name', 'vendor_name', 'properties'],
+  ),
+  messages: envelope('messages', listOf(message)),
+  message: envelope('message', message),
+  hosts: envelope('hosts', listOf(object({ service: str, host_name: str, zone: str, 'service-state': str, 'service-status': str, 'last-update': nstr }))),
+  host: envelope('host', listOf(object({ resource: object({ host: str, project: str, volume_count: str, total_volume_gb: str, snapshot_count: str, total_snapshot_gb: str }) }, ['resource']))),
 }
 
 const query = (properties: Record<string, Schema>): Schema => ({ type: 'object', properties, additionalProperties: true })
@@ -164,7 +182,7 @@ export const VOLUME_ACTIONS: Schema = {
   ],
 }
 
-/** POST /snapshots/{id}/action: one key, the action (Cinder's os-admin-actions). */
+/** POST /snapshots/{id}/action: one key, the action (Cinder's os-admin-actions, and os-update_snapshot_status). */
 export const SNAPSHOT_ACTIONS: Schema = {
-  anyOf: [action('os-reset_status', object({ status: str }, ['status'])), action('os-force_delete', {})],
+  anyOf: [action('os-reset_status', object({ status: str }, ['status'])), action('os-force_delete', {}), action('os-update_snapshot_status', object({ status: str, progress: str }, ['status']))],
 }

@@ -11,6 +11,8 @@ import { formatVersion, MAX_VOLUME_VERSION, MIN_VOLUME_VERSION, requestedVersion
 import { callerOf } from '../../volume/service.js'
 import type { ViewContext } from '../../volume/view.js'
 import { quotaRoutes } from './quota-routes.js'
+import { serviceRoutes } from './service-routes.js'
+import { messageRoutes } from './message-routes.js'
 import { snapshotRoutes } from './snapshot-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
@@ -69,6 +71,8 @@ export function volumeRoutes(deps: AppDeps) {
         snapshotRoutes(r, deps, ctx)
         volumeTypeRoutes(r, deps, ctx)
         quotaRoutes(r, deps, ctx)
+        serviceRoutes(r, deps)
+        messageRoutes(r, deps)
       })
     }
 

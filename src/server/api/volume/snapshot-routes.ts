@@ -104,7 +104,7 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
     return reply.code(202).send()
   })
   // Admin actions on snapshots (Cinder's os-admin-actions extension).
-  const actionDocs = documented({ summary: 'Run an admin action on a snapshot (reset its status, force delete it)', body: SNAPSHOT_ACTIONS, response: { 202: noBody('Accepted') } })
+  const actionDocs = documented({ summary: 'Run an action on a snapshot (admins: reset its status, force delete it; its creator: update its status)', body: SNAPSHOT_ACTIONS, response: { 202: noBody('Accepted') } })
   r.post<IdRoute & { Body: FromSchema<typeof actionBody> }>('/snapshots/:id/action', { schema: { params: idParams, body: actionBody }, ...actionDocs }, async (request, reply) => {
     const { id } = request.params
     const [action, args] = Object.entries(request.body)[0]
@@ -116,6 +116,11 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
         return reply.code(202).send()
       case 'os-force_delete':
         await snapshots.delete(request.principal, id, true)
+        return reply.code(202).send()
+      case 'os-update_snapshot_status':
+        if (typeof a.status !== 'string') throw badRequest("Invalid input received: 'status' is required.")
+        if (a.progress !== undefined && (typeof a.progress !== 'string' || a.progress.length > 255)) throw badRequest("Invalid input received: 'progress' must be a string of at most 255 characters.")
+        await snapshots.updateStatus(request.principal, id, a.status, a.progress)
         return reply.code(202).send()
       default:
         throw badRequest(`There is no such action: ${action}`)

@@ -84,4 +84,23 @@ export function volumeTypeRoutes(r: FastifyInstance, deps: AppDeps, ctx: (reques
     await volumeTypes.deleteExtraSpec(request.principal, id, key)
     return reply.code(202).send()
   })
+  // ---- private types' project access (os-volume-type-access) ----
+  r.get<IdRoute>('/types/:id/os-volume-type-access', { schema: { params: idParams }, ...documented({ summary: 'The projects a private volume type is granted to (admin)', response: { 200: A.typeAccess } }) }, async (request) => {
+    const { id } = request.params
+    const grants = await volumeTypes.listAccess(request.principal, id)
+    return { volume_type_access: grants.map((g) => ({ volume_type_id: g.volumeTypeId, project_id: g.projectId })) }
+  })
+  const project = { type: 'object', required: ['project'], properties: { project: { type: 'string', minLength: 1, maxLength: 64 } } } as const
+  const accessBody = { type: 'object', minProperties: 1, maxProperties: 1, additionalProperties: false, properties: { addProjectAccess: project, removeProjectAccess: project } } as const
+  r.post<IdRoute & { Body: FromSchema<typeof accessBody> }>(
+    '/types/:id/action',
+    { schema: { params: idParams, body: accessBody }, ...documented({ summary: 'Grant a project a private volume type, or take it back (admin)', response: { 202: noBody('Done') } }) },
+    async (request, reply) => {
+      const { id } = request.params
+      const { addProjectAccess, removeProjectAccess } = request.body
+      if (addProjectAccess) await volumeTypes.addAccess(request.principal, id, addProjectAccess.project)
+      if (removeProjectAccess) await volumeTypes.removeAccess(request.principal, id, removeProjectAccess.project)
+      return reply.code(202).send()
+    },
+  )
 }

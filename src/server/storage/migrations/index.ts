@@ -24,11 +24,16 @@ import * as m0098 from './0098-totp-steps.js'
 import * as m0099 from './0099-registration-token-host.js'
 import * as m0100 from './0100-host-ceph-users.js'
 import * as m0101 from './0101-aggregates-migrations.js'
-import * as m0131 from './0131-application-credential-access-rules.js'
-import * as m0132 from './0132-domain-configs.js'
-import * as m0133 from './0133-identity-policies-consumers.js'
-import * as m0134 from './0134-endpoint-filter.js'
-import * as m0135 from './0135-image-metadefs.js'
+import * as m0102 from './0102-volume-type-access.js'
+import * as m0103 from './0103-volume-quota-classes.js'
+import * as m0104 from './0104-volume-service-states.js'
+import * as m0105 from './0105-volume-messages.js'
+import * as m0106 from './0106-snapshot-progress.js'
+import * as m0107 from './0107-application-credential-access-rules.js'
+import * as m0108 from './0108-domain-configs.js'
+import * as m0109 from './0109-identity-policies-consumers.js'
+import * as m0110 from './0110-endpoint-filter.js'
+import * as m0111 from './0111-image-metadefs.js'
 
 export interface Migration {
   id: string
@@ -56,11 +61,16 @@ export const MIGRATIONS: Migration[] = [
   { id: '0099', name: 'registration-token-host', up: m0099.up },
   { id: '0100', name: 'host-ceph-users', up: m0100.up },
   { id: '0101', name: 'aggregates-migrations', up: m0101.up },
-  { id: '0131', name: 'application-credential-access-rules', up: m0131.up },
-  { id: '0132', name: 'domain-configs', up: m0132.up },
-  { id: '0133', name: 'identity-policies-consumers', up: m0133.up },
-  { id: '0134', name: 'endpoint-filter', up: m0134.up },
-  { id: '0135', name: 'image-metadefs', up: m0135.up },
+  { id: '0102', name: 'volume-type-access', up: m0102.up },
+  { id: '0103', name: 'volume-quota-classes', up: m0103.up },
+  { id: '0104', name: 'volume-service-states', up: m0104.up },
+  { id: '0105', name: 'volume-messages', up: m0105.up },
+  { id: '0106', name: 'snapshot-progress', up: m0106.up },
+  { id: '0107', name: 'application-credential-access-rules', up: m0107.up },
+  { id: '0108', name: 'domain-configs', up: m0108.up },
+  { id: '0109', name: 'identity-policies-consumers', up: m0109.up },
+  { id: '0110', name: 'endpoint-filter', up: m0110.up },
+  { id: '0111', name: 'image-metadefs', up: m0111.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

@@ -62,6 +62,8 @@ export interface VolumeSnapshotTable {
   metadata: string
   created_at: number
   updated_at: number
+  /** As reported by os-update_snapshot_status ('80%'); null: derived from the status. */
+  progress: string | null
 }
 
 export interface VolumeTypeTable {
@@ -73,11 +75,57 @@ export interface VolumeTypeTable {
   created_at: number
 }
 
+/** A project that may use a private volume type (os-volume-type-access). */
+export interface VolumeTypeAccessTable {
+  volume_type_id: string
+  project_id: string
+  created_at: number
+}
+
 export interface VolumeQuotaTable {
   project_id: string
-  /** volumes | gigabytes | snapshots */
+  /** volumes | gigabytes | snapshots | backups | … | volumes_<type name> | gigabytes_<type name> | snapshots_<type name> */
   resource: string
   hard_limit: number
+}
+
+/** A quota class's limits (os-quota-class-sets); the class `default` gives every project its defaults. */
+export interface VolumeQuotaClassTable {
+  class_name: string
+  /** As volume_quotas.resource. */
+  resource: string
+  hard_limit: number
+}
+
+/** An admin's settings of a block storage service (os-services); no row: enabled, not frozen. */
+export interface VolumeServiceStateTable {
+  /** As os-services names it: `pcc` (the scheduler) or `<place>@<backend>`. */
+  host: string
+  /** cinder-scheduler | cinder-volume */
+  binary: string
+  disabled: number
+  disabled_reason: string | null
+  /** A frozen volume service's backend gets no new volumes and its volumes are not deleted, extended or retyped. */
+  frozen: number
+  updated_at: number
+}
+
+/** A user message (/messages): why an operation on a volume or snapshot failed. */
+export interface VolumeMessageTable {
+  id: string
+  project_id: string
+  request_id: string
+  /** VOLUME | VOLUME_SNAPSHOT */
+  resource_type: string
+  resource_uuid: string | null
+  /** VOLUME_<resource>_<action id>_<detail id> (volume/messages.ts) */
+  event_id: string
+  /** ERROR */
+  message_level: string
+  user_message: string
+  created_at: number
+  /** Shown until then (Cinder's guaranteed_until). */
+  expires_at: number
 }
 
 /** The NBD export of an attached volume: one qemu-storage-daemon per volume at its storage place. */
@@ -125,9 +173,13 @@ export interface VolumeTables {
   volume_attachments: VolumeAttachmentTable
   volume_snapshots: VolumeSnapshotTable
   volume_types: VolumeTypeTable
+  volume_type_access: VolumeTypeAccessTable
   volume_quotas: VolumeQuotaTable
+  volume_quota_classes: VolumeQuotaClassTable
   volume_exports: VolumeExportTable
   volume_export_keys: VolumeExportKeyTable
   storage_hosts: StorageHostTable
+  volume_service_states: VolumeServiceStateTable
+  volume_messages: VolumeMessageTable
   volume_image_uploads: VolumeImageUploadTable
 }

@@ -9,7 +9,7 @@
 import type { AgentDriver, CallOptions } from '../../hosts/agent-driver.js'
 import type { CommandArgs, CommandResult, StorageCommandName } from '../../../contracts/host/commands.js'
 import { DriverError } from '../../../contracts/host/compute-driver.js'
-import { VolumeBackendError } from '../../../contracts/host/volume.js'
+import { VolumeBackendError, type BackendCapacity } from '../../../contracts/host/volume.js'
 import { BACKEND_FAILURE, type PlaceSource, type StoragePlace } from '../../../contracts/host/storage-place.js'
 
 /** Copies and conversions may take long: an hour before the control plane gives up waiting. */
@@ -22,7 +22,15 @@ export class AgentPlace implements StoragePlace {
     private readonly agent: () => AgentDriver | undefined,
     /** Records where the host serves its exports (it may change with the host's network). */
     private readonly reportAddress: (address: string) => Promise<void>,
+    /** The backends' capacity the host's agent last reported (it reports with every storage heartbeat). */
+    private readonly reported: () => Promise<Record<string, { total_gb: number; free_gb: number }> | undefined>,
   ) {}
+
+  async capacity(backend: string): Promise<BackendCapacity> {
+    const offer = (await this.reported())?.[backend]
+    if (!offer) throw new VolumeBackendError(`storage host ${this.location} reports no ${backend} backend`)
+    return { totalGb: offer.total_gb, freeGb: offer.free_gb }
+  }
 
   private async call<C extends StorageCommandName>(op: C, args: CommandArgs<C>, options: CallOptions = {}): Promise<CommandResult<C>> {
     const agent = this.agent()

@@ -18,7 +18,16 @@ export class StoragePlaces {
   get(location: string): StoragePlace {
     if (location === CONTROLLER) return this.controller
     let place = this.hosts.get(location)
-    if (!place) this.hosts.set(location, (place = new AgentPlace(location, () => this.agentOf(location), (address) => setExportAddress(this.db, location, address))))
+    if (!place) {
+      const reported = () => reportedBackends(this.db, location)
+      this.hosts.set(location, (place = new AgentPlace(location, () => this.agentOf(location), (address) => setExportAddress(this.db, location, address), reported)))
+    }
     return place
   }
+}
+
+/** A storage host's last report of its backends' capacity. */
+async function reportedBackends(db: Db, hostId: string): Promise<Record<string, { total_gb: number; free_gb: number }> | undefined> {
+  const row = await db.selectFrom('storage_hosts').select('backends').where('host_id', '=', hostId).executeTakeFirst()
+  return row ? (JSON.parse(row.backends) as Record<string, { total_gb: number; free_gb: number }>) : undefined
 }
