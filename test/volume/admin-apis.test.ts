@@ -330,6 +330,8 @@ for (const dialect of DIALECTS) {
       assert.equal((await update(alice, { status: 'error', progress: '80%' })).status, 202)
       assert.deepEqual([(await show()).status, (await show())['os-extended-snapshot-attributes:progress']], ['error', '80%'])
       await call(server, alice, 'DELETE', `${V}/snapshots/${snap.id}`)
+      // The delete runs in the background: the server closes only once it is done.
+      await eventually(async () => (await call(server, alice, 'GET', `${V}/snapshots/${snap.id}`)).status === 404, 10_000, 'the snapshot to be gone')
     })
   })
 }
