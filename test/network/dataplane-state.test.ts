@@ -126,6 +126,19 @@ for (const dialect of DIALECTS) {
       assert.deepEqual((await state(h1)).body.state.networks, [])
     })
 
+    it("gives hosts the network a rule's remote prefix names, not its host bits", async () => {
+      const [h1] = hosts
+      const net = await alice.create('networks', 'network', { name: 'filtered' })
+      await alice.create('subnets', 'subnet', { network_id: net.id, ip_version: 4, cidr: '10.9.0.0/24' })
+      const group = await alice.create('security-groups', 'security_group', { name: 'ssh-from-office' })
+      const rule = await alice.create('security-group-rules', 'security_group_rule', { security_group_id: group.id, direction: 'ingress', protocol: 'tcp', port_range_min: 22, port_range_max: 22, remote_ip_prefix: '10.2.3.124/24' })
+      const port = await bound(net.id as string, h1, { security_groups: [group.id] })
+      const sent = (await state(h1)).body.state.securityGroups.find((g) => g.id === group.id)!
+      assert.equal(sent.rules.find((r) => r.id === rule.id)!.remoteIpPrefix, '10.2.3.0/24')
+      assert.equal((await root.del(`/v2.0/ports/${port.id}`)).status, 204)
+      assert.equal((await alice.del(`/v2.0/networks/${net.id}`)).status, 204)
+    })
+
     it('takes the tunnel address a host reports only when it is an IP address', async () => {
       const [h1] = hosts
       // What another host's agent would otherwise put in its FDB command line (`bridge fdb … dst <address>`).

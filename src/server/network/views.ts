@@ -4,6 +4,7 @@
  */
 import type { FloatingIpTable, NetworkTable, PortTable, RouterTable, SecurityGroupRuleTable, SecurityGroupTable, SubnetTable } from '../storage/schema.js'
 import { isoTime, parseJson } from './context.js'
+import { networkOfCidr } from '../../lib/ip.js'
 
 export type View = Record<string, unknown>
 
@@ -128,7 +129,7 @@ export function ruleView(row: SecurityGroupRuleTable): View {
     remote_ip_prefix: row.remote_ip_prefix,
     remote_group_id: row.remote_group_id,
     remote_address_group_id: null,
-    normalized_cidr: row.remote_ip_prefix,
+    normalized_cidr: row.remote_ip_prefix && (networkOfCidr(row.remote_ip_prefix) ?? row.remote_ip_prefix),
     description: row.description,
     project_id: row.project_id,
     tenant_id: row.project_id,

@@ -29,7 +29,7 @@ import type { PortTable, RouterTable, SubnetTable } from '../../storage/schema.j
 import type { Db } from '../../storage/store.js'
 import { chunks, parseJson } from '../context.js'
 import { DHCP_OWNER } from '../dhcp-ports.js'
-import { parseCidr } from '../../../lib/ip.js'
+import { networkOfCidr, parseCidr } from '../../../lib/ip.js'
 import { fixedIpsByPort, rulesByGroup, securityGroupIdsByPort } from '../queries.js'
 import { ROUTER_GATEWAY, ROUTER_INTERFACE } from '../routers.js'
 import type { FixedIp } from '../views.js'
@@ -198,7 +198,8 @@ async function securityOf(db: Db, groupIds: string[]): Promise<{ securityGroups:
       protocol: r.protocol,
       portRangeMin: r.port_range_min,
       portRangeMax: r.port_range_max,
-      remoteIpPrefix: r.remote_ip_prefix,
+      // Rules keep the prefix as sent (host bits too); nftables matches the network it names.
+      remoteIpPrefix: r.remote_ip_prefix && (networkOfCidr(r.remote_ip_prefix) ?? r.remote_ip_prefix),
       remoteGroupId: r.remote_group_id,
     })),
   }))
