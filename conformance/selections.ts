@@ -93,7 +93,6 @@ export const NOT_IN_CI: { pattern: string; why: string }[] = [
     pattern: api('compute', 'volumes.test_attach_volume_negative.AttachVolumeNegativeTest.test_attach_attached_volume'),
     why: 'attaching a volume that is in use is a 409 in pcc (an earlier issue chose it, docs/compute.md); Nova and Tempest say 400',
   },
-  { pattern: api('network', 'test_agent_management_negative.'), why: "there are no Neutron agents, so no agents API (Tempest expects an empty list for non-admins)" },
   { pattern: api('network', 'test_tags.TagsExtTest.'), why: 'its set-up needs subnet pools (subnet_allocation), which pcc lacks' },
   { pattern: api('image', 'v2.admin.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
   { pattern: api('image', 'v2.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },

@@ -8,14 +8,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { HostNetworkAnswer } from '../../src/contracts/network/dataplane.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { admin, client, projectMember, type Client } from './helpers.js'
-
-interface Host {
-  id: string
-  hostname: string
-  credential: string
-  tunnelIp: string
-}
+import { admin, client, projectMember, registerHost, resmgr as call, type Client, type RegisteredHost as Host } from './helpers.js'
 
 for (const dialect of DIALECTS) {
   describe(`data-plane state for hosts (${dialect})`, () => {
@@ -26,27 +19,8 @@ for (const dialect of DIALECTS) {
     let adminToken: string
     const hosts: Host[] = []
 
-    const resmgr = async (method: string, path: string, auth: string, body?: unknown) => {
-      const res = await fetch(`${server.url}/resmgr${path}`, {
-        method,
-        headers: { authorization: `Bearer ${auth}`, 'x-auth-token': auth, ...(body !== undefined && { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
-      const text = await res.text()
-      return { status: res.status, body: text ? JSON.parse(text) : undefined }
-    }
-    const register = async (hostname: string, tunnelIp: string): Promise<Host> => {
-      const token = (await resmgr('POST', '/v1/registration-tokens', adminToken, {})).body.token
-      const id = randomUUID()
-      const reg = await resmgr('POST', '/v1/hosts/register', '', {
-        registration_token: token, host_id: id, hostname, os_info: { id: 'debian', version_id: '12', pretty_name: 'Debian' }, arch: 'x86_64',
-        cpu: { count: 4, model: 'x', virtualization: true }, memory_mb: 8000, disk_gb: 100, nics: [], agent_version: '0.1.0',
-      })
-      assert.equal(reg.status, 201)
-      const host = { id, hostname, credential: reg.body.credential as string, tunnelIp }
-      assert.equal((await resmgr('POST', `/v1/hosts/${id}/heartbeat`, host.credential, { facts: { network: { backend: 'linux', tunnel_ip: tunnelIp, physical_networks: [] } } })).status, 200)
-      return host
-    }
+    const resmgr = (method: string, path: string, auth: string, body?: unknown) => call(server, method, path, auth, body)
+    const register = (hostname: string, tunnelIp: string) => registerHost(server, adminToken, hostname, tunnelIp)
     const state = async (host: Host, query = '') => {
       const r = await resmgr('GET', `/v1/hosts/${host.id}/network${query}`, host.credential)
       return r as { status: number; body: HostNetworkAnswer }

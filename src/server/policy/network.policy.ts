@@ -94,6 +94,11 @@ export const NETWORK_POLICY = {
   'floatingip:associate:other_project_port': isAdmin,
   delete_floatingip: projectMemberOrAdmin,
 
+  /** Agents are hosts' services: only admins see them (a member's list is empty, one agent not found). */
+  get_agent: isAdmin,
+  update_agent: isAdmin,
+  delete_agent: isAdmin,
+
   get_quota: anyOf(isAdmin, inProject),
   list_quotas: isAdmin,
   update_quota: isAdmin,

@@ -67,6 +67,7 @@ const PARAM_KINDS: Record<string, string> = {
   'security-group-rules/id': 'securityGroupRule',
   'routers/id': 'router',
   'floatingips/id': 'floatingIp',
+  'agents/id': 'networkAgent',
   'extensions/alias': 'extension',
   'images/id': 'image',
   'members/member': 'memberProject',

@@ -274,6 +274,8 @@ async function derive(w: WorldBuilder): Promise<void> {
   w.memberOwned.project = personas.member.projectId!
   fixtures.idpClient = Object.keys(await w.server.deps.idp.clients.secrets('builtin'))[0]
   fixtures.simulatedHost = (await w.must('admin', 'GET', '/compute/v2.1/os-hypervisors', undefined, COMPUTE)).body.hypervisors[0]?.id
+  // Neutron agents are derived from the simulated hosts' roles; deleting one forgets only its settings.
+  fixtures.networkAgent = (await w.must('admin', 'GET', '/network/v2.0/agents')).body.agents[0]?.id
   const server = `/compute/v2.1/servers/${fixtures.server}`
   fixtures.serverPort = (await w.call('admin', 'GET', `${server}/os-interface`, undefined, COMPUTE)).body.interfaceAttachments?.[0]?.port_id
   fixtures.networkLabel = Object.keys((await w.call('admin', 'GET', `${server}/ips`, undefined, COMPUTE)).body.addresses ?? {})[0]

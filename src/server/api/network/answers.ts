@@ -39,6 +39,22 @@ const rule = object({
 
 /** Member key → schema of one item. */
 export const NETWORK_VIEWS: Record<string, Schema> = {
+  agent: object({
+    id: str,
+    agent_type: str,
+    binary: str,
+    topic: str,
+    host: str,
+    admin_state_up: bool,
+    alive: bool,
+    availability_zone: nstr,
+    description: nstr,
+    configurations: { type: 'object' },
+    resources_synced: { type: 'null' },
+    created_at: str,
+    started_at: str,
+    heartbeat_timestamp: nstr,
+  }),
   network: object({
     id: str,
     name: str,

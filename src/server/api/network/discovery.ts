@@ -7,6 +7,7 @@
 const UPDATED = '2023-01-01T00:00:00-00:00'
 
 export const EXTENSIONS: { alias: string; name: string; description: string }[] = [
+  { alias: 'agent', name: 'agent', description: 'The agent management extension.' },
   { alias: 'allowed-address-pairs', name: 'Allowed Address Pairs', description: 'Provides allowed address pairs' },
   { alias: 'binding', name: 'Port Binding', description: 'Expose port bindings of a virtual port to external application' },
   { alias: 'external-net', name: 'Neutron external network', description: 'Adds external network attribute to network resource.' },
@@ -43,6 +44,7 @@ export const RESOURCES = [
   ['router', 'routers'],
   ['floatingip', 'floatingips'],
   ['quota', 'quotas'],
+  ['agent', 'agents'],
 ] as const
 
 export function versionsDocument(networkUrl: string) {

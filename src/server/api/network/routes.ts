@@ -26,6 +26,7 @@ import * as quotas from '../../network/quotas.js'
 import { EXTENSIONS, extensionView, resourcesDocument, versionsDocument } from './discovery.js'
 import * as schemas from './schemas.js'
 import { tagRoutes, type TaggedResource } from './tag-routes.js'
+import { agentRoutes } from './agent-routes.js'
 
 type IdParams = { id: string }
 
@@ -179,6 +180,7 @@ export function networkRoutes(deps: AppDeps) {
       resources(register)
 
       tagRoutes(api, service, tagged)
+      agentRoutes(api, deps)
 
       const interfaceDocs = (summary: string) => documented({ summary, response: { 200: A.routerInterface } })
       api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Attach a subnet or port to a router') }, async (request) =>

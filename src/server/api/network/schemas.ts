@@ -167,3 +167,6 @@ export const quotaUpdate = wrap(
   'quota',
   object({ network: limit, subnet: limit, port: limit, router: limit, floatingip: limit, security_group: limit, security_group_rule: limit, rbac_policy: limit, subnetpool: limit }),
 )
+
+/** Neutron lets an agent's admin state and description change, nothing else. */
+export const agentUpdate = wrap('agent', object({ admin_state_up: bool, description: nullableStr() }))

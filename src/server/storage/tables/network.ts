@@ -184,6 +184,20 @@ export interface NetworkDataplaneRevisionTable {
   rev: number
 }
 
+/**
+ * What an admin set on one Neutron agent (migration 0101). The agents themselves are derived from hosts' roles
+ * (network/agents.ts); an agent without a row is up with no description.
+ */
+export interface NetworkAgentTable {
+  /** The agent's id, derived from its host and type. */
+  id: string
+  host_id: string
+  agent_type: string
+  admin_state_up: number
+  description: string | null
+  updated_at: number
+}
+
 export interface NetworkTables {
   networks: NetworkTable
   subnets: SubnetTable
@@ -198,4 +212,5 @@ export interface NetworkTables {
   network_quotas: NetworkQuotaTable
   auto_allocated_networks: AutoAllocatedNetworkTable
   network_dataplane_revision: NetworkDataplaneRevisionTable
+  network_agents: NetworkAgentTable
 }
