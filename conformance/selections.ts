@@ -89,7 +89,6 @@ export const NOT_IN_CI: { pattern: string; why: string }[] = [
   { pattern: api('compute', 'admin.test_server_diagnostics'), why: 'server diagnostics are not implemented' },
   { pattern: api('compute', 'admin.test_server_external_events.'), why: 'os-server-external-events is not implemented' },
   { pattern: api('compute', 'test_extensions.'), why: "Nova's legacy /extensions list is not served (its fixed list names APIs pcc lacks, such as os-hosts)" },
-  { pattern: api('network', 'test_tags.TagsExtTest.'), why: 'its set-up needs subnet pools (subnet_allocation), which pcc lacks' },
   { pattern: api('image', 'v2.admin.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
   { pattern: api('image', 'v2.test_images_metadefs'), why: 'metadata definitions (metadefs) are not implemented' },
   { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },

@@ -94,6 +94,15 @@ export const NETWORK_POLICY = {
   'floatingip:associate:other_project_port': isAdmin,
   delete_floatingip: projectMemberOrAdmin,
 
+  /** Subnet pools: the owner's, shared ones visible to every project (Neutron's rule:shared_subnetpools). */
+  get_subnetpool: anyOf(projectReaderOrAdmin, sharedNetwork),
+  create_subnetpool: projectMemberOrAdmin,
+  'create_subnetpool:shared': isAdmin,
+  'create_subnetpool:is_default': isAdmin,
+  update_subnetpool: projectMemberOrAdmin,
+  'update_subnetpool:is_default': isAdmin,
+  delete_subnetpool: projectMemberOrAdmin,
+
   /** Agents are hosts' services: only admins see them (a member's list is empty, one agent not found). */
   get_agent: isAdmin,
   update_agent: isAdmin,

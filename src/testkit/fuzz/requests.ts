@@ -62,6 +62,7 @@ const PARAM_KINDS: Record<string, string> = {
   'v3/project_id': 'project',
   'networks/id': 'network',
   'subnets/id': 'subnet',
+  'subnetpools/id': 'subnetPool',
   'ports/id': 'port',
   'security-groups/id': 'securityGroup',
   'security-group-rules/id': 'securityGroupRule',
@@ -104,7 +105,7 @@ const PARAM_KINDS: Record<string, string> = {
  * not exist (never visible, never a 403 that tells it exists).
  */
 export const OWNED_KINDS = new Set([
-  'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'port', 'securityGroup',
+  'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'subnetPool', 'port', 'securityGroup',
   'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment',
 ])
 

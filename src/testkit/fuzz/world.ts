@@ -129,6 +129,7 @@ const FIXTURES: FixtureSpec[] = [
     await w.must('admin', 'POST', '/network/v2.0/subnets', { subnet: { network_id: id, ip_version: 4, cidr: '192.0.2.0/24' } })
     return id
   }, (w) => w.found(`/network/v2.0/networks/${w.fixtures.externalNetwork}`)),
+  f('subnetPool', async (w) => (await w.must('admin', 'POST', '/network/v2.0/subnetpools', { subnetpool: { name: name('pool'), prefixes: ['10.200.0.0/16'], default_prefixlen: 24, tags: ['fuzztag'] } })).body.subnetpool.id, (w) => w.found(`/network/v2.0/subnetpools/${w.fixtures.subnetPool}`)),
   f('port', async (w) => (await w.must('admin', 'POST', '/network/v2.0/ports', { port: { network_id: w.fixtures.network, name: name('port') } })).body.port.id, (w) => w.found(`/network/v2.0/ports/${w.fixtures.port}`)),
   f('securityGroup', async (w) => (await w.must('admin', 'POST', '/network/v2.0/security-groups', { security_group: { name: name('sg') } })).body.security_group.id, (w) => w.found(`/network/v2.0/security-groups/${w.fixtures.securityGroup}`)),
   f('securityGroupRule', async (w) => {

@@ -24,6 +24,8 @@ export const EXTENSIONS: { alias: string; name: string; description: string }[] 
   { alias: 'router', name: 'Neutron L3 Router', description: 'Router abstraction for basic L3 forwarding between L2 Neutron networks and access to external networks via a NAT gateway.' },
   { alias: 'ext-gw-mode', name: 'Neutron L3 Configurable external gateway mode', description: 'Extension of the router abstraction for specifying whether SNAT should occur on the external gateway' },
   { alias: 'security-group', name: 'security-group', description: 'The security groups extension.' },
+  { alias: 'subnet_allocation', name: 'Subnet Allocation', description: 'Enables allocation of subnets from a subnet pool' },
+  { alias: 'default-subnetpools', name: 'Default Subnetpools', description: 'Provides ability to mark and use a subnetpool as the default.' },
   { alias: 'sorting', name: 'Sorting support', description: 'Extension that indicates that sorting is enabled.' },
   { alias: 'standard-attr-description', name: 'standard-attr-description', description: 'Extension to add descriptions to standard attributes' },
   { alias: 'standard-attr-revisions', name: 'Resource revision numbers', description: 'This extension will display the revision number of neutron resources.' },
@@ -38,6 +40,7 @@ export const extensionView = (e: (typeof EXTENSIONS)[number]) => ({ ...e, update
 export const RESOURCES = [
   ['network', 'networks'],
   ['subnet', 'subnets'],
+  ['subnetpool', 'subnetpools'],
   ['port', 'ports'],
   ['security_group', 'security-groups'],
   ['security_group_rule', 'security-group-rules'],

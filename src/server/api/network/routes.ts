@@ -18,6 +18,7 @@ import { fieldsOf, listResponse, projectFields, type CustomFilter, type Query } 
 import type { View } from '../../network/views.js'
 import * as networks from '../../network/networks.js'
 import * as subnets from '../../network/subnets.js'
+import * as subnetPools from '../../network/subnet-pools.js'
 import * as ports from '../../network/ports.js'
 import * as groups from '../../network/security-groups.js'
 import * as routers from '../../network/routers.js'
@@ -74,6 +75,11 @@ function resources(add: AddResource): void {
     path: 'subnets', collection: 'subnets', member: 'subnet',
     list: (ctx, actor) => subnets.listSubnets(ctx, actor), show: subnets.showSubnet, create: subnets.createSubnet, update: subnets.updateSubnet, remove: subnets.deleteSubnet,
     createSchema: schemas.subnetCreate, updateSchema: schemas.subnetUpdate,
+  })
+  add({
+    path: 'subnetpools', collection: 'subnetpools', member: 'subnetpool',
+    list: (ctx, actor) => subnetPools.listSubnetPools(ctx, actor), show: subnetPools.showSubnetPool, create: subnetPools.createSubnetPool, update: subnetPools.updateSubnetPool, remove: subnetPools.deleteSubnetPool,
+    createSchema: schemas.subnetPoolCreate, updateSchema: schemas.subnetPoolUpdate,
   })
   add({
     path: 'ports', collection: 'ports', member: 'port',

@@ -50,6 +50,30 @@ export interface SubnetTable {
   enable_dhcp: number
   ipv6_ra_mode: string | null
   ipv6_address_mode: string | null
+  /** The subnet pool its CIDR was allocated from (migration 0102), or null. */
+  subnetpool_id: string | null
+  tags: string
+  revision_number: number
+  created_at: number
+  updated_at: number
+}
+
+/** A subnet pool (migration 0102): the prefixes subnets' CIDRs are allocated from. */
+export interface SubnetPoolTable {
+  id: string
+  project_id: string
+  name: string
+  description: string
+  ip_version: number
+  /** JSON [cidr], canonical and merged, sorted. */
+  prefixes: string
+  default_prefixlen: number
+  min_prefixlen: number
+  max_prefixlen: number
+  /** Addresses (IPv4) or /64s (IPv6) one project may hold in subnets of this pool; null: no limit. */
+  default_quota: number | null
+  shared: number
+  is_default: number
   tags: string
   revision_number: number
   created_at: number
@@ -213,4 +237,5 @@ export interface NetworkTables {
   auto_allocated_networks: AutoAllocatedNetworkTable
   network_dataplane_revision: NetworkDataplaneRevisionTable
   network_agents: NetworkAgentTable
+  subnet_pools: SubnetPoolTable
 }
