@@ -1,7 +1,8 @@
 /**
  * Subnet pools (/v2.0/subnetpools): CRUD with Neutron's prefix merging and bounds, subnets allocated from a pool
  * (the first free block of a prefix length, a CIDR asked for, the default pool), the per-project prefix quota,
- * tags, and who sees and changes what (another project's pool 404, shared pools visible, admin-only flags).
+ * tags, and who sees and changes what (another project's pool 404, shared pools visible, admin-only flags);
+ * address scopes, whose pools never overlap.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -53,7 +54,7 @@ for (const dialect of DIALECTS) {
       assertNeutronError(await create({ prefixes: ['10.0.0.0/8'], default_prefixlen: 40 }), 400, 'IllegalSubnetPoolPrefixBounds')
       assertNeutronError(await create({ prefixes: ['10.0.0.0/8'], shared: true }), 403, 'PolicyNotAuthorized')
       assertNeutronError(await create({ prefixes: ['10.0.0.0/8'], is_default: true }), 403, 'PolicyNotAuthorized')
-      assertNeutronError(await create({ prefixes: ['10.0.0.0/8'], address_scope_id: 'x' }), 400, 'BadRequest')
+      assertNeutronError(await create({ prefixes: ['10.0.0.0/8'], address_scope_id: 'x' }), 404, 'AddressScopeNotFound')
       const update = (attrs: Record<string, unknown>) => alice.put(`/v2.0/subnetpools/${pool.id}`, { subnetpool: attrs })
       assertNeutronError(await update({ prefixes: ['172.16.0.0/17'] }), 400, 'IllegalSubnetPoolPrefixUpdate')
       assertNeutronError(await update({ prefixes: ['2001:db8::/32'] }), 400, 'PrefixVersionMismatch')
@@ -109,6 +110,40 @@ for (const dialect of DIALECTS) {
       assert.ok(!(await bob.get<{ subnetpools: Json[] }>('/v2.0/subnetpools')).body.subnetpools.some((p) => p.id === private_.id))
       assert.equal((await bob.del(`/v2.0/networks/${net.id}`)).status, 204)
       assert.equal((await root.put(`/v2.0/subnetpools/${shared.id}`, { subnetpool: { is_default: false } })).status, 200)
+    })
+
+    it('keeps the pools of an address scope apart, and the scope while pools are in it', async () => {
+      const scope = await alice.create('address-scopes', 'address_scope', { name: 'corp', ip_version: 4 })
+      assert.deepEqual([scope.name, scope.ip_version, scope.shared, scope.project_id], ['corp', 4, false, scope.tenant_id])
+      const a = await alice.create('subnetpools', 'subnetpool', { name: 'in-scope-a', prefixes: ['10.60.0.0/16'], address_scope_id: scope.id })
+      assert.equal(a.address_scope_id, scope.id)
+      const before = await poolRows()
+      assertNeutronError(await alice.post('/v2.0/subnetpools', { subnetpool: { prefixes: ['10.60.128.0/17'], address_scope_id: scope.id } }), 400, 'AddressScopePrefixConflict')
+      assertNeutronError(await alice.post('/v2.0/subnetpools', { subnetpool: { prefixes: ['2001:db8::/48'], address_scope_id: scope.id } }), 400, 'IllegalSubnetPoolAssociationToAddressScope')
+      assert.equal(await poolRows(), before)
+      const b = await alice.create('subnetpools', 'subnetpool', { name: 'outside', prefixes: ['10.60.0.0/24'] })
+      assertNeutronError(await alice.put(`/v2.0/subnetpools/${b.id}`, { subnetpool: { address_scope_id: scope.id } }), 400, 'AddressScopePrefixConflict')
+      // A pool in the scope may grow only where no other pool of the scope is.
+      const c = await alice.create('subnetpools', 'subnetpool', { name: 'in-scope-c', prefixes: ['10.62.0.0/16'], address_scope_id: scope.id })
+      assertNeutronError(await alice.put(`/v2.0/subnetpools/${a.id}`, { subnetpool: { prefixes: ['10.60.0.0/16', '10.62.0.0/24'] } }), 400, 'AddressScopePrefixConflict')
+      assert.equal((await alice.put(`/v2.0/subnetpools/${a.id}`, { subnetpool: { prefixes: ['10.60.0.0/16', '10.63.0.0/16'] } })).status, 200)
+      // Invisible to another project, refused to its pools; shared only by admins; in use while pools are in it.
+      assertNeutronError(await bob.get(`/v2.0/address-scopes/${scope.id}`), 404, 'AddressScopeNotFound')
+      assertNeutronError(await bob.post('/v2.0/subnetpools', { subnetpool: { prefixes: ['10.64.0.0/16'], address_scope_id: scope.id } }), 404, 'AddressScopeNotFound')
+      assertNeutronError(await alice.put(`/v2.0/address-scopes/${scope.id}`, { address_scope: { shared: true } }), 403, 'PolicyNotAuthorized')
+      assertNeutronError(await alice.post('/v2.0/address-scopes', { address_scope: { name: 'no-version' } }), 400, 'BadRequest')
+      assertNeutronError(await alice.del(`/v2.0/address-scopes/${scope.id}`), 409, 'AddressScopeInUse')
+      assert.equal((await alice.put<{ address_scope: Json }>(`/v2.0/address-scopes/${scope.id}`, { address_scope: { name: 'corp-2' } })).body.address_scope.name, 'corp-2')
+      assert.equal((await alice.put(`/v2.0/subnetpools/${a.id}`, { subnetpool: { address_scope_id: null } })).status, 200)
+      for (const p of [a, b, c]) assert.equal((await alice.del(`/v2.0/subnetpools/${p.id}`)).status, 204)
+      assert.equal((await alice.del(`/v2.0/address-scopes/${scope.id}`)).status, 204)
+      assertNeutronError(await alice.get(`/v2.0/address-scopes/${scope.id}`), 404, 'AddressScopeNotFound')
+      // A shared scope (admin) is visible to every project, whose pools may join it.
+      const open = await root.create('address-scopes', 'address_scope', { name: 'shared-scope', ip_version: 6, shared: true })
+      assert.ok((await bob.get<{ address_scopes: Json[] }>('/v2.0/address-scopes')).body.address_scopes.some((x) => x.id === open.id))
+      const joined = await bob.create('subnetpools', 'subnetpool', { prefixes: ['2001:db8:1::/48'], address_scope_id: open.id })
+      assertNeutronError(await root.put(`/v2.0/address-scopes/${open.id}`, { address_scope: { shared: false } }), 409, 'AddressScopeInUse')
+      assert.equal((await bob.del(`/v2.0/subnetpools/${joined.id}`)).status, 204)
     })
 
     it('tags pools like every standard resource', async () => {

@@ -5,7 +5,7 @@
  * `cidr` must fit in them and overlap no other subnet of the pool. What is allocated is derived from the subnets
  * themselves (`subnets.subnetpool_id`), so deleting a subnet frees its block; allocations serialise on the
  * pool's row lock. `default_quota` bounds the prefix space one project holds in a pool (/32s for IPv4, /64s for
- * IPv6), as Neutron counts it.
+ * IPv6), as Neutron counts it. A pool may belong to an address scope (address-scopes.ts).
  */
 import type { SubnetPoolTable } from '../storage/schema.js'
 import { bitsOf, cidrContains, cidrsOverlap, formatCidr, lastAddress, parseCidr, type Cidr, type IpVersion } from '../../lib/ip.js'
@@ -14,6 +14,7 @@ import { neutron } from './errors.js'
 import { owningProject } from './networks.js'
 import { touched } from './queries.js'
 import { subnetPoolView, type View } from './views.js'
+import { checkPoolScope } from './address-scopes.js'
 
 export interface SubnetPoolBody {
   name?: string
@@ -25,7 +26,7 @@ export interface SubnetPoolBody {
   default_quota?: number | null
   shared?: boolean
   is_default?: boolean
-  address_scope_id?: null
+  address_scope_id?: string | null
   project_id?: string
   tenant_id?: string
   tags?: string[]
@@ -122,6 +123,7 @@ export async function createSubnetPool(ctx: NetCtx, actor: Actor, body: SubnetPo
   checkBounds(version, bounds)
   if (body.default_quota != null && body.default_quota < 0) throw neutron.invalidInput(`Invalid default_quota ${body.default_quota}: it must be 0 or more.`)
   if (body.is_default) await checkOneDefault(ctx, version)
+  if (body.address_scope_id != null) await checkPoolScope(ctx, actor, body.address_scope_id, version, prefixes)
   const row: SubnetPoolTable = {
     id: newUuid(),
     project_id: projectId,
@@ -135,6 +137,7 @@ export async function createSubnetPool(ctx: NetCtx, actor: Actor, body: SubnetPo
     default_quota: body.default_quota ?? null,
     shared: flag(body.shared, false),
     is_default: flag(body.is_default, false),
+    address_scope_id: body.address_scope_id ?? null,
     tags: JSON.stringify(body.tags ?? []),
     revision_number: 0,
     created_at: ctx.now,
@@ -186,6 +189,13 @@ export async function updateSubnetPool(ctx: NetCtx, actor: Actor, id: string, bo
     if (body.default_quota !== null && body.default_quota < 0) throw neutron.invalidInput(`Invalid default_quota ${body.default_quota}: it must be 0 or more.`)
     changes.default_quota = body.default_quota
   }
+  // A pool in a scope (staying or joining) keeps its prefixes apart from the scope's other pools.
+  const scopeId = body.address_scope_id !== undefined ? body.address_scope_id : pool.address_scope_id
+  if (scopeId !== null && (body.address_scope_id !== undefined || changes.prefixes !== undefined)) {
+    const prefixes = parseJson<string[]>(changes.prefixes ?? pool.prefixes).map((p) => parseCidr(p)!)
+    await checkPoolScope(ctx, actor, scopeId, version, prefixes, id)
+  }
+  if (body.address_scope_id !== undefined) changes.address_scope_id = body.address_scope_id
   if (body.is_default !== undefined) {
     if (body.is_default) await checkOneDefault(ctx, version, id)
     changes.is_default = flag(body.is_default, false)

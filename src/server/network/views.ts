@@ -2,7 +2,7 @@
  * Rows → Neutron's wire representation. The attribute lists follow Neutron (Zed) as openstacksdk and
  * openstackclient read them; `tenant_id` repeats `project_id` as Neutron still does.
  */
-import type { FloatingIpTable, NetworkTable, PortTable, RouterTable, SecurityGroupRuleTable, SecurityGroupTable, SubnetPoolTable, SubnetTable } from '../storage/schema.js'
+import type { AddressScopeTable, FloatingIpTable, NetworkTable, PortTable, RouterTable, SecurityGroupRuleTable, SecurityGroupTable, SubnetPoolTable, SubnetTable } from '../storage/schema.js'
 import { isoTime, parseJson } from './context.js'
 import { networkOfCidr } from '../../lib/ip.js'
 
@@ -53,6 +53,21 @@ export function networkView(row: NetworkTable, subnetIds: string[], showProvider
   }
 }
 
+export function addressScopeView(row: AddressScopeTable): View {
+  return {
+    id: row.id,
+    name: row.name,
+    ip_version: row.ip_version,
+    shared: row.shared === 1,
+    tags: parseJson<string[]>(row.tags),
+    project_id: row.project_id,
+    tenant_id: row.project_id,
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
+    revision_number: row.revision_number,
+  }
+}
+
 export function subnetPoolView(row: SubnetPoolTable): View {
   return {
     id: row.id,
@@ -65,7 +80,7 @@ export function subnetPoolView(row: SubnetPoolTable): View {
     default_quota: row.default_quota === null ? null : Number(row.default_quota),
     shared: row.shared === 1,
     is_default: row.is_default === 1,
-    address_scope_id: null,
+    address_scope_id: row.address_scope_id,
     project_id: row.project_id,
     tenant_id: row.project_id,
     ...standard(row),

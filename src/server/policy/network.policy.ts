@@ -103,6 +103,14 @@ export const NETWORK_POLICY = {
   'update_subnetpool:is_default': isAdmin,
   delete_subnetpool: projectMemberOrAdmin,
 
+  /** Address scopes: the owner's, shared ones visible to every project. */
+  get_address_scope: anyOf(projectReaderOrAdmin, sharedNetwork),
+  create_address_scope: projectMemberOrAdmin,
+  'create_address_scope:shared': isAdmin,
+  update_address_scope: projectMemberOrAdmin,
+  'update_address_scope:shared': isAdmin,
+  delete_address_scope: projectMemberOrAdmin,
+
   /** Agents are hosts' services: only admins see them (a member's list is empty, one agent not found). */
   get_agent: isAdmin,
   update_agent: isAdmin,

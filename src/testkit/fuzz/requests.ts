@@ -63,6 +63,7 @@ const PARAM_KINDS: Record<string, string> = {
   'networks/id': 'network',
   'subnets/id': 'subnet',
   'subnetpools/id': 'subnetPool',
+  'address-scopes/id': 'addressScope',
   'ports/id': 'port',
   'security-groups/id': 'securityGroup',
   'security-group-rules/id': 'securityGroupRule',
@@ -105,7 +106,7 @@ const PARAM_KINDS: Record<string, string> = {
  * not exist (never visible, never a 403 that tells it exists).
  */
 export const OWNED_KINDS = new Set([
-  'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'subnetPool', 'port', 'securityGroup',
+  'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'subnetPool', 'addressScope', 'port', 'securityGroup',
   'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment',
 ])
 

@@ -118,6 +118,7 @@ export const NETWORK_VIEWS: Record<string, Schema> = {
     qos_policy_id: { type: 'null' },
     ...standard,
   }),
+  address_scope: object({ id: str, name: str, ip_version: int, shared: bool, tags: strings, project_id: str, tenant_id: str, created_at: str, updated_at: str, revision_number: int }),
   subnetpool: object({
     id: str,
     name: str,
@@ -129,7 +130,7 @@ export const NETWORK_VIEWS: Record<string, Schema> = {
     default_quota: nint,
     shared: bool,
     is_default: bool,
-    address_scope_id: { type: 'null' },
+    address_scope_id: nstr,
     ...standard,
   }),
   security_group: object({ id: str, name: str, stateful: bool, shared: bool, security_group_rules: { type: 'array', items: rule }, ...standard }),

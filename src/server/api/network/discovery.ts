@@ -7,6 +7,7 @@
 const UPDATED = '2023-01-01T00:00:00-00:00'
 
 export const EXTENSIONS: { alias: string; name: string; description: string }[] = [
+  { alias: 'address-scope', name: 'Address scope', description: 'Address scopes extension.' },
   { alias: 'agent', name: 'agent', description: 'The agent management extension.' },
   { alias: 'allowed-address-pairs', name: 'Allowed Address Pairs', description: 'Provides allowed address pairs' },
   { alias: 'binding', name: 'Port Binding', description: 'Expose port bindings of a virtual port to external application' },
@@ -41,6 +42,7 @@ export const RESOURCES = [
   ['network', 'networks'],
   ['subnet', 'subnets'],
   ['subnetpool', 'subnetpools'],
+  ['address_scope', 'address-scopes'],
   ['port', 'ports'],
   ['security_group', 'security-groups'],
   ['security_group_rule', 'security-group-rules'],

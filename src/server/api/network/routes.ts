@@ -19,6 +19,7 @@ import type { View } from '../../network/views.js'
 import * as networks from '../../network/networks.js'
 import * as subnets from '../../network/subnets.js'
 import * as subnetPools from '../../network/subnet-pools.js'
+import * as addressScopes from '../../network/address-scopes.js'
 import * as ports from '../../network/ports.js'
 import * as groups from '../../network/security-groups.js'
 import * as routers from '../../network/routers.js'
@@ -80,6 +81,11 @@ function resources(add: AddResource): void {
     path: 'subnetpools', collection: 'subnetpools', member: 'subnetpool',
     list: (ctx, actor) => subnetPools.listSubnetPools(ctx, actor), show: subnetPools.showSubnetPool, create: subnetPools.createSubnetPool, update: subnetPools.updateSubnetPool, remove: subnetPools.deleteSubnetPool,
     createSchema: schemas.subnetPoolCreate, updateSchema: schemas.subnetPoolUpdate,
+  })
+  add({
+    path: 'address-scopes', collection: 'address_scopes', member: 'address_scope',
+    list: (ctx, actor) => addressScopes.listAddressScopes(ctx, actor), show: addressScopes.showAddressScope, create: addressScopes.createAddressScope, update: addressScopes.updateAddressScope, remove: addressScopes.deleteAddressScope,
+    createSchema: schemas.addressScopeCreate, updateSchema: schemas.addressScopeUpdate,
   })
   add({
     path: 'ports', collection: 'ports', member: 'port',

@@ -182,9 +182,12 @@ const subnetPoolMutable = {
   default_quota: int({ min: 0, max: 2 ** 31 - 1, nullable: true }),
   is_default: bool,
   shared: bool,
-  // Address scopes are not served: a pool belongs to none.
-  address_scope_id: { type: 'null' },
+  address_scope_id: { type: ['string', 'null'], maxLength: 36 },
   tags,
 }
 export const subnetPoolCreate = creatable('subnetpool', 'subnetpools', object({ ...subnetPoolMutable, ...owner }, ['prefixes']))
 export const subnetPoolUpdate = wrap('subnetpool', object(subnetPoolMutable))
+
+const addressScopeMutable = { name: str(), shared: bool, tags }
+export const addressScopeCreate = creatable('address_scope', 'address_scopes', object({ ...addressScopeMutable, ip_version: int({ min: 4, max: 6 }), ...owner }, ['ip_version']))
+export const addressScopeUpdate = wrap('address_scope', object(addressScopeMutable))

@@ -25,6 +25,7 @@ import * as m0099 from './0099-registration-token-host.js'
 import * as m0100 from './0100-host-ceph-users.js'
 import * as m0101 from './0101-network-agents.js'
 import * as m0102 from './0102-subnet-pools.js'
+import * as m0103 from './0103-address-scopes.js'
 
 export interface Migration {
   id: string
@@ -53,6 +54,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0100', name: 'host-ceph-users', up: m0100.up },
   { id: '0101', name: 'network-agents', up: m0101.up },
   { id: '0102', name: 'subnet-pools', up: m0102.up },
+  { id: '0103', name: 'address-scopes', up: m0103.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

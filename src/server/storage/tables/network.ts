@@ -74,6 +74,21 @@ export interface SubnetPoolTable {
   default_quota: number | null
   shared: number
   is_default: number
+  /** The address scope its prefixes belong to (migration 0103), or null. */
+  address_scope_id: string | null
+  tags: string
+  revision_number: number
+  created_at: number
+  updated_at: number
+}
+
+/** An address scope (migration 0103): its subnet pools never overlap. */
+export interface AddressScopeTable {
+  id: string
+  project_id: string
+  name: string
+  ip_version: number
+  shared: number
   tags: string
   revision_number: number
   created_at: number
@@ -238,4 +253,5 @@ export interface NetworkTables {
   network_dataplane_revision: NetworkDataplaneRevisionTable
   network_agents: NetworkAgentTable
   subnet_pools: SubnetPoolTable
+  address_scopes: AddressScopeTable
 }
