@@ -23,9 +23,9 @@ import * as m0097 from './0097-volume-data.js'
 import * as m0098 from './0098-totp-steps.js'
 import * as m0099 from './0099-registration-token-host.js'
 import * as m0100 from './0100-host-ceph-users.js'
-import * as m0101 from './0101-network-agents.js'
-import * as m0102 from './0102-subnet-pools.js'
-import * as m0103 from './0103-address-scopes.js'
+import * as m0112 from './0112-network-agents.js'
+import * as m0113 from './0113-subnet-pools.js'
+import * as m0114 from './0114-address-scopes.js'
 
 export interface Migration {
   id: string
@@ -52,9 +52,9 @@ export const MIGRATIONS: Migration[] = [
   { id: '0098', name: 'totp-steps', up: m0098.up },
   { id: '0099', name: 'registration-token-host', up: m0099.up },
   { id: '0100', name: 'host-ceph-users', up: m0100.up },
-  { id: '0101', name: 'network-agents', up: m0101.up },
-  { id: '0102', name: 'subnet-pools', up: m0102.up },
-  { id: '0103', name: 'address-scopes', up: m0103.up },
+  { id: '0112', name: 'network-agents', up: m0112.up },
+  { id: '0113', name: 'subnet-pools', up: m0113.up },
+  { id: '0114', name: 'address-scopes', up: m0114.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
