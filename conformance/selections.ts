@@ -74,16 +74,6 @@ export const REAL_GUEST_TESTS: string[] = [
  */
 export const NOT_IN_CI: { pattern: string; why: string }[] = [
   { pattern: api('compute', 'admin.test_server_diagnostics'), why: 'server diagnostics are not implemented' },
-  {
-    pattern: api('compute', 'volumes.test_attach_volume_negative.AttachVolumeNegativeTest.test_attach_attached_volume'),
-    why: 'attaching a volume that is in use is a 409 in pcc (an earlier issue chose it, docs/compute.md); Nova and Tempest say 400',
-  },
-  {
-    pattern: api('compute', 'security_groups.test_security_group_rules.SecurityGroupRulesTestJSON.test_security_group_rules_create_with_optional_cidr'),
-    why: "the network service keeps a rule's remote prefix normalized (10.2.3.124/24 is 10.2.3.0/24); Tempest expects the text as sent",
-  },
-  { pattern: api('network', 'test_agent_management_negative.'), why: "there are no Neutron agents, so no agents API (Tempest expects an empty list for non-admins)" },
-  { pattern: api('network', 'test_tags.TagsExtTest.'), why: 'its set-up needs subnet pools (subnet_allocation), which pcc lacks' },
   { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },
   { pattern: api('volume', 'admin.test_qos.'), why: 'QoS specs are not implemented' },
   { pattern: api('volume', 'admin.test_volume_types.VolumeTypesTest.test_volume_type_encryption'), why: 'volume type encryption is not implemented' },

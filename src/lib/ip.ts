@@ -130,6 +130,12 @@ export function formatCidr(cidr: Pick<Cidr, 'version' | 'network' | 'prefix'>): 
   return `${formatIp(cidr.version, cidr.network)}/${cidr.prefix}`
 }
 
+/** The network a prefix written with host bits names (10.2.3.124/24 → 10.2.3.0/24), or undefined when it is not one. */
+export function networkOfCidr(text: unknown): string | undefined {
+  const cidr = parseCidr(text)
+  return cidr && formatCidr(cidr)
+}
+
 /** Last address of the CIDR (the IPv4 broadcast address). */
 export function lastAddress(cidr: Pick<Cidr, 'version' | 'network' | 'prefix'>): bigint {
   return cidr.network | (~netmask(cidr.version, cidr.prefix) & ((1n << BigInt(BITS[cidr.version])) - 1n))

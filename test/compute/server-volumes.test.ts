@@ -143,11 +143,11 @@ for (const dialect of DIALECTS) {
       const detail = (await call(tb, tb.member, 'GET', `/servers/${serverId}/os-instance-actions/${attachAction.request_id}`, undefined, '2.96')).body.instanceAction
       assert.deepEqual(detail.events.map((e: Json) => [e.event, e.result]), [['compute_attach_volume', 'Success']])
 
-      // A volume in use cannot be attached again (409), nothing changes.
+      // A volume in use cannot be attached again (400 InvalidVolume, as Nova), nothing changes.
       const before = await counts(tb)
       const again = await call(tb, tb.member, 'POST', `/servers/${serverId}/os-volume_attachments`, { volumeAttachment: { volumeId: volume.id } })
-      assert.equal(again.status, 409, JSON.stringify(again.body))
-      assert.ok(again.body.conflictingRequest)
+      assert.equal(again.status, 400, JSON.stringify(again.body))
+      assert.match(again.body.badRequest.message, /^Invalid volume: /)
       assert.deepEqual(await counts(tb), before)
 
       // Detach: detaching, then available with no attachments; the server lists none.

@@ -8,14 +8,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { HostNetworkAnswer } from '../../src/contracts/network/dataplane.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { admin, client, projectMember, type Client } from './helpers.js'
-
-interface Host {
-  id: string
-  hostname: string
-  credential: string
-  tunnelIp: string
-}
+import { admin, client, projectMember, registerHost, resmgr as call, type Client, type RegisteredHost as Host } from './helpers.js'
 
 for (const dialect of DIALECTS) {
   describe(`data-plane state for hosts (${dialect})`, () => {
@@ -26,27 +19,8 @@ for (const dialect of DIALECTS) {
     let adminToken: string
     const hosts: Host[] = []
 
-    const resmgr = async (method: string, path: string, auth: string, body?: unknown) => {
-      const res = await fetch(`${server.url}/resmgr${path}`, {
-        method,
-        headers: { authorization: `Bearer ${auth}`, 'x-auth-token': auth, ...(body !== undefined && { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
-      const text = await res.text()
-      return { status: res.status, body: text ? JSON.parse(text) : undefined }
-    }
-    const register = async (hostname: string, tunnelIp: string): Promise<Host> => {
-      const token = (await resmgr('POST', '/v1/registration-tokens', adminToken, {})).body.token
-      const id = randomUUID()
-      const reg = await resmgr('POST', '/v1/hosts/register', '', {
-        registration_token: token, host_id: id, hostname, os_info: { id: 'debian', version_id: '12', pretty_name: 'Debian' }, arch: 'x86_64',
-        cpu: { count: 4, model: 'x', virtualization: true }, memory_mb: 8000, disk_gb: 100, nics: [], agent_version: '0.1.0',
-      })
-      assert.equal(reg.status, 201)
-      const host = { id, hostname, credential: reg.body.credential as string, tunnelIp }
-      assert.equal((await resmgr('POST', `/v1/hosts/${id}/heartbeat`, host.credential, { facts: { network: { backend: 'linux', tunnel_ip: tunnelIp, physical_networks: [] } } })).status, 200)
-      return host
-    }
+    const resmgr = (method: string, path: string, auth: string, body?: unknown) => call(server, method, path, auth, body)
+    const register = (hostname: string, tunnelIp: string) => registerHost(server, adminToken, hostname, tunnelIp)
     const state = async (host: Host, query = '') => {
       const r = await resmgr('GET', `/v1/hosts/${host.id}/network${query}`, host.credential)
       return r as { status: number; body: HostNetworkAnswer }
@@ -124,6 +98,19 @@ for (const dialect of DIALECTS) {
       for (const p of [p1, p2]) assert.equal((await root.del(`/v2.0/ports/${p.id}`)).status, 204)
       assert.equal((await alice.del(`/v2.0/networks/${net.id}`)).status, 204)
       assert.deepEqual((await state(h1)).body.state.networks, [])
+    })
+
+    it("gives hosts the network a rule's remote prefix names, not its host bits", async () => {
+      const [h1] = hosts
+      const net = await alice.create('networks', 'network', { name: 'filtered' })
+      await alice.create('subnets', 'subnet', { network_id: net.id, ip_version: 4, cidr: '10.9.0.0/24' })
+      const group = await alice.create('security-groups', 'security_group', { name: 'ssh-from-office' })
+      const rule = await alice.create('security-group-rules', 'security_group_rule', { security_group_id: group.id, direction: 'ingress', protocol: 'tcp', port_range_min: 22, port_range_max: 22, remote_ip_prefix: '10.2.3.124/24' })
+      const port = await bound(net.id as string, h1, { security_groups: [group.id] })
+      const sent = (await state(h1)).body.state.securityGroups.find((g) => g.id === group.id)!
+      assert.equal(sent.rules.find((r) => r.id === rule.id)!.remoteIpPrefix, '10.2.3.0/24')
+      assert.equal((await root.del(`/v2.0/ports/${port.id}`)).status, 204)
+      assert.equal((await alice.del(`/v2.0/networks/${net.id}`)).status, 204)
     })
 
     it('takes the tunnel address a host reports only when it is an IP address', async () => {

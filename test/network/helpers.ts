@@ -83,6 +83,45 @@ export function assertNeutronError(reply: Reply<Json>, status: number, type: str
   if (message) assert.match(reply.body.NeutronError.message, message)
 }
 
+/** A host registered through the resource manager as an agent registers, with the credential it got. */
+export interface RegisteredHost {
+  id: string
+  hostname: string
+  credential: string
+  tunnelIp: string
+}
+
+/** A call to the resource manager (`{base}/resmgr…`) with a user token or a host credential. */
+export async function resmgr(server: TestServer, method: string, path: string, auth: string, body?: unknown): Promise<Reply<Json>> {
+  const res = await fetch(`${server.url}/resmgr${path}`, {
+    method,
+    headers: { authorization: `Bearer ${auth}`, 'x-auth-token': auth, ...(body !== undefined && { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : undefined }
+}
+
+/** Registers a host with a one-time token and sends its first heartbeat with its tunnel address, as an agent does. */
+export async function registerHost(server: TestServer, adminToken: string, hostname: string, tunnelIp: string): Promise<RegisteredHost> {
+  const token = (await resmgr(server, 'POST', '/v1/registration-tokens', adminToken, {})).body.token
+  const id = randomUUID()
+  const reg = await resmgr(server, 'POST', '/v1/hosts/register', '', {
+    registration_token: token, host_id: id, hostname, os_info: { id: 'debian', version_id: '12', pretty_name: 'Debian' }, arch: 'x86_64',
+    cpu: { count: 4, model: 'x', virtualization: true }, memory_mb: 8000, disk_gb: 100, nics: [], agent_version: '0.1.0',
+  })
+  assert.equal(reg.status, 201)
+  const host = { id, hostname, credential: reg.body.credential as string, tunnelIp }
+  assert.equal((await resmgr(server, 'POST', `/v1/hosts/${id}/heartbeat`, host.credential, { facts: { network: { backend: 'linux', tunnel_ip: tunnelIp, physical_networks: [] } } })).status, 200)
+  return host
+}
+
+/** Gives a registered host a role and reports it applied, as the admin and then the host's agent do. */
+export async function giveRole(server: TestServer, adminToken: string, host: RegisteredHost, role: string): Promise<void> {
+  assert.equal((await resmgr(server, 'PUT', `/v1/hosts/${host.id}/roles/${role}`, adminToken, {})).status, 200)
+  assert.equal((await resmgr(server, 'PUT', `/v1/hosts/${host.id}/roles/${role}/status`, host.credential, { state: 'ok' })).status, 200)
+}
+
 /** Counts rows of the network tables, to prove a failed request changed nothing. */
 export async function tableCounts(server: TestServer): Promise<Record<string, number>> {
   const db = server.deps.store.db

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.js'
-import { admin, type Json } from './helpers.js'
+import { admin, giveRole, registerHost, type Json } from './helpers.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
 
 type Env = Record<string, string>
@@ -64,6 +64,21 @@ for (const way of ways) {
       assert.notEqual(clash.code, 0)
       assert.match(clash.stderr, /tunnel ID 7777 is in use/)
       for (const name of ['cli-flat', 'cli-vx']) assert.equal((await openstack(['network', 'delete', name], env)).code, 0)
+    })
+
+    it('network agent list/show/set', async () => {
+      const adminToken = (await admin(server)).token
+      const host = await registerHost(server, adminToken, `cli-agents-${way.name.length}`, '192.0.2.21')
+      await giveRole(server, adminToken, host, 'network')
+      const l3 = (await json<Json[]>('network', 'agent', 'list', '--agent-type', 'l3', '--host', host.hostname))
+      assert.deepEqual(l3.map((a) => [a['Agent Type'], a.Host, a.Alive, a.State, a.Binary]), [['L3 agent', host.hostname, true, true, 'neutron-l3-agent']])
+      const table = await openstack(['network', 'agent', 'list', '--host', host.hostname], env)
+      assert.equal(table.code, 0, table.stderr)
+      assert.match(table.stdout, /L3 agent .*:-\) .*UP .*neutron-l3-agent/)
+      const set = await openstack(['network', 'agent', 'set', '--disable', '--description', 'draining', l3[0].ID], env)
+      assert.equal(set.code, 0, set.stderr)
+      const shown = await json('network', 'agent', 'show', l3[0].ID)
+      assert.deepEqual([shown.admin_state_up, shown.description, shown.agent_type], [false, 'draining', 'L3 agent'])
     })
 
     it('subnet, port, security group, router and floating IP commands', async () => {

@@ -56,6 +56,19 @@ for (const dialect of DIALECTS) {
       assertNeutronError(await alice.get(`/v2.0/security-group-rules/${host.id}`), 404, 'SecurityGroupRuleNotFound')
     })
 
+    it("keeps a rule's remote prefix as sent, host bits too, and compares the network it names", async () => {
+      const g = await alice.create('security-groups', 'security_group', { name: 'prefixes' })
+      const rule = await alice.create('security-group-rules', 'security_group_rule', { security_group_id: g.id, direction: 'ingress', protocol: 'tcp', port_range_min: 22, port_range_max: 22, remote_ip_prefix: '10.2.3.124/24' })
+      assert.equal(rule.remote_ip_prefix, '10.2.3.124/24')
+      assert.equal(rule.normalized_cidr, '10.2.3.0/24')
+      const shown = (await alice.get<{ security_group_rule: Json }>(`/v2.0/security-group-rules/${rule.id}`)).body.security_group_rule
+      assert.deepEqual([shown.remote_ip_prefix, shown.normalized_cidr], ['10.2.3.124/24', '10.2.3.0/24'])
+      const v6 = await alice.create('security-group-rules', 'security_group_rule', { security_group_id: g.id, direction: 'ingress', ethertype: 'IPv6', remote_ip_prefix: '2001:DB8:0:0::5/64' })
+      assert.deepEqual([v6.remote_ip_prefix, v6.normalized_cidr], ['2001:db8::5/64', '2001:db8::/64'], 'the address in canonical form')
+      const same = await alice.post('/v2.0/security-group-rules', { security_group_rule: { security_group_id: g.id, direction: 'ingress', protocol: 'tcp', port_range_min: 22, port_range_max: 22, remote_ip_prefix: '10.2.3.7/24' } })
+      assertNeutronError(same, 409, 'SecurityGroupRuleExists')
+    })
+
     it('validates rules as Neutron does and creates nothing on bad input', async () => {
       const g = await alice.create('security-groups', 'security_group', { name: 'strict' })
       const before = await tableCounts(server)

@@ -75,7 +75,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await images.getById(fresh.id))!.status, 'saving')
     })
 
-    it('reserves, attaches and detaches; a volume in use cannot be reserved again (409)', async () => {
+    it('reserves, attaches and detaches; a volume in use cannot be reserved again (400)', async () => {
       const { volumes } = server.deps.volumeServices
       const db = server.deps.store.db
       const vol = (await call(server, alice, 'POST', '/volume/v3/volumes', { volume: { size: 1 } })).body.volume
@@ -84,11 +84,11 @@ for (const dialect of DIALECTS) {
       const { attachmentId } = await db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: vol.id, projectId: alice.projectId, serverId: 's-1' }))
       assert.ok(attachmentId)
       assert.equal((await volumes.getForProject(db, { volumeId: vol.id, projectId: alice.projectId })).status, 'attaching')
-      await rejectsWith(db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: vol.id, projectId: alice.projectId, serverId: 's-2' })), 409)
+      await rejectsWith(db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: vol.id, projectId: alice.projectId, serverId: 's-2' })), 400)
       await db.transaction().execute((tx) => volumes.attach(tx, { volumeId: vol.id, serverId: 's-1', device: '/dev/vdb', deleteOnTermination: true }))
       const attached = await server.deps.volumeServices.volumes.attachmentsOfServer(db, 's-1')
       assert.deepEqual(attached.map((a) => [a.volumeId, a.device, a.deleteOnTermination]), [[vol.id, '/dev/vdb', true]])
-      await rejectsWith(db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: vol.id, projectId: alice.projectId, serverId: 's-2' })), 409, /in-use/)
+      await rejectsWith(db.transaction().execute((tx) => volumes.reserveForAttach(tx, { volumeId: vol.id, projectId: alice.projectId, serverId: 's-2' })), 400, /in-use/)
       await db.transaction().execute((tx) => volumes.beginDetach(tx, { volumeId: vol.id, serverId: 's-1' }))
       assert.equal((await volumes.getForProject(db, { volumeId: vol.id, projectId: alice.projectId })).status, 'detaching')
       await db.transaction().execute((tx) => volumes.detach(tx, { volumeId: vol.id, serverId: 's-1' }))

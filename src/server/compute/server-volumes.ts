@@ -6,7 +6,8 @@
  * offloaded) has nothing to connect: the API completes the change itself, as Nova does.
  *
  * Codes: a server in the wrong state 409; a volume the project cannot see 404; a volume that is not available
- * 409 (the block storage service's reservation; Nova answers 400 InvalidVolume there); a device name in use 409.
+ * 400 (the block storage service's reservation refuses it as Cinder's InvalidVolume, which Nova answers with 400);
+ * a device name in use 409.
  */
 import { randomUUID } from 'node:crypto'
 import { AppError, badRequest, conflict, forbidden, notFound } from '../../contracts/errors.js'

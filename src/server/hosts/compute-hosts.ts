@@ -34,6 +34,7 @@ export async function deleteComputeHost(db: Db, hostId: string): Promise<void> {
   await db.transaction().execute(async (tx) => {
     await tx.deleteFrom('allocations').where('host_id', '=', hostId).execute()
     await tx.deleteFrom('host_roles').where('host_id', '=', hostId).execute()
+    await tx.deleteFrom('network_agents').where('host_id', '=', hostId).execute()
     await tx.deleteFrom('hosts').where('id', '=', hostId).execute()
   })
 }

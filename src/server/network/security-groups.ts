@@ -6,7 +6,7 @@
 import type { SecurityGroupRuleTable, SecurityGroupTable } from '../storage/schema.js'
 import { can, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
-import { formatCidr, parseCidr } from '../../lib/ip.js'
+import { formatIp, networkOfCidr, parseCidr } from '../../lib/ip.js'
 import { owningProject } from './networks.js'
 import { checkQuota } from './quotas.js'
 import { rulesByGroup, touched } from './queries.js'
@@ -215,18 +215,26 @@ function validatePorts(protocol: { text: string | null; number: number | null },
   throw neutron.invalid('SecurityGroupInvalidProtocolForPortRange', `Invalid protocol ${protocol.text} for port range, only supported for TCP, UDP, UDPLITE, SCTP and DCCP.`)
 }
 
-function normalizePrefix(prefix: string | null | undefined, ethertype: string): string | null {
+/**
+ * A rule's remote prefix as Neutron keeps it: the text as sent, host bits included (10.2.3.124/24 stays so),
+ * with the address in canonical form and a bare address given its full length. Matching reads the network it
+ * names (`networkOfCidr`): duplicates here, the nftables rules on hosts (dataplane/host-state.ts).
+ */
+function remotePrefix(prefix: string | null | undefined, ethertype: string): string | null {
   if (prefix === null || prefix === undefined) return null
   const cidr = parseCidr(prefix.includes('/') ? prefix : `${prefix}/${prefix.includes(':') ? 128 : 32}`)
   if (!cidr) throw neutron.invalidInput(`'${prefix}' is not a valid IP subnet.`)
   if (`IPv${cidr.version}` !== ethertype) {
     throw neutron.invalid('SecurityGroupRuleParameterConflict', `Conflicting value ethertype ${ethertype} for CIDR ${prefix}`)
   }
-  return formatCidr(cidr)
+  return `${formatIp(cidr.version, cidr.address)}/${cidr.prefix}`
 }
 
-/** Neutron treats "any address" (0.0.0.0/0, ::/0) and no prefix as the same rule. */
-const sameRemote = (a: string | null, b: string | null) => (a?.endsWith('/0') ? null : a) === (b?.endsWith('/0') ? null : b)
+/** Neutron treats "any address" (0.0.0.0/0, ::/0) and no prefix as the same rule, and compares the networks named. */
+const sameRemote = (a: string | null, b: string | null) => {
+  const network = (p: string | null) => (p === null || p.endsWith('/0') ? null : networkOfCidr(p))
+  return network(a) === network(b)
+}
 
 export async function createRule(ctx: NetCtx, actor: Actor, body: RuleBody): Promise<View> {
   if (body.security_group_id === undefined) throw neutron.badRequest('security_group_rule', "'security_group_id' is required")
@@ -241,7 +249,7 @@ export async function createRule(ctx: NetCtx, actor: Actor, body: RuleBody): Pro
   }
   const protocol = normalizeProtocol(body.protocol)
   const [min, max] = validatePorts(protocol, body.port_range_min ?? null, body.port_range_max ?? null)
-  const prefix = normalizePrefix(body.remote_ip_prefix, ethertype)
+  const prefix = remotePrefix(body.remote_ip_prefix, ethertype)
   if (body.remote_group_id != null) await visibleSecurityGroup(ctx, actor, body.remote_group_id)
   const existing = await ctx.db.selectFrom('security_group_rules').selectAll().where('security_group_id', '=', group.id).execute()
   const duplicate = existing.find(

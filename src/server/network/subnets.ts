@@ -13,6 +13,7 @@ import { networkTarget, owningProject, visibleNetwork } from './networks.js'
 import { checkQuota } from './quotas.js'
 import { lockNetwork, touched } from './queries.js'
 import { subnetView, type View } from './views.js'
+import { allocateFromPool, requestedPool } from './subnet-pools.js'
 
 export interface HostRoute {
   destination: string
@@ -35,6 +36,9 @@ export interface SubnetBody {
   project_id?: string
   tenant_id?: string
   tags?: string[]
+  subnetpool_id?: string | null
+  use_default_subnetpool?: boolean
+  prefixlen?: number
 }
 
 const MAX_DNS_NAMESERVERS = 5
@@ -181,8 +185,11 @@ function validateIpv6Modes(version: number, cidr: Cidr, ra: string | null | unde
   }
 }
 
-/** Parses and validates everything of a new subnet, then writes it. The caller holds the network lock. */
-export async function insertSubnet(ctx: NetCtx, network: NetworkTable, projectId: string, body: SubnetBody): Promise<SubnetTable> {
+/**
+ * Parses and validates everything of a new subnet, then writes it. The caller holds the network lock, and the
+ * pool's when the CIDR came from subnet pool `subnetpoolId`.
+ */
+export async function insertSubnet(ctx: NetCtx, network: NetworkTable, projectId: string, body: SubnetBody, subnetpoolId: string | null = null): Promise<SubnetTable> {
   const version = body.ip_version
   if (version !== 4 && version !== 6) throw neutron.invalidInput(`${String(version)} is not in [4, 6]`)
   if (body.cidr === undefined) throw neutron.badRequest('subnet', 'a cidr must be specified in the absence of a subnet pool')
@@ -219,6 +226,7 @@ export async function insertSubnet(ctx: NetCtx, network: NetworkTable, projectId
     enable_dhcp: flag(body.enable_dhcp, true),
     ipv6_ra_mode: body.ipv6_ra_mode ?? null,
     ipv6_address_mode: body.ipv6_address_mode ?? null,
+    subnetpool_id: subnetpoolId,
     tags: JSON.stringify(body.tags ?? []),
     revision_number: 1,
     created_at: ctx.now,
@@ -235,7 +243,10 @@ export async function createSubnet(ctx: NetCtx, actor: Actor, body: SubnetBody):
   const projectId = owningProject(actor, body)
   must(actor, 'create_subnet', { ...networkTarget(network), projectId })
   const locked = (await lockNetwork(ctx, network.id))!
-  return subnetView(await insertSubnet(ctx, locked, projectId, body))
+  const pool = await requestedPool(ctx, actor, body)
+  if (!pool) return subnetView(await insertSubnet(ctx, locked, projectId, body))
+  const cidr = await allocateFromPool(ctx, pool, projectId, body)
+  return subnetView(await insertSubnet(ctx, locked, projectId, { ...body, cidr }, pool.id))
 }
 
 export async function showSubnet(ctx: NetCtx, actor: Actor, id: string): Promise<View> {

@@ -2,8 +2,9 @@
  * Rows → Neutron's wire representation. The attribute lists follow Neutron (Zed) as openstacksdk and
  * openstackclient read them; `tenant_id` repeats `project_id` as Neutron still does.
  */
-import type { FloatingIpTable, NetworkTable, PortTable, RouterTable, SecurityGroupRuleTable, SecurityGroupTable, SubnetTable } from '../storage/schema.js'
+import type { AddressScopeTable, FloatingIpTable, NetworkTable, PortTable, RouterTable, SecurityGroupRuleTable, SecurityGroupTable, SubnetPoolTable, SubnetTable } from '../storage/schema.js'
 import { isoTime, parseJson } from './context.js'
+import { networkOfCidr } from '../../lib/ip.js'
 
 export type View = Record<string, unknown>
 
@@ -52,6 +53,40 @@ export function networkView(row: NetworkTable, subnetIds: string[], showProvider
   }
 }
 
+export function addressScopeView(row: AddressScopeTable): View {
+  return {
+    id: row.id,
+    name: row.name,
+    ip_version: row.ip_version,
+    shared: row.shared === 1,
+    tags: parseJson<string[]>(row.tags),
+    project_id: row.project_id,
+    tenant_id: row.project_id,
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
+    revision_number: row.revision_number,
+  }
+}
+
+export function subnetPoolView(row: SubnetPoolTable): View {
+  return {
+    id: row.id,
+    name: row.name,
+    ip_version: row.ip_version,
+    prefixes: parseJson<string[]>(row.prefixes),
+    default_prefixlen: row.default_prefixlen,
+    min_prefixlen: row.min_prefixlen,
+    max_prefixlen: row.max_prefixlen,
+    default_quota: row.default_quota === null ? null : Number(row.default_quota),
+    shared: row.shared === 1,
+    is_default: row.is_default === 1,
+    address_scope_id: row.address_scope_id,
+    project_id: row.project_id,
+    tenant_id: row.project_id,
+    ...standard(row),
+  }
+}
+
 export function subnetView(row: SubnetTable): View {
   return {
     id: row.id,
@@ -66,7 +101,7 @@ export function subnetView(row: SubnetTable): View {
     enable_dhcp: row.enable_dhcp === 1,
     ipv6_ra_mode: row.ipv6_ra_mode,
     ipv6_address_mode: row.ipv6_address_mode,
-    subnetpool_id: null,
+    subnetpool_id: row.subnetpool_id,
     segment_id: null,
     service_types: [],
     dns_publish_fixed_ip: false,
@@ -128,7 +163,7 @@ export function ruleView(row: SecurityGroupRuleTable): View {
     remote_ip_prefix: row.remote_ip_prefix,
     remote_group_id: row.remote_group_id,
     remote_address_group_id: null,
-    normalized_cidr: row.remote_ip_prefix,
+    normalized_cidr: row.remote_ip_prefix && (networkOfCidr(row.remote_ip_prefix) ?? row.remote_ip_prefix),
     description: row.description,
     project_id: row.project_id,
     tenant_id: row.project_id,

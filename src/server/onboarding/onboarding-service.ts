@@ -348,6 +348,7 @@ export class OnboardingService {
       await storageHostGone(tx, host.id)
       await tx.deleteFrom('allocations').where('host_id', '=', host.id).execute()
       await tx.deleteFrom('host_roles').where('host_id', '=', host.id).execute()
+      await tx.deleteFrom('network_agents').where('host_id', '=', host.id).execute()
       await tx.deleteFrom('host_credentials').where('host_id', '=', host.id).execute()
       await tx.deleteFrom('agent_hosts').where('host_id', '=', host.id).execute()
       await tx.deleteFrom('host_commands').where('host_id', '=', host.id).execute()

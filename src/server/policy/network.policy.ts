@@ -94,6 +94,28 @@ export const NETWORK_POLICY = {
   'floatingip:associate:other_project_port': isAdmin,
   delete_floatingip: projectMemberOrAdmin,
 
+  /** Subnet pools: the owner's, shared ones visible to every project (Neutron's rule:shared_subnetpools). */
+  get_subnetpool: anyOf(projectReaderOrAdmin, sharedNetwork),
+  create_subnetpool: projectMemberOrAdmin,
+  'create_subnetpool:shared': isAdmin,
+  'create_subnetpool:is_default': isAdmin,
+  update_subnetpool: projectMemberOrAdmin,
+  'update_subnetpool:is_default': isAdmin,
+  delete_subnetpool: projectMemberOrAdmin,
+
+  /** Address scopes: the owner's, shared ones visible to every project. */
+  get_address_scope: anyOf(projectReaderOrAdmin, sharedNetwork),
+  create_address_scope: projectMemberOrAdmin,
+  'create_address_scope:shared': isAdmin,
+  update_address_scope: projectMemberOrAdmin,
+  'update_address_scope:shared': isAdmin,
+  delete_address_scope: projectMemberOrAdmin,
+
+  /** Agents are hosts' services: only admins see them (a member's list is empty, one agent not found). */
+  get_agent: isAdmin,
+  update_agent: isAdmin,
+  delete_agent: isAdmin,
+
   get_quota: anyOf(isAdmin, inProject),
   list_quotas: isAdmin,
   update_quota: isAdmin,

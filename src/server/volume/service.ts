@@ -571,22 +571,24 @@ export class VolumeService {
   /**
    * Reserves a volume of `projectId` for a server: available → attaching, with an attachment record in status
    * reserved; a multiattach volume may also be in use by other servers. 404 when the volume is not the project's;
-   * 409 when it cannot be attached (in use, or already attached to that server).
+   * 400 "Invalid volume" when it cannot be attached (in use, or already attached to that server, or taken by a
+   * concurrent reservation): Cinder's InvalidVolume, which Nova answers with 400 (docs/compute.md, "Volume
+   * attachments").
    */
   async reserveForAttach(tx: Db, request: { volumeId: string; projectId: string; serverId: string; visibility?: Visibility }): Promise<{ attachmentId: string; volume: VolumeRecord }> {
     const volume = await this.find(computeCaller(request), request.volumeId, tx)
     const attachable = volume.multiattach ? ['available', 'in-use'] : ['available']
     if (!attachable.includes(volume.status)) {
-      throw conflict(`Invalid volume: volume ${volume.id} status must be ${attachable.join(' or ')} to attach, but it is ${volume.status}${volume.multiattach ? '' : ' (its type does not allow multiattach)'}.`)
+      throw badRequest(`Invalid volume: volume ${volume.id} status must be ${attachable.join(' or ')} to attach, but it is ${volume.status}${volume.multiattach ? '' : ' (its type does not allow multiattach)'}.`)
     }
-    if (volume.attachments.some((a) => a.serverId === request.serverId)) throw conflict(`Invalid volume: volume ${volume.id} is already attached to server ${request.serverId}.`)
+    if (volume.attachments.some((a) => a.serverId === request.serverId)) throw badRequest(`Invalid volume: volume ${volume.id} is already attached to server ${request.serverId}.`)
     const claimed = await tx
       .updateTable('volumes')
       .set({ status: 'attaching', updated_at: this.now() })
       .where('id', '=', volume.id)
       .where('status', '=', volume.status)
       .executeTakeFirst()
-    if (Number(claimed.numUpdatedRows) === 0) throw conflict(`Invalid volume: volume ${volume.id} is being attached elsewhere.`)
+    if (Number(claimed.numUpdatedRows) === 0) throw badRequest(`Invalid volume: volume ${volume.id} is being attached elsewhere.`)
     const attachmentId = randomUUID()
     await tx
       .insertInto('volume_attachments')

@@ -65,11 +65,14 @@ const PARAM_KINDS: Record<string, string> = {
   'v3/project_id': 'project',
   'networks/id': 'network',
   'subnets/id': 'subnet',
+  'subnetpools/id': 'subnetPool',
+  'address-scopes/id': 'addressScope',
   'ports/id': 'port',
   'security-groups/id': 'securityGroup',
   'security-group-rules/id': 'securityGroupRule',
   'routers/id': 'router',
   'floatingips/id': 'floatingIp',
+  'agents/id': 'networkAgent',
   'extensions/alias': 'extension',
   'images/id': 'image',
   'members/member': 'memberProject',
@@ -123,7 +126,7 @@ const PARAM_KINDS: Record<string, string> = {
  * not exist (never visible, never a 403 that tells it exists).
  */
 export const OWNED_KINDS = new Set([
-  'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'port', 'securityGroup',
+  'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'subnetPool', 'addressScope', 'port', 'securityGroup',
   'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'metadefNamespace', 'volumeMessage',
 ])
 

@@ -32,6 +32,8 @@ export interface World {
   memberOwned: Fixtures
   /** Runs the work accepted requests queued, then makes again every fixture that no longer exists. */
   repair(): Promise<void>
+  /** Makes the admin's shareable fixtures private again (keepPrivate), without the rest of repair. */
+  keepPrivate(): Promise<void>
   close(): Promise<void>
 }
 
@@ -147,6 +149,8 @@ const FIXTURES: FixtureSpec[] = [
     await w.must('admin', 'POST', '/network/v2.0/subnets', { subnet: { network_id: id, ip_version: 4, cidr: '192.0.2.0/24' } })
     return id
   }, (w) => w.found(`/network/v2.0/networks/${w.fixtures.externalNetwork}`)),
+  f('addressScope', async (w) => (await w.must('admin', 'POST', '/network/v2.0/address-scopes', { address_scope: { name: name('scope'), ip_version: 4 } })).body.address_scope.id, (w) => w.found(`/network/v2.0/address-scopes/${w.fixtures.addressScope}`)),
+  f('subnetPool', async (w) => (await w.must('admin', 'POST', '/network/v2.0/subnetpools', { subnetpool: { name: name('pool'), prefixes: ['10.200.0.0/16'], default_prefixlen: 24, tags: ['fuzztag'] } })).body.subnetpool.id, (w) => w.found(`/network/v2.0/subnetpools/${w.fixtures.subnetPool}`)),
   f('port', async (w) => (await w.must('admin', 'POST', '/network/v2.0/ports', { port: { network_id: w.fixtures.network, name: name('port') } })).body.port.id, (w) => w.found(`/network/v2.0/ports/${w.fixtures.port}`)),
   f('securityGroup', async (w) => (await w.must('admin', 'POST', '/network/v2.0/security-groups', { security_group: { name: name('sg') } })).body.security_group.id, (w) => w.found(`/network/v2.0/security-groups/${w.fixtures.securityGroup}`)),
   f('securityGroupRule', async (w) => {
@@ -289,12 +293,13 @@ async function drain(server: TestServer): Promise<void> {
 }
 
 /**
- * What the cross-project property relies on, set again after accepted writes: the admin's network private (a
- * fuzzed update may have shared it), its image shared with the member's project only.
+ * What the cross-project property relies on, set again after accepted writes: the admin's network and address
+ * scope private (a fuzzed update may have shared them), its image shared with the member's project only.
  */
 async function keepPrivate(w: WorldBuilder): Promise<void> {
   const { fixtures } = w
   await w.call('admin', 'PUT', `/network/v2.0/networks/${fixtures.network}`, { network: { shared: false } })
+  await w.call('admin', 'PUT', `/network/v2.0/address-scopes/${fixtures.addressScope}`, { address_scope: { shared: false } })
   // Glance's patch media type, which apiCall (JSON only) does not send.
   await fetch(`${w.server.url}/image/v2/images/${fixtures.image}`, {
     method: 'PATCH',
@@ -324,6 +329,8 @@ async function derive(w: WorldBuilder): Promise<void> {
   const hypervisor = (await w.must('admin', 'GET', '/compute/v2.1/os-hypervisors', undefined, COMPUTE)).body.hypervisors[0]
   fixtures.simulatedHost = hypervisor?.id
   fixtures.simulatedHostName = hypervisor?.hypervisor_hostname
+  // Neutron agents are derived from the simulated hosts' roles; deleting one forgets only its settings.
+  fixtures.networkAgent = (await w.must('admin', 'GET', '/network/v2.0/agents')).body.agents[0]?.id
   const server = `/compute/v2.1/servers/${fixtures.server}`
   fixtures.serverPort = (await w.call('admin', 'GET', `${server}/os-interface`, undefined, COMPUTE)).body.interfaceAttachments?.[0]?.port_id
   fixtures.networkLabel = Object.keys((await w.call('admin', 'GET', `${server}/ips`, undefined, COMPUTE)).body.addresses ?? {})[0]
@@ -370,7 +377,7 @@ export async function startWorld(dialect: Dialect = 'sqlite'): Promise<World> {
     }
     await server.clusterJobs.stop()
     await repair()
-    return { server, personas, fixtures: w.fixtures, memberOwned: w.memberOwned, repair, close: () => server.close() }
+    return { server, personas, fixtures: w.fixtures, memberOwned: w.memberOwned, repair, keepPrivate: () => keepPrivate(w), close: () => server.close() }
   } catch (err) {
     await server.close()
     throw err

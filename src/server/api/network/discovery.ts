@@ -7,6 +7,8 @@
 const UPDATED = '2023-01-01T00:00:00-00:00'
 
 export const EXTENSIONS: { alias: string; name: string; description: string }[] = [
+  { alias: 'address-scope', name: 'Address scope', description: 'Address scopes extension.' },
+  { alias: 'agent', name: 'agent', description: 'The agent management extension.' },
   { alias: 'allowed-address-pairs', name: 'Allowed Address Pairs', description: 'Provides allowed address pairs' },
   { alias: 'binding', name: 'Port Binding', description: 'Expose port bindings of a virtual port to external application' },
   { alias: 'external-net', name: 'Neutron external network', description: 'Adds external network attribute to network resource.' },
@@ -23,6 +25,8 @@ export const EXTENSIONS: { alias: string; name: string; description: string }[] 
   { alias: 'router', name: 'Neutron L3 Router', description: 'Router abstraction for basic L3 forwarding between L2 Neutron networks and access to external networks via a NAT gateway.' },
   { alias: 'ext-gw-mode', name: 'Neutron L3 Configurable external gateway mode', description: 'Extension of the router abstraction for specifying whether SNAT should occur on the external gateway' },
   { alias: 'security-group', name: 'security-group', description: 'The security groups extension.' },
+  { alias: 'subnet_allocation', name: 'Subnet Allocation', description: 'Enables allocation of subnets from a subnet pool' },
+  { alias: 'default-subnetpools', name: 'Default Subnetpools', description: 'Provides ability to mark and use a subnetpool as the default.' },
   { alias: 'sorting', name: 'Sorting support', description: 'Extension that indicates that sorting is enabled.' },
   { alias: 'standard-attr-description', name: 'standard-attr-description', description: 'Extension to add descriptions to standard attributes' },
   { alias: 'standard-attr-revisions', name: 'Resource revision numbers', description: 'This extension will display the revision number of neutron resources.' },
@@ -37,12 +41,15 @@ export const extensionView = (e: (typeof EXTENSIONS)[number]) => ({ ...e, update
 export const RESOURCES = [
   ['network', 'networks'],
   ['subnet', 'subnets'],
+  ['subnetpool', 'subnetpools'],
+  ['address_scope', 'address-scopes'],
   ['port', 'ports'],
   ['security_group', 'security-groups'],
   ['security_group_rule', 'security-group-rules'],
   ['router', 'routers'],
   ['floatingip', 'floatingips'],
   ['quota', 'quotas'],
+  ['agent', 'agents'],
 ] as const
 
 export function versionsDocument(networkUrl: string) {

@@ -18,6 +18,8 @@ import { fieldsOf, listResponse, projectFields, type CustomFilter, type Query } 
 import type { View } from '../../network/views.js'
 import * as networks from '../../network/networks.js'
 import * as subnets from '../../network/subnets.js'
+import * as subnetPools from '../../network/subnet-pools.js'
+import * as addressScopes from '../../network/address-scopes.js'
 import * as ports from '../../network/ports.js'
 import * as groups from '../../network/security-groups.js'
 import * as routers from '../../network/routers.js'
@@ -26,6 +28,7 @@ import * as quotas from '../../network/quotas.js'
 import { EXTENSIONS, extensionView, resourcesDocument, versionsDocument } from './discovery.js'
 import * as schemas from './schemas.js'
 import { tagRoutes, type TaggedResource } from './tag-routes.js'
+import { agentRoutes } from './agent-routes.js'
 
 type IdParams = { id: string }
 
@@ -73,6 +76,16 @@ function resources(add: AddResource): void {
     path: 'subnets', collection: 'subnets', member: 'subnet',
     list: (ctx, actor) => subnets.listSubnets(ctx, actor), show: subnets.showSubnet, create: subnets.createSubnet, update: subnets.updateSubnet, remove: subnets.deleteSubnet,
     createSchema: schemas.subnetCreate, updateSchema: schemas.subnetUpdate,
+  })
+  add({
+    path: 'subnetpools', collection: 'subnetpools', member: 'subnetpool',
+    list: (ctx, actor) => subnetPools.listSubnetPools(ctx, actor), show: subnetPools.showSubnetPool, create: subnetPools.createSubnetPool, update: subnetPools.updateSubnetPool, remove: subnetPools.deleteSubnetPool,
+    createSchema: schemas.subnetPoolCreate, updateSchema: schemas.subnetPoolUpdate,
+  })
+  add({
+    path: 'address-scopes', collection: 'address_scopes', member: 'address_scope',
+    list: (ctx, actor) => addressScopes.listAddressScopes(ctx, actor), show: addressScopes.showAddressScope, create: addressScopes.createAddressScope, update: addressScopes.updateAddressScope, remove: addressScopes.deleteAddressScope,
+    createSchema: schemas.addressScopeCreate, updateSchema: schemas.addressScopeUpdate,
   })
   add({
     path: 'ports', collection: 'ports', member: 'port',
@@ -179,6 +192,7 @@ export function networkRoutes(deps: AppDeps) {
       resources(register)
 
       tagRoutes(api, service, tagged)
+      agentRoutes(api, deps)
 
       const interfaceDocs = (summary: string) => documented({ summary, response: { 200: A.routerInterface } })
       api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Attach a subnet or port to a router') }, async (request) =>

@@ -76,8 +76,9 @@ export const subnetCreate = creatable(
       cidr: str(64),
       ipv6_ra_mode: { type: ['string', 'null'], enum: ['slaac', 'dhcpv6-stateful', 'dhcpv6-stateless', null] },
       ipv6_address_mode: { type: ['string', 'null'], enum: ['slaac', 'dhcpv6-stateful', 'dhcpv6-stateless', null] },
-      subnetpool_id: { type: 'null' },
-      use_default_subnetpool: { const: false },
+      subnetpool_id: { type: ['string', 'null'], maxLength: 36 },
+      use_default_subnetpool: bool,
+      prefixlen: int({ min: 0, max: 128 }),
       ...owner,
     },
     ['network_id', 'ip_version'],
@@ -167,3 +168,26 @@ export const quotaUpdate = wrap(
   'quota',
   object({ network: limit, subnet: limit, port: limit, router: limit, floatingip: limit, security_group: limit, security_group_rule: limit, rbac_policy: limit, subnetpool: limit }),
 )
+
+/** Neutron lets an agent's admin state and description change, nothing else. */
+export const agentUpdate = wrap('agent', object({ admin_state_up: bool, description: nullableStr() }))
+
+const subnetPoolMutable = {
+  name: str(),
+  description: str(),
+  prefixes: { type: 'array', minItems: 1, maxItems: 100, items: str(64) },
+  default_prefixlen: int({ min: 0, max: 128 }),
+  min_prefixlen: int({ min: 0, max: 128 }),
+  max_prefixlen: int({ min: 0, max: 128 }),
+  default_quota: int({ min: 0, max: 2 ** 31 - 1, nullable: true }),
+  is_default: bool,
+  shared: bool,
+  address_scope_id: { type: ['string', 'null'], maxLength: 36 },
+  tags,
+}
+export const subnetPoolCreate = creatable('subnetpool', 'subnetpools', object({ ...subnetPoolMutable, ...owner }, ['prefixes']))
+export const subnetPoolUpdate = wrap('subnetpool', object(subnetPoolMutable))
+
+const addressScopeMutable = { name: str(), shared: bool, tags }
+export const addressScopeCreate = creatable('address_scope', 'address_scopes', object({ ...addressScopeMutable, ip_version: int({ min: 4, max: 6 }), ...owner }, ['ip_version']))
+export const addressScopeUpdate = wrap('address_scope', object(addressScopeMutable))

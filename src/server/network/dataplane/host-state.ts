@@ -29,7 +29,8 @@ import type { PortTable, RouterTable, SubnetTable } from '../../storage/schema.j
 import type { Db } from '../../storage/store.js'
 import { chunks, parseJson } from '../context.js'
 import { DHCP_OWNER } from '../dhcp-ports.js'
-import { parseCidr } from '../../../lib/ip.js'
+import { DHCP_AGENT, hostsWithAgentDown } from '../agents.js'
+import { networkOfCidr, parseCidr } from '../../../lib/ip.js'
 import { fixedIpsByPort, rulesByGroup, securityGroupIdsByPort } from '../queries.js'
 import { ROUTER_GATEWAY, ROUTER_INTERFACE } from '../routers.js'
 import type { FixedIp } from '../views.js'
@@ -118,6 +119,7 @@ export async function buildHostState(db: Db, hostId: string): Promise<BuiltState
     p.device_owner.startsWith('compute:') ? hostIdByName.get(p.binding_host_id) : routerHostOf.get(p.device_id)
 
   const dhcpIncomplete: string[] = []
+  const dhcpDown = (await hostsWithAgentDown(db, DHCP_AGENT)).has(hostId)
   const dataplaneNetworks: DataplaneNetwork[] = networks.sort(byId).map((n) => {
     const own = subnets.filter((s) => s.network_id === n.id)
     const peers = new Map<string, Set<string>>()
@@ -133,7 +135,8 @@ export async function buildHostState(db: Db, hostId: string): Promise<BuiltState
     const dhcpPort = neighbours.find((p) => p.network_id === n.id && p.device_owner === DHCP_OWNER)
     const dhcpIps = dhcpPort ? (ips.get(dhcpPort.id) ?? []) : []
     let dhcp: DataplaneNetwork['dhcp'] = null
-    if (guestsHere && dhcpSubnets.length > 0) {
+    // A DHCP agent an admin set down serves no network (Neutron's default for agents administratively down).
+    if (guestsHere && dhcpSubnets.length > 0 && !dhcpDown) {
       if (!dhcpPort || dhcpSubnets.some((s) => !dhcpIps.some((ip) => ip.subnet_id === s.id))) dhcpIncomplete.push(n.id)
       if (dhcpPort) dhcp = { portId: dhcpPort.id, mac: dhcpPort.mac_address, fixedIps: fixed(dhcpIps) }
     }
@@ -198,7 +201,8 @@ async function securityOf(db: Db, groupIds: string[]): Promise<{ securityGroups:
       protocol: r.protocol,
       portRangeMin: r.port_range_min,
       portRangeMax: r.port_range_max,
-      remoteIpPrefix: r.remote_ip_prefix,
+      // Rules keep the prefix as sent (host bits too); nftables matches the network it names.
+      remoteIpPrefix: r.remote_ip_prefix && (networkOfCidr(r.remote_ip_prefix) ?? r.remote_ip_prefix),
       remoteGroupId: r.remote_group_id,
     })),
   }))

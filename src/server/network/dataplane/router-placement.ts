@@ -7,13 +7,18 @@
  */
 import { createHash } from 'node:crypto'
 import type { Db } from '../../storage/store.js'
+import { hostsWithAgentDown, L3_AGENT } from '../agents.js'
 
 export const NETWORK_ROLE = 'network'
 
-/** The hosts that may run routers, sorted by id. */
+/**
+ * The hosts that may run routers, sorted by id: those of the `network` role whose L3 agent an admin did not set
+ * down (docs/network.md, "Agents"). Setting one down moves its routers to the others at once.
+ */
 export async function routerHosts(db: Db): Promise<string[]> {
   const rows = await db.selectFrom('host_roles').select('host_id').where('role', '=', NETWORK_ROLE).where('state', '=', 'ok').orderBy('host_id').execute()
-  return rows.map((r) => r.host_id)
+  const down = await hostsWithAgentDown(db, L3_AGENT)
+  return rows.map((r) => r.host_id).filter((id) => !down.has(id))
 }
 
 /** The host of `hostIds` that runs the router, or undefined when there is none. */

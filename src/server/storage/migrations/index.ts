@@ -34,6 +34,9 @@ import * as m0108 from './0108-domain-configs.js'
 import * as m0109 from './0109-identity-policies-consumers.js'
 import * as m0110 from './0110-endpoint-filter.js'
 import * as m0111 from './0111-image-metadefs.js'
+import * as m0112 from './0112-network-agents.js'
+import * as m0113 from './0113-subnet-pools.js'
+import * as m0114 from './0114-address-scopes.js'
 
 export interface Migration {
   id: string
@@ -71,6 +74,9 @@ export const MIGRATIONS: Migration[] = [
   { id: '0109', name: 'identity-policies-consumers', up: m0109.up },
   { id: '0110', name: 'endpoint-filter', up: m0110.up },
   { id: '0111', name: 'image-metadefs', up: m0111.up },
+  { id: '0112', name: 'network-agents', up: m0112.up },
+  { id: '0113', name: 'subnet-pools', up: m0113.up },
+  { id: '0114', name: 'address-scopes', up: m0114.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

@@ -50,6 +50,45 @@ export interface SubnetTable {
   enable_dhcp: number
   ipv6_ra_mode: string | null
   ipv6_address_mode: string | null
+  /** The subnet pool its CIDR was allocated from (migration 0102), or null. */
+  subnetpool_id: string | null
+  tags: string
+  revision_number: number
+  created_at: number
+  updated_at: number
+}
+
+/** A subnet pool (migration 0102): the prefixes subnets' CIDRs are allocated from. */
+export interface SubnetPoolTable {
+  id: string
+  project_id: string
+  name: string
+  description: string
+  ip_version: number
+  /** JSON [cidr], canonical and merged, sorted. */
+  prefixes: string
+  default_prefixlen: number
+  min_prefixlen: number
+  max_prefixlen: number
+  /** Addresses (IPv4) or /64s (IPv6) one project may hold in subnets of this pool; null: no limit. */
+  default_quota: number | null
+  shared: number
+  is_default: number
+  /** The address scope its prefixes belong to (migration 0103), or null. */
+  address_scope_id: string | null
+  tags: string
+  revision_number: number
+  created_at: number
+  updated_at: number
+}
+
+/** An address scope (migration 0103): its subnet pools never overlap. */
+export interface AddressScopeTable {
+  id: string
+  project_id: string
+  name: string
+  ip_version: number
+  shared: number
   tags: string
   revision_number: number
   created_at: number
@@ -184,6 +223,20 @@ export interface NetworkDataplaneRevisionTable {
   rev: number
 }
 
+/**
+ * What an admin set on one Neutron agent (migration 0101). The agents themselves are derived from hosts' roles
+ * (network/agents.ts); an agent without a row is up with no description.
+ */
+export interface NetworkAgentTable {
+  /** The agent's id, derived from its host and type. */
+  id: string
+  host_id: string
+  agent_type: string
+  admin_state_up: number
+  description: string | null
+  updated_at: number
+}
+
 export interface NetworkTables {
   networks: NetworkTable
   subnets: SubnetTable
@@ -198,4 +251,7 @@ export interface NetworkTables {
   network_quotas: NetworkQuotaTable
   auto_allocated_networks: AutoAllocatedNetworkTable
   network_dataplane_revision: NetworkDataplaneRevisionTable
+  network_agents: NetworkAgentTable
+  subnet_pools: SubnetPoolTable
+  address_scopes: AddressScopeTable
 }
