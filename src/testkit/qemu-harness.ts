@@ -15,6 +15,7 @@ import { pipeline } from 'node:stream/promises'
 import { promisify } from 'node:util'
 import type { ComputeDriver, GuestSpec, VolumeConnection } from '../contracts/host/compute-driver.js'
 import { exportName } from '../contracts/host/volume.js'
+import { IMAGE_SNAPSHOT } from '../contracts/host/rbd-names.js'
 import { QemuDriver, type DiskTransfers } from '../host/compute/qemu/qemu-driver.js'
 import type { DriverHarness } from '../host/compute/conformance/suite.js'
 import { ExportManager } from '../host/storage/exports/export-manager.js'
@@ -44,7 +45,7 @@ async function cephHost(ceph: HarnessCeph, work: string, qcow2: string): Promise
   const raw = join(work, 'guest-image.raw')
   await exec('qemu-img', ['convert', '-f', 'qcow2', '-O', 'raw', qcow2, raw])
   await admin.importFrom(createReadStream(raw), ceph.pools.images, 'guest-image')
-  await admin.snapshot(ceph.pools.images, 'guest-image', 'snap')
+  await admin.snapshot(ceph.pools.images, 'guest-image', IMAGE_SNAPSHOT)
   const user = `pcc-test-host-${randomBytes(3).toString('hex')}`
   const [key] = JSON.parse(await admin.ceph(['auth', 'get-or-create', `client.${user}`, ...hostCaps(ceph.pools), '--format', 'json'])) as { key: string }[]
   writeFileSync(join(work, 'host.keyring'), `[client.${user}]\n\tkey = ${key.key}\n`, { mode: 0o600 })

@@ -3,6 +3,9 @@
  * host makes and opens them, the control plane fences them when their host is lost (src/server/ceph/fencing.ts).
  */
 
+/** The protected snapshot of an image in the `images` pool, as Glance names it: volumes and guest disks are its clones. */
+export const IMAGE_SNAPSHOT = 'snap'
+
 /** A guest's root, ephemeral and swap disks in the `vms` pool. */
 export function guestDiskImages(serverId: string): { root: string; ephemeral: string; swap: string } {
   return { root: `${serverId}_disk`, ephemeral: `${serverId}_disk.eph0`, swap: `${serverId}_disk.swap` }

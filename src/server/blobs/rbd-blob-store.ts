@@ -10,12 +10,11 @@
 import { randomBytes } from 'node:crypto'
 import { Writable, type Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { IMAGE_SNAPSHOT } from '../../contracts/host/rbd-names.js'
 import { CephError, type Rbd } from '../../lib/ceph/rbd.js'
 import { BlobNotFoundError, checkKey, type BlobDigests, type BlobStore, type PutOptions, type RbdSnapshotRef } from './blob-store.js'
 import { DigestingCounter } from './digesting-counter.js'
 
-/** The snapshot clones are made of (Glance's name for it). */
-export const IMAGE_SNAPSHOT = 'snap'
 
 export class RbdBlobStore implements BlobStore {
   constructor(

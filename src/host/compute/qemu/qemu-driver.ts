@@ -164,7 +164,7 @@ export class QemuDriver implements ComputeDriver {
     if (options.imagesType === 'rbd' && !ceph) throw new DriverError('images_type rbd needs Ceph, and the control plane has none configured (PCC_CEPH_CONF)')
     this.disks =
       ceph && options.imagesType !== 'qcow2'
-        ? new RbdDisks({ rbd: new Rbd(ceph.client), client: ceph.client, pools: ceph.pools, images: this.images })
+        ? new RbdDisks({ rbd: new Rbd(ceph.client), pools: ceph.pools, images: this.images })
         : new FileDisks(this.images, options.transfers)
     this.binary = options.binary ?? 'qemu-system-x86_64'
   }

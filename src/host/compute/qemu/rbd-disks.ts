@@ -8,12 +8,12 @@
  *   Ceph) is fetched into the host's cache once and written into the pool by qemu-img.
  * - The disks outlive the host: a cold or live migration or an evacuation opens the same images elsewhere.
  * - A resize keeps a snapshot `pcc-resize` of the root until it is confirmed; a revert rolls back to it.
- * - A server snapshot is an RBD snapshot of the root, read out while the guest runs on.
+ * - A server snapshot is an RBD snapshot of the root, which the control plane copies into `images` inside Ceph.
  */
 import { Readable } from 'node:stream'
 import { DriverError, type SnapshotData } from '../../../contracts/host/compute-driver.js'
-import { guestDiskImages } from '../../../contracts/host/rbd-names.js'
-import { CephError, spec as rbdName, type CephClient, type Rbd } from '../../../lib/ceph/rbd.js'
+import { guestDiskImages as names, IMAGE_SNAPSHOT } from '../../../contracts/host/rbd-names.js'
+import { CephError, spec as rbdName, type Rbd } from '../../../lib/ceph/rbd.js'
 import type { PlannedDisk } from './command-line.js'
 import type { DiskLayout, GuestDiskSpec } from './disk-layout.js'
 import { bootImage, FORMAT, formattedRaw, GIB, MIB, rootSize } from './guest-disks.js'
@@ -21,18 +21,13 @@ import type { ImageCache } from './image-cache.js'
 import type { InstancePaths } from './host-paths.js'
 import { tool } from './qemu-img.js'
 
-/** The images' snapshot clones are made from (src/server/blobs/rbd-blob-store.ts). */
-const IMAGE_SNAP = 'snap'
 const RESIZE_SNAP = 'pcc-resize'
 
 export interface RbdDisksOptions {
   rbd: Rbd
-  client: CephClient
   pools: { images: string; vms: string }
   images: ImageCache
 }
-
-const names = guestDiskImages
 
 export class RbdDisks implements DiskLayout {
   readonly type = 'rbd'
@@ -71,11 +66,11 @@ export class RbdDisks implements DiskLayout {
     }
     const root = names(spec.serverId).root
     if (await this.rbd.info(this.vms, root)) return
-    const source = image.diskFormat === 'raw' ? await this.rbd.info(this.options.pools.images, image.id, IMAGE_SNAP) : undefined
+    const source = image.diskFormat === 'raw' ? await this.rbd.info(this.options.pools.images, image.id, IMAGE_SNAPSHOT) : undefined
     if (source) {
       const wanted = spec.flavor.disk * GIB
       if (wanted > 0 && wanted < source.size) throw new DriverError(`Flavor's disk is too small for requested image. Flavor disk is ${wanted} bytes, image is ${source.size} bytes.`, 400)
-      await this.rbd.clone({ pool: this.options.pools.images, image: image.id, snap: IMAGE_SNAP }, this.vms, root)
+      await this.rbd.clone({ pool: this.options.pools.images, image: image.id, snap: IMAGE_SNAPSHOT }, this.vms, root)
       if (wanted > source.size) await this.rbd.resize(this.vms, root, wanted)
       return
     }
@@ -190,6 +185,6 @@ export class RbdDisks implements DiskLayout {
 
   /** qemu-img's name for an RBD image, as this host's user (its conf names its keyring). */
   private qemuImgTarget(image: string): string {
-    return `rbd:${this.vms}/${image}:id=${this.options.client.user}:conf=${this.options.client.conf}`
+    return `rbd:${this.vms}/${image}:id=${this.rbd.client.user}:conf=${this.rbd.client.conf}`
   }
 }

@@ -10,13 +10,10 @@
  * complete, so a copy interrupted by a crash is started again rather than taken for done.
  */
 import { checkId, type VolumeBackend } from '../backend.js'
-import { volumeImage } from '../../../contracts/host/rbd-names.js'
+import { IMAGE_SNAPSHOT, volumeImage } from '../../../contracts/host/rbd-names.js'
 import { GIB, VolumeBackendError, type BackendCapacity, type BlockdevSpec, type ByteSource, type VolumeRef } from '../../../contracts/host/volume.js'
 import { CephError, type Rbd } from '../../../lib/ceph/rbd.js'
 import { checkImage, convertInto, nbdBlockdev, nodeSize, withPskDir } from '../qemu-img.js'
-
-/** The snapshot of an image that volumes are cloned from (Glance's rbd store). */
-const IMAGE_SNAPSHOT = 'snap'
 
 export interface CephPoolsOfBackend {
   volumes: string
