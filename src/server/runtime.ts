@@ -38,6 +38,7 @@ import { VERSION } from '../cli/version.js'
 import { ClusterJobRunner } from './tasks/cluster-jobs.js'
 import { Consoles } from './remote-consoles/consoles.js'
 import { purgeJob } from './tasks/purge-job.js'
+import { listeningForHosts } from './hosts/agent-driver.js'
 
 /** A start-up failure the operator can fix; main prints its message alone, without a stack trace. */
 export class StartupError extends Error {
@@ -188,6 +189,7 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
       conductor.stop()
       throw new StartupError(`cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
+    listeningForHosts()
     const url = listeningUrl(app, config, !!https)
     consoles.sessions.advertise(config.advertiseUrl ?? url)
     // After listening: reconciliation asks agent hosts for their guests, and agents reach us only once we listen.

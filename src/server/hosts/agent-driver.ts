@@ -288,15 +288,24 @@ export class AgentDriver implements ComputeDriver {
   adopt(_guests: GuestInfo[]): void {}
 }
 
-/** When this process started: the heartbeats in the store may be from before an outage of the control plane. */
-const PROCESS_STARTED_AT = Date.now()
+/**
+ * Since when this process can hear its hosts: the heartbeats in the store may be from before an outage of the
+ * control plane. Agents reach it only once it listens, so the runtime sets it then (`listeningForHosts`); a start-up
+ * that takes a while (migrations, image loads) must not eat into the hosts' time to report.
+ */
+let hearingSince = Date.now()
+
+/** Called once the HTTP server listens: from now on hosts can report. */
+export function listeningForHosts(): void {
+  hearingSince = Date.now()
+}
 
 /**
- * Whether the host's last heartbeat is from before this process started, which has not yet run as long as a host
- * may stay silent: a control plane back from an outage (killed, restarted slowly) has not had the time to hear
- * from its hosts, so a stale heartbeat does not mean the host is DOWN yet, and its commands wait for the agent
- * instead of failing at once.
+ * Whether the host's last heartbeat is from before this process could hear it, which it has not yet done for as
+ * long as a host may stay silent: a control plane back from an outage (killed, restarted slowly) has not had the
+ * time to hear from its hosts, so a stale heartbeat does not mean the host is DOWN yet, and its commands wait for
+ * the agent instead of failing at once.
  */
 function unheardSinceStart(lastHeartbeatAt: number | null, staleAfterMs: number): boolean {
-  return lastHeartbeatAt !== null && lastHeartbeatAt < PROCESS_STARTED_AT && Date.now() - PROCESS_STARTED_AT < staleAfterMs
+  return lastHeartbeatAt !== null && lastHeartbeatAt < hearingSince && Date.now() - hearingSince < staleAfterMs
 }
