@@ -278,7 +278,8 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     const d = await driver({ shutdownTimeoutMs: 60_000 })
     const id = '00000000-0000-4000-8000-0000000d0009'
     await d.spawn(spec(id, {}, '#!/bin/sh\nkillall acpid\necho "pcc-test: acpid stopped"\n'))
-    await waitConsole(d, id, /pcc-test: acpid stopped/)
+    // The script's end, not its text: the guest first echoes its user data (`pcc-guest: user-data: echo "pcc-test: …"`).
+    await waitConsole(d, id, /pcc-guest: user-data exit 0/)
     const started = Date.now()
     await d.powerOff(id)
     const took = Date.now() - started
