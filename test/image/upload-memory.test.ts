@@ -1,5 +1,5 @@
 /**
- * A 1 GiB image upload streams: the server process (a child of this test) stays under 200 MiB resident while
+ * A 1 GiB image upload streams: the server process (a child of this test) grows by less than 128 MiB resident while
  * it receives, hashes and stores the bytes, and the stored image has exactly the size and checksum sent.
  */
 import { describe, it } from 'node:test'
@@ -14,7 +14,8 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 
 const GIB = 1024 ** 3
-const LIMIT_BYTES = 200 * 1024 * 1024
+/** A buffered upload would add the whole GiB; a streamed one adds its buffers and the garbage collector's slack. */
+const GROWTH_LIMIT_BYTES = 128 * 1024 * 1024
 
 function rssBytes(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -22,7 +23,7 @@ function rssBytes(pid: number): number {
 }
 
 describe('image upload memory', () => {
-  it('stores a 1 GiB upload with the server under 200 MiB resident', { timeout: 240_000 }, async () => {
+  it('stores a 1 GiB upload adding under 128 MiB to the server resident memory', { timeout: 240_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'pcc-upload-'))
     const script = fileURLToPath(new URL('./fixtures/serve-child.js', import.meta.url))
     const child = spawn(process.execPath, [script], { env: { PATH: process.env.PATH, PCC_DATA_DIR: dataDir, PCC_IMAGE_MAX_BYTES: String(2 * GIB) }, stdio: ['ignore', 'pipe', 'inherit'] })
@@ -39,7 +40,8 @@ describe('image upload memory', () => {
       })
       const image = (await created.json()) as { id: string }
 
-      let peak = rssBytes(pid)
+      const before = rssBytes(pid)
+      let peak = before
       const sampler = setInterval(() => {
         peak = Math.max(peak, rssBytes(pid))
       }, 25)
@@ -74,8 +76,10 @@ describe('image upload memory', () => {
       assert.equal(shown.status, 'active')
       assert.equal(shown.size, GIB)
       assert.equal(shown.checksum, md5.digest('hex'))
-      assert.ok(peak < LIMIT_BYTES, `peak resident memory ${(peak / 1048576).toFixed(1)} MiB is not under 200 MiB`)
-      console.log(`# 1 GiB upload: server peak RSS ${(peak / 1048576).toFixed(1)} MiB`)
+      // What the upload adds to the server, whatever the server holds already (it grows with every API it serves).
+      const added = peak - before
+      assert.ok(added < GROWTH_LIMIT_BYTES, `the upload added ${(added / 1048576).toFixed(1)} MiB of resident memory (from ${(before / 1048576).toFixed(1)} MiB), not under ${GROWTH_LIMIT_BYTES / 1048576} MiB`)
+      console.log(`# 1 GiB upload: server RSS ${(before / 1048576).toFixed(1)} MiB before, peak ${(peak / 1048576).toFixed(1)} MiB`)
     } finally {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve))
