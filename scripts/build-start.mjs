@@ -5,15 +5,15 @@
 // conformance) do. On a 2-core machine tsc takes 30–50 s and esbuild under a second: the first start of a fresh
 // clone waits for this (docs/benchmarks.md, "Fresh clone to a guest's console"). The pcctl and agent bundles and
 // the web console are built after it as `npm run build` builds them.
-import { readdirSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { build } from 'esbuild'
 
-function sources(dir) {
+function sources(dir, wanted = (name) => name.endsWith('.ts') && !name.endsWith('.d.ts')) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name)
-    if (entry.isDirectory()) return path === join('src', 'web') ? [] : sources(path)
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [path] : []
+    if (entry.isDirectory()) return path === join('src', 'web') ? [] : sources(path, wanted)
+    return wanted(entry.name) ? [path] : []
   })
 }
 
@@ -26,6 +26,14 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
+  // Node 20.10+ reads `with { type: 'json' }`; esbuild would drop it for node20.
+  supported: { 'import-attributes': true },
   sourcemap: true,
   logLevel: 'warning',
 })
+
+// JSON the code imports (Glance's metadef namespaces) stays a file beside it, as tsc emits it.
+for (const file of sources('src', (name) => name.endsWith('.json'))) {
+  mkdirSync(dirname(join('dist', file)), { recursive: true })
+  cpSync(file, join('dist', file))
+}
