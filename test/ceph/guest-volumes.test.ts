@@ -7,14 +7,15 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
 import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
 import { guestImage, qemuLeftovers, realGuestsMissing } from '../../src/testkit/qemu.js'
 import { freshPccPools, testCeph, type CephCluster } from '../../src/testkit/ceph.js'
 import { watcher } from '../../src/testkit/disk-watcher.js'
-import { Rbd } from '../../src/lib/ceph/rbd.js'
+import { MOUNT_TIMEOUT_SECONDS, Rbd } from '../../src/lib/ceph/rbd.js'
 
 const V = '/volume/v3'
 const missing = realGuestsMissing()
@@ -25,6 +26,7 @@ describe('Ceph volumes in real guests, opened by QEMU with librbd', { skip: miss
   let cloud: QemuCloud | undefined
   let api: ComputeClient
   const servers: string[] = []
+  let writer: string
 
   before(async () => {
     if (missing) return
@@ -85,7 +87,8 @@ describe('Ceph volumes in real guests, opened by QEMU with librbd', { skip: miss
     if (typeof ceph === 'string') return t.skip(ceph)
     const flavor = await api.createFlavor({ name: 'guest.tiny', vcpus: 1, ram: 192, disk: 1 })
     const image = (await api.other('GET', '/image/v2/images?name=pcc-guest')).body.images[0].id as string
-    const [writer, reader] = await Promise.all([boot('writer', flavor, image, 'writer'), boot('reader', flavor, image, 'reader')])
+    let reader: string
+    ;[writer, reader] = await Promise.all([boot('writer', flavor, image, 'writer'), boot('reader', flavor, image, 'reader')])
 
     const r = await api.other('POST', `${V}/volumes`, { volume: { size: 1, name: 'on-ceph' } })
     assert.equal(r.status, 202, JSON.stringify(r.body))
@@ -124,5 +127,49 @@ describe('Ceph volumes in real guests, opened by QEMU with librbd', { skip: miss
     assert.equal((await api.call('POST', `/servers/${reader}/os-volume_attachments`, { volumeAttachment: { volumeId: data } })).status, 200)
     const text = await sees(reader, /pcc-guest: vdb wrote later.txt/)
     assert.match(text, /pcc-guest: vdb file note.txt hello from writer/, 'the bytes the writer left in RBD')
+  })
+
+  it('an attach while the host cannot reach Ceph fails within the mount timeout: the volume stays available, the guest runs on', async (t) => {
+    if (typeof ceph === 'string') return t.skip(ceph)
+    // A monitor that takes connections and never answers, as a hung cluster does, in the host's own ceph.conf only:
+    // the control plane still reaches the cluster, and other tests sharing it are not disturbed.
+    const silent = createServer(() => {})
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const port = (silent.address() as AddressInfo).port
+    const conf = join(cloud!.hosts[0].root, 'var/lib/pcc/ceph/ceph.conf')
+    const original = readFileSync(conf, 'utf8')
+    try {
+      writeFileSync(conf, original.replace(/^mon[ _]host\s*=.*$/m, `mon host = [v2:127.0.0.1:${port},v1:127.0.0.1:${port}]`))
+      const r = await api.other('POST', `${V}/volumes`, { volume: { size: 1, name: 'during-outage' } })
+      assert.equal(r.status, 202, JSON.stringify(r.body))
+      const id = r.body.volume.id as string
+      await volumeStatus(id, 'available')
+      const started = Date.now()
+      const attached = await api.call('POST', `/servers/${writer}/os-volume_attachments`, { volumeAttachment: { volumeId: id } })
+      assert.equal(attached.status, 200, JSON.stringify(attached.body))
+      await until('the attach to end in error', 120_000, async () => {
+        const actions = (await api.call('GET', `/servers/${writer}/os-instance-actions`)).body.instanceActions as { action: string; message: string | null }[]
+        return actions.some((a) => a.action === 'attach_volume' && a.message === 'Error') ? true : undefined
+      }, 1000)
+      const seconds = (Date.now() - started) / 1000
+      assert.ok(seconds < MOUNT_TIMEOUT_SECONDS + 40, `the attach failed after ${seconds} s, not within the mount timeout`)
+      const v = await volumeStatus(id, 'available')
+      assert.deepEqual(v.attachments, [], 'no attachment is left')
+      const shown = await api.server(writer)
+      assert.equal(shown?.status, 'ACTIVE')
+
+      // The cluster back, the same attach works: nothing of the failed one was left in the guest's QEMU.
+      writeFileSync(conf, original)
+      const listed = async () => (await consoleOf(writer)).match(/pcc-guest: vdb wrote note\.txt/g)?.length ?? 0
+      const before = await listed()
+      assert.equal((await api.call('POST', `/servers/${writer}/os-volume_attachments`, { volumeAttachment: { volumeId: id } })).status, 200)
+      await volumeStatus(id, 'in-use')
+      await until('the guest to write on the new volume', 180_000, async () => ((await listed()) > before ? true : undefined), 1000)
+      assert.equal((await api.call('DELETE', `/servers/${writer}/os-volume_attachments/${id}`)).status, 202)
+      await volumeStatus(id, 'available')
+    } finally {
+      writeFileSync(conf, original)
+      silent.close()
+    }
   })
 })

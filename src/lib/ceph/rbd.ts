@@ -35,12 +35,19 @@ const EBUSY = 16
 const EINVAL = 22
 
 /**
+ * How long a client waits for the monitors when it connects. librados waits 300 s by default, and QEMU connects
+ * inside `blockdev-add`, holding its monitor that long: an attach during a Ceph outage would outlive the host
+ * command's 60 s, and a cluster back by then would leave a node in the guest that nobody asked for.
+ */
+export const MOUNT_TIMEOUT_SECONDS = 20
+
+/**
  * Writes the ceph.conf a process uses: the cluster's conf as given, plus its own user's keyring, so neither `rbd`
- * nor QEMU needs a key on its command line.
+ * nor QEMU needs a key on its command line, and a bounded wait for the monitors.
  */
 export function clientConf(clusterConf: string, user: string, keyring: string, path: string): CephClient {
   mkdirSync(dirname(path), { recursive: true })
-  writeFileSync(path, `${clusterConf.trimEnd()}\n\n[client.${user}]\nkeyring = ${keyring}\n`, { mode: 0o600 })
+  writeFileSync(path, `${clusterConf.trimEnd()}\n\n[client.${user}]\nkeyring = ${keyring}\nclient mount timeout = ${MOUNT_TIMEOUT_SECONDS}\n`, { mode: 0o600 })
   return { conf: path, user }
 }
 
