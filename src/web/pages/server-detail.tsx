@@ -40,6 +40,7 @@ function Overview({ server, reload }: { server: Server; reload: () => void }) {
   return (
     <>
       {server.fault && <ErrorNotice title={`Fault ${server.fault.code}`} error={new Error(server.fault.message)} />}
+      <EvacuationNotice server={server} />
       <dl class="facts">
         {facts.map(([k, v]) => (
           <>
@@ -147,8 +148,40 @@ interface InstanceAction {
   message: string | null
   user_id: string
 }
+
+/** The server's actions, newest first (as Nova lists them). */
+function useActions(server: Server) {
+  return useAsync(async (signal) => (await get<{ instanceActions: InstanceAction[] }>('compute', `/servers/${server.id}/os-instance-actions`, signal)).instanceActions, [server.id, server.updated])
+}
+
+/**
+ * Says so when the server's last action moved it off a failed host: its owner did not ask for it, and an
+ * evacuated guest has rebooted (only what was on its disks survived).
+ */
+function EvacuationNotice({ server }: { server: Server }) {
+  const last = useActions(server).data?.[0]
+  if (last?.action !== 'evacuate') return null
+  if (last.message) {
+    return (
+      <div class="notice error" role="status">
+        <strong>The host this server ran on failed</strong>, and restarting it on another host {formatTime(last.start_time)} did not
+        work. The action log has the reason; an administrator can evacuate it again once a host has room.
+      </div>
+    )
+  }
+  return (
+    <div class="notice" role="status">
+      <strong>
+        {server.status === 'REBUILD' ? 'Being restarted' : 'Restarted'} on another host {formatTime(last.start_time)}
+      </strong>{' '}
+      because the host it ran on failed. Its
+      disks were kept; the guest booted again, so what it held only in memory is gone. The action log has the details.
+    </div>
+  )
+}
+
 function ActionLog({ server }: { server: Server }) {
-  const actions = useAsync(async (signal) => (await get<{ instanceActions: InstanceAction[] }>('compute', `/servers/${server.id}/os-instance-actions`, signal)).instanceActions, [server.id, server.updated])
+  const actions = useActions(server)
   return (
     <>
       <ErrorNotice error={actions.error} />
