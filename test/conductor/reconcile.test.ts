@@ -6,6 +6,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/ha
 import { ComputeClient } from '../../src/testkit/compute-api.js'
 import { actionsOf, capacityProblems, faultsOf, traceServer } from '../../src/testkit/compute-trace.js'
 import type { ServerTable } from '../../src/server/storage/tables/compute.js'
+import { DriverError } from '../../src/contracts/host/compute-driver.js'
 
 const idle = (s: ServerTable) => s.task_state === null && s.vm_state !== 'building'
 
@@ -48,6 +49,28 @@ for (const dialect of DIALECTS) {
       assert.equal(row.vm_state, 'stopped')
       assert.equal(row.power_state, 4)
       assert.deepEqual(await faultsOf(db(), s.id), [])
+    })
+
+    it('a host that does not answer about one guest holds back neither it nor the other servers', async () => {
+      const silent = await active()
+      const other = await active()
+      const driverOf = (s: ServerTable) => server.deps.conductor.simulatedHosts.find((h) => h.hostId === s.host_id)!.driver
+      driverOf(other).setGuestPower(other.id, 4)
+      const hung = driverOf(silent)
+      const info = hung.info.bind(hung)
+      // What AgentDriver gives after QUICK_COMMAND_MS when an agent has just died.
+      hung.info = async (id: string) => (id === silent.id ? Promise.reject(new DriverError('the host agent did not answer within 15 s')) : info(id))
+      try {
+        const report = await server.deps.conductor.reconcile()
+        assert.equal(report.powerSynced, 1, 'the other server was reconciled in the same pass')
+        assert.equal(report.erroredLostHost, 0)
+      } finally {
+        hung.info = info
+      }
+      const row = await db().selectFrom('servers').selectAll().where('id', '=', silent.id).executeTakeFirstOrThrow()
+      assert.equal(row.vm_state, 'active', 'left as it was, to be asked again')
+      assert.deepEqual(await faultsOf(db(), silent.id), [])
+      assert.equal((await db().selectFrom('servers').select('vm_state').where('id', '=', other.id).executeTakeFirstOrThrow()).vm_state, 'stopped')
     })
 
     it('a server stuck in BUILD whose task is gone: ERROR with a fault, its claim released', async () => {

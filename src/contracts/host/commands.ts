@@ -29,6 +29,12 @@ export const HOST_PROTOCOL_VERSION = 2
  */
 export const COMMAND_TIMEOUT_MS = 60_000
 export const LONG_COMMAND_FACTOR = 3
+/**
+ * The wait for `quick` commands, reads of a guest's state. A host that takes longer is not answering: the
+ * conductor's reconciliation asks each server's host in turn, and a host that had just died held it 60 s per
+ * server before the host counted as DOWN, delaying every evacuation behind it.
+ */
+export const QUICK_COMMAND_MS = 15_000
 
 /** One command of the table: the types are carried by the entry's type only (`types` is never set). */
 export interface CommandSpec<Args, Result> {
@@ -36,11 +42,19 @@ export interface CommandSpec<Args, Result> {
   since: number
   /** Spawns, migrations and snapshots: the control plane waits three times as long for them. */
   long: boolean
+  /** Reads of a guest's state: the control plane waits at most QUICK_COMMAND_MS. */
+  quick: boolean
   readonly types?: { args: Args; result: Result }
 }
 
-function command<Args, Result>(since: number, options: { long?: boolean } = {}): CommandSpec<Args, Result> {
-  return { since, long: options.long ?? false }
+function command<Args, Result>(since: number, options: { long?: boolean; quick?: boolean } = {}): CommandSpec<Args, Result> {
+  return { since, long: options.long ?? false, quick: options.quick ?? false }
+}
+
+/** How long the control plane waits for a command, given the usual wait (COMMAND_TIMEOUT_MS unless configured). */
+export function commandWaitMs(spec: CommandSpec<unknown, unknown>, usualMs = COMMAND_TIMEOUT_MS): number {
+  if (spec.quick) return Math.min(QUICK_COMMAND_MS, usualMs)
+  return spec.long ? usualMs * LONG_COMMAND_FACTOR : usualMs
 }
 
 type Server = { serverId: string }
@@ -49,8 +63,8 @@ type Placed = { spec: GuestSpec; powerOn: boolean }
 
 export const HOST_COMMANDS = {
   // Compute: the ComputeDriver calls of src/contracts/host/compute-driver.ts, executed with the agent's driver.
-  info: command<Server, GuestInfo | null>(1),
-  listGuests: command<Record<string, never>, GuestInfo[]>(1),
+  info: command<Server, GuestInfo | null>(1, { quick: true }),
+  listGuests: command<Record<string, never>, GuestInfo[]>(1, { quick: true }),
   beginStep: command<Server & { taskState: string }, void>(1),
   spawn: command<WithSpec, GuestInfo>(1, { long: true }),
   destroy: command<Server, void>(1),

@@ -47,7 +47,10 @@ export async function reconcile(ctx: ConductorContext, queue: TaskQueue, now = D
     else if (s.task_state === null && s.launched_at !== null && ['active', 'stopped', 'paused', 'suspended', 'rescued'].includes(s.vm_state)) {
       const driver = ctx.drivers.get(host.id)
       if (driver && isUp(host, now, downAfterMs)) {
-        const guest = await driver.info(s.id)
+        // null: the host did not answer (it may have just died). It is asked again at the next pass, when it may be
+        // DOWN; the other servers of this pass go on meanwhile. (undefined: it answered that the guest is gone.)
+        const guest = await driver.info(s.id).catch(() => null)
+        if (guest === null) continue
         if (!guest) lost = `The guest of server ${s.id} is no longer on host ${host.hostname}.`
         else if (guest.powerState === POWER.CRASHED && s.power_state !== POWER.CRASHED) {
           // The guest crashed (a kernel panic QEMU saw through pvpanic): ERROR with a fault saying so.

@@ -12,7 +12,7 @@ import type { Store } from '../storage/store.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { createHash } from 'node:crypto'
 import { Readable, type Duplex } from 'node:stream'
-import { HOST_COMMANDS, LONG_COMMAND_FACTOR, protocolTooOld, type CommandArgs, type CommandName, type CommandResult } from '../../contracts/host/commands.js'
+import { commandWaitMs, HOST_COMMANDS, protocolTooOld, type CommandArgs, type CommandName, type CommandResult } from '../../contracts/host/commands.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
 
 export interface AgentDriverOptions {
@@ -95,7 +95,7 @@ export class AgentDriver implements ComputeDriver {
       throw new DriverError(`Compute host ${hostname} is DOWN: its agent has not reported for ${Math.round(this.options.staleAfterMs / 1000)} s.`)
     }
     const id = await channel.enqueue(hostId, op, args, options.dedupeKey ?? commandKey(op, args))
-    const outcome = await channel.waitResult(id, options.timeoutMs ?? this.options.timeoutMs * (HOST_COMMANDS[op].long ? LONG_COMMAND_FACTOR : 1))
+    const outcome = await channel.waitResult(id, options.timeoutMs ?? commandWaitMs(HOST_COMMANDS[op], this.options.timeoutMs))
     if (!outcome.ok) throw new DriverError(`${outcome.error.message} (host ${hostname}, ${op})`, outcome.error.code && outcome.error.code < 500 ? outcome.error.code : 500)
     return outcome.result as CommandResult<C>
   }
