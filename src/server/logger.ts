@@ -81,8 +81,9 @@ const serializers = {
  */
 export function createTerminalLogger(level: string, file: string): Logger {
   if (level === 'silent') return createLogger(level)
+  // Synchronous: a start that fails exits at once, and the line saying why must be in the file by then.
   const streams = pino.multistream([
-    { level: level as pino.Level, stream: pino.destination({ dest: file, mkdir: true, sync: false }) },
+    { level: level as pino.Level, stream: pino.destination({ dest: file, mkdir: true, sync: true }) },
     { level: 'warn', stream: process.stderr },
   ])
   return createLogger(level, streams as unknown as NodeJS.WritableStream)
