@@ -107,6 +107,12 @@ function isStaticElf(file: string): boolean {
 
 /** The kernel, its modules and busybox under `sysroot`; GuestImageUnavailable names what is missing. */
 export function findSources(sysroot = '/'): GuestImageSources {
+  const { kernel, kernelRelease, modulesDir } = findKernel(sysroot)
+  return { kernel, kernelRelease, modulesDir, busybox: findBusybox(sysroot) }
+}
+
+/** The newest kernel under `sysroot` that has its modules (linux-image-cloud-amd64). */
+export function findKernel(sysroot = '/'): { kernel: string; kernelRelease: string; modulesDir: string } {
   const boot = join(sysroot, 'boot')
   const releases = (existsSync(boot) ? readdirSync(boot) : [])
     .filter((f) => f.startsWith('vmlinuz-'))
@@ -115,10 +121,15 @@ export function findSources(sysroot = '/'): GuestImageSources {
     .sort(compareReleases)
   const kernelRelease = releases.at(-1)
   if (!kernelRelease) throw new GuestImageUnavailable(`no kernel with modules under ${sysroot} (boot/vmlinuz-<release> and lib/modules/<release>): install linux-image-cloud-amd64`)
+  return { kernel: join(boot, `vmlinuz-${kernelRelease}`), kernelRelease, modulesDir: join(sysroot, 'lib/modules', kernelRelease) }
+}
+
+/** A statically linked busybox under `sysroot` (busybox-static): the guest's whole userland. */
+export function findBusybox(sysroot = '/'): string {
   const busybox = join(sysroot, 'bin/busybox')
   if (!existsSync(busybox)) throw new GuestImageUnavailable(`${busybox} is missing: install busybox-static`)
   if (!isStaticElf(busybox)) throw new GuestImageUnavailable(`${busybox} is not statically linked: install busybox-static`)
-  return { kernel: join(boot, `vmlinuz-${kernelRelease}`), kernelRelease, modulesDir: join(sysroot, 'lib/modules', kernelRelease), busybox }
+  return busybox
 }
 
 /** Module files (relative to the modules dir) for `wanted` and their dependencies, dependencies first. */

@@ -75,6 +75,20 @@ const serializers = {
   req: (req: LoggedRequest) => ({ method: req.method, url: redactUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }),
 }
 
+/**
+ * The logger of a start in a terminal: the JSON log at `level` in `file` (created with its folder), and warnings and
+ * errors on stderr too, so the terminal keeps the start summary readable and still shows what goes wrong.
+ */
+export function createTerminalLogger(level: string, file: string): Logger {
+  if (level === 'silent') return createLogger(level)
+  // Synchronous: a start that fails exits at once, and the line saying why must be in the file by then.
+  const streams = pino.multistream([
+    { level: level as pino.Level, stream: pino.destination({ dest: file, mkdir: true, sync: true }) },
+    { level: 'warn', stream: process.stderr },
+  ])
+  return createLogger(level, streams as unknown as NodeJS.WritableStream)
+}
+
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid }, serializers }, destination as pino.DestinationStream)
 }

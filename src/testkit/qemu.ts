@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { buildGuestImage, guestImageUnavailable, type GuestImage } from '../guest-image/build.js'
 import type { GuestImageRef } from '../contracts/host/compute-driver.js'
 import { QmpClient } from '../host/compute/qemu/qmp.js'
+import { pidfileOf, qemuProcesses, qemuProcessesUnder } from '../host/compute/qemu/guest-processes.js'
 import type { InstanceFacts } from '../server/metadata/documents.js'
 
 export const QEMU_BINARY = 'qemu-system-x86_64'
@@ -139,27 +140,6 @@ export function lastTick(console: string): number {
   return Number([...console.matchAll(/pcc-guest: tick (\d+)/g)].at(-1)?.[1] ?? 0)
 }
 
-/** The QEMU processes on this machine, each with its argv (a process gone meanwhile is left out). */
-function qemuProcesses(): { pid: number; argv: string[] }[] {
-  const out: { pid: number; argv: string[] }[] = []
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-      if (/qemu-system/.test(argv[0])) out.push({ pid: Number(pid), argv })
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out
-}
-
-const pidfileOf = (argv: string[]) => argv[argv.indexOf('-pidfile') + 1] ?? ''
-
-/** QEMU processes whose pidfile lies under `root`, by pid. */
-export function qemuProcessesUnder(root: string): number[] {
-  return qemuProcesses().filter((q) => pidfileOf(q.argv).startsWith(`${root}/`)).map((q) => q.pid)
-}
-
 /**
  * Kills every QEMU whose pidfile lies under `root` and waits for them to go: guests are daemonized, so a test that
  * failed halfway would otherwise leave them running after its scratch root is gone.
@@ -181,3 +161,5 @@ export function qemuLeftovers(root: string, serverId: string): string[] {
   }
   return left
 }
+
+export { qemuProcessesUnder }

@@ -24,6 +24,8 @@ export interface Config {
   localPhysicalInterfaces: Record<string, string>
   tls: TlsSetting
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  /** `on`: a readable start summary on stdout and the JSON log in a file of the data dir; `auto`: on when stdout is a terminal. */
+  terminal: 'auto' | 'on' | 'off'
   bodyLimitBytes: number
   taskLeaseSeconds: number
   taskWorkers: number
@@ -249,6 +251,11 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'logLevel', env: 'PCC_LOG_LEVEL', flag: '--log-level', help: LOG_LEVELS.join(', '),
     parse: oneOf(LOG_LEVELS), fallback: () => 'info',
   },
+  terminal: {
+    key: 'terminal', env: 'PCC_TERMINAL', flag: '--terminal',
+    help: 'auto (on when stdout is a terminal), on: a readable summary on stdout, the JSON log in DATA_DIR/log/pcc-server.log (warnings on stderr too); off: the JSON log on stdout',
+    parse: oneOf(['auto', 'on', 'off'] as const), fallback: () => 'auto',
+  },
   bodyLimitBytes: {
     key: 'bodyLimitBytes', env: 'PCC_BODY_LIMIT_BYTES', flag: '--body-limit-bytes',
     help: 'largest JSON request body accepted (image uploads stream and are not bound by it)',
@@ -438,7 +445,7 @@ export const SETTING_REQUIREMENTS: { setting: keyof Config; refused: (config: Co
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
-  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'localHypervisor', 'localPhysicalInterfaces', 'simulatedHosts', 'logLevel',
+  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'localHypervisor', 'localPhysicalInterfaces', 'simulatedHosts', 'logLevel', 'terminal',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'idpIdTokenSeconds', 'idpKeyRotationSeconds',
   'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',
