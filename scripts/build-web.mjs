@@ -4,12 +4,15 @@
 // HTML pages get those names filled in, and every file is stored also gzip- and Brotli-compressed so the server
 // sends compressed bytes without compressing per request. Decisions: docs/console.md.
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
-import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { basename, join, relative } from 'node:path'
 import { build } from 'esbuild'
 
 const SRC = 'src/web'
-const OUT = 'dist/web'
+const FINAL = 'dist/web'
+// Built beside dist/web and renamed into place at the end: two builds at once (two `npm start`, or a start and
+// `npm run build`) never remove each other's files half-way, and a running server never serves a half-built tree.
+const OUT = `${FINAL}.build-${process.pid}`
 rmSync(OUT, { recursive: true, force: true })
 mkdirSync(join(OUT, 'assets'), { recursive: true })
 
@@ -72,3 +75,25 @@ for (const path of files(OUT)) {
   if (process.env.PCC_WEB_BUILD_SIZES) console.log(`${relative(OUT, path).padEnd(40)} ${String(data.length).padStart(8)} ${String(br.length).padStart(8)} br`)
 }
 if (process.env.PCC_WEB_BUILD_SIZES) console.log(`total ${total} bytes, ${totalBr} Brotli-compressed`)
+
+/** Swaps the finished tree in: the old one is moved aside first (a rename cannot replace a non-empty directory). */
+function publish() {
+  const old = `${FINAL}.old-${process.pid}`
+  for (;;) {
+    rmSync(old, { recursive: true, force: true })
+    try {
+      renameSync(FINAL, old)
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw err
+    }
+    try {
+      renameSync(OUT, FINAL)
+      break
+    } catch (err) {
+      // Another build published between our two renames: move its tree aside too and try again.
+      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err
+    }
+  }
+  rmSync(old, { recursive: true, force: true })
+}
+publish()

@@ -88,6 +88,8 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(view.extensions.ip_address.data, ['10.0.0.5'])
       assert.deepEqual(view.extensions.interfaces.data.bond0.bond, { mode: '802.3ad', slaves: ['eth0', 'eth1'] })
       assert.equal(view.hypervisor_info.vcpus, 16)
+      // What the scheduler places per unit of capacity (the web console's hypervisors page measures against it).
+      assert.deepEqual([view.hypervisor_info.cpu_allocation_ratio, view.hypervisor_info.ram_allocation_ratio, view.hypervisor_info.disk_allocation_ratio], [4, 1, 1])
 
       const again = await call('POST', '/resmgr/v1/hosts/register', { body: registration(t) })
       assert.equal(again.status, 401)

@@ -38,7 +38,16 @@ export function hostView(host: HostTable, roles: Pick<HostRoleTable, 'role' | 's
     roles: roles.map((r) => r.role).sort(),
     role_status: roleStatus(roles.map((r) => r.state)),
     roles_status_details: details,
-    hypervisor_info: { vcpus: host.vcpus, memory_mb: host.memory_mb, disk_gb: host.disk_gb, running_vms: host.running_vms },
+    hypervisor_info: {
+      vcpus: host.vcpus,
+      memory_mb: host.memory_mb,
+      disk_gb: host.disk_gb,
+      running_vms: host.running_vms,
+      // The scheduler places up to capacity × ratio (scheduler/claims.ts): what "full" means for this host.
+      cpu_allocation_ratio: host.cpu_allocation_ratio,
+      ram_allocation_ratio: host.ram_allocation_ratio,
+      disk_allocation_ratio: host.disk_allocation_ratio,
+    },
     extensions: { ip_address: { data: ips }, interfaces: { status: 'ok', data: interfaces } },
     agent_version: facts.agent_version ?? '',
     /** The host protocol its agent speaks; null for a host without an agent (in-process simulated hosts). */

@@ -6,6 +6,7 @@ import { isAdmin } from '../api/session'
 import { href, navigate } from '../router'
 import { ActionButton, ErrorNotice, Loading, Status, Table, Tabs, formatTime } from '../ui/components'
 import { useAsync, usePoll } from '../ui/hooks'
+import { terminalText } from '../ui/terminal-text'
 import { ServerActions, detachInterface, detachVolume, disassociateFloatingIp } from './server-actions'
 import { SerialConsole, consoleUrl } from './serial-console'
 
@@ -89,6 +90,7 @@ function Overview({ server, reload }: { server: Server; reload: () => void }) {
 function ConsoleLog({ server }: { server: Server }) {
   const [lines, setLines] = useState(200)
   const log = useAsync(async () => (await post<{ output: string }>('compute', `/servers/${server.id}/action`, { 'os-getConsoleOutput': { length: lines } })).output, [server.id, lines])
+  const text = log.data === undefined ? undefined : terminalText(log.data)
   usePoll(async () => log.reload(), 5000)
   return (
     <>
@@ -107,7 +109,7 @@ function ConsoleLog({ server }: { server: Server }) {
       </div>
       <ErrorNotice error={log.error} title="No console log" />
       <pre class="log" aria-label="Console log" tabIndex={0}>
-        {log.data ?? (log.loading ? 'Loading…' : '')}
+        {text ?? (log.loading ? 'Loading…' : '')}
       </pre>
     </>
   )

@@ -302,7 +302,8 @@ export function Status({ value }: { value: string | undefined | null }) {
 }
 
 /** Used against limit as a ring; no limit (-1) draws an empty ring and says "no limit". */
-export function Donut({ label, used, limit, unit }: { label: string; used: number; limit: number; unit?: string }) {
+/** A usage ring; `note` is a line under the figures (what the limit is made of). */
+export function Donut({ label, used, limit, unit, note }: { label: string; used: number; limit: number; unit?: string; note?: string }) {
   const unlimited = limit < 0
   const ratio = unlimited || limit === 0 ? (used > 0 && limit === 0 ? 1 : 0) : Math.min(1, used / limit)
   const r = 40
@@ -321,6 +322,7 @@ export function Donut({ label, used, limit, unit }: { label: string; used: numbe
       <figcaption>
         <strong>{label}</strong>
         <span>{text}</span>
+        {note && <small class="muted">{note}</small>}
       </figcaption>
     </figure>
   )

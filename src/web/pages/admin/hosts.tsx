@@ -12,7 +12,7 @@ export interface HostView {
   roles: string[]
   role_status: string
   roles_status_details: Record<string, string>
-  hypervisor_info?: { vcpus: number; memory_mb: number; disk_gb: number; running_vms: number }
+  hypervisor_info?: { vcpus: number; memory_mb: number; disk_gb: number; running_vms: number; cpu_allocation_ratio?: number; ram_allocation_ratio?: number; disk_allocation_ratio?: number }
   extensions?: { ip_address?: { data: string[] } }
   agent_version?: string
   message?: string
