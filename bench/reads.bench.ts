@@ -6,7 +6,8 @@
  * absolute figures do not. SQLite and PostgreSQL (BENCH_DIALECTS=sqlite,postgres; PostgreSQL from
  * PCC_TEST_PG_URL or a private embedded server). Load from wrk when installed (bench/load.ts), concurrency 8,
  * BENCH_DURATION_S seconds per figure (3 by default): about 2 minutes for both dialects.
- * Run alone: `node dist/bench/reads.bench.js`; BENCH_ONLY=REGEX keeps the figures whose path matches.
+ * Run alone: `node dist/bench/reads.bench.js`; BENCH_ONLY=REGEX keeps the figures whose path matches;
+ * BENCH_VIEW_CACHE_MB=0 runs pcc keeping no rendered servers (PCC_VIEW_CACHE_MB), to see what the cache saves.
  */
 import { pathToFileURL } from 'node:url'
 import { startTestServer, type Dialect, type TestServer } from '../src/testkit/harness.js'
@@ -23,7 +24,7 @@ const CONNECTIONS = 8
 const DIALECTS = (process.env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',') as Dialect[]
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined
 
-interface Read {
+export interface Read {
   /** As the row shows it. */
   name: string
   path: string
@@ -49,8 +50,8 @@ async function bigProject(server: TestServer): Promise<string> {
   return (await server.deps.tokens.issue({ userId, methods: ['password'], scope: { p: projectId } })).token
 }
 
-/** One server, network, port and volume in the admin project, made through the API; answers the reads. */
-async function reads(server: TestServer): Promise<Read[]> {
+/** One server, network, port and volume in the admin project, made through the API; answers the reads (a profile script uses them too). */
+export async function reads(server: TestServer): Promise<Read[]> {
   const db = server.deps.store.db
   const userId = server.bootstrap.adminUserId
   const project = server.bootstrap.adminProjectId
@@ -120,7 +121,8 @@ async function measureRead(server: TestServer, dialect: Dialect, read: Read): Pr
 export const run: BenchRun = async () => {
   const rows: BenchRow[] = []
   for (const dialect of DIALECTS) {
-    const server = await startTestServer({ dialect, env: { PCC_RECONCILE_SECONDS: '0' } })
+    const viewCache: Record<string, string> = process.env.BENCH_VIEW_CACHE_MB === undefined ? {} : { PCC_VIEW_CACHE_MB: process.env.BENCH_VIEW_CACHE_MB }
+    const server = await startTestServer({ dialect, env: { PCC_RECONCILE_SECONDS: '0', ...viewCache } })
     try {
       await server.deps.runner.stop(0)
       server.deps.conductor.stop()
