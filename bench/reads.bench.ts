@@ -69,7 +69,8 @@ export async function reads(server: TestServer): Promise<Read[]> {
   const volumeId = await make(`/volume/v3/${project}/volumes`, { volume: { size: 1, name: 'bench-reads' } }, 'volume')
   const image = await db.selectFrom('images').select('id').where('name', '=', defaultImageName()).executeTakeFirstOrThrow()
   const compute = { ...auth, 'openstack-api-version': 'compute 2.96' }
-  const bigToken = await bigProject(server)
+  // 10,000 servers take a while to write: only when that figure is wanted.
+  const bigToken = ONLY && !ONLY.test('/compute/v2.1/servers/detail?limit=1000') ? '' : await bigProject(server)
   return [
     { name: 'GET /compute/v2.1/servers/{id} (2.96)', path: `/compute/v2.1/servers/${serverId}`, headers: compute, goal: 0.4 },
     { name: 'GET /compute/v2.1/servers/detail?limit=1', path: '/compute/v2.1/servers/detail?limit=1', headers: compute, goal: 0.4 },
