@@ -1,9 +1,10 @@
 /**
- * The detail list serves servers from the view cache (src/server/compute/server-view-cache.ts). Whatever
- * changes what a server shows — its row, tags, faults, ports, addresses, floating IPs, security groups, the
- * names of its network and groups, its volumes, its host's state — the cached detail list must show it at
- * once, exactly as GET /servers/{id} (never cached) does, for members and admins, at old and new
- * microversions, and in another process on the same PostgreSQL.
+ * The detail list and GET /servers/{id} serve servers from the view cache (src/server/compute/server-view-cache.ts).
+ * Whatever changes what a server shows — its row, tags, faults, ports, addresses, floating IPs, security groups,
+ * the names of its network and groups, its volumes, its host's state, its server groups — both must show it at
+ * once and agree with each other, for members and admins, at old and new microversions, and in another process
+ * on the same PostgreSQL, where a process keeping no views (PCC_VIEW_CACHE_MB=0) is the reference. Each read is
+ * made twice, once to fill the cache and once from it.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -28,12 +29,23 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 
   }
 }
 
-/** GET /servers/{id} at `version` (server_groups is a show-only field). */
-async function shown(tb: ComputeTestbed, who: Persona, id: string, version: string): Promise<Json> {
-  const r = await call(tb, who, 'GET', `/servers/${id}`, undefined, version)
-  assert.equal(r.status, 200, JSON.stringify(r.body))
-  delete r.body.server.server_groups
-  return r.body.server
+/** GET /servers/{id} at `version`, read twice: once to fill the cache, once from it (the answer). */
+async function shownWhole(tb: ComputeTestbed, who: Persona, id: string, version: string, base = tb.compute): Promise<Json> {
+  let found: Json
+  for (let i = 0; i < 2; i++) {
+    const r = await fetch(`${base}/servers/${id}`, { headers: { 'x-auth-token': who.token, 'openstack-api-version': `compute ${version}` } })
+    const body = (await r.json()) as { server: Json }
+    assert.equal(r.status, 200, JSON.stringify(body))
+    found = body.server
+  }
+  return found
+}
+
+/** As shownWhole, without server_groups (a show-only field) to compare with the detail list. */
+async function shown(tb: ComputeTestbed, who: Persona, id: string, version: string, base = tb.compute): Promise<Json> {
+  const server = await shownWhole(tb, who, id, version, base)
+  delete server.server_groups
+  return server
 }
 
 /** The server as the detail list shows it to `who` at `version`, read twice: once to fill the cache, once from it. */
@@ -52,7 +64,16 @@ async function listed(tb: ComputeTestbed, who: Persona, id: string, version: str
 async function agree(tb: ComputeTestbed, id: string, what: string, base = tb.compute): Promise<void> {
   for (const version of VERSIONS) {
     for (const who of [tb.member, tb.admin]) {
-      assert.deepEqual(await listed(tb, who, id, version, base), await shown(tb, who, id, version), `after ${what}: detail at ${version} for ${who === tb.admin ? 'admin' : 'member'}`)
+      assert.deepEqual(await listed(tb, who, id, version, base), await shown(tb, who, id, version, base), `after ${what}: detail at ${version} for ${who === tb.admin ? 'admin' : 'member'}`)
+    }
+  }
+}
+
+/** Show in `base` agrees with show in a process that keeps no views, server_groups included. */
+async function agreeWithUncached(tb: ComputeTestbed, id: string, what: string, base: string, reference: string): Promise<void> {
+  for (const version of [...VERSIONS, '2.71']) {
+    for (const who of [tb.member, tb.admin]) {
+      assert.deepEqual(await shownWhole(tb, who, id, version, base), await shownWhole(tb, who, id, version, reference), `after ${what}: show at ${version} for ${who === tb.admin ? 'admin' : 'member'}`)
     }
   }
 }
@@ -79,6 +100,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(tb, tb.member, 'PUT', `/servers/${serverId}`, { server: { name: 'renamed', description: 'd' } }, '2.96')).status, 200)
       await agree(tb, serverId, 'rename')
       assert.equal((await listed(tb, tb.member, serverId, '2.96')).name, 'renamed')
+      assert.equal((await shown(tb, tb.member, serverId, '2.96')).name, 'renamed')
       assert.equal((await call(tb, tb.member, 'PUT', `/servers/${serverId}/tags/blue`, undefined, '2.96')).status, 201)
       await agree(tb, serverId, 'a tag')
       assert.deepEqual((await listed(tb, tb.member, serverId, '2.96')).tags, ['blue'])
@@ -89,6 +111,7 @@ for (const dialect of DIALECTS) {
       await tb.server.deps.store.db.updateTable('servers').set({ vm_state: 'error' }).where('id', '=', serverId).execute()
       await agree(tb, serverId, 'a fault')
       assert.equal((await listed(tb, tb.admin, serverId, '2.96')).fault.message, 'boom')
+      assert.equal((await shown(tb, tb.admin, serverId, '2.96')).fault.message, 'boom')
       await tb.server.deps.store.db.updateTable('servers').set({ vm_state: 'active' }).where('id', '=', serverId).execute()
       await tb.server.deps.store.db.deleteFrom('instance_faults').where('server_id', '=', serverId).execute()
       await agree(tb, serverId, 'recovery')
@@ -152,8 +175,29 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(tb, tb.admin, 'PUT', `/os-services/${services[0].id}`, { forced_down: true }, '2.53')).status, 200)
       await agree(tb, serverId, 'the host forced down')
       assert.equal((await listed(tb, tb.admin, serverId, '2.96')).host_status, 'DOWN')
+      assert.equal((await shown(tb, tb.admin, serverId, '2.96')).host_status, 'DOWN')
       assert.equal((await call(tb, tb.admin, 'PUT', `/os-services/${services[0].id}`, { forced_down: false }, '2.53')).status, 200)
       assert.equal((await listed(tb, tb.admin, serverId, '2.96')).host_status, 'UP')
+      assert.equal((await shown(tb, tb.admin, serverId, '2.96')).host_status, 'UP')
+    })
+
+    it('shows the server groups it joins and leaves, and never another project its server', async () => {
+      const created = await call(tb, tb.member, 'POST', '/os-server-groups', { server_group: { name: 'g', policy: 'affinity' } }, '2.64')
+      assert.equal(created.status, 200, JSON.stringify(created.body))
+      const groupId = created.body.server_group.id
+      assert.deepEqual((await shownWhole(tb, tb.member, serverId, '2.96')).server_groups, [])
+      // Membership follows no revision: each answer reads it.
+      const db = tb.server.deps.store.db
+      await db.insertInto('server_group_members').values({ group_id: groupId, server_id: serverId }).execute()
+      assert.deepEqual((await shownWhole(tb, tb.member, serverId, '2.96')).server_groups, [groupId])
+      assert.deepEqual((await shownWhole(tb, tb.admin, serverId, '2.71')).server_groups, [groupId])
+      assert.equal((await shownWhole(tb, tb.member, serverId, '2.70')).server_groups, undefined)
+      await db.deleteFrom('server_group_members').where('server_id', '=', serverId).execute()
+      assert.deepEqual((await shownWhole(tb, tb.member, serverId, '2.96')).server_groups, [])
+      // A kept view is never another project's answer, nor a member's the admin fields.
+      assert.equal((await call(tb, tb.other, 'GET', `/servers/${serverId}`, undefined, '2.96')).status, 404)
+      assert.equal((await shown(tb, tb.member, serverId, '2.96'))['OS-EXT-SRV-ATTR:host'], undefined)
+      assert.ok((await shown(tb, tb.admin, serverId, '2.96'))['OS-EXT-SRV-ATTR:host'])
     })
 
     if (dialect === 'postgres') {
@@ -166,6 +210,20 @@ for (const dialect of DIALECTS) {
           assert.equal((await call(tb, tb.member, 'PUT', `/servers/${serverId}`, { server: { name: 'changed-elsewhere' } }, '2.96')).status, 200)
           assert.equal((await call(tb, tb.member, 'PUT', `/servers/${serverId}/tags/green`, undefined, '2.96')).status, 201)
           await agree(tb, serverId, 'a change made through the first process', `${second.url}/compute/v2.1`)
+          // The reference: a third process that keeps no views.
+          const uncached: TestServer = await startTestServer({ databaseUrl: tb.server.config.databaseUrl, env: { PCC_MASTER_KEY: masterKey, PCC_SIMULATED_HOSTS: '0', PCC_VIEW_CACHE_MB: '0' } })
+          try {
+            const [first, other, reference] = [tb.compute, `${second.url}/compute/v2.1`, `${uncached.url}/compute/v2.1`]
+            await agreeWithUncached(tb, serverId, 'before', first, reference)
+            await agreeWithUncached(tb, serverId, 'before', other, reference)
+            assert.equal((await fetch(`${second.url}/compute/v2.1/servers/${serverId}`, { method: 'PUT', headers: { 'x-auth-token': tb.member.token, 'content-type': 'application/json' }, body: JSON.stringify({ server: { name: 'changed-in-second' } }) })).status, 200)
+            assert.equal((await fetch(`${second.url}/compute/v2.1/servers/${serverId}/tags/red`, { method: 'PUT', headers: { 'x-auth-token': tb.member.token, 'openstack-api-version': 'compute 2.96' } })).status, 201)
+            await agreeWithUncached(tb, serverId, 'a change made through the second process', first, reference)
+            assert.equal((await shown(tb, tb.member, serverId, '2.96')).name, 'changed-in-second')
+            assert.ok((await shown(tb, tb.member, serverId, '2.96')).tags.includes('red'))
+          } finally {
+            await uncached.close()
+          }
         } finally {
           await second.close()
         }

@@ -167,6 +167,18 @@ export async function loadHostStates(db: Db, hostDownAfterMs: number): Promise<M
   return new Map(hosts.map((h) => [h.hostname, hostStatus(h, now, hostDownAfterMs)]))
 }
 
+/** The state of one host, as loadHostStates would answer for it (the show path needs only its server's host). */
+export async function loadHostState(db: Db, host: string | null, hostDownAfterMs: number): Promise<string> {
+  if (!host) return ''
+  const row = await db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']).where('hostname', '=', host).executeTakeFirst()
+  return row ? hostStatus(row, Date.now(), hostDownAfterMs) : 'UNKNOWN'
+}
+
+/** The ids of the server groups `serverId` is a member of, in the order serverModels lists them. */
+export async function serverGroupIds(db: Db, serverId: string): Promise<string[]> {
+  return (await db.selectFrom('server_group_members').select('group_id').where('server_id', '=', serverId).execute()).map((m) => m.group_id)
+}
+
 export function hostStatusOf(states: Map<string, string>, host: string | null): string {
   return host ? (states.get(host) ?? 'UNKNOWN') : ''
 }

@@ -14,6 +14,20 @@ export async function findLiveServer(db: Db, id: string): Promise<ServerTable | 
   return db.selectFrom('servers').selectAll().where('id', '=', id).where('deleted', '=', 0).executeTakeFirst()
 }
 
+/** What the show path reads before the view cache says whether it must render the server again. */
+export type LiveServerStamp = Pick<ServerTable, 'id' | 'project_id' | 'rev' | 'host'> & { view_rev: number }
+
+/** The live server's owner, host and view stamp (its row revision and view revision), in one statement. */
+export async function findLiveServerStamp(db: Db, id: string): Promise<LiveServerStamp | undefined> {
+  return db
+    .selectFrom('servers')
+    .select(['id', 'project_id', 'rev', 'host'])
+    .select((eb) => eb.fn.coalesce(eb.selectFrom('server_view_revisions').select('rev').whereRef('server_id', '=', 'servers.id'), eb.lit(0)).as('view_rev'))
+    .where('id', '=', id)
+    .where('deleted', '=', 0)
+    .executeTakeFirst()
+}
+
 /** What os-instance-actions needs of a server, deleted or not (its actions outlive it from 2.21). */
 export type ServerOfActions = Pick<ServerTable, 'id' | 'project_id' | 'deleted' | 'host'>
 

@@ -7,16 +7,17 @@ import { serverFields, type ServerModel, type ServerView } from '../../../contra
 import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { listServers, planServerList, type ListPermissions, type Query } from '../../compute/server-list.js'
-import { bookmarkBase, hostStatusOf, loadHostStates, serverModels } from '../../compute/server-model.js'
+import { bookmarkBase, hostStatusOf, loadHostState, loadHostStates, serverGroupIds, serverModels } from '../../compute/server-model.js'
 import { ServerViewCache } from '../../compute/server-view-cache.js'
 import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
-import { acceptServerDelete, findLiveServer, liveServerIds, serverRowsByIds, updateServerFields } from '../../compute/server-rows.js'
+import { acceptServerDelete, findLiveServer, findLiveServerStamp, liveServerIds, serverRowsByIds, updateServerFields, type LiveServerStamp } from '../../compute/server-rows.js'
 import type { ImageLookup } from '../../compute/images.js'
 import { computeStorage } from '../../compute/storage.js'
 import { bodyObject, callerOf, can, must, serverCaller, validate, visibleProject } from './context.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { Type as T } from '@sinclair/typebox'
+import { randomBytes } from 'node:crypto'
 import { envelope, fieldsSchema, listOf, plain, serverListQuery, versioned } from '../../../contracts/compute/schemas.js'
 import { J } from '../../../contracts/compute/json-types.js'
 import { accessIpv6 } from '../../compute/access-ips.js'
@@ -41,7 +42,7 @@ function serverViewRights(request: FastifyRequest): { adminFields: boolean; faul
   return { adminFields: can(request, 'servers:show:admin_fields'), faultDetails: can(request, 'servers:show:fault_details') }
 }
 
-export async function renderServers(deps: AppDeps, request: FastifyRequest, rows: ServerTable[], view: ServerView, extra?: { adminPass?: string }) {
+export async function renderServers(deps: AppDeps, request: FastifyRequest, rows: ServerTable[], view: ServerView, extra?: Partial<ServerModel>) {
   const { adminFields, faultDetails } = serverViewRights(request)
   const version = request.api.version
   const models = await serverModels(deps.store.db, rows, {
@@ -102,6 +103,62 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
     }
   }
   return rows.flatMap((r, i) => (i === 0 ? [kept[i]!, close(r.host)] : [COMMA, kept[i]!, close(r.host)]))
+}
+
+/**
+ * Stand-ins for the two show fields no revision follows: `host_status` changes with the host's heartbeats and
+ * `server_groups` with group membership. A kept show view holds them in place of their values, which each answer
+ * writes in, so the bytes are those of an uncached render. Random per process, so no name or metadata a user
+ * writes can be taken for them.
+ */
+const HOLE = randomBytes(12).toString('hex')
+const HOST_STATUS_STANDIN = `host_status:${HOLE}`
+const GROUPS_STANDIN = [`server_groups:${HOLE}`]
+/** How the stand-ins read in the rendered JSON. */
+const HOST_STATUS_HOLE = JSON.stringify(HOST_STATUS_STANDIN)
+const GROUPS_HOLE = JSON.stringify(GROUPS_STANDIN)
+
+/**
+ * GET /servers/{id}'s server as JSON: from the view cache when the stamp read with the row still matches (its row
+ * revision and view revision, raised by the database on any change of what the view shows, in any process), else
+ * rendered and kept. Variants as the detail list's, under their own names: the show view has server_groups.
+ */
+async function showBody(deps: AppDeps, request: FastifyRequest, key: LiveServerStamp, cache: ServerViewCache): Promise<Buffer> {
+  const db = deps.store.db
+  const rights = serverViewRights(request)
+  const entries = cache.variant(`show|${request.api.text}|${rights.adminFields ? 'admin' : 'member'}${rights.faultDetails ? '+faults' : ''}`)
+  const stamp = { rev: key.rev, viewRev: key.view_rev }
+  let kept = ServerViewCache.lookup(entries, key.id, stamp)
+  if (!kept) {
+    const row = await findLiveServer(db, key.id)
+    if (!row) throw notFound(`Instance ${key.id} could not be found.`)
+    const [server] = await renderServers(deps, request, [row], 'show', { hostStatus: HOST_STATUS_STANDIN, serverGroups: GROUPS_STANDIN })
+    kept = ServerViewCache.encode(JSON.stringify({ server }))
+    // Read after the stamp, the row is as new as it or newer: an entry is never older than its stamp.
+    cache.set(entries, key.id, { rev: row.rev, viewRev: key.view_rev }, kept)
+  }
+  return fillHoles(kept, {
+    [HOST_STATUS_HOLE]: async () => Buffer.from(JSON.stringify(await loadHostState(db, key.host, deps.config.hostDownAfterSeconds * 1000))),
+    [GROUPS_HOLE]: async () => Buffer.from(JSON.stringify(await serverGroupIds(db, key.id))),
+  })
+}
+
+/** `json` with each hole that appears in it replaced by its value (each appears at most once). */
+async function fillHoles(json: Buffer, holes: Record<string, () => Promise<Buffer>>): Promise<Buffer> {
+  const found = Object.entries(holes)
+    .map(([hole, value]) => ({ at: json.indexOf(hole), length: Buffer.byteLength(hole), value }))
+    .filter((h) => h.at >= 0)
+    .sort((a, b) => a.at - b.at)
+  if (found.length === 0) return json
+  const values = await Promise.all(found.map((h) => h.value()))
+  const parts: Buffer[] = []
+  let from = 0
+  found.forEach((h, i) => {
+    parts.push(json.subarray(from, h.at), values[i])
+    from = h.at + h.length
+  })
+  parts.push(json.subarray(from))
+  return Buffer.concat(parts)
 }
 
 /** The summary view reads only id, name and links: no model loading for GET /servers. */
@@ -180,11 +237,12 @@ export function serverRoutes(deps: ServerRouteDeps) {
     scope.get<{ Querystring: Query }>('/v2.1/servers', DOCS.list('summary'), list('summary', '/servers'))
     scope.get<{ Querystring: Query }>('/v2.1/servers/detail', DOCS.list('detail'), list('detail', '/servers/detail'))
 
-    scope.get<{ Params: { id: string } }>('/v2.1/servers/:id', DOCS.show, async (request) => {
-      const row = await visibleServer(deps, request, request.params.id)
-      must(request, 'servers:show', { projectId: row.project_id })
-      const [server] = await renderServers(deps, request, [row], 'show')
-      return { server }
+    scope.get<{ Params: { id: string } }>('/v2.1/servers/:id', DOCS.show, async (request, reply) => {
+      const key = await findLiveServerStamp(db, request.params.id)
+      if (!key || !visibleProject(request, key.project_id)) throw notFound(`Instance ${request.params.id} could not be found.`)
+      must(request, 'servers:show', { projectId: key.project_id })
+      // The header Fastify gives the object this route answered before its view was kept.
+      return reply.type('application/json; charset=utf-8').send(await showBody(deps, request, key, views))
     })
 
     scope.post('/v2.1/servers', DOCS.create, async (request, reply) => {
