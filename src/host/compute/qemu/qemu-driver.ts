@@ -20,7 +20,7 @@ import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
-import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
+import { cpuTopology, imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
 import type { DiskLayout } from './disk-layout.js'
@@ -671,6 +671,7 @@ export class QemuDriver implements ComputeDriver {
   private async create(spec: GuestSpec, p: InstancePaths): Promise<void> {
     privateDir(p.dir)
     imageHardware(spec.image)
+    cpuTopology(spec)
     await this.disks.ensureRoot(p, spec)
     if (spec.kernel) await this.images.get(spec.kernel)
     if (spec.ramdisk) await this.images.get(spec.ramdisk)
@@ -722,7 +723,12 @@ export class QemuDriver implements ComputeDriver {
       cpu: accel.cpu,
       machine: hw.machine,
       vcpus: spec.flavor.vcpus,
+      topology: cpuTopology(spec),
       memoryMb: spec.flavor.ram,
+      scsiController: hw.scsiController,
+      rng: hw.rng,
+      video: hw.video,
+      rtc: hw.rtc,
       pidfile: p.pidfile,
       qmpSocket: p.qmp,
       serialSocket: p.serial,
