@@ -49,6 +49,12 @@ export const GUEST_KERNEL_CMDLINE = 'console=tty0 console=ttyS0 quiet'
 
 const SYSLINUX_CFG = ['DEFAULT pcc', 'PROMPT 0', 'TIMEOUT 0', 'LABEL pcc', '  KERNEL vmlinuz', '  INITRD initrd.img', `  APPEND ${GUEST_KERNEL_CMDLINE}`, ''].join('\n')
 
+/**
+ * UEFI (hw_firmware_type=uefi): OVMF finds no EFI boot loader on the FAT and starts its shell, which runs
+ * startup.nsh from the first file system: the kernel's EFI stub, given the initramfs and the same command line.
+ */
+const STARTUP_NSH = ['FS0:', `\\vmlinuz initrd=\\initrd.img ${GUEST_KERNEL_CMDLINE}`, ''].join('\r\n')
+
 /** Size of the bootable FAT (holds a ~15 MB kernel, the initramfs and room for the guest's files). */
 const DISK_MB = 64
 const ROOT_FS_MB = 32
@@ -271,7 +277,7 @@ async function virtualSize(path: string): Promise<number> {
 /** Everything the output depends on, hashed: the cache key. */
 function cacheKey(sources: GuestImageSources, modules: string[], rootfs: string, syslinuxVersion: string): string {
   const h = createHash('sha256')
-  h.update(`pcc-guest-image ${BUILD_VERSION}\n${SYSLINUX_CFG}\n${syslinuxVersion}\n${DISK_MB} ${ROOT_FS_MB}\n`)
+  h.update(`pcc-guest-image ${BUILD_VERSION}\n${SYSLINUX_CFG}\n${STARTUP_NSH}\n${syslinuxVersion}\n${DISK_MB} ${ROOT_FS_MB}\n`)
   h.update(readFileSync(sources.kernel))
   h.update(readFileSync(sources.busybox))
   for (const f of [sources.dropbear, sources.dropbearkey, ...sources.libraries]) h.update(`${f}\n`).update(readFileSync(f))
@@ -320,8 +326,9 @@ export async function buildGuestImage(options: BuildOptions = {}): Promise<Guest
     writeFileSync(join(stage, 'vmlinuz'), readFileSync(kernel))
     writeFileSync(join(stage, 'initrd.img'), readFileSync(ramdisk))
     writeFileSync(join(stage, 'syslinux.cfg'), SYSLINUX_CFG)
+    writeFileSync(join(stage, 'startup.nsh'), STARTUP_NSH)
     const raw = join(work, 'disk.raw')
-    await fatImage(raw, DISK_MB, ['vmlinuz', 'initrd.img', 'syslinux.cfg'].map((f) => join(stage, f)))
+    await fatImage(raw, DISK_MB, ['vmlinuz', 'initrd.img', 'syslinux.cfg', 'startup.nsh'].map((f) => join(stage, f)))
     await tool('syslinux', ['--install', raw], 'install syslinux')
     const rootRaw = join(work, 'root-fs.raw')
     await fatImage(rootRaw, ROOT_FS_MB, [])

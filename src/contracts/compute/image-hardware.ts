@@ -30,6 +30,8 @@ export const RNG_MODELS: Record<string, string> = { virtio: 'virtio-rng-pci' }
 export const VIDEO_MODELS: Record<string, string | null> = { vga: 'VGA', cirrus: 'cirrus-vga', virtio: 'virtio-vga', bochs: 'bochs-display', none: null }
 /** os_type: Windows keeps its clock in local time (Nova's libvirt driver gives it a localtime clock). */
 export const OS_TYPES: Record<string, { rtc: 'utc' | 'localtime' }> = { linux: { rtc: 'utc' }, windows: { rtc: 'localtime' } }
+/** hw_firmware_type: SeaBIOS (QEMU's default) or OVMF (Debian's ovmf package). */
+export const FIRMWARE_TYPES: Record<string, 'bios' | 'uefi'> = { bios: 'bios', uefi: 'uefi' }
 /** img_config_drive: mandatory forces a config drive whatever the request says. */
 export const CONFIG_DRIVE_POLICIES: Record<string, boolean> = { optional: false, mandatory: true }
 const MACHINE = /^(pc|q35|pc-i440fx-[0-9.]+|pc-q35-[0-9.]+)$/
@@ -51,6 +53,7 @@ export interface ImageHardware {
   video: string | null
   rtc: 'utc' | 'localtime'
   configDrive: boolean
+  firmware: 'bios' | 'uefi'
 }
 
 function pick<T>(props: Record<string, string>, name: string, table: Record<string, T>, fallback: T): T {
@@ -75,6 +78,7 @@ export function imageHardwareOf(props: Record<string, string> = {}): ImageHardwa
     video: pick<string | null>(props, 'hw_video_model', VIDEO_MODELS, 'VGA'),
     rtc: pick(props, 'os_type', OS_TYPES, OS_TYPES.linux).rtc,
     configDrive: pick(props, 'img_config_drive', CONFIG_DRIVE_POLICIES, false),
+    firmware: pick(props, 'hw_firmware_type', FIRMWARE_TYPES, 'bios'),
   }
 }
 

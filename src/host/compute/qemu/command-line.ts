@@ -55,6 +55,8 @@ export interface LaunchPlan {
   /** Display device; null: none. */
   video?: string | null
   rtc?: 'utc' | 'localtime'
+  /** UEFI: OVMF's code (read-only) and the guest's own copy of its variable store (hw_firmware_type=uefi). */
+  uefi?: { code: string; vars: string }
   pidfile: string
   qmpSocket: string
   serialSocket: string
@@ -167,6 +169,9 @@ export function qemuArgs(plan: LaunchPlan): string[] {
     '-msg', 'timestamp=on',
     '-rtc', `base=${plan.rtc ?? 'utc'}`,
     '-boot', 'strict=on',
+    ...(plan.uefi
+      ? ['-drive', `if=pflash,format=raw,readonly=on,file=${esc(plan.uefi.code)}`, '-drive', `if=pflash,format=raw,file=${esc(plan.uefi.vars)}`]
+      : []),
     '-smbios', `type=1,manufacturer=OpenStack Foundation,product=OpenStack Nova,family=Virtual Machine,serial=${plan.uuid},uuid=${plan.uuid}`,
     '-pidfile', plan.pidfile,
     ...(plan.daemonize ? ['-daemonize'] : []),

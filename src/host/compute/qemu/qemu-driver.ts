@@ -11,7 +11,7 @@
  * guest has no process either, and its memory in `suspend.state`.
  */
 import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { connect } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -729,6 +729,7 @@ export class QemuDriver implements ComputeDriver {
       rng: hw.rng,
       video: hw.video,
       rtc: hw.rtc,
+      ...(hw.firmware === 'uefi' && { uefi: { code: OVMF.code, vars: guestNvram(p.nvram) } }),
       pidfile: p.pidfile,
       qmpSocket: p.qmp,
       serialSocket: p.serial,
@@ -915,4 +916,17 @@ function toDriverError(err: unknown): Error {
   if (e.code === 'ENOSPC') return new DriverError(`the host is out of disk space: ${e.message}`)
   if (e.code) return new DriverError(`${e.code}: ${e.message}`)
   return err as Error
+}
+
+/** OVMF as Debian's ovmf package installs it (4 MiB flash: code and the variable store template). */
+const OVMF = { code: '/usr/share/OVMF/OVMF_CODE_4M.fd', vars: '/usr/share/OVMF/OVMF_VARS_4M.fd' }
+
+/**
+ * The guest's UEFI variable store: its own writable copy of OVMF's template, made at its first UEFI start on this
+ * host (a guest moved here starts with fresh variables: OVMF then boots the disk by its default order).
+ */
+function guestNvram(path: string): string {
+  if (!existsSync(OVMF.code) || !existsSync(OVMF.vars)) throw new DriverError('image property hw_firmware_type=uefi needs OVMF on this host (Debian package ovmf)')
+  if (!existsSync(path)) copyFileSync(OVMF.vars, path)
+  return path
 }
