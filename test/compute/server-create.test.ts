@@ -242,6 +242,7 @@ test('create: image hardware properties outside what the hypervisors honour, and
       [{ hw_scsi_model: 'lsilogic' }, '1', /hw_scsi_model=lsilogic.*virtio-scsi/],
       [{ os_type: 'plan9' }, '1', /os_type=plan9/],
       [{ img_config_drive: 'always' }, '1', /img_config_drive=always/],
+      [{ hw_firmware_type: 'coreboot' }, '1', /hw_firmware_type=coreboot.*bios, uefi/],
       [{ hw_cpu_cores: 'two' }, '1', /hw_cpu_cores=two is not a positive integer/],
       [{ hw_cpu_sockets: '2', hw_cpu_cores: '2' }, '1', /cannot give the flavor's 1 vCPUs/],
       // m1.medium (2 vCPUs): its hw:cpu_sockets=1 is the most an image may ask for.
