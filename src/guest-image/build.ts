@@ -1,6 +1,7 @@
 /**
  * The pcc guest image: a small bootable disk built on the machine itself, without internet, from Debian's cloud
- * kernel (`linux-image-cloud-amd64`) and `busybox-static`. Its init (guest-image/rootfs/init) prints the
+ * kernel (`linux-image-cloud-amd64`), `busybox-static` and Dropbear (`dropbear-bin`: the SSH server, with the shared
+ * libraries it links). Its init (guest-image/rootfs/init) prints the
  * `pcc-guest:` lines that tests and the rest of the data plane read back from the console log (docs/qemu.md).
  *
  * What is built, into a cache directory keyed by every input (so a machine builds it once):
@@ -10,11 +11,12 @@
  * - `kernel` and `ramdisk`: the same kernel and initramfs as files, for images with `kernel_id`/`ramdisk_id`.
  * - `root-fs.qcow2`: an empty PCCROOT FAT without a boot loader: the root disk of such a kernel/ramdisk image.
  *
- * Inputs come from a sysroot (default `/`): `boot/vmlinuz-<release>`, `lib/modules/<release>` and `bin/busybox`.
+ * Inputs come from a sysroot (default `/`): `boot/vmlinuz-<release>`, `lib/modules/<release>`, `bin/busybox`,
+ * `usr/sbin/dropbear` and `usr/bin/dropbearkey` (their libraries are found with ldd and read from the sysroot).
  * A machine without those packages installed can extract them there with `apt-get download` + `dpkg-deb -x`.
  * Tools: mtools (mformat, mcopy), syslinux, qemu-img.
  */
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, writeSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
@@ -32,20 +34,26 @@ export class GuestImageUnavailable extends Error {
 }
 
 /** Bump when the build itself changes in a way the inputs do not show. */
-const BUILD_VERSION = 2
+const BUILD_VERSION = 3
 
 /**
  * Kernel modules the initramfs loads (with their dependencies), for the devices pcc gives a guest: virtio disks,
  * NICs and SCSI, IDE for the config drive's CD-ROM on `pc` machines, the file systems of the root disk (vfat) and
  * the config drive (iso9660), the ACPI power button and its input events (graceful stop), and pvpanic (a kernel
- * panic reaches QEMU as GUEST_PANICKED). Modules the kernel builds in or lacks are skipped.
+ * panic reaches QEMU as GUEST_PANICKED), and virtio-rng (hw_rng_model=virtio feeds the guest's entropy). Modules the kernel builds in or lacks are skipped.
  */
-const MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', 'virtio_scsi', 'sd_mod', 'sr_mod', 'ata_piix', 'isofs', 'vfat', 'nls_cp437', 'nls_ascii', 'button', 'evdev', 'pvpanic_mmio']
+const MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', 'virtio_scsi', 'sd_mod', 'sr_mod', 'ata_piix', 'isofs', 'vfat', 'nls_cp437', 'nls_ascii', 'button', 'evdev', 'pvpanic_mmio', 'virtio_rng']
 
 /** The kernel command line of the bootable disk; kernel/ramdisk images pass the same by default. */
 export const GUEST_KERNEL_CMDLINE = 'console=tty0 console=ttyS0 quiet'
 
 const SYSLINUX_CFG = ['DEFAULT pcc', 'PROMPT 0', 'TIMEOUT 0', 'LABEL pcc', '  KERNEL vmlinuz', '  INITRD initrd.img', `  APPEND ${GUEST_KERNEL_CMDLINE}`, ''].join('\n')
+
+/**
+ * UEFI (hw_firmware_type=uefi): OVMF finds no EFI boot loader on the FAT and starts its shell, which runs
+ * startup.nsh from the first file system: the kernel's EFI stub, given the initramfs and the same command line.
+ */
+const STARTUP_NSH = ['FS0:', `\\vmlinuz initrd=\\initrd.img ${GUEST_KERNEL_CMDLINE}`, ''].join('\r\n')
 
 /** Size of the bootable FAT (holds a ~15 MB kernel, the initramfs and room for the guest's files). */
 const DISK_MB = 64
@@ -56,6 +64,11 @@ export interface GuestImageSources {
   kernelRelease: string
   modulesDir: string
   busybox: string
+  sysroot: string
+  /** The SSH server and its host key generator, with the shared libraries they link (paths under the sysroot). */
+  dropbear: string
+  dropbearkey: string
+  libraries: string[]
 }
 
 export interface GuestImageFile {
@@ -105,10 +118,10 @@ function isStaticElf(file: string): boolean {
   return true
 }
 
-/** The kernel, its modules and busybox under `sysroot`; GuestImageUnavailable names what is missing. */
+/** The kernel, its modules, busybox and dropbear under `sysroot`; GuestImageUnavailable names what is missing. */
 export function findSources(sysroot = '/'): GuestImageSources {
   const { kernel, kernelRelease, modulesDir } = findKernel(sysroot)
-  return { kernel, kernelRelease, modulesDir, busybox: findBusybox(sysroot) }
+  return { sysroot, kernel, kernelRelease, modulesDir, busybox: findBusybox(sysroot), ...findDropbear(sysroot) }
 }
 
 /** The newest kernel under `sysroot` that has its modules (linux-image-cloud-amd64). */
@@ -130,6 +143,36 @@ export function findBusybox(sysroot = '/'): string {
   if (!existsSync(busybox)) throw new GuestImageUnavailable(`${busybox} is missing: install busybox-static`)
   if (!isStaticElf(busybox)) throw new GuestImageUnavailable(`${busybox} is not statically linked: install busybox-static`)
   return busybox
+}
+
+/** The SSH server and its host key generator under `sysroot` (dropbear-bin), with the shared libraries they link. */
+export function findDropbear(sysroot = '/'): { dropbear: string; dropbearkey: string; libraries: string[] } {
+  const dropbear = join(sysroot, 'usr/sbin/dropbear')
+  const dropbearkey = join(sysroot, 'usr/bin/dropbearkey')
+  for (const f of [dropbear, dropbearkey]) if (!existsSync(f)) throw new GuestImageUnavailable(`${f} is missing: install dropbear-bin`)
+  return { dropbear, dropbearkey, libraries: sharedLibraries(sysroot, [dropbear, dropbearkey]) }
+}
+
+/**
+ * The shared libraries (and the dynamic loader) the binaries link, as paths under the sysroot: ldd names them,
+ * the sysroot provides them (a foreign sysroot needs the same library names as this machine's).
+ */
+function sharedLibraries(sysroot: string, binaries: string[]): string[] {
+  const found = new Set<string>()
+  for (const bin of binaries) {
+    let out: string
+    try {
+      out = execFileSync('ldd', [bin], { encoding: 'utf8' })
+    } catch (err) {
+      throw new GuestImageUnavailable(`ldd ${bin} failed (${(err as Error).message.split('\n')[0]}): install libc-bin`)
+    }
+    for (const m of out.matchAll(/(?:=>\s*)?(\/\S+)\s+\(0x/g)) {
+      const lib = join(sysroot, m[1])
+      if (!existsSync(lib)) throw new GuestImageUnavailable(`${lib} (needed by ${bin}) is missing from the sysroot`)
+      found.add(lib)
+    }
+  }
+  return [...found].sort()
 }
 
 /** Module files (relative to the modules dir) for `wanted` and their dependencies, dependencies first. */
@@ -190,6 +233,15 @@ export function buildInitramfs(sources: GuestImageSources, modules: string[], ro
   dir('etc')
   entries.push({ path: 'bin/busybox', type: 'file', data: readFileSync(sources.busybox), mode: 0o755 })
   entries.push({ path: 'bin/sh', type: 'symlink', target: 'busybox' })
+  entries.push({ path: 'bin/dropbear', type: 'file', data: readFileSync(sources.dropbear), mode: 0o755 })
+  entries.push({ path: 'bin/dropbearkey', type: 'file', data: readFileSync(sources.dropbearkey), mode: 0o755 })
+  // Libraries at the paths the binaries' loader looks in (ldd's paths, e.g. /lib64/ld-linux-x86-64.so.2 and
+  // /lib/x86_64-linux-gnu); a symlinked name gets the file's bytes (read through the link).
+  for (const lib of sources.libraries) {
+    const rel = relative(sources.sysroot, lib)
+    dir(dirname(rel))
+    entries.push({ path: rel, type: 'file', data: readFileSync(lib), mode: 0o755 })
+  }
   for (const f of listTree(rootfs)) {
     if (f.isDir) dir(f.rel)
     else entries.push({ path: f.rel, type: 'file', data: readFileSync(f.full), mode: statSync(f.full).mode & 0o111 ? 0o755 : 0o644 })
@@ -238,9 +290,10 @@ async function virtualSize(path: string): Promise<number> {
 /** Everything the output depends on, hashed: the cache key. */
 function cacheKey(sources: GuestImageSources, modules: string[], rootfs: string, syslinuxVersion: string): string {
   const h = createHash('sha256')
-  h.update(`pcc-guest-image ${BUILD_VERSION}\n${SYSLINUX_CFG}\n${syslinuxVersion}\n${DISK_MB} ${ROOT_FS_MB}\n`)
+  h.update(`pcc-guest-image ${BUILD_VERSION}\n${SYSLINUX_CFG}\n${STARTUP_NSH}\n${syslinuxVersion}\n${DISK_MB} ${ROOT_FS_MB}\n`)
   h.update(readFileSync(sources.kernel))
   h.update(readFileSync(sources.busybox))
+  for (const f of [sources.dropbear, sources.dropbearkey, ...sources.libraries]) h.update(`${f}\n`).update(readFileSync(f))
   for (const m of modules) h.update(`${m}\n`).update(readFileSync(join(sources.modulesDir, m)))
   for (const f of listTree(rootfs)) h.update(`${f.rel}\n`).update(f.isDir ? '' : readFileSync(f.full))
   return h.digest('hex').slice(0, 24)
@@ -286,8 +339,9 @@ export async function buildGuestImage(options: BuildOptions = {}): Promise<Guest
     writeFileSync(join(stage, 'vmlinuz'), readFileSync(kernel))
     writeFileSync(join(stage, 'initrd.img'), readFileSync(ramdisk))
     writeFileSync(join(stage, 'syslinux.cfg'), SYSLINUX_CFG)
+    writeFileSync(join(stage, 'startup.nsh'), STARTUP_NSH)
     const raw = join(work, 'disk.raw')
-    await fatImage(raw, DISK_MB, ['vmlinuz', 'initrd.img', 'syslinux.cfg'].map((f) => join(stage, f)))
+    await fatImage(raw, DISK_MB, ['vmlinuz', 'initrd.img', 'syslinux.cfg', 'startup.nsh'].map((f) => join(stage, f)))
     await tool('syslinux', ['--install', raw], 'install syslinux')
     const rootRaw = join(work, 'root-fs.raw')
     await fatImage(rootRaw, ROOT_FS_MB, [])

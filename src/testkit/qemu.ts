@@ -55,6 +55,8 @@ export interface BareGuestOptions {
   append?: string
   memoryMb?: number
   accel?: 'tcg' | 'kvm'
+  /** More QEMU arguments (a second disk, a NIC). */
+  extraArgs?: string[]
 }
 
 export interface BareGuest {
@@ -81,6 +83,7 @@ export function bareGuest(o: BareGuestOptions): BareGuest {
     ...(o.append ? ['-append', o.append] : []),
     '-chardev', `file,id=serial0,path=${log}`, '-serial', 'chardev:serial0',
     '-qmp', `unix:${qmpPath},server=on,wait=off`,
+    ...(o.extraArgs ?? []),
   ]
   const child = spawn(QEMU_BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''

@@ -227,3 +227,40 @@ test('cores, ram, key pair and server group quotas: 403 with Nova\'s message, no
     await tb.close()
   }
 })
+
+test('create: image hardware properties outside what the hypervisors honour, and impossible CPU topologies, are 400 with nothing created; img_config_drive=mandatory forces a config drive', async () => {
+  const tb = await computeTestbed()
+  try {
+    const db = tb.server.deps.store.db
+    const base = JSON.parse((await db.selectFrom('images').select('properties').where('id', '=', IMAGE).executeTakeFirstOrThrow()).properties) as Record<string, string>
+    const withProperties = (props: Record<string, string>) => db.updateTable('images').set({ properties: JSON.stringify({ ...base, ...props }) }).where('id', '=', IMAGE).execute()
+    await call(tb, tb.admin, 'POST', '/flavors/3/os-extra_specs', { extra_specs: { 'hw:cpu_sockets': '1' } })
+    const before = await countServers(tb)
+    for (const [props, flavorRef, message] of [
+      [{ hw_rng_model: 'egd' }, '1', /hw_rng_model=egd is not supported.*virtio/],
+      [{ hw_video_model: 'matrox' }, '1', /hw_video_model=matrox/],
+      [{ hw_scsi_model: 'lsilogic' }, '1', /hw_scsi_model=lsilogic.*virtio-scsi/],
+      [{ os_type: 'plan9' }, '1', /os_type=plan9/],
+      [{ img_config_drive: 'always' }, '1', /img_config_drive=always/],
+      [{ hw_firmware_type: 'coreboot' }, '1', /hw_firmware_type=coreboot.*bios, uefi/],
+      [{ hw_cpu_cores: 'two' }, '1', /hw_cpu_cores=two is not a positive integer/],
+      [{ hw_cpu_sockets: '2', hw_cpu_cores: '2' }, '1', /cannot give the flavor's 1 vCPUs/],
+      // m1.medium (2 vCPUs): its hw:cpu_sockets=1 is the most an image may ask for.
+      [{ hw_cpu_sockets: '2' }, '3', /exceeds the flavor's limit hw:cpu_sockets=1/],
+    ] as const) {
+      await withProperties(props)
+      const r = await call(tb, tb.member, 'POST', '/servers', createBody('hw', { flavorRef }), '2.37')
+      assert.equal(r.status, 400, `${JSON.stringify(props)}: ${JSON.stringify(r.body)}`)
+      assert.match(r.body.badRequest.message, message)
+    }
+    assert.equal(await countServers(tb), before, 'nothing created')
+
+    await withProperties({ img_config_drive: 'mandatory', hw_rng_model: 'virtio', hw_video_model: 'none', os_type: 'linux' })
+    const ok = await call(tb, tb.member, 'POST', '/servers', createBody('drive'), '2.37')
+    assert.equal(ok.status, 202, JSON.stringify(ok.body))
+    const shown = (await call(tb, tb.member, 'GET', `/servers/${ok.body.server.id}`)).body.server
+    assert.equal(shown.config_drive, 'True', 'the image forces a config drive though the request asked for none')
+  } finally {
+    await tb.close()
+  }
+})

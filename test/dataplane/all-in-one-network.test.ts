@@ -3,11 +3,13 @@
  * cloud on its machine — here a network namespace of its own, with an interface `ext0` to an "external" namespace
  * named by `PCC_LOCAL_PHYSICAL_INTERFACES=public:ext0`. Its own agent holds the hypervisor and network roles: a
  * guest on a tenant network gets its address by DHCP, reads its metadata, reaches the outside through the router's
- * SNAT and is reached through a floating IP; deleting everything leaves nothing of the data plane.
+ * SNAT and is reached through a floating IP, where the outside logs in over SSH with the server's key pair as the
+ * default image's os_admin_user; deleting everything leaves nothing of the data plane.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
@@ -74,10 +76,15 @@ describe('all-in-one: real guest networking on one machine', { skip: missing }, 
     await neutron('PUT', `/routers/${router.id}/add_router_interface`, { subnet_id: subnet.id })
     const group = (await neutron('POST', '/security-groups', { security_group: { name: 'icmp-in' } })).security_group
     await neutron('POST', '/security-group-rules', { security_group_rule: { security_group_id: group.id, direction: 'ingress', protocol: 'icmp' } })
+    await neutron('POST', '/security-group-rules', { security_group_rule: { security_group_id: group.id, direction: 'ingress', protocol: 'tcp', port_range_min: 22, port_range_max: 22 } })
     const port = (await neutron('POST', '/ports', { port: { network_id: tenant.id, security_groups: [group.id] } })).port
 
     const image = (await api.other('GET', '/image/v2/images')).body.images.find((i: { name: string }) => i.name === 'pcc-busybox-x86_64')
-    const { id } = await api.create({ name: 'local-net', imageRef: image.id, flavorRef: '1', networks: [{ port: port.id }], user_data: Buffer.from(probeScript('10.62.0.1', 'pinger')).toString('base64') })
+    assert.equal(image.os_admin_user, 'pcc', 'the image names its login user')
+    const keyFile = join(dataDir, 'id')
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'all-in-one', '-f', keyFile])
+    assert.ok((await api.call('POST', '/os-keypairs', { keypair: { name: 'login', public_key: readFileSync(`${keyFile}.pub`, 'utf8').trim() } })).status < 300)
+    const { id } = await api.create({ name: 'local-net', imageRef: image.id, flavorRef: '1', key_name: 'login', networks: [{ port: port.id }], user_data: Buffer.from(probeScript('10.62.0.1', 'pinger')).toString('base64') })
     const consoleOf = async () => ((await api.action(id, 'os-getConsoleOutput', {})).body.output as string | undefined) ?? ''
     const log = await until('the guest probing', 240_000, async () => {
       const text = await consoleOf()
@@ -87,6 +94,15 @@ describe('all-in-one: real guest networking on one machine', { skip: missing }, 
     assert.match(log, new RegExp(`pcc-guest: metadata-uuid ${id}`))
     const fip = (await neutron('POST', '/floatingips', { floatingip: { floating_network_id: publicNet.id, port_id: port.id } })).floatingip
     await until('the floating IP reached from outside', 60_000, async () => ((await runIn(ext.namespace, ['busybox', 'ping', '-c', '1', '-W', '1', fip.floating_ip_address])).code === 0 ? true : undefined), 500)
+    // SSH from outside through the floating IP, as the image's os_admin_user with the key pair; the guest reads its
+    // metadata with curl as Tempest's scenarios do.
+    const ssh = ['ssh', '-i', keyFile, '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=5', `${image.os_admin_user}@${fip.floating_ip_address}`]
+    const session = await runIn(ext.namespace, [...ssh, 'hostname; curl -s http://169.254.169.254/openstack/latest/meta_data.json'], 30_000)
+    assert.equal(session.code, 0, session.stderr)
+    const [hostname, metadata] = session.stdout.split('\n')
+    assert.equal(hostname, 'local-net')
+    assert.equal(JSON.parse(metadata).uuid, id)
+    assert.deepEqual(Object.keys(JSON.parse(metadata).public_keys), ['login'])
 
     assert.equal((await api.call('DELETE', `/servers/${id}`)).status, 204)
     await until('the server deleted', 120_000, async () => ((await api.server(id)) === undefined ? true : undefined), 500)

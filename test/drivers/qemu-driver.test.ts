@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { POWER } from '../../src/contracts/host/compute-driver.js'
 import { DriverError, type GuestImageRef, type GuestSpec } from '../../src/contracts/host/compute-driver.js'
 import { probeAccelerator } from '../../src/host/compute/qemu/accelerator.js'
-import { imageHardware, qemuArgs, type LaunchPlan } from '../../src/host/compute/qemu/command-line.js'
+import { cpuTopology, imageHardware, qemuArgs, type LaunchPlan } from '../../src/host/compute/qemu/command-line.js'
 import { tapName } from '../../src/contracts/network/names.js'
 import { readConsoleLog, rotateConsoleLog } from '../../src/host/compute/qemu/console-log.js'
 import { HostPaths } from '../../src/host/compute/qemu/host-paths.js'
@@ -93,7 +93,31 @@ describe('the QEMU command line', () => {
 
   it('refuses image properties QEMU cannot honour, naming them', () => {
     const image = (properties: Record<string, string>): GuestImageRef => ({ id: 'i', diskFormat: 'qcow2', containerFormat: 'bare', size: 1, virtualSize: 1, checksum: null, osHashAlgo: null, osHashValue: null, properties })
-    assert.deepEqual(imageHardware(image({ hw_disk_bus: 'scsi', hw_vif_model: 'e1000', hw_machine_type: 'q35' })), { diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35' })
+    assert.deepEqual(imageHardware(image({ hw_disk_bus: 'scsi', hw_vif_model: 'e1000', hw_machine_type: 'q35' })), {
+      diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35', scsiController: 'virtio-scsi-pci', rng: undefined, video: 'VGA', rtc: 'utc', configDrive: false, firmware: 'bios',
+    })
+    assert.deepEqual(imageHardware(image({ hw_scsi_model: 'virtio-scsi', hw_rng_model: 'virtio', hw_video_model: 'none', os_type: 'windows', img_config_drive: 'mandatory', hw_firmware_type: 'uefi' })), {
+      diskBus: 'virtio', cdromBus: undefined, vifModel: 'virtio-net-pci', machine: 'pc', scsiController: 'virtio-scsi-pci', rng: 'virtio-rng-pci', video: null, rtc: 'localtime', configDrive: true, firmware: 'uefi',
+    })
+    for (const [name, value] of [['hw_scsi_model', 'lsilogic'], ['hw_rng_model', 'egd'], ['hw_video_model', 'qxl2'], ['os_type', 'hurd'], ['img_config_drive', 'yes'], ['hw_firmware_type', 'coreboot']]) {
+      assert.throws(() => imageHardware(image({ [name]: value })), new RegExp(`${name}=${value} is not supported`))
+    }
+    const args = qemuArgs({ ...PLAN, topology: { sockets: 1, cores: 2, threads: 1 }, vcpus: 2, rng: 'virtio-rng-pci', video: null, rtc: 'localtime' })
+    assert.deepEqual(arg(args, '-smp'), ['2,sockets=1,cores=2,threads=1'])
+    assert.deepEqual(arg(args, '-object'), ['rng-random,id=rng0,filename=/dev/urandom'])
+    assert.ok(args.includes('virtio-rng-pci,rng=rng0,id=rng0-dev'))
+    assert.ok(!args.some((a) => /VGA|vga/.test(a)), 'no display device')
+    assert.deepEqual(arg(args, '-rtc'), ['base=localtime'])
+    assert.deepEqual(arg(qemuArgs({ ...PLAN, uefi: { code: '/ovmf/code.fd', vars: '/i/nvram.fd' } }), '-drive'), ['if=pflash,format=raw,readonly=on,file=/ovmf/code.fd', 'if=pflash,format=raw,file=/i/nvram.fd'])
+    const flavor = (vcpus: number, extra_specs: Record<string, string> = {}) => ({ id: '1', name: 'f', vcpus, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs })
+    const topo = (vcpus: number, extra: Record<string, string>, props: Record<string, string>) => cpuTopology({ serverId: 's', instanceName: 'i', imageId: 'i', hostname: null, userData: null, flavor: flavor(vcpus, extra), image: image(props) })
+    assert.equal(topo(4, {}, {}), undefined, 'nothing set: QEMU picks')
+    assert.deepEqual(topo(4, {}, { hw_cpu_sockets: '2' }), { sockets: 2, cores: 2, threads: 1 })
+    assert.deepEqual(topo(4, { 'hw:cpu_threads': '2' }, {}), { sockets: 2, cores: 1, threads: 2 })
+    assert.deepEqual(topo(4, { 'hw:cpu_sockets': '2' }, { hw_cpu_sockets: '1' }), { sockets: 1, cores: 4, threads: 1 })
+    assert.throws(() => topo(4, { 'hw:cpu_sockets': '1' }, { hw_cpu_sockets: '2' }), /exceeds the flavor's limit/)
+    assert.throws(() => topo(4, {}, { hw_cpu_sockets: '3' }), /cannot give the flavor's 4 vCPUs/)
+    assert.throws(() => topo(4, {}, { hw_cpu_threads: '0' }), /not a positive integer/)
     assert.throws(() => imageHardware(image({ hw_disk_bus: 'floppy' })), /hw_disk_bus=floppy is not supported/)
     for (const inherited of ['constructor', 'toString', '__proto__']) {
       assert.throws(() => imageHardware(image({ hw_disk_bus: inherited })), /hw_disk_bus=.* is not supported/, inherited)
@@ -291,19 +315,52 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     assert.deepEqual(qemuLeftovers(d.options.root, id), [])
   })
 
-  it('honours hw_disk_bus, hw_machine_type and hw_cdrom_bus, and gives the flavor ephemeral and swap disks', async () => {
+  it('honours hw_disk_bus, hw_machine_type, hw_cdrom_bus, hw_scsi_model, hw_rng_model, hw_video_model and the CPU topology, and gives the flavor ephemeral and swap disks', async () => {
     const d = await driver()
     const id = '00000000-0000-4000-8000-0000000d0004'
-    const props = { ...guest, id: 'guest-q35', properties: { hw_machine_type: 'q35', hw_disk_bus: 'scsi', hw_cdrom_bus: 'virtio' } }
+    const props = {
+      ...guest, id: 'guest-q35',
+      properties: { hw_machine_type: 'q35', hw_disk_bus: 'scsi', hw_cdrom_bus: 'virtio', hw_scsi_model: 'virtio-scsi', hw_rng_model: 'virtio', hw_video_model: 'none', hw_cpu_cores: '2' },
+    }
     files.set('guest-q35', image.disk.path)
-    await d.spawn(spec(id, { image: props, imageId: props.id, flavor: { ...spec(id).flavor, ephemeral: 1, swap: 64 } }))
-    const text = await waitConsole(d, id, /pcc-guest: ready/)
+    // What the guest sees of its hardware: the kernel's hardware RNG, its CPU packages/cores/threads, and how many
+    // display controllers (PCI class 03) it has.
+    const report = [
+      '#!/bin/sh',
+      'echo "pcc-guest: hw rng $(cat /sys/class/misc/hw_random/rng_current)"',
+      't=/sys/devices/system/cpu/cpu*/topology',
+      'echo "pcc-guest: hw cpus $(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l) packages $(cat $t/physical_package_id | sort -u | wc -l) cores $(cat $t/core_id | sort -u | wc -l) thread-siblings $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)"',
+      'echo "pcc-guest: hw displays $(cat /sys/bus/pci/devices/*/class | grep -c ^0x03)"',
+      '',
+    ].join('\n')
+    await d.spawn(spec(id, { image: props, imageId: props.id, flavor: { ...spec(id).flavor, vcpus: 2, ephemeral: 1, swap: 64, extra_specs: { 'hw:cpu_cores': '2' } } }, report))
+    const text = await waitConsole(d, id, /pcc-guest: user-data exit/, 150_000)
+    assert.match(text, /pcc-guest: hw rng virtio_rng\.0/, 'virtio-rng is the guest\'s hardware RNG')
+    assert.match(text, /pcc-guest: hw cpus 2 packages 1 cores 2 thread-siblings 0\r?\n/, 'one socket of two cores')
+    assert.match(text, /pcc-guest: hw displays 0\r?\n/, 'no display device')
+    assert.match(text, /pcc-guest: firmware bios/, 'SeaBIOS by default')
+    assert.match(text, /pcc-guest: user-data exit 0/)
     assert.match(text, /pcc-guest: block sda 1073741824/, 'root disk on SCSI')
     assert.match(text, /pcc-guest: block sdb 1073741824/, 'ephemeral 1 GiB')
     assert.match(text, /pcc-guest: block sdc 67108864/, 'swap 64 MiB')
     assert.match(text, /pcc-guest: config-drive \/dev\/vd/, 'the config drive as a virtio disk')
     assert.match(text, /pcc-guest: name vm-0004/)
     await d.destroy(id)
+  })
+
+  it('boots hw_firmware_type=uefi under OVMF with a variable store of its own', async () => {
+    const d = await driver()
+    const id = '00000000-0000-4000-8000-0000000d0009'
+    const props = { ...guest, id: 'guest-uefi', properties: { hw_firmware_type: 'uefi' } }
+    files.set('guest-uefi', image.disk.path)
+    // OVMF and the kernel's EFI stub need more than the 128 MiB the other guests get.
+    await d.spawn(spec(id, { image: props, imageId: props.id, flavor: { ...spec(id).flavor, ram: 256 } }))
+    const text = await waitConsole(d, id, /pcc-guest: ready/, 150_000)
+    assert.match(text, /BdsDxe: /, 'OVMF\'s boot manager wrote to the serial console')
+    assert.match(text, /pcc-guest: firmware uefi/, 'the guest kernel sees EFI firmware')
+    assert.ok(existsSync(join(d.options.root, 'var/lib/pcc/instances', id, 'nvram.fd')), 'its own copy of the variable store')
+    await d.destroy(id)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
   })
 
   it('boots an image with kernel_id and ramdisk_id directly, with its os_command_line', async () => {

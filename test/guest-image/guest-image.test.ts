@@ -4,10 +4,12 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
+import { createServer } from 'node:net'
+import { promisify } from 'node:util'
 import { cpioArchive } from '../../src/guest-image/cpio.js'
 import { writeConfigDrive } from '../../src/host/compute/qemu/config-drive.js'
 import { bareGuest, guestImage, realGuestsMissing, type BareGuest } from '../../src/testkit/qemu.js'
@@ -32,6 +34,23 @@ describe('the cpio writer', () => {
     assert.match(listing, /^lrwxrwxrwx .* bin\/sh -> busybox$/m)
   })
 })
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/** ssh and ssh-keygen (Debian's openssh-client) have no --version: spawning is the test. */
+function sshMissing(): string | false {
+  for (const cmd of ['ssh', 'ssh-keygen']) if (spawnSync(cmd, ['-V']).error) return `${cmd} is not installed (openssh-client)`
+  return false
+}
 
 function spawnMissing(cmd: string): string | false {
   try {
@@ -100,6 +119,52 @@ describe('the pcc guest image', { skip: missing }, () => {
       } finally {
         qmp.close()
       }
+    } finally {
+      await guest?.stop()
+    }
+  })
+
+  it('answers SSH with the config drive\'s key as pcc and root (no password), with the tools Tempest runs in a guest', { skip: sshMissing() }, async () => {
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'tester', '-f', join(work, 'id')])
+    const publicKey = readFileSync(join(work, 'id.pub'), 'utf8').trim()
+    const overlay = join(work, 'ssh-overlay.qcow2')
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', '-F', 'qcow2', '-b', image.disk.path, overlay])
+    const volume = join(work, 'volume.raw')
+    execFileSync('truncate', ['-s', '16M', volume])
+    const drive = join(work, 'ssh-config.iso')
+    await writeConfigDrive(drive, {
+      'openstack/latest/meta_data.json': JSON.stringify({ uuid: 'c0ffee00-0000-4000-8000-000000000002', name: 'ssh-one', hostname: 'ssh-one.novalocal', public_keys: { tester: publicKey } }),
+    })
+    const port = await freePort()
+    let guest: BareGuest | undefined
+    try {
+      // QEMU's user-mode network: DHCP inside, the guest's port 22 forwarded to the test's port on 127.0.0.1.
+      guest = bareGuest({
+        disk: overlay, diskFormat: 'qcow2', configDrive: drive,
+        extraArgs: ['-drive', `file=${volume},format=raw,if=virtio`, '-netdev', `user,id=n0,hostfwd=tcp:127.0.0.1:${port}-:22`, '-device', 'virtio-net-pci,netdev=n0'],
+      })
+      const started = Date.now()
+      await guest.waitFor(/pcc-guest: ready/, BOOT_MS)
+      const log = guest.console()
+      assert.match(log, /pcc-guest: address eth0 10\.0\.2\.15\/24/, 'DHCP on the NIC')
+      assert.match(log, /pcc-guest: ssh-host-key ed25519 SHA256:\S+/)
+      assert.match(log, /pcc-guest: ssh dropbear port 22/)
+      const ssh = (user: string, command: string, key = join(work, 'id')) =>
+        promisify(execFile)('ssh', ['-i', key, '-p', String(port), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=10', `${user}@127.0.0.1`, command], { timeout: 60_000 })
+      const who = await ssh('pcc', 'id -u; hostname; sudo id -u')
+      assert.equal(who.stdout, '0\nssh-one\n0\n')
+      assert.ok(Date.now() - started < BOOT_MS, 'SSH within the boot bound')
+      assert.equal((await ssh('root', 'echo root-too')).stdout, 'root-too\n')
+      // A file system on the second disk, written, unmounted, mounted again and read back; dd and ping are there.
+      const volumeWork = await ssh('pcc', [
+        'sudo mkfs -t ext4 /dev/vdb >/dev/null', 'sudo mount -t ext4 /dev/vdb /mnt', 'echo kept-on-volume | sudo tee /mnt/file >/dev/null', 'sync', 'sudo umount /mnt',
+        'sudo mount /dev/vdb /mnt', 'cat /mnt/file', 'sudo umount /mnt', 'dd if=/dev/vdb bs=512 count=2 2>/dev/null | wc -c', 'ping -c 1 -W 5 127.0.0.1 >/dev/null && echo ping-ok',
+        'which ip wget curl mount dd >/dev/null && echo tools-ok',
+      ].join(' && '))
+      assert.equal(volumeWork.stdout, 'kept-on-volume\n1024\nping-ok\ntools-ok\n')
+      // Only the key pair's key opens it: another key is refused (and no password is asked for: BatchMode).
+      execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(work, 'other')])
+      await assert.rejects(ssh('pcc', 'true', join(work, 'other')), /Permission denied/)
     } finally {
       await guest?.stop()
     }

@@ -8,8 +8,8 @@ import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { chmodSync, copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { findBusybox } from '../../src/guest-image/build.js'
+import { dirname, join } from 'node:path'
+import { findBusybox, findDropbear } from '../../src/guest-image/build.js'
 import { preflight, REQUIREMENTS, type ProbeRoots } from '../../src/server/all-in-one/preflight.js'
 import { SERVER_MAIN, spawnServer } from '../../src/testkit/process.js'
 import { tempDirs } from '../../src/testkit/temp-dirs.js'
@@ -18,10 +18,11 @@ const temp = tempDirs('pcc-preflight-')
 after(temp.removeAll)
 
 const PROGRAMS = ['qemu-system-x86_64', 'qemu-img', 'qemu-nbd', 'qemu-storage-daemon', 'genisoimage', 'mformat', 'mcopy', 'syslinux', 'dnsmasq', 'nft', 'conntrack', 'ip', 'unshare', 'nsenter']
-/** Why this machine has no static busybox to copy into the scratch root (the probe reads the ELF), or undefined. */
+/** Why this machine has no static busybox or dropbear to copy into the scratch root (the probes read them), or undefined. */
 function noStaticBusybox(): string | undefined {
   try {
     findBusybox('/')
+    findDropbear('/')
     return undefined
   } catch (err) {
     return (err as Error).message
@@ -46,6 +47,13 @@ function machine(without: string[] = []): ProbeRoots {
   }
   mkdirSync(join(sysroot, 'bin'), { recursive: true })
   if (!without.includes('busybox')) copyFileSync('/bin/busybox', join(sysroot, 'bin/busybox'))
+  if (!without.includes('dropbear')) {
+    const { dropbear, dropbearkey, libraries } = findDropbear('/')
+    for (const file of [dropbear, dropbearkey, ...libraries]) {
+      mkdirSync(dirname(join(sysroot, file)), { recursive: true })
+      copyFileSync(file, join(sysroot, file))
+    }
+  }
   const kvm = join(dir, 'kvm')
   if (!without.includes('kvm')) writeFileSync(kvm, '')
   return { path: `${bin}:${join(dir, 'empty')}`, sysroot, uid: 0, kvmDevice: kvm }
@@ -66,6 +74,7 @@ describe('all-in-one preflight', { skip: noStaticBusybox() }, () => {
       [['dnsmasq'], ['dnsmasq-base']],
       [['kernel'], ['linux-image-cloud-amd64']],
       [['busybox'], ['busybox-static']],
+      [['dropbear'], ['dropbear-bin']],
       [['kernel', 'busybox'], ['linux-image-cloud-amd64', 'busybox-static']],
       [['nft', 'conntrack', 'genisoimage', 'mcopy'], ['genisoimage', 'mtools', 'nftables', 'conntrack']],
       [['qemu-system-x86_64', 'qemu-nbd', 'syslinux'], ['qemu-system-x86', 'qemu-utils', 'syslinux']],
@@ -93,7 +102,7 @@ describe('all-in-one preflight', { skip: noStaticBusybox() }, () => {
 
   it('checks every package of the README and .ci/run', () => {
     const named = new Set(REQUIREMENTS.map((r) => r.debianPackage))
-    for (const p of ['qemu-system-x86', 'qemu-utils', 'genisoimage', 'mtools', 'syslinux', 'linux-image-cloud-amd64', 'busybox-static', 'dnsmasq-base', 'nftables', 'conntrack']) assert.ok(named.has(p), p)
+    for (const p of ['qemu-system-x86', 'qemu-utils', 'genisoimage', 'mtools', 'syslinux', 'linux-image-cloud-amd64', 'busybox-static', 'dropbear-bin', 'dnsmasq-base', 'nftables', 'conntrack']) assert.ok(named.has(p), p)
   })
 })
 

@@ -10,6 +10,8 @@ export interface BootImage {
   status: 'active' | string
   minDiskGb: number
   minRamMb: number
+  /** Free-form properties (hw_*, os_type, img_config_drive: the guest's hardware, checked at create). */
+  properties: Record<string, string>
 }
 
 export interface ImageLookup {
@@ -21,7 +23,7 @@ export function imageServiceLookup(service: Pick<ImageService, 'getVisibleImage'
   return {
     find: async (imageId, projectId, visibility) => {
       const image = await service.getVisibleImage(projectId, visibility, imageId)
-      return { id: image.id, status: image.status, minDiskGb: image.minDisk, minRamMb: image.minRam }
+      return { id: image.id, status: image.status, minDiskGb: image.minDisk, minRamMb: image.minRam, properties: image.properties }
     },
   }
 }

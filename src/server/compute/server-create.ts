@@ -6,6 +6,8 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { badRequest, forbidden } from '../../contracts/errors.js'
+import { cpuTopologyOf, imageHardwareOf, ImageHardwareError, type ImageHardware } from '../../contracts/compute/image-hardware.js'
+import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { boolWord } from '../../contracts/compute/params.js'
 import type { ApiVersion } from '../../contracts/compute/versions.js'
 import type { ServerTable } from '../storage/schema.js'
@@ -144,6 +146,7 @@ export async function createServers(
     if (flavor.disk > 0 && bootImage.minDiskGb > flavor.disk) throw badRequest("Flavor's disk is too small for requested image.")
     if (bootImage.minRamMb > flavor.ram) throw badRequest("Flavor's memory is too small for requested image.")
   }
+  const hardware = bootImage ? guestHardware(bootImage, flavorSnapshot(flavor)) : undefined
   let keyData: string | null = null
   if (s.key_name !== undefined) {
     const kp = await db.selectFrom('keypairs').select('public_key').where('user_id', '=', caller.userId).where('name', '=', s.key_name as string).executeTakeFirst()
@@ -210,7 +213,7 @@ export async function createServers(
             access_ip_v6: accessIpv6((s.accessIPv6 as string | undefined) ?? ''),
             availability_zone: zone.zone ?? null,
             pinned_availability_zone: zone.zone ?? null,
-            config_drive: s.config_drive !== undefined && boolWord(s.config_drive) ? 1 : 0,
+            config_drive: (s.config_drive !== undefined && boolWord(s.config_drive)) || hardware?.configDrive ? 1 : 0,
             disk_config: (s['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL' | undefined) ?? 'MANUAL',
             user_data: (s.user_data as string | undefined) ?? null,
             hostname: (s.hostname as string | undefined) ?? hostnameFrom(display),
@@ -258,4 +261,19 @@ export async function createServers(
 export function hostnameFrom(name: string): string {
   const h = name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63)
   return h || 'server'
+}
+
+/**
+ * The hardware the image's properties and the flavor ask for, refused with 400 before anything is made when a
+ * value is not one the hypervisors honour or the CPU topology cannot give the flavor's vCPUs (as Nova's image
+ * property schema and its topology check refuse them at create).
+ */
+function guestHardware(image: BootImage, flavor: FlavorSnapshot): ImageHardware {
+  try {
+    cpuTopologyOf(flavor.vcpus, flavor.extra_specs, image.properties)
+    return imageHardwareOf(image.properties)
+  } catch (err) {
+    if (err instanceof ImageHardwareError) throw badRequest(err.message)
+    throw err
+  }
 }

@@ -64,7 +64,9 @@ function guest(image: GuestImage): DefaultImage {
     sha512: image.disk.sha512,
     properties: {
       os_distro: 'pcc-busybox', os_version: image.kernelRelease, hw_architecture: 'x86_64', hw_disk_bus: 'virtio', hw_vif_model: 'virtio',
-      description: 'The pcc guest image: Debian cloud kernel and busybox; prints what it is told on its serial console (docs/qemu.md).',
+      // Whom to log in as over SSH with the key pair (as CirrOS's images say `cirros`): pcc, uid 0.
+      os_admin_user: 'pcc',
+      description: 'The pcc guest image: Debian cloud kernel, busybox and Dropbear; SSH as pcc with the key pair; prints what it is told on its serial console (docs/qemu.md).',
     },
   }
 }

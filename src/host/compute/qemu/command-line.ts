@@ -12,8 +12,9 @@ import { tapName } from '../../../contracts/network/names.js'
 import { volumeArgs } from './volumes.js'
 import type { RbdBlockdev } from '../../../lib/ceph/rbd.js'
 import { DriverError } from '../../../contracts/host/compute-driver.js'
+import { cpuTopologyOf, DISK_BUSES, imageHardwareOf, ImageHardwareError, VIF_MODELS, type CpuTopology, type DiskBus, type ImageHardware } from '../../../contracts/compute/image-hardware.js'
 
-export type DiskBus = 'virtio' | 'scsi' | 'ide' | 'sata'
+export type { DiskBus }
 export type Accelerator = 'kvm' | 'tcg'
 
 export interface PlannedDisk {
@@ -45,7 +46,17 @@ export interface LaunchPlan {
   cpu: string | undefined
   machine: string
   vcpus: number
+  /** sockets × cores × threads = vcpus, when the flavor or image sets one (else QEMU's one socket per vCPU). */
+  topology?: CpuTopology
   memoryMb: number
+  /** The SCSI controller of bus-scsi disks (hw_scsi_model), the RNG (hw_rng_model), the display (hw_video_model). */
+  scsiController?: string
+  rng?: string
+  /** Display device; null: none. */
+  video?: string | null
+  rtc?: 'utc' | 'localtime'
+  /** UEFI: OVMF's code (read-only) and the guest's own copy of its variable store (hw_firmware_type=uefi). */
+  uefi?: { code: string; vars: string }
   pidfile: string
   qmpSocket: string
   serialSocket: string
@@ -79,47 +90,36 @@ export function isQ35(machine: string): boolean {
   return /q35/.test(machine)
 }
 
-/** Image properties the driver honours, with the values QEMU (and the guest image) can take. */
-export const DISK_BUSES: Record<string, DiskBus> = { virtio: 'virtio', scsi: 'scsi', ide: 'ide', sata: 'sata' }
-export const VIF_MODELS: Record<string, string> = {
-  virtio: 'virtio-net-pci',
-  e1000: 'e1000',
-  e1000e: 'e1000e',
-  rtl8139: 'rtl8139',
-  ne2k_pci: 'ne2k_pci',
-  pcnet: 'pcnet',
-  vmxnet3: 'vmxnet3',
+export { DISK_BUSES, VIF_MODELS }
+
+/** Reads the hardware image properties (the table in contracts); a value outside it is a DriverError 400 naming it. */
+export function imageHardware(image: GuestImageRef | null | undefined): ImageHardware {
+  try {
+    return imageHardwareOf(image?.properties)
+  } catch (err) {
+    if (err instanceof ImageHardwareError) throw new DriverError(err.message, 400)
+    throw err
+  }
 }
-const MACHINE = /^(pc|q35|pc-i440fx-[0-9.]+|pc-q35-[0-9.]+)$/
+
+/** The guest's CPU topology from its flavor and image (contracts), as a DriverError 400 when it cannot be. */
+export function cpuTopology(spec: GuestSpec): CpuTopology | undefined {
+  try {
+    return cpuTopologyOf(spec.flavor.vcpus, spec.flavor.extra_specs, spec.image?.properties)
+  } catch (err) {
+    if (err instanceof ImageHardwareError) throw new DriverError(err.message, 400)
+    throw err
+  }
+}
 
 /** QEMU's option syntax doubles commas inside a value. */
 const esc = (value: string) => value.replace(/,/g, ',,')
-
-/** Reads `hw_*` image properties; unknown values are a DriverError naming the property (Nova refuses them too). */
-export function imageHardware(image: GuestImageRef | null | undefined): { diskBus: DiskBus; cdromBus: DiskBus | undefined; vifModel: string; machine: string } {
-  const p = image?.properties ?? {}
-  const pick = <T>(name: string, table: Record<string, T>, fallback: T): T => {
-    const value = p[name]
-    if (value === undefined || value === '') return fallback
-    // Own keys only: `constructor` or `toString` are not buses or NIC models.
-    if (!Object.hasOwn(table, value)) throw new DriverError(`image property ${name}=${value} is not supported by the qemu driver (one of: ${Object.keys(table).join(', ')})`, 400)
-    return table[value]
-  }
-  const machine = p.hw_machine_type || 'pc'
-  if (!MACHINE.test(machine)) throw new DriverError(`image property hw_machine_type=${machine} is not supported by the qemu driver (pc, q35 or a versioned pc-i440fx-*/pc-q35-*)`, 400)
-  return {
-    diskBus: pick('hw_disk_bus', DISK_BUSES, 'virtio'),
-    cdromBus: p.hw_cdrom_bus ? pick('hw_cdrom_bus', DISK_BUSES, 'ide') : undefined,
-    vifModel: pick('hw_vif_model', VIF_MODELS, 'virtio-net-pci'),
-    machine,
-  }
-}
 
 export function nicsOf(spec: GuestSpec, model: string): PlannedNic[] {
   return (spec.nics ?? []).map((n, i) => ({ id: `net${i}`, tap: tapName(n.portId), mac: n.macAddress, model }))
 }
 
-function diskArgs(disks: PlannedDisk[], machine: string): string[] {
+function diskArgs(disks: PlannedDisk[], machine: string, scsiController = 'virtio-scsi-pci'): string[] {
   const args: string[] = []
   let ideSlot = 0
   let scsi = false
@@ -137,7 +137,7 @@ function diskArgs(disks: PlannedDisk[], machine: string): string[] {
     if (d.bus === 'virtio') {
       args.push('-device', `virtio-blk-pci,drive=${d.node},id=${id}${boot}`)
     } else if (d.bus === 'scsi') {
-      if (!scsi) args.push('-device', 'virtio-scsi-pci,id=scsi0')
+      if (!scsi) args.push('-device', `${scsiController},id=scsi0`)
       scsi = true
       args.push('-device', `${d.cdrom ? 'scsi-cd' : 'scsi-hd'},drive=${d.node},id=${id},bus=scsi0.0${boot}`)
     } else {
@@ -162,13 +162,16 @@ export function qemuArgs(plan: LaunchPlan): string[] {
     '-machine', plan.machine,
     '-accel', plan.accel,
     ...(plan.cpu ? ['-cpu', plan.cpu] : []),
-    '-smp', String(plan.vcpus),
+    '-smp', plan.topology ? `${plan.vcpus},sockets=${plan.topology.sockets},cores=${plan.topology.cores},threads=${plan.topology.threads}` : String(plan.vcpus),
     '-m', String(plan.memoryMb),
     '-nodefaults',
     '-no-user-config',
     '-msg', 'timestamp=on',
-    '-rtc', 'base=utc',
+    '-rtc', `base=${plan.rtc ?? 'utc'}`,
     '-boot', 'strict=on',
+    ...(plan.uefi
+      ? ['-drive', `if=pflash,format=raw,readonly=on,file=${esc(plan.uefi.code)}`, '-drive', `if=pflash,format=raw,file=${esc(plan.uefi.vars)}`]
+      : []),
     '-smbios', `type=1,manufacturer=OpenStack Foundation,product=OpenStack Nova,family=Virtual Machine,serial=${plan.uuid},uuid=${plan.uuid}`,
     '-pidfile', plan.pidfile,
     ...(plan.daemonize ? ['-daemonize'] : []),
@@ -176,7 +179,9 @@ export function qemuArgs(plan: LaunchPlan): string[] {
     '-mon', 'chardev=qmp,mode=control',
     '-chardev', `socket,id=serial0,path=${esc(plan.serialSocket)},server=on,wait=off,logfile=${esc(plan.consoleLog)},logappend=on`,
     '-serial', 'chardev:serial0',
-    '-device', 'VGA,id=video0',
+    ...(plan.video === null ? [] : ['-device', `${plan.video ?? 'VGA'},id=video0`]),
+    // The guest's entropy from the host's /dev/urandom (hw_rng_model=virtio), as Nova's rng_dev_path default.
+    ...(plan.rng ? ['-object', 'rng-random,id=rng0,filename=/dev/urandom', '-device', `${plan.rng},rng=rng0,id=rng0-dev`] : []),
     '-display', 'none',
     '-vnc', `unix:${plan.vncSocket}`,
     // A guest kernel panic (through pvpanic) leaves QEMU paused in guest-panicked: the host reports CRASHED.
@@ -184,7 +189,7 @@ export function qemuArgs(plan: LaunchPlan): string[] {
     '-action', 'panic=pause',
   ]
   for (let i = 0; i < (isQ35(plan.machine) ? plan.hotplugPorts : 0); i++) args.push('-device', `pcie-root-port,id=hotplug${i},chassis=${i + 1},bus=pcie.0`)
-  args.push(...diskArgs(plan.disks, plan.machine))
+  args.push(...diskArgs(plan.disks, plan.machine, plan.scsiController))
   for (const v of plan.volumes ?? []) args.push(...volumeArgs(v.volume, v.keyDir, plan.machine, v.bootIndex))
   if (plan.nics.length === 0) args.push('-nic', 'none')
   for (const n of plan.nics) {

@@ -65,6 +65,7 @@ export class HostPaths {
       swap: join(dir, 'disk.swap'),
       configDrive: join(dir, 'disk.config'),
       rescueDisk: join(dir, 'disk.rescue'),
+      nvram: join(dir, 'nvram.fd'),
       consoleLog: join(dir, 'console.log'),
       record: join(dir, 'guest.json'),
       pidfile: join(dir, 'qemu.pid'),
@@ -89,6 +90,8 @@ export interface InstancePaths {
   swap: string
   configDrive: string
   rescueDisk: string
+  /** The guest's own UEFI variable store (a copy of OVMF's template), for hw_firmware_type=uefi. */
+  nvram: string
   consoleLog: string
   record: string
   pidfile: string

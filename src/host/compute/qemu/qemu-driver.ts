@@ -11,7 +11,7 @@
  * guest has no process either, and its memory in `suspend.state`.
  */
 import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { connect } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -20,7 +20,7 @@ import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
-import { imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
+import { cpuTopology, imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
 import type { DiskLayout } from './disk-layout.js'
@@ -671,6 +671,7 @@ export class QemuDriver implements ComputeDriver {
   private async create(spec: GuestSpec, p: InstancePaths): Promise<void> {
     privateDir(p.dir)
     imageHardware(spec.image)
+    cpuTopology(spec)
     await this.disks.ensureRoot(p, spec)
     if (spec.kernel) await this.images.get(spec.kernel)
     if (spec.ramdisk) await this.images.get(spec.ramdisk)
@@ -722,7 +723,13 @@ export class QemuDriver implements ComputeDriver {
       cpu: accel.cpu,
       machine: hw.machine,
       vcpus: spec.flavor.vcpus,
+      topology: cpuTopology(spec),
       memoryMb: spec.flavor.ram,
+      scsiController: hw.scsiController,
+      rng: hw.rng,
+      video: hw.video,
+      rtc: hw.rtc,
+      ...(hw.firmware === 'uefi' && { uefi: { code: OVMF.code, vars: guestNvram(p.nvram) } }),
       pidfile: p.pidfile,
       qmpSocket: p.qmp,
       serialSocket: p.serial,
@@ -909,4 +916,17 @@ function toDriverError(err: unknown): Error {
   if (e.code === 'ENOSPC') return new DriverError(`the host is out of disk space: ${e.message}`)
   if (e.code) return new DriverError(`${e.code}: ${e.message}`)
   return err as Error
+}
+
+/** OVMF as Debian's ovmf package installs it (4 MiB flash: code and the variable store template). */
+const OVMF = { code: '/usr/share/OVMF/OVMF_CODE_4M.fd', vars: '/usr/share/OVMF/OVMF_VARS_4M.fd' }
+
+/**
+ * The guest's UEFI variable store: its own writable copy of OVMF's template, made at its first UEFI start on this
+ * host (a guest moved here starts with fresh variables: OVMF then boots the disk by its default order).
+ */
+function guestNvram(path: string): string {
+  if (!existsSync(OVMF.code) || !existsSync(OVMF.vars)) throw new DriverError('image property hw_firmware_type=uefi needs OVMF on this host (Debian package ovmf)')
+  if (!existsSync(path)) copyFileSync(OVMF.vars, path)
+  return path
 }
