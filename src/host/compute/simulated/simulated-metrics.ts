@@ -5,7 +5,7 @@
  * fixed rates of LOAD; a paused or stopped one adds nothing. Counters grow from the guest's first sample.
  */
 import { POWER } from '../../../contracts/host/compute-driver.js'
-import type { GuestSample } from '../../../contracts/host/metrics.js'
+import type { GuestSample, HostSample } from '../../../contracts/host/metrics.js'
 
 /** What a running simulated guest does each second. */
 export const LOAD = { cpuShare: 0.25, memoryShare: 0.5, readBps: 65_536, writeBps: 32_768, rxBps: 8192, txBps: 4096, packetBytes: 1024, requestBytes: 4096 }
@@ -82,5 +82,25 @@ export class SimulatedMeter {
         return { mac, rxBytes: rx, txBytes: tx, rxPackets: Math.floor(rx / LOAD.packetBytes), txPackets: Math.floor(tx / LOAD.packetBytes), rxErrors: 0, txErrors: 0, rxDrop: 0, txDrop: 0 }
       }),
     }
+  }
+}
+
+/**
+ * A simulated host's own sample: its CPU is busy with its guests' CPU time (in jiffies of 100 a second, as
+ * /proc/stat counts), its memory used is its guests', its disk holds their disks' bytes written.
+ */
+export function simulatedHostSample(guests: GuestSample[], cpus: number, memoryMb: number, startedAt: number, now = Date.now()): HostSample {
+  const jiffies = (ns: number) => Math.round(ns / 1e7)
+  return {
+    at: now,
+    cpuBusy: jiffies(guests.reduce((t, g) => t + g.cpuNs, 0)),
+    cpuTotal: Math.round(((now - startedAt) / 1000) * 100 * cpus),
+    cpus,
+    memoryTotalKb: memoryMb * 1024,
+    memoryUsedKb: guests.reduce((t, g) => t + g.memoryUsedKb, 0),
+    diskUsedBytes: guests.reduce((t, g) => t + g.disks.reduce((d, x) => d + x.wrBytes, 0), 0),
+    diskTotalBytes: 0,
+    guests: guests.length,
+    accelerator: 'simulated',
   }
 }

@@ -50,6 +50,24 @@ const registerSchema = {
   },
 }
 
+/** Metrics samples (src/contracts/host/metrics.ts): every counter a non-negative number, every list bounded. */
+const count = { type: 'number', minimum: 0 }
+const counts = (names: string[]) => Object.fromEntries(names.map((n) => [n, count]))
+const sampleObject = (properties: Record<string, unknown>) => ({ type: 'object', required: Object.keys(properties), properties })
+const guestSampleSchema = sampleObject({
+  serverId: { type: 'string', pattern: uuid },
+  at: count,
+  state: { type: 'string', enum: ['running', 'paused', 'shutdown', 'suspended', 'crashed', 'pending'] },
+  ...counts(['vcpus', 'cpuNs', 'uptimeS', 'memoryMaxKb', 'memoryUsedKb']),
+  disks: { type: 'array', maxItems: 64, items: sampleObject({ name: str(64), ...counts(['rdBytes', 'wrBytes', 'rdReqs', 'wrReqs', 'errors']) }) },
+  nics: { type: 'array', maxItems: 64, items: sampleObject({ mac: str(64), ...counts(['rxBytes', 'txBytes', 'rxPackets', 'txPackets', 'rxErrors', 'txErrors', 'rxDrop', 'txDrop']) }) },
+})
+const hostSampleSchema = sampleObject({
+  ...counts(['at', 'cpuBusy', 'cpuTotal', 'cpus', 'memoryTotalKb', 'memoryUsedKb', 'diskUsedBytes', 'diskTotalBytes', 'guests']),
+  accelerator: str(32),
+})
+const samplesSchema = { type: 'object', required: ['host', 'guests'], properties: { host: hostSampleSchema, guests: { type: 'array', maxItems: 10000, items: guestSampleSchema } } }
+
 const heartbeatSchema = {
   type: 'object',
   properties: {
@@ -60,6 +78,7 @@ const heartbeatSchema = {
       properties: { vcpus: { type: 'integer', minimum: 0 }, memory_mb: { type: 'integer', minimum: 0 }, disk_gb: { type: 'integer', minimum: 0 } },
     },
     guests: { type: 'array', maxItems: 10000, items: { type: 'object' } },
+    samples: samplesSchema,
   },
 }
 
