@@ -13,6 +13,8 @@ import { ROLES } from '../../onboarding/roles.js'
 import { RESMGR_HOSTS_POLICY } from '../../policy/resmgr-hosts.policy.js'
 import { authorize } from '../../policy/rules.js'
 import { documented, HOST_CREDENTIAL, noBody, OPEN } from '../../http/openapi.js'
+import { readHistory, type MetricRange } from '../../metrics/metric-history.js'
+import { HOST_POINT_FIELDS, hostPointView, metricsSchema, RANGE_NAMES } from '../../metrics/metric-views.js'
 
 const uuid = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 const str = (max = 255) => ({ type: 'string', maxLength: max })
@@ -108,6 +110,11 @@ const DOCS = {
   roles: documented({ summary: 'The roles a host can take', response: { 200: { type: 'array', items: obj({ name: str(), display_name: str(), description: str() }) } } }),
   list: documented({ summary: 'List hosts', response: { 200: { type: 'array', items: HOST } } }),
   show: documented({ summary: 'Show a host', response: { 200: HOST } }),
+  metrics: documented({
+    summary: "A host's metrics history (CPUs busy, memory, disk used, guests) over an hour, day, week or year",
+    querystring: { type: 'object', properties: { range: { type: 'string', enum: RANGE_NAMES } } },
+    response: { 200: metricsSchema('metrics', HOST_POINT_FIELDS) },
+  }),
   delete: documented({ summary: 'Remove a host (force: also with servers on it)', response: { 200: { type: 'object', maxProperties: 0 } } }),
   assignRole: documented({ summary: 'Give a host a role', response: { 200: HOST } }),
   removeRole: documented({ summary: 'Take a role from a host', response: { 200: HOST } }),
@@ -168,6 +175,18 @@ export function hostRoutes(deps: AppDeps) {
       authorize(RESMGR_HOSTS_POLICY, 'hosts:get', request.principal)
       return onboarding.view(request.params.id.toLowerCase())
     })
+
+    scope.get<{ Params: { id: string }; Querystring: { range?: MetricRange } }>(
+      '/v1/hosts/:id/metrics',
+      { onRequest: requireAuth, schema: { params: hostParams, querystring: { type: 'object', properties: { range: { type: 'string', enum: RANGE_NAMES } } } }, ...DOCS.metrics },
+      async (request) => {
+        authorize(RESMGR_HOSTS_POLICY, 'hosts:metrics', request.principal)
+        const host = await onboarding.view(request.params.id.toLowerCase())
+        const range = request.query.range ?? 'hour'
+        const history = await readHistory(deps.store.db, host.id, range)
+        return { metrics: { id: host.id, range, step_seconds: history.step / 1000, points: history.points.map(hostPointView) } }
+      },
+    )
 
     scope.delete<{ Params: { id: string }; Querystring: { force?: boolean } }>(
       '/v1/hosts/:id',
