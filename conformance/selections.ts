@@ -73,7 +73,6 @@ export const REAL_GUEST_TESTS: string[] = [
  * that differs from Nova's. These are the failures of the full selection (docs/conformance.md lists them).
  */
 export const NOT_IN_CI: { pattern: string; why: string }[] = [
-  { pattern: api('compute', 'admin.test_server_diagnostics'), why: 'server diagnostics are not implemented' },
   { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },
   { pattern: api('volume', 'admin.test_qos.'), why: 'QoS specs are not implemented' },
   { pattern: api('volume', 'admin.test_volume_types.VolumeTypesTest.test_volume_type_encryption'), why: 'volume type encryption is not implemented' },

@@ -115,6 +115,8 @@ export const GATES = {
   keypairCreated201: '2.2',
   ip6Filter: '2.5',
   remoteConsoles: '2.6',
+  /** Server diagnostics in one shape for every hypervisor (Nova's 2.48). */
+  standardDiagnostics: '2.48',
   flavorAccessPublic409: '2.7',
   keypairUserId: '2.10',
   serverGroupOwner: '2.13',

@@ -10,6 +10,7 @@
  */
 import type { ConsoleProtocol, FlavorSnapshot, GuestImageRef, GuestInfo, GuestSpec, LiveMigrationHandle, LiveMigrationHandover, VolumeConnection } from './compute-driver.js'
 import type { PlaceSource } from './storage-place.js'
+import type { GuestSample } from './metrics.js'
 
 /**
  * The protocol this tree's agents speak. An agent reports it at registration and in its heartbeat's facts; the
@@ -19,8 +20,10 @@ import type { PlaceSource } from './storage-place.js'
  * 1: the commands up to pcc's first onboarding release.
  * 2: live migration as per-host steps for every driver (prepareLiveMigration, liveMigrateTo, finishLiveMigration,
  *    abortLiveMigration with a driver-tagged handle); protocol 1's QEMU-only steps and `receiveGuest` are gone.
+ * 3: metrics: heartbeats carry `samples` every SAMPLE_INTERVAL_MS (src/contracts/host/metrics.ts), and
+ *    sampleGuests answers a sample of every guest on demand.
  */
-export const HOST_PROTOCOL_VERSION = 2
+export const HOST_PROTOCOL_VERSION = 3
 
 /**
  * How long the control plane waits for a command's outcome (`long` commands: LONG_COMMAND_FACTOR times as long)
@@ -95,6 +98,7 @@ export const HOST_COMMANDS = {
   liveMigrateTo: command<Server & { handle: LiveMigrationHandle }, LiveMigrationHandover>(2, { long: true }),
   finishLiveMigration: command<Server & { handover: LiveMigrationHandover }, void>(2),
   abortLiveMigration: command<Server, void>(2),
+  sampleGuests: command<Record<string, never>, GuestSample[]>(3),
 
   // Storage: the StoragePlace calls of src/contracts/host/storage-place.ts, executed by the agent's storage role.
   'volume.create': command<{ backend: string; volumeId: string; sizeGb: number }, void>(1),

@@ -5,6 +5,7 @@
  * crash.
  */
 import type { Duplex, Readable } from 'node:stream'
+import type { GuestSample } from './metrics.js'
 
 /** The flavor a guest runs with, as the host sizes it (a copy kept with the server: later flavor edits do not move it). */
 export interface FlavorSnapshot {
@@ -233,6 +234,11 @@ export interface ComputeDriver {
    * agent answers from its heartbeat, so a guest just spawned or destroyed may show a heartbeat later.
    */
   listGuests(): Promise<GuestInfo[]>
+  /**
+   * A metrics sample of every guest the host runs (docs/metrics.md): cumulative CPU, disk and network counters and
+   * memory. The agent sends them with its heartbeat every SAMPLE_INTERVAL_MS; a guest that is off samples as shutdown.
+   */
+  sampleGuests(): Promise<GuestSample[]>
   info(serverId: string): Promise<GuestInfo | undefined>
   /**
    * The work of one task state before the next (plugging networks during `networking`, attaching volumes

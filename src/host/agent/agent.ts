@@ -13,7 +13,7 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameS
 import { randomUUID } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { DriverError, type ComputeDriver, type GuestInfo } from '../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type GuestInfo, type HostCapacity } from '../../contracts/host/compute-driver.js'
 import { COMMAND_TIMEOUT_MS, HOST_PROTOCOL_VERSION, isCommandName, LONG_COMMAND_FACTOR, type CommandHandlers, type ComputeCommandName } from '../../contracts/host/commands.js'
 import { QemuDriver } from '../compute/qemu/qemu-driver.js'
 import { createComputeDriver, type DriverSettings } from './compute-driver.js'
@@ -23,6 +23,8 @@ import { ConsoleStreams } from '../remote-consoles/console-streams.js'
 import { NetworkAgent, type NetworkConfig } from '../network/network-agent.js'
 import { isStorageCommand, StorageRole, type StorageConfig } from '../storage/storage-role.js'
 import { withVolumeKeys } from './volume-keys.js'
+import { sampleHost } from './host-metrics.js'
+import { SAMPLE_INTERVAL_MS, type HeartbeatSamples } from '../../contracts/host/metrics.js'
 
 export interface AgentConfig extends DriverSettings {
   controller: string
@@ -74,6 +76,8 @@ export class PccAgent {
   private stopped = false
   private factsSentAt = 0
   private factsReadAt = 0
+  /** When the last metrics sample went with a heartbeat (docs/metrics.md): one every SAMPLE_INTERVAL_MS. */
+  private sampledAt = 0
   private readonly wake: (() => void)[] = []
   private readonly consoles: ConsoleStreams
   private storage!: StorageRole
@@ -301,15 +305,30 @@ export class PccAgent {
       if (JSON.stringify(fresh) !== JSON.stringify(this.facts)) sendFacts = true
       this.facts = fresh
     }
+    const samples = Date.now() - this.sampledAt >= SAMPLE_INTERVAL_MS - 500 ? await this.samples(guests.length, cap) : undefined
     const answer = await this.api<{ roles: Record<string, string> }>('POST', '/heartbeat', {
       capacity: { vcpus: cap.vcpus, memory_mb: cap.memoryMb, disk_gb: cap.diskGb },
       guests,
+      ...(samples && { samples }),
       ...(sendFacts && {
         facts: { nics: this.facts.nics, os_info: this.facts.os_info, agent_version: this.version, protocol_version: this.protocolVersion, hypervisor_type: cap.hypervisorType, hypervisor_version: cap.hypervisorVersion, cpu_info: cap.cpuInfo, images_type: cap.imagesType, network: this.network?.facts() } satisfies HeartbeatFacts,
       }),
     })
     if (sendFacts) this.factsSentAt = Date.now()
     await this.converge(answer.roles)
+  }
+
+  /** This host's and its guests' metrics; a failing sample leaves the heartbeat without one rather than failing it. */
+  private async samples(guests: number, cap: HostCapacity): Promise<HeartbeatSamples | undefined> {
+    try {
+      const accelerator = typeof cap.cpuInfo.accelerator === 'string' ? cap.cpuInfo.accelerator : this.driver.type
+      const samples = { host: sampleHost(this.root, guests, accelerator), guests: await this.driver.sampleGuests() }
+      this.sampledAt = Date.now()
+      return samples
+    } catch (err) {
+      this.log('warn', 'metrics sample failed', { error: (err as Error).message })
+      return undefined
+    }
   }
 
   private async converge(roles: Record<string, string>): Promise<void> {
@@ -420,6 +439,7 @@ export class PccAgent {
   private readonly compute: CommandHandlers<ComputeCommandName> = {
     info: async ({ serverId }) => (await this.driver.info(serverId)) ?? null,
     listGuests: () => this.driver.listGuests(),
+    sampleGuests: () => this.driver.sampleGuests(),
     beginStep: async ({ serverId, taskState }) => {
       // The build's networking step: the guest's tap in its bridge, behind its rules, before it starts.
       if (taskState === 'networking') await this.network?.syncNow()

@@ -11,6 +11,9 @@ import { SimulatedDriver } from '../../host/compute/simulated/simulated-driver.j
 import type { Store } from '../storage/store.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { heartbeat, registerHost } from '../hosts/host-protocol.js'
+import { recordSamples } from '../metrics/metric-history.js'
+import { SAMPLE_INTERVAL_MS } from '../../contracts/host/metrics.js'
+import { simulatedHostSample } from '../../host/compute/simulated/simulated-metrics.js'
 
 export interface SimulatedHostSpec {
   hostname: string
@@ -92,7 +95,24 @@ export async function startSimulatedHost(
     heartbeat(ctx.store.db, host.id).catch((err: unknown) => ctx.logger.warn({ err, host: spec.hostname }, 'simulated host heartbeat failed'))
   }, ctx.config.hostHeartbeatSeconds * 1000)
   timer.unref()
-  return { hostId: host.id, hostname: host.hostname, driver, stop: () => clearInterval(timer) }
+  // Metrics as an agent samples them (docs/metrics.md), from the simulated driver's load model.
+  const startedAt = Date.now()
+  const sampler = setInterval(() => {
+    sampleSimulatedHost(ctx.store, host.id, driver, startedAt).catch((err: unknown) => ctx.logger.warn({ err, host: spec.hostname }, 'simulated host metrics failed'))
+  }, SAMPLE_INTERVAL_MS)
+  sampler.unref()
+  const stop = () => {
+    clearInterval(timer)
+    clearInterval(sampler)
+  }
+  return { hostId: host.id, hostname: host.hostname, driver, stop }
+}
+
+/** One sample of a simulated host and its guests, recorded as an agent's heartbeat records it. */
+export async function sampleSimulatedHost(store: Store, hostId: string, driver: SimulatedDriver, startedAt: number): Promise<void> {
+  const guests = await driver.sampleGuests()
+  const capacity = await driver.capacity()
+  await recordSamples(store.db, hostId, { host: simulatedHostSample(guests, capacity.vcpus, capacity.memoryMb, startedAt), guests })
 }
 
 /** Registers sim-host-1…N (AZ nova, cell1, addresses 192.0.2.11…). */

@@ -4,6 +4,7 @@
  * from its server group, detaches its volumes (deleting those with delete_on_termination) and drops its shelved image. The server row update comes first so that a claim racing with the delete either commits
  * before it (and is released here) or sees the row deleted and rolls back.
  */
+import { deleteHistory } from '../metrics/metric-history.js'
 import { POWER } from '../../contracts/host/compute-driver.js'
 import type { DeleteTaskPayload } from '../compute/tasks.js'
 import { DriverError } from '../../contracts/host/compute-driver.js'
@@ -70,6 +71,7 @@ export async function markDeleted(ctx: ConductorContext, serverId: string, alsoI
     await releaseServerNetwork(ctx.store, tx, serverId)
     await tx.deleteFrom('server_group_members').where('server_id', '=', serverId).execute()
     await ConsoleTokens.deleteForServer(tx, serverId)
+    await deleteHistory(tx, serverId)
     await releaseVolumes(ctx, tx, serverId)
     return releaseShelvedImage(ctx, tx, serverId)
   })

@@ -5,6 +5,7 @@
  * Which guests the host holds comes from the agent's last heartbeat, so reconciliation sends no command and does
  * not wait on a host that is DOWN.
  */
+import type { GuestSample } from '../../contracts/host/metrics.js'
 import { isUp } from './host-status.js'
 import { reportedProtocol } from './host-protocol.js'
 import type { CommandChannel } from '../onboarding/command-channel.js'
@@ -138,6 +139,11 @@ export class AgentDriver implements ComputeDriver {
       .executeTakeFirst()
     if (!row || row.last_heartbeat_at === null || Date.now() - row.last_heartbeat_at > this.options.staleAfterMs) return undefined
     return JSON.parse(row.guests) as GuestInfo[]
+  }
+
+  /** Asked of the agent (protocol 3): its heartbeats carry the same samples every SAMPLE_INTERVAL_MS. */
+  sampleGuests(): Promise<GuestSample[]> {
+    return this.call('sampleGuests', {})
   }
 
   async info(serverId: string): Promise<GuestInfo | undefined> {

@@ -1,4 +1,5 @@
 /** The compute hosts as os-hypervisors and os-services see them: their rows, their servers, their service state. */
+import { deleteHistory } from '../metrics/metric-history.js'
 import type { HostTable } from '../storage/tables/compute.js'
 import type { Db } from '../storage/store.js'
 
@@ -35,6 +36,7 @@ export async function deleteComputeHost(db: Db, hostId: string): Promise<void> {
     await tx.deleteFrom('allocations').where('host_id', '=', hostId).execute()
     await tx.deleteFrom('host_roles').where('host_id', '=', hostId).execute()
     await tx.deleteFrom('network_agents').where('host_id', '=', hostId).execute()
+    await deleteHistory(tx, hostId)
     await tx.deleteFrom('hosts').where('id', '=', hostId).execute()
   })
 }

@@ -1,9 +1,13 @@
-/** Operations endpoints, open without authentication: liveness, readiness, metrics and the OpenAPI document. */
+/**
+ * Operations endpoints, open without authentication: liveness, readiness, metrics (the process's, and every guest's
+ * and host's latest sample) and the OpenAPI document.
+ */
 import type { FastifyInstance } from 'fastify'
 import type { Registry } from 'prom-client'
 import type { AppDeps } from '../deps.js'
 import { metricsText, type RequestStats } from './metrics.js'
 import { mediaAnswer } from './openapi.js'
+import { cloudMetricsText } from '../metrics/prometheus.js'
 
 export interface OpsState {
   /** Set once migrations and bootstrap have finished. */
@@ -70,7 +74,12 @@ export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: 
   const metricsDocs = { summary: 'Prometheus metrics', tags: ['operations'], security: [], response: { 200: mediaAnswer('text/plain', 'Metrics in the Prometheus text format 0.0.4') } }
   app.get('/metrics', { schema: metricsDocs }, async (_request, reply) => {
     reply.type(metrics.registry.contentType)
-    return metricsText(metrics.registry, metrics.requests)
+    // Guests and hosts (docs/metrics.md) come from the store: with the database away the process's own metrics still matter.
+    const cloud = await cloudMetricsText(deps.store.db).catch((err: unknown) => {
+      deps.logger.warn({ err }, 'metrics: guest and host samples unreadable')
+      return ''
+    })
+    return `${await metricsText(metrics.registry, metrics.requests)}\n${cloud}`
   })
 
   const documentDocs = { summary: 'This document: every route with its schemas', tags: ['operations'], security: [], response: { 200: { type: 'object', description: 'An OpenAPI 3.1 document' } } }

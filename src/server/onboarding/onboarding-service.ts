@@ -19,6 +19,8 @@ import { CommandChannel } from './command-channel.js'
 import { hostView, type HostView } from './host-view.js'
 import { CONVERGING, ROLES } from './roles.js'
 import { storageHostGone, volumesOnHost } from '../volume/storage-hosts.js'
+import { deleteHistory, recordSamples } from '../metrics/metric-history.js'
+import type { HeartbeatSamples } from '../../contracts/host/metrics.js'
 
 export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 const secret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`
@@ -39,6 +41,8 @@ export interface HeartbeatRequest {
   facts?: StoredHostFacts
   capacity?: { vcpus: number; memory_mb: number; disk_gb: number }
   guests?: unknown[]
+  /** Metrics samples, every SAMPLE_INTERVAL_MS (protocol 3; validated by the route's schema). */
+  samples?: HeartbeatSamples
 }
 
 /** How long a credential lookup is remembered in this process; a removed host is refused by its missing row anyway. */
@@ -287,6 +291,7 @@ export class OnboardingService {
       const text = JSON.stringify(hb.guests)
       if (text !== current.guests) await db.updateTable('agent_hosts').set({ guests: text, guests_at: now }).where('host_id', '=', hostId).execute()
     }
+    if (hb.samples) await recordSamples(db, hostId, hb.samples)
     const roles: Record<string, string> = {}
     for (const r of rows) if (r.role !== null && r.state !== null) roles[r.role] = r.state
     return { roles }
@@ -352,6 +357,7 @@ export class OnboardingService {
       await tx.deleteFrom('host_credentials').where('host_id', '=', host.id).execute()
       await tx.deleteFrom('agent_hosts').where('host_id', '=', host.id).execute()
       await tx.deleteFrom('host_commands').where('host_id', '=', host.id).execute()
+      await deleteHistory(tx, host.id)
       await tx.deleteFrom('hosts').where('id', '=', host.id).execute()
     })
     for (const [hash, entry] of this.credentialCache) if (entry.hostId === host.id) this.credentialCache.delete(hash)

@@ -58,6 +58,10 @@ export const COMPUTE_POLICY = {
   'servers:interfaces:delete': projectMemberOrAdmin,
   'servers:security_groups:list': projectReaderOrAdmin,
   'servers:remote_consoles': projectMemberOrAdmin,
+  /** Nova's os_compute_api:os-server-diagnostics: admins only by default. */
+  'servers:diagnostics': isAdmin,
+  /** pcc's metrics history of a server (docs/metrics.md): what its project may read of it. */
+  'servers:metrics': projectReaderOrAdmin,
   'console_auth_tokens:show': isAdmin,
   'flavors:read': anyone,
   /**

@@ -19,6 +19,7 @@ import type { OnboardingTables } from './tables/onboarding.js'
 import type { ClusterTables } from './tables/cluster.js'
 import type { ComputeVolumeTables } from './tables/compute-volumes.js'
 import type { ConsoleTables } from './tables/console.js'
+import type { MetricsTables } from './tables/metrics.js'
 
 export type * from './tables/foundation.js'
 export type * from './tables/identity.js'
@@ -32,6 +33,7 @@ export type * from './tables/onboarding.js'
 export type * from './tables/cluster.js'
 export type * from './tables/compute-volumes.js'
 export type * from './tables/console.js'
+export type * from './tables/metrics.js'
 
 export interface Database
   extends FoundationTables,
@@ -45,4 +47,5 @@ export interface Database
     OnboardingTables,
     ClusterTables,
     ComputeVolumeTables,
-    ConsoleTables {}
+    ConsoleTables,
+    MetricsTables {}

@@ -110,6 +110,25 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         assert.ok(all.includes(two.trim().split('\n')[0]))
       })
 
+      it('samples it: counters that only grow, CPU time while it runs, memory within its flavor', async () => {
+        const sampleOf = async () => (await a.sampleGuests()).find((g) => g.serverId === id)
+        const first = await sampleOf()
+        assert.ok(first, 'the running guest is sampled')
+        await new Promise((resolve) => setTimeout(resolve, 1500))
+        const second = await sampleOf()
+        assert.ok(second)
+        assert.equal(second.state, 'running')
+        assert.equal(second.vcpus, h.spec(id).flavor.vcpus)
+        assert.equal(second.memoryMaxKb, h.spec(id).flavor.ram * 1024)
+        assert.ok(second.memoryUsedKb > 0 && second.memoryUsedKb <= second.memoryMaxKb, `memory used ${second.memoryUsedKb} KiB`)
+        assert.ok(second.cpuNs > first.cpuNs, `CPU time grows while the guest runs (${first.cpuNs} → ${second.cpuNs})`)
+        assert.ok(second.disks.length > 0, 'its disks are sampled')
+        for (const d of second.disks) {
+          const before = first.disks.find((x) => x.name === d.name)
+          if (before) assert.ok(d.rdBytes >= before.rdBytes && d.wrBytes >= before.wrBytes, `disk ${d.name} counters only grow`)
+        }
+      })
+
       it('pauses and unpauses, each twice; the guest runs on from where it was', async () => {
         await a.pause(id)
         assert.equal(await power(a, id), POWER.PAUSED)

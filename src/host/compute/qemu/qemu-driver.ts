@@ -33,6 +33,8 @@ import { attachVolume as attachNbdVolume, detachVolume as detachNbdVolume, exten
 import { qemuImg } from './qemu-img.js'
 import { RbdDisks } from './rbd-disks.js'
 import { Rbd, type CephClient } from '../../../lib/ceph/rbd.js'
+import { balloonKb, diskStats, nicStats, processStats } from './guest-metrics.js'
+import type { GuestSample } from '../../../contracts/host/metrics.js'
 import { runningPid, signal, startDaemonized, systemdAvailable, waitGone } from './qemu-process.js'
 
 const exec = promisify(execFile)
@@ -141,6 +143,9 @@ export function cleanStopMs(configuredMs: number | undefined, long = false): num
   return Math.min(configuredMs ?? CLEAN_STOP_DEFAULT_MS, limit)
 }
 
+/** Nova's diagnostics states by power state. */
+const SAMPLE_STATES: Record<number, GuestSample['state']> = { [POWER.RUNNING]: 'running', [POWER.PAUSED]: 'paused', [POWER.SHUTDOWN]: 'shutdown', [POWER.SUSPENDED]: 'suspended', [POWER.CRASHED]: 'crashed' }
+
 export class QemuDriver implements ComputeDriver {
   readonly type = 'qemu'
   readonly capabilities = CAPABILITIES
@@ -242,6 +247,42 @@ export class QemuDriver implements ComputeDriver {
       if (removed.length) this.log('info', 'unused cached images removed', { images: removed })
     }
     return out
+  }
+
+  /**
+   * Each guest's counters: /proc and the taps for every running guest, QMP only for its disks and balloon (one short
+   * connection per guest; a guest under an operation holds its monitor, and samples without disks this time).
+   */
+  async sampleGuests(): Promise<GuestSample[]> {
+    if (!existsSync(this.paths.instances)) return []
+    const out: GuestSample[] = []
+    for (const id of readdirSync(this.paths.instances)) {
+      if (id.includes('.')) continue
+      const p = this.paths.instance(id)
+      const rec = this.record(p)
+      if (!rec) continue
+      out.push(await this.sampleGuest(p, rec, await this.knownPower(id, p, rec)))
+    }
+    return out
+  }
+
+  private async sampleGuest(p: InstancePaths, rec: GuestRecord, powerState: number): Promise<GuestSample> {
+    const flavor = rec.spec.flavor
+    const pid = runningPid(p.pidfile)
+    const proc = pid ? processStats(pid) : undefined
+    const monitor = proc && !this.locks.has(rec.spec.serverId) ? await this.qmp(p, async (q) => ({ disks: await diskStats(q), balloon: await balloonKb(q) })).catch(() => undefined) : undefined
+    return {
+      serverId: rec.spec.serverId,
+      at: Date.now(),
+      state: SAMPLE_STATES[powerState] ?? 'pending',
+      vcpus: flavor.vcpus,
+      cpuNs: proc?.cpuNs ?? 0,
+      uptimeS: proc?.uptimeS ?? 0,
+      memoryMaxKb: flavor.ram * 1024,
+      memoryUsedKb: Math.min(monitor?.balloon ?? proc?.rssKb ?? 0, flavor.ram * 1024),
+      disks: monitor?.disks ?? [],
+      nics: proc ? nicsOf(rec.spec, '').map((n) => nicStats(n.tap, n.mac)) : [],
+    }
   }
 
   async info(serverId: string): Promise<GuestInfo | undefined> {

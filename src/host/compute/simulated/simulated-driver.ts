@@ -9,6 +9,8 @@ import { POWER } from '../../../contracts/host/compute-driver.js'
 import { qcow2Image } from '../../../lib/qcow2.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { SimulatedTerminal } from './simulated-terminal.js'
+import { SimulatedMeter } from './simulated-metrics.js'
+import type { GuestSample } from '../../../contracts/host/metrics.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 
 export interface SimulatedOptions {
@@ -107,6 +109,7 @@ export class SimulatedDriver implements ComputeDriver {
   /** Live migrations this host prepared as their destination: the guest's spec, until its record arrives. */
   private readonly incoming = new Map<string, GuestSpec>()
   private readonly random: () => number
+  private readonly meter = new SimulatedMeter()
 
   constructor(readonly options: SimulatedOptions) {
     this.random = options.random ?? Math.random
@@ -136,6 +139,11 @@ export class SimulatedDriver implements ComputeDriver {
 
   async listGuests(): Promise<GuestInfo[]> {
     return [...this.guests.values()].map((g) => this.view(g))
+  }
+
+  async sampleGuests(): Promise<GuestSample[]> {
+    const guests = [...this.guests.values()].map((g) => ({ serverId: g.spec.serverId, powerState: g.powerState, vcpus: g.spec.flavor.vcpus, memoryMb: g.spec.flavor.ram, macs: (g.spec.nics ?? []).map((n) => n.macAddress) }))
+    return this.meter.sample(guests)
   }
 
   async info(serverId: string): Promise<GuestInfo | undefined> {

@@ -21,6 +21,7 @@ import { serverGroupRoutes } from './server-groups.js'
 import { usageRoutes } from './usage.js'
 import { volumeAttachmentRoutes } from './volume-attachments.js'
 import { remoteConsoleRoutes } from './remote-consoles.js'
+import { serverMetricsRoutes } from './server-metrics.js'
 import { imageProxyRoutes } from './images.js'
 import { volumeProxyRoutes } from './volumes-proxy.js'
 import { networkProxyRoutes } from './networks-proxy.js'
@@ -46,6 +47,7 @@ export function serverRoutes(deps: AppDeps) {
     await serverGroupRoutes(deps)(scope)
     await usageRoutes(deps)(scope)
     await remoteConsoleRoutes(deps)(scope)
+    await serverMetricsRoutes(deps)(scope)
     await imageProxyRoutes(deps)(scope)
     await volumeProxyRoutes(deps)(scope)
     await networkProxyRoutes(deps)(scope)

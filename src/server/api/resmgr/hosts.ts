@@ -13,6 +13,8 @@ import { ROLES } from '../../onboarding/roles.js'
 import { RESMGR_HOSTS_POLICY } from '../../policy/resmgr-hosts.policy.js'
 import { authorize } from '../../policy/rules.js'
 import { documented, HOST_CREDENTIAL, noBody, OPEN } from '../../http/openapi.js'
+import { readHistory, type MetricRange } from '../../metrics/metric-history.js'
+import { HOST_POINT_FIELDS, hostPointView, metricsSchema, RANGE_NAMES } from '../../metrics/metric-views.js'
 
 const uuid = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 const str = (max = 255) => ({ type: 'string', maxLength: max })
@@ -50,6 +52,24 @@ const registerSchema = {
   },
 }
 
+/** Metrics samples (src/contracts/host/metrics.ts): every counter a non-negative number, every list bounded. */
+const count = { type: 'number', minimum: 0 }
+const counts = (names: string[]) => Object.fromEntries(names.map((n) => [n, count]))
+const sampleObject = (properties: Record<string, unknown>) => ({ type: 'object', required: Object.keys(properties), properties })
+const guestSampleSchema = sampleObject({
+  serverId: { type: 'string', pattern: uuid },
+  at: count,
+  state: { type: 'string', enum: ['running', 'paused', 'shutdown', 'suspended', 'crashed', 'pending'] },
+  ...counts(['vcpus', 'cpuNs', 'uptimeS', 'memoryMaxKb', 'memoryUsedKb']),
+  disks: { type: 'array', maxItems: 64, items: sampleObject({ name: str(64), ...counts(['rdBytes', 'wrBytes', 'rdReqs', 'wrReqs', 'errors']) }) },
+  nics: { type: 'array', maxItems: 64, items: sampleObject({ mac: str(64), ...counts(['rxBytes', 'txBytes', 'rxPackets', 'txPackets', 'rxErrors', 'txErrors', 'rxDrop', 'txDrop']) }) },
+})
+const hostSampleSchema = sampleObject({
+  ...counts(['at', 'cpuBusy', 'cpuTotal', 'cpus', 'memoryTotalKb', 'memoryUsedKb', 'diskUsedBytes', 'diskTotalBytes', 'guests']),
+  accelerator: str(32),
+})
+const samplesSchema = { type: 'object', required: ['host', 'guests'], properties: { host: hostSampleSchema, guests: { type: 'array', maxItems: 10000, items: guestSampleSchema } } }
+
 const heartbeatSchema = {
   type: 'object',
   properties: {
@@ -60,6 +80,7 @@ const heartbeatSchema = {
       properties: { vcpus: { type: 'integer', minimum: 0 }, memory_mb: { type: 'integer', minimum: 0 }, disk_gb: { type: 'integer', minimum: 0 } },
     },
     guests: { type: 'array', maxItems: 10000, items: { type: 'object' } },
+    samples: samplesSchema,
   },
 }
 
@@ -97,6 +118,11 @@ const DOCS = {
   roles: documented({ summary: 'The roles a host can take', response: { 200: { type: 'array', items: obj({ name: str(), display_name: str(), description: str() }) } } }),
   list: documented({ summary: 'List hosts', response: { 200: { type: 'array', items: HOST } } }),
   show: documented({ summary: 'Show a host', response: { 200: HOST } }),
+  metrics: documented({
+    summary: "A host's metrics history (CPUs busy, memory, disk used, guests) over an hour, day, week or year",
+    querystring: { type: 'object', properties: { range: { type: 'string', enum: RANGE_NAMES } } },
+    response: { 200: metricsSchema('metrics', HOST_POINT_FIELDS) },
+  }),
   delete: documented({ summary: 'Remove a host (force: also with servers on it)', response: { 200: { type: 'object', maxProperties: 0 } } }),
   assignRole: documented({ summary: 'Give a host a role', response: { 200: HOST } }),
   removeRole: documented({ summary: 'Take a role from a host', response: { 200: HOST } }),
@@ -157,6 +183,18 @@ export function hostRoutes(deps: AppDeps) {
       authorize(RESMGR_HOSTS_POLICY, 'hosts:get', request.principal)
       return onboarding.view(request.params.id.toLowerCase())
     })
+
+    scope.get<{ Params: { id: string }; Querystring: { range?: MetricRange } }>(
+      '/v1/hosts/:id/metrics',
+      { onRequest: requireAuth, schema: { params: hostParams, querystring: { type: 'object', properties: { range: { type: 'string', enum: RANGE_NAMES } } } }, ...DOCS.metrics },
+      async (request) => {
+        authorize(RESMGR_HOSTS_POLICY, 'hosts:metrics', request.principal)
+        const host = await onboarding.view(request.params.id.toLowerCase())
+        const range = request.query.range ?? 'hour'
+        const history = await readHistory(deps.store.db, host.id, range)
+        return { metrics: { id: host.id, range, step_seconds: history.step / 1000, points: history.points.map(hostPointView) } }
+      },
+    )
 
     scope.delete<{ Params: { id: string }; Querystring: { force?: boolean } }>(
       '/v1/hosts/:id',
