@@ -14,6 +14,8 @@ import type { SimulatedDriver } from '../../src/host/compute/simulated/simulated
 import { LOAD } from '../../src/host/compute/simulated/simulated-metrics.js'
 import type { GuestSample, HostSample } from '../../src/contracts/host/metrics.js'
 
+const METRICS_TOKEN = 'scrape-token-of-the-test-0123456789'
+
 for (const dialect of DIALECTS) {
   describe(`metrics APIs (${dialect})`, () => {
     let tb: ComputeTestbed
@@ -43,7 +45,7 @@ for (const dialect of DIALECTS) {
     const slots = async (subjectId: string) => (await tb.server.deps.store.db.selectFrom('metric_slots').select('slot').where('subject_id', '=', subjectId).execute()).length
 
     before(async () => {
-      tb = await computeTestbed(dialect, { PCC_SIMULATED_HOSTS: '1', PCC_SIMULATED_DELAY_MS: '0' }, true)
+      tb = await computeTestbed(dialect, { PCC_SIMULATED_HOSTS: '1', PCC_SIMULATED_DELAY_MS: '0', PCC_METRICS_TOKEN: METRICS_TOKEN }, true)
       const created = await call(tb, tb.member, 'POST', '/servers', createBody('metered'), '2.96')
       assert.equal(created.status, 202, JSON.stringify(created.body))
       id = created.body.server.id
@@ -115,8 +117,15 @@ for (const dialect of DIALECTS) {
       assert.equal((await resmgr('GET', `/v1/hosts/${hostId}/metrics?range=decade`, { token: tb.admin.token })).status, 400)
     })
 
-    it('exposes every guest and host on /metrics, labelled with server, project and host', async () => {
-      const text = await (await fetch(`${tb.server.url}/metrics`)).text()
+    it('exposes every guest and host on /metrics to the holder of the metrics token, labelled with server, project and host', async () => {
+      const open = await (await fetch(`${tb.server.url}/metrics`)).text()
+      assert.match(open, /^pcc_http_requests_total|^# HELP/m, 'the process metrics stay open')
+      assert.doesNotMatch(open, /pcc_guest_|pcc_host_/, 'no guest or host without the token')
+      const wrong = await fetch(`${tb.server.url}/metrics`, { headers: { authorization: 'Bearer not-the-metrics-token' } })
+      assert.equal(wrong.status, 401)
+      assert.doesNotMatch(await wrong.text(), /pcc_guest_/)
+      assert.equal((await fetch(`${tb.server.url}/metrics`, { headers: { authorization: `Bearer ${tb.admin.token}` } })).status, 401, 'a Keystone token is not the metrics token')
+      const text = await (await fetch(`${tb.server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
       const line = text.split('\n').find((l) => l.startsWith('pcc_guest_cpu_seconds_total{') && l.includes(id))
       assert.ok(line, 'the guest has a CPU series')
       assert.match(line, new RegExp(`server_id="${id}",project_id="${tb.member.projectId}",host="sim-host-1"\\} [0-9.e+-]+$`))

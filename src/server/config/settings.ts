@@ -17,6 +17,7 @@ export interface Config {
   dataDir: string
   databaseUrl: string
   adminPassword: string | undefined
+  metricsToken: string | undefined
   simulatedHosts: number
   /** All-in-one: `qemu` makes this machine a QEMU host run by an agent inside pcc-server; `none` (default) does not. */
   localHypervisor: 'none' | 'qemu'
@@ -222,6 +223,15 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
     key: 'databaseUrl', env: 'PCC_DATABASE_URL', flag: '--database-url',
     help: 'empty for SQLite in the data dir, or postgres://user:pass@host:port/db', secret: true,
     parse: parseDatabaseUrl, fallback: () => '',
+  },
+  metricsToken: {
+    key: 'metricsToken', env: 'PCC_METRICS_TOKEN', flag: '--metrics-token',
+    help: 'bearer token a Prometheus sends to /metrics to read every guest and host (unset: the process metrics only)', secret: true,
+    parse: (raw) => {
+      if (raw.length < 16) throw new Error('must be at least 16 characters long')
+      return raw
+    },
+    fallback: () => undefined,
   },
   adminPassword: {
     key: 'adminPassword', env: 'PCC_ADMIN_PASSWORD', flag: '--admin-password',
@@ -445,7 +455,7 @@ export const SETTING_REQUIREMENTS: { setting: keyof Config; refused: (config: Co
 
 /** Settings in resolution order: a fallback may read only settings listed before it. */
 export const SETTING_ORDER: (keyof Config)[] = [
-  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'localHypervisor', 'localPhysicalInterfaces', 'simulatedHosts', 'logLevel', 'terminal',
+  'listen', 'tls', 'publicUrl', 'dataDir', 'databaseUrl', 'adminPassword', 'metricsToken', 'localHypervisor', 'localPhysicalInterfaces', 'simulatedHosts', 'logLevel', 'terminal',
   'bodyLimitBytes', 'taskLeaseSeconds', 'taskWorkers', 'masterKey', 'idpIdTokenSeconds', 'idpKeyRotationSeconds',
   'idpRefreshReuseSeconds', 'idpRefreshIdleSeconds', 'idpRefreshAbsoluteSeconds', 'idpSecretGraceSeconds',
   'imageMaxBytes', 'hostDownAfterSeconds', 'hostHeartbeatSeconds', 'simulatedDelayMs', 'simulatedFailureRate',

@@ -1,7 +1,8 @@
 /**
- * Operations endpoints, open without authentication: liveness, readiness, metrics (the process's, and every guest's
- * and host's latest sample) and the OpenAPI document.
+ * Operations endpoints, open without authentication: liveness, readiness, metrics (the process's; every guest's
+ * and host's latest sample only with the metrics token) and the OpenAPI document.
  */
+import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import type { Registry } from 'prom-client'
 import type { AppDeps } from '../deps.js'
@@ -33,6 +34,15 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)))
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+/** What /metrics answers: the process's own metrics to anyone, the cloud's to the holder of the metrics token. */
+function metricsAccess(authorization: string | undefined, token: string | undefined): 'process' | 'cloud' | 'refused' {
+  if (authorization === undefined) return 'process'
+  const presented = /^Bearer (.+)$/i.exec(authorization)?.[1]
+  if (!token || presented === undefined) return 'refused'
+  const digest = (text: string) => createHash('sha256').update(text).digest()
+  return timingSafeEqual(digest(presented), digest(token)) ? 'cloud' : 'refused'
 }
 
 export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: { registry: Registry; requests: RequestStats }, state: OpsState): void {
@@ -71,15 +81,25 @@ export function registerOpsRoutes(app: FastifyInstance, deps: AppDeps, metrics: 
     },
   )
 
-  const metricsDocs = { summary: 'Prometheus metrics', tags: ['operations'], security: [], response: { 200: mediaAnswer('text/plain', 'Metrics in the Prometheus text format 0.0.4') } }
-  app.get('/metrics', { schema: metricsDocs }, async (_request, reply) => {
+  const metricsDocs = {
+    summary: 'Prometheus metrics: the process, and with the PCC_METRICS_TOKEN bearer token every guest and host',
+    tags: ['operations'],
+    security: [],
+    response: { 200: mediaAnswer('text/plain', 'Metrics in the Prometheus text format 0.0.4'), 401: mediaAnswer('text/plain', 'A bearer token that is not PCC_METRICS_TOKEN') },
+  }
+  app.get('/metrics', { schema: metricsDocs }, async (request, reply) => {
     reply.type(metrics.registry.contentType)
+    const process = await metricsText(metrics.registry, metrics.requests)
+    // Guests and hosts name every project, server and host of the cloud: only for the scraper holding the token.
+    const access = metricsAccess(request.headers.authorization, deps.config.metricsToken)
+    if (access === 'refused') return reply.code(401).type('text/plain').send('pcc: the bearer token is not PCC_METRICS_TOKEN\n')
+    if (access === 'process') return process
     // Guests and hosts (docs/metrics.md) come from the store: with the database away the process's own metrics still matter.
     const cloud = await cloudMetricsText(deps.store.db).catch((err: unknown) => {
       deps.logger.warn({ err }, 'metrics: guest and host samples unreadable')
       return ''
     })
-    return `${await metricsText(metrics.registry, metrics.requests)}\n${cloud}`
+    return `${process}\n${cloud}`
   })
 
   const documentDocs = { summary: 'This document: every route with its schemas', tags: ['operations'], security: [], response: { 200: { type: 'object', description: 'An OpenAPI 3.1 document' } } }
