@@ -57,4 +57,11 @@ export default tseslint.config(
     ignores: ['src/server/all-in-one/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: '^\\.\\./(\\.\\./)*host/', message: 'The control plane reaches hosts through src/contracts/host and the command channel; only src/server/all-in-one/ may run host code in process.' }] }] },
   },
+  // Routes parse, authorize and answer; what they read and write is a domain module's query (docs/architecture.md).
+  {
+    files: ['src/server/api/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': ['error', { selector: 'CallExpression[callee.property.name=/^(selectFrom|updateTable|insertInto|deleteFrom|replaceInto|mergeInto)$/]', message: 'No SQL in src/server/api: put the query in the service\'s domain module (src/server/<service>/) and call it.' }],
+    },
+  },
 )

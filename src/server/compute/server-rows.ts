@@ -47,6 +47,11 @@ export async function serversLivingIn(db: Db, start: number, end: number, projec
 }
 
 /** Full rows of the given servers, in no particular order. */
+/** Where each of these live servers is placed (host null: not yet, or shelved). */
+export async function serverHosts(db: Db, ids: string[]): Promise<Pick<ServerTable, 'id' | 'host'>[]> {
+  return ids.length === 0 ? [] : db.selectFrom('servers').select(['id', 'host']).where('id', 'in', ids).where('deleted', '=', 0).execute()
+}
+
 export async function serverRowsByIds(db: Db, ids: string[]): Promise<ServerTable[]> {
   return db.selectFrom('servers').selectAll().where('id', 'in', ids).execute()
 }

@@ -26,6 +26,17 @@ export async function setHostService(db: Db, host: HostTable, patch: Partial<Pic
   return { ...host, ...patch, updated_at: now }
 }
 
+/** The project and flavor of each live server on a host: what os-hosts adds up per project. */
+export async function serverFlavorsOnHost(db: Db, hostId: string): Promise<{ project_id: string; flavor: string }[]> {
+  return db.selectFrom('servers').select(['project_id', 'flavor']).where('host_id', '=', hostId).where('deleted', '=', 0).execute()
+}
+
+/** The first address each host reported, by hostname (Nova's migration records name a host by its address). */
+export async function hostAddresses(db: Db): Promise<Map<string, string | null>> {
+  const rows = await db.selectFrom('hosts').select(['hostname', 'ip_addresses']).execute()
+  return new Map(rows.map((r) => [r.hostname, (JSON.parse(r.ip_addresses || '[]') as string[])[0] ?? null]))
+}
+
 export async function hostHasServers(db: Db, hostId: string): Promise<boolean> {
   return (await db.selectFrom('servers').select('id').where('host_id', '=', hostId).where('deleted', '=', 0).executeTakeFirst()) !== undefined
 }

@@ -12,7 +12,7 @@ import { plain, queryOf, Q } from '../../../contracts/compute/schemas.js'
 import type { AppDeps } from '../../deps.js'
 import { authorize } from '../../policy/rules.js'
 import { COMPUTE_HOSTS_POLICY, type ComputeHostsOperation } from '../../policy/compute-hosts.policy.js'
-import { computeHosts, setHostService } from '../../hosts/compute-hosts.js'
+import { computeHosts, serverFlavorsOnHost, setHostService } from '../../hosts/compute-hosts.js'
 import { hostZones } from '../../compute/aggregates.js'
 import { parseFlavor } from '../../compute/server-model.js'
 import { documented } from '../../http/openapi.js'
@@ -63,7 +63,7 @@ export function legacyHostRoutes(deps: AppDeps) {
     scope.get<{ Params: { host: string } }>('/v2.1/os-hosts/:host', DOCS.show, async (request) => {
       allow(request, 'os_compute_api:os-hosts:show')
       const host = await findHost(request.params.host)
-      const servers = await db.selectFrom('servers').select(['project_id', 'flavor']).where('host_id', '=', host.id).where('deleted', '=', 0).execute()
+      const servers = await serverFlavorsOnHost(db, host.id)
       const byProject = new Map<string, { cpu: number; memory_mb: number; disk_gb: number }>()
       const max = { cpu: 0, memory_mb: 0, disk_gb: 0 }
       for (const s of servers) {

@@ -12,6 +12,7 @@ import { plain, Q, queryOf } from '../../../contracts/compute/schemas.js'
 import type { ServerMigrationTable } from '../../storage/tables/compute.js'
 import type { AppDeps } from '../../deps.js'
 import { findMigrationByUuid, IN_PROGRESS, listMigrations, serverMigrationsInProgress, type MigrationFilters } from '../../compute/migrations.js'
+import { hostAddresses } from '../../hosts/compute-hosts.js'
 import { visibleServer } from './servers.js'
 import { must, requireGate } from './context.js'
 import { documented } from '../../http/openapi.js'
@@ -70,12 +71,6 @@ const flavorNumber = (id: string | null) => (id !== null && /^\d{1,9}$/.test(id)
 
 export function migrationRoutes(deps: AppDeps) {
   const db = deps.store.db
-
-  /** The first address of each host by name: Nova's dest_host is the destination's address. */
-  async function hostAddresses(): Promise<Map<string, string | null>> {
-    const rows = await db.selectFrom('hosts').select(['hostname', 'ip_addresses']).execute()
-    return new Map(rows.map((r) => [r.hostname, ((JSON.parse(r.ip_addresses || '[]') as string[])[0] ?? null)]))
-  }
 
   function common(request: FastifyRequest, m: ServerMigrationTable, addresses: Map<string, string | null>) {
     return {
@@ -163,14 +158,14 @@ export function migrationRoutes(deps: AppDeps) {
           page.beforeId = marker.id
         }
       }
-      const addresses = await hostAddresses()
+      const addresses = await hostAddresses(db)
       return { migrations: (await listMigrations(db, filters(request), page)).map((m) => listView(request, m, addresses)) }
     })
     scope.get<{ Params: { id: string } }>('/v2.1/servers/:id/migrations', DOCS.serverList, async (request) => {
       requireGate(request, 'serverMigrations')
       const server = await visibleServer(deps, request, request.params.id)
       must(request, 'servers:migrations:index', { projectId: server.project_id })
-      const addresses = await hostAddresses()
+      const addresses = await hostAddresses(db)
       return { migrations: (await serverMigrationsInProgress(db, server.id)).map((m) => serverView(request, m, addresses)) }
     })
     scope.get<{ Params: { id: string; migrationId: string } }>('/v2.1/servers/:id/migrations/:migrationId', DOCS.serverShow, async (request) => {
@@ -179,7 +174,7 @@ export function migrationRoutes(deps: AppDeps) {
       must(request, 'servers:migrations:show', { projectId: server.project_id })
       const m = (await serverMigrationsInProgress(db, server.id)).find((r) => String(r.id) === request.params.migrationId)
       if (!m) throw notFound(`In-progress live migration ${request.params.migrationId} is not found for server ${server.id}.`)
-      return { migration: serverView(request, m, await hostAddresses()) }
+      return { migration: serverView(request, m, await hostAddresses(db)) }
     })
   }
 }

@@ -13,6 +13,7 @@ import { P } from '../../../contracts/compute/params.js'
 import { versionNumber, type VersionNumber } from '../../../contracts/compute/versions.js'
 import { plain, versioned } from '../../../contracts/compute/schemas.js'
 import type { AppDeps } from '../../deps.js'
+import { serverHosts } from '../../compute/server-rows.js'
 import { bodyObject, must, validate } from './context.js'
 import { documented } from '../../http/openapi.js'
 
@@ -68,7 +69,7 @@ export function serverExternalEventRoutes(deps: AppDeps) {
       validate('events', request, eventsBody, body)
       const events = body.events as Event[]
       const ids = [...new Set(events.map((e) => e.server_uuid.toLowerCase()))]
-      const rows = await db.selectFrom('servers').select(['id', 'host']).where('id', 'in', ids).where('deleted', '=', 0).execute()
+      const rows = await serverHosts(db, ids)
       const servers = new Map(rows.map((r) => [r.id, r]))
       const answered = events.map((e) => {
         const server = servers.get(e.server_uuid.toLowerCase())

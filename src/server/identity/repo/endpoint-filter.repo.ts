@@ -9,6 +9,11 @@ export type EndpointGroupRow = EndpointGroupTable
 
 export const groupFilters = (row: EndpointGroupRow): EndpointFilters => parseJson<EndpointFilters>(row.filters, {})
 
+/** The endpoints associated with a project directly (not through an endpoint group). */
+export async function directEndpointIds(db: Db, projectId: string): Promise<string[]> {
+  return (await db.selectFrom('project_endpoints').select('endpoint_id').where('project_id', '=', projectId).execute()).map((r) => r.endpoint_id)
+}
+
 export async function listEndpointGroups(db: Db, filter: { name?: string } = {}): Promise<EndpointGroupRow[]> {
   let q = db.selectFrom('endpoint_groups').selectAll()
   if (filter.name !== undefined) q = q.where('name', '=', filter.name)

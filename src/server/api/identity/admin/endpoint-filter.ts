@@ -130,7 +130,7 @@ export function endpointFilterRoutes(scope: FastifyInstance, ctx: AdminContext):
     guard(request, 'identity:list_endpoints_for_project')
     const projectId = request.params.project_id
     await projects.getProject(ctx.db, projectId)
-    const direct = new Set((await ctx.db.selectFrom('project_endpoints').select('endpoint_id').where('project_id', '=', projectId).execute()).map((r) => r.endpoint_id))
+    const direct = await filter.directEndpointIds(ctx.db, projectId)
     const viaGroups = (await Promise.all((await filter.endpointGroupsOfProject(ctx.db, projectId)).map(endpointsOf))).flat()
     const all = await catalog.listEndpoints(ctx.db, {})
     const ids = new Set([...direct, ...viaGroups.map((e) => e.id)])
