@@ -139,33 +139,6 @@ describe('web console in a real browser', { skip: missing, timeout: 600_000 }, (
     for (const action of ['create', 'stop', 'start']) await page.getByRole('cell', { name: action, exact: true }).first().waitFor()
   })
 
-  it('tells the owner a server was restarted on another host after its host failed', async () => {
-    const created = await api('POST', '/compute/v2.1/servers', { server: { name: 'evacuee', imageRef: (await api('GET', '/image/v2/images')).body.images[0].id, flavorRef: '1', networks: 'none' } })
-    const id = created.body.server.id as string
-    const show = async () => (await api('GET', `/compute/v2.1/servers/${id}`)).body.server
-    await until('the server ACTIVE', 60_000, async () => ((await show()).status === 'ACTIVE' ? true : undefined))
-    const source = (await show())['OS-EXT-SRV-ATTR:host'] as string
-    const service = (await api('GET', `/compute/v2.1/os-services?host=${source}`)).body.services[0]
-    // The host stops answering as far as the control plane knows; an admin (or PCC_LOST_HOST_POLICY=evacuate) moves it.
-    assert.equal((await api('PUT', `/compute/v2.1/os-services/${service.id}`, { forced_down: true })).status, 200)
-    try {
-      assert.equal((await api('POST', `/compute/v2.1/servers/${id}/action`, { evacuate: {} })).status, 200)
-      await until('the server ACTIVE elsewhere', 60_000, async () => {
-        const s = await show()
-        return s.status === 'ACTIVE' && s['OS-EXT-SRV-ATTR:host'] !== source ? true : undefined
-      })
-    } finally {
-      await api('PUT', `/compute/v2.1/os-services/${service.id}`, { forced_down: false })
-    }
-    await page.goto(`${server.url}/#/servers/${id}`)
-    await page.getByRole('heading', { name: 'evacuee' }).waitFor()
-    await page.getByRole('status').filter({ hasText: /Restarted on another host .* because the host it ran on failed/ }).waitFor()
-    await shot(page, shots, 'server-evacuated')
-    await page.getByRole('tab', { name: 'Action log' }).click()
-    await page.getByRole('cell', { name: 'evacuate', exact: true }).waitFor()
-    assert.equal((await api('DELETE', `/compute/v2.1/servers/${id}`)).status, 204)
-  })
-
   it('opens the serial console in the page: the guest output shows and a typed command answers', async () => {
     const server = (await api('GET', '/compute/v2.1/servers/detail?name=web-1')).body.servers[0]
     await page.getByRole('tab', { name: 'Console' }).click()
@@ -428,5 +401,32 @@ describe('web console in a real browser', { skip: missing, timeout: 600_000 }, (
     const drawing = page.getByRole('img', { name: /Network topology: 1 networks, 0 routers, 1 servers/ })
     await drawing.waitFor()
     await shot(page, shots, 'topology')
+  })
+
+  it('tells the owner a server was restarted on another host after its host failed', async () => {
+    const created = await api('POST', '/compute/v2.1/servers', { server: { name: 'evacuee', imageRef: (await api('GET', '/image/v2/images')).body.images[0].id, flavorRef: '1', networks: 'none' } })
+    const id = created.body.server.id as string
+    const show = async () => (await api('GET', `/compute/v2.1/servers/${id}`)).body.server
+    await until('the server ACTIVE', 60_000, async () => ((await show()).status === 'ACTIVE' ? true : undefined))
+    const source = (await show())['OS-EXT-SRV-ATTR:host'] as string
+    const service = (await api('GET', `/compute/v2.1/os-services?host=${source}`)).body.services[0]
+    // The host stops answering as far as the control plane knows; an admin (or PCC_LOST_HOST_POLICY=evacuate) moves it.
+    assert.equal((await api('PUT', `/compute/v2.1/os-services/${service.id}`, { forced_down: true })).status, 200)
+    try {
+      assert.equal((await api('POST', `/compute/v2.1/servers/${id}/action`, { evacuate: {} })).status, 200)
+      await until('the server ACTIVE elsewhere', 60_000, async () => {
+        const s = await show()
+        return s.status === 'ACTIVE' && s['OS-EXT-SRV-ATTR:host'] !== source ? true : undefined
+      })
+    } finally {
+      await api('PUT', `/compute/v2.1/os-services/${service.id}`, { forced_down: false })
+    }
+    await page.goto(`${server.url}/#/servers/${id}`)
+    await page.getByRole('heading', { name: 'evacuee' }).waitFor()
+    await page.getByRole('status').filter({ hasText: /Restarted on another host .* because the host it ran on failed/ }).waitFor()
+    await shot(page, shots, 'server-evacuated')
+    await page.getByRole('tab', { name: 'Action log' }).click()
+    await page.getByRole('cell', { name: 'evacuate', exact: true }).waitFor()
+    assert.equal((await api('DELETE', `/compute/v2.1/servers/${id}`)).status, 204)
   })
 })
