@@ -11,6 +11,8 @@ import type { Db } from '../../server/storage/store.js'
 export const VOLATILE: Record<string, string> = {
   kysely_migration: 'written only by migrations at start',
   kysely_migration_lock: 'written only by migrations at start',
+  metric_latest: "hosts' samples of their guests and themselves, every 10 s (docs/metrics.md)",
+  metric_slots: "the history rings those samples fill, every 10 s (and thousands of rows: digesting them per request stalled the fuzzer)",
 }
 
 /** Columns that change on their own, or that a refusal records on purpose, per table, with the reason. */
