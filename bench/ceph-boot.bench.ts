@@ -6,16 +6,15 @@
  * and to every guest's first userspace line (its console log on the host, read every 50 ms). Both clouds get the
  * same raw image. About 3–6 minutes under TCG.
  */
-import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BenchRow, BenchRun } from './harness.js'
 import { until } from '../src/testkit/compute-api.js'
 import { startQemuCloud, type QemuCloud } from '../src/testkit/qemu-cloud.js'
-import { guestImage } from '../src/testkit/qemu.js'
 import { freshPccPools } from '../src/testkit/ceph.js'
-import { cephForGuests } from './real-ceph.js'
+import { cephForGuests, rawGuestImage } from './real-ceph.js'
+import { uploadImage } from './guest-io.js'
 
 const SERVERS = 10
 const NANO = '42'
@@ -29,11 +28,9 @@ interface Boots {
 async function tenBoots(cloud: QemuCloud, raw: string): Promise<Boots> {
   const { api } = cloud
   await api.unlimitedQuotas(cloud.server.bootstrap.adminProjectId)
-  const img = await api.other('POST', '/image/v2/images', { name: 'bench-raw', disk_format: 'raw', container_format: 'bare' })
-  const put = await fetch(`${cloud.server.url}/image/v2/images/${img.body.id}/file`, { method: 'PUT', headers: { 'x-auth-token': cloud.adminToken, 'content-type': 'application/octet-stream' }, body: readFileSync(raw) })
-  if (put.status !== 204) throw new Error(`image upload: ${put.status}`)
+  const imageId = await uploadImage(cloud, raw, 'raw', 'bench-raw')
   const started = performance.now()
-  const ids = (await Promise.all(Array.from({ length: SERVERS }, (_, i) => api.create({ name: `boot-${i}`, imageRef: img.body.id as string, flavorRef: NANO, networks: 'none' })))).map((s) => s.id)
+  const ids = (await Promise.all(Array.from({ length: SERVERS }, (_, i) => api.create({ name: `boot-${i}`, imageRef: imageId, flavorRef: NANO, networks: 'none' })))).map((s) => s.id)
   const logs = ids.map((id) => join(cloud.hosts[0].root, 'var/lib/pcc/instances', id, 'console.log'))
   let active = 0
   let firstLine = 0
@@ -56,8 +53,7 @@ async function tenBoots(cloud: QemuCloud, raw: string): Promise<Boots> {
 export const run: BenchRun = async () => {
   const cluster = await cephForGuests()
   const work = mkdtempSync(join(tmpdir(), 'pcc-bench-ceph-boot-'))
-  const raw = join(work, 'guest.raw')
-  execFileSync('qemu-img', ['convert', '-f', 'qcow2', '-O', 'raw', (await guestImage()).disk.path, raw])
+  const raw = await rawGuestImage(work)
   // Ten 1-vCPU servers fit under the default CPU allocation ratio (4).
   const qemu = { accel: 'auto' as const, vcpus: 4, memory_mb: 4096, disk_gb: 20 }
   try {
@@ -69,7 +65,7 @@ export const run: BenchRun = async () => {
       await cephCloud.close()
       await pools.remove()
     })
-    const note = `${SERVERS} POST /servers at once, 128 MiB / 1 vCPU each, a ${Math.round(Number(execFileSync('stat', ['-c', '%s', raw], { encoding: 'utf8' })) / 2 ** 20)} MiB raw image the host never saw`
+    const note = `${SERVERS} POST /servers at once, 128 MiB / 1 vCPU each, a ${Math.round(statSync(raw).size / 2 ** 20)} MiB raw image the host never saw`
     return [
       { figure: `${SERVERS} servers → all ACTIVE: Ceph layout (clones of images/<id>@snap)`, value: Math.round(ceph.active), unit: 'ms', note },
       { figure: `${SERVERS} servers → all ACTIVE: file layout (image fetched, cached, qcow2 overlays)`, value: Math.round(file.active), unit: 'ms' },

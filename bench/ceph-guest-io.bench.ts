@@ -16,9 +16,8 @@ import { join } from 'node:path'
 import type { BenchRow, BenchRun } from './harness.js'
 import { compileRio, guestTimings, imageAndVolume, IO_FIGURES, MIB_COUNT, RANDOM_IOS, round1, type IoTest } from './guest-io.js'
 import { startQemuCloud } from '../src/testkit/qemu-cloud.js'
-import { guestImage } from '../src/testkit/qemu.js'
 import { freshPccPools, type CephCluster } from '../src/testkit/ceph.js'
-import { cephForGuests } from './real-ceph.js'
+import { cephForGuests, rawGuestImage } from './real-ceph.js'
 
 /** `rbd bench` arguments for each guest test: the same size, pattern and amount, one I/O at a time. */
 const RBD_BENCH: Record<IoTest, string[]> = {
@@ -45,9 +44,7 @@ export const run: BenchRun = async () => {
   const cloud = await startQemuCloud({ hosts: 1, env: pools.env, qemu: { accel: 'auto', vcpus: 2, memory_mb: 2048, disk_gb: 20 } })
   try {
     // A raw image, so the root disk is a clone of its snapshot (a qcow2 image would be converted into the pool).
-    const raw = join(work, 'guest.raw')
-    execFileSync('qemu-img', ['convert', '-f', 'qcow2', '-O', 'raw', (await guestImage()).disk.path, raw])
-    const { imageId, volumeId } = await imageAndVolume(cloud, raw, 'raw')
+    const { imageId, volumeId } = await imageAndVolume(cloud, await rawGuestImage(work), 'raw')
     const { timings, accel } = await guestTimings(cloud, imageId, volumeId, compileRio())
 
     const limitImage = `${pools.volumes}/bench-limit`

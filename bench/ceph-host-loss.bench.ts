@@ -6,16 +6,16 @@
  * its console log on the second host (read every 50 ms). The wait for the host to be declared DOWN is the setting
  * PCC_HOST_DOWN_AFTER_SECONDS (10 s here, 60 s by default, as Nova's service_down_time) and is part of every row.
  */
-import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BenchRow, BenchRun } from './harness.js'
 import { until } from '../src/testkit/compute-api.js'
 import { startQemuCloud } from '../src/testkit/qemu-cloud.js'
-import { guestImage, killQemusUnder } from '../src/testkit/qemu.js'
+import { killQemusUnder } from '../src/testkit/qemu.js'
 import { freshPccPools } from '../src/testkit/ceph.js'
-import { cephForGuests } from './real-ceph.js'
+import { cephForGuests, rawGuestImage } from './real-ceph.js'
+import { uploadImage } from './guest-io.js'
 
 const DOWN_AFTER_SECONDS = 10
 const NANO = '42'
@@ -33,13 +33,9 @@ export const run: BenchRun = async () => {
   })
   try {
     const { api } = cloud
-    const raw = join(work, 'guest.raw')
-    execFileSync('qemu-img', ['convert', '-f', 'qcow2', '-O', 'raw', (await guestImage()).disk.path, raw])
-    const img = await api.other('POST', '/image/v2/images', { name: 'bench-raw', disk_format: 'raw', container_format: 'bare' })
-    const put = await fetch(`${cloud.server.url}/image/v2/images/${img.body.id}/file`, { method: 'PUT', headers: { 'x-auth-token': cloud.adminToken, 'content-type': 'application/octet-stream' }, body: readFileSync(raw) })
-    if (put.status !== 204) throw new Error(`image upload: ${put.status}`)
+    const imageId = await uploadImage(cloud, await rawGuestImage(work), 'raw', 'bench-raw')
     const [lost, survivor] = cloud.hosts
-    const { id } = await api.create({ name: 'survivor', imageRef: img.body.id as string, flavorRef: NANO, networks: 'none', availability_zone: `nova:${lost.hostname}` })
+    const { id } = await api.create({ name: 'survivor', imageRef: imageId, flavorRef: NANO, networks: 'none', availability_zone: `nova:${lost.hostname}` })
     await until('the guest up on the first host', 300_000, async () => {
       const log = join(lost.root, 'var/lib/pcc/instances', id, 'console.log')
       return existsSync(log) && FIRST_LINE.test(readFileSync(log, 'latin1')) ? true : undefined

@@ -139,14 +139,20 @@ export async function guestTimings(cloud: QemuCloud, imageId: string, volumeId: 
   }
 }
 
+/** Creates an image from the file as the cloud's admin: its id. */
+export async function uploadImage(cloud: QemuCloud, file: string, diskFormat: 'qcow2' | 'raw', name = 'pcc-guest'): Promise<string> {
+  const img = await cloud.api.other('POST', '/image/v2/images', { name, disk_format: diskFormat, container_format: 'bare' })
+  const put = await fetch(`${cloud.server.url}/image/v2/images/${img.body.id}/file`, { method: 'PUT', headers: { 'x-auth-token': cloud.adminToken, 'content-type': 'application/octet-stream' }, body: readFileSync(file) })
+  if (put.status !== 204) throw new Error(`image upload: ${put.status} ${await put.text()}`)
+  return img.body.id as string
+}
+
 /** Uploads the file as an image and waits for a volume of `sizeGb`: the ids. */
 export async function imageAndVolume(cloud: QemuCloud, file: string, diskFormat: 'qcow2' | 'raw', sizeGb = 1): Promise<{ imageId: string; volumeId: string }> {
-  const { api, server } = cloud
-  const img = await api.other('POST', '/image/v2/images', { name: 'pcc-guest', disk_format: diskFormat, container_format: 'bare' })
-  const put = await fetch(`${server.url}/image/v2/images/${img.body.id}/file`, { method: 'PUT', headers: { 'x-auth-token': cloud.adminToken, 'content-type': 'application/octet-stream' }, body: readFileSync(file) })
-  if (put.status !== 204) throw new Error(`image upload: ${put.status} ${await put.text()}`)
+  const { api } = cloud
+  const imageId = await uploadImage(cloud, file, diskFormat)
   const vol = await api.other('POST', '/volume/v3/volumes', { volume: { size: sizeGb, name: 'bench' } })
   const volumeId = vol.body.volume.id as string
   await until('the volume', 120_000, async () => ((await api.other('GET', `/volume/v3/volumes/${volumeId}`)).body.volume.status === 'available' ? true : undefined), 250)
-  return { imageId: img.body.id as string, volumeId }
+  return { imageId, volumeId }
 }

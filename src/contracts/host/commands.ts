@@ -39,25 +39,26 @@ export const LONG_COMMAND_FACTOR = 3
  */
 export const QUICK_COMMAND_MS = 15_000
 
+/** How long the control plane waits for a command: `normal` COMMAND_TIMEOUT_MS, `long` (spawns, migrations,
+ * snapshots) LONG_COMMAND_FACTOR times as long, `quick` (reads of a guest's state) at most QUICK_COMMAND_MS. */
+export type CommandWait = 'quick' | 'normal' | 'long'
+
 /** One command of the table: the types are carried by the entry's type only (`types` is never set). */
 export interface CommandSpec<Args, Result> {
   /** The protocol version that introduced the command. */
   since: number
-  /** Spawns, migrations and snapshots: the control plane waits three times as long for them. */
-  long: boolean
-  /** Reads of a guest's state: the control plane waits at most QUICK_COMMAND_MS. */
-  quick: boolean
+  wait: CommandWait
   readonly types?: { args: Args; result: Result }
 }
 
-function command<Args, Result>(since: number, options: { long?: boolean; quick?: boolean } = {}): CommandSpec<Args, Result> {
-  return { since, long: options.long ?? false, quick: options.quick ?? false }
+function command<Args, Result>(since: number, wait: CommandWait = 'normal'): CommandSpec<Args, Result> {
+  return { since, wait }
 }
 
 /** How long the control plane waits for a command, given the usual wait (COMMAND_TIMEOUT_MS unless configured). */
 export function commandWaitMs(spec: CommandSpec<unknown, unknown>, usualMs = COMMAND_TIMEOUT_MS): number {
-  if (spec.quick) return Math.min(QUICK_COMMAND_MS, usualMs)
-  return spec.long ? usualMs * LONG_COMMAND_FACTOR : usualMs
+  const waits: Record<CommandWait, number> = { quick: Math.min(QUICK_COMMAND_MS, usualMs), normal: usualMs, long: usualMs * LONG_COMMAND_FACTOR }
+  return waits[spec.wait]
 }
 
 type Server = { serverId: string }
@@ -66,10 +67,10 @@ type Placed = { spec: GuestSpec; powerOn: boolean }
 
 export const HOST_COMMANDS = {
   // Compute: the ComputeDriver calls of src/contracts/host/compute-driver.ts, executed with the agent's driver.
-  info: command<Server, GuestInfo | null>(1, { quick: true }),
-  listGuests: command<Record<string, never>, GuestInfo[]>(1, { quick: true }),
+  info: command<Server, GuestInfo | null>(1, 'quick'),
+  listGuests: command<Record<string, never>, GuestInfo[]>(1, 'quick'),
   beginStep: command<Server & { taskState: string }, void>(1),
-  spawn: command<WithSpec, GuestInfo>(1, { long: true }),
+  spawn: command<WithSpec, GuestInfo>(1, 'long'),
   destroy: command<Server, void>(1),
   reboot: command<Server & { type: 'SOFT' | 'HARD' }, void>(1),
   powerOff: command<Server, void>(1),
@@ -80,22 +81,22 @@ export const HOST_COMMANDS = {
   resume: command<Server, void>(1),
   rescue: command<Server & { image: GuestImageRef | null }, void>(1),
   unrescue: command<Server, void>(1),
-  rebuild: command<WithSpec, void>(1, { long: true }),
+  rebuild: command<WithSpec, void>(1, 'long'),
   setAdminPassword: command<Server & { password: string }, void>(1),
   /** The agent uploads the bytes into image `imageId` itself, or has a disk in Ceph copied there (none: snapshot and discard). */
-  snapshot: command<Server & { imageName: string; imageId: string | null }, { diskFormat: string; containerFormat: string }>(1, { long: true }),
+  snapshot: command<Server & { imageName: string; imageId: string | null }, { diskFormat: string; containerFormat: string }>(1, 'long'),
   attachVolume: command<Server & { volume: VolumeConnection }, void>(1),
   detachVolume: command<Server & { volumeId: string }, void>(1),
   extendVolume: command<Server & { volume: VolumeConnection; sizeBytes: number }, void>(1),
-  migrateDiskAndPowerOff: command<Server & { flavor: FlavorSnapshot; toSameHost: boolean }, void>(1, { long: true }),
-  finishMigration: command<Placed, void>(1, { long: true }),
-  evacuateTo: command<Placed, void>(1, { long: true }),
+  migrateDiskAndPowerOff: command<Server & { flavor: FlavorSnapshot; toSameHost: boolean }, void>(1, 'long'),
+  finishMigration: command<Placed, void>(1, 'long'),
+  evacuateTo: command<Placed, void>(1, 'long'),
   consoleOutput: command<Server & { lines: number | null }, string>(1),
   /** The agent dials the control plane's console session `sessionId` with the guest's console. */
   openConsole: command<Server & { sessionId: string; protocol: ConsoleProtocol }, { opened: true }>(1),
   forget: command<Server, void>(1),
-  prepareLiveMigration: command<WithSpec, LiveMigrationHandle>(2, { long: true }),
-  liveMigrateTo: command<Server & { handle: LiveMigrationHandle }, LiveMigrationHandover>(2, { long: true }),
+  prepareLiveMigration: command<WithSpec, LiveMigrationHandle>(2, 'long'),
+  liveMigrateTo: command<Server & { handle: LiveMigrationHandle }, LiveMigrationHandover>(2, 'long'),
   finishLiveMigration: command<Server & { handover: LiveMigrationHandover }, void>(2),
   abortLiveMigration: command<Server, void>(2),
   sampleGuests: command<Record<string, never>, GuestSample[]>(3),
