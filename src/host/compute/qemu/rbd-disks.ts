@@ -13,7 +13,7 @@
 import { Readable } from 'node:stream'
 import { DriverError, type SnapshotData } from '../../../contracts/host/compute-driver.js'
 import { guestDiskImages as names, IMAGE_SNAPSHOT } from '../../../contracts/host/rbd-names.js'
-import { CephError, spec as rbdName, type Rbd } from '../../../lib/ceph/rbd.js'
+import { CephError, spec as rbdName, type Rbd, type RbdImageInfo } from '../../../lib/ceph/rbd.js'
 import type { PlannedDisk } from './command-line.js'
 import type { DiskLayout, GuestDiskSpec } from './disk-layout.js'
 import { bootImage, FORMAT, formattedRaw, GIB, MIB, rootSize } from './guest-disks.js'
@@ -22,6 +22,8 @@ import type { InstancePaths } from './host-paths.js'
 import { tool } from './qemu-img.js'
 
 const RESIZE_SNAP = 'pcc-resize'
+const ENOENT = 2
+const EEXIST = 17
 
 export interface RbdDisksOptions {
   rbd: Rbd
@@ -32,6 +34,7 @@ export interface RbdDisksOptions {
 export class RbdDisks implements DiskLayout {
   readonly type = 'rbd'
   readonly shared = true
+  private readonly snapshots = new Map<string, RbdImageInfo>()
 
   constructor(private readonly options: RbdDisksOptions) {}
 
@@ -54,6 +57,15 @@ export class RbdDisks implements DiskLayout {
     ]
   }
 
+  /** The protected snapshot a raw image's root disks are cloned from, read once per image (images never change). */
+  private async imageSnapshot(imageId: string): Promise<RbdImageInfo | undefined> {
+    const known = this.snapshots.get(imageId)
+    if (known) return known
+    const info = await this.rbd.info(this.options.pools.images, imageId, IMAGE_SNAPSHOT)
+    if (info) this.snapshots.set(imageId, info)
+    return info
+  }
+
   hasRoot(_p: InstancePaths, spec: GuestDiskSpec): boolean {
     return Boolean(spec.image)
   }
@@ -65,15 +77,26 @@ export class RbdDisks implements DiskLayout {
       throw new DriverError(`server ${spec.serverId} has no image to boot from`, 400)
     }
     const root = names(spec.serverId).root
-    if (await this.rbd.info(this.vms, root)) return
-    const source = image.diskFormat === 'raw' ? await this.rbd.info(this.options.pools.images, image.id, IMAGE_SNAPSHOT) : undefined
+    const source = image.diskFormat === 'raw' ? await this.imageSnapshot(image.id) : undefined
     if (source) {
       const wanted = spec.flavor.disk * GIB
       if (wanted > 0 && wanted < source.size) throw new DriverError(`Flavor's disk is too small for requested image. Flavor disk is ${wanted} bytes, image is ${source.size} bytes.`, 400)
-      await this.rbd.clone({ pool: this.options.pools.images, image: image.id, snap: IMAGE_SNAPSHOT }, this.vms, root)
-      if (wanted > source.size) await this.rbd.resize(this.vms, root, wanted)
-      return
+      // Every rbd command is a process that connects to the cluster, so the clone is its own existence check: a
+      // repeated spawn finds the root there (EEXIST) and keeps it as it is.
+      const cloned = await this.rbd.clone({ pool: this.options.pools.images, image: image.id, snap: IMAGE_SNAPSHOT }, this.vms, root).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof CephError && err.errno === EEXIST) return false
+          // The image left Ceph since its snapshot was read: forget it and write the image in from the host's cache.
+          if (err instanceof CephError && err.errno === ENOENT) return undefined
+          throw err
+        },
+      )
+      if (cloned && wanted > source.size) await this.rbd.resize(this.vms, root, wanted)
+      if (cloned !== undefined) return
+      this.snapshots.delete(image.id)
     }
+    if (await this.rbd.info(this.vms, root)) return
     const cached = await bootImage(this.options.images, image)
     const size = rootSize(spec.flavor.disk, cached)
     try {
