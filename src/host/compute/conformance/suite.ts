@@ -269,6 +269,9 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         assert.deepEqual(await h.leftovers(b, cold), [])
         await a.finishMigration(h.spec(cold), true)
         assert.equal(await power(a, cold), POWER.RUNNING)
+        // The reverted guest counts this boot on its disk before it moves again: a move while it is still booting
+        // would carry the count of the boot before (a loaded machine's TCG boot outlasts the calls above).
+        if (h.disksMove) await h.booted(a, cold, 2)
         // Again, and confirm: the source's copy goes.
         await a.migrateDiskAndPowerOff(cold, h.spec(cold, big).flavor)
         await b.finishMigration(h.spec(cold, big), false)
