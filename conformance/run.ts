@@ -111,7 +111,8 @@ function printSkips(title: string, results: { status: TestResult['status']; reas
 function printFailures(title: string, failures: { id: string; name?: string; status: string; reason: string }[]): void {
   if (failures.length === 0) return
   console.log(`\n${title}`)
-  for (const f of failures) console.log(`  ${f.name ?? f.id} [${f.status}]\n      ${f.reason}`)
+  // The ✖ marks the lines scripts/run-tests.mjs repeats in its closing summary.
+  for (const f of failures) console.log(`  ✖ ${f.name ?? f.id} [${f.status}]\n      ${f.reason}`)
 }
 
 /** Prints the report; returns whether the run passes. */

@@ -82,6 +82,18 @@ async function startCeph() {
   return startCeph()
 }
 
+/** The node tests' failing lines (the spec reporter marks them ✖), for the closing summary. */
+const nodeFailures = new Set()
+function keepFailures(stdout) {
+  let partial = ''
+  stdout.on('data', (chunk) => {
+    process.stdout.write(chunk)
+    const lines = (partial + chunk).split('\n')
+    partial = lines.pop()
+    for (const line of lines) if (/^\s*✖ /.test(line) && !/failing tests:/.test(line)) nodeFailures.add(line.trim())
+  })
+}
+
 async function nodeTests() {
   if (files.length === 0) return 0
   const ceph = files.some((f) => /ceph/.test(readFileSync(f, 'utf8'))) ? startCeph() : Promise.resolve(undefined)
@@ -97,10 +109,11 @@ async function nodeTests() {
   // A whole test file gets 20 minutes: the openstack client's file runs two 5-minute lifecycles one after the
   // other, which a machine busy with Tempest and real guests stretches past 10; a hang still ends.
   const child = spawn(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=1200000', '--test-reporter=spec', ...files], {
-    stdio: 'inherit',
+    stdio: ['inherit', 'pipe', 'inherit'],
     env: { ...process.env, PCC_TEST_PG_URL: url, ...cephEnv },
   })
   children.push(child)
+  keepFailures(child.stdout)
   const code = await exitOf(child)
   cluster?.stop()
   await pg.stop().catch(() => {})
@@ -110,11 +123,21 @@ async function nodeTests() {
 
 const lanes = await conformanceLanes()
 const testsCode = await nodeTests()
-let laneCode = 0
 if (lanes.length > 0 && files.length > 0) console.log('\nwaiting for the conformance lanes (Tempest)…')
+const ended = []
 for (const lane of lanes) {
   const { title, code, output } = await lane
   console.log(`\n==== conformance lane: ${title} (exit ${code}) ====\n${output}`)
-  laneCode ||= code
+  ended.push({ title, code, output })
 }
-process.exit(testsCode || laneCode)
+// Last, what failed, in a few lines: a CI page that shows only the end of a long log still names it.
+console.log('\n==== summary ====')
+if (files.length > 0) {
+  console.log(`node tests: ${testsCode === 0 ? 'passed' : `FAILED (exit ${testsCode})`}`)
+  if (testsCode !== 0) for (const line of [...nodeFailures].slice(0, 40)) console.log(`  ${line}`)
+}
+for (const { title, code, output } of ended) {
+  console.log(`${title}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`}`)
+  if (code !== 0) for (const line of output.split('\n').filter((l) => /^\s+✖ /.test(l)).slice(0, 40)) console.log(line)
+}
+process.exit(testsCode || ended.reduce((code, lane) => code || lane.code, 0))
