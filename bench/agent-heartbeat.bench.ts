@@ -118,7 +118,7 @@ export const run: BenchRun = async () => {
     const cpuShare = spent / (Date.now() - started)
     // On a loaded machine the paced run may fall short of the rate: the CPU cost per heartbeat says what 500/s would take.
     const perBeat = spent / Math.max(1, paced.requests.total)
-    // With samples: every heartbeat carries its host's sample and its guests' (each a rate and three ring upserts).
+    // With samples: every heartbeat carries its host's sample and its guests' (each a rate and three ring slots, one upsert for the whole heartbeat).
     let sampledAt = Date.now()
     const sampledRequests: AutocannonRequest[] = [
       {

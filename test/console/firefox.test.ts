@@ -2,7 +2,8 @@
  * The web console in Firefox (Debian's firefox-esr, over WebDriver BiDi): the parts that lean on browser APIs —
  * ES modules, the native <dialog>, fetch, XMLHttpRequest upload progress, WebSocket and xterm.js — work there as in
  * Chromium: log in, see the quota charts, create a server in the dialog and watch it become ACTIVE without a
- * reload, type into its serial console, and upload an image with the progress bar.
+ * reload, type into its serial console, see its metrics charts drawn (SVG) from the API's points, and upload an
+ * image with the progress bar.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -14,7 +15,7 @@ import type { Browser, Page } from 'puppeteer-core'
 import { firefoxMissing, launchFirefox } from '../../src/testkit/browser.js'
 import { until } from '../../src/testkit/compute-api.js'
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { adminApi, type Api } from './helpers.js'
+import { adminApi, drawnChartScript, drawnMatches, type Api, type DrawnChart } from './helpers.js'
 
 describe('web console in Firefox', { skip: firefoxMissing(), timeout: 300_000 }, () => {
   let server: TestServer
@@ -78,6 +79,20 @@ describe('web console in Firefox', { skip: firefoxMissing(), timeout: 300_000 },
     await textOf('.xterm-rows', /root@fx-1/)
     await page.keyboard.type('hostname\r')
     await textOf('.xterm-rows', /hostname\s*fx-1/)
+  })
+
+  it("draws the server's CPU and disk charts from the metrics API", async () => {
+    const id = (await api('GET', '/compute/v2.1/servers/detail?name=fx-1')).body.servers[0].id as string
+    await page.goto(`${server.url}/#/servers/${id}?tab=metrics`)
+    await page.waitForSelector('figure.chart svg')
+    // The host samples every 10 s and a rate needs two samples: wait until the page and the API agree on them.
+    for (const [title, series, field] of [['CPU', 'busy', 'cpu_vcpus'], ['Disk', 'write', 'disk_write_bytes_per_second']]) {
+      await until(`the ${title} chart to draw the API's ${field}`, 60_000, async () => {
+        const points = (await api('GET', `/compute/v2.1/servers/${id}/metrics`)).body.metrics.points as Record<string, number | null>[]
+        const drawn = (await page.evaluate(drawnChartScript(title))) as DrawnChart | null
+        return drawn && drawnMatches(drawn, series, points.map((p) => p[field])) ? true : undefined
+      }, 1000)
+    }
   })
 
   it('uploads an image with the progress bar', async () => {

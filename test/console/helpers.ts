@@ -58,3 +58,39 @@ export async function adminApi(server: TestServer): Promise<Api> {
   api.token = token
   return api
 }
+
+/** A chart as the page drew it: its value axis top, its plot box and each series' path (src/web/ui/line-chart.tsx). */
+export interface DrawnChart {
+  yMax: number
+  plot: number[]
+  paths: Record<string, string>
+}
+
+/** Reads the chart titled `title` from the page (in-page code as a string, so Playwright and Puppeteer both run it). */
+export function drawnChartScript(title: string): string {
+  return `(() => {
+    const figure = [...document.querySelectorAll('figure.chart')].find((f) => f.querySelector('figcaption strong')?.textContent === ${JSON.stringify(title)})
+    const svg = figure?.querySelector('svg')
+    if (!svg) return null
+    const paths = Object.fromEntries([...svg.querySelectorAll('path.series')].map((p) => [p.dataset.series, p.getAttribute('d') ?? '']))
+    return { yMax: Number(svg.dataset.yMax), plot: svg.dataset.plot.split(' ').map(Number), paths }
+  })()`
+}
+
+/**
+ * The values a series' path stands for, turned back through the chart's value axis: one per point drawn, left to
+ * right (a lone point is drawn as a zero-length piece, so its repeat is dropped).
+ */
+export function drawnValues(chart: DrawnChart, series: string): number[] {
+  const [, top, , height] = chart.plot
+  const points = [...(chart.paths[series] ?? '').matchAll(/[ML](-?[\d.]+),(-?[\d.]+)/g)].map((m) => ({ x: Number(m[1]), y: Number(m[2]) }))
+  const byX = new Map(points.map((p) => [p.x, ((top + height - p.y) / height) * chart.yMax]))
+  return [...byX.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v)
+}
+
+/** Whether the drawn values are the API's non-null values, in order, within half a percent of the axis. */
+export function drawnMatches(chart: DrawnChart, series: string, expected: (number | null)[]): boolean {
+  const want = expected.filter((v): v is number => v !== null)
+  const got = drawnValues(chart, series)
+  return want.length > 0 && got.length === want.length && got.every((v, i) => Math.abs(v - want[i]) <= chart.yMax * 0.005)
+}

@@ -77,6 +77,17 @@ for (const dialect of DIALECTS) {
       assert.equal((await latestSample<GuestSample>(db, id))?.at, T0 + 10_000)
     })
 
+    it("writes a heartbeat's batch at once: many guests, and a guest sent twice counts once (its last sample)", async () => {
+      const hostId = randomUUID()
+      // 700 guests × 3 rings is past one statement's rows: the batch is split, and every guest still lands.
+      const ids = await Promise.all(Array.from({ length: 700 }, () => addServer(db, hostId)))
+      const first = ids[0]
+      const repeated = [guest(first, T0 + 5_000, 100, 1, 100_000), guest(first, T0 + 5_000, 100, 1, 200_000)]
+      await recordSamples(db, hostId, { host: host(T0 + 5_000, 100), guests: [...repeated, ...ids.slice(1).map((id) => guest(id, T0 + 5_000, 100))] })
+      assert.equal((await readHistory(db, first, 'hour', T0 + 20_000)).points[0].memory, 200_000 * 1024)
+      for (const id of [ids[1], ids[699]]) for (const tier of [0, 1, 2]) assert.equal(await rows(db, id, tier), 1, `${id} tier ${tier}`)
+    })
+
     it('averages the samples of one step in the coarser tiers', async () => {
       const hostId = randomUUID()
       const id = await addServer(db, hostId)

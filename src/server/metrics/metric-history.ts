@@ -76,17 +76,24 @@ function consolidated(column: (typeof VALUES)[number]) {
     ELSE (metric_slots.${sql.ref(column)} * metric_slots.samples + excluded.${sql.ref(column)}) / (metric_slots.samples + 1) END`
 }
 
-/** Writes one point of each subject into every tier, in one statement per tier. */
+// Rows of one upsert at most: 14 values a row stays under SQLite's 32,766 bound parameters (PostgreSQL allows 65,535).
+const ROWS_PER_STATEMENT = 2000
+
+/**
+ * Writes one point of each subject into every tier: a heartbeat's whole batch (its host and its guests, three rings
+ * each) in one upsert, split only past ROWS_PER_STATEMENT rows (a host with over 600 guests).
+ */
 async function writePoints(db: Db, points: { subjectId: string; at: number; values: Values }[]): Promise<void> {
-  if (points.length === 0) return
-  for (const [tier, { step, slots }] of TIERS.entries()) {
-    const rows = points.map((p) => {
+  const rows = points.flatMap((p) =>
+    TIERS.map(({ step, slots }, tier) => {
       const index = Math.floor(p.at / step)
       return { subject_id: p.subjectId, tier, slot: index % slots, at: index * step, samples: 1, ...p.values }
-    })
+    }),
+  )
+  for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
     await db
       .insertInto('metric_slots')
-      .values(rows)
+      .values(rows.slice(start, start + ROWS_PER_STATEMENT))
       .onConflict((oc) =>
         oc.columns(['subject_id', 'tier', 'slot']).doUpdateSet({
           ...Object.fromEntries(VALUES.map((c) => [c, consolidated(c)])),
@@ -118,10 +125,12 @@ async function saveLatest(db: Db, rows: { subject_id: string; kind: 'server' | '
  * own guests, never another host's (a sample for any other server is dropped). Answers how many guests were taken.
  */
 export async function recordSamples(db: Db, hostId: string, samples: HeartbeatSamples): Promise<number> {
-  const ids = [...new Set(samples.guests.map((g) => g.serverId))]
+  // One sample a guest (the last, should a host repeat one): an upsert may touch each row only once.
+  const latest = new Map(samples.guests.map((g) => [g.serverId, g]))
+  const ids = [...latest.keys()]
   const placed = ids.length === 0 ? [] : await db.selectFrom('servers').select('id').where('host_id', '=', hostId).where('deleted', '=', 0).where('id', 'in', ids).execute()
   const own = new Set(placed.map((r) => r.id))
-  const guests = samples.guests.filter((g) => own.has(g.serverId))
+  const guests = [...latest.values()].filter((g) => own.has(g.serverId))
   await db.transaction().execute(async (tx) => {
     const previous = await previousSamples(tx, [hostId, ...own])
     const points = [

@@ -2,6 +2,7 @@
 import type { ComponentType } from 'preact'
 import { FlavorsPage } from './admin/flavors'
 import { HostsPage, OnboardingPage } from './admin/hosts'
+import { CloudMetricsPage, HostDetailPage } from './admin/host-metrics'
 import { HypervisorsPage } from './admin/hypervisors'
 import { AssignmentsPage, GroupsPage, ProjectsPage, RolesPage, UsersPage } from './admin/identity'
 import { QuotasPage } from './admin/quotas'
@@ -41,8 +42,10 @@ export const PAGES: PageSpec[] = [
   { path: '/topology', title: 'Topology', nav: 'Network', section: 'topology', component: TopologyPage },
   { path: '/api-access', title: 'API Access', nav: 'Settings', section: 'api-access', component: ApiAccessPage },
   { path: '/admin/hosts', title: 'Hosts', nav: 'Admin', section: 'admin/hosts', admin: true, component: HostsPage },
+  { path: '/admin/hosts/:id', title: 'Host', section: 'admin/hosts', admin: true, component: HostDetailPage },
   { path: '/admin/onboarding', title: 'Onboarding', nav: 'Admin', section: 'admin/onboarding', admin: true, component: OnboardingPage },
   { path: '/admin/hypervisors', title: 'Hypervisors', nav: 'Admin', section: 'admin/hypervisors', admin: true, component: HypervisorsPage },
+  { path: '/admin/metrics', title: 'Cloud metrics', nav: 'Admin', section: 'admin/metrics', admin: true, component: CloudMetricsPage },
   { path: '/admin/flavors', title: 'Flavors', nav: 'Admin', section: 'admin/flavors', admin: true, component: FlavorsPage },
   { path: '/admin/quotas', title: 'Quotas', nav: 'Admin', section: 'admin/quotas', admin: true, component: QuotasPage },
   { path: '/admin/users', title: 'Users', nav: 'Identity', section: 'admin/users', admin: true, component: UsersPage },

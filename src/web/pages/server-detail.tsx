@@ -1,4 +1,4 @@
-/** One server: overview (facts, addresses, volumes, interfaces), console log, serial and VNC consoles, action log. */
+/** One server: overview (facts, addresses, volumes, interfaces), metrics charts, console log, serial and VNC consoles, action log. */
 import { useState } from 'preact/hooks'
 import { get, post } from '../api/http'
 import { listPorts, serverBusy, type Server } from '../api/resources'
@@ -7,12 +7,15 @@ import { href, navigate } from '../router'
 import { ActionButton, ErrorNotice, Loading, Status, Table, Tabs, formatTime } from '../ui/components'
 import { useAsync, usePoll } from '../ui/hooks'
 import { terminalText } from '../ui/terminal-text'
+import { chartRange } from '../ui/line-chart'
+import { ServerCharts } from './metrics-charts'
 import { ServerActions, detachInterface, detachVolume, disassociateFloatingIp } from './server-actions'
 import { SerialConsole, consoleUrl } from './serial-console'
 
 const POWER = ['NOSTATE', 'RUNNING', '', 'PAUSED', 'SHUTDOWN', '', 'CRASHED', 'SUSPENDED']
 const TABS = [
   { id: 'overview', label: 'Overview' },
+  { id: 'metrics', label: 'Metrics' },
   { id: 'log', label: 'Log' },
   { id: 'console', label: 'Console' },
   { id: 'actions', label: 'Action log' },
@@ -224,6 +227,9 @@ export function ServerDetailPage({ params, query }: { params: { id: string }; qu
       <Tabs tabs={TABS} current={tab} onSelect={(id) => navigate(`/servers/${s.id}`, { tab: id })} />
       <div role="tabpanel" aria-label={TABS.find((t) => t.id === tab)?.label}>
         {tab === 'overview' && <Overview server={s} reload={server.reload} />}
+        {tab === 'metrics' && (
+          <ServerCharts serverId={s.id} vcpus={s.flavor.vcpus} memoryBytes={s.flavor.ram === undefined ? undefined : s.flavor.ram * 1024 * 1024} range={chartRange(query.get('range'))} onRange={(range) => navigate(`/servers/${s.id}`, { tab: 'metrics', range })} />
+        )}
         {tab === 'log' && <ConsoleLog server={s} />}
         {tab === 'console' && <Consoles server={s} />}
         {tab === 'actions' && <ActionLog server={s} />}

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks'
 import { call, del, get, post, put } from '../../api/http'
 import { session } from '../../api/session'
+import { href } from '../../router'
 import { accountUrl, shellWord } from '../api-access'
 import { ActionButton, CopyBlock, Form, Status, formatTime } from '../../ui/components'
 import { FormAction, ResourceList } from '../../ui/resource-list'
@@ -32,7 +33,7 @@ export function HostsTable({ heading = 'h1' as 'h1' | 'h2' }) {
       rowKey={(h) => h.id}
       empty="No hosts. Onboard one: Admin → Onboarding."
       columns={[
-        { label: 'Host', value: (h) => <><strong>{h.info.hostname}</strong><br /><small class="muted">{h.id}</small></> },
+        { label: 'Host', value: (h) => <><strong><a href={href(`/admin/hosts/${h.id}`)}>{h.info.hostname}</a></strong><br /><small class="muted">{h.id}</small></> },
         { label: 'State', value: (h) => <Status value={h.info.responding ? 'UP' : 'DOWN'} /> },
         { label: 'Roles', value: (h) => <>{hostRoles(h)}{h.message && <div class="muted">{h.message}</div>}</> },
         { label: 'Facts', value: (h) => <>{h.info.os_info} {h.info.arch}<br />{h.info.cpu_info ? `${h.info.cpu_info.count} CPUs${h.info.cpu_info.virtualization ? ' (VT)' : ''}` : ''} {(h.extensions?.ip_address?.data ?? []).join(', ')}</> },

@@ -1,10 +1,11 @@
 /** Admin → Hypervisors: compute's view of each hypervisor host and how much of it servers use. */
 import { call, get } from '../../api/http'
 import { Donut, ErrorNotice, Loading, Status } from '../../ui/components'
+import { href } from '../../router'
 import { useAsync, usePoll } from '../../ui/hooks'
 import type { HostView } from './hosts'
 
-interface Hypervisor {
+export interface Hypervisor {
   id: string
   hypervisor_hostname: string
   state: string
@@ -21,9 +22,20 @@ interface Hypervisor {
 }
 
 // 2.88 removed the usage fields from hypervisors (placement has them in Nova); 2.87 is the last that shows them.
-const USAGE_VERSION = { 'OpenStack-API-Version': 'compute 2.87' }
+export const USAGE_VERSION = { 'OpenStack-API-Version': 'compute 2.87' }
 
-type Ratios = NonNullable<HostView['hypervisor_info']>
+export type Ratios = NonNullable<HostView['hypervisor_info']>
+
+/** The three allocation rings of a hypervisor: vCPUs, RAM and disk against what may be placed on it. */
+export function AllocationRings({ h, ratios }: { h: Hypervisor; ratios: Partial<Ratios> }) {
+  return (
+    <div class="donuts">
+      <Usage label="vCPUs" used={h.vcpus_used} capacity={h.vcpus} ratio={ratios.cpu_allocation_ratio} />
+      <Usage label="RAM" used={Math.round(h.memory_mb_used / 1024)} capacity={Math.round(h.memory_mb / 1024)} ratio={ratios.ram_allocation_ratio} unit=" GiB" />
+      <Usage label="Disk" used={h.local_gb_used} capacity={h.local_gb} ratio={ratios.disk_allocation_ratio} unit=" GiB" />
+    </div>
+  )
+}
 
 /**
  * One resource's ring: used against what the scheduler may place (capacity × allocation ratio), so 3 vCPUs of 2
@@ -36,7 +48,7 @@ function Usage({ label, used, capacity, ratio, unit }: { label: string; used: nu
 }
 
 /** Guests under TCG are emulated instruction by instruction: the operator should know why boots are slow. */
-function TcgNotice({ h }: { h: Hypervisor }) {
+export function TcgNotice({ h }: { h: Hypervisor }) {
   if (h.cpu_info?.accelerator !== 'tcg') return null
   const reason = h.cpu_info.accelerator_reason
   return (
@@ -63,18 +75,14 @@ export function HypervisorsPage() {
         return (
           <section class="usage">
             <h2>
-              {h.hypervisor_hostname} <Status value={h.state?.toUpperCase()} /> <Status value={h.status} />
+              <a href={href(`/admin/hosts/${h.id}`)}>{h.hypervisor_hostname}</a> <Status value={h.state?.toUpperCase()} /> <Status value={h.status} />
             </h2>
             <p class="muted">
               {h.host_ip} · {h.running_vms} servers
               {h.cpu_info?.accelerator && ` · ${h.cpu_info.accelerator.toUpperCase()}`}
             </p>
             <TcgNotice h={h} />
-            <div class="donuts">
-              <Usage label="vCPUs" used={h.vcpus_used} capacity={h.vcpus} ratio={ratios.cpu_allocation_ratio} />
-              <Usage label="RAM" used={Math.round(h.memory_mb_used / 1024)} capacity={Math.round(h.memory_mb / 1024)} ratio={ratios.ram_allocation_ratio} unit=" GiB" />
-              <Usage label="Disk" used={h.local_gb_used} capacity={h.local_gb} ratio={ratios.disk_allocation_ratio} unit=" GiB" />
-            </div>
+            <AllocationRings h={h} ratios={ratios} />
           </section>
         )
       })}
