@@ -12,6 +12,7 @@ import { ConfigError, type Config } from './config/settings.js'
 import { CommandError, commandsHelp, findCommand, splitArgs, type LocalCommand } from './local-commands.js'
 import { createLogger, createTerminalLogger } from './logger.js'
 import { startServer, StartupError, type RunningServer } from './runtime.js'
+import { pcctlCommand, pcctlInstallLine, serverCommand } from './start-commands.js'
 
 /** One line on stderr, whatever the message holds (driver errors can span several lines). */
 function fail(message: string, code: number): never {
@@ -49,7 +50,7 @@ function allInOneChecks(config: Config): void {
   if (check.fault) fail(check.fault, 2)
   for (const [root, count] of guestsOfOtherDataDirs(resolve(config.dataDir, 'host'))) {
     const dataDir = root.endsWith('/host') ? root.slice(0, -'/host'.length) : root
-    process.stderr.write(`pcc-server: warning: ${count} guest(s) of another data dir (${dataDir}) are running, unmanaged by this start: \`pcc-server cleanup --data-dir ${dataDir}\` ends them\n`)
+    process.stderr.write(`pcc-server: warning: ${count} guest(s) of another data dir (${dataDir}) are running, unmanaged by this start: \`${thisServer()} cleanup --data-dir ${dataDir}\` ends them\n`)
   }
 }
 
@@ -102,10 +103,17 @@ async function main(): Promise<void> {
   process.stdout.write(startSummary(config, server, terminal ? logFile : undefined).join('\n') + '\n\n')
 }
 
+/** This program as the operator types it here (`pcc-server` once installed, `node …/main.js` in a checkout). */
+function thisServer(): string {
+  return serverCommand(process.argv[1], process.env.PATH)
+}
+
 /** What the operator needs first: where pcc is, how to log in, how to get back in, where the log is. */
 function startSummary(config: Config, server: RunningServer, logFile: string | undefined): string[] {
   const { urls } = server.deps
   const dataDirFlag = `--data-dir ${config.dataDir}`
+  const pcctl = pcctlCommand(process.env.PATH)
+  const pcc = thisServer()
   const lines = [
     '',
     `pcc is running at ${config.publicUrl} (listening on ${server.url}, ${server.deps.store.dialect} store, data in ${config.dataDir})`,
@@ -121,12 +129,13 @@ function startSummary(config: Config, server: RunningServer, logFile: string | u
       `  export OS_PASSWORD=${server.bootstrap.generatedAdminPassword}`,
       '  export OS_PROJECT_NAME=admin OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default OS_IDENTITY_API_VERSION=3',
       '',
-      'then: openstack server list   (or: pcctl server list)',
+      `then: openstack server list   (or: ${pcctl.command} server list)`,
     )
   }
-  lines.push(`Lost the admin password? On this machine, with no token: pcc-server reset-password admin ${dataDirFlag} (pcc-server unlock-user admin clears a lockout)`)
+  if (!pcctl.onPath) lines.push(pcctlInstallLine(config.publicUrl))
+  lines.push(`Lost the admin password? On this machine, with no token: ${pcc} reset-password admin ${dataDirFlag} (${pcc} unlock-user admin clears a lockout)`)
   if (logFile) lines.push(`Log (JSON): ${logFile}; warnings and errors show here too.`)
-  if (config.localHypervisor === 'qemu') lines.push(`Guests outlive pcc-server. To tear this machine's all-in-one down: pcc-server cleanup ${dataDirFlag} [--keep-guests]`)
+  if (config.localHypervisor === 'qemu') lines.push(`Guests outlive pcc-server. To tear this machine's all-in-one down: ${pcc} cleanup ${dataDirFlag} [--keep-guests]`)
   return lines
 }
 

@@ -6,8 +6,9 @@
  */
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { freePort } from '../../src/testkit/harness.js'
 import { spawnServer, type ServerProcess } from '../../src/testkit/process.js'
 import { tempDirs } from '../../src/testkit/temp-dirs.js'
@@ -46,7 +47,9 @@ describe('pcc-server in a terminal', () => {
   let password = ''
 
   it('prints a readable summary with the once-only password on the first screen and keeps the JSON log in a file', async () => {
-    const { server, url } = await start(dataDir, { PCC_TERMINAL: 'on' })
+    // A fresh clone's shell: node on PATH, neither pcc-server nor pcctl.
+    const path = `${dirname(process.execPath)}:/usr/bin:/bin`
+    const { server, url } = await start(dataDir, { PCC_TERMINAL: 'on', PATH: path })
     try {
       // Requests log a line each: they go to the file, not between the operator and the password.
       for (let i = 0; i < 30; i++) await fetch(`${url}/healthz`)
@@ -56,7 +59,15 @@ describe('pcc-server in a terminal', () => {
       password = match[1]
       assert.match(screen, new RegExp(`pcc is running at ${url}`))
       assert.match(screen, /export OS_USERNAME=admin/)
-      assert.match(screen, new RegExp(`pcc-server reset-password admin --data-dir ${dataDir}`), 'how to recover the password')
+      // Every command it prints runs as printed, in that shell.
+      const runs = (command: string) => execFileSync('/bin/sh', ['-c', command], { env: { PATH: path }, encoding: 'utf8' })
+      const recovery = new RegExp(`with no token: (.+) reset-password admin --data-dir ${dataDir} `).exec(screen)
+      assert.ok(recovery, `how to recover the password:\n${screen}`)
+      assert.match(runs(`${recovery[1]} reset-password --help`), /Usage: pcc-server reset-password USER/)
+      const pcctl = /\(or: (.+) server list\)/.exec(screen)
+      assert.ok(pcctl && pcctl[1] !== 'pcctl', `pcctl as it runs here:\n${screen}`)
+      assert.match(runs(`${pcctl[1]} --version`), /\d+\.\d+/)
+      assert.ok(screen.includes(`To put pcctl on PATH: curl -fsSL ${url}/downloads/install.sh | sudo bash`), `how to put pcctl on PATH:\n${screen}`)
       assert.doesNotMatch(server.stdout(), /^\{"level"/m, 'no JSON log lines on the terminal')
       const logFile = join(dataDir, 'log/pcc-server.log')
       assert.match(screen, new RegExp(`Log \\(JSON\\): ${logFile}`))
