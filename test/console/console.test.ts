@@ -277,6 +277,14 @@ describe('web console in a real browser', { skip: missing, timeout: 600_000 }, (
     assert.equal((JSON.parse(viaYaml.stdout) as { project_id: string }).project_id, session.project.id)
     const line = await page.getByLabel('pcctl config set command').innerText()
     assert.equal(line, `pcctl config set --account-url ${server.url} --username admin --region RegionOne --tenant admin`)
+    // The install line, run as shown but without root (the page's own alternative), puts a pcctl that runs on PATH.
+    const install = await page.getByLabel('pcctl install command').innerText()
+    assert.equal(install, `curl -fsSL ${server.url}/downloads/install.sh | sudo bash`)
+    const prefix = join(dir, 'prefix')
+    const installed = await run('bash', ['-c', install.replace('| sudo bash', `| PCCTL_PREFIX=${prefix} bash`)], base)
+    assert.equal(installed.code, 0, installed.stderr)
+    const version = await run('pcctl', ['--version'], { ...base, PATH: `${prefix}/bin:${base.PATH}` })
+    assert.equal(version.code, 0, version.stderr)
   })
 
   it('as an admin, creates a registration token and sees the host the shown prep-node line onboards appear', async () => {

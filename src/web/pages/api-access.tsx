@@ -110,6 +110,11 @@ export function shellWord(value: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`
 }
 
+/** Puts pcctl on PATH from this control plane (install.sh verifies the bundle's checksum; README, docs/cli.md). */
+export function pcctlInstallLine(s: Session): string {
+  return `curl -fsSL ${shellWord(`${accountUrl(s)}/downloads/install.sh`)} | sudo bash`
+}
+
 export function pcctlConfigLine(s: Session): string {
   const { region } = authUrl(s)
   return `pcctl config set --account-url ${shellWord(accountUrl(s))} --username ${shellWord(s.user.name)} --region ${shellWord(region)} --tenant ${shellWord(s.project.name)}`
@@ -133,6 +138,11 @@ export function ApiAccessPage() {
         </button>
       </div>
       <h2>pcctl</h2>
+      <p>
+        Not on this machine yet? Install it from this control plane (as <code>/usr/local/bin/pcctl</code>; without root, put{' '}
+        <code>PCCTL_PREFIX=$HOME/.local</code> before <code>bash</code> instead of <code>sudo</code>):
+      </p>
+      <CopyBlock label="pcctl install command" text={pcctlInstallLine(s)} />
       <p>Saves this account for pcctl (it asks for the password):</p>
       <CopyBlock label="pcctl config set command" text={pcctlConfigLine(s)} />
       <h2>Credentials</h2>
