@@ -224,6 +224,9 @@ datasource:
   OpenStack:
     max_wait: 60
     timeout: 10
+# C.UTF-8 is built into libc: cloud-init's default (en_US.UTF-8) would run locale-gen at every first boot, and
+# fail, as Debian's locale-gen makes only what /etc/locale.gen lists.
+locale: C.UTF-8
 # netplan renders the network configuration for systemd-networkd, as in Debian 12's cloud images.
 system_info:
   network:
@@ -283,6 +286,7 @@ export async function diskFromRoot(root: string, work: string, output: string, r
   await runTool('mcopy', ['-i', fat, ...['vmlinuz', 'initrd.img', 'syslinux.cfg'].map((f) => join(stage, f)), '::'])
   await runTool('syslinux', ['--install', '--offset', String(bootOffset), raw])
   report('boot partition', `FAT32 ${mib(BOOT_SECTORS * SECTOR)}: vmlinuz ${mib(statSync(join(stage, 'vmlinuz')).size)}, initrd.img ${mib(statSync(join(stage, 'initrd.img')).size)}, syslinux`)
+  rmSync(stage, { recursive: true })
 
   const rootBytes = treeBytes(root)
   const rootSectors = diskBytes / SECTOR - ROOT_START

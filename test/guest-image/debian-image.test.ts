@@ -110,8 +110,8 @@ describe('the Debian 12 image on an all-in-one pcc (long lane)', { skip: !LANE ?
     assert.equal(await run('hostname'), 'deb-one')
     assert.ok((await run('cat ~/.ssh/authorized_keys')).includes(cloud.publicKey), 'the key pair is authorized')
     assert.equal(await run('cat /var/tmp/user-data-ran'), marker)
-    // pcc gives every QEMU guest a config drive: cloud-init's ConfigDrive datasource, on the openstack platform.
-    assert.equal(await run('cloud-init query v1.platform'), 'openstack')
+    // pcc gives every QEMU guest a config drive: cloud-init took its ConfigDrive datasource.
+    assert.equal(await run('cloud-init query v1.platform'), 'configdrive')
     assert.match(await run('cloud-init query v1.subplatform'), /^config-disk \(\/dev\/sr0\)$/)
     assert.equal(await run('sudo -n id -u'), '0', 'debian has passwordless sudo')
     // The flavor's 4 GB root disk, not the image's 2 GiB: growpart and resize2fs ran.
