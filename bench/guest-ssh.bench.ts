@@ -4,8 +4,9 @@
  * src/testkit/ssh-cloud.ts), next to a bare `qemu-system-x86_64` boot of the same image to its first SSH login
  * (QEMU's user-mode network forwarding port 22, the key on a config drive: the physical limit of firmware, kernel,
  * init and the SSH server alone). For the default test image, and for the Debian 12 image when PCC_DEBIAN_IMAGE
- * names a built one (`pcctl image build debian-12`): its rounds take minutes under TCG, so it gets one of each.
- * The first server of each image fetches it through the control plane into the host's cache: its own row.
+ * names a built one (`pcctl image build debian-12`): its boots take minutes under TCG, so it gets one of each, the
+ * pcc one including the image's first fetch into the host's cache (seconds of minutes). The test image gets a first
+ * server that fetches it (its own row), then three rounds.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -30,6 +31,8 @@ interface Subject {
   memoryMb: number
   diskGb: number
   rounds: number
+  /** A first server to fetch the image into the host's cache before the measured rounds (its own row). */
+  warm: boolean
   timeoutMs: number
 }
 
@@ -44,9 +47,25 @@ function freePort(): Promise<number> {
   })
 }
 
+/**
+ * Bare boots whose kernel panicked in its IO-APIC timer check (Linux under TCG on a busy machine: "IO-APIC +
+ * timer doesn't work") and were started again: counted in the row's note rather than hidden.
+ */
+let bareRetries = 0
+
 /** QEMU started directly on an overlay of the image, its key on a config drive: ms to the first SSH login. */
 async function bareSsh(cloud: SshCloud, subject: Subject, work: string, round: number): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const ms = await bareSshOnce(cloud, subject, work, round)
+    if (ms !== 'panic') return ms
+    if (attempt === 2) throw new Error(`bare ${subject.label}: the kernel panicked in three boots`)
+    bareRetries++
+  }
+}
+
+async function bareSshOnce(cloud: SshCloud, subject: Subject, work: string, round: number): Promise<number | 'panic'> {
   const overlay = join(work, `bare-${round}.qcow2`)
+  rmSync(overlay, { force: true })
   execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', '-F', 'qcow2', '-b', subject.disk, overlay, `${subject.diskGb}G`])
   const drive = join(work, `config-${round}.iso`)
   const uuid = `b0b0b0b0-0000-4000-8000-${String(round).padStart(12, '0')}`
@@ -64,6 +83,7 @@ async function bareSsh(cloud: SshCloud, subject: Subject, work: string, round: n
         execFileSync('ssh', ['-i', cloud.keyFile, '-p', String(port), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=5', '-o', 'LogLevel=ERROR', `${subject.user}@127.0.0.1`, 'true'], { stdio: 'ignore', timeout: 15_000 })
         return performance.now() - started
       } catch {
+        if (/Kernel panic/.test(guest.console())) return 'panic'
         if (performance.now() > deadline) throw new Error(`bare ${subject.label}: no SSH within ${subject.timeoutMs} ms; console:\n${guest.console().slice(-2000)}`)
         await new Promise((r) => setTimeout(r, 500))
       }
@@ -84,7 +104,7 @@ async function pccSsh(cloud: SshCloud, subject: Subject, name: string): Promise<
 }
 
 async function measure(cloud: SshCloud, subject: Subject, work: string): Promise<BenchRow[]> {
-  const first = await pccSsh(cloud, subject, `${subject.label}-warm`)
+  const first = subject.warm ? await pccSsh(cloud, subject, `${subject.label}-warm`) : undefined
   const pcc: number[] = []
   const bare: number[] = []
   for (let i = 0; i < subject.rounds; i++) {
@@ -93,10 +113,10 @@ async function measure(cloud: SshCloud, subject: Subject, work: string): Promise
   }
   const note = `${subject.rounds} round(s) alternating${subject.rounds > 1 ? ', median' : ''}; TCG, ${subject.memoryMb} MiB, 1 vCPU, ${subject.diskGb} GB root; login as ${subject.user}`
   return [
-    { figure: `${subject.label}: POST /servers → first SSH login via floating IP (image cached)`, value: Math.round(median(pcc)), unit: 'ms', note },
-    { figure: `${subject.label}: bare qemu-system-x86_64 boot → first SSH login`, value: Math.round(median(bare)), unit: 'ms', note: 'user-mode network, key on a config drive' },
+    { figure: `${subject.label}: POST /servers → first SSH login via floating IP (${subject.warm ? 'image cached' : 'image fetched by the first server'})`, value: Math.round(median(pcc)), unit: 'ms', note },
+    { figure: `${subject.label}: bare qemu-system-x86_64 boot → first SSH login`, value: Math.round(median(bare)), unit: 'ms', note: `user-mode network, key on a config drive; ${bareRetries} boot(s) so far started again after a TCG timer-check panic` },
     { figure: `${subject.label}: pcc / bare`, value: Number((median(pcc) / median(bare)).toFixed(2)), unit: 'ratio' },
-    { figure: `${subject.label}: first server (image fetched into the host's cache) → SSH`, value: Math.round(first), unit: 'ms' },
+    ...(first === undefined ? [] : [{ figure: `${subject.label}: first server (image fetched into the host's cache) → SSH`, value: Math.round(first), unit: 'ms' }]),
   ]
 }
 
@@ -113,7 +133,7 @@ export const run: BenchRun = async () => {
     const small = await cloud.api.createFlavor({ name: 'bench-small', vcpus: 1, ram: 256, disk: 1 })
     const rows = await measure(cloud, {
       label: 'test image', imageRef: testImage.id, disk: (await guestImage()).disk.path, user: testImage.os_admin_user ?? 'pcc', flavor: small,
-      memoryMb: 256, diskGb: 1, rounds: 3, timeoutMs: 180_000,
+      memoryMb: 256, diskGb: 1, rounds: 3, warm: true, timeoutMs: 180_000,
     }, work)
     if (debianFile) {
       const created = await cloud.api.other('POST', '/image/v2/images', { name: 'debian-12', disk_format: 'qcow2', container_format: 'bare', ...DEBIAN_12.properties })
@@ -122,7 +142,7 @@ export const run: BenchRun = async () => {
       if (put.status !== 204) throw new Error(`upload of ${debianFile}: ${put.status} ${await put.text()}`)
       const flavor = await cloud.api.createFlavor({ name: 'bench-debian', vcpus: 1, ram: 1024, disk: 4 })
       rows.push(...(await measure(cloud, {
-        label: 'Debian 12', imageRef: id, disk: debianFile, user: DEBIAN_12.adminUser, flavor, memoryMb: 1024, diskGb: 4, rounds: 1, timeoutMs: 20 * 60_000,
+        label: 'Debian 12', imageRef: id, disk: debianFile, user: DEBIAN_12.adminUser, flavor, memoryMb: 1024, diskGb: 4, rounds: 1, warm: false, timeoutMs: 20 * 60_000,
       }, work)))
     }
     return rows

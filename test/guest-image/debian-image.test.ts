@@ -118,9 +118,9 @@ describe('the Debian 12 image on an all-in-one pcc (long lane)', { skip: !LANE ?
     const rootBytes = Number(await run('df -B1 --output=size / | tail -n 1'))
     assert.ok(rootBytes > 3.5 * 1024 ** 3, `root file system is ${rootBytes} bytes`)
     assert.equal(await run('findmnt -no SOURCE /'), '/dev/vda2')
-    // The boot partition is mounted and its hook copies a new initramfs where syslinux boots it from.
+    // The boot partition is mounted (root only: umask 0077) and its hook copies a new initramfs where syslinux boots it from.
     assert.equal(await run('findmnt -no FSTYPE /boot/firmware'), 'vfat')
-    await run('sudo /etc/initramfs/post-update.d/pcc-boot-partition "$(uname -r)" && cmp /boot/firmware/initrd.img /boot/initrd.img-$(uname -r) && cmp /boot/firmware/vmlinuz /boot/vmlinuz-$(uname -r)')
+    await run('sudo /etc/initramfs/post-update.d/pcc-boot-partition "$(uname -r)" && sudo cmp /boot/firmware/initrd.img /boot/initrd.img-$(uname -r) && sudo cmp /boot/firmware/vmlinuz /boot/vmlinuz-$(uname -r)')
     // Each server makes its own SSH host keys and machine id (none were baked into the image).
     assert.match(await run('cat /etc/machine-id'), /^[0-9a-f]{32}$/)
     await cloud.remove(server)
