@@ -18,7 +18,7 @@
  */
 import { spawn } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { mbrSector, SECTOR, writeMbr } from './mbr.js'
 
@@ -179,6 +179,18 @@ export function mib(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(bytes < 10 * 1024 * 1024 ? 1 : 0)} MiB`
 }
 
+/** One sector of a file. */
+function readSector(file: string, lba: number): Buffer {
+  const sector = Buffer.alloc(SECTOR)
+  const fd = openSync(file, 'r')
+  try {
+    readSync(fd, sector, 0, SECTOR, lba * SECTOR)
+  } finally {
+    closeSync(fd)
+  }
+  return sector
+}
+
 /** The newest kernel release under the root's /boot that has an initramfs. */
 function kernelRelease(root: string): string {
   const releases = readdirSync(join(root, 'boot'))
@@ -275,9 +287,12 @@ export async function diskFromRoot(root: string, work: string, output: string, r
   await runTool('truncate', ['-s', String(diskBytes), raw])
   const bootOffset = BOOT_START * SECTOR
   const fat = `${raw}@@${bootOffset}`
-  // 64 heads × 32 sectors (1 MiB a cylinder), 128 cylinders; hidden sectors = the partition's start, which the
-  // FAT's boot sector (syslinux) adds to find its files on the disk.
-  await runTool('mformat', ['-i', fat, '-F', '-v', 'BOOT', '-N', bootSerial, '-h', '64', '-s', '32', '-t', String(BOOT_SECTORS / 2048), '-H', String(BOOT_START), '::'])
+  // The partition's size in sectors (-T: with an offset, mformat otherwise sizes the FAT to the end of the file,
+  // over the root partition), 64 heads × 32 sectors, hidden sectors = the partition's start, which the FAT's boot
+  // sector (syslinux) adds to find its files on the disk.
+  await runTool('mformat', ['-i', fat, '-F', '-v', 'BOOT', '-N', bootSerial, '-T', String(BOOT_SECTORS), '-h', '64', '-s', '32', '-H', String(BOOT_START), '::'])
+  const fatSectors = readSector(raw, BOOT_START).readUInt32LE(32)
+  if (fatSectors !== BOOT_SECTORS) throw new Error(`mformat made a FAT of ${fatSectors} sectors, not the partition's ${BOOT_SECTORS}`)
   const stage = join(work, 'stage')
   mkdirSync(stage)
   writeFileSync(join(stage, 'vmlinuz'), readFileSync(join(root, 'boot', `vmlinuz-${release}`)))
