@@ -11,6 +11,7 @@ import { COMPUTE_COMMANDS } from './cloud/compute.js'
 import { FLAVOR_COMMANDS } from './cloud/flavor.js'
 import { KEYPAIR_COMMANDS } from './cloud/keypair.js'
 import { IMAGE_COMMANDS } from './cloud/image.js'
+import { imageBuild } from './cloud/image-build.js'
 import { VOLUME_COMMANDS } from './cloud/volume.js'
 import { NETWORK_COMMANDS } from './cloud/network.js'
 import { HOST_COMMANDS } from './cloud/hosts.js'
@@ -29,6 +30,7 @@ export const COMMANDS: CommandSpec[] = [
   ...FLAVOR_COMMANDS,
   ...KEYPAIR_COMMANDS,
   ...IMAGE_COMMANDS,
+  imageBuild,
   ...VOLUME_COMMANDS,
   ...NETWORK_COMMANDS,
   ...HOST_COMMANDS,

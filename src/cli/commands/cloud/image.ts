@@ -62,7 +62,7 @@ export function imageFields(image: Image): [string, Cell][] {
   return out.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
 }
 
-async function imageApi(session: Session): Promise<string> {
+export async function imageApi(session: Session): Promise<string> {
   return `${await session.endpoint('image')}/v2`
 }
 
@@ -229,13 +229,20 @@ export const imageCreate: CommandSpec = {
   },
 }
 
-/** Streams the file as the image's data; a failed upload deletes the half-made image, as openstacksdk does. */
-async function upload(session: Session, url: string, file: string, size: number): Promise<void> {
+/**
+ * Streams the file as the image's data; a failed upload deletes the half-made image, as openstacksdk does.
+ * `onBytes` hears the running total as the bytes leave (pcctl image build's progress).
+ */
+export async function upload(session: Session, url: string, file: string, size: number, onBytes?: (sent: number) => void): Promise<void> {
   const token = await session.ensureToken()
+  let sent = 0
+  const counted = createReadStream(file)
+  // A second 'data' listener only watches: pipe() still paces the stream to the socket.
+  if (onBytes) counted.on('data', (chunk) => onBytes((sent += chunk.length)))
   try {
     await session.transport.request('PUT', url, {
       headers: { 'x-auth-token': token.id, 'content-type': 'application/octet-stream', 'content-length': String(size) },
-      upload: createReadStream(file),
+      upload: counted,
       // Silence, not the whole upload, is what times out: a large image takes as long as it takes.
       timeoutMs: 120_000,
     })
