@@ -8,7 +8,7 @@
  * and floating IPs.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, openSync, closeSync } from 'node:fs'
+import { chmodSync, closeSync, mkdirSync, openSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../src/testkit/harness.js'
@@ -17,6 +17,7 @@ import { RemoteLinuxBackend } from '../src/testkit/network-backend-host.js'
 import { cleanEnv, SERVER_MAIN } from '../src/testkit/process.js'
 import { guestImage, killQemusUnder, realGuestsMissing } from '../src/testkit/qemu.js'
 import { defaultImageName } from '../src/server/image/default-image.js'
+import { findBusybox } from '../src/guest-image/build.js'
 
 export const ADMIN = { username: 'admin', project: 'admin', domain: 'Default', password: 'tempest-admin-password' }
 
@@ -85,7 +86,19 @@ export async function startPcc(workDir: string, hypervisor: Hypervisor = 'simula
     throw err
   }
   const outside = net?.hosts[1].namespace
-  return { url, logFile, tempestExec: outside ? ['nsenter', `--net=/run/netns/${outside}`, '--'] : [], stop }
+  return { url, logFile, tempestExec: outside ? ['nsenter', `--net=/run/netns/${outside}`, '--', 'env', `PATH=${pingTools(workDir)}:${process.env.PATH ?? ''}`] : [], stop }
+}
+
+/**
+ * Tempest's scenarios ping the guests' floating IPs with the `ping` command, which a machine need not have
+ * (Debian's iputils-ping): busybox's, which the guest image is built from anyway, in a folder Tempest's PATH
+ * starts with.
+ */
+function pingTools(workDir: string): string {
+  const dir = join(workDir, 'bin')
+  mkdirSync(dir, { recursive: true })
+  for (const name of ['ping', 'ping6']) symlinkSync(findBusybox(), join(dir, name))
+  return dir
 }
 
 /** A veth from the cloud's namespace (EXTERNAL.device, left without address: the flat network bridges it) to the outside one. */

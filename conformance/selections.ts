@@ -74,11 +74,21 @@ const scenario = (rest: string) => `^tempest\\.scenario\\.${rest.replace(/[.[\]]
 
 /**
  * Tempest's scenario tests, which log into guests over SSH through floating IPs and check inside what really
- * happened, and the API tests Tempest runs only with SSH validation; `ci` marks those CI's real-guests lane runs
- * (the rest run in the scenarios selection, `npm run test:scenarios`: TCG guests are slow and CI's budget is fixed).
+ * happened; `ci` marks those CI's real-guests lane runs. The others run in the scenarios selection (`npm run
+ * test:scenarios`): TCG guests are slow, CI's budget is fixed, and on a 2-core machine busy with other suites
+ * their builds still time out waiting for the host's network applies (docs/conformance.md has the measured runs).
  */
 export const SCENARIO_TESTS: { pattern: string; ci: boolean }[] = [
   { pattern: scenario('test_server_basic_ops.'), ci: true },
+  { pattern: scenario('test_network_basic_ops.'), ci: false },
+  { pattern: scenario('test_volume_boot_pattern.'), ci: false },
+  { pattern: scenario('test_security_groups_basic_ops.'), ci: false },
+  { pattern: scenario('test_network_advanced_server_ops.'), ci: false },
+  { pattern: scenario('test_minimum_basic.'), ci: false },
+  { pattern: scenario('test_snapshot_pattern.'), ci: false },
+  { pattern: scenario('test_shelve_instance.'), ci: false },
+  { pattern: scenario('test_server_advanced_ops.'), ci: false },
+  { pattern: scenario('test_stamp_pattern.'), ci: false },
 ]
 
 /**
