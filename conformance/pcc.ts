@@ -7,16 +7,17 @@
  * have made before running Tempest: a second image (Tempest's image_ref_alt) and an external network for routers
  * and floating IPs.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, openSync, closeSync } from 'node:fs'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { chmodSync, closeSync, mkdirSync, openSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../src/testkit/harness.js'
 import { createTestNetwork, type TestNetwork } from '../src/testkit/netns.js'
 import { RemoteLinuxBackend } from '../src/testkit/network-backend-host.js'
 import { cleanEnv, SERVER_MAIN } from '../src/testkit/process.js'
-import { killQemusUnder, realGuestsMissing } from '../src/testkit/qemu.js'
+import { guestImage, killQemusUnder, realGuestsMissing } from '../src/testkit/qemu.js'
 import { defaultImageName } from '../src/server/image/default-image.js'
+import { findBusybox } from '../src/guest-image/build.js'
 
 export const ADMIN = { username: 'admin', project: 'admin', domain: 'Default', password: 'tempest-admin-password' }
 
@@ -33,8 +34,21 @@ export type Hypervisor = 'simulated' | 'qemu'
 export interface RunningPcc {
   url: string
   logFile: string
+  /**
+   * Prefix of the command line that runs Tempest where it reaches the cloud: on the real-guest cloud, inside the
+   * outside namespace (the API over the test bridge, the guests' floating IPs over the external segment); empty
+   * for the simulated cloud.
+   */
+  tempestExec: string[]
   stop(): Promise<void>
 }
+
+/**
+ * The external segment of the real-guest cloud: the interface the all-in-one host's flat network `public` bridges
+ * (PCC_LOCAL_PHYSICAL_INTERFACES), a veth whose other end is in the outside namespace, where Tempest runs and holds
+ * the segment's gateway address. Floating IPs come from it, and Tempest's SSH client reaches them directly.
+ */
+export const EXTERNAL = { physicalNetwork: 'public', device: 'ext0', cidr: '172.24.4.0/24', gateway: '172.24.4.1', pool: { start: '172.24.4.10', end: '172.24.4.250' } }
 
 const READY_TIMEOUT_MS = 60_000
 
@@ -43,8 +57,10 @@ export async function startPcc(workDir: string, hypervisor: Hypervisor = 'simula
   const dataDir = join(workDir, 'pcc-data')
   let net: TestNetwork | undefined
   if (hypervisor === 'qemu') {
-    net = createTestNetwork(1)
+    // Two namespaces on the test bridge: the cloud's, and the outside one Tempest runs in.
+    net = createTestNetwork(2)
     if (net.sharedBecause) throw new Error(`the real-guest cloud runs in a network namespace of its own: ${net.sharedBecause}`)
+    joinExternalSegment(net)
     // dnsmasq drops to nobody and reads its files under the data dir, as under a user's /var/lib/pcc.
     chmodSync(workDir, 0o755)
   }
@@ -53,7 +69,7 @@ export async function startPcc(workDir: string, hypervisor: Hypervisor = 'simula
   const url = `http://${address}:${port}`
   const logFile = join(workDir, 'pcc-server.log')
   const log = openSync(logFile, 'a')
-  const env = { ...SETTINGS, PCC_LISTEN: `${address}:${port}`, PCC_PUBLIC_URL: url, PCC_DATA_DIR: dataDir, PCC_ADMIN_PASSWORD: ADMIN.password, ...(net && { PCC_LOCAL_HYPERVISOR: 'qemu' }) }
+  const env = { ...SETTINGS, PCC_LISTEN: `${address}:${port}`, PCC_PUBLIC_URL: url, PCC_DATA_DIR: dataDir, PCC_ADMIN_PASSWORD: ADMIN.password, ...(net && { PCC_LOCAL_HYPERVISOR: 'qemu', PCC_LOCAL_PHYSICAL_INTERFACES: `${EXTERNAL.physicalNetwork}:${EXTERNAL.device}` }) }
   const command = where?.namespace ? ['nsenter', `--net=/run/netns/${where.namespace}`, '--', process.execPath] : [process.execPath]
   const child = spawn(command[0], [...command.slice(1), SERVER_MAIN], { env: cleanEnv(env), stdio: ['ignore', log, log] })
   closeSync(log)
@@ -69,7 +85,29 @@ export async function startPcc(workDir: string, hypervisor: Hypervisor = 'simula
     await stop()
     throw err
   }
-  return { url, logFile, stop }
+  const outside = net?.hosts[1].namespace
+  return { url, logFile, tempestExec: outside ? ['nsenter', `--net=/run/netns/${outside}`, '--', 'env', `PATH=${pingTools(workDir)}:${process.env.PATH ?? ''}`] : [], stop }
+}
+
+/**
+ * Tempest's scenarios ping the guests' floating IPs with the `ping` command, which a machine need not have
+ * (Debian's iputils-ping): busybox's, which the guest image is built from anyway, in a folder Tempest's PATH
+ * starts with.
+ */
+function pingTools(workDir: string): string {
+  const dir = join(workDir, 'bin')
+  mkdirSync(dir, { recursive: true })
+  for (const name of ['ping', 'ping6']) symlinkSync(findBusybox(), join(dir, name))
+  return dir
+}
+
+/** A veth from the cloud's namespace (EXTERNAL.device, left without address: the flat network bridges it) to the outside one. */
+function joinExternalSegment(net: TestNetwork): void {
+  const [cloud, outside] = net.hosts.map((h) => h.namespace!)
+  execFileSync('ip', ['-n', cloud, 'link', 'add', EXTERNAL.device, 'type', 'veth', 'peer', 'name', 'ext-outside', 'netns', outside])
+  execFileSync('ip', ['-n', cloud, 'link', 'set', EXTERNAL.device, 'up'])
+  execFileSync('ip', ['-n', outside, 'addr', 'add', `${EXTERNAL.gateway}/${EXTERNAL.cidr.split('/')[1]}`, 'dev', 'ext-outside'])
+  execFileSync('ip', ['-n', outside, 'link', 'set', 'ext-outside', 'up'])
 }
 
 /**
@@ -165,11 +203,15 @@ export interface CloudResources {
   publicNetworkName: string
   networkExtensions: string[]
   volumeExtensions: string[]
+  /** On the real-guest cloud: the guest image's disk file, which scenarios upload themselves (`[scenario] img_file`). */
+  imageFile?: string
+  /** On the real-guest cloud: the default image's login user (its `os_admin_user` property). */
+  sshUser?: string
 }
 
 /** What the operator of a new cloud makes before pointing Tempest at it. */
-export async function prepareCloud(admin: AdminClient): Promise<CloudResources> {
-  const { images } = await admin.json<{ images: { id: string; name: string }[] }>('GET', '/image/v2/images')
+export async function prepareCloud(admin: AdminClient, hypervisor: Hypervisor = 'simulated'): Promise<CloudResources> {
+  const { images } = await admin.json<{ images: { id: string; name: string; os_admin_user?: string }[] }>('GET', '/image/v2/images')
   const image = images.find((i) => i.name === defaultImageName())
   if (!image) throw new Error('the default image is missing')
   // A second active image with the same bytes (Tempest rebuilds and compares with image_ref_alt).
@@ -178,8 +220,12 @@ export async function prepareCloud(admin: AdminClient): Promise<CloudResources> 
   await admin.request('PUT', `/image/v2/images/${alt.id}/file`, bytes, 'application/octet-stream')
 
   const publicNetworkName = 'public'
-  const { network } = await admin.json<{ network: { id: string } }>('POST', '/network/v2.0/networks', { network: { name: publicNetworkName, 'router:external': true } })
-  await admin.json('POST', '/network/v2.0/subnets', { subnet: { network_id: network.id, ip_version: 4, cidr: '172.24.4.0/24', name: 'public-subnet' } })
+  // On the real-guest cloud the external network is the flat segment Tempest is on (EXTERNAL), so that its
+  // floating IPs are reached from there; the simulated cloud's carries no traffic.
+  const provider = hypervisor === 'qemu' ? { 'provider:network_type': 'flat', 'provider:physical_network': EXTERNAL.physicalNetwork } : {}
+  const { network } = await admin.json<{ network: { id: string } }>('POST', '/network/v2.0/networks', { network: { name: publicNetworkName, 'router:external': true, ...provider } })
+  const segment = hypervisor === 'qemu' ? { gateway_ip: EXTERNAL.gateway, enable_dhcp: false, allocation_pools: [EXTERNAL.pool] } : {}
+  await admin.json('POST', '/network/v2.0/subnets', { subnet: { network_id: network.id, ip_version: 4, cidr: EXTERNAL.cidr, name: 'public-subnet', ...segment } })
 
   // Tempest's extension flags: what the services list, nothing more.
   const aliases = async (path: string) => (await admin.json<{ extensions: { alias: string }[] }>('GET', path)).extensions.map((e) => e.alias)
@@ -190,5 +236,6 @@ export async function prepareCloud(admin: AdminClient): Promise<CloudResources> 
     publicNetworkName,
     networkExtensions: await aliases('/network/v2.0/extensions'),
     volumeExtensions: await aliases('/volume/v3/extensions'),
+    ...(hypervisor === 'qemu' && { imageFile: (await guestImage()).disk.path, sshUser: image.os_admin_user }),
   }
 }

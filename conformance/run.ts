@@ -61,9 +61,10 @@ function tempestMissing(): string | undefined {
 }
 
 /** Runs `tempest run` in the workspace, in its own process group so that a timeout or Ctrl-C stops its workers too. */
-function runTempest(workspace: string, args: string[], logFile: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
+function runTempest(workspace: string, args: string[], logFile: string, timeoutMs: number, signal: AbortSignal, where: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', `exec tempest run ${args.map((a) => `'${a}'`).join(' ')} >'${logFile}' 2>&1`], { cwd: workspace, detached: true, stdio: 'ignore' })
+    const command = [...where, 'sh', '-c', `exec tempest run ${args.map((a) => `'${a}'`).join(' ')} >'${logFile}' 2>&1`]
+    const child = spawn(command[0], command.slice(1), { cwd: workspace, detached: true, stdio: 'ignore' })
     const killGroup = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL')
@@ -171,7 +172,7 @@ async function main(): Promise<number> {
     pcc = await startPcc(workDir, hypervisor)
     const admin = await AdminClient.login(pcc.url)
     if (hypervisor === 'qemu') await untilHypervisorUp(admin)
-    const cloud = await prepareCloud(admin)
+    const cloud = await prepareCloud(admin, hypervisor)
     const workspace = join(workDir, 'workspace')
     const init = spawnSync('tempest', ['init', '--workspace-path', join(workDir, 'workspace.yaml'), workspace], { encoding: 'utf8' })
     if (init.status !== 0) throw new Error(`tempest init: ${init.stderr}`)
@@ -190,7 +191,7 @@ async function main(): Promise<number> {
     }
     const what = options.only ? `--only ${options.only}` : `${options.name} (${options.services.join(', ')})`
     console.log(`Tempest ${what} against pcc at ${pcc.url} (${hypervisor === 'qemu' ? 'all-in-one, real QEMU guests' : 'simulated hosts'}), concurrency ${options.concurrency}`)
-    await runTempest(workspace, args, join(workDir, 'tempest-run.log'), options.timeoutMs, abort.signal)
+    await runTempest(workspace, args, join(workDir, 'tempest-run.log'), options.timeoutMs, abort.signal, pcc.tempestExec)
     const results = readResults(workspace)
     if (results.length === 0) throw new Error(`Tempest ran no test; its output is in ${join(workDir, 'tempest-run.log')} (use --keep)`)
     const passes = report(options, results)

@@ -31,7 +31,8 @@ export const FEATURES_OFF: Option[] = [
   { section: 'compute-feature-enabled', name: 'spice_console', value: false, missing: 'no SPICE consoles' },
   { section: 'compute-feature-enabled', name: 'serial_console', value: false, missing: 'Tempest\'s serial console test needs a guest answering on its serial port, which simulated hosts do not run', realGuests: true },
   { section: 'compute-feature-enabled', name: 'rdp_console', value: false, missing: 'no RDP consoles' },
-  { section: 'compute-feature-enabled', name: 'metadata_service', value: false, missing: 'the CI cloud\'s hosts are simulated: their guests reach no metadata service (QEMU hosts serve one at 169.254.169.254); the tests it gates need SSH validation too' },
+  { section: 'compute-feature-enabled', name: 'metadata_service', value: false, missing: 'the CI cloud\'s hosts are simulated: their guests reach no metadata service (QEMU hosts serve one at 169.254.169.254); the tests it gates need SSH validation too', realGuests: true },
+  { section: 'validation', name: 'run_validation', value: false, missing: 'simulated hosts have no guests to log into over SSH (on in the real-guest selections, which log into QEMU guests through floating IPs)', realGuests: true },
   { section: 'compute-feature-enabled', name: 'personality', value: false, missing: 'file injection (personality, removed from Nova at 2.57) is not implemented' },
   { section: 'compute-feature-enabled', name: 'attach_encrypted_volume', value: false, missing: 'no volume encryption' },
   { section: 'compute-feature-enabled', name: 'xenapi_apis', value: false, missing: 'no XenAPI' },
@@ -134,11 +135,32 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
     { section: 'volume-feature-enabled', name: 'api_extensions', value: cloud.volumeExtensions },
     ...flags('volume-feature-enabled', { snapshot: true, clone: true, extend_attached_volume: true }),
     ...flags('service_available', { nova: true, neutron: true, glance: true, cinder: true }),
-    // No SSH into guests: simulated hosts have none (the brief's "no SSH validation"); the real-guests selection
-    // checks consoles, not SSH.
-    ...flags('validation', { run_validation: false }),
-    ...(realGuests ? realGuestFeatures() : []),
+    ...(realGuests ? [...validation(cloud), ...realGuestFeatures()] : []),
     ...featuresOff(hypervisor),
+  ]
+}
+
+/**
+ * SSH into the real guests, as Tempest's scenarios and its validation API tests do: through a floating IP of the
+ * external network (on the segment Tempest runs on, conformance/pcc.ts), with a key pair, as the image's login user
+ * (its os_admin_user); the scenarios that upload an image upload the same guest image file. The guests boot under
+ * TCG on a shared machine: SSH and ping get generous timeouts.
+ */
+function validation(cloud: CloudResources): Option[] {
+  if (!cloud.imageFile || !cloud.sshUser) throw new Error('the real-guest cloud needs the guest image file and its login user')
+  return [
+    ...flags('validation', {
+      connect_method: 'floating',
+      auth_method: 'keypair',
+      ip_version_for_ssh: 4,
+      image_ssh_user: cloud.sshUser,
+      image_alt_ssh_user: cloud.sshUser,
+      network_for_ssh: cloud.publicNetworkName,
+      ping_timeout: 180,
+      ssh_timeout: 300,
+      connect_timeout: 60,
+    }),
+    ...flags('scenario', { img_file: cloud.imageFile, img_disk_format: 'qcow2', img_container_format: 'bare', dhcp_client: 'udhcpc' }),
   ]
 }
 

@@ -50,7 +50,8 @@ function conformanceLane(title, args) {
 
 /**
  * The conformance lanes, in parallel with the node tests: Tempest's ci selection on simulated hosts, and the
- * real-guests selection (the remote consoles) on an all-in-one QEMU pcc. Skipped, with the reason, without the
+ * real-guests selection (the remote consoles, and test_server_basic_ops logging into a guest over SSH through its
+ * floating IP) on an all-in-one QEMU pcc. Skipped, with the reason, without the
  * tempest command or (the second) without what real guests need.
  */
 async function conformanceLanes() {

@@ -89,7 +89,9 @@ describe('the pcc guest image', { skip: missing }, () => {
         uuid: 'c0ffee00-0000-4000-8000-000000000001', name: 'vm-one', hostname: 'vm-one.novalocal',
         public_keys: { mykey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITest me@example' }, meta: { role: 'web' }, admin_pass: 's3cret',
       }),
-      'openstack/latest/user_data': '#!/bin/sh\necho "pcc-guest: from user data $(cat /mnt/disk/pcc/boot-count)"\necho written-at-boot-$(cat /mnt/disk/pcc/boot-count) > /mnt/disk/files/note\nsync\n',
+      // /mnt is on the guest's disk (as a cloud image's root file system holds it): a file written there at the first
+      // boot is still there at the second.
+      'openstack/latest/user_data': '#!/bin/sh\necho "pcc-guest: from user data $(cat /mnt/disk/pcc/boot-count)"\necho written-at-boot-$(cat /mnt/disk/pcc/boot-count) > /mnt/disk/files/note\n[ -f /mnt/kept ] || echo mnt-written-at-boot-$(cat /mnt/disk/pcc/boot-count) > /mnt/kept\necho "pcc-guest: mnt $(cat /mnt/kept)"\nsync\n',
       'openstack/latest/network_data.json': JSON.stringify({ links: [], networks: [], services: [] }),
     })
     let guest: BareGuest | undefined
@@ -111,6 +113,7 @@ describe('the pcc guest image', { skip: missing }, () => {
         await qmp.execute('system_reset')
         await guest.waitFor(/pcc-guest: boot 2[\s\S]*pcc-guest: user-data exit 0/, BOOT_MS)
         assert.match(guest.console(), /pcc-guest: disk-file files\/note written-at-boot-1/, 'the file the first boot wrote is on the disk')
+        assert.match(guest.console(), /pcc-guest: boot 2[\s\S]*pcc-guest: mnt mnt-written-at-boot-1/, 'what the first boot wrote in /mnt is there')
         const since = qmp.events.length
         await qmp.execute('system_powerdown')
         const shutdown = await qmp.waitEvent('SHUTDOWN', 30_000, { since })
@@ -160,8 +163,10 @@ describe('the pcc guest image', { skip: missing }, () => {
         'sudo mkfs -t ext4 /dev/vdb >/dev/null', 'sudo mount -t ext4 /dev/vdb /mnt', 'echo kept-on-volume | sudo tee /mnt/file >/dev/null', 'sync', 'sudo umount /mnt',
         'sudo mount /dev/vdb /mnt', 'cat /mnt/file', 'sudo umount /mnt', 'dd if=/dev/vdb bs=512 count=2 2>/dev/null | wc -c', 'ping -c 1 -W 5 127.0.0.1 >/dev/null && echo ping-ok',
         'which ip wget curl mount dd >/dev/null && echo tools-ok',
+        // As Tempest's remote client finds the config drive and lists the disks (TYPE column), and checks for curl.
+        'blkid -L config-2 -o device', "lsblk -lb --nodeps | awk 'NR > 1 { print $1, $6 }'", 'curl -V >/dev/null && echo curl-ok',
       ].join(' && '))
-      assert.equal(volumeWork.stdout, 'kept-on-volume\n1024\nping-ok\ntools-ok\n')
+      assert.equal(volumeWork.stdout, 'kept-on-volume\n1024\nping-ok\ntools-ok\n/dev/sr0\nsr0 rom\nvda disk\nvdb disk\ncurl-ok\n')
       // Only the key pair's key opens it: another key is refused (and no password is asked for: BatchMode).
       execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(work, 'other')])
       await assert.rejects(ssh('pcc', 'true', join(work, 'other')), /Permission denied/)

@@ -69,7 +69,9 @@ export const HOST_COMMANDS = {
   // Compute: the ComputeDriver calls of src/contracts/host/compute-driver.ts, executed with the agent's driver.
   info: command<Server, GuestInfo | null>(1, 'quick'),
   listGuests: command<Record<string, never>, GuestInfo[]>(1, 'quick'),
-  beginStep: command<Server & { taskState: string }, void>(1),
+  // A build's networking step waits for the host's data plane to apply the new port (Nova bounds the same wait by
+  // vif_plugging_timeout, 300 s): with many networks on a busy host one apply takes a minute.
+  beginStep: command<Server & { taskState: string }, void>(1, 'long'),
   spawn: command<WithSpec, GuestInfo>(1, 'long'),
   destroy: command<Server, void>(1),
   reboot: command<Server & { type: 'SOFT' | 'HARD' }, void>(1),

@@ -52,6 +52,10 @@ export class NetworkAgent {
   private known = ''
   private last: HostNetworkState | undefined
   private applying: Promise<void> = Promise.resolve()
+  /** The syncNow fetching or applying now (settled when none is). */
+  private syncing: Promise<void> = Promise.resolve()
+  /** A syncNow waiting for the one in progress (or an apply) to end, not fetching yet: callers arriving meanwhile share it. */
+  private queuedSync: Promise<void> | undefined
   private stopped = false
   private readonly abort = new AbortController()
   private tunnelIp: string | null = null
@@ -106,10 +110,24 @@ export class NetworkAgent {
   }
 
   /**
-   * Fetches the state now and applies it (a build's networking step waits for this). A failure is tried again
-   * twice (a control-plane hiccup must not fail a build) before it fails the step.
+   * Fetches the state now and applies it (a build's networking step waits for this). Each caller needs a state
+   * fetched after it asked, and applies go one at a time: the callers that ask while an apply runs share the one
+   * fetch and apply made after it, so servers built together cost one apply, not one after the other each (an
+   * apply takes seconds with many networks on a busy host, and the step's command has a bounded wait).
    */
-  async syncNow(): Promise<void> {
+  syncNow(): Promise<void> {
+    if (this.queuedSync) return this.queuedSync
+    const sync = Promise.all([this.syncing, this.applying]).then(() => {
+      this.queuedSync = undefined
+      return this.fetchAndApply()
+    })
+    this.queuedSync = sync
+    this.syncing = sync.catch(() => {})
+    return sync
+  }
+
+  /** One fetch and apply; a failure is tried again twice (a control-plane hiccup must not fail a build). */
+  private async fetchAndApply(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         const answer = await this.agent.api<HostNetworkAnswer>('GET', '/network?wait=0')
