@@ -9,7 +9,10 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { randomUUID } from 'node:crypto'
+import { writeConfigDrive } from '../src/host/compute/qemu/config-drive.js'
 import { until } from '../src/testkit/compute-api.js'
+import { bareGuest, guestImage } from '../src/testkit/qemu.js'
 import type { QemuCloud } from '../src/testkit/qemu-cloud.js'
 
 export const MIB_COUNT = 512
@@ -22,6 +25,10 @@ export const TESTS = `
 now() { read u _ < /proc/uptime; echo "$u" | tr -d . | sed 's/^0*//'; }
 bench() {
   dev=$1; label=$2
+  # One flush first, as a file system's first commit sends: librbd writes through until a guest's first flush
+  # (\`rbd cache writethrough until flush\`, for guests too old to flush), and a raw O_DIRECT writer never sends one
+  # (busybox dd fsyncs only after a copy: block 0 is copied onto itself).
+  dd if=$dev of=$dev bs=4k count=1 conv=notrunc,fsync 2>/dev/null
   t=$(now); dd if=/dev/zero of=$dev bs=1M count=${MIB_COUNT} seek=${OFFSET_MIB} oflag=direct conv=notrunc 2>/dev/null; echo "pcc-guest: bench $label seq-write $(( $(now) - t ))"
   t=$(now); dd if=$dev of=/dev/null bs=1M count=${MIB_COUNT} skip=${OFFSET_MIB} iflag=direct 2>/dev/null; echo "pcc-guest: bench $label seq-read $(( $(now) - t ))"
   i=0; t=$(now)
@@ -77,16 +84,15 @@ export function compileRio(): Buffer {
   }
 }
 
-/**
- * The guest's user data: rio when given, then wait for the attached volume and run the tests on it (`volume`) and
- * on the root disk (`root`).
- */
-const guestScript = (rio?: Buffer) => `#!/bin/sh
+/** The disks a pcc guest benches: the attached volume, then its root disk. */
+const PCC_DISKS: [device: string, label: string][] = [['/dev/vdb', 'volume'], ['/dev/vda', 'root']]
+
+/** The guest's user data: rio when given, then wait for the first disk and run the tests on each. */
+const guestScript = (rio: Buffer | undefined, disks = PCC_DISKS) => `#!/bin/sh
 ${rio ? `echo ${rio.toString('base64')} | base64 -d > /rio && chmod +x /rio` : ''}
 ${TESTS}
-while [ ! -b /dev/vdb ]; do sleep 1; done
-bench /dev/vdb volume
-bench /dev/vda root
+while [ ! -b ${disks[0][0]} ]; do sleep 1; done
+${disks.map(([device, label]) => `bench ${device} ${label}`).join('\n')}
 echo "pcc-guest: bench done"
 `
 
@@ -136,6 +142,35 @@ export async function guestTimings(cloud: QemuCloud, imageId: string, volumeId: 
   } finally {
     await api.call('DELETE', `/servers/${id}`).catch(() => {})
     await until('the guest gone', 120_000, async () => ((await api.server(id).catch(() => undefined)) ? undefined : true), 500).catch(() => {})
+  }
+}
+
+/**
+ * The floor of a guest's own cost per I/O: a bare QEMU guest of the same image (no pcc in between, same memory and
+ * vCPU) runs the tests on a disk that costs nothing — QEMU's null-co driver completes every request at once — so what
+ * it measures is the guest kernel, the emulated virtio queue and QEMU's block layer, which no storage can beat.
+ */
+export async function nullDiskTimings(accel: 'kvm' | 'tcg', rio?: Buffer): Promise<Timing[]> {
+  const image = await guestImage()
+  const work = mkdtempSync(join(tmpdir(), 'pcc-bench-null-'))
+  const drive = join(work, 'config.iso')
+  await writeConfigDrive(drive, {
+    'openstack/latest/meta_data.json': JSON.stringify({ uuid: randomUUID(), name: 'bench-null', hostname: 'bench-null' }),
+    'openstack/latest/user_data': guestScript(rio, [['/dev/vdb', 'null']]),
+    'openstack/latest/network_data.json': JSON.stringify({ links: [], networks: [], services: [] }),
+  })
+  // The null disk sits past the image's PCI slot: the firmware boots the first disk it finds and the guest calls
+  // it vda, so the image stays first.
+  const guest = bareGuest({
+    disk: image.disk.path, diskFormat: 'qcow2', snapshot: true, configDrive: drive, accel, memoryMb: 256,
+    extraArgs: ['-blockdev', `driver=null-co,node-name=null,size=${(OFFSET_MIB + MIB_COUNT) * 1048576}`, '-device', 'virtio-blk-pci,drive=null,addr=0x9'],
+  })
+  try {
+    await guest.waitFor(/^pcc-guest: bench done/m, 1_800_000)
+    return parseTimings(guest.console())
+  } finally {
+    await guest.stop()
+    rmSync(work, { recursive: true, force: true })
   }
 }
 
