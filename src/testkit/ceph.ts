@@ -99,24 +99,54 @@ async function ceph(conf: string, args: string[], timeoutMs = 60_000): Promise<s
 
 async function until(what: string, deadline: number, check: () => Promise<boolean>): Promise<void> {
   for (;;) {
-    if (await check().catch(() => false)) return
+    const done = await check().catch((err: unknown) => {
+      if (err instanceof MonitorDied) throw err
+      return false
+    })
+    if (done) return
     if (Date.now() > deadline) throw new Error(`ceph test cluster: timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 500))
   }
 }
 
+function alive(pid: number | undefined): boolean {
+  if (pid === undefined) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** A monitor that exited before it answered (its port taken, most often): another start on other ports may work. */
+class MonitorDied extends Error {}
+
 /**
  * Starts a cluster in a new folder (or `dir`) and resolves once its OSD is up and in, its manager active and its
  * health OK (about 30 s). Daemons run in sessions of their own, so a test runner's process group ending does not
- * take them down before `stop`.
+ * take them down before `stop`. A monitor that dies at once is started again on other ports: the ports are drawn
+ * at random, and one may be taken by the time the monitor binds it.
  */
 export async function startCeph(options: { dir?: string; osdGb?: number; timeoutMs?: number } = {}): Promise<StartedCeph> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startCephOnce(options)
+    } catch (err) {
+      if (!(err instanceof MonitorDied) || attempt === 3) throw err
+    }
+  }
+}
+
+async function startCephOnce(options: { dir?: string; osdGb?: number; timeoutMs?: number }): Promise<StartedCeph> {
   const dir = options.dir ?? join(tmpdir(), `pcc-ceph-${randomBytes(4).toString('hex')}`)
   const deadline = Date.now() + (options.timeoutMs ?? 240_000)
   for (const sub of ['run', 'log', 'crash', 'mon.a', 'mgr.x', 'mgr-modules']) mkdirSync(join(dir, sub), { recursive: true })
   for (const m of MGR_MODULES) symlinkSync(`/usr/share/ceph/mgr/${m}`, join(dir, 'mgr-modules', m))
-  // Own ports, so several clusters (a private one beside the run's) can live on one machine.
-  const base = 30000 + 200 * Math.floor(Math.random() * 150)
+  // Own ports, so several clusters (a private one beside the run's) can live on one machine: below Linux's
+  // ephemeral range (32768-60999), where the machine's outgoing connections take theirs, and below the test run's
+  // PostgreSQL (25432-26431).
+  const base = 12000 + 200 * Math.floor(Math.random() * 65)
   const conf = join(dir, 'ceph.conf')
   const keyring = join(dir, 'keyring')
   writeFileSync(conf, cephConf(dir, randomUUID(), base, [base + 10, base + 199], (options.osdGb ?? 16) * 1024 ** 3))
@@ -146,7 +176,11 @@ export async function startCeph(options: { dir?: string; osdGb?: number; timeout
     await exec('monmaptool', ['--create', '--clobber', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${base},v1:127.0.0.1:${base + 1}]`, join(dir, 'monmap')])
     await exec('ceph-mon', ['-c', conf, '--mkfs', '-i', 'a', '--monmap', join(dir, 'monmap'), '--keyring', keyring])
     daemon('ceph-mon', ['-i', 'a'], 'mon.a.out')
-    await until('the monitor', deadline, async () => (await ceph(conf, ['mon', 'stat']), true))
+    const mon = pids[0]
+    await until('the monitor', deadline, async () => {
+      if (!alive(mon)) throw new MonitorDied(`ceph-mon exited: ${readFileSync(join(dir, 'log', 'mon.a.out'), 'utf8').slice(-500)}`)
+      return (await ceph(conf, ['mon', 'stat'], 15_000), true)
+    })
     await ceph(conf, ['auth', 'get-or-create', 'mgr.x', 'mon', 'allow profile mgr', 'osd', 'allow *', 'mds', 'allow *', '-o', join(dir, 'mgr.x', 'keyring')])
     daemon('ceph-mgr', ['-i', 'x'], 'mgr.x.out')
     const uuid = randomUUID()
