@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createServer } from 'node:net'
+import { freePort } from '../src/testkit/harness.js'
 import { writeConfigDrive } from '../src/host/compute/qemu/config-drive.js'
 import { DEBIAN_12 } from '../src/guest-image/debian.js'
 import { defaultImageName } from '../src/server/image/default-image.js'
@@ -34,17 +34,6 @@ interface Subject {
   /** A first server to fetch the image into the host's cache before the measured rounds (its own row). */
   warm: boolean
   timeoutMs: number
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
 }
 
 /**

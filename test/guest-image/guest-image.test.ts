@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execFile, execFileSync, spawnSync } from 'node:child_process'
-import { createServer } from 'node:net'
+import { freePort } from '../../src/testkit/harness.js'
 import { promisify } from 'node:util'
 import { cpioArchive } from '../../src/guest-image/cpio.js'
 import { writeConfigDrive } from '../../src/host/compute/qemu/config-drive.js'
@@ -34,17 +34,6 @@ describe('the cpio writer', () => {
     assert.match(listing, /^lrwxrwxrwx .* bin\/sh -> busybox$/m)
   })
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
 /** ssh and ssh-keygen (Debian's openssh-client) have no --version: spawning is the test. */
 function sshMissing(): string | false {
