@@ -117,7 +117,10 @@ describe('pcc-server cleanup: an all-in-one torn down', { skip: missing }, () =>
 
     const other = await startAllInOne({ host: net.hosts[0], dataDir: otherDataDir, password: PASSWORD })
     await other.server.stop('SIGTERM')
-    assert.match(other.server.stderr(), new RegExp(`pcc-server: warning: 1 guest\\(s\\) of another data dir \\(${dataDir}\\) are running, unmanaged by this start: \`pcc-server cleanup --data-dir ${dataDir}\``))
+    // The command as it runs here: `pcc-server` once installed on PATH, else node and this checkout's main.js.
+    const main = SERVER_MAIN.replace(/[.*+?^$()|[\]\\]/g, '\\$&')
+    const command = `(pcc-server|node ${main})`
+    assert.match(other.server.stderr(), new RegExp(`pcc-server: warning: 1 guest\\(s\\) of another data dir \\(${dataDir}\\) are running, unmanaged by this start: \`${command} cleanup --data-dir ${dataDir}\``))
 
     const done = await cleanup(dataDir)
     assert.equal(done.code, 0, done.stderr)
