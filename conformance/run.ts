@@ -10,7 +10,7 @@
  * the pcc and Tempest logs are in it).
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -116,6 +116,33 @@ function printFailures(title: string, failures: { id: string; name?: string; sta
   for (const f of failures) console.log(`  ✖ ${f.name ?? f.id} [${f.status}]\n      ${f.reason}`)
 }
 
+/**
+ * The server's own errors (5xx answers, error-level lines) under a failed run's report: the work dir and its log
+ * are gone when CI shows the output, and a flaky failure may not come back.
+ */
+function printServerErrors(logFile: string): void {
+  const errors = readFileSync(logFile, 'utf8').split('\n').map(logEntry).filter((e): e is LogEntry => e !== undefined && ((e.res?.statusCode ?? 0) >= 500 || (e.level ?? 0) >= 50))
+  if (errors.length === 0) return
+  // Indented under a ✖ line, so scripts/run-tests.mjs's closing summary repeats them.
+  console.log(`\n  ✖ pcc-server logged ${errors.length} error(s) during the run${errors.length > 20 ? ' (the first 20)' : ''}:`)
+  for (const e of errors.slice(0, 20)) {
+    const line = `${new Date(e.time ?? 0).toISOString()} ${e.req ? `${e.req.method} ${e.req.url} → ${e.res?.statusCode} ` : ''}${e.err?.message ?? e.msg ?? ''}`
+    console.log(`      ${line.length > 400 ? `${line.slice(0, 400)}…` : line}`)
+  }
+}
+
+/** The fields of a pino line that say what went wrong. */
+interface LogEntry { time?: number; level?: number; msg?: string; req?: { method?: string; url?: string }; res?: { statusCode?: number }; err?: { message?: string } }
+
+function logEntry(line: string): LogEntry | undefined {
+  if (!line.startsWith('{')) return undefined
+  try {
+    return JSON.parse(line) as LogEntry
+  } catch {
+    return undefined // a line cut short when the server stopped
+  }
+}
+
 /** Prints the report; returns whether the run passes. */
 function report(options: Options, results: TestResult[]): boolean {
   const tests = results.filter((r) => !/^(setUpClass|tearDownClass) /.test(r.id))
@@ -195,6 +222,7 @@ async function main(): Promise<number> {
     const results = readResults(workspace)
     if (results.length === 0) throw new Error(`Tempest ran no test; its output is in ${join(workDir, 'tempest-run.log')} (use --keep)`)
     const passes = report(options, results)
+    if (!passes) printServerErrors(pcc.logFile)
     console.log(`\n${passes ? 'PASSED' : 'FAILED'}: ${results.length} results in ${Math.round((Date.now() - started) / 1000)} s${options.keep ? `; logs in ${workDir}` : ''}`)
     return passes ? 0 : 1
   } finally {

@@ -126,6 +126,18 @@ async function nodeTests() {
   return code
 }
 
+/** A lane's ✖ lines, each with the indented lines under it (Tempest's reason, the server's errors). */
+function laneFailures(output) {
+  const lines = output.split('\n')
+  const kept = []
+  lines.forEach((line, n) => {
+    if (!/^\s+✖ /.test(line)) return
+    kept.push(line)
+    for (let next = n + 1; next < lines.length && /^\s{4,}\S/.test(lines[next]) && !/^\s+✖ /.test(lines[next]); next++) kept.push(lines[next])
+  })
+  return kept
+}
+
 const lanes = await conformanceLanes()
 const testsCode = await nodeTests()
 if (lanes.length > 0 && files.length > 0) console.log('\nwaiting for the conformance lanes (Tempest)…')
@@ -143,6 +155,6 @@ if (files.length > 0) {
 }
 for (const { title, code, output } of ended) {
   console.log(`${title}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`}`)
-  if (code !== 0) for (const line of output.split('\n').filter((l) => /^\s+✖ /.test(l)).slice(0, 40)) console.log(line)
+  if (code !== 0) for (const line of laneFailures(output).slice(0, 60)) console.log(line)
 }
 process.exit(testsCode || ended.reduce((code, lane) => code || lane.code, 0))
