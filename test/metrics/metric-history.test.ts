@@ -16,8 +16,21 @@ import type { ServerTable } from '../../src/server/storage/tables/compute.js'
 const T0 = 1_800_000_000_000 - (1_800_000_000_000 % 3_600_000)
 
 async function addServer(db: Db, hostId: string): Promise<string> {
+  const row = serverRow(hostId)
+  await db.insertInto('servers').values(row).execute()
+  return row.id
+}
+
+/** Many servers on a host, inserted a few hundred a statement. */
+async function addServers(db: Db, hostId: string, count: number): Promise<string[]> {
+  const rows = Array.from({ length: count }, () => serverRow(hostId))
+  for (let start = 0; start < count; start += 500) await db.insertInto('servers').values(rows.slice(start, start + 500)).execute()
+  return rows.map((r) => r.id)
+}
+
+function serverRow(hostId: string): ServerTable {
   const id = randomUUID()
-  const row: ServerTable = {
+  return {
     id, rev: 0, display_id: 1 + Math.floor(Math.random() * 2_000_000_000), name: 'metered', description: null, project_id: 'p1', user_id: 'u1',
     host_id: hostId, host: 'h', node: 'h', vm_state: 'active', task_state: null, power_state: 1,
     flavor: '{}', old_flavor: null, new_flavor: null, image_id: null, key_name: null, key_data: null, metadata: '{}',
@@ -26,8 +39,6 @@ async function addServer(db: Db, hostId: string): Promise<string> {
     root_device_name: '/dev/vda', kernel_id: null, ramdisk_id: null, progress: 0, trusted_image_certificates: null, scheduler_hints: null,
     security_groups: '[]', requested_networks: '"auto"', block_devices: '[]', created_at: T0, updated_at: T0, launched_at: T0, terminated_at: null, deleted_at: null, deleted: 0,
   }
-  await db.insertInto('servers').values(row).execute()
-  return id
 }
 
 function guest(serverId: string, at: number, seconds: number, busyVcpus = 1, memoryUsedKb = 262_144): GuestSample {
@@ -79,13 +90,15 @@ for (const dialect of DIALECTS) {
 
     it("writes a heartbeat's batch at once: many guests, and a guest sent twice counts once (its last sample)", async () => {
       const hostId = randomUUID()
-      // 700 guests × 3 rings is past one statement's rows: the batch is split, and every guest still lands.
-      const ids = await Promise.all(Array.from({ length: 700 }, () => addServer(db, hostId)))
+      // 10,000 guests: their rings (3 rows each) and their latest samples are far past one statement's bound
+      // parameters (SQLite allows 32,766): the batch is split, and every guest still lands.
+      const ids = await addServers(db, hostId, 10_000)
       const first = ids[0]
       const repeated = [guest(first, T0 + 5_000, 100, 1, 100_000), guest(first, T0 + 5_000, 100, 1, 200_000)]
       await recordSamples(db, hostId, { host: host(T0 + 5_000, 100), guests: [...repeated, ...ids.slice(1).map((id) => guest(id, T0 + 5_000, 100))] })
       assert.equal((await readHistory(db, first, 'hour', T0 + 20_000)).points[0].memory, 200_000 * 1024)
-      for (const id of [ids[1], ids[699]]) for (const tier of [0, 1, 2]) assert.equal(await rows(db, id, tier), 1, `${id} tier ${tier}`)
+      for (const id of [ids[1], ids[9_999]]) for (const tier of [0, 1, 2]) assert.equal(await rows(db, id, tier), 1, `${id} tier ${tier}`)
+      assert.equal((await latestSample<GuestSample>(db, ids[9_999]))?.at, T0 + 5_000)
     })
 
     it('averages the samples of one step in the coarser tiers', async () => {

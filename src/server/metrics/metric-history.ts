@@ -76,12 +76,19 @@ function consolidated(column: (typeof VALUES)[number]) {
     ELSE (metric_slots.${sql.ref(column)} * metric_slots.samples + excluded.${sql.ref(column)}) / (metric_slots.samples + 1) END`
 }
 
-// Rows of one upsert at most: 14 values a row stays under SQLite's 32,766 bound parameters (PostgreSQL allows 65,535).
-const ROWS_PER_STATEMENT = 2000
+// Bound parameters of one statement at most: SQLite allows 32,766 (PostgreSQL 65,535).
+const PARAMETERS_PER_STATEMENT = 32_000
+
+/** Writes rows a statement at a time, each under PARAMETERS_PER_STATEMENT values (a host with thousands of guests). */
+async function inStatements<Row extends object>(rows: Row[], write: (slice: Row[]) => Promise<unknown>): Promise<void> {
+  if (rows.length === 0) return
+  const perStatement = Math.floor(PARAMETERS_PER_STATEMENT / Object.keys(rows[0]).length)
+  for (let start = 0; start < rows.length; start += perStatement) await write(rows.slice(start, start + perStatement))
+}
 
 /**
  * Writes one point of each subject into every tier: a heartbeat's whole batch (its host and its guests, three rings
- * each) in one upsert, split only past ROWS_PER_STATEMENT rows (a host with over 600 guests).
+ * each) in one upsert, split only past a statement's parameters (a host with over 700 guests).
  */
 async function writePoints(db: Db, points: { subjectId: string; at: number; values: Values }[]): Promise<void> {
   const rows = points.flatMap((p) =>
@@ -90,10 +97,10 @@ async function writePoints(db: Db, points: { subjectId: string; at: number; valu
       return { subject_id: p.subjectId, tier, slot: index % slots, at: index * step, samples: 1, ...p.values }
     }),
   )
-  for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
-    await db
+  await inStatements(rows, (slice) =>
+    db
       .insertInto('metric_slots')
-      .values(rows.slice(start, start + ROWS_PER_STATEMENT))
+      .values(slice)
       .onConflict((oc) =>
         oc.columns(['subject_id', 'tier', 'slot']).doUpdateSet({
           ...Object.fromEntries(VALUES.map((c) => [c, consolidated(c)])),
@@ -101,8 +108,8 @@ async function writePoints(db: Db, points: { subjectId: string; at: number; valu
           at: sql<number>`excluded.at`,
         }),
       )
-      .execute()
-  }
+      .execute(),
+  )
 }
 
 async function previousSamples(db: Db, ids: string[]): Promise<Map<string, unknown>> {
@@ -112,12 +119,13 @@ async function previousSamples(db: Db, ids: string[]): Promise<Map<string, unkno
 }
 
 async function saveLatest(db: Db, rows: { subject_id: string; kind: 'server' | 'host'; host_id: string; at: number; sample: string }[]): Promise<void> {
-  if (rows.length === 0) return
-  await db
-    .insertInto('metric_latest')
-    .values(rows)
-    .onConflict((oc) => oc.column('subject_id').doUpdateSet({ kind: sql`excluded.kind`, host_id: sql`excluded.host_id`, at: sql`excluded.at`, sample: sql`excluded.sample` }))
-    .execute()
+  await inStatements(rows, (slice) =>
+    db
+      .insertInto('metric_latest')
+      .values(slice)
+      .onConflict((oc) => oc.column('subject_id').doUpdateSet({ kind: sql`excluded.kind`, host_id: sql`excluded.host_id`, at: sql`excluded.at`, sample: sql`excluded.sample` }))
+      .execute(),
+  )
 }
 
 /**
