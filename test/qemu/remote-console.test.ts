@@ -7,13 +7,16 @@
  * carried from QEMU's unix socket through the agent's outbound websocket and the proxy. Then the same in Debian's
  * Chromium: the web console's server page opens the noVNC page in a new tab, which draws the guest's display (its
  * VGA text console: the shell on tty1) and types into it — the guest's shell runs what was typed and writes it to its
- * serial port, where the console log shows it (docs/console/vnc-console.png is this test's screenshot).
+ * serial port, where the console log shows it (docs/console/vnc-console.png is this test's screenshot). Last, the
+ * guest's own load in the server's Metrics tab: a CPU loop and a disk writer typed into its serial console show
+ * on the CPU and disk charts.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { spawn } from 'node:child_process'
 import type { Page } from 'playwright-core'
 import { browserMissing, launchBrowser } from '../../src/testkit/browser.js'
 import { until } from '../../src/testkit/compute-api.js'
@@ -22,7 +25,9 @@ import { adminEnv, openstackJson } from '../../src/testkit/openstack.js'
 import { realGuestsMissing } from '../../src/testkit/qemu.js'
 import { startQemuCloud, type QemuCloud } from '../../src/testkit/qemu-cloud.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
-import { logIn, menu, screenshotDir, shot } from '../console/helpers.js'
+import { processStats } from '../../src/host/compute/qemu/guest-metrics.js'
+import { SAMPLE_INTERVAL_MS } from '../../src/contracts/host/metrics.js'
+import { drawnChartScript, drawnValues, logIn, menu, screenshotDir, shot, type DrawnChart } from '../console/helpers.js'
 
 const BOOT_MS = 180_000
 
@@ -134,6 +139,50 @@ describe('remote consoles of a real guest through an agent host', { skip: realGu
       rmSync(dir, { recursive: true, force: true })
     }
     await until('the proxy let go', 10_000, async () => (cloud.server.deps.consoles.sessions.openSockets === 0 ? true : undefined))
+  })
+
+  it("the Metrics tab draws the guest's CPU loop near one vCPU within 30 s, and its disk writer", { skip: browserMissing() }, async () => {
+    const shown = await openstackJson<{ type: string; url: string }>(['console', 'url', 'show', '--serial', 'console-vm'], adminEnv(cloud.server))
+    const client = await openConsoleClient(shown.url, { protocols: ['binary'] })
+    // What one busy thread gets of this machine meanwhile: the measure of "one vCPU" on a machine other work shares.
+    const spinner = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' })
+    const browser = await launchBrowser()
+    try {
+      const load = 'while :; do :; done & while :; do dd if=/dev/zero of=/mnt/disk/files/load bs=64k count=32 2>/dev/null; sync; sleep 1; done &'
+      client.send(`${load} echo pcc-load-$((6*7)) started\r`)
+      await client.until(/pcc-load-42 started/, 60_000)
+      const started = { at: Date.now(), spinnerNs: processStats(spinner.pid!)!.cpuNs }
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage()
+      page.setDefaultTimeout(20_000)
+      await logIn(page, cloud.server)
+      await page.goto(`${cloud.server.url}/#/servers/${serverId}?tab=metrics`)
+      const latest = async (title: string, series: string) => {
+        const drawn = (await page.evaluate(drawnChartScript(title))) as DrawnChart | null
+        return drawn ? drawnValues(drawn, series).at(-1) : undefined
+      }
+      /** The newest point of the API's hour whose whole 10 s lies inside the load, once the page draws it. */
+      const drawnLoadPoint = (title: string, series: string, field: string) =>
+        until(`the ${title} chart to draw a point of the load`, 40_000, async () => {
+          const points = (await cloud.api.call('GET', `/servers/${serverId}/metrics?range=hour`)).body.metrics.points as Record<string, number | string | null>[]
+          const last = points.at(-1)
+          if (!last || typeof last[field] !== 'number' || Date.parse(`${String(last.time).replace(/Z$/i, '')}Z`) < started.at + SAMPLE_INTERVAL_MS) return undefined
+          const drawn = await latest(title, series)
+          return drawn !== undefined && Math.abs(drawn - last[field]) <= Math.max(0.01, last[field] * 0.01) ? drawn : undefined
+        }, 1000)
+      // The host samples every 10 s and a rate needs two samples: the first point wholly inside the loop is there
+      // within 20-30 s; the page draws it at its next refresh (10 s).
+      const busy = await drawnLoadPoint('CPU', 'busy', 'cpu_vcpus')
+      const oneThread = (processStats(spinner.pid!)!.cpuNs - started.spinnerNs) / 1e6 / (Date.now() - started.at)
+      console.log(`guest CPU drawn ${busy.toFixed(2)} vCPUs; one busy thread got ${oneThread.toFixed(2)} of a core meanwhile`)
+      assert.ok(busy >= 0.75 * oneThread, `the looping guest drew ${busy.toFixed(2)} vCPUs, one busy thread got ${oneThread.toFixed(2)} of a core`)
+      const written = await drawnLoadPoint('Disk', 'write', 'disk_write_bytes_per_second')
+      assert.ok(written > 64 * 1024, `disk writes ${written} B/s`)
+    } finally {
+      spinner.kill('SIGKILL')
+      client.send('kill %1 %2\r')
+      await client.close()
+      await browser.close()
+    }
   })
 })
 
