@@ -44,8 +44,11 @@ const BUILD_VERSION = 3
  */
 const MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', 'virtio_scsi', 'sd_mod', 'sr_mod', 'ata_piix', 'isofs', 'vfat', 'nls_cp437', 'nls_ascii', 'button', 'evdev', 'pvpanic_mmio', 'virtio_rng']
 
-/** The kernel command line of the bootable disk; kernel/ramdisk images pass the same by default. */
-export const GUEST_KERNEL_CMDLINE = 'console=tty0 console=ttyS0 quiet'
+/**
+ * The kernel command line of the bootable disk; kernel/ramdisk images pass the same by default. no_timer_check, as
+ * the QEMU driver adds under TCG for kernel images: a busy TCG host can make the IO-APIC timer check panic the boot.
+ */
+export const GUEST_KERNEL_CMDLINE = 'console=tty0 console=ttyS0 quiet no_timer_check'
 
 const SYSLINUX_CFG = ['DEFAULT pcc', 'PROMPT 0', 'TIMEOUT 0', 'LABEL pcc', '  KERNEL vmlinuz', '  INITRD initrd.img', `  APPEND ${GUEST_KERNEL_CMDLINE}`, ''].join('\n')
 
