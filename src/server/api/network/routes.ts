@@ -51,6 +51,8 @@ interface Resource<C, U> {
   createSchema: unknown
   updateSchema?: unknown
   custom?: Record<string, CustomFilter>
+  /** Its list or show writes (security groups: the project's default group is made on first sight, as Neutron does), so they run in a transaction. */
+  readsWrite?: true
 }
 
 /** A create body as its schema admits it: one member under its key, or (bulk) a list of them under the collection's. */
@@ -96,12 +98,12 @@ function resources(add: AddResource): void {
   add({
     path: 'security-groups', collection: 'security_groups', member: 'security_group',
     list: (ctx, actor) => groups.listSecurityGroups(ctx, actor), show: groups.showSecurityGroup, create: groups.createSecurityGroup, update: groups.updateSecurityGroup, remove: groups.deleteSecurityGroup,
-    createSchema: schemas.securityGroupCreate, updateSchema: schemas.securityGroupUpdate,
+    createSchema: schemas.securityGroupCreate, updateSchema: schemas.securityGroupUpdate, readsWrite: true,
   })
   add({
     path: 'security-group-rules', collection: 'security_group_rules', member: 'security_group_rule',
     list: (ctx, actor) => groups.listRules(ctx, actor), show: groups.showRule, create: groups.createRule, remove: groups.deleteRule,
-    createSchema: schemas.ruleCreate,
+    createSchema: schemas.ruleCreate, readsWrite: true,
   })
   add({
     path: 'routers', collection: 'routers', member: 'router',
@@ -152,14 +154,15 @@ export function networkRoutes(deps: AppDeps) {
       const register = <C, U>(r: Resource<C, U>): void => {
         const url = `${base}/v2.0/${r.path}`
         const name = r.member.replaceAll('_', ' ')
+        const read = r.readsWrite ? service.run.bind(service) : service.read.bind(service)
         api.get<{ Querystring: Query }>(`/v2.0/${r.path}`, documented({ summary: `List ${r.path.replaceAll('-', ' ')}`, querystring: LIST_QUERY, response: { 200: many(r.collection, r.member) } }), async (request) => {
           const query = request.query
-          const items = await service.run(request.principal, (ctx, actor) => r.list(ctx, actor, query))
+          const items = await read(request.principal, (ctx, actor) => r.list(ctx, actor, query))
           const attributes = [...new Set(items.flatMap((i) => Object.keys(i)))]
           return listResponse(items, query, { collection: r.collection, url, attributes, custom: r.custom })
         })
         api.get<{ Params: IdParams; Querystring: Query }>(`/v2.0/${r.path}/:id`, documented({ summary: `Show a ${name}`, querystring: SHOW_QUERY, response: { 200: one(r.member) } }), async (request) => {
-          const item = await service.run(request.principal, (ctx, actor) => r.show(ctx, actor, request.params.id))
+          const item = await read(request.principal, (ctx, actor) => r.show(ctx, actor, request.params.id))
           return { [r.member]: projectFields(item, fieldsOf(request.query)) }
         })
         api.post<{ Body: CreateBody<C> }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema }, ...documented({ summary: `Create a ${name}, or several at once (all or none)`, response: { 201: { anyOf: [one(r.member), many(r.collection, r.member)] } } }) }, async (request, reply: FastifyReply) => {
