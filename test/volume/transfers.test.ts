@@ -76,7 +76,7 @@ for (const dialect of DIALECTS) {
       const [aliceAfter, bobAfter] = [await usage(alice.projectId), await usage(bob.projectId)]
       assert.equal(aliceBefore.volumes.in_use - aliceAfter.volumes.in_use, 1)
       assert.equal(bobAfter.volumes.in_use - bobBefore.volumes.in_use, 1)
-      assert.equal(bobAfter.gigabytes.in_use - bobBefore.gigabytes.in_use, 3, 'volume and snapshot gigabytes')
+      assert.equal(bobAfter.gigabytes.in_use - bobBefore.gigabytes.in_use, 4, 'the volume and its snapshot: 2 + 2 GiB')
       assert.equal(bobAfter.snapshots.in_use - bobBefore.snapshots.in_use, 1)
       assert.equal((await call(server, alice, 'GET', `${V}/os-volume-transfer/${transfer.id}`)).status, 404, 'an accepted transfer is over')
     })

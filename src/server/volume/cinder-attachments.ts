@@ -84,20 +84,30 @@ export class CinderAttachActions {
       if (volume.status === 'maintenance') throw badRequest(`Invalid volume: Volume ${id} is in maintenance; it cannot be detached.`)
       const attachment = this.chosen(volume, attachmentId)
       if (attachment) await this.remove(tx, volume, attachment)
-      else await tx.updateTable('volumes').set({ status: 'available', updated_at: this.now() }).where('id', '=', id).where('status', 'in', ['attaching', 'in-use', 'detaching']).execute()
+      else await this.releaseStatus(tx, id)
     })
   }
 
-  /** os-force_detach (admins): as os-detach, whatever the volume's status; the volume is available or in use after. */
+  /**
+   * os-force_detach (admins): as os-detach, whatever the volume's status (an admin clearing a record of a volume
+   * reset to error); the volume is available, or in use while other records remain. With no record to remove only
+   * an attach status is undone: a creating or offered volume stays what it is.
+   */
   async forceDetach(principal: Principal, id: string, attachmentId: string | undefined): Promise<void> {
     authorize(volumePolicy, 'volume:force_detach', principal)
     await this.store.db.transaction().execute(async (tx) => {
       const volume = await this.volumes.find(callerOf(principal), id, tx)
       const attachment = this.chosen(volume, attachmentId)
-      if (attachment) await this.remove(tx, volume, attachment)
+      if (!attachment) return this.releaseStatus(tx, id)
+      await this.remove(tx, volume, attachment)
       const left = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', id).execute()
       await tx.updateTable('volumes').set({ status: left.length > 0 ? 'in-use' : 'available', updated_at: this.now() }).where('id', '=', id).execute()
     })
+  }
+
+  /** A volume without attachments left in an attach status (a record lost, an os-reserve never used) is available. */
+  private async releaseStatus(tx: Db, id: string): Promise<void> {
+    await tx.updateTable('volumes').set({ status: 'available', updated_at: this.now() }).where('id', '=', id).where('status', 'in', ['attaching', 'in-use', 'detaching']).execute()
   }
 
   /** The attachment an action names, or the volume's only one; undefined when it has none. */

@@ -6,6 +6,8 @@
  * Status machine (volume `status`):
  *   creating → available | error                       (task volume.create)
  *   available → attaching → in-use                      (reserveForAttach, attach — called by compute)
+ *   available | attaching → in-use → available          (Cinder's os-attach / os-detach records: cinder-attachments.ts)
+ *   available → awaiting-transfer → available           (a transfer offered, then accepted or withdrawn: transfers.ts)
  *   in-use → detaching → available | in-use            (beginDetach, detach; in-use while others stay attached)
  *                                                      (a multiattach volume too is detaching during each detach, as
  *                                                      Cinder's begin_detaching makes it)

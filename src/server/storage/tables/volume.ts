@@ -6,7 +6,7 @@ export interface VolumeTable {
   user_id: string
   name: string | null
   description: string | null
-  /** creating | available | reserved | attaching | in-use | detaching | deleting | extending | error | error_deleting | error_extending */
+  /** creating | available | reserved | attaching | in-use | detaching | deleting | extending | awaiting-transfer | error | error_deleting | error_extending */
   status: string
   /** GiB */
   size: number
