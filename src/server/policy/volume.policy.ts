@@ -14,9 +14,17 @@ export type VolumeOperation =
   | 'volume:extend'
   | 'volume:upload_image'
   | 'volume:reset_status'
+  | 'volume:attach'
+  | 'volume:detach'
+  | 'volume:force_detach'
   | 'volume:all_tenants'
   | 'volume:other_projects:see'
   | 'url:other_project'
+  | 'transfer:create'
+  | 'transfer:get'
+  | 'transfer:get_all'
+  | 'transfer:delete'
+  | 'transfer:accept'
   | 'snapshot:get'
   | 'snapshot:create'
   | 'snapshot:update'
@@ -48,11 +56,22 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'volume:extend': projectMemberOrAdmin,
   'volume:upload_image': projectMemberOrAdmin,
   'volume:reset_status': isAdmin,
+  /** Cinder's os-attach / os-detach: recording that the volume is attached to an instance (no disk is plugged in). */
+  'volume:attach': projectMemberOrAdmin,
+  'volume:detach': projectMemberOrAdmin,
+  /** os-force_detach: removing an attachment whatever the volume's status (an admin clearing a stuck record). */
+  'volume:force_detach': isAdmin,
   'volume:all_tenants': isAdmin,
   /** Another project's volumes and snapshots exist for the caller at all (else 404); the service's Caller.visibility. */
   'volume:other_projects:see': isAdmin,
   /** A URL naming another project than the token's (/v3/{project_id}/…); else 400 Malformed request url. */
   'url:other_project': isAdmin,
+  /** Transfers: targets are the volume's project; accept's target is the accepting (caller's) project. */
+  'transfer:create': projectMemberOrAdmin,
+  'transfer:get': projectReaderOrAdmin,
+  'transfer:get_all': anyOf(isAdmin, hasRole('reader')),
+  'transfer:delete': projectMemberOrAdmin,
+  'transfer:accept': projectMemberOrAdmin,
   'snapshot:get': projectReaderOrAdmin,
   'snapshot:create': projectMemberOrAdmin,
   'snapshot:update': projectMemberOrAdmin,

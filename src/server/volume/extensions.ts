@@ -20,6 +20,7 @@ const EXTENSIONS: { alias: string; name: string; description: string }[] = [
   { alias: 'os-vol-host-attr', name: 'VolumeHostAttribute', description: 'Expose host as an attribute of a volume.' },
   { alias: 'os-vol-image-meta', name: 'VolumeImageMetadata', description: 'Show image metadata associated with the volume.' },
   { alias: 'os-vol-mig-status-attr', name: 'VolumeMigStatusAttribute', description: 'Expose migration_status as an attribute of a volume.' },
+  { alias: 'os-volume-transfer', name: 'VolumeTransfer', description: 'Volume transfer management support.' },
   { alias: 'os-volume-type-access', name: 'VolumeTypeAccess', description: 'Volume type access support.' },
   { alias: 'os-vol-tenant-attr', name: 'VolumeTenantAttribute', description: 'Expose the internal project_id as an attribute of a volume.' },
   { alias: 'scheduler-stats', name: 'Scheduler_stats', description: 'Scheduler stats support.' },

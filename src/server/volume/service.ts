@@ -6,6 +6,8 @@
  * Status machine (volume `status`):
  *   creating → available | error                       (task volume.create)
  *   available → attaching → in-use                      (reserveForAttach, attach — called by compute)
+ *   available | attaching → in-use → available          (Cinder's os-attach / os-detach records: cinder-attachments.ts)
+ *   available → awaiting-transfer → available           (a transfer offered, then accepted or withdrawn: transfers.ts)
  *   in-use → detaching → available | in-use            (beginDetach, detach; in-use while others stay attached)
  *                                                      (a multiattach volume too is detaching during each detach, as
  *                                                      Cinder's begin_detaching makes it)
@@ -393,6 +395,8 @@ export class VolumeService {
       // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
       const moved = await tx.updateTable('volumes').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
       if (Number(moved.numUpdatedRows) === 0) throw conflict(`Volume ${id} changed status meanwhile; try again.`)
+      // A transfer left behind by a status reset goes with its volume.
+      await tx.deleteFrom('volume_transfers').where('volume_id', '=', id).execute()
       await this.enqueue(tx, VOLUME_TASKS.delete, id)
     })
     this.wake()
@@ -523,6 +527,7 @@ export class VolumeService {
     await this.store.db.transaction().execute(async (tx) => {
       await this.find(callerOf(principal), id, tx)
       await tx.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
+      await tx.deleteFrom('volume_transfers').where('volume_id', '=', id).execute()
       await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('volume_id', '=', id).execute()
       await tx.updateTable('volumes').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).execute()
       await this.enqueue(tx, VOLUME_TASKS.delete, id)
@@ -592,7 +597,7 @@ export class VolumeService {
     const attachmentId = randomUUID()
     await tx
       .insertInto('volume_attachments')
-      .values({ id: attachmentId, volume_id: volume.id, server_id: request.serverId, attach_status: 'reserved', device: null, host_name: null, delete_on_termination: 0, attached_at: null, created_at: this.now(), host_id: null, connection_info: null })
+      .values({ id: attachmentId, volume_id: volume.id, server_id: request.serverId, attach_status: 'reserved', device: null, host_name: null, delete_on_termination: 0, attached_at: null, created_at: this.now(), host_id: null, connection_info: null, attached_by: 'compute' })
       .execute()
     return { attachmentId, volume: (await loadVolume(tx, volume.id))! }
   }

@@ -10,11 +10,17 @@ import { VolumeService, type VolumeServiceOptions } from './service.js'
 import { SnapshotService } from './snapshots.js'
 import { VolumeTypeService } from './types.js'
 import { VolumeWorker } from './worker.js'
+import { VolumeTransferService } from './transfers.js'
+import { CinderAttachActions } from './cinder-attachments.js'
 
 export interface VolumeServices {
   volumes: VolumeService
   snapshots: SnapshotService
   volumeTypes: VolumeTypeService
+  /** Volumes offered to another project (os-volume-transfer, volume-transfers). */
+  transfers: VolumeTransferService
+  /** Cinder's os-attach / os-detach / os-force_detach records. */
+  attachActions: CinderAttachActions
   /** The backend work behind the API (task handlers). */
   worker: VolumeWorker
   /** Attachments' exports and keys (compute and the hypervisor hosts' endpoint). */
@@ -42,6 +48,8 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
     volumes,
     snapshots: new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake }),
     volumeTypes: new VolumeTypeService(store, options.defaultVolumeType),
+    transfers: new VolumeTransferService(store, { now: options.now }),
+    attachActions: new CinderAttachActions(store, volumes, { now: options.now }),
     worker,
     connections,
     places: backend.places,

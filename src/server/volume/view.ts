@@ -3,6 +3,7 @@
  * resource (`since` inclusive), applied by `gated`; nothing else compares versions.
  */
 import { atLeast, type VolumeVersion } from './microversion.js'
+import type { TransferRecord } from './transfers.js'
 import { cinderTime, type SnapshotRecord, type VolumeAttachment, type VolumeRecord, type VolumeTypeRecord } from './model.js'
 
 export interface Gate<T> {
@@ -175,4 +176,18 @@ export function attachmentView(a: VolumeAttachment, detail: boolean): Record<str
         }
       : {}),
   }
+}
+
+/** A transfer's fields beyond the list's (show, create and the detail list); a transfer that exists was never accepted (accepting ends it). */
+export const TRANSFER_DETAIL_GATES: Record<string, Gate<TransferRecord>> = {
+  created_at: { since: '3.0', type: STRING, read: (t) => cinderTime(t.createdAt) },
+  no_snapshots: { since: '3.55', type: { type: 'boolean' }, read: (t) => t.noSnapshots },
+  source_project_id: { since: '3.57', type: STRING, read: (t) => t.projectId },
+  destination_project_id: { since: '3.57', type: { type: ['string', 'null'] }, read: () => null },
+  accepted: { since: '3.57', type: { type: 'boolean' }, read: () => false },
+}
+
+/** A volume transfer under `collection` (os-volume-transfer or volume-transfers): the list's summary, or `detail`. */
+export function transferView(t: TransferRecord, ctx: ViewContext, detail: boolean, collection: string): Record<string, unknown> {
+  return { id: t.id, name: t.name, volume_id: t.volumeId, links: links(ctx, collection, t.id), ...(detail ? gated(TRANSFER_DETAIL_GATES, t, ctx) : {}) }
 }

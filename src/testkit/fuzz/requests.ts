@@ -81,6 +81,8 @@ const PARAM_KINDS: Record<string, string> = {
   'types/id': 'volumeType',
   'attachments/id': 'volumeAttachment',
   'messages/id': 'volumeMessage',
+  'os-volume-transfer/id': 'volumeTransfer',
+  'volume-transfers/id': 'volumeTransfer',
   'volume:os-hosts/host': 'volumeHost',
   'capabilities/host': 'volumeHost',
   'os-quota-class-sets/name': 'quotaClass',
@@ -123,7 +125,9 @@ const PARAM_KINDS: Record<string, string> = {
 
 /**
  * Kinds a project owns: to a member of another project the admin's one must look exactly like one that does
- * not exist (never visible, never a 403 that tells it exists).
+ * not exist (never visible, never a 403 that tells it exists). Not `volumeTransfer`: every project may accept a
+ * transfer by its id, and a wrong key is 400 where a missing transfer is 404, as in Cinder (its show, list and
+ * delete are 404 to other projects: test/volume/transfers.test.ts).
  */
 export const OWNED_KINDS = new Set([
   'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'subnetPool', 'addressScope', 'port', 'securityGroup',

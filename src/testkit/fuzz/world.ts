@@ -200,6 +200,17 @@ const FIXTURES: FixtureSpec[] = [
     return id
   }, (w) => w.found(`/volume/v3/snapshots/${w.fixtures.snapshot}`, VOLUME)),
 
+  // A volume offered to another project: the transfer's auth key is never needed (accepting would end it). A
+  // withdrawn transfer leaves its volume available: offered again, so repairs do not use up the admin's quota.
+  f('volumeTransfer', async (w) => {
+    const prior = w.fixtures.offeredVolume
+    const reusable = prior && (await w.call('admin', 'GET', `/volume/v3/volumes/${prior}`, undefined, VOLUME)).body?.volume?.status === 'available'
+    const id = reusable ? prior : (await w.must('admin', 'POST', '/volume/v3/volumes', { volume: { size: 1, name: name('offered') } }, VOLUME)).body.volume.id
+    await w.waitFor(`/volume/v3/volumes/${id}`, VOLUME, (b) => (b.volume as { status: string }).status === 'available', 'the volume to offer to be available')
+    w.fixtures.offeredVolume = id
+    return (await w.must('admin', 'POST', '/volume/v3/os-volume-transfer', { transfer: { volume_id: id, name: name('transfer') } }, VOLUME)).body.transfer.id
+  }, (w) => w.found(`/volume/v3/os-volume-transfer/${w.fixtures.volumeTransfer}`, VOLUME)),
+
   // A user message: a volume of a type no backend fits fails, and its project is told why; the volume goes.
   f('volumeMessage', async (w) => {
     const type = (await w.must('admin', 'POST', `/volume/v3/types`, { volume_type: { name: name('unfit'), extra_specs: { vendor_name: 'nobody' } } }, VOLUME)).body.volume_type.id

@@ -3,7 +3,7 @@
  * strings the routes parse by hand (params.ts), the action bodies and the microversion header.
  */
 import { MAX_VOLUME_VERSION, MIN_VOLUME_VERSION } from '../../volume/microversion.js'
-import { SNAPSHOT_GATES, VOLUME_GATES, VOLUME_SHOW_GATES, type Gate } from '../../volume/view.js'
+import { SNAPSHOT_GATES, TRANSFER_DETAIL_GATES, VOLUME_GATES, VOLUME_SHOW_GATES, type Gate } from '../../volume/view.js'
 
 type Schema = Record<string, unknown>
 
@@ -83,6 +83,9 @@ const volumeType = object(
   ['id', 'name'],
 )
 const attachment = object({ id: str, volume_id: str, instance: nstr, status: str, attach_mode: str, attached_at: nstr, detached_at: nul, connection_info: nul }, ['id', 'volume_id'])
+/** A volume transfer as the list names it; `transferDetail` as show, create and the detail list answer it. */
+const transferSummary = { id: str, name: nstr, volume_id: str, links }
+const transferDetail = object({ ...transferSummary, ...gated(TRANSFER_DETAIL_GATES) }, ['id', 'volume_id', 'links'])
 /** A user message (3.3+). */
 const message = object(
   { id: str, request_id: str, message_level: str, event_id: str, user_message: str, resource_type: str, resource_uuid: str, created_at: str, guaranteed_until: str, links },
@@ -118,6 +121,11 @@ export const A = {
   ),
   attachments: envelope('attachments', listOf(attachment)),
   attachment: envelope('attachment', attachment),
+  transfers: (detail: boolean) => envelope('transfers', listOf(detail ? transferDetail : object(transferSummary, ['id', 'volume_id', 'links']))),
+  transfer: envelope('transfer', transferDetail),
+  /** Create's answer: the transfer with its auth key, shown this once. */
+  createdTransfer: envelope('transfer', object({ ...(transferDetail.properties as Record<string, unknown>), auth_key: str }, ['id', 'volume_id', 'links', 'auth_key'])),
+  acceptedTransfer: envelope('transfer', object(transferSummary, ['id', 'volume_id', 'links'])),
   quotaSet: envelope('quota_set', { type: 'object', properties: { id: str }, additionalProperties: quota }),
   quotaClassSet: envelope('quota_class_set', { type: 'object', properties: { id: str }, additionalProperties: int }),
   limits: envelope('limits', object({ rate: { type: 'array', maxItems: 0 }, absolute: { type: 'object', additionalProperties: int } })),
@@ -156,6 +164,7 @@ export const QUERY = {
   }),
   snapshots: query({ all_tenants: flag, name: str, status: str, volume_id: str, ...paging }),
   attachments: query({ all_tenants: flag, volume_id: str, instance_id: str }),
+  transfers: query({ all_tenants: flag }),
   deleteVolume: query({ cascade: flag }),
   volumeSummary: query({ all_tenants: flag }),
   quota: query({ usage: flag }),
@@ -179,6 +188,9 @@ export const VOLUME_ACTIONS: Schema = {
     action('os-reserve', {}),
     action('os-unreserve', {}),
     action('os-force_delete', {}),
+    action('os-attach', object({ instance_uuid: str, host_name: str, mountpoint: str, mode: { type: 'string', enum: ['rw', 'ro'] } }, ['mountpoint'])),
+    action('os-detach', object({ attachment_id: str })),
+    action('os-force_detach', object({ attachment_id: str, connector: { type: ['object', 'null'] } })),
   ],
 }
 

@@ -14,6 +14,7 @@ import { quotaRoutes } from './quota-routes.js'
 import { serviceRoutes } from './service-routes.js'
 import { messageRoutes } from './message-routes.js'
 import { snapshotRoutes } from './snapshot-routes.js'
+import { transferRoutes } from './transfer-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
 import { addDocs, documented, OPEN } from '../../http/openapi.js'
@@ -69,6 +70,7 @@ export function volumeRoutes(deps: AppDeps) {
 
         volumeResourceRoutes(r, deps, ctx)
         snapshotRoutes(r, deps, ctx)
+        transferRoutes(r, deps, ctx)
         volumeTypeRoutes(r, deps, ctx)
         quotaRoutes(r, deps, ctx)
         serviceRoutes(r, deps)

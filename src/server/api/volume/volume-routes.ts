@@ -1,4 +1,4 @@
-/** Volumes: CRUD, actions, metadata, and the read-only attachments API (3.27+). */
+/** Volumes: CRUD, actions (Cinder's attach records among them), metadata, and the read-only attachments API (3.27+). */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
@@ -12,6 +12,7 @@ import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY, VOLUME_ACTIONS } from './answers.js'
 import { allows } from '../../policy/rules.js'
+import type { AttachInput } from '../../volume/cinder-attachments.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
 
 const createVolumeBody = {
@@ -47,6 +48,23 @@ const updateVolumeBody = {
   properties: { volume: { type: 'object', properties: { name: nullableString(), description: nullableString(), display_name: nullableString(), display_description: nullableString(), metadata: stringMap } } },
 } as const
 const actionBody = { type: 'object', minProperties: 1, maxProperties: 1 } as const
+
+/** An action argument that may be absent (or null), else must be a non-empty string. */
+function optionalString(args: Record<string, unknown>, key: string): string | undefined {
+  const value = args[key]
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'string' || value === '' || value.length > 255) throw badRequest(`Invalid input received: '${key}' must be a non-empty string.`)
+  return value
+}
+
+/** os-attach's arguments, as Cinder's schema takes them: a mountpoint, and the instance (or host) it is attached to. */
+function attachInput(args: Record<string, unknown>): AttachInput {
+  const mountpoint = optionalString(args, 'mountpoint')
+  if (mountpoint === undefined) throw badRequest("Invalid input received: 'mountpoint' is required.")
+  const mode = args.mode ?? 'rw'
+  if (mode !== 'rw' && mode !== 'ro') throw badRequest(`Invalid input received: Invalid attaching mode '${String(mode)}': expected rw or ro.`)
+  return { instanceUuid: optionalString(args, 'instance_uuid'), hostName: optionalString(args, 'host_name'), mountpoint, mode }
+}
 
 export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {
   const { volumes } = deps.volumeServices
@@ -231,6 +249,15 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
         return reply.code(202).send()
       case 'os-force_delete':
         await volumes.forceDelete(request.principal, id)
+        return reply.code(202).send()
+      case 'os-attach':
+        await deps.volumeServices.attachActions.attach(request.principal, id, attachInput(a))
+        return reply.code(202).send()
+      case 'os-detach':
+        await deps.volumeServices.attachActions.detach(request.principal, id, optionalString(a, 'attachment_id'))
+        return reply.code(202).send()
+      case 'os-force_detach':
+        await deps.volumeServices.attachActions.forceDetach(request.principal, id, optionalString(a, 'attachment_id'))
         return reply.code(202).send()
       default:
         throw badRequest(`There is no such action: ${action}`)

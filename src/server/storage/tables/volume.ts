@@ -6,7 +6,7 @@ export interface VolumeTable {
   user_id: string
   name: string | null
   description: string | null
-  /** creating | available | reserved | attaching | in-use | detaching | deleting | extending | error | error_deleting | error_extending */
+  /** creating | available | reserved | attaching | in-use | detaching | deleting | extending | awaiting-transfer | error | error_deleting | error_extending */
   status: string
   /** GiB */
   size: number
@@ -47,6 +47,23 @@ export interface VolumeAttachmentTable {
   host_id: string | null
   /** JSON: the connection info the host was given (driver_volume_type nbd, without the key). */
   connection_info: string | null
+  /** compute (attached and connected through compute's API) | cinder (recorded by Cinder's os-attach action) */
+  attached_by: string
+}
+
+/** A volume offered to another project (Cinder's transfers): the project that accepts with the key takes it. */
+export interface VolumeTransferTable {
+  id: string
+  volume_id: string
+  /** The volume's project when the transfer was made. */
+  project_id: string
+  name: string | null
+  salt: string
+  /** SHA-256 hex of salt + auth key; the key itself is never stored. */
+  key_hash: string
+  /** 1: the volume's snapshots stay with the giving project (3.55+). */
+  no_snapshots: number
+  created_at: number
 }
 
 export interface VolumeSnapshotTable {
@@ -171,6 +188,7 @@ export interface VolumeImageUploadTable {
 export interface VolumeTables {
   volumes: VolumeTable
   volume_attachments: VolumeAttachmentTable
+  volume_transfers: VolumeTransferTable
   volume_snapshots: VolumeSnapshotTable
   volume_types: VolumeTypeTable
   volume_type_access: VolumeTypeAccessTable
