@@ -6,6 +6,7 @@ import type { TaskQueue } from '../tasks/queue.js'
 import { VolumeConnections } from './connections.js'
 import type { PortRange } from './exports.js'
 import type { StoragePlaces } from './places/registry.js'
+import { QosSpecsService } from './qos-specs.js'
 import { VolumeService, type VolumeServiceOptions } from './service.js'
 import { SnapshotService } from './snapshots.js'
 import { VolumeTypeService } from './types.js'
@@ -15,6 +16,8 @@ export interface VolumeServices {
   volumes: VolumeService
   snapshots: SnapshotService
   volumeTypes: VolumeTypeService
+  /** QoS specs and their association with volume types. */
+  qosSpecs: QosSpecsService
   /** The backend work behind the API (task handlers). */
   worker: VolumeWorker
   /** Attachments' exports and keys (compute and the hypervisor hosts' endpoint). */
@@ -42,6 +45,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
     volumes,
     snapshots: new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake }),
     volumeTypes: new VolumeTypeService(store, options.defaultVolumeType),
+    qosSpecs: new QosSpecsService(store),
     worker,
     connections,
     places: backend.places,

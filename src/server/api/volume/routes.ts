@@ -15,6 +15,7 @@ import { serviceRoutes } from './service-routes.js'
 import { messageRoutes } from './message-routes.js'
 import { snapshotRoutes } from './snapshot-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
+import { qosRoutes } from './qos-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
 import { addDocs, documented, OPEN } from '../../http/openapi.js'
 import { A, VOLUME_HEADERS } from './answers.js'
@@ -70,6 +71,7 @@ export function volumeRoutes(deps: AppDeps) {
         volumeResourceRoutes(r, deps, ctx)
         snapshotRoutes(r, deps, ctx)
         volumeTypeRoutes(r, deps, ctx)
+        qosRoutes(r, deps, ctx)
         quotaRoutes(r, deps, ctx)
         serviceRoutes(r, deps)
         messageRoutes(r, deps)
