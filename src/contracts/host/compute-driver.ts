@@ -159,7 +159,33 @@ export interface VolumeConnection {
   device: string | null
   /** Where the bytes are; absent for hosts that do not read volumes' bytes (simulated). */
   connection?: VolumeConnectionInfo
+  /** The I/O limits the hypervisor holds the guest's disk to: the front-end QoS specs of the volume's type. */
+  throttle?: VolumeThrottle
 }
+
+/**
+ * The front-end QoS keys a hypervisor applies (Cinder's names, as Nova hands them to its hypervisor): bytes or
+ * operations per second in total, or for reads and writes apart; `_max` is the burst a guest may reach for a
+ * moment above the rate; `size_iops_sec` counts a larger request as several operations of that size.
+ */
+export const VOLUME_THROTTLE_KEYS = [
+  'total_bytes_sec',
+  'read_bytes_sec',
+  'write_bytes_sec',
+  'total_iops_sec',
+  'read_iops_sec',
+  'write_iops_sec',
+  'total_bytes_sec_max',
+  'read_bytes_sec_max',
+  'write_bytes_sec_max',
+  'total_iops_sec_max',
+  'read_iops_sec_max',
+  'write_iops_sec_max',
+  'size_iops_sec',
+] as const
+export type VolumeThrottleKey = (typeof VOLUME_THROTTLE_KEYS)[number]
+/** Each limit a positive integer; a key left out is no limit. */
+export type VolumeThrottle = Partial<Record<VolumeThrottleKey, number>>
 
 /**
  * What a live migration's destination prepared, for its source: which driver prepared it (hosts of different

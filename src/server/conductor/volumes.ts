@@ -23,6 +23,7 @@ import type { BlockDeviceMappingTable } from '../storage/tables/compute-volumes.
 import type { ServerTable } from '../storage/tables/compute.js'
 import type { Db } from '../storage/store.js'
 import type { ExtendRequest } from '../volume/worker.js'
+import { frontEndThrottle } from '../volume/qos-specs.js'
 import { driverFor, loadServer, type ConductorContext } from './context.js'
 import { findAction, finishAction, finishEvent, startAction, startEvent } from '../compute/instance-actions.js'
 import { recordFault } from './records.js'
@@ -45,15 +46,18 @@ function hostDriver(ctx: ConductorContext, server: ServerTable): ComputeDriver |
 }
 
 /**
- * What the server's host needs to connect a volume: on a host that runs real guests, the volume's export is granted
- * to the attachment and served first (a failure there is the hypervisor's: a DriverError with its reason).
+ * What the server's host needs to connect a volume: its front-end QoS limits and, on a host that runs real guests,
+ * the volume's export, granted to the attachment and served first (a failure there is the hypervisor's: a DriverError with its reason).
  */
 export async function volumeConnection(ctx: ConductorContext, server: ServerTable, volumeId: string, device: string | null, hostId = server.host_id): Promise<VolumeConnection> {
+  // The front-end QoS limits of the volume's type, which the hypervisor sets on the guest's disk.
+  const throttle = await frontEndThrottle(ctx.store.db, volumeId)
+  const volume = { volumeId, device, ...(throttle ? { throttle } : {}) }
   // Simulated hosts read no bytes: they attach without an export.
-  if (!hostId || !(await ctx.drivers.find(hostId))?.guestDetails) return { volumeId, device }
+  if (!hostId || !(await ctx.drivers.find(hostId))?.guestDetails) return volume
   try {
     const connection = await storageOf(ctx).volumes.connect({ volumeId, serverId: server.id, hostId })
-    return { volumeId, device, connection }
+    return { ...volume, connection }
   } catch (err) {
     if (err instanceof VolumeBackendError) throw new DriverError(`Volume ${volumeId} could not be exported to host ${hostId}: ${err.message}`)
     throw err

@@ -34,6 +34,8 @@ export type VolumeOperation =
   | 'type:manage'
   | 'type:private:see'
   | 'type:access:manage'
+  | 'qos:get'
+  | 'qos:manage'
   | 'quota:show'
   | 'quota:update'
   | 'quota_class:show'
@@ -84,6 +86,10 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'type:private:see': isAdmin,
   /** Which projects may use a private type: listing, granting and taking back (os-volume-type-access). */
   'type:access:manage': isAdmin,
+  /** QoS specs (qos-specs): listing and showing them and their associations with volume types. */
+  'qos:get': isAdmin,
+  /** Creating, changing, deleting QoS specs and associating them with volume types. */
+  'qos:manage': isAdmin,
   'quota:show': projectReaderOrAdmin,
   'quota:update': isAdmin,
   /** Quota classes: the class default is every project's defaults. */

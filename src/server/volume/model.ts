@@ -71,6 +71,8 @@ export interface VolumeTypeRecord {
   description: string | null
   isPublic: boolean
   extraSpecs: Record<string, string>
+  /** The QoS specs associated with the type (qos-specs.ts), or null. */
+  qosSpecsId: string | null
 }
 
 export function rowToAttachment(row: VolumeAttachmentTable): VolumeAttachment {
@@ -134,7 +136,7 @@ export function rowToSnapshot(row: VolumeSnapshotTable): SnapshotRecord {
 }
 
 export function rowToType(row: VolumeTypeTable): VolumeTypeRecord {
-  return { id: row.id, name: row.name, description: row.description, isPublic: row.is_public === 1, extraSpecs: JSON.parse(row.extra_specs) as Record<string, string> }
+  return { id: row.id, name: row.name, description: row.description, isPublic: row.is_public === 1, extraSpecs: JSON.parse(row.extra_specs) as Record<string, string>, qosSpecsId: row.qos_specs_id }
 }
 
 /** Cinder prints times with microseconds and no zone: 2024-05-01T10:00:00.000000. */

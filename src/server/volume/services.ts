@@ -6,6 +6,7 @@ import type { TaskQueue } from '../tasks/queue.js'
 import { VolumeConnections } from './connections.js'
 import type { PortRange } from './exports.js'
 import type { StoragePlaces } from './places/registry.js'
+import { QosSpecsService } from './qos-specs.js'
 import { VolumeService, type VolumeServiceOptions } from './service.js'
 import { SnapshotService } from './snapshots.js'
 import { VolumeTypeService } from './types.js'
@@ -21,6 +22,8 @@ export interface VolumeServices {
   transfers: VolumeTransferService
   /** Cinder's os-attach / os-detach / os-force_detach records. */
   attachActions: CinderAttachActions
+  /** QoS specs and their association with volume types. */
+  qosSpecs: QosSpecsService
   /** The backend work behind the API (task handlers). */
   worker: VolumeWorker
   /** Attachments' exports and keys (compute and the hypervisor hosts' endpoint). */
@@ -50,6 +53,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
     volumeTypes: new VolumeTypeService(store, options.defaultVolumeType),
     transfers: new VolumeTransferService(store, { now: options.now }),
     attachActions: new CinderAttachActions(store, volumes, { now: options.now }),
+    qosSpecs: new QosSpecsService(store),
     worker,
     connections,
     places: backend.places,

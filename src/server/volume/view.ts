@@ -57,7 +57,7 @@ export const SNAPSHOT_GATES: Record<string, Gate<SnapshotRecord>> = {
   user_id: { since: '3.41', type: STRING, read: (s) => s.userId },
 }
 
-function links(ctx: ViewContext, kind: string, id: string) {
+export function links(ctx: ViewContext, kind: string, id: string) {
   const bookmark = ctx.baseUrl.replace(/\/v3$/, '')
   return [
     { href: `${ctx.baseUrl}/${kind}/${id}`, rel: 'self' },
@@ -155,7 +155,7 @@ export function typeView(t: VolumeTypeRecord, isAdmin: boolean, answer: 'show' |
     ...(answer !== 'update' ? { 'os-volume-type-access:is_public': t.isPublic } : {}),
     // Extra specs are an operator's business.
     ...(isAdmin ? { extra_specs: t.extraSpecs } : {}),
-    ...(isAdmin && answer === 'show' ? { qos_specs_id: null } : {}),
+    ...(isAdmin && answer === 'show' ? { qos_specs_id: t.qosSpecsId } : {}),
   }
 }
 

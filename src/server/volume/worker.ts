@@ -20,6 +20,7 @@ import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
 import { addGeneration, attachmentIdentity, connectionInfo, copyIdentity, dropOldGenerations, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'
 import { recordFailure, type MessageAction } from './messages.js'
 import { choosePlace, layoutOf } from './placement.js'
+import { frontEndThrottle } from './qos-specs.js'
 import type { PlaceSource } from '../../contracts/host/storage-place.js'
 import type { StoragePlaces } from './places/registry.js'
 
@@ -233,13 +234,15 @@ export class VolumeWorker {
     // Tasks queued before the request was recorded in the payload get a request id of their own.
     const by: ExtendRequest = { requestId: String(payload.requestId ?? `req-${randomUUID()}`), userId: String(payload.userId ?? v.user_id) }
     const attachments = await store.db.selectFrom('volume_attachments').select(['id', 'server_id', 'device', 'connection_info']).where('volume_id', '=', id).where('attach_status', '=', 'attached').execute()
+    // The guests' records keep the volume's limits for their next start (the running disks keep theirs).
+    const throttle = await frontEndThrottle(store.db, id)
     for (const a of attachments) {
       // Only an attachment that was given an export (a host that reads bytes) moves to the new generation; one
       // that opens RBD itself keeps its connection and only learns the size.
       const stored = a.connection_info === null ? undefined : (JSON.parse(a.connection_info) as VolumeConnectionInfo)
       const exported = generation !== undefined && stored !== undefined
       const connection = stored?.driver_volume_type === 'rbd' ? stored : exported ? connectionInfo(await nbdSourceOf(store.db, box, attachmentIdentity(a.id)), { volumeId: id, attachmentId: a.id }, false) : undefined
-      await this.compute?.extendAttached(a.server_id, { volumeId: id, device: a.device, connection }, newSize * GIB, by)
+      await this.compute?.extendAttached(a.server_id, { volumeId: id, device: a.device, connection, ...(throttle ? { throttle } : {}) }, newSize * GIB, by)
       if (connection) await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(connection) }).where('id', '=', a.id).execute()
     }
     if (generation !== undefined) {

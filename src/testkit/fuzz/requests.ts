@@ -79,6 +79,7 @@ const PARAM_KINDS: Record<string, string> = {
   'volumes/id': 'volume',
   'snapshots/id': 'snapshot',
   'types/id': 'volumeType',
+  'qos-specs/id': 'qosSpecs',
   'attachments/id': 'volumeAttachment',
   'messages/id': 'volumeMessage',
   'os-volume-transfer/id': 'volumeTransfer',

@@ -189,6 +189,13 @@ const FIXTURES: FixtureSpec[] = [
     const body = { volume_type: { name: name('type'), extra_specs: { fuzzkey: 'fuzz' } } }
     return (await w.must('admin', 'POST', `/volume/v3/types`, body, VOLUME)).body.volume_type.id
   }, (w) => w.found(`/volume/v3/types/${w.fixtures.volumeType}`, VOLUME)),
+  // QoS specs with a front-end limit, associated with the fuzz volume type.
+  f('qosSpecs', async (w) => {
+    const body = { qos_specs: { name: name('qos'), consumer: 'front-end', total_iops_sec: '1000' } }
+    const id = (await w.must('admin', 'POST', '/volume/v3/qos-specs', body, VOLUME)).body.qos_specs.id
+    await w.must('admin', 'GET', `/volume/v3/qos-specs/${id}/associate?vol_type_id=${w.fixtures.volumeType}`, undefined, VOLUME)
+    return id
+  }, (w) => w.found(`/volume/v3/qos-specs/${w.fixtures.qosSpecs}`, VOLUME)),
   f('volume', async (w) => {
     const id = (await w.must('admin', 'POST', '/volume/v3/volumes', { volume: { size: 1, name: name('volume'), metadata: { fuzzkey: 'fuzz' } } }, VOLUME)).body.volume.id
     await w.waitFor(`/volume/v3/volumes/${id}`, VOLUME, (b) => (b.volume as { status: string }).status === 'available', 'the fuzz volume to be available')

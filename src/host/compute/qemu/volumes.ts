@@ -12,12 +12,16 @@
  * onto it with `blockdev-reopen` (which drains the guest's I/O first), the old NBD node goes, and `block_resize`
  * of the format node to the new size tells the guest (virtio-blk capacity change). Measured with QEMU 7.2. An RBD volume only needs the `block_resize`: librbd reads the image's new size.
  *
+ * Throttling (front-end QoS, `volume.throttle`): a `throttle` filter node above the format node, in a throttle
+ * group of the volume's own that holds its limits; the device reads through it. Part of the node graph, the limits
+ * are in the command line of every later start and of a live migration's destination as well as in a hot-plug.
+ *
  * Node names are at most 31 characters in QEMU, so they use the first 16 hex digits of the volume id.
  */
 import { rm, writeFile } from 'node:fs/promises'
 import { privateDirAsync } from '../../private-dir.js'
 import { join } from 'node:path'
-import { DriverError, type NbdConnectionInfo, type RbdConnectionInfo, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type NbdConnectionInfo, type RbdConnectionInfo, type VolumeConnection, type VolumeThrottleKey } from '../../../contracts/host/compute-driver.js'
 
 /** What these functions need of a QMP client (qmp.ts's QmpClient). */
 export interface QmpSession {
@@ -43,7 +47,40 @@ export function volumeNames(volumeId: string) {
     rbd: `v${short}-rbd`,
     /** The TLS-PSK credentials object. */
     tls: `tls-${short}`,
+    /** The throttle filter node above the format node (a throttled volume). */
+    throttle: `t${short}`,
+    /** The throttle group object holding the volume's limits. */
+    group: `tg-${short}`,
   }
+}
+
+/** QEMU's name of each limit (ThrottleLimits) for the QoS key the control plane sends. */
+const THROTTLE_LIMITS: Record<VolumeThrottleKey, string> = {
+  total_bytes_sec: 'bps-total',
+  read_bytes_sec: 'bps-read',
+  write_bytes_sec: 'bps-write',
+  total_iops_sec: 'iops-total',
+  read_iops_sec: 'iops-read',
+  write_iops_sec: 'iops-write',
+  total_bytes_sec_max: 'bps-total-max',
+  read_bytes_sec_max: 'bps-read-max',
+  write_bytes_sec_max: 'bps-write-max',
+  total_iops_sec_max: 'iops-total-max',
+  read_iops_sec_max: 'iops-read-max',
+  write_iops_sec_max: 'iops-write-max',
+  size_iops_sec: 'iops-size',
+}
+
+/** The throttle group of a volume with limits (QMP object-add's arguments), or none. */
+function throttleGroup(volume: VolumeConnection) {
+  const limits = Object.fromEntries(Object.entries(volume.throttle ?? {}).map(([key, value]) => [THROTTLE_LIMITS[key as VolumeThrottleKey], value]))
+  if (Object.keys(limits).length === 0) return undefined
+  return { 'qom-type': 'throttle-group', id: volumeNames(volume.volumeId).group, limits }
+}
+
+function throttleNode(volume: VolumeConnection) {
+  const names = volumeNames(volume.volumeId)
+  return { driver: 'throttle', 'node-name': names.throttle, 'throttle-group': names.group, file: names.format }
 }
 
 /** The export generation a connection names (`volume-<id>` is 0, `volume-<id>.<n>` is n). */
@@ -138,7 +175,7 @@ function deviceArgs(volume: VolumeConnection, machine: string, bootIndex?: numbe
   return {
     driver: 'virtio-blk-pci',
     id: names.device,
-    drive: names.format,
+    drive: throttleGroup(volume) ? names.throttle : names.format,
     serial: volume.volumeId.slice(0, 20),
     ...volumePlacement(machine, volume.device),
     ...(bootIndex !== undefined ? { bootindex: bootIndex } : {}),
@@ -150,10 +187,12 @@ export function volumeArgs(volume: VolumeConnection, keyDir: string, machine: st
   const { node, tls } = protocolOf(volume, keyDir)
   const names = volumeNames(volume.volumeId)
   const device = deviceArgs(volume, machine, bootIndex)
+  const group = throttleGroup(volume)
   return [
     ...(tls ? ['-object', `tls-creds-psk,id=${tls.id},dir=${tls.dir},endpoint=client,username=${tls.username}`] : []),
     '-blockdev', JSON.stringify(node),
     '-blockdev', JSON.stringify({ driver: 'raw', 'node-name': names.format, file: node['node-name'] }),
+    ...(group ? ['-object', JSON.stringify(group), '-blockdev', JSON.stringify(throttleNode(volume))] : []),
     '-device', Object.entries(device).map(([k, v]) => (k === 'driver' ? String(v) : `${k}=${v}`)).join(','),
   ]
 }
@@ -181,6 +220,13 @@ export async function attachVolume(qmp: QmpSession, volume: VolumeConnection, ke
     added.push(() => qmp.execute('blockdev-del', { 'node-name': node['node-name'] }))
     await qmp.execute('blockdev-add', { driver: 'raw', 'node-name': names.format, file: node['node-name'] })
     added.push(() => qmp.execute('blockdev-del', { 'node-name': names.format }))
+    const group = throttleGroup(volume)
+    if (group) {
+      await qmp.execute('object-add', group)
+      added.push(() => qmp.execute('object-del', { id: names.group }))
+      await qmp.execute('blockdev-add', throttleNode(volume))
+      added.push(() => qmp.execute('blockdev-del', { 'node-name': names.throttle }))
+    }
     await qmp.execute('device_add', deviceArgs(volume, machine))
   } catch (err) {
     for (const undo of added.reverse()) await undo().catch(() => {})
@@ -200,8 +246,11 @@ export async function detachVolume(qmp: QmpSession, volumeId: string): Promise<v
     })
   }
   const nodes = await nodeNames(qmp)
+  // From the top down: the throttle filter, the format node, the protocol nodes, then the objects they used.
+  if (nodes.has(names.throttle)) await qmp.execute('blockdev-del', { 'node-name': names.throttle })
   if (nodes.has(names.format)) await qmp.execute('blockdev-del', { 'node-name': names.format })
   for (const node of nodes) if (node.startsWith(`${names.format}-nbd`) || node === names.rbd) await qmp.execute('blockdev-del', { 'node-name': node })
+  await qmp.execute('object-del', { id: names.group }).catch(() => {})
   await qmp.execute('object-del', { id: names.tls }).catch(() => {})
 }
 

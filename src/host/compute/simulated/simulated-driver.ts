@@ -11,7 +11,7 @@ import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { SimulatedTerminal } from './simulated-terminal.js'
 import { SimulatedMeter } from './simulated-metrics.js'
 import type { GuestSample } from '../../../contracts/host/metrics.js'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection, type VolumeThrottle } from '../../../contracts/host/compute-driver.js'
 
 export interface SimulatedOptions {
   hostname: string
@@ -72,8 +72,18 @@ const GIB = 1024 ** 3
 
 function connect(guest: Guest, volume: VolumeConnection): void {
   guest.volumes ??= new Map()
-  if (!guest.volumes.has(volume.volumeId)) print(guest, `[ pcc ] virtio_blk: ${volume.device ?? 'disk'} attached (volume ${volume.volumeId})`)
+  if (!guest.volumes.has(volume.volumeId)) {
+    print(guest, `[ pcc ] virtio_blk: ${volume.device ?? 'disk'} attached (volume ${volume.volumeId})`)
+    // The limits a QEMU host would set on the disk (its QoS), where a test or an operator can read them.
+    if (volume.throttle) print(guest, `[ pcc ] virtio_blk: volume ${volume.volumeId} throttled: ${throttleText(volume.throttle)}`)
+  }
   guest.volumes.set(volume.volumeId, volume.device)
+}
+
+function throttleText(throttle: VolumeThrottle): string {
+  return Object.entries(throttle)
+    .map(([key, value]) => `${key}=${value}`)
+    .join(' ')
 }
 
 /**

@@ -79,7 +79,7 @@ const snapshotSummary = {
 }
 const snapshotDetail = object({ ...snapshotSummary, 'os-extended-snapshot-attributes:progress': str, 'os-extended-snapshot-attributes:project_id': str }, ['id', 'status', 'volume_id'])
 const volumeType = object(
-  { id: str, name: str, description: nstr, is_public: bool, 'os-volume-type-access:is_public': bool, extra_specs: adminOnly(strMap), qos_specs_id: adminOnly(nul) },
+  { id: str, name: str, description: nstr, is_public: bool, 'os-volume-type-access:is_public': bool, extra_specs: adminOnly(strMap), qos_specs_id: adminOnly(nstr) },
   ['id', 'name'],
 )
 const attachment = object({ id: str, volume_id: str, instance: nstr, status: str, attach_mode: str, attached_at: nstr, detached_at: nul, connection_info: nul }, ['id', 'volume_id'])
@@ -91,6 +91,8 @@ const message = object(
   { id: str, request_id: str, message_level: str, event_id: str, user_message: str, resource_type: str, resource_uuid: str, created_at: str, guaranteed_until: str, links },
   ['id', 'request_id', 'message_level', 'event_id', 'user_message', 'created_at'],
 )
+/** QoS specs: `consumer` says who applies the limits in `specs` (volume/qos-specs.ts). */
+const qosSpecs = object({ id: str, name: str, consumer: { type: 'string', enum: ['front-end', 'back-end', 'both'] }, specs: strMap }, ['id', 'name', 'consumer', 'specs'])
 /** A quota: the limit, or with `usage=true` the limit with what is used. */
 const quota = { anyOf: [int, object({ limit: int, in_use: int, reserved: int, allocated: int })] }
 
@@ -108,6 +110,11 @@ export const A = {
   types: envelope('volume_types', listOf(volumeType)),
   type: envelope('volume_type', volumeType),
   extraSpecs: envelope('extra_specs', strMap),
+  qosSpecsList: envelope('qos_specs', listOf(qosSpecs)),
+  qosSpecs: envelope('qos_specs', qosSpecs, { links }),
+  /** A QoS specs' keys as they were set. */
+  qosKeys: envelope('qos_specs', strMap),
+  qosAssociations: envelope('qos_associations', listOf(object({ association_type: { type: 'string', enum: ['volume_type'] }, id: str, name: str }, ['association_type', 'id', 'name']))),
   typeAccess: envelope('volume_type_access', listOf(object({ volume_type_id: str, project_id: str }, ['volume_type_id', 'project_id']))),
   /** The answer to os-volume_upload_image: the volume and the image it is being copied into. */
   uploadedImage: envelope(
@@ -168,6 +175,8 @@ export const QUERY = {
   deleteVolume: query({ cascade: flag }),
   volumeSummary: query({ all_tenants: flag }),
   quota: query({ usage: flag }),
+  deleteQos: query({ force: flag }),
+  qosType: query({ vol_type_id: str }),
 }
 
 const action = (name: string, value: Schema): Schema => ({ type: 'object', properties: { [name]: value }, required: [name], additionalProperties: false })

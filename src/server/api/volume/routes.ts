@@ -16,6 +16,7 @@ import { messageRoutes } from './message-routes.js'
 import { snapshotRoutes } from './snapshot-routes.js'
 import { transferRoutes } from './transfer-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
+import { qosRoutes } from './qos-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
 import { addDocs, documented, OPEN } from '../../http/openapi.js'
 import { A, VOLUME_HEADERS } from './answers.js'
@@ -72,6 +73,7 @@ export function volumeRoutes(deps: AppDeps) {
         snapshotRoutes(r, deps, ctx)
         transferRoutes(r, deps, ctx)
         volumeTypeRoutes(r, deps, ctx)
+        qosRoutes(r, deps, ctx)
         quotaRoutes(r, deps, ctx)
         serviceRoutes(r, deps)
         messageRoutes(r, deps)

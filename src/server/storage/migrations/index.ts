@@ -39,6 +39,7 @@ import * as m0113 from './0113-subnet-pools.js'
 import * as m0114 from './0114-address-scopes.js'
 import * as m0115 from './0115-metrics.js'
 import * as m0116 from './0116-volume-transfers.js'
+import * as m0117 from './0117-volume-qos-specs.js'
 
 export interface Migration {
   id: string
@@ -81,6 +82,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0114', name: 'address-scopes', up: m0114.up },
   { id: '0115', name: 'metrics', up: m0115.up },
   { id: '0116', name: 'volume-transfers', up: m0116.up },
+  { id: '0117', name: 'volume-qos-specs', up: m0117.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

@@ -90,6 +90,19 @@ export interface VolumeTypeTable {
   is_public: number
   extra_specs: string
   created_at: number
+  /** The QoS specs associated with the type (volume_qos_specs), or null. */
+  qos_specs_id: string | null
+}
+
+/** Cinder's QoS specs: limits associated with volume types; `consumer` says who applies them. */
+export interface VolumeQosSpecsTable {
+  id: string
+  name: string
+  /** front-end (the hypervisor throttles the attached disk) | back-end | both */
+  consumer: string
+  /** JSON object of string values. */
+  specs: string
+  created_at: number
 }
 
 /** A project that may use a private volume type (os-volume-type-access). */
@@ -192,6 +205,7 @@ export interface VolumeTables {
   volume_snapshots: VolumeSnapshotTable
   volume_types: VolumeTypeTable
   volume_type_access: VolumeTypeAccessTable
+  volume_qos_specs: VolumeQosSpecsTable
   volume_quotas: VolumeQuotaTable
   volume_quota_classes: VolumeQuotaClassTable
   volume_exports: VolumeExportTable
