@@ -104,6 +104,10 @@ test('actions refused from the wrong state (409 conflictingRequest), on locked s
 
     // Malformed bodies.
     assert.equal((await call(tb, tb.member, 'POST', `/servers/${active}/action`, { fly: null })).body.badRequest.message, 'There is no such action: fly')
+    // A key every object inherits names no action either (it reached the validator as one, a 500).
+    for (const key of ['constructor', 'toString']) {
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${active}/action`, { [key]: {} })).body.badRequest.message, `There is no such action: ${key}`)
+    }
     assert.equal((await call(tb, tb.member, 'POST', `/servers/${active}/action`, { pause: null, unpause: null })).status, 400)
     assert.equal((await call(tb, tb.member, 'POST', `/servers/${active}/action`, {})).status, 400)
     const badReboot = await call(tb, tb.member, 'POST', `/servers/${active}/action`, { reboot: { type: 'GENTLE' } })

@@ -4,7 +4,7 @@
  * property", as in Nova) and compiles it once per version with TypeBox's compiler. Failures are 400s naming
  * the field, in Nova's words.
  */
-import { Type as T, type TSchema } from '@sinclair/typebox'
+import { Type as T, type Static, type TOptional, type TProperties, type TSchema, type TUnsafe } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import { badRequest } from '../errors.js'
 import { inRange, type ComputeVersion, type VersionNumber } from './versions.js'
@@ -18,8 +18,39 @@ export interface ParamEntry {
 
 export type ParamTable = Record<string, ParamEntry>
 
-/** The object schema of `table` at `version` (closed: unknown keys are refused). */
-export function objectAt(table: ParamTable, version: VersionNumber): TSchema {
+/** The schema type of a table entry (what its builder returns, at any version). */
+type EntrySchema<E> = E extends { schema: (version: VersionNumber) => infer S extends TSchema } ? S : E extends { schema: infer S extends TSchema } ? S : never
+/** Keys every version requires: `required: true` with no version range. */
+type AlwaysRequired<Table> = { [K in keyof Table]: Table[K] extends { required: true; since?: undefined; until?: undefined } ? K : never }[keyof Table]
+
+/**
+ * What `objectAt(table, v)` accepts, over every version: the keys required at every version, and the others
+ * optional (a key outside its versions, or required only at some, may be absent). A table declared with
+ * `satisfies ParamTable` keeps the literal types this reads.
+ */
+export type TableStatic<Table extends ParamTable> = {
+  [K in keyof Table as K extends AlwaysRequired<Table> ? K : never]: Static<EntrySchema<Table[K]>>
+} & {
+  [K in keyof Table as K extends AlwaysRequired<Table> ? never : K]?: Static<EntrySchema<Table[K]>>
+}
+
+/**
+ * Properties a schema has only at some versions, spread into an object's properties: typed optional, since a body
+ * at another version lacks them (a plain conditional spread would type them as always there).
+ */
+export function onlyAt<P extends TProperties>(present: boolean, props: P): { [K in keyof P]: TOptional<P[K]> } {
+  // The cast is on the schema's TypeScript type only: what the schema checks is `props` or nothing.
+  return (present ? props : {}) as { [K in keyof P]: TOptional<P[K]> }
+}
+
+/** A property required at some versions only: typed optional, since a body at the other versions may lack it. */
+export function requiredWhen<S extends TSchema>(required: boolean, schema: S): TOptional<S> {
+  // The cast is on the TypeScript type only: the schema is required or optional as `required` says.
+  return (required ? schema : T.Optional(schema)) as TOptional<S>
+}
+
+/** The object schema of `table` at `version` (closed: unknown keys are refused), typed with TableStatic. */
+export function objectAt<Table extends ParamTable>(table: Table, version: VersionNumber): TUnsafe<TableStatic<Table>> {
   const props: Record<string, TSchema> = {}
   for (const [key, entry] of Object.entries(table)) {
     if (!inRange(version, entry.since, entry.until)) continue
@@ -27,7 +58,8 @@ export function objectAt(table: ParamTable, version: VersionNumber): TSchema {
     const required = typeof entry.required === 'function' ? entry.required(version) : entry.required
     props[key] = required ? schema : T.Optional(schema)
   }
-  return T.Object(props, { additionalProperties: false })
+  // The object's type is the table's over every version (TableStatic), not one version's: a cast on the type only.
+  return T.Object(props, { additionalProperties: false }) as TSchema as TUnsafe<TableStatic<Table>>
 }
 
 const compiled = new WeakMap<(version: VersionNumber) => TSchema, Map<VersionNumber, TypeCheck<TSchema>>>()

@@ -4,7 +4,7 @@
  * of POST /servers/{id}/remote-consoles (2.6+); LEGACY_CONSOLE_ACTIONS are the actions of 2.1–2.5. Which of them
  * pcc serves is decided after the body is valid (server/console/remote-consoles.ts), as Nova's compute manager does.
  */
-import { Type as T, type TSchema } from '@sinclair/typebox'
+import { Type as T } from '@sinclair/typebox'
 import { inRange, type ComputeVersion, type VersionNumber } from './versions.js'
 
 /** Protocol → its first microversion. `rdp` left the schema with the Hyper-V driver; `spice-direct` is 2.99. */
@@ -28,7 +28,7 @@ const at = (table: Record<string, { since?: ComputeVersion }>, v: VersionNumber)
 const oneOf = (values: string[]) => T.Union(values.map((value) => T.Literal(value)))
 
 /** `{"remote_console": {"protocol", "type"}}`, both required, nothing else. */
-export const remoteConsoleBody = (v: VersionNumber): TSchema =>
+export const remoteConsoleBody = (v: VersionNumber) =>
   T.Object(
     { remote_console: T.Object({ protocol: oneOf(at(CONSOLE_PROTOCOLS, v)), type: oneOf(at(CONSOLE_TYPES, v)) }, { additionalProperties: false }) },
     { additionalProperties: false },
@@ -42,4 +42,4 @@ export const LEGACY_CONSOLE_ACTIONS: Record<string, { protocol: string; types: s
 }
 
 /** The value of a legacy console action: `{"type": T}` with a type of the action's list. */
-export const legacyConsoleBody = (action: string) => (): TSchema => T.Object({ type: oneOf(LEGACY_CONSOLE_ACTIONS[action].types) }, { additionalProperties: false })
+export const legacyConsoleBody = (action: string) => () => T.Object({ type: oneOf(LEGACY_CONSOLE_ACTIONS[action].types) }, { additionalProperties: false })

@@ -2,19 +2,25 @@
  * The value each server action accepts under its key in POST /servers/{id}/action, per microversion
  * (docs/compute.md, "Actions"). `null` means the action takes `null` (Nova accepts any value for most of those).
  */
-import { Type as T, type TSchema } from '@sinclair/typebox'
-import { objectAt, P } from './params.js'
+import { Type as T, type TOptional, type TProperties, type TSchema } from '@sinclair/typebox'
+import { objectAt, onlyAt, P } from './params.js'
 import { SERVER_REBUILD_FIELDS } from './server-create.params.js'
-import { LEGACY_CONSOLE_ACTIONS, legacyConsoleBody } from './remote-console.params.js'
+import { legacyConsoleBody } from './remote-console.params.js'
 import { versionNumber, type VersionNumber } from './versions.js'
 
 const at = (v: string) => versionNumber(v)
 const anything = T.Unknown()
-const obj = (props: Record<string, TSchema>, required: string[] = []) =>
-  T.Object(Object.fromEntries(Object.entries(props).map(([k, s]) => [k, required.includes(k) ? s : T.Optional(s)])), { additionalProperties: false })
+type Props<P extends TProperties, R extends keyof P> = { [K in keyof P]: K extends R ? P[K] : TOptional<P[K]> }
+/** A closed object of `props`, those not named in `required` optional. */
+const obj = <P extends TProperties, R extends keyof P & string = never>(props: P, required: readonly R[] = []) =>
+  // Object.fromEntries loses the keys' types; Props restates them (each optional unless required, as built).
+  T.Object(Object.fromEntries(Object.entries(props).map(([k, s]) => [k, (required as readonly string[]).includes(k) ? s : T.Optional(s)])) as Props<P, R>, { additionalProperties: false })
 
-/** Action name → schema of its value at a version. */
-export const ACTION_BODIES: Record<string, (version: VersionNumber) => TSchema> = {
+/**
+ * Action name → schema of its value at a version. Declared `satisfies` rather than typed as a record, so each
+ * entry keeps its schema's type: the action's handler reads the value as `Static` of it (ActionValue).
+ */
+export const ACTION_BODIES = {
   reboot: () => obj({ type: T.Union(['HARD', 'Hard', 'hard', 'SOFT', 'Soft', 'soft'].map((v) => T.Literal(v))) }, ['type']),
   rebuild: (v) => objectAt(SERVER_REBUILD_FIELDS, v),
   resize: () => obj({ flavorRef: T.Union([T.String({ minLength: 1, maxLength: 255 }), T.Integer({ minimum: 0 })]), 'OS-DCF:diskConfig': P.diskConfig }, ['flavorRef']),
@@ -52,7 +58,7 @@ export const ACTION_BODIES: Record<string, (version: VersionNumber) => TSchema> 
     v < at('2.25')
       ? obj({ host: T.Union([T.Null(), P.hostLike]), block_migration: P.boolean, disk_over_commit: P.boolean }, ['host', 'block_migration', 'disk_over_commit'])
       : obj(
-          { host: T.Union([T.Null(), P.hostLike]), block_migration: T.Union([P.boolean, T.Literal('auto')]), ...(v >= at('2.30') && v < at('2.68') ? { force: T.Boolean() } : {}) },
+          { host: T.Union([T.Null(), P.hostLike]), block_migration: T.Union([P.boolean, T.Literal('auto')]), ...onlyAt(v >= at('2.30') && v < at('2.68'), { force: T.Boolean() }) },
           ['host', 'block_migration'],
         ),
   'os-getConsoleOutput': () => obj({ length: T.Union([T.Null(), T.Integer({ minimum: -1 }), T.String({ pattern: '^-?[0-9]+$' })]) }),
@@ -64,5 +70,15 @@ export const ACTION_BODIES: Record<string, (version: VersionNumber) => TSchema> 
   removeFloatingIp: () => obj({ address: T.String({ minLength: 1, maxLength: 45 }) }, ['address']),
   addSecurityGroup: () => obj({ name: T.String({ minLength: 1, maxLength: 255 }) }, ['name']),
   removeSecurityGroup: () => obj({ name: T.String({ minLength: 1, maxLength: 255 }) }, ['name']),
-  ...Object.fromEntries(Object.keys(LEGACY_CONSOLE_ACTIONS).map((action) => [action, legacyConsoleBody(action)])),
+  'os-getVNCConsole': legacyConsoleBody('os-getVNCConsole'),
+  'os-getSPICEConsole': legacyConsoleBody('os-getSPICEConsole'),
+  'os-getSerialConsole': legacyConsoleBody('os-getSerialConsole'),
+} satisfies Record<string, (version: VersionNumber) => TSchema>
+
+/** The body keys of POST /servers/{id}/action. */
+export type ActionBodyKey = keyof typeof ACTION_BODIES
+
+/** The schema builder of an action's body key; undefined for a key that names no action. */
+export function actionBodyOf(key: string): ((version: VersionNumber) => TSchema) | undefined {
+  return Object.hasOwn(ACTION_BODIES, key) ? ACTION_BODIES[key as ActionBodyKey] : undefined
 }

@@ -7,7 +7,7 @@ import { versionNumber, type VersionNumber } from './versions.js'
 
 const at = (v: string) => versionNumber(v)
 
-const hostname = (version: VersionNumber): TSchema =>
+const hostname = (version: VersionNumber) =>
   version >= at('2.94') ? T.String({ minLength: 1, maxLength: 255, pattern: '^[a-zA-Z0-9-._]*$' }) : T.String({ minLength: 2, maxLength: 63, pattern: '^[a-zA-Z0-9]+[a-zA-Z0-9-]*[a-zA-Z0-9]+$' })
 
 const networkItem = (version: VersionNumber): TSchema => {
@@ -47,7 +47,7 @@ const bdmItem = (version: VersionNumber): TSchema => {
 
 export const personality = T.Array(T.Object({ path: T.String({ maxLength: 255 }), contents: T.String({ pattern: '^[A-Za-z0-9+/]*={0,2}$' }) }, { additionalProperties: false }))
 
-export const SERVER_CREATE_FIELDS: ParamTable = {
+export const SERVER_CREATE_FIELDS = {
   name: { schema: P.name, required: true },
   flavorRef: { schema: T.Union([T.String({ minLength: 1, maxLength: 255 }), T.Integer({ minimum: 0 })]), required: true },
   imageRef: { schema: T.Union([P.uuid, T.Literal('')]) },
@@ -74,7 +74,7 @@ export const SERVER_CREATE_FIELDS: ParamTable = {
   host: { schema: P.hostLike, since: '2.74' },
   hypervisor_hostname: { schema: P.hostLike, since: '2.74' },
   hostname: { schema: hostname, since: '2.90' },
-}
+} satisfies ParamTable
 
 const hints = T.Object(
   {
@@ -90,27 +90,27 @@ const hints = T.Object(
   { additionalProperties: true },
 )
 
-export function createBodySchema(version: VersionNumber): TSchema {
+export function createBodySchema(version: VersionNumber) {
   return T.Object(
     { server: objectAt(SERVER_CREATE_FIELDS, version), 'os:scheduler_hints': T.Optional(hints), 'OS-SCH-HNT:scheduler_hints': T.Optional(hints) },
     { additionalProperties: false },
   )
 }
 
-export const SERVER_UPDATE_FIELDS: ParamTable = {
+export const SERVER_UPDATE_FIELDS = {
   name: { schema: P.name },
   description: { schema: P.description, since: '2.19' },
   accessIPv4: { schema: P.ipv4 },
   accessIPv6: { schema: P.ipv6 },
   'OS-DCF:diskConfig': { schema: P.diskConfig },
   hostname: { schema: hostname, since: '2.90' },
-}
+} satisfies ParamTable
 
-export function updateBodySchema(version: VersionNumber): TSchema {
+export function updateBodySchema(version: VersionNumber) {
   return T.Object({ server: objectAt(SERVER_UPDATE_FIELDS, version) }, { additionalProperties: false })
 }
 
-export const SERVER_REBUILD_FIELDS: ParamTable = {
+export const SERVER_REBUILD_FIELDS = {
   imageRef: { schema: P.uuid, required: true },
   name: { schema: P.name },
   adminPass: { schema: T.String() },
@@ -125,4 +125,4 @@ export const SERVER_REBUILD_FIELDS: ParamTable = {
   user_data: { schema: T.Union([T.Null(), T.String({ maxLength: 65535, pattern: '^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$' })]), since: '2.57' },
   trusted_image_certificates: { schema: T.Union([T.Null(), T.Array(T.String({ minLength: 1 }), { minItems: 1, maxItems: 50, uniqueItems: true })]), since: '2.63' },
   hostname: { schema: hostname, since: '2.90' },
-}
+} satisfies ParamTable

@@ -66,7 +66,8 @@ export function actionNameOf(key: string, value: unknown): ServerActionName | un
     const type = String((value as { type?: string } | null)?.type ?? '').toUpperCase()
     return type === 'HARD' ? 'reboot:HARD' : 'reboot:SOFT'
   }
-  return key in SERVER_ACTIONS && !key.includes(':') ? (key as ServerActionName) : undefined
+  // Own keys only: `constructor` or `toString` name no action.
+  return Object.hasOwn(SERVER_ACTIONS, key) && !key.includes(':') ? (key as ServerActionName) : undefined
 }
 
 export function stateView(row: ServerTable) {

@@ -66,7 +66,7 @@ export function aggregateRoutes(deps: AppDeps) {
       must(request, 'os-aggregates:create')
       const body = bodyObject(request)
       validate('aggregate', request, createBody, body)
-      const { name, availability_zone: az } = body.aggregate as { name: string; availability_zone?: string | null }
+      const { name, availability_zone: az } = body.aggregate
       return { aggregate: view(request, await createAggregate(db, name, az ?? null), false) }
     })
     scope.get<{ Params: { id: string } }>('/v2.1/os-aggregates/:id', DOCS.show, async (request) => {
@@ -77,7 +77,7 @@ export function aggregateRoutes(deps: AppDeps) {
       must(request, 'os-aggregates:update')
       const body = bodyObject(request)
       validate('aggregate', request, updateBody, body)
-      const patch = body.aggregate as { name?: string; availability_zone?: string | null }
+      const patch = body.aggregate
       const aggregate = await findAggregate(db, request.params.id)
       const updated = await updateAggregate(db, aggregate, { name: patch.name, ...('availability_zone' in patch && { zone: patch.availability_zone ?? null }) })
       return { aggregate: view(request, updated) }
@@ -96,9 +96,9 @@ export function aggregateRoutes(deps: AppDeps) {
       else throw badRequest('Invalid input: the body must name one of add_host, remove_host, set_metadata')
       validate('aggregate action', request, actionBody, body)
       const aggregate = await findAggregate(db, request.params.id)
-      if (name === 'add_host') return { aggregate: view(request, await addHost(db, aggregate, (body.add_host as { host: string }).host)) }
-      if (name === 'remove_host') return { aggregate: view(request, await removeHost(db, aggregate, (body.remove_host as { host: string }).host)) }
-      return { aggregate: view(request, await setMetadata(db, aggregate, (body.set_metadata as { metadata: Record<string, string | null> }).metadata)) }
+      if ('add_host' in body) return { aggregate: view(request, await addHost(db, aggregate, body.add_host.host)) }
+      if ('remove_host' in body) return { aggregate: view(request, await removeHost(db, aggregate, body.remove_host.host)) }
+      return { aggregate: view(request, await setMetadata(db, aggregate, body.set_metadata.metadata)) }
     })
   }
 }

@@ -5,7 +5,7 @@ import { Type as T } from '@sinclair/typebox'
 import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
 import { project } from '../../../contracts/compute/fields.js'
 import { flavorFields, type FlavorModel, type FlavorView } from '../../../contracts/compute/flavor.fields.js'
-import { P } from '../../../contracts/compute/params.js'
+import { onlyAt, P } from '../../../contracts/compute/params.js'
 import type { VersionNumber } from '../../../contracts/compute/versions.js'
 import { versionNumber } from '../../../contracts/compute/versions.js'
 import type { FlavorTable } from '../../storage/schema.js'
@@ -40,7 +40,7 @@ const createBody = (version: VersionNumber) =>
           swap: T.Optional(T.Union([T.Literal(''), P.nonNegativeInt])),
           rxtx_factor: T.Optional(T.Union([T.Number({ exclusiveMinimum: 0, maximum: 3.4e38 }), T.String({ pattern: '^[0-9]*\\.?[0-9]+$' })])),
           'os-flavor-access:is_public': T.Optional(P.boolean),
-          ...(version >= versionNumber('2.55') ? { description: T.Optional(P.description) } : {}),
+          ...onlyAt(version >= versionNumber('2.55'), { description: T.Optional(P.description) }),
         },
         { additionalProperties: false },
       ),
@@ -162,14 +162,14 @@ export function flavorRoutes(deps: AppDeps) {
       manage(request)
       const body = bodyObject(request)
       validate('flavor', request, createBody, body)
-      const f = body.flavor as Record<string, unknown>
+      const f = body.flavor
       const id = f.id === undefined || f.id === null ? randomUUID() : String(f.id)
-      const exists = await findFlavorClash(db, id, f.name as string)
-      if (exists) throw conflict(exists.id === id ? `Flavor with ID ${id} already exists.` : `Flavor with name ${f.name as string} already exists.`)
+      const exists = await findFlavorClash(db, id, f.name)
+      if (exists) throw conflict(exists.id === id ? `Flavor with ID ${id} already exists.` : `Flavor with name ${f.name} already exists.`)
       const isPublic = f['os-flavor-access:is_public'] === undefined ? true : ['true', '1', 't', 'yes', 'y', 'on'].includes(String(f['os-flavor-access:is_public']).toLowerCase())
       const row: FlavorTable = {
         id,
-        name: f.name as string,
+        name: f.name,
         vcpus: Number(f.vcpus),
         ram: Number(f.ram),
         disk: Number(f.disk),
@@ -178,7 +178,7 @@ export function flavorRoutes(deps: AppDeps) {
         rxtx_factor: f.rxtx_factor === undefined ? 1 : Number(f.rxtx_factor),
         is_public: isPublic ? 1 : 0,
         disabled: 0,
-        description: (f.description as string | null | undefined) ?? null,
+        description: f.description ?? null,
         extra_specs: '{}',
         created_at: Date.now(),
         deleted: 0,
@@ -192,7 +192,7 @@ export function flavorRoutes(deps: AppDeps) {
       const body = bodyObject(request)
       validate('flavor-update', request, updateBody, body)
       const f = await visible(request, request.params.id)
-      const description = (body.flavor as { description: string | null }).description
+      const description = body.flavor.description
       await setFlavorDescription(db, f.id, description)
       return { flavor: render(request, { ...f, description }, 'detail') }
     })
@@ -212,7 +212,7 @@ export function flavorRoutes(deps: AppDeps) {
       const body = bodyObject(request)
       validate('extra_specs', request, extraSpecsBody, body)
       const f = await visible(request, request.params.id)
-      const added = asStrings(body.extra_specs as Record<string, unknown>)
+      const added = asStrings(body.extra_specs)
       await saveSpecs(f.id, { ...JSON.parse(f.extra_specs), ...added })
       return { extra_specs: added }
     })
@@ -256,8 +256,9 @@ export function flavorRoutes(deps: AppDeps) {
       const body = bodyObject(request)
       const key = Object.keys(body)[0]
       if (Object.keys(body).length !== 1 || (key !== 'addTenantAccess' && key !== 'removeTenantAccess')) throw badRequest(`There is no such action: ${key ?? ''}`)
-      validate(key, request, tenantBody, body[key])
-      const tenant = (body[key] as { tenant: string }).tenant
+      const value = body[key]
+      validate(key, request, tenantBody, value)
+      const tenant = value.tenant
       const f = await visible(request, request.params.id)
       if (key === 'addTenantAccess') {
         if (f.is_public && request.api.has('flavorAccessPublic409')) throw conflict(`Can not add access to a public flavor.`)

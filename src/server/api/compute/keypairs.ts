@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type as T } from '@sinclair/typebox'
+import { onlyAt, requiredWhen } from '../../../contracts/compute/params.js'
 import { badRequest, conflict, forbidden, notFound } from '../../../contracts/errors.js'
 import { project } from '../../../contracts/compute/fields.js'
 import { keypairFields, type KeypairModel } from '../../../contracts/compute/keypair.fields.js'
@@ -17,12 +18,19 @@ import { J } from '../../../contracts/compute/json-types.js'
 import type { SingleQuery } from '../../http/route-types.js'
 
 const createBody = (version: VersionNumber) => {
-  const name = version >= versionNumber('2.92') ? T.String({ minLength: 1, maxLength: 255, pattern: '^[a-zA-Z0-9 _@.-]+$' }) : T.String({ minLength: 1, maxLength: 255, pattern: '^[_\\- a-zA-Z0-9]+$' })
-  const props: Record<string, ReturnType<typeof T.String> | ReturnType<typeof T.Optional>> = { name }
-  props.public_key = version >= versionNumber('2.92') ? T.String({ minLength: 1 }) : T.Optional(T.String())
-  if (version >= versionNumber('2.2')) props.type = T.Optional(T.Union([T.Literal('ssh'), T.Literal('x509')]))
-  if (version >= versionNumber('2.10')) props.user_id = T.Optional(T.String({ minLength: 1, maxLength: 255 }))
-  return T.Object({ keypair: T.Object(props, { additionalProperties: false }) }, { additionalProperties: false })
+  const v292 = version >= versionNumber('2.92')
+  const name = v292 ? T.String({ minLength: 1, maxLength: 255, pattern: '^[a-zA-Z0-9 _@.-]+$' }) : T.String({ minLength: 1, maxLength: 255, pattern: '^[_\\- a-zA-Z0-9]+$' })
+  const keypair = T.Object(
+    {
+      name,
+      // Required from 2.92, where Nova stopped generating keys.
+      public_key: requiredWhen(v292, v292 ? T.String({ minLength: 1 }) : T.String()),
+      ...onlyAt(version >= versionNumber('2.2'), { type: T.Optional(T.Union([T.Literal('ssh'), T.Literal('x509')])) }),
+      ...onlyAt(version >= versionNumber('2.10'), { user_id: T.Optional(T.String({ minLength: 1, maxLength: 255 })) }),
+    },
+    { additionalProperties: false },
+  )
+  return T.Object({ keypair }, { additionalProperties: false })
 }
 
 const userQuery = queryOf({ user_id: { type: 'string', description: 'admins, 2.10+: another user' } })
@@ -55,7 +63,7 @@ export function keypairRoutes(deps: AppDeps) {
     scope.post('/v2.1/os-keypairs', DOCS.create, async (request, reply) => {
       const body = bodyObject(request)
       validate('keypair', request, createBody, body)
-      const k = body.keypair as { name: string; public_key?: string; type?: 'ssh' | 'x509'; user_id?: string }
+      const k = body.keypair
       const userId = userOf(request, k.user_id)
       const type = k.type ?? 'ssh'
       const limits = await quotaLimits(db, callerOf(request).projectId)

@@ -91,7 +91,7 @@ export function legacyHostRoutes(deps: AppDeps) {
       const body = bodyObject(request)
       validate('host', request, updateBody, body)
       const host = await findHost(request.params.host)
-      const { status, maintenance_mode: maintenance } = body as { status?: 'enable' | 'disable'; maintenance_mode?: 'enable' | 'disable' }
+      const { status, maintenance_mode: maintenance } = body
       // Nova's libvirt driver has no maintenance mode either; checked before anything is written.
       if (maintenance !== undefined) throw badRequest('Maintenance mode of a host is not supported: disable its service instead.')
       if (status === undefined) throw badRequest("Invalid input: 'status' or 'maintenance_mode' is required")

@@ -92,7 +92,7 @@ export function limitQuotaRoutes(deps: AppDeps) {
       const body = bodyObject(request)
       validate('quota_set', request, updateBody, body)
       await knownProject(request.params.projectId)
-      const values = body.quota_set as Record<string, unknown>
+      const values = body.quota_set
       const force = values.force === true
       const used = await usageOf(db, request.params.projectId, undefined)
       const limits = Object.entries(values)
@@ -122,8 +122,8 @@ export function limitQuotaRoutes(deps: AppDeps) {
       if (!CLASS_NAME.test(name)) throw badRequest('Invalid input: a quota class name is 1 to 255 characters')
       const body = bodyObject(request)
       validate('quota_class_set', request, classBody, body)
-      const values = body.quota_class_set as Record<string, number>
-      await setQuotaClassLimits(db, name, Object.entries(values).map(([resource, limit]) => ({ resource, limit })))
+      const values = body.quota_class_set
+      await setQuotaClassLimits(db, name, Object.entries(values).flatMap(([resource, limit]) => (limit === undefined ? [] : [{ resource, limit }])))
       return { quota_class_set: set(request, await quotaClassLimits(db, name)) }
     })
     scope.delete<{ Params: { projectId: string } }>('/v2.1/os-quota-sets/:projectId', DOCS.reset, async (request, reply) => {

@@ -33,7 +33,7 @@ export function remoteConsoleRoutes(deps: AppDeps) {
       requireGate(request, 'remoteConsoles')
       const body = bodyObject(request)
       validate('remote_console', request, remoteConsoleBody, body)
-      const { protocol, type } = body.remote_console as { protocol: string; type: string }
+      const { protocol, type } = body.remote_console
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'servers:remote_consoles', { projectId: row.project_id })
       const url = await remoteConsoleUrl(consoleDeps, row, protocol, type)

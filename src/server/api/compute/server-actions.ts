@@ -1,7 +1,7 @@
 /** POST /servers/{id}/action and /servers/{id}/os-instance-actions. */
 import type { FastifyInstance } from 'fastify'
 import { badRequest, notFound } from '../../../contracts/errors.js'
-import { ACTION_BODIES } from '../../../contracts/compute/server-action.params.js'
+import { ACTION_BODIES, actionBodyOf } from '../../../contracts/compute/server-action.params.js'
 import { inRange, MAX_VERSION, MIN_VERSION, versionNumber, versionString, type ComputeVersion } from '../../../contracts/compute/versions.js'
 import { isoMicros } from '../../../contracts/compute/time.js'
 import { SERVER_ACTIONS } from '../../compute/server-states.js'
@@ -29,8 +29,8 @@ function actionBody(): JsonSchema {
   return {
     anyOf: Object.entries(ACTION_BODIES).map(([key, build]) => {
       const rule = SERVER_ACTIONS[actionNameOf(key, { type: 'SOFT' })!]
-      const min = 'since' in rule ? (rule.since as ComputeVersion) : undefined
-      const until = 'until' in rule ? (rule.until as ComputeVersion) : undefined
+      const min = 'since' in rule ? rule.since : undefined
+      const until = 'until' in rule ? rule.until : undefined
       const since = min || until ? { 'x-microversions': { min: min ?? MIN_VERSION, max: until ? lastBefore(until) : MAX_VERSION } } : {}
       return { type: 'object', properties: { [key]: versioned(build) }, required: [key], additionalProperties: false, ...since }
     }),
@@ -79,13 +79,14 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
       if (keys.length !== 1) throw badRequest('Malformed request body')
       const [key] = keys
       const action = actionNameOf(key, body[key])
-      if (!action || !ACTION_BODIES[key]) throw badRequest(`There is no such action: ${key}`)
+      const schema = actionBodyOf(key)
+      if (!action || !schema) throw badRequest(`There is no such action: ${key}`)
       const rule = SERVER_ACTIONS[action]
-      const since = 'since' in rule ? (rule.since as ComputeVersion) : undefined
-      const until = 'until' in rule ? (rule.until as ComputeVersion) : undefined
+      const since = 'since' in rule ? rule.since : undefined
+      const until = 'until' in rule ? rule.until : undefined
       if (!inRange(request.api.version, since, until)) throw notFound('The resource could not be found.')
       const row = await visibleServer(deps, request, request.params.id)
-      validate(`action:${key}`, request, ACTION_BODIES[key], body[key])
+      validate(`action:${key}`, request, schema, body[key])
       must(request, ACTION_POLICY[key] ?? ('adminOnly' in rule && rule.adminOnly ? 'servers:action:admin' : 'servers:action'), { projectId: row.project_id })
       const outcome = await runAction(actionDeps, request.api, { ...serverCaller(request), principal: request.principal, authorize: (op) => must(request, op, { projectId: row.project_id }) }, row, action, body[key], request.id)
       deps.runner.wake()

@@ -53,12 +53,6 @@ const DOCS = {
   create: documented({ summary: 'Tell compute about events of servers (admin)', body: versioned(eventsBody), response: { 200: answer, 207: answer } }),
 }
 
-interface Event {
-  name: string
-  server_uuid: string
-  status?: string
-  tag?: string
-}
 
 export function serverExternalEventRoutes(deps: AppDeps) {
   const db = deps.store.db
@@ -67,7 +61,7 @@ export function serverExternalEventRoutes(deps: AppDeps) {
       must(request, 'os-server-external-events:create')
       const body = bodyObject(request)
       validate('events', request, eventsBody, body)
-      const events = body.events as Event[]
+      const events = body.events
       const ids = [...new Set(events.map((e) => e.server_uuid.toLowerCase()))]
       const rows = await serverHosts(db, ids)
       const servers = new Map(rows.map((r) => [r.id, r]))

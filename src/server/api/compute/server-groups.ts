@@ -22,12 +22,10 @@ const policies = (version: VersionNumber) =>
 const createBody = (version: VersionNumber) =>
   T.Object(
     {
-      server_group: T.Object(
+      server_group:
         version >= versionNumber('2.64')
-          ? { name: P.name, policy: policies(version), rules: T.Optional(T.Object({ max_server_per_host: T.Optional(P.positiveInt) }, { additionalProperties: false })) }
-          : { name: P.name, policies: T.Array(policies(version), { minItems: 1, maxItems: 1 }) },
-        { additionalProperties: false },
-      ),
+          ? T.Object({ name: P.name, policy: policies(version), rules: T.Optional(T.Object({ max_server_per_host: T.Optional(P.positiveInt) }, { additionalProperties: false })) }, { additionalProperties: false })
+          : T.Object({ name: P.name, policies: T.Array(policies(version), { minItems: 1, maxItems: 1 }) }, { additionalProperties: false }),
     },
     { additionalProperties: false },
   )
@@ -64,14 +62,15 @@ export function serverGroupRoutes(deps: AppDeps) {
       must(request, 'server_groups:write', { projectId: caller.projectId })
       const body = bodyObject(request)
       validate('server_group', request, createBody, body)
-      const sg = body.server_group as { name: string; policy?: string; policies?: string[]; rules?: Record<string, unknown> }
-      const policy = sg.policy ?? sg.policies![0]
-      if (sg.rules && Object.keys(sg.rules).length && policy !== 'anti-affinity') throw badRequest(`Only anti-affinity policy supports rules.`)
+      const sg = body.server_group
+      const policy = 'policy' in sg ? sg.policy : sg.policies[0]
+      const rulesIn = 'rules' in sg ? sg.rules : undefined
+      if (rulesIn && Object.keys(rulesIn).length && policy !== 'anti-affinity') throw badRequest(`Only anti-affinity policy supports rules.`)
       const limits = await quotaLimits(db, caller.projectId)
       if (limits.server_groups >= 0) {
         if ((await countServerGroups(db, caller.projectId)) >= limits.server_groups) throw forbidden('Quota exceeded, too many server groups.')
       }
-      const rules = sg.rules ? Object.fromEntries(Object.entries(sg.rules).map(([k, v]) => [k, Number(v)])) : {}
+      const rules = rulesIn ? Object.fromEntries(Object.entries(rulesIn).map(([k, v]) => [k, Number(v)])) : {}
       const row: ServerGroupTable = { id: randomUUID(), name: sg.name, project_id: caller.projectId, user_id: caller.userId, policy, rules: JSON.stringify(rules), created_at: Date.now() }
       await insertServerGroup(db, row)
       return { server_group: (await render(request, [row]))[0] }

@@ -61,7 +61,7 @@ export function serverNetworkRoutes(deps: ServerRouteDeps) {
       const body = request.body === undefined || request.body === null ? {} : bodyObject(request)
       validate('interfaceAttachment', request, interfaceAttachBody, body)
       const row = await load(request, request.params.id, 'servers:interfaces:create')
-      const a = (body.interfaceAttachment ?? {}) as { net_id?: string; port_id?: string; fixed_ips?: { ip_address: string }[]; tag?: string }
+      const a = body.interfaceAttachment ?? {}
       if (a.tag !== undefined) throw badRequest('Tagged network interface attach is not supported by this compute service.')
       const port = await attachInterface(deps.network, deps.store.db, row, { netId: a.net_id, portId: a.port_id, fixedIp: a.fixed_ips?.[0]?.ip_address }, serverCaller(request), request.id)
       return { interfaceAttachment: attachmentView(port, request.api.has('interfaceTags')) }

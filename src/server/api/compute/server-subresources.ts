@@ -79,7 +79,7 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       const body = bodyObject(request)
       validate('metadata', request, metadataBody, body)
       const row = await load(request, request.params.id, true)
-      const merged = { ...JSON.parse(row.metadata), ...(body.metadata as Record<string, string>) }
+      const merged = { ...JSON.parse(row.metadata), ...body.metadata }
       await saveMetadata(row, merged)
       return { metadata: merged }
     })
@@ -87,7 +87,7 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       const body = bodyObject(request)
       validate('metadata', request, metadataBody, body)
       const row = await load(request, request.params.id, true)
-      await saveMetadata(row, body.metadata as Record<string, string>)
+      await saveMetadata(row, body.metadata)
       return { metadata: body.metadata }
     })
     scope.get<P2>('/v2.1/servers/:id/metadata/:key', DOCS.metaItem, async (request) => {
@@ -99,7 +99,7 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
     scope.put<P2>('/v2.1/servers/:id/metadata/:key', DOCS.setMetaItem, async (request) => {
       const body = bodyObject(request)
       validate('meta', request, metaItemBody, body)
-      const meta = body.meta as Record<string, string>
+      const meta = body.meta
       if (!(request.params.key in meta)) throw badRequest('Request body and URI mismatch')
       const row = await load(request, request.params.id, true)
       await saveMetadata(row, { ...JSON.parse(row.metadata), ...meta })
@@ -125,7 +125,7 @@ export function serverSubresourceRoutes(deps: ServerRouteDeps) {
       const body = bodyObject(request)
       validate('tags', request, tagsBody, body)
       const row = await load(request, request.params.id, true, 'update tags')
-      const tags = [...new Set(body.tags as string[])]
+      const tags = [...new Set(body.tags)]
       await replaceServerTags(db, row.id, tags)
       return { tags: tags.sort() }
     })

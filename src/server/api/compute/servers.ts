@@ -261,7 +261,7 @@ export function serverRoutes(deps: ServerRouteDeps) {
         computeStorage(deps),
       )
       deps.runner.wake()
-      const s = body.server as Record<string, unknown>
+      const s = body.server
       if (s.return_reservation_id === true || ['true', '1', 'yes', 'on', 't', 'y'].includes(String(s.return_reservation_id).toLowerCase())) {
         return reply.code(202).send({ reservation_id: result.reservationId })
       }
@@ -289,14 +289,14 @@ export function serverRoutes(deps: ServerRouteDeps) {
       validate('server', request, updateBodySchema, body)
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'servers:update', { projectId: row.project_id })
-      const s = body.server as Record<string, unknown>
+      const s = body.server
       const changes: Partial<ServerTable> = {}
-      if (s.name !== undefined) changes.name = s.name as string
-      if (s.description !== undefined) changes.description = s.description as string | null
-      if (s.accessIPv4 !== undefined) changes.access_ip_v4 = s.accessIPv4 as string
-      if (s.accessIPv6 !== undefined) changes.access_ip_v6 = accessIpv6(s.accessIPv6 as string)
-      if (s['OS-DCF:diskConfig'] !== undefined) changes.disk_config = s['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL'
-      if (s.hostname !== undefined) changes.hostname = s.hostname as string
+      if (s.name !== undefined) changes.name = s.name
+      if (s.description !== undefined) changes.description = s.description
+      if (s.accessIPv4 !== undefined) changes.access_ip_v4 = s.accessIPv4
+      if (s.accessIPv6 !== undefined) changes.access_ip_v6 = accessIpv6(s.accessIPv6)
+      if (s['OS-DCF:diskConfig'] !== undefined) changes.disk_config = s['OS-DCF:diskConfig']
+      if (s.hostname !== undefined) changes.hostname = s.hostname
       const updated = await updateServerFields(db, row, changes)
       const [server] = await renderServers(deps, request, [updated], request.api.has('fullUpdateBody') ? 'show' : 'reduced')
       return { server }

@@ -7,7 +7,7 @@ import { volumeAttachmentFields } from '../../../contracts/compute/volume-attach
 import { attachBodySchema, attachmentListQuerySchema, updateAttachmentBodySchema } from '../../../contracts/compute/volume-attachment.params.js'
 import { COMPUTE_VOLUMES_POLICY, type ComputeVolumesOperation } from '../../policy/compute-volumes.policy.js'
 import { computeStorage } from '../../compute/storage.js'
-import { attachmentModel, attachVolume, detachVolume, findAttachment, isSwap, listAttachments, updateAttachment, type AttachRequest, type UpdateRequest, type VolumeOpDeps } from '../../compute/server-volumes.js'
+import { attachmentModel, attachVolume, detachVolume, findAttachment, isSwap, listAttachments, updateAttachment, type VolumeOpDeps } from '../../compute/server-volumes.js'
 import type { ServerTable } from '../../storage/tables/compute.js'
 import type { ServerRouteDeps } from './servers.js'
 import { visibleServer } from './servers.js'
@@ -59,7 +59,7 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
       validate('volumeAttachment', request, attachBodySchema, body)
       const row = await visibleServer(deps, request, request.params.id)
       must(request, 'os_compute_api:os-volumes-attachments:create', row)
-      const bdm = await attachVolume(ops, request.api, serverCaller(request), row, body.volumeAttachment as AttachRequest, request.id)
+      const bdm = await attachVolume(ops, request.api, serverCaller(request), row, body.volumeAttachment, request.id)
       deps.runner.wake()
       return { volumeAttachment: render(request, 'attach')(attachmentModel(bdm)) }
     })
@@ -68,7 +68,7 @@ export function volumeAttachmentRoutes(deps: ServerRouteDeps) {
       const body = bodyObject(request)
       validate('volumeAttachment', request, updateAttachmentBodySchema, body)
       const row = await visibleServer(deps, request, request.params.id)
-      const update = body.volumeAttachment as UpdateRequest
+      const update = body.volumeAttachment
       must(request, isSwap(request.api, request.params.volumeId, update) ? 'os_compute_api:os-volumes-attachments:swap' : 'os_compute_api:os-volumes-attachments:update', row)
       await updateAttachment(ops, request.api, serverCaller(request), row, request.params.volumeId, update, request.id)
       deps.runner.wake()

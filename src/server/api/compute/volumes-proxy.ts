@@ -118,15 +118,15 @@ export function volumeProxyRoutes(deps: AppDeps) {
       requireBefore(request, 'noProxyApis')
       const body = bodyObject(request)
       validate('volume', request, createVolumeBody, body)
-      const v = body.volume as Record<string, unknown>
+      const v = body.volume
       const created = await volumes.create(request.principal, {
         size: Number(v.size),
-        name: (v.display_name as string | null | undefined) ?? null,
-        description: (v.display_description as string | null | undefined) ?? null,
-        volume_type: (v.volume_type as string | null | undefined) ?? null,
-        availability_zone: (v.availability_zone as string | null | undefined) ?? null,
-        snapshot_id: (v.snapshot_id as string | null | undefined) ?? null,
-        metadata: (v.metadata as Record<string, string> | undefined) ?? {},
+        name: v.display_name ?? null,
+        description: v.display_description ?? null,
+        volume_type: v.volume_type ?? null,
+        availability_zone: v.availability_zone ?? null,
+        snapshot_id: v.snapshot_id ?? null,
+        metadata: v.metadata ?? {},
       })
       return { volume: volumeView(created) }
     })
@@ -142,12 +142,12 @@ export function volumeProxyRoutes(deps: AppDeps) {
       requireBefore(request, 'noProxyApis')
       const body = bodyObject(request)
       validate('snapshot', request, createSnapshotBody, body)
-      const s = body.snapshot as Record<string, unknown>
+      const s = body.snapshot
       const force = s.force === true || (typeof s.force === 'string' && ['true', '1', 'yes', 'on'].includes(s.force.toLowerCase()))
       const created = await snapshots.create(request.principal, {
-        volume_id: s.volume_id as string,
-        name: (s.display_name as string | null | undefined) ?? null,
-        description: (s.display_description as string | null | undefined) ?? null,
+        volume_id: s.volume_id,
+        name: s.display_name ?? null,
+        description: s.display_description ?? null,
         force,
       })
       return { snapshot: snapshotView(created) }

@@ -2,7 +2,9 @@
  * What every server action handler shares: its context, and the one way an asynchronous action is accepted
  * (`accept`: task_state, instance action and task in one transaction) or recorded when the API completes it itself.
  */
+import type { Static } from '@sinclair/typebox'
 import { conflict } from '../../../contracts/errors.js'
+import type { ACTION_BODIES, ActionBodyKey } from '../../../contracts/compute/server-action.params.js'
 import type { ApiVersion } from '../../../contracts/compute/versions.js'
 import type { ServerTable } from '../../storage/schema.js'
 import type { Db } from '../../storage/store.js'
@@ -64,6 +66,12 @@ export interface ActionDeps {
   remoteConsoleUrl: (row: ServerTable, protocol: string, type: string) => Promise<string>
 }
 
+/** The body key of an action: reboot's two entries share `reboot`. */
+type BodyKeyOf<A extends string> = A extends `${infer K}:${string}` ? K : A
+
+/** What an action's value is once the route validated it: `Static` of its ACTION_BODIES schema, over every version. */
+export type ActionValue<A extends ServerActionName> = Static<ReturnType<(typeof ACTION_BODIES)[BodyKeyOf<A> & ActionBodyKey]>>
+
 /** One action on one server, after the route validated its value and the state checks let it through. */
 export interface ActionContext<A extends ServerActionName = ServerActionName> {
   deps: ActionDeps
@@ -71,9 +79,13 @@ export interface ActionContext<A extends ServerActionName = ServerActionName> {
   caller: ActionCaller
   row: ServerTable
   action: A
-  /** The action's value as the body gave it. */
-  value: unknown
-  /** The value read as an object (`{}` when it is null or not an object). */
+  /** The action's value, as its schema (ACTION_BODIES) let it through. */
+  value: ActionValue<A>
+  /**
+   * The value read as an object (`{}` when it is null or not an object), for the actions whose older
+   * microversions accept any value (lock below 2.73, unshelve below 2.77, migrate below 2.56): their schema's type
+   * is `unknown`, and the fields the newer versions name are read from it as they come.
+   */
   v: Record<string, unknown>
   requestId: string
 }

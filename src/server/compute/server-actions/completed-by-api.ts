@@ -8,9 +8,10 @@ import { changeServerSecurityGroup } from '../server-network.js'
 import { associateServerFloatingIp, disassociateServerFloatingIp } from '../../network/floating-ips.js'
 import { recordAction, type ActionHandler } from './common.js'
 
-export const lock: ActionHandler = async (ctx) => {
+export const lock: ActionHandler<'lock'> = async (ctx) => {
   const { row, caller, v } = ctx
   if (row.locked === 1) return { status: 202 }
+  // Below 2.73 lock takes any value (its schema's type is unknown): the reason is read as it comes.
   const reason = (v.locked_reason as string | undefined) ?? null
   await ctx.deps.db.updateTable('servers').set({ locked: 1, locked_by: caller.projectId === row.project_id ? 'owner' : 'admin', locked_reason: reason, updated_at: Date.now() }).where('id', '=', row.id).execute()
   await recordAction(ctx)
@@ -25,17 +26,17 @@ export const unlock: ActionHandler = async (ctx) => {
   return { status: 202 }
 }
 
-export const consoleOutput: ActionHandler = async ({ deps, row, v }) => {
+export const consoleOutput: ActionHandler<'os-getConsoleOutput'> = async ({ deps, row, value }) => {
   // Nova accepts the length as an integer or a numeric string; -1 or absent means the whole log.
-  const length = v.length === undefined || v.length === null ? undefined : Number(v.length)
+  const length = value.length === undefined || value.length === null ? undefined : Number(value.length)
   const output = await deps.consoleOutput(row.id, length)
   if (output === undefined) throw notFound('Guest does not have a console available.')
   return { status: 200, body: { output } }
 }
 
 /** os-getVNCConsole, os-getSPICEConsole, os-getSerialConsole (below 2.6): a URL of the action's protocol. */
-export const legacyConsole: ActionHandler<'os-getVNCConsole' | 'os-getSPICEConsole' | 'os-getSerialConsole'> = async ({ deps, row, action, v }) => {
-  const type = v.type as string
+export const legacyConsole: ActionHandler<'os-getVNCConsole' | 'os-getSPICEConsole' | 'os-getSerialConsole'> = async ({ deps, row, action, value }) => {
+  const { type } = value
   const url = await deps.remoteConsoleUrl(row, LEGACY_CONSOLE_ACTIONS[action].protocol, type)
   return { status: 200, body: { console: { type, url } } }
 }
@@ -45,24 +46,24 @@ export const triggerCrashDump: ActionHandler = async (ctx) => {
   return { status: 202 }
 }
 
-export const addFloatingIp: ActionHandler = async ({ deps, caller, row, v }) => {
-  await deps.network.run(caller.principal!, (net, actor) => associateServerFloatingIp(net, actor, row.id, v.address as string, v.fixed_address as string | undefined))
+export const addFloatingIp: ActionHandler<'addFloatingIp'> = async ({ deps, caller, row, value }) => {
+  await deps.network.run(caller.principal!, (net, actor) => associateServerFloatingIp(net, actor, row.id, value.address, value.fixed_address))
   return { status: 202 }
 }
 
-export const removeFloatingIp: ActionHandler = async ({ deps, caller, row, v }) => {
-  await deps.network.run(caller.principal!, (net, actor) => disassociateServerFloatingIp(net, actor, row.id, v.address as string))
+export const removeFloatingIp: ActionHandler<'removeFloatingIp'> = async ({ deps, caller, row, value }) => {
+  await deps.network.run(caller.principal!, (net, actor) => disassociateServerFloatingIp(net, actor, row.id, value.address))
   return { status: 202 }
 }
 
 /** Admins force a state; no instance action is recorded, as in Nova. */
-export const resetState: ActionHandler = async ({ deps, row, v }) => {
-  await deps.db.updateTable('servers').set({ vm_state: v.state as string, task_state: null, updated_at: Date.now() }).where('id', '=', row.id).execute()
+export const resetState: ActionHandler<'os-resetState'> = async ({ deps, row, value }) => {
+  await deps.db.updateTable('servers').set({ vm_state: value.state, task_state: null, updated_at: Date.now() }).where('id', '=', row.id).execute()
   return { status: 202 }
 }
 
 export const changeSecurityGroup: ActionHandler<'addSecurityGroup' | 'removeSecurityGroup'> = async (ctx) => {
-  await changeServerSecurityGroup(ctx.deps.network, ctx.deps.db, ctx.row, ctx.action, ctx.v.name as string)
+  await changeServerSecurityGroup(ctx.deps.network, ctx.deps.db, ctx.row, ctx.action, ctx.value.name)
   await recordAction(ctx)
   return { status: 202 }
 }

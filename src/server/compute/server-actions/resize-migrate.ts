@@ -14,10 +14,10 @@ async function requireTargetHost({ deps, row }: ActionContext, host: string): Pr
   if (host === row.host) throw badRequest(`Unable to migrate instance (${row.id}) to current host (${host}).`)
 }
 
-export const resize: ActionHandler = async (ctx) => {
-  const { deps, caller, row, v } = ctx
+export const resize: ActionHandler<'resize'> = async (ctx) => {
+  const { deps, caller, row, value: v } = ctx
   const db = deps.db
-  const flavor = await requireFlavorForServer(db, v.flavorRef as string, row.project_id, caller.flavorVisibility)
+  const flavor = await requireFlavorForServer(db, v.flavorRef, row.project_id, caller.flavorVisibility)
   const current = parseFlavor(row.flavor)
   if (flavor.id === current.id) throw badRequest('When resizing, instances must change flavor!')
   const limits = await quotaLimits(db, row.project_id)
@@ -29,7 +29,7 @@ export const resize: ActionHandler = async (ctx) => {
     if (limits.ram >= 0 && dRam > 0 && used.ram + dRam > limits.ram) throw quotaExceeded('ram', dRam, used.ram, limits.ram)
   }
   const snapshot = flavorSnapshot(flavor)
-  const changes: Partial<ServerTable> = { new_flavor: JSON.stringify(snapshot), ...(v['OS-DCF:diskConfig'] ? { disk_config: v['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL' } : {}) }
+  const changes: Partial<ServerTable> = { new_flavor: JSON.stringify(snapshot), ...(v['OS-DCF:diskConfig'] ? { disk_config: v['OS-DCF:diskConfig'] } : {}) }
   await accept(ctx, { flavorRef: flavor.id, flavor: snapshot, diskConfig: v['OS-DCF:diskConfig'] }, changes)
   return { status: 202 }
 }
@@ -39,7 +39,8 @@ export const confirmResize: ActionHandler = async (ctx) => {
   return { status: 204 }
 }
 
-export const migrate: ActionHandler = async (ctx) => {
+/** Below 2.56 migrate takes any value (its schema's type is unknown): the host is read as it comes. */
+export const migrate: ActionHandler<'migrate'> = async (ctx) => {
   const { caller, v } = ctx
   if (v.host) caller.authorize('os-migrate-server:migrate:host')
   if (v.host) await requireTargetHost(ctx, v.host as string)
@@ -47,9 +48,9 @@ export const migrate: ActionHandler = async (ctx) => {
   return { status: 202 }
 }
 
-export const liveMigrate: ActionHandler = async (ctx) => {
+export const liveMigrate: ActionHandler<'os-migrateLive'> = async (ctx) => {
   // Nova checks a named destination before accepting (400), so a bad host leaves the server as it was.
-  if (ctx.v.host) await requireTargetHost(ctx, ctx.v.host as string)
-  await accept(ctx, ctx.v)
+  if (ctx.value.host) await requireTargetHost(ctx, ctx.value.host)
+  await accept(ctx, ctx.value)
   return { status: 202 }
 }

@@ -11,11 +11,11 @@ function imageAnswer({ api, deps }: ActionContext, imageId: string): ActionOutco
   return { status: 202, headers: { location: `${deps.imageUrl}/v2/images/${imageId}` } }
 }
 
-export const createImage: ActionHandler = async (ctx) => {
-  const { deps, api, caller, row, v, requestId } = ctx
+export const createImage: ActionHandler<'createImage'> = async (ctx) => {
+  const { deps, api, caller, row, value: v, requestId } = ctx
   const db = deps.db
-  if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
-  const request = { name: v.name as string, metadata: (v.metadata ?? {}) as Record<string, string> }
+  if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata).length)
+  const request = { name: v.name, metadata: v.metadata ?? {} }
   let imageId = ''
   if (await isVolumeBacked(db, row.id)) {
     imageId = await createVolumeBackedImage(db, deps.storage, row, caller, { ...request, requestId })
@@ -29,16 +29,16 @@ export const createImage: ActionHandler = async (ctx) => {
 }
 
 /** A createImage whose image is a backup of a kind; the conductor then keeps the newest `rotation` of that kind. */
-export const createBackup: ActionHandler = async (ctx) => {
-  const { deps, api, caller, row, v } = ctx
+export const createBackup: ActionHandler<'createBackup'> = async (ctx) => {
+  const { deps, api, caller, row, value: v } = ctx
   const db = deps.db
   if (await isVolumeBacked(db, row.id)) throw badRequest('Backups of volume-backed servers are not supported; use createImage.')
-  if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata as object).length)
-  const backupType = v.backup_type as string
-  const metadata = { ...((v.metadata ?? {}) as Record<string, string>), image_type: 'backup', backup_type: backupType }
+  if (v.metadata && !api.has('limitsNoImageMeta')) await checkMetadataQuota(db, row.project_id, Object.keys(v.metadata).length)
+  const backupType = v.backup_type
+  const metadata = { ...v.metadata, image_type: 'backup', backup_type: backupType }
   let imageId = ''
   await accept(ctx, { name: v.name, backupType, rotation: Number(v.rotation) }, {}, async (tx) => {
-    imageId = await reserveSnapshotImage(tx, deps.storage, row, caller, { name: v.name as string, metadata })
+    imageId = await reserveSnapshotImage(tx, deps.storage, row, caller, { name: v.name, metadata })
     return { imageId }
   })
   return imageAnswer(ctx, imageId)
@@ -54,7 +54,8 @@ export const shelve: ActionHandler = async (ctx) => {
   return { status: 202 }
 }
 
-export const unshelve: ActionHandler = async (ctx) => {
+/** Below 2.77 unshelve takes any value (its schema's type is unknown): the zone and host are read as they come. */
+export const unshelve: ActionHandler<'unshelve'> = async (ctx) => {
   const { caller, row, v } = ctx
   const az = v.availability_zone
   const host = v.host as string | undefined
