@@ -5,6 +5,14 @@
  * before sending anything ("versions supported by client: 2.1 - 2.92"); `2.latest` is its way to ask for the
  * newest, which it turns into 2.92. 2.93–2.96 are covered over REST by the other compute tests.
  * Needs identity's POST /auth/tokens, the conductor and the image service (merged separately).
+ *
+ * In CI the default microversion runs the whole lifecycle; 2.latest runs what a microversion changes on the wire
+ * (create without networks, tags, the server and flavor documents, lock, live migration, rebuild, snapshot, the
+ * action log, key pairs the client makes itself) and leaves out what it would only repeat: the second server and the
+ * list filters, and the power and move actions whose requests and answers no microversion changes (reboot, stop,
+ * start, pause, suspend, shelve, resize, cold migration). The whole lifecycle at 2.latest runs with
+ * PCC_FULL_TESTS=1 (`npm run test:full -- compute/openstack-cli`): each `openstack` command costs the client's
+ * Python start-up and each `--wait` its 5-second polls, minutes in all on a busy CI machine.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -16,8 +24,13 @@ import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.
 
 type Row = Record<string, unknown>
 
-for (const version of [undefined, '2.latest']) {
-  test(`openstack server lifecycle, flavors and key pairs (compute ${version ?? 'default'})`, { timeout: 600_000 }, async () => {
+const FULL = process.env.PCC_FULL_TESTS === '1'
+/** `whole`: every step; otherwise the steps whose requests or answers depend on the microversion (above). */
+const variants: { version?: string; whole: boolean }[] = [{ whole: true }, { version: '2.latest', whole: FULL }]
+
+for (const { version, whole } of variants) {
+  const title = `openstack server lifecycle, flavors and key pairs (compute ${version ?? 'default'}${whole ? '' : ', what the microversion changes'})`
+  test(title, { timeout: 600_000 }, async () => {
     const server = await startTestServer({ publicUrlFromListen: true, env: { PCC_SIMULATED_HOSTS: '3' } })
     const env = { ...adminEnv(server), ...(version ? { OS_COMPUTE_API_VERSION: version } : {}) }
     const os = (args: string[]) => openstackJson<Row>(args, env)
@@ -72,20 +85,23 @@ for (const version of [undefined, '2.latest']) {
       const srv = await osWait(['server', 'create', '--image', imageId, '--flavor', 'm1.tiny', ...nic, '--key-name', 'e2e-key', '--wait', 'e2e-1'])
       assert.equal(srv.status, 'ACTIVE')
       const id = String(srv.id)
-      await osWait(['server', 'create', '--image', imageId, '--flavor', 'm1.tiny', ...nic, '--wait', 'e2e-2'])
+      const servers = whole ? ['e2e-1', 'e2e-2'] : ['e2e-1']
+      if (whole) await osWait(['server', 'create', '--image', imageId, '--flavor', 'm1.tiny', ...nic, '--wait', 'e2e-2'])
 
       // Lists.
       const plain = await osList(['server', 'list'])
-      assert.deepEqual(plain.map((s) => s.Name).sort(), ['e2e-1', 'e2e-2'])
+      assert.deepEqual(plain.map((s) => s.Name).sort(), servers)
       const long = await osList(['server', 'list', '--long'])
       assert.ok('Power State' in long[0] && 'Task State' in long[0])
-      assert.deepEqual((await osList(['server', 'list', '--name', 'e2e-1'])).map((s) => s.ID), [id])
-      assert.equal((await osList(['server', 'list', '--status', 'ACTIVE'])).length, 2)
-      const first = await osList(['server', 'list', '--limit', '1'])
-      assert.equal(first.length, 1)
-      const rest = await osList(['server', 'list', '--marker', String(first[0].ID)])
-      assert.equal(rest.length, 1)
-      assert.notEqual(rest[0].ID, first[0].ID)
+      if (whole) {
+        assert.deepEqual((await osList(['server', 'list', '--name', 'e2e-1'])).map((s) => s.ID), [id])
+        assert.equal((await osList(['server', 'list', '--status', 'ACTIVE'])).length, 2)
+        const first = await osList(['server', 'list', '--limit', '1'])
+        assert.equal(first.length, 1)
+        const rest = await osList(['server', 'list', '--marker', String(first[0].ID)])
+        assert.equal(rest.length, 1)
+        assert.notEqual(rest[0].ID, first[0].ID)
+      }
 
       // Show and set.
       const shown = await os(['server', 'show', 'e2e-1'])
@@ -98,36 +114,40 @@ for (const version of [undefined, '2.latest']) {
       if (version) assert.match(JSON.stringify(renamed.tags), /blue/)
 
       // Actions.
-      await quietWait(['server', 'reboot', '--wait', id])
-      await waitFor(id, 'ACTIVE')
-      await ok(['server', 'stop', id])
-      await waitFor(id, 'SHUTOFF')
-      await ok(['server', 'start', id])
-      await waitFor(id, 'ACTIVE')
-      await ok(['server', 'pause', id])
-      await waitFor(id, 'PAUSED')
-      await ok(['server', 'unpause', id])
-      await waitFor(id, 'ACTIVE')
-      await ok(['server', 'suspend', id])
-      await waitFor(id, 'SUSPENDED')
-      await ok(['server', 'resume', id])
-      await waitFor(id, 'ACTIVE')
+      if (whole) {
+        await quietWait(['server', 'reboot', '--wait', id])
+        await waitFor(id, 'ACTIVE')
+        await ok(['server', 'stop', id])
+        await waitFor(id, 'SHUTOFF')
+        await ok(['server', 'start', id])
+        await waitFor(id, 'ACTIVE')
+        await ok(['server', 'pause', id])
+        await waitFor(id, 'PAUSED')
+        await ok(['server', 'unpause', id])
+        await waitFor(id, 'ACTIVE')
+        await ok(['server', 'suspend', id])
+        await waitFor(id, 'SUSPENDED')
+        await ok(['server', 'resume', id])
+        await waitFor(id, 'ACTIVE')
+      }
       await ok(['server', 'lock', id])
       assert.equal(String((await os(['server', 'show', id])).locked ?? 'True').toLowerCase(), 'true')
       await ok(['server', 'unlock', id])
-      await quietWait(['server', 'shelve', '--wait', id])
-      await waitFor(id, 'SHELVED_OFFLOADED')
-      await quietWait(['server', 'unshelve', '--wait', id])
-      await waitFor(id, 'ACTIVE')
-      await quietWait(['server', 'resize', '--flavor', 'm1.small', '--wait', id])
-      await waitFor(id, 'VERIFY_RESIZE')
-      await ok(['server', 'resize', 'confirm', id])
-      await waitFor(id, 'ACTIVE')
-      assert.match(JSON.stringify((await os(['server', 'show', id])).flavor), /m1.small/)
-      await quietWait(['server', 'migrate', '--wait', id])
-      await waitFor(id, 'VERIFY_RESIZE')
-      await ok(['server', 'resize', 'confirm', id])
-      await waitFor(id, 'ACTIVE')
+      if (whole) {
+        await quietWait(['server', 'shelve', '--wait', id])
+        await waitFor(id, 'SHELVED_OFFLOADED')
+        await quietWait(['server', 'unshelve', '--wait', id])
+        await waitFor(id, 'ACTIVE')
+        await quietWait(['server', 'resize', '--flavor', 'm1.small', '--wait', id])
+        await waitFor(id, 'VERIFY_RESIZE')
+        await ok(['server', 'resize', 'confirm', id])
+        await waitFor(id, 'ACTIVE')
+        assert.match(JSON.stringify((await os(['server', 'show', id])).flavor), /m1.small/)
+        await quietWait(['server', 'migrate', '--wait', id])
+        await waitFor(id, 'VERIFY_RESIZE')
+        await ok(['server', 'resize', 'confirm', id])
+        await waitFor(id, 'ACTIVE')
+      }
       await quietWait(['server', 'migrate', '--live-migration', '--wait', id])
       await waitFor(id, 'ACTIVE')
       await quietWait(['server', 'rebuild', '--image', imageId, '--wait', id])
@@ -136,12 +156,13 @@ for (const version of [undefined, '2.latest']) {
       await waitFor(id, 'ACTIVE')
       const events = await osList(['server', 'event', 'list', id])
       const actions = events.map((e) => e.Action)
-      for (const a of ['create', 'reboot', 'stop', 'start', 'resize', 'rebuild', 'createImage']) assert.ok(actions.includes(a), `event ${a} in ${actions.join(',')}`)
+      const expected = whole ? ['create', 'reboot', 'stop', 'start', 'resize', 'rebuild', 'createImage'] : ['create', 'live-migration', 'rebuild', 'createImage']
+      for (const a of expected) assert.ok(actions.includes(a), `event ${a} in ${actions.join(',')}`)
 
       // Delete.
       await quietWait(['server', 'delete', '--wait', id])
       assert.equal((await openstack(['server', 'show', id], env)).code !== 0, true)
-      await quietWait(['server', 'delete', '--wait', 'e2e-2'])
+      if (whole) await quietWait(['server', 'delete', '--wait', 'e2e-2'])
       assert.deepEqual(await osList(['server', 'list']), [])
       await ok(['keypair', 'delete', 'e2e-key'])
       assert.ok(!(await osList(['keypair', 'list'])).some((k) => k.Name === 'e2e-key'))
