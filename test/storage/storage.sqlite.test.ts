@@ -7,6 +7,7 @@ import { sql } from 'kysely'
 import { openStore } from '../../src/server/storage/store.js'
 import { CHECKPOINT_INTERVAL_MS } from '../../src/server/storage/sqlite-checkpointer.js'
 import { storageConformance } from './conformance.js'
+import { isDataException } from '../../src/server/storage/errors.js'
 
 storageConformance('sqlite')
 
@@ -49,6 +50,31 @@ describe('SQLite store specifics', () => {
       await store.close()
       // The last connection to close checkpoints everything and removes the WAL.
       assert.equal(existsSync(wal), false)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("names SQLite's result codes as the repositories match them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcc-sqlite-'))
+    try {
+      const store = await openStore({ dataDir: dir, databaseUrl: '' })
+      await sql`CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT UNIQUE)`.execute(store.db)
+      await sql`CREATE TABLE child (parent_id INTEGER NOT NULL REFERENCES parent (id))`.execute(store.db)
+      await sql`INSERT INTO parent (id, name) VALUES (1, 'a')`.execute(store.db)
+      const codeOf = async (query: ReturnType<typeof sql>) => {
+        const err = (await query.execute(store.db).then(() => undefined, (e: unknown) => e)) as { code?: string } | undefined
+        return err?.code
+      }
+      assert.equal(await codeOf(sql`INSERT INTO parent (id, name) VALUES (2, 'a')`), 'SQLITE_CONSTRAINT_UNIQUE')
+      assert.equal(await codeOf(sql`INSERT INTO parent (id, name) VALUES (1, 'b')`), 'SQLITE_CONSTRAINT_PRIMARYKEY')
+      assert.equal(await codeOf(sql`INSERT INTO child (parent_id) VALUES (9)`), 'SQLITE_CONSTRAINT_FOREIGNKEY')
+      assert.equal(await codeOf(sql`INSERT INTO child (parent_id) VALUES (NULL)`), 'SQLITE_CONSTRAINT_NOTNULL')
+      // A value the column cannot hold is the caller's fault (400), not the server's.
+      const mismatch = await sql`INSERT INTO parent (id, name) VALUES ('x', 'c')`.execute(store.db).then(() => undefined, (e: unknown) => e)
+      assert.equal((mismatch as { code?: string }).code, 'SQLITE_MISMATCH')
+      assert.ok(isDataException(mismatch))
+      await store.close()
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

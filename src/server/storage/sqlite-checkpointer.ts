@@ -7,7 +7,7 @@
  * fails, the main connection takes automatic checkpoints back, so the WAL can never grow without bound.
  */
 import { Worker } from 'node:worker_threads'
-import type SqliteDatabase from 'better-sqlite3'
+import type { DatabaseSyncInstance } from '@photostructure/sqlite'
 
 /** SQLite's own default threshold, in pages, restored when the worker is gone. */
 const AUTOCHECKPOINT_PAGES = 1000
@@ -17,15 +17,15 @@ export interface Checkpointer {
   stop(): Promise<void>
 }
 
-export function startCheckpointer(raw: SqliteDatabase.Database, file: string, onError: (err: Error) => void): Checkpointer {
-  raw.pragma('wal_autocheckpoint = 0')
+export function startCheckpointer(raw: DatabaseSyncInstance, file: string, onError: (err: Error) => void): Checkpointer {
+  raw.exec('PRAGMA wal_autocheckpoint = 0')
   const worker = new Worker(new URL('./sqlite-checkpoint-worker.js', import.meta.url), { workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS } })
   worker.unref()
   let stopping = false
   const fallBack = (err: Error) => {
     if (stopping) return
     stopping = true
-    if (raw.open) raw.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`)
+    if (raw.isOpen) raw.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`)
     onError(err)
   }
   worker.on('error', fallBack)

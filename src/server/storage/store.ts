@@ -1,15 +1,20 @@
 /**
- * Opens the store: Kysely over better-sqlite3 (a WAL-mode file in the data dir) or over pg (PostgreSQL).
+ * Opens the store: Kysely over SQLite (a WAL-mode file in the data dir) or over pg (PostgreSQL).
  * One implementation serves both; what differs is declared in capabilities.ts.
+ *
+ * The SQLite binding is @photostructure/sqlite (node:sqlite's API for Node 20): its binaries are inside its npm
+ * package, so `npm install` needs no compiler; better-sqlite3's are on GitHub, out of reach of many machines, and it
+ * compiled for a minute there (docs/benchmarks.md has both measured).
  */
 import { mkdirSync, accessSync, constants as fsConstants } from 'node:fs'
 import { join } from 'node:path'
-import SqliteDatabase from 'better-sqlite3'
+import { DatabaseSync, type DatabaseSyncInstance, type StatementSyncInstance } from '@photostructure/sqlite'
 import pg from 'pg'
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase, type SqliteStatement } from 'kysely'
 import type { Database } from './schema.js'
 import { POSTGRES_CAPABILITIES, SQLITE_CAPABILITIES, type Capabilities } from './capabilities.js'
 import { startCheckpointer } from './sqlite-checkpointer.js'
+import { withCodeName, withSqliteErrorCodes } from './sqlite-error-codes.js'
 
 export type Db = Kysely<Database>
 
@@ -44,15 +49,15 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
 function openSqlite(dataDir: string, onWarning: (message: string) => void): Store {
   const file = join(dataDir, 'pcc.sqlite')
-  let raw: SqliteDatabase.Database
+  let raw: DatabaseSyncInstance
   try {
     mkdirSync(dataDir, { recursive: true })
     accessSync(dataDir, fsConstants.W_OK)
-    raw = new SqliteDatabase(file)
-    raw.pragma('journal_mode = WAL')
-    raw.pragma('synchronous = NORMAL')
-    raw.pragma('busy_timeout = 5000')
-    raw.pragma('foreign_keys = ON')
+    raw = new DatabaseSync(file)
+    raw.exec('PRAGMA journal_mode = WAL')
+    raw.exec('PRAGMA synchronous = NORMAL')
+    raw.exec('PRAGMA busy_timeout = 5000')
+    raw.exec('PRAGMA foreign_keys = ON')
     // Reads the schema, so a file that is not a database fails here and not on the first request.
     raw.prepare('SELECT count(*) FROM sqlite_master').get()
   } catch (err) {
@@ -69,7 +74,7 @@ function openSqlite(dataDir: string, onWarning: (message: string) => void): Stor
       await sql`SELECT 1`.execute(db)
     },
     close: async () => {
-      // The worker's connection closes first, so the main one is the last and checkpoints the WAL away.
+      // The worker's connection closes first, so the main one is the last and can take the WAL away (closeLast).
       await checkpointer.stop()
       await db.destroy()
     },
@@ -79,54 +84,71 @@ function openSqlite(dataDir: string, onWarning: (message: string) => void): Stor
 /** Prepared statements kept per connection; beyond this the least recently used are dropped. */
 const STATEMENT_CACHE_SIZE = 500
 
-/** What Kysely's SQLite driver calls on a prepared statement. */
-interface DriverStatement {
-  reader: boolean
-  all(parameters: readonly unknown[]): unknown[]
-  run(parameters: readonly unknown[]): SqliteDatabase.RunResult
-  iterate(parameters: readonly unknown[]): IterableIterator<unknown>
-}
-
 /**
  * The SQLite handle as Kysely sees it, with two speed-ups measured on the server list (60 columns × 1,000 rows):
  * statements are cached by SQL text (Kysely prepares every query afresh, and preparing costs as much as running a
  * small indexed query), and rows are read as arrays and turned into objects by a function compiled per statement
- * (about twice as fast as better-sqlite3's own objects for wide rows). Reusing a statement is safe because the one
- * SQLite connection runs one query at a time (Kysely's connection mutex).
+ * (about twice as fast as the binding's own objects for wide rows). Reusing a statement is safe because the one
+ * SQLite connection runs one query at a time (Kysely's connection mutex). Errors carry SQLite's code names, as
+ * errors.ts expects (sqlite-error-codes.ts).
  */
-function withStatementCache(raw: SqliteDatabase.Database): SqliteDatabase.Database {
-  const cache = new Map<string, DriverStatement>()
-  const prepare = (source: string): DriverStatement => {
+function withStatementCache(raw: DatabaseSyncInstance): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>()
+  const prepare = (source: string): SqliteStatement => {
     let statement = cache.get(source)
     if (statement) {
       cache.delete(source)
     } else {
-      statement = driverStatement(raw.prepare(source))
+      statement = driverStatement(withSqliteErrorCodes(() => raw.prepare(source)))
       if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
     }
     cache.set(source, statement)
     return statement
   }
-  return { prepare, close: () => raw.close() } as unknown as SqliteDatabase.Database
+  return { prepare, close: () => closeLast(raw) }
 }
 
-function driverStatement(statement: SqliteDatabase.Statement): DriverStatement {
-  if (!statement.reader) {
+/**
+ * Closes the last connection with everything in the database file and no WAL or shared-memory file beside it,
+ * so a stopped server's data dir holds one file to copy. SQLite's close does this itself, but only once every
+ * statement is finalized, and the binding finalizes the cached ones when they are garbage collected, after the
+ * close: leaving WAL mode checkpoints and deletes the files now, and going back to it marks the file WAL again
+ * (which creates no file until the next write). Another connection still open (a local command) keeps WAL mode
+ * busy; the files then stay, as SQLite leaves them.
+ */
+function closeLast(raw: DatabaseSyncInstance): void {
+  try {
+    raw.exec('PRAGMA journal_mode = DELETE')
+    raw.exec('PRAGMA journal_mode = WAL')
+  } catch {
+    // Busy: not the last connection.
+  }
+  raw.close()
+}
+
+function driverStatement(statement: StatementSyncInstance): SqliteStatement {
+  const run = (p: readonly unknown[]) => withSqliteErrorCodes(() => statement.run(...p))
+  // A statement that returns rows has result columns (a SELECT, a PRAGMA that answers, … RETURNING).
+  const names = statement.columns().map((c) => c.name)
+  if (names.length === 0) {
     const fail = (): never => {
       throw new Error('this statement returns no rows')
     }
-    return { reader: false, all: fail, iterate: fail, run: (p) => statement.run(p) }
+    return { reader: false, all: fail, iterate: fail, run }
   }
-  // Later columns win over earlier ones of the same name, as in better-sqlite3's objects.
-  const names = statement.columns().map((c) => c.name)
+  // Later columns win over earlier ones of the same name, as in the binding's own objects.
   const toObject = new Function('r', `return {${names.map((n, i) => `${JSON.stringify(n)}: r[${i}]`).join(', ')}}`) as (row: unknown[]) => unknown
-  statement.raw(true)
+  statement.setReturnArrays(true)
   return {
     reader: true,
-    all: (p) => (statement.all(p) as unknown[][]).map(toObject),
-    run: (p) => statement.run(p),
+    all: (p) => withSqliteErrorCodes(() => statement.all(...p) as unknown[][]).map(toObject),
+    run,
     iterate: function* (p) {
-      for (const row of statement.iterate(p) as IterableIterator<unknown[]>) yield toObject(row)
+      try {
+        for (const row of statement.iterate(...p)) yield toObject(row as unknown[])
+      } catch (err) {
+        throw withCodeName(err)
+      }
     },
   }
 }
