@@ -1,6 +1,6 @@
 /**
  * Recognising constraint violations from either driver, so a repository can turn "that name is taken" into a
- * 409 without knowing the dialect: better-sqlite3 reports SQLITE_CONSTRAINT_* codes, pg reports SQLSTATE codes.
+ * 409 without knowing the dialect: SQLite errors carry SQLITE_CONSTRAINT_* codes (sqlite-error-codes.ts), pg SQLSTATE codes.
  */
 
 function codeOf(err: unknown): string | undefined {
