@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { promisify } from 'node:util'
-import type { ComputeDriver, GuestSpec, VolumeConnection } from '../contracts/host/compute-driver.js'
+import type { ComputeDriver, GuestSpec, VolumeConnection, VolumeThrottle } from '../contracts/host/compute-driver.js'
 import { exportName } from '../contracts/host/volume.js'
 import { IMAGE_SNAPSHOT } from '../contracts/host/rbd-names.js'
 import { QemuDriver, type DiskTransfers } from '../host/compute/qemu/qemu-driver.js'
@@ -96,17 +96,7 @@ export async function qemuHarness(ceph?: HarnessCeph): Promise<DriverHarness> {
   const consoleOf = (d: ComputeDriver, id: string) => d.consoleOutput(id).catch(() => '')
   // Volumes are raw files served as a storage host serves them: qemu-storage-daemon, NBD over TLS-PSK.
   const exports = new ExportManager(join(work, 'exports'))
-  const volume = async (): Promise<VolumeConnection> => {
-    const volumeId = randomUUID()
-    const file = join(work, `volume-${volumeId}.raw`)
-    writeFileSync(file, '')
-    truncateSync(file, 64 * 1024 * 1024)
-    const key = { identity: `att-${randomUUID()}`, key: randomBytes(32).toString('hex') }
-    const port = await freePort()
-    await exports.converge([{ volumeId, blockdev: { driver: 'raw', file: { driver: 'file', filename: file } }, address: '127.0.0.1', port, generations: [0], keys: [key] }])
-    const data = { host: '127.0.0.1', port, export: exportName(volumeId, 0), tls: 'psk' as const, psk_identity: key.identity, psk_key: key.key, volume_id: volumeId, attachment_id: key.identity, serial: volumeId }
-    return { volumeId, device: '/dev/vdb', connection: { driver_volume_type: 'nbd', data } }
-  }
+  const volume = () => servedVolume(exports, work)
   return {
     hosts: async () => [await host('qemu-a'), await host('qemu-b')],
     spec,
@@ -151,4 +141,17 @@ export async function qemuHarness(ceph?: HarnessCeph): Promise<DriverHarness> {
       for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
     },
   }
+}
+
+/** A 64 MiB raw volume served as a storage host serves it (qemu-storage-daemon, NBD over TLS-PSK), and its connection. */
+export async function servedVolume(exports: ExportManager, work: string, throttle?: VolumeThrottle): Promise<VolumeConnection> {
+  const volumeId = randomUUID()
+  const file = join(work, `volume-${volumeId}.raw`)
+  writeFileSync(file, '')
+  truncateSync(file, 64 * 1024 * 1024)
+  const key = { identity: `att-${randomUUID()}`, key: randomBytes(32).toString('hex') }
+  const port = await freePort()
+  await exports.converge([{ volumeId, blockdev: { driver: 'raw', file: { driver: 'file', filename: file } }, address: '127.0.0.1', port, generations: [0], keys: [key] }])
+  const data = { host: '127.0.0.1', port, export: exportName(volumeId, 0), tls: 'psk' as const, psk_identity: key.identity, psk_key: key.key, volume_id: volumeId, attachment_id: key.identity, serial: volumeId }
+  return { volumeId, device: '/dev/vdb', connection: { driver_volume_type: 'nbd', data }, ...(throttle ? { throttle } : {}) }
 }

@@ -6,18 +6,16 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { randomBytes, randomUUID } from 'node:crypto'
-import { createReadStream, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
+import { createReadStream, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { GuestSpec, VolumeConnection, VolumeThrottle } from '../../src/contracts/host/compute-driver.js'
-import { exportName } from '../../src/contracts/host/volume.js'
 import { QemuDriver } from '../../src/host/compute/qemu/qemu-driver.js'
 import { QmpClient } from '../../src/host/compute/qemu/qmp.js'
 import { volumeNames } from '../../src/host/compute/qemu/volumes.js'
 import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
 import { metadataFiles } from '../../src/server/metadata/documents.js'
-import { freePort } from '../../src/testkit/harness.js'
+import { servedVolume } from '../../src/testkit/qemu-harness.js'
 import { facts, fileImage, guestImage, killQemusUnder, realGuestsMissing } from '../../src/testkit/qemu.js'
 
 const missing = realGuestsMissing()
@@ -53,18 +51,7 @@ describe('front-end QoS on a real guest', { skip: missing, timeout: 600_000 }, (
   let exports: ExportManager
   const serverId = '00000000-0000-4000-8000-000000000a05'
 
-  /** A 64 MiB volume served over NBD with TLS-PSK, as a storage place serves it. */
-  const volume = async (throttle?: VolumeThrottle): Promise<VolumeConnection> => {
-    const volumeId = randomUUID()
-    const file = join(work, `volume-${volumeId}.raw`)
-    writeFileSync(file, '')
-    truncateSync(file, 64 * 1024 * 1024)
-    const key = { identity: `att-${randomUUID()}`, key: randomBytes(32).toString('hex') }
-    const port = await freePort()
-    await exports.converge([{ volumeId, blockdev: { driver: 'raw', file: { driver: 'file', filename: file } }, address: '127.0.0.1', port, generations: [0], keys: [key] }])
-    const data = { host: '127.0.0.1', port, export: exportName(volumeId, 0), tls: 'psk' as const, psk_identity: key.identity, psk_key: key.key, volume_id: volumeId, attachment_id: key.identity, serial: volumeId }
-    return { volumeId, device: '/dev/vdb', connection: { driver_volume_type: 'nbd', data }, ...(throttle ? { throttle } : {}) }
-  }
+  const volume = (throttle?: VolumeThrottle) => servedVolume(exports, work, throttle)
   const waitConsole = async (pattern: RegExp, ms = 180_000): Promise<RegExpExecArray> => {
     const deadline = Date.now() + ms
     let text = ''
