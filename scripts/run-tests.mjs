@@ -5,6 +5,7 @@
 // selection against an all-in-one QEMU pcc (dist/conformance/run.js; docs/conformance.md); their reports are printed
 // when they end. `npm test -- conformance` runs only those lanes; any other filter runs only the matching test files.
 import { spawn, spawnSync } from 'node:child_process'
+import { setMaxListeners } from 'node:events'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -70,6 +71,8 @@ console.log(image.status === 0 ? image.stdout.split('\n')[0] : `guest image: ${i
 // Ctrl-C or a CI timeout: stop the children (the conformance run stops its pcc and Tempest) and the test files, then
 // PostgreSQL.
 const stopTests = new AbortController()
+// The runner adds a listener to the signal for each file it starts: hundreds, all meant.
+setMaxListeners(Infinity, stopTests.signal)
 for (const signal of ['SIGINT', 'SIGTERM'])
   process.on(signal, () => {
     children.forEach((c) => c.kill(signal))
