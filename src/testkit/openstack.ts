@@ -11,7 +11,7 @@ export interface OpenstackResult {
   stderr: string
 }
 
-export function adminEnv(server: TestServer): Record<string, string> {
+export function adminEnv(server: Pick<TestServer, 'url'>): Record<string, string> {
   return {
     OS_AUTH_URL: `${server.url}/identity/v3`,
     OS_USERNAME: 'admin',

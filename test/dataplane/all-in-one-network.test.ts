@@ -9,10 +9,11 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ComputeClient, until } from '../../src/testkit/compute-api.js'
+import { adminEnv, openstack } from '../../src/testkit/openstack.js'
 import { dataplaneMissing, externalNetwork } from '../../src/testkit/dataplane-cluster.js'
 import { createTestNetwork, type TestNetwork } from '../../src/testkit/netns.js'
 import { RemoteLinuxBackend } from '../../src/testkit/network-backend-host.js'
@@ -54,6 +55,15 @@ describe('all-in-one: real guest networking on one machine', { skip: missing }, 
     rmSync(dataDir, { recursive: true, force: true })
   })
 
+  /** The `openstack` lines of docs/network.md's all-in-one worked example, continuation lines joined, comments gone. */
+  const workedExample = (): string[] => {
+    const doc = readFileSync(new URL('../../../docs/network.md', import.meta.url), 'utf8')
+    const section = doc.slice(doc.indexOf('### All-in-one: an external network and floating IPs, worked through'))
+    const block = section.slice(section.indexOf('```') + 3, section.indexOf('```', section.indexOf('```') + 3))
+    const lines = block.replace(/\\\n\s*/g, ' ').split('\n').map((l) => l.replace(/\s+#.*$/, '').trim())
+    return lines.filter((l) => l.startsWith('openstack '))
+  }
+
   const neutron = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${url}/network/v2.0${path}`, { method, headers: { 'x-auth-token': token, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
     const text = await res.text()
@@ -68,49 +78,50 @@ describe('all-in-one: real guest networking on one machine', { skip: missing }, 
       return list.length === 1 && list[0].roles.includes('network') && list[0].role_status === 'ok' ? list : undefined
     }, 500)
     assert.deepEqual(hosts[0].roles.sort(), ['hypervisor', 'network'])
-    const tenant = (await neutron('POST', '/networks', { network: { name: 'tenant' } })).network
-    const subnet = (await neutron('POST', '/subnets', { subnet: { network_id: tenant.id, ip_version: 4, cidr: '10.62.0.0/24' } })).subnet
-    const publicNet = (await neutron('POST', '/networks', { network: { name: 'public', 'router:external': true, 'provider:network_type': 'flat', 'provider:physical_network': 'public' } })).network
-    await neutron('POST', '/subnets', { subnet: { network_id: publicNet.id, ip_version: 4, cidr: '203.0.113.0/24', gateway_ip: EXTERNAL_GATEWAY, enable_dhcp: false, allocation_pools: [{ start: '203.0.113.10', end: '203.0.113.100' }] } })
-    const router = (await neutron('POST', '/routers', { router: { name: 'edge', external_gateway_info: { network_id: publicNet.id } } })).router
-    await neutron('PUT', `/routers/${router.id}/add_router_interface`, { subnet_id: subnet.id })
-    const group = (await neutron('POST', '/security-groups', { security_group: { name: 'icmp-in' } })).security_group
-    await neutron('POST', '/security-group-rules', { security_group_rule: { security_group_id: group.id, direction: 'ingress', protocol: 'icmp' } })
-    await neutron('POST', '/security-group-rules', { security_group_rule: { security_group_id: group.id, direction: 'ingress', protocol: 'tcp', port_range_min: 22, port_range_max: 22 } })
-    const port = (await neutron('POST', '/ports', { port: { network_id: tenant.id, security_groups: [group.id] } })).port
-
-    const image = (await api.other('GET', '/image/v2/images')).body.images.find((i: { name: string }) => i.name === 'pcc-busybox-x86_64')
-    assert.equal(image.os_admin_user, 'pcc', 'the image names its login user')
+    // docs/network.md's worked example, its openstack lines as a user pastes them (the key pair and the probing user
+    // data added to its server create, for the checks below), the floating IP it prints in its place.
+    const env = { ...adminEnv({ url }), OS_PASSWORD: PASSWORD }
     const keyFile = join(dataDir, 'id')
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'all-in-one', '-f', keyFile])
-    assert.ok((await api.call('POST', '/os-keypairs', { keypair: { name: 'login', public_key: readFileSync(`${keyFile}.pub`, 'utf8').trim() } })).status < 300)
-    const { id } = await api.create({ name: 'local-net', imageRef: image.id, flavorRef: '1', key_name: 'login', networks: [{ port: port.id }], user_data: Buffer.from(probeScript('10.62.0.1', 'pinger')).toString('base64') })
+    assert.equal((await openstack(['keypair', 'create', '--public-key', `${keyFile}.pub`, 'login'], env)).code, 0)
+    const userData = join(dataDir, 'user-data')
+    writeFileSync(userData, probeScript('10.0.0.1', 'pinger'))
+    let fipAddress = ''
+    for (const line of workedExample()) {
+      const args = line.split(/\s+/).slice(1).map((a) => (a === '203.0.113.11' && fipAddress ? fipAddress : a))
+      if (args[0] === 'server' && args[1] === 'create') args.splice(-1, 0, '--key-name', 'login', '--user-data', userData)
+      const run = await openstack([...args, ...(args.join(' ') === 'floating ip create public' ? ['-f', 'json'] : [])], env, 300_000)
+      assert.equal(run.code, 0, `${line}: ${run.stderr}`)
+      if (args.join(' ') === 'floating ip create public') fipAddress = JSON.parse(run.stdout).floating_ip_address
+    }
+    assert.match(fipAddress, /^203\.0\.113\./)
+    const id = (await api.call('GET', '/servers?name=vm1')).body.servers[0].id as string
+    const port = (await neutron('GET', `/ports?device_id=${id}`)).ports[0]
+    const image = (await api.other('GET', '/image/v2/images?name=pcc-busybox-x86_64')).body.images[0]
+    assert.equal(image.os_admin_user, 'pcc', 'the image names its login user')
     const consoleOf = async () => ((await api.action(id, 'os-getConsoleOutput', {})).body.output as string | undefined) ?? ''
     const log = await until('the guest probing', 240_000, async () => {
       const text = await consoleOf()
       return latest(text, 'external-ping')?.value === 'ok' && latest(text, 'peer-ping')?.value === 'ok' ? text : undefined
     }, 1000)
-    assert.match(log, new RegExp(`pcc-guest: address eth0 ${port.fixed_ips[0].ip_address.replaceAll('.', '\\.')}/24 gateway 10\\.62\\.0\\.1 mtu 1450`))
+    assert.match(log, new RegExp(`pcc-guest: address eth0 ${port.fixed_ips[0].ip_address.replaceAll('.', '\\.')}/24 gateway 10\\.0\\.0\\.1 mtu 1450`))
     assert.match(log, new RegExp(`pcc-guest: metadata-uuid ${id}`))
-    const fip = (await neutron('POST', '/floatingips', { floatingip: { floating_network_id: publicNet.id, port_id: port.id } })).floatingip
-    await until('the floating IP reached from outside', 60_000, async () => ((await runIn(ext.namespace, ['busybox', 'ping', '-c', '1', '-W', '1', fip.floating_ip_address])).code === 0 ? true : undefined), 500)
+    await until('the floating IP reached from outside', 60_000, async () => ((await runIn(ext.namespace, ['busybox', 'ping', '-c', '1', '-W', '1', fipAddress])).code === 0 ? true : undefined), 500)
     // SSH from outside through the floating IP, as the image's os_admin_user with the key pair; the guest reads its
     // metadata with curl as Tempest's scenarios do.
-    const ssh = ['ssh', '-i', keyFile, '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=5', `${image.os_admin_user}@${fip.floating_ip_address}`]
+    const ssh = ['ssh', '-i', keyFile, '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=5', `${image.os_admin_user}@${fipAddress}`]
     const session = await runIn(ext.namespace, [...ssh, 'hostname; curl -s http://169.254.169.254/openstack/latest/meta_data.json'], 30_000)
     assert.equal(session.code, 0, session.stderr)
     const [hostname, metadata] = session.stdout.split('\n')
-    assert.equal(hostname, 'local-net')
+    assert.equal(hostname, 'vm1')
     assert.equal(JSON.parse(metadata).uuid, id)
     assert.deepEqual(Object.keys(JSON.parse(metadata).public_keys), ['login'])
 
-    assert.equal((await api.call('DELETE', `/servers/${id}`)).status, 204)
-    await until('the server deleted', 120_000, async () => ((await api.server(id)) === undefined ? true : undefined), 500)
-    await neutron('DELETE', `/floatingips/${fip.id}`)
-    await neutron('PUT', `/routers/${router.id}/remove_router_interface`, { subnet_id: subnet.id })
-    await neutron('DELETE', `/routers/${router.id}`)
-    await neutron('DELETE', `/ports/${port.id}`)
-    for (const n of [tenant, publicNet]) await neutron('DELETE', `/networks/${n.id}`)
+    // And away again, as a user would.
+    for (const args of [['server', 'delete', '--wait', 'vm1'], ['floating', 'ip', 'delete', fipAddress], ['router', 'remove', 'subnet', 'edge', 'tenant-v4'], ['router', 'delete', 'edge'], ['network', 'delete', 'tenant', 'public']]) {
+      const run = await openstack(args, env, 300_000)
+      assert.equal(run.code, 0, `openstack ${args.join(' ')}: ${run.stderr}`)
+    }
     const backend = new RemoteLinuxBackend(net.hosts[0].namespace!, join(dataDir, 'host'), null)
     try {
       const empty = JSON.stringify({ bridges: [], tunnels: [], taps: [], namespaces: [], dhcpServers: [], firewallPorts: [] })
