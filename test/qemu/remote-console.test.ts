@@ -149,6 +149,9 @@ describe('remote consoles of a real guest through an agent host', { skip: realGu
     const browser = await launchBrowser()
     try {
       const load = 'while :; do :; done & while :; do dd if=/dev/zero of=/mnt/disk/files/load bs=64k count=32 2>/dev/null; sync; sleep 1; done &'
+      // Started late in a 10 s step of the clock (the history's slots), so the next step's point is the first whose
+      // every sample time lies 10 s or more into the load: wholly inside it.
+      await new Promise((resolve) => setTimeout(resolve, (17_500 - (Date.now() % SAMPLE_INTERVAL_MS)) % SAMPLE_INTERVAL_MS))
       client.send(`${load} echo pcc-load-$((6*7)) started\r`)
       await client.until(/pcc-load-42 started/, 60_000)
       const started = { at: Date.now(), spinnerNs: processStats(spinner.pid!)!.cpuNs }
@@ -162,7 +165,7 @@ describe('remote consoles of a real guest through an agent host', { skip: realGu
       }
       /** The newest point of the API's hour whose whole 10 s lies inside the load, once the page draws it. */
       const drawnLoadPoint = (title: string, series: string, field: string) =>
-        until(`the ${title} chart to draw a point of the load`, 40_000, async () => {
+        until(`the ${title} chart to draw a point of the load`, 30_000, async () => {
           const points = (await cloud.api.call('GET', `/servers/${serverId}/metrics?range=hour`)).body.metrics.points as Record<string, number | string | null>[]
           const last = points.at(-1)
           if (!last || typeof last[field] !== 'number' || Date.parse(`${String(last.time).replace(/Z$/i, '')}Z`) < started.at + SAMPLE_INTERVAL_MS) return undefined
@@ -170,8 +173,9 @@ describe('remote consoles of a real guest through an agent host', { skip: realGu
           return drawn !== undefined && Math.abs(drawn - last[field]) <= Math.max(0.01, last[field] * 0.01) ? drawn : undefined
         }, 1000)
       // The host samples every 10 s and a rate needs two samples: the first point wholly inside the loop is there
-      // within 20-30 s; the page draws it at its next refresh (10 s).
+      // within 20 s; the page draws it at its next refresh (5 s).
       const busy = await drawnLoadPoint('CPU', 'busy', 'cpu_vcpus')
+      console.log(`the CPU point of the load drawn ${((Date.now() - started.at) / 1000).toFixed(1)} s after the loop started`)
       const oneThread = (processStats(spinner.pid!)!.cpuNs - started.spinnerNs) / 1e6 / (Date.now() - started.at)
       console.log(`guest CPU drawn ${busy.toFixed(2)} vCPUs; one busy thread got ${oneThread.toFixed(2)} of a core meanwhile`)
       assert.ok(busy >= 0.75 * oneThread, `the looping guest drew ${busy.toFixed(2)} vCPUs, one busy thread got ${oneThread.toFixed(2)} of a core`)
