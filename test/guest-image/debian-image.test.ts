@@ -70,7 +70,8 @@ describe('pcctl image build: what it needs', () => {
 
 const LANE = process.env.PCC_DEBIAN_IMAGE_TEST === '1'
 
-describe('the Debian 12 image on an all-in-one pcc (long lane)', { skip: !LANE ? 'set PCC_DEBIAN_IMAGE_TEST=1 (npm run test:debian): minutes under TCG' : (sshCloudMissing() ?? distroImageUnavailable()) }, () => {
+// Outside the long lane the suite is not defined at all, rather than shown as skipped in every run.
+if (LANE) describe('the Debian 12 image on an all-in-one pcc (long lane)', { skip: sshCloudMissing() ?? distroImageUnavailable() }, () => {
   const imageFile = process.env.PCC_DEBIAN_IMAGE ?? join(defaultCacheDir(), 'debian-12.qcow2')
   let cloud: SshCloud
   before(async () => {
