@@ -16,7 +16,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { writeFileSync, mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startTestServer } from '../../src/testkit/harness.js'
@@ -32,6 +32,8 @@ for (const { version, whole } of variants) {
   const title = `openstack server lifecycle, flavors and key pairs (compute ${version ?? 'default'}${whole ? '' : ', what the microversion changes'})`
   test(title, { timeout: 600_000 }, async () => {
     const server = await startTestServer({ publicUrlFromListen: true, env: { PCC_SIMULATED_HOSTS: '3' } })
+    // The image file the test uploads; removed with the server.
+    const dir = mkdtempSync(join(tmpdir(), 'pcc-e2e-'))
     const env = { ...adminEnv(server), ...(version ? { OS_COMPUTE_API_VERSION: version } : {}) }
     const os = (args: string[]) => openstackJson<Row>(args, env)
     const osList = (args: string[]) => openstackJson<Row[]>(args, env)
@@ -76,7 +78,6 @@ for (const { version, whole } of variants) {
       assert.ok((await osList(['keypair', 'list'])).some((k) => k.Name === 'e2e-key'))
 
       // An image to boot from.
-      const dir = mkdtempSync(join(tmpdir(), 'pcc-e2e-'))
       writeFileSync(join(dir, 'disk.img'), Buffer.alloc(4096, 1))
       const image = await os(['image', 'create', '--disk-format', 'qcow2', '--container-format', 'bare', '--file', join(dir, 'disk.img'), 'e2e-image'])
       const imageId = String(image.id)
@@ -168,6 +169,7 @@ for (const { version, whole } of variants) {
       assert.ok(!(await osList(['keypair', 'list'])).some((k) => k.Name === 'e2e-key'))
     } finally {
       await server.close()
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 }
