@@ -70,7 +70,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       ...options.env,
     },
   })
-  const server = await startServer(config, createLogger(config.logLevel), options.handlers)
+  const server = await startServer(config, createLogger(config.logLevel), options.handlers).catch((err: unknown) => {
+    // A start a test expects to fail leaves no data dir behind either.
+    if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    throw err
+  })
   return {
     ...server,
     dataDir,
