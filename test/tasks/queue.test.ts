@@ -413,6 +413,38 @@ for (const dialect of DIALECTS) {
       assert.equal(released?.attempts, 0)
     })
 
+    it('on stop, waits for a claim in flight: the task it brings is run or handed back, not left running', async () => {
+      const k = kind()
+      let openGate!: () => void
+      const gate = new Promise<void>((resolve) => (openGate = resolve))
+      let claimsStarted = 0
+      // A queue whose claim answers only when the test says, as a slow database would in the middle of a stop.
+      class SlowClaimQueue extends SqlTaskQueue {
+        override async claim(...args: Parameters<SqlTaskQueue['claim']>) {
+          claimsStarted++
+          const tasks = await super.claim(...args)
+          await gate
+          return tasks
+        }
+      }
+      const queue = new SlowClaimQueue(t.store, { leaseMs: LEASE })
+      let stopped = false
+      let ranAfterStop = false
+      const runner = new TaskRunner(queue, new Map([[k, async () => void (ranAfterStop ||= stopped)]]), { concurrency: 4, leaseMs: LEASE, idlePollMs: 50, logger: silent })
+      const task = await queue.enqueue({ kind: k, payload: {} })
+      runner.start()
+      await until('a claim in flight', () => claimsStarted > 0)
+      const stopping = runner.stop(1000)
+      setTimeout(openGate, 100)
+      await stopping
+      stopped = true
+      const after = await queue.get(task.id)
+      assert.notEqual(after?.status, 'running', 'no lease is left held by a stopped runner')
+      assert.equal(after?.leaseOwner ?? null, null)
+      await sleep(200)
+      assert.equal(ranAfterStop, false, 'no handler runs once stop has returned')
+    })
+
     it('fails a re-claimed task whose attempts were all used up by expired leases', async () => {
       const k = kind()
       let calls = 0

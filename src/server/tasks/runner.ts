@@ -39,6 +39,8 @@ export class TaskRunner {
   private timer: NodeJS.Timeout | undefined
   private polling = false
   private pollAgain = false
+  /** The poll in progress: stop waits for it, so a claim that lands during stop is run or released, never orphaned. */
+  private currentPoll: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly queue: TaskQueue,
@@ -61,13 +63,14 @@ export class TaskRunner {
       return
     }
     clearTimeout(this.timer)
-    void this.poll()
+    this.currentPoll = this.poll()
   }
 
   /** Stops claiming, waits up to `graceMs` for running handlers, then hands back every lease still held. */
   async stop(graceMs: number): Promise<void> {
     this.stopped = true
     clearTimeout(this.timer)
+    await this.currentPoll
     const all = Promise.all([...this.running.values()].map((r) => r.done))
     // A referenced timer: while handlers wait on nothing else, it is what keeps the process alive to release.
     let timer: NodeJS.Timeout | undefined
@@ -105,7 +108,7 @@ export class TaskRunner {
     const again = this.pollAgain || (claimed > 0 && this.running.size < this.options.concurrency)
     this.pollAgain = false
     // After a failed claim (the database is away) wait longer, so an outage is not a flood of errors.
-    this.timer = setTimeout(() => void this.poll(), failed ? FAILED_CLAIM_RETRY_MS : again ? 0 : (this.options.idlePollMs ?? 250))
+    this.timer = setTimeout(() => (this.currentPoll = this.poll()), failed ? FAILED_CLAIM_RETRY_MS : again ? 0 : (this.options.idlePollMs ?? 250))
     this.timer.unref()
   }
 
@@ -120,7 +123,8 @@ export class TaskRunner {
       )
     }, Math.max(50, Math.floor(this.options.leaseMs / 3)))
     beat.unref()
-    const done = this.execute(task, abort.signal).finally(() => {
+    // A failure to record the outcome (the store is gone) is logged, never left as an unhandled rejection.
+    const done = this.execute(task, abort.signal).catch((err: Error) => this.options.logger.error({ err, task: task.id }, 'recording the task outcome failed')).finally(() => {
       clearInterval(beat)
       this.running.delete(task.id)
       this.wake()
