@@ -146,6 +146,7 @@ describe('operator APIs in the web console', { skip: browserMissing(), timeout: 
     const running = page.getByRole('table').first()
     await running.getByRole('cell', { name: new RegExp(`^${source} → `) }).waitFor({ timeout: 30_000 })
     const seen = (await api('GET', `/compute/v2.1/servers/${id}/migrations`)).body.migrations as { id: number }[]
+    await page.evaluate('window.scrollTo(0, 0)')
     await shot(page, shots, 'server-migrations')
     await until('the live migration done', 90_000, async () => ((await show()).status === 'ACTIVE' && !(await show())['OS-EXT-STS:task_state'] ? true : undefined))
     const history = (await api('GET', `/compute/v2.1/os-migrations?instance_uuid=${id}`)).body.migrations as { id: number; status: string; source_compute: string; dest_compute: string; migration_type: string }[]
@@ -243,7 +244,21 @@ describe('operator APIs in the web console', { skip: browserMissing(), timeout: 
     await row('fast', types).getByRole('cell', { name: 'none', exact: true }).first().waitFor()
     assert.equal(await qosOf(fast.id), null)
     await row('gold', page.getByRole('table').nth(1)).getByRole('cell', { name: 'none', exact: true }).waitFor()
+    await page.evaluate('window.scrollTo(0, 0)')
     await shot(page, shots, 'volume-types')
+
+    // A private type made in the page is private behind it; QoS specs no type uses go.
+    await page.getByRole('button', { name: 'Create volume type' }).click()
+    const typeDialog = page.getByRole('dialog', { name: 'Create volume type' })
+    await typeDialog.getByLabel('Name').fill('archive')
+    await typeDialog.getByLabel('Public (every project may use it)').uncheck()
+    await typeDialog.getByRole('button', { name: 'Create volume type' }).click()
+    await row('archive', types).getByRole('cell', { name: 'no', exact: true }).waitFor()
+    const archive = ((await api('GET', '/volume/v3/types')).body.volume_types as { name: string; is_public: boolean }[]).find((t) => t.name === 'archive')
+    assert.equal(archive?.is_public, false)
+    await row('gold', page.getByRole('table').nth(1)).getByRole('button', { name: 'Delete' }).click()
+    await row('gold', page.getByRole('table').nth(1)).waitFor({ state: 'detached' })
+    assert.equal((await api('GET', `/volume/v3/qos-specs/${gold.id}`)).status, 404)
   })
 
   it('shows a project member none of it: no admin pages, no migrations tab', async () => {
