@@ -319,7 +319,8 @@ describe('web console in a real browser', { skip: missing, timeout: 600_000 }, (
     const hosts = (await api('GET', '/resmgr/v1/hosts')).body as { info: { hostname: string } }[]
     assert.ok(!hosts.some((h) => h.info.hostname === 'console-node-2'))
     await menu(page, 'Hosts')
-    await page.getByRole('row').filter({ hasText: 'console-node-1' }).waitFor()
+    // The hosts table comes first; the network agents below have rows of the host too.
+    await page.getByRole('row').filter({ hasText: 'console-node-1' }).first().waitFor()
     await shot(page, shots, 'hosts')
     await menu(page, 'Hypervisors')
     await page.getByRole('heading', { name: /console-node-1/ }).waitFor({ timeout: 30_000 })

@@ -6,6 +6,7 @@ import { CloudMetricsPage, HostDetailPage } from './admin/host-metrics'
 import { HypervisorsPage } from './admin/hypervisors'
 import { AssignmentsPage, GroupsPage, ProjectsPage, RolesPage, UsersPage } from './admin/identity'
 import { QuotasPage } from './admin/quotas'
+import { VolumeTypesPage } from './admin/volume-types'
 import { ApiAccessPage } from './api-access'
 import { ImagesPage } from './images'
 import { KeypairsPage } from './keypairs'
@@ -47,6 +48,7 @@ export const PAGES: PageSpec[] = [
   { path: '/admin/hypervisors', title: 'Hypervisors', nav: 'Admin', section: 'admin/hypervisors', admin: true, component: HypervisorsPage },
   { path: '/admin/metrics', title: 'Cloud metrics', nav: 'Admin', section: 'admin/metrics', admin: true, component: CloudMetricsPage },
   { path: '/admin/flavors', title: 'Flavors', nav: 'Admin', section: 'admin/flavors', admin: true, component: FlavorsPage },
+  { path: '/admin/volume-types', title: 'Volume types', nav: 'Admin', section: 'admin/volume-types', admin: true, component: VolumeTypesPage },
   { path: '/admin/quotas', title: 'Quotas', nav: 'Admin', section: 'admin/quotas', admin: true, component: QuotasPage },
   { path: '/admin/users', title: 'Users', nav: 'Identity', section: 'admin/users', admin: true, component: UsersPage },
   { path: '/admin/projects', title: 'Projects', nav: 'Identity', section: 'admin/projects', admin: true, component: ProjectsPage },

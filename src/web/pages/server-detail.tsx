@@ -1,4 +1,7 @@
-/** One server: overview (facts, addresses, volumes, interfaces), metrics charts, console log, serial and VNC consoles, action log. */
+/**
+ * One server: overview (facts, addresses, volumes, interfaces), metrics charts, console log, serial and VNC
+ * consoles, action log, and for admins its migrations.
+ */
 import { useState } from 'preact/hooks'
 import { get, post } from '../api/http'
 import { listPorts, serverBusy, type Server } from '../api/resources'
@@ -11,6 +14,7 @@ import { chartRange } from '../ui/line-chart'
 import { ServerCharts } from './metrics-charts'
 import { ServerActions, detachInterface, detachVolume, disassociateFloatingIp } from './server-actions'
 import { SerialConsole, consoleUrl } from './serial-console'
+import { MigrationsTab } from './server-migrations'
 
 const POWER = ['NOSTATE', 'RUNNING', '', 'PAUSED', 'SHUTDOWN', '', 'CRASHED', 'SUSPENDED']
 const TABS = [
@@ -19,6 +23,7 @@ const TABS = [
   { id: 'log', label: 'Log' },
   { id: 'console', label: 'Console' },
   { id: 'actions', label: 'Action log' },
+  { id: 'migrations', label: 'Migrations', admin: true },
 ]
 
 function Overview({ server, reload }: { server: Server; reload: () => void }) {
@@ -207,7 +212,8 @@ function ActionLog({ server }: { server: Server }) {
 }
 
 export function ServerDetailPage({ params, query }: { params: { id: string }; query: URLSearchParams }) {
-  const tab = query.get('tab') ?? 'overview'
+  const tabs = TABS.filter((t) => !t.admin || isAdmin())
+  const tab = tabs.find((t) => t.id === query.get('tab'))?.id ?? 'overview'
   // The id comes from the address, which anyone can write into a link: encoded, it stays one path segment.
   const server = useAsync(async (signal) => (await get<{ server: Server }>('compute', `/servers/${encodeURIComponent(params.id)}`, signal)).server, [params.id])
   usePoll(async () => server.reload(), server.data ? (serverBusy(server.data) ? 2000 : 10000) : undefined)
@@ -224,8 +230,8 @@ export function ServerDetailPage({ params, query }: { params: { id: string }; qu
         {s['OS-EXT-STS:task_state'] && <span class="muted">{s['OS-EXT-STS:task_state']}…</span>}
       </div>
       <ServerActions server={s} onChanged={server.reload} />
-      <Tabs tabs={TABS} current={tab} onSelect={(id) => navigate(`/servers/${s.id}`, { tab: id })} />
-      <div role="tabpanel" aria-label={TABS.find((t) => t.id === tab)?.label}>
+      <Tabs tabs={tabs} current={tab} onSelect={(id) => navigate(`/servers/${s.id}`, { tab: id })} />
+      <div role="tabpanel" aria-label={tabs.find((t) => t.id === tab)?.label}>
         {tab === 'overview' && <Overview server={s} reload={server.reload} />}
         {tab === 'metrics' && (
           <ServerCharts serverId={s.id} vcpus={s.flavor.vcpus} memoryBytes={s.flavor.ram === undefined ? undefined : s.flavor.ram * 1024 * 1024} range={chartRange(query.get('range'))} onRange={(range) => navigate(`/servers/${s.id}`, { tab: 'metrics', range })} />
@@ -233,6 +239,7 @@ export function ServerDetailPage({ params, query }: { params: { id: string }; qu
         {tab === 'log' && <ConsoleLog server={s} />}
         {tab === 'console' && <Consoles server={s} />}
         {tab === 'actions' && <ActionLog server={s} />}
+        {tab === 'migrations' && <MigrationsTab server={s} />}
       </div>
     </section>
   )

@@ -297,7 +297,7 @@ export function ActionButton({ label, run, confirm, danger, onDone }: { label: s
 /** A status as a coloured badge (the colour follows the kind of state, the text says it). */
 export function Status({ value }: { value: string | undefined | null }) {
   const v = (value ?? '').toUpperCase()
-  const kind = /ERROR|FAIL|KILLED|DOWN|CRASH/.test(v) ? 'bad' : /ACTIVE|AVAILABLE|IN-USE|OK|UP|ENABLED|^TRUE$/.test(v) ? 'good' : /SHUTOFF|STOPPED|SHELVED|PAUSED|SUSPENDED|DEACTIVATED|DISABLED/.test(v) ? 'idle' : 'busy'
+  const kind = /ERROR|FAIL|KILLED|DOWN|CRASH|NOT AVAILABLE/.test(v) ? 'bad' : /ACTIVE|AVAILABLE|IN-USE|OK|UP|ENABLED|COMPLETED|CONFIRMED|^TRUE$/.test(v) ? 'good' : /SHUTOFF|STOPPED|SHELVED|PAUSED|SUSPENDED|DEACTIVATED|DISABLED/.test(v) ? 'idle' : 'busy'
   return <span class={`status ${kind}`}>{value ?? '—'}</span>
 }
 

@@ -1,4 +1,7 @@
-/** Admin → Hosts: the resource manager's hosts with facts, roles and state; onboarding with a registration token. */
+/**
+ * Admin → Hosts: the resource manager's hosts with facts, roles and state, and the network agents they run;
+ * onboarding with a registration token.
+ */
 import { useState } from 'preact/hooks'
 import { call, del, get, post, put } from '../../api/http'
 import { session } from '../../api/session'
@@ -6,6 +9,7 @@ import { href } from '../../router'
 import { accountUrl, shellWord } from '../api-access'
 import { ActionButton, CopyBlock, Form, Status, formatTime } from '../../ui/components'
 import { FormAction, ResourceList } from '../../ui/resource-list'
+import { NetworkAgentsTable } from './network-agents'
 
 export interface HostView {
   id: string
@@ -60,7 +64,12 @@ export function HostsTable({ heading = 'h1' as 'h1' | 'h2' }) {
 }
 
 export function HostsPage() {
-  return <HostsTable />
+  return (
+    <>
+      <HostsTable />
+      <NetworkAgentsTable />
+    </>
+  )
 }
 
 interface RegistrationToken {

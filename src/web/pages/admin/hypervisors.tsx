@@ -1,9 +1,13 @@
-/** Admin → Hypervisors: compute's view of each hypervisor host and how much of it servers use. */
+/**
+ * Admin → Hypervisors: compute's view of each hypervisor host, its availability zone and how much of it servers
+ * use; then the zones and the host aggregates (aggregates.tsx).
+ */
 import { call, get } from '../../api/http'
 import { Donut, ErrorNotice, Loading, Status } from '../../ui/components'
 import { href } from '../../router'
 import { useAsync, usePoll } from '../../ui/hooks'
 import type { HostView } from './hosts'
+import { AggregatesList, ZonesTable, listZones, zoneOfHost } from './aggregates'
 
 export interface Hypervisor {
   id: string
@@ -18,6 +22,7 @@ export interface Hypervisor {
   local_gb_used: number
   running_vms: number
   host_ip: string
+  service?: { host: string }
   cpu_info?: { accelerator?: string; accelerator_reason?: string }
 }
 
@@ -63,7 +68,13 @@ export function HypervisorsPage() {
   const list = useAsync(async (signal) => (await call<{ hypervisors: Hypervisor[] }>('compute', '/os-hypervisors/detail', { signal, headers: USAGE_VERSION })).body.hypervisors, [])
   // The allocation ratios are the resource manager's (Nova's os-hypervisors has none); without them 1:1.
   const hosts = useAsync(async (signal) => new Map((await get<HostView[]>('resmgr', '/hosts', signal)).map((h) => [h.id, h.hypervisor_info])), [])
-  usePoll(async () => list.reload(), 10000)
+  const zones = useAsync((signal) => listZones(signal), [])
+  usePoll(() => {
+    list.reload()
+    zones.reload()
+  }, 10000)
+  const zoneOf = zoneOfHost(zones.data ?? [])
+  const hostOf = (h: Hypervisor) => h.service?.host ?? h.hypervisor_hostname
   return (
     <section>
       <h1>Hypervisors</h1>
@@ -78,7 +89,7 @@ export function HypervisorsPage() {
               <a href={href(`/admin/hosts/${h.id}`)}>{h.hypervisor_hostname}</a> <Status value={h.state?.toUpperCase()} /> <Status value={h.status} />
             </h2>
             <p class="muted">
-              {h.host_ip} · {h.running_vms} servers
+              {h.host_ip} · zone {zones.data ? (zoneOf.get(hostOf(h)) ?? 'unknown') : '…'} · {h.running_vms} servers
               {h.cpu_info?.accelerator && ` · ${h.cpu_info.accelerator.toUpperCase()}`}
             </p>
             <TcgNotice h={h} />
@@ -86,6 +97,10 @@ export function HypervisorsPage() {
           </section>
         )
       })}
+      <h2>Availability zones</h2>
+      <ErrorNotice error={zones.error} title="Could not load the availability zones" />
+      {zones.data && <ZonesTable zones={zones.data} />}
+      <AggregatesList hosts={(list.data ?? []).map(hostOf)} onChanged={zones.reload} />
     </section>
   )
 }
