@@ -47,6 +47,20 @@ export type VolumeOperation =
   | 'message:delete'
   | 'capabilities:get'
   | 'quota_class:update'
+  | 'group_type:get'
+  | 'group_type:manage'
+  | 'group_type:private:see'
+  | 'group:get'
+  | 'group:get_all'
+  | 'group:create'
+  | 'group:update'
+  | 'group:delete'
+  | 'group:reset_status'
+  | 'group_snapshot:get'
+  | 'group_snapshot:get_all'
+  | 'group_snapshot:create'
+  | 'group_snapshot:delete'
+  | 'group_snapshot:reset_status'
 
 export const volumePolicy: PolicyTable<VolumeOperation> = {
   // Targets: the volume's (or snapshot's, or quota's) project.
@@ -106,4 +120,22 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'message:get': projectReaderOrAdmin,
   'message:delete': projectMemberOrAdmin,
   'capabilities:get': isAdmin,
+  // Generic volume groups (volume/groups.ts): group types are an operator's, groups and group snapshots the
+  // project's; targets are the group's (or group snapshot's) project.
+  'group_type:get': anyOf(isAdmin, hasRole('reader')),
+  /** Creating, changing and deleting group types and their group specs (which only admins read). */
+  'group_type:manage': isAdmin,
+  /** Private group types are listed and found (else they do not exist for the caller). */
+  'group_type:private:see': isAdmin,
+  'group:get': projectReaderOrAdmin,
+  'group:get_all': anyOf(isAdmin, hasRole('reader')),
+  'group:create': projectMemberOrAdmin,
+  'group:update': projectMemberOrAdmin,
+  'group:delete': projectMemberOrAdmin,
+  'group:reset_status': isAdmin,
+  'group_snapshot:get': projectReaderOrAdmin,
+  'group_snapshot:get_all': anyOf(isAdmin, hasRole('reader')),
+  'group_snapshot:create': projectMemberOrAdmin,
+  'group_snapshot:delete': projectMemberOrAdmin,
+  'group_snapshot:reset_status': isAdmin,
 }

@@ -13,6 +13,7 @@ import type { ComputeTables } from './tables/compute.js'
 import type { NetworkTables } from './tables/network.js'
 import type { ImageTables } from './tables/image.js'
 import type { VolumeTables } from './tables/volume.js'
+import type { VolumeGroupTables } from './tables/volume-groups.js'
 import type { IdpTables } from './tables/idp.js'
 import type { IdentityAuthTables } from './tables/identity-auth.js'
 import type { OnboardingTables } from './tables/onboarding.js'
@@ -42,6 +43,7 @@ export interface Database
     NetworkTables,
     ImageTables,
     VolumeTables,
+    VolumeGroupTables,
     IdpTables,
     IdentityAuthTables,
     OnboardingTables,

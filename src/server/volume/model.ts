@@ -47,6 +47,8 @@ export interface VolumeRecord {
   multiattach: boolean
   /** Why the backend failed (admins only). */
   statusReason: string | null
+  /** The generic volume group it belongs to (groups.ts), or null. */
+  groupId: string | null
 }
 
 export interface SnapshotRecord {
@@ -63,6 +65,8 @@ export interface SnapshotRecord {
   updatedAt: number
   /** Reported by os-update_snapshot_status; null: derived from the status. */
   progress: string | null
+  /** The group snapshot it is part of (group-snapshots.ts), or null. */
+  groupSnapshotId: string | null
 }
 
 export interface VolumeTypeRecord {
@@ -115,6 +119,7 @@ export function rowToVolume(row: VolumeTable, typeName: string, attachments: Vol
     locationName,
     multiattach: row.multiattach === 1,
     statusReason: row.status_reason,
+    groupId: row.group_id,
   }
 }
 
@@ -132,6 +137,7 @@ export function rowToSnapshot(row: VolumeSnapshotTable): SnapshotRecord {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     progress: row.progress,
+    groupSnapshotId: row.group_snapshot_id,
   }
 }
 

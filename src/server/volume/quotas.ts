@@ -21,8 +21,9 @@ export const QUOTA_RESOURCES = ['volumes', 'gigabytes', 'snapshots'] as const
 export type QuotaResource = (typeof QUOTA_RESOURCES)[number]
 
 /**
- * Cinder's defaults. Backups and groups are not counted here (no backups, no groups; per_volume_gigabytes is not
- * enforced), but every quota set shows them, with Cinder's defaults or what an admin set, as clients expect the keys.
+ * Cinder's defaults. Backups are not counted here (no backups; per_volume_gigabytes is not enforced), but every
+ * quota set shows them, with Cinder's defaults or what an admin set, as clients expect the keys. `groups` counts
+ * the project's generic volume groups (groups.ts), as Cinder's group quota does.
  */
 export const BASE_DEFAULTS: Record<string, number> = { volumes: 10, gigabytes: 1000, snapshots: 10, per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 }
 /** A per-type quota nobody set. */
@@ -83,7 +84,8 @@ export async function quotaUsage(db: Db, projectId: string): Promise<Record<stri
     .where('volume_snapshots.project_id', '=', projectId)
     .groupBy('volume_types.name')
     .execute()
-  const used: Record<string, number> = { volumes: 0, gigabytes: 0, snapshots: 0 }
+  const groups = await db.selectFrom('volume_groups').select((eb) => eb.fn.countAll<number>().as('count')).where('project_id', '=', projectId).executeTakeFirstOrThrow()
+  const used: Record<string, number> = { volumes: 0, gigabytes: 0, snapshots: 0, groups: Number(groups.count) }
   const add = (key: string, n: number) => (used[key] = (used[key] ?? 0) + n)
   for (const v of volumes) {
     add('volumes', Number(v.count))
@@ -111,6 +113,7 @@ function exceeded(resource: string, want: number, limit: number, used: number): 
   if (resource.startsWith('gigabytes')) {
     return `VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed ${resource} quota. Requested ${want}G, quota is ${limit}G and ${used}G has been consumed.`
   }
+  if (resource === 'groups') return `GroupLimitExceeded: Maximum number of groups allowed (${limit}) exceeded for quota 'groups'.`
   const kind = resource.startsWith('volumes') ? 'VolumeLimitExceeded' : 'SnapshotLimitExceeded'
   return `${kind}: Maximum number of ${resource.split('_')[0]} allowed (${limit}) exceeded for quota '${resource}'.`
 }

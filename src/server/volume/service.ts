@@ -15,6 +15,7 @@
  *   available | in-use → extending → the same | error_extending   (task volume.extend; in-use from 3.42)
  *   available | in-use → retyping → the same             (task volume.retype; bytes move between backends)
  *   available | in-use → uploading → the same            (task volume.upload_image)
+ *   A volume in a generic volume group (`group_id`) is deleted with its group, not alone (group-status.ts).
  *
  * Compute calls the methods under "for compute" inside its own transactions (pass `tx`), so a server and its
  * volumes change together.
@@ -37,6 +38,7 @@ import { isFrozen } from './volume-services.js'
 import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
+import { findGroupRow, GROUP_MAY, requireStatus } from './group-status.js'
 
 export { VOLUME_TASKS }
 
@@ -101,6 +103,14 @@ export interface CreateVolumeInput {
   metadata?: Record<string, string>
   /** The deprecated `multiattach` flag of the create body: the volume is multiattach whatever its type says. */
   multiattach?: boolean
+  /** The generic volume group the volume joins (3.13+): its type must be one of the group's. */
+  group_id?: string | null
+}
+
+/** The group a new volume joins, as insertVolume checks it. */
+export interface JoinedGroup {
+  id: string
+  volumeTypeIds: string[]
 }
 
 export interface VolumeListQuery {
@@ -217,7 +227,13 @@ export class VolumeService {
     const caller = callerOf(principal)
     authorize(volumePolicy, 'volume:create', principal, { projectId: caller.projectId })
     const id = await this.store.db.transaction().execute(async (tx) => {
-      const record = await this.insertVolume(tx, caller, input, 'creating')
+      let group: JoinedGroup | undefined
+      if (input.group_id) {
+        const row = await findGroupRow(tx, caller, input.group_id)
+        requireStatus('Group', row.id, row.status, GROUP_MAY['take a new volume'], 'take a new volume')
+        group = { id: row.id, volumeTypeIds: JSON.parse(row.volume_type_ids) as string[] }
+      }
+      const record = await this.insertVolume(tx, caller, input, 'creating', group)
       await this.enqueue(tx, VOLUME_TASKS.create, record.id)
       return record.id
     })
@@ -225,8 +241,19 @@ export class VolumeService {
     return (await loadVolume(this.store.db, id))!
   }
 
-  /** Validates a create request against its sources and quotas and inserts the row. */
-  private async insertVolume(tx: Db, caller: Caller, input: CreateVolumeInput, status: string): Promise<VolumeRecord> {
+  /**
+   * A volume of a group made with the group (create-from-src: a clone of a source group's volume, or a volume from
+   * a group snapshot's member snapshot), inserted `creating` in the caller's transaction with the API's checks and
+   * quotas; the worker makes its bytes from the source as for any volume.
+   */
+  async createInGroup(tx: Db, caller: Caller, input: CreateVolumeInput, group: JoinedGroup): Promise<VolumeRecord> {
+    const record = await this.insertVolume(tx, caller, input, 'creating', group)
+    await this.enqueue(tx, VOLUME_TASKS.create, record.id)
+    return record
+  }
+
+  /** Validates a create request against its sources, its group and quotas and inserts the row. */
+  private async insertVolume(tx: Db, caller: Caller, input: CreateVolumeInput, status: string, group?: JoinedGroup): Promise<VolumeRecord> {
     const sources = (['snapshot_id', 'source_volid', 'imageRef'] as const).filter((k) => input[k])
     if (sources.length > 1) throw badRequest(`Only one of snapshot_id, source_volid and imageRef may be given, not ${sources.join(' and ')}.`)
     const az = input.availability_zone ?? AVAILABILITY_ZONES[0]
@@ -299,6 +326,7 @@ export class VolumeService {
     if (fromSnapshotBackend !== undefined && fromSnapshotBackend !== layout.backend) {
       throw badRequest(`Invalid input received: a volume from a snapshot is made by the snapshot's backend (${fromSnapshotBackend}); volume type ${type.name} uses ${layout.backend}.`)
     }
+    if (group && !group.volumeTypeIds.includes(type.id)) throw badRequest(`Invalid input received: Invalid volume_type provided: ${type.id} (requested type must be supported by this group).`)
     await checkQuota(tx, this.store.capabilities, caller.projectId, typedDelta(type.name, { volumes: 1, gigabytes: size }))
     const id = randomUUID()
     const now = this.now()
@@ -327,6 +355,7 @@ export class VolumeService {
         status_reason: null,
         // Cinder: the type's extra spec or the create body's deprecated flag (which it still honours).
         multiattach: layout.multiattach || input.multiattach ? 1 : 0,
+        group_id: group?.id ?? null,
       })
       .execute()
     return (await loadVolume(tx, id))!
@@ -381,7 +410,7 @@ export class VolumeService {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:delete', principal, { projectId: volume.projectId })
       if (volume.status === 'deleting') return
-      if (!DELETABLE.has(volume.status) || volume.attachments.length > 0) {
+      if (!DELETABLE.has(volume.status) || volume.attachments.length > 0 || volume.groupId !== null) {
         throw badRequest(
           `Invalid volume: Volume status must be available or error or error_restoring or error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots or be disassociated from snapshots after volume transfer (volume ${id} is ${volume.status}).`,
         )
@@ -436,6 +465,8 @@ export class VolumeService {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
       if (!['available', 'in-use'].includes(volume.status)) throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use to retype, but it is ${volume.status}.`)
+      // A group's volumes have the group's types: the volume leaves the group first (update with remove_volumes).
+      if (volume.groupId !== null) throw badRequest(`Invalid volume: Volume ${id} belongs to group ${volume.groupId}; remove it from the group to retype it.`)
       await refuseFrozen(tx, volume, 'retyped')
       const type = await resolveUsableType(tx, typeRef, typeAccessOf(caller))
       if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)

@@ -13,6 +13,9 @@ import { VolumeTypeService } from './types.js'
 import { VolumeWorker } from './worker.js'
 import { VolumeTransferService } from './transfers.js'
 import { CinderAttachActions } from './cinder-attachments.js'
+import { GroupTypeService } from './group-types.js'
+import { GroupService } from './groups.js'
+import { GroupSnapshotService } from './group-snapshots.js'
 
 export interface VolumeServices {
   volumes: VolumeService
@@ -24,6 +27,10 @@ export interface VolumeServices {
   attachActions: CinderAttachActions
   /** QoS specs and their association with volume types. */
   qosSpecs: QosSpecsService
+  /** Generic volume groups: their types, the groups and their snapshots. */
+  groupTypes: GroupTypeService
+  groups: GroupService
+  groupSnapshots: GroupSnapshotService
   /** The backend work behind the API (task handlers). */
   worker: VolumeWorker
   /** Attachments' exports and keys (compute and the hypervisor hosts' endpoint). */
@@ -47,13 +54,17 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
   const worker = new VolumeWorker({ store, box: backend.box, places: backend.places, images, ports: backend.ports, downAfterMs: backend.downAfterMs })
   const connections = new VolumeConnections({ store, box: backend.box, places: backend.places, queue, ports: backend.ports, cephVolumesPool: backend.cephVolumesPool })
   volumes.useBackends(worker, connections)
+  const snapshots = new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake })
   return {
     volumes,
-    snapshots: new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake }),
+    snapshots,
     volumeTypes: new VolumeTypeService(store, options.defaultVolumeType),
     transfers: new VolumeTransferService(store, { now: options.now }),
     attachActions: new CinderAttachActions(store, volumes, { now: options.now }),
     qosSpecs: new QosSpecsService(store),
+    groupTypes: new GroupTypeService(store),
+    groups: new GroupService(store, queue, volumes, { now: options.now, wake: options.wake }),
+    groupSnapshots: new GroupSnapshotService(store, queue, snapshots, { now: options.now, wake: options.wake, workDelayMs: volumes.workDelayMs }),
     worker,
     connections,
     places: backend.places,

@@ -89,7 +89,16 @@ export class SnapshotService {
     return id
   }
 
-  private async insertSnapshot(tx: Db, caller: Caller, input: SnapshotInput, authorizeFor: (projectId: string) => void): Promise<string> {
+  /**
+   * A member snapshot of a group snapshot (group-snapshots.ts), inside the caller's transaction, with the API's
+   * checks and quotas (an in-use member is snapshotted as with force, as Cinder does for groups). It is made by
+   * the same task as any snapshot; the group snapshot settles when its last member is done.
+   */
+  async createForGroup(tx: Db, caller: Caller, input: { volumeId: string; name: string | null; description: string | null; groupSnapshotId: string }): Promise<string> {
+    return this.insertSnapshot(tx, caller, { volume_id: input.volumeId, name: input.name, description: input.description, force: true }, () => {}, input.groupSnapshotId)
+  }
+
+  private async insertSnapshot(tx: Db, caller: Caller, input: SnapshotInput, authorizeFor: (projectId: string) => void, groupSnapshotId: string | null = null): Promise<string> {
     const volume = await this.volumes.find(caller, input.volume_id, tx)
     authorizeFor(volume.projectId)
     const ok = volume.status === 'available' || (volume.status === 'in-use' && input.force === true)
@@ -117,6 +126,7 @@ export class SnapshotService {
         metadata: JSON.stringify(input.metadata ?? {}),
         created_at: now,
         updated_at: now,
+        group_snapshot_id: groupSnapshotId,
       })
       .execute()
     await this.queue.enqueue({ kind: VOLUME_TASKS.snapshotCreate, subjectId: snapshotId, payload: { id: snapshotId }, runAfter: now + this.volumes.workDelayMs }, tx)
@@ -172,6 +182,8 @@ export class SnapshotService {
       authorize(volumePolicy, force ? 'volume:reset_status' : 'snapshot:delete', principal, { projectId: snapshot.projectId })
       if (snapshot.status === 'deleting' && !force) return
       if (!force && !['available', 'error'].includes(snapshot.status)) throw badRequest(`Invalid snapshot: Snapshot status must be available or error, but it is ${snapshot.status}.`)
+      // Cinder: a group snapshot's members go with it (DELETE /group_snapshots/{id}), not one by one.
+      if (!force && snapshot.groupSnapshotId !== null) throw badRequest(`Invalid snapshot: Snapshot ${id} is part of group snapshot ${snapshot.groupSnapshotId}; delete the group snapshot.`)
       await tx.updateTable('volume_snapshots').set({ status: 'deleting', updated_at: this.now() }).where('id', '=', id).execute()
       await this.queue.enqueue({ kind: VOLUME_TASKS.snapshotDelete, subjectId: id, payload: { id }, runAfter: this.now() + this.volumes.workDelayMs }, tx)
     })

@@ -24,7 +24,7 @@ export interface ViewContext {
   baseUrl: string
 }
 
-function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): Record<string, unknown> {
+export function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [key, gate] of Object.entries(table)) {
     if (atLeast(ctx.version, gate.since) && (!gate.adminOnly || ctx.isAdmin)) out[key] = gate.read(record)
@@ -33,7 +33,7 @@ function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): 
 }
 
 export const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
-  group_id: { since: '3.13', type: NULL, read: () => null },
+  group_id: { since: '3.13', type: { type: ['string', 'null'] }, read: (v) => v.groupId },
   provider_id: { since: '3.21', adminOnly: true, type: NULL, read: () => null },
   service_uuid: { since: '3.48', adminOnly: true, type: NULL, read: () => null },
   shared_targets: { since: '3.48', type: { type: 'boolean' }, read: () => false },
@@ -53,7 +53,7 @@ export const VOLUME_SHOW_GATES: Record<string, Gate<VolumeRecord>> = {
 }
 
 export const SNAPSHOT_GATES: Record<string, Gate<SnapshotRecord>> = {
-  group_snapshot_id: { since: '3.14', type: NULL, read: () => null },
+  group_snapshot_id: { since: '3.14', type: { type: ['string', 'null'] }, read: (s) => s.groupSnapshotId },
   user_id: { since: '3.41', type: STRING, read: (s) => s.userId },
 }
 

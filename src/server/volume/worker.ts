@@ -23,6 +23,7 @@ import { choosePlace, layoutOf } from './placement.js'
 import { frontEndThrottle } from './qos-specs.js'
 import type { PlaceSource } from '../../contracts/host/storage-place.js'
 import type { StoragePlaces } from './places/registry.js'
+import { settleGroup, settleGroupSnapshot } from './group-status.js'
 
 export const VOLUME_TASKS = {
   create: 'volume.create',
@@ -89,15 +90,33 @@ export class VolumeWorker {
       await work(payload, task)
     }
     return new Map<string, TaskHandler>([
-      [VOLUME_TASKS.create, run((p, t) => this.guard(t, p.id, 'volumes', 'creating', 'error', () => this.create(p.id)))],
-      [VOLUME_TASKS.delete, run((p, t) => this.guard(t, p.id, 'volumes', 'deleting', 'error_deleting', () => this.delete(p.id)))],
+      [VOLUME_TASKS.create, run((p, t) => this.settlingGroup(p.id, () => this.guard(t, p.id, 'volumes', 'creating', 'error', () => this.create(p.id))))],
+      [VOLUME_TASKS.delete, run((p, t) => this.settlingGroup(p.id, () => this.guard(t, p.id, 'volumes', 'deleting', 'error_deleting', () => this.delete(p.id))))],
       [VOLUME_TASKS.extend, run((p, t) => this.guard(t, p.id, 'volumes', 'extending', 'error_extending', () => this.extend(p.id, Number(p.newSize), String(p.previousStatus ?? 'available'), p)))],
       [VOLUME_TASKS.retype, run((p, t) => this.guard(t, p.id, 'volumes', 'retyping', String(p.previousStatus ?? 'available'), () => this.retype(p.id, String(p.typeId), String(p.previousStatus ?? 'available'))))],
       [VOLUME_TASKS.uploadImage, run((p, t) => this.uploadImage(t, p.id, String(p.imageId), String(p.previousStatus ?? 'available')))],
       [VOLUME_TASKS.syncExports, run(async (p) => void (await this.deps.places.get(p.id).syncExports()))],
-      [VOLUME_TASKS.snapshotCreate, run((p, t) => this.guard(t, p.id, 'volume_snapshots', 'creating', 'error', () => this.createSnapshot(p.id)))],
-      [VOLUME_TASKS.snapshotDelete, run((p, t) => this.guard(t, p.id, 'volume_snapshots', 'deleting', 'error_deleting', () => this.deleteSnapshot(p.id)))],
+      [VOLUME_TASKS.snapshotCreate, run((p, t) => this.settlingGroupSnapshot(p.id, () => this.guard(t, p.id, 'volume_snapshots', 'creating', 'error', () => this.createSnapshot(p.id))))],
+      [VOLUME_TASKS.snapshotDelete, run((p, t) => this.settlingGroupSnapshot(p.id, () => this.guard(t, p.id, 'volume_snapshots', 'deleting', 'error_deleting', () => this.deleteSnapshot(p.id))))],
     ])
+  }
+
+  /**
+   * Runs a member volume's task, then lets its group move on (group-status.ts): a group made from a source is
+   * available once its last volume is, one being deleted goes once its last volume has. The group is read first:
+   * a deleted volume's row is gone afterwards.
+   */
+  private async settlingGroup(volumeId: string, work: () => Promise<void>): Promise<void> {
+    const row = await this.deps.store.db.selectFrom('volumes').select('group_id').where('id', '=', volumeId).executeTakeFirst()
+    await work()
+    if (row?.group_id) await settleGroup(this.deps.store.db, row.group_id)
+  }
+
+  /** The same for a member snapshot of a group snapshot. */
+  private async settlingGroupSnapshot(snapshotId: string, work: () => Promise<void>): Promise<void> {
+    const row = await this.deps.store.db.selectFrom('volume_snapshots').select('group_snapshot_id').where('id', '=', snapshotId).executeTakeFirst()
+    await work()
+    if (row?.group_snapshot_id) await settleGroupSnapshot(this.deps.store.db, row.group_snapshot_id)
   }
 
   /** Creates a volume's bytes in the caller's task (boot from volume); a backend failure leaves it in error. */

@@ -80,6 +80,9 @@ const PARAM_KINDS: Record<string, string> = {
   'snapshots/id': 'snapshot',
   'types/id': 'volumeType',
   'qos-specs/id': 'qosSpecs',
+  'group_types/id': 'groupType',
+  'volume:groups/id': 'volumeGroup',
+  'group_snapshots/id': 'groupSnapshot',
   'attachments/id': 'volumeAttachment',
   'messages/id': 'volumeMessage',
   'os-volume-transfer/id': 'volumeTransfer',
@@ -132,7 +135,7 @@ const PARAM_KINDS: Record<string, string> = {
  */
 export const OWNED_KINDS = new Set([
   'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'subnetPool', 'addressScope', 'port', 'securityGroup',
-  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'metadefNamespace', 'volumeMessage',
+  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'metadefNamespace', 'volumeMessage', 'volumeGroup', 'groupSnapshot',
 ])
 
 export function paramKind(path: string, param: string): string | undefined {

@@ -228,6 +228,22 @@ const FIXTURES: FixtureSpec[] = [
     return messages.find((m) => m.resource_uuid === id)!.id
   }, (w) => w.found(`/volume/v3/messages/${w.fixtures.volumeMessage}`, VOLUME)),
 
+  // A generic volume group of the fuzz volume type with one volume, and a group snapshot of it.
+  f('groupType', async (w) => (await w.must('admin', 'POST', '/volume/v3/group_types', { group_type: { name: name('grouptype'), group_specs: { fuzzkey: 'fuzz' } } }, VOLUME)).body.group_type.id, (w) => w.found(`/volume/v3/group_types/${w.fixtures.groupType}`, VOLUME)),
+  f('volumeGroup', async (w) => {
+    const id = (await w.must('admin', 'POST', '/volume/v3/groups', { group: { name: name('group'), group_type: w.fixtures.groupType, volume_types: [w.fixtures.volumeType] } }, VOLUME)).body.group.id
+    const volume = (await w.must('admin', 'POST', '/volume/v3/volumes', { volume: { size: 1, name: name('member'), volume_type: w.fixtures.volumeType, group_id: id } }, VOLUME)).body.volume.id
+    await w.waitFor(`/volume/v3/volumes/${volume}`, VOLUME, (b) => (b.volume as { status: string }).status === 'available', 'the fuzz group volume to be available')
+    return id
+  }, (w) => w.found(`/volume/v3/groups/${w.fixtures.volumeGroup}`, VOLUME)),
+  f('groupSnapshot', async (w) => {
+    // A fuzzed reset_status may have left the group in another status; only an available group is snapshotted.
+    await w.must('admin', 'POST', `/volume/v3/groups/${w.fixtures.volumeGroup}/action`, { reset_status: { status: 'available' } }, VOLUME)
+    const id = (await w.must('admin', 'POST', '/volume/v3/group_snapshots', { group_snapshot: { group_id: w.fixtures.volumeGroup, name: name('groupsnap') } }, VOLUME)).body.group_snapshot.id
+    await w.waitFor(`/volume/v3/group_snapshots/${id}`, VOLUME, (b) => (b.group_snapshot as { status: string }).status === 'available', 'the fuzz group snapshot to be available')
+    return id
+  }, (w) => w.found(`/volume/v3/group_snapshots/${w.fixtures.groupSnapshot}`, VOLUME)),
+
   // Compute.
   f('flavor', async (w) => {
     const id = (await w.must('admin', 'POST', '/compute/v2.1/flavors', { flavor: { name: name('flavor'), ram: 64, vcpus: 1, disk: 1, 'os-flavor-access:is_public': false } }, COMPUTE)).body.flavor.id

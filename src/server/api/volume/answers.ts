@@ -7,18 +7,18 @@ import { SNAPSHOT_GATES, TRANSFER_DETAIL_GATES, VOLUME_GATES, VOLUME_SHOW_GATES,
 
 type Schema = Record<string, unknown>
 
-const str = { type: 'string' }
-const nstr = { type: ['string', 'null'] }
+export const str = { type: 'string' }
+export const nstr = { type: ['string', 'null'] }
 const int = { type: 'integer' }
-const bool = { type: 'boolean' }
+export const bool = { type: 'boolean' }
 const nul = { type: 'null' }
-const strMap = { type: 'object', additionalProperties: str }
+export const strMap = { type: 'object', additionalProperties: str }
 const links = { type: 'array', items: { type: 'object', properties: { rel: str, href: str }, required: ['rel', 'href'] } }
-const object = (properties: Record<string, unknown>, required: string[] = []): Schema => ({ type: 'object', properties, required })
+export const object = (properties: Record<string, unknown>, required: string[] = []): Schema => ({ type: 'object', properties, required })
 const adminOnly = (schema: Schema): Schema => ({ ...schema, 'x-admin-only': true })
 
 /** The fields a gate table of volume/view.ts adds, each with the version it appears from and who may see it. */
-function gated<T>(table: Record<string, Gate<T>>): Record<string, Schema> {
+export function gated<T>(table: Record<string, Gate<T>>): Record<string, Schema> {
   const described = ({ type, since, adminOnly }: Gate<T>): Schema => ({
     ...type,
     ...(since === MIN_VOLUME_VERSION ? {} : { 'x-microversions': { min: since, max: MAX_VOLUME_VERSION } }),
@@ -96,8 +96,8 @@ const qosSpecs = object({ id: str, name: str, consumer: { type: 'string', enum: 
 /** A quota: the limit, or with `usage=true` the limit with what is used. */
 const quota = { anyOf: [int, object({ limit: int, in_use: int, reserved: int, allocated: int })] }
 
-const envelope = (key: string, inner: Schema, more: Record<string, Schema> = {}): Schema => object({ [key]: inner, ...more }, [key])
-const listOf = (inner: Schema): Schema => ({ type: 'array', items: inner })
+export const envelope = (key: string, inner: Schema, more: Record<string, Schema> = {}): Schema => object({ [key]: inner, ...more }, [key])
+export const listOf = (inner: Schema): Schema => ({ type: 'array', items: inner })
 
 export const A = {
   versions: object({ versions: listOf(object({ id: str, status: str, version: str, min_version: str, updated: str, links: { type: 'array' } })) }, ['versions']),
@@ -152,10 +152,10 @@ export const A = {
   host: envelope('host', listOf(object({ resource: object({ host: str, project: str, volume_count: str, total_volume_gb: str, snapshot_count: str, total_snapshot_gb: str }) }, ['resource']))),
 }
 
-const query = (properties: Record<string, Schema>): Schema => ({ type: 'object', properties, additionalProperties: true })
+export const query = (properties: Record<string, Schema>): Schema => ({ type: 'object', properties, additionalProperties: true })
 const count = { type: 'string', pattern: '^[0-9]+$' }
-const flag = { type: 'string', description: 'true/false, 1/0, yes/no, on/off' }
-const paging = { limit: count, marker: str, offset: count, sort: { type: 'string', description: 'key[:asc|desc],…' }, sort_key: str, sort_dir: { type: 'string', enum: ['asc', 'desc'] } }
+export const flag = { type: 'string', description: 'true/false, 1/0, yes/no, on/off' }
+export const paging = { limit: count, marker: str, offset: count, sort: { type: 'string', description: 'key[:asc|desc],…' }, sort_key: str, sort_dir: { type: 'string', enum: ['asc', 'desc'] } }
 
 export const QUERY = {
   volumes: query({
@@ -179,8 +179,8 @@ export const QUERY = {
   qosType: query({ vol_type_id: str }),
 }
 
-const action = (name: string, value: Schema): Schema => ({ type: 'object', properties: { [name]: value }, required: [name], additionalProperties: false })
-const boolish = { anyOf: [bool, str] }
+export const action = (name: string, value: Schema): Schema => ({ type: 'object', properties: { [name]: value }, required: [name], additionalProperties: false })
+export const boolish = { anyOf: [bool, str] }
 
 /** POST /volumes/{id}/action: one key, the action. */
 export const VOLUME_ACTIONS: Schema = {

@@ -115,6 +115,8 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       source_volid: str(v.source_volid),
       imageRef: str(v.imageRef),
       metadata: v.metadata ?? {},
+      // Cinder reads group_id from 3.13 (generic volume groups) and ignores it before.
+      group_id: atLeast(request.volumeVersion, '3.13') ? str(v.group_id) : null,
     })
     return reply.code(202).send({ volume: volumeView(volume, ctx(request)) })
   })

@@ -30,6 +30,8 @@ export interface VolumeTable {
   status_reason: string | null
   /** 1 when the volume may be attached to several servers at once (its type's `multiattach` extra spec). */
   multiattach: number
+  /** The group it belongs to (volume_groups), or null. */
+  group_id: string | null
 }
 
 export interface VolumeAttachmentTable {
@@ -81,6 +83,8 @@ export interface VolumeSnapshotTable {
   updated_at: number
   /** As reported by os-update_snapshot_status ('80%'); null: derived from the status. */
   progress: string | null
+  /** The group snapshot it was taken as part of (volume_group_snapshots), or null. */
+  group_snapshot_id: string | null
 }
 
 export interface VolumeTypeTable {
