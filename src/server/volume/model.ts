@@ -47,6 +47,8 @@ export interface VolumeRecord {
   multiattach: boolean
   /** Why the backend failed (admins only). */
   statusReason: string | null
+  /** Its bytes are a LUKS container (its type was encrypted when it was made); the key stays in the control plane. */
+  encrypted: boolean
 }
 
 export interface SnapshotRecord {
@@ -115,6 +117,7 @@ export function rowToVolume(row: VolumeTable, typeName: string, attachments: Vol
     locationName,
     multiattach: row.multiattach === 1,
     statusReason: row.status_reason,
+    encrypted: row.encryption_key_id !== null,
   }
 }
 

@@ -7,6 +7,7 @@ import { VolumeConnections } from './connections.js'
 import type { PortRange } from './exports.js'
 import type { StoragePlaces } from './places/registry.js'
 import { QosSpecsService } from './qos-specs.js'
+import { VolumeTypeEncryptionService } from './encryption.js'
 import { VolumeService, type VolumeServiceOptions } from './service.js'
 import { SnapshotService } from './snapshots.js'
 import { VolumeTypeService } from './types.js'
@@ -24,6 +25,8 @@ export interface VolumeServices {
   attachActions: CinderAttachActions
   /** QoS specs and their association with volume types. */
   qosSpecs: QosSpecsService
+  /** Volume types' encryption specs. */
+  typeEncryption: VolumeTypeEncryptionService
   /** The backend work behind the API (task handlers). */
   worker: VolumeWorker
   /** Attachments' exports and keys (compute and the hypervisor hosts' endpoint). */
@@ -46,7 +49,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
   const volumes = new VolumeService(store, queue, images, options)
   const worker = new VolumeWorker({ store, box: backend.box, places: backend.places, images, ports: backend.ports, downAfterMs: backend.downAfterMs })
   const connections = new VolumeConnections({ store, box: backend.box, places: backend.places, queue, ports: backend.ports, cephVolumesPool: backend.cephVolumesPool })
-  volumes.useBackends(worker, connections)
+  volumes.useBackends(worker, connections, backend.box)
   return {
     volumes,
     snapshots: new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake }),
@@ -54,6 +57,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
     transfers: new VolumeTransferService(store, { now: options.now }),
     attachActions: new CinderAttachActions(store, volumes, { now: options.now }),
     qosSpecs: new QosSpecsService(store),
+    typeEncryption: new VolumeTypeEncryptionService(store),
     worker,
     connections,
     places: backend.places,

@@ -17,6 +17,7 @@ import { snapshotRoutes } from './snapshot-routes.js'
 import { transferRoutes } from './transfer-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
 import { qosRoutes } from './qos-routes.js'
+import { typeEncryptionRoutes } from './encryption-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
 import { addDocs, documented, OPEN } from '../../http/openapi.js'
 import { A, VOLUME_HEADERS } from './answers.js'
@@ -74,6 +75,7 @@ export function volumeRoutes(deps: AppDeps) {
         transferRoutes(r, deps, ctx)
         volumeTypeRoutes(r, deps, ctx)
         qosRoutes(r, deps, ctx)
+        typeEncryptionRoutes(r, deps)
         quotaRoutes(r, deps, ctx)
         serviceRoutes(r, deps)
         messageRoutes(r, deps)

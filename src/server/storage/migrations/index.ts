@@ -40,6 +40,7 @@ import * as m0114 from './0114-address-scopes.js'
 import * as m0115 from './0115-metrics.js'
 import * as m0116 from './0116-volume-transfers.js'
 import * as m0117 from './0117-volume-qos-specs.js'
+import * as m0119 from './0119-volume-type-encryption.js'
 
 export interface Migration {
   id: string
@@ -83,6 +84,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0115', name: 'metrics', up: m0115.up },
   { id: '0116', name: 'volume-transfers', up: m0116.up },
   { id: '0117', name: 'volume-qos-specs', up: m0117.up },
+  { id: '0119', name: 'volume-type-encryption', up: m0119.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
