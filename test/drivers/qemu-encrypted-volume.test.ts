@@ -53,7 +53,7 @@ describe('encrypted volumes on a real guest', { skip: missing, timeout: 600_000 
   let exports: ExportManager
   const serverId = '00000000-0000-4000-8000-000000000a07'
 
-  const consoleCount = async (pattern: RegExp) => [...(await driver.consoleOutput(serverId).catch(() => '')).matchAll(pattern)].length
+  const consoleCount = async (pattern: RegExp) => [...(await driver.consoleOutput(serverId).catch(() => '')).matchAll(new RegExp(pattern.source, 'g'))].length
   const waitConsole = async (pattern: RegExp, count = 1, ms = 180_000): Promise<void> => {
     const deadline = Date.now() + ms
     while (Date.now() < deadline) {

@@ -166,7 +166,7 @@ export interface VolumeEncryption {
   cipher: string
   /** Bits of the cipher's key (256 or 512 for XTS). */
   key_size: number
-  /** The LUKS passphrase (base64 of random bytes); present only where the host fetched it. */
+  /** The LUKS passphrase: the base64 text of random bytes, used as the text it is; present only where the host fetched it. */
   passphrase?: string
 }
 

@@ -155,9 +155,13 @@ function encryptionOf(volume: VolumeConnection): VolumeEncryption | undefined {
   return volume.connection?.data.encryption
 }
 
+/**
+ * The secret's data: LUKS takes the passphrase as UTF-8 text, and the passphrase is the base64 text of random
+ * bytes, so the secret holds that text, itself base64-encoded for QEMU (`format: base64`).
+ */
 function passphraseOf(volumeId: string, encryption: VolumeEncryption): string {
   if (!encryption.passphrase) throw new DriverError(`Volume ${volumeId} is encrypted, and the host has no key for it.`)
-  return encryption.passphrase
+  return Buffer.from(encryption.passphrase, 'utf8').toString('base64')
 }
 
 /** The format node over a volume's protocol node: `luks` for an encrypted volume (its secret named), else `raw`. */
