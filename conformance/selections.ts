@@ -97,7 +97,6 @@ export const SCENARIO_TESTS: { pattern: string; ci: boolean }[] = [
  */
 export const NOT_IN_CI: { pattern: string; why: string }[] = [
   { pattern: api('volume', 'admin.test_group'), why: 'groups, group types and group snapshots are not implemented' },
-  { pattern: api('volume', 'admin.test_volume_types.VolumeTypesTest.test_volume_type_encryption'), why: 'volume type encryption is not implemented' },
 ]
 
 export interface Selection {
