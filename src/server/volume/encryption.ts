@@ -130,13 +130,17 @@ export class VolumeTypeEncryptionService {
     })
   }
 
-  async update(principal: Principal, typeRef: string, encryptionId: string, input: EncryptionInput): Promise<void> {
+  /**
+   * A type has one spec, so the URL's last segment names nothing: Cinder ignores it, and clients rely on that
+   * (Debian's Tempest 33 changes and deletes `…/encryption/provider`).
+   */
+  async update(principal: Principal, typeRef: string, input: EncryptionInput): Promise<void> {
     authorize(volumePolicy, 'type:encryption:manage', principal)
     checkInput(input)
     await this.store.db.transaction().execute(async (tx) => {
       const type = await resolveType(tx, typeRef)
       const current = await typeEncryption(tx, type.id)
-      if (!current || current.encryptionId !== encryptionId) throw notFound(`Volume type encryption for type ${type.id} does not exist.`)
+      if (!current) throw notFound(`Volume type encryption for type ${type.id} does not exist.`)
       await refuseInUse(tx, type.id, 'update')
       const changes = {
         ...(input.provider !== undefined ? { provider: input.provider } : {}),
@@ -152,12 +156,12 @@ export class VolumeTypeEncryptionService {
     })
   }
 
-  async delete(principal: Principal, typeRef: string, encryptionId: string): Promise<void> {
+  async delete(principal: Principal, typeRef: string): Promise<void> {
     authorize(volumePolicy, 'type:encryption:manage', principal)
     await this.store.db.transaction().execute(async (tx) => {
       const type = await resolveType(tx, typeRef)
       const current = await typeEncryption(tx, type.id)
-      if (!current || current.encryptionId !== encryptionId) throw notFound(`Volume type encryption for type ${type.id} does not exist.`)
+      if (!current) throw notFound(`Volume type encryption for type ${type.id} does not exist.`)
       await refuseInUse(tx, type.id, 'delete')
       await tx.deleteFrom('volume_type_encryption').where('volume_type_id', '=', type.id).execute()
     })

@@ -37,7 +37,8 @@ export function typeEncryptionRoutes(r: FastifyInstance, deps: AppDeps): void {
     { schema: { params: idParams, body: createBody }, ...documented({ summary: 'Encrypt the volumes of a volume type (admin)', response: { 200: A.typeEncryption } }) },
     async (request) => ({ encryption: encryptionFields(await typeEncryption.create(request.principal, request.params.id, request.body.encryption)) }),
   )
-  // The key is the spec's field on GET and its encryption_id on PUT and DELETE, as Cinder routes them.
+  // The key is the spec's field on GET; on PUT and DELETE it is the encryption_id, which Cinder does not check
+  // (a type has one spec; Debian's Tempest 33 sends `provider` there).
   r.get<SpecRoute>('/types/:id/encryption/:key', { schema: { params: specParams }, ...documented({ summary: "One field of a volume type's encryption (admin)", response: { 200: A.typeEncryptionField } }) }, async (request) => {
     const { id, key } = request.params
     const spec = await typeEncryption.get(request.principal, id)
@@ -49,7 +50,7 @@ export function typeEncryptionRoutes(r: FastifyInstance, deps: AppDeps): void {
     '/types/:id/encryption/:key',
     { schema: { params: specParams, body: updateBody }, ...documented({ summary: "Change a volume type's encryption (admin; no volumes of the type may exist)", response: { 200: A.typeEncryptionChange } }) },
     async (request) => {
-      await typeEncryption.update(request.principal, request.params.id, request.params.key, request.body.encryption)
+      await typeEncryption.update(request.principal, request.params.id, request.body.encryption)
       // Cinder answers with the fields it was given.
       return { encryption: request.body.encryption }
     },
@@ -58,7 +59,7 @@ export function typeEncryptionRoutes(r: FastifyInstance, deps: AppDeps): void {
     '/types/:id/encryption/:key',
     { schema: { params: specParams }, ...documented({ summary: "Remove a volume type's encryption (admin; no volumes of the type may exist)", response: { 202: noBody('Removed') } }) },
     async (request, reply) => {
-      await typeEncryption.delete(request.principal, request.params.id, request.params.key)
+      await typeEncryption.delete(request.principal, request.params.id)
       return reply.code(202).send()
     },
   )
