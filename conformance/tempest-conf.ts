@@ -34,7 +34,7 @@ export const FEATURES_OFF: Option[] = [
   { section: 'compute-feature-enabled', name: 'metadata_service', value: false, missing: 'the CI cloud\'s hosts are simulated: their guests reach no metadata service (QEMU hosts serve one at 169.254.169.254); the tests it gates need SSH validation too', realGuests: true },
   { section: 'validation', name: 'run_validation', value: false, missing: 'simulated hosts have no guests to log into over SSH (on in the real-guest selections, which log into QEMU guests through floating IPs)', realGuests: true },
   { section: 'compute-feature-enabled', name: 'personality', value: false, missing: 'file injection (personality, removed from Nova at 2.57) is not implemented' },
-  { section: 'compute-feature-enabled', name: 'attach_encrypted_volume', value: false, missing: 'no volume encryption' },
+  { section: 'compute-feature-enabled', name: 'attach_encrypted_volume', value: false, missing: 'pcc encrypts volumes with LUKS only and writes no image into an encrypted volume; the scenarios this gates use the plain provider and boot from encrypted volumes made from images (docs/block-storage.md, "Encrypted volumes")' },
   { section: 'compute-feature-enabled', name: 'xenapi_apis', value: false, missing: 'no XenAPI' },
   { section: 'compute-feature-enabled', name: 'nova_cert', value: false, missing: 'os-certificates was removed from Nova' },
   { section: 'volume-feature-enabled', name: 'backup', value: false, missing: 'no volume backup API (/backups); volumes go to images by os-volume_upload_image' },

@@ -97,6 +97,25 @@ describe('openstack CLI against the image and block storage services', { timeout
     await eventually(async () => (await openstackJson<unknown[]>(['volume', 'list'], env)).length === 0, 60_000, 'volumes deleted')
   })
 
+  it('volume type create --encryption-provider luks, show; a volume of it is encrypted', async () => {
+    const created = await openstack(['volume', 'type', 'create', '--encryption-provider', 'luks', '--encryption-cipher', 'aes-xts-plain64', '--encryption-key-size', '512', '--encryption-control-location', 'front-end', 'cli-encrypted'], env)
+    assert.equal(created.code, 0, created.stderr)
+    const shown = await openstackJson<{ encryption: Record<string, unknown> }>(['volume', 'type', 'show', '--encryption-type', 'cli-encrypted'], env)
+    assert.deepEqual({ provider: shown.encryption.provider, cipher: shown.encryption.cipher, key_size: shown.encryption.key_size, control_location: shown.encryption.control_location }, { provider: 'luks', cipher: 'aes-xts-plain64', key_size: 512, control_location: 'front-end' })
+    const volume = await openstack(['volume', 'create', '--size', '1', '--type', 'cli-encrypted', 'cli-encrypted-volume'], env)
+    assert.equal(volume.code, 0, volume.stderr)
+    assert.equal((await volumeStatus('cli-encrypted-volume', 'available')) && (await openstackJson<{ encrypted: boolean }>(['volume', 'show', 'cli-encrypted-volume'], env)).encrypted, true)
+    // Not while a volume of the type exists (Cinder's 400), then the volume goes and so can the encryption.
+    const refused = await openstack(['volume', 'type', 'unset', '--encryption-type', 'cli-encrypted'], env)
+    assert.notEqual(refused.code, 0)
+    assert.equal((await openstackJson<{ encryption: Record<string, unknown> }>(['volume', 'type', 'show', '--encryption-type', 'cli-encrypted'], env)).encryption.provider, 'luks')
+    assert.equal((await openstack(['volume', 'delete', 'cli-encrypted-volume'], env)).code, 0)
+    await eventually(async () => (await openstack(['volume', 'show', 'cli-encrypted-volume'], env)).code !== 0, 60_000, 'the volume to go')
+    const unset = await openstack(['volume', 'type', 'unset', '--encryption-type', 'cli-encrypted'], env)
+    assert.equal(unset.code, 0, unset.stderr)
+    assert.deepEqual((await openstackJson<{ encryption?: unknown }>(['volume', 'type', 'show', '--encryption-type', 'cli-encrypted'], env)).encryption ?? {}, {})
+  })
+
   it("volume create --image holds the image's bytes; image create --volume makes an image of the volume's", async () => {
     const raw = join(dir, 'patterned.raw')
     const data = Buffer.concat([Buffer.alloc(1024 * 1024, 0), randomBytes(2 * 1024 * 1024)])

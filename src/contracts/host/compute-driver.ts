@@ -129,6 +129,8 @@ export interface NbdConnectionInfo {
     attachment_id: string
     /** The disk serial the guest sees (the volume id, as Nova sets it). */
     serial: string
+    /** The bytes are a LUKS container the hypervisor opens (an encrypted volume type). */
+    encryption?: VolumeEncryption
   }
 }
 
@@ -149,7 +151,23 @@ export interface RbdConnectionInfo {
     volume_id: string
     attachment_id: string
     serial: string
+    encryption?: VolumeEncryption
   }
+}
+
+/**
+ * An encrypted volume (docs/block-storage.md, "Encrypted volumes"): its bytes are a LUKS container the hypervisor
+ * opens with QEMU's luks driver, so the guest reads plaintext and the backend holds ciphertext. The passphrase,
+ * like the NBD key, is present only where the host fetched it from its own endpoint; commands never carry it.
+ */
+export interface VolumeEncryption {
+  format: 'luks'
+  /** cryptsetup's name, e.g. aes-xts-plain64. */
+  cipher: string
+  /** Bits of the cipher's key (256 or 512 for XTS). */
+  key_size: number
+  /** The LUKS passphrase: the base64 text of random bytes, used as the text it is; present only where the host fetched it. */
+  passphrase?: string
 }
 
 /** A block storage volume as the guest sees it. */

@@ -34,6 +34,7 @@ export type VolumeOperation =
   | 'type:manage'
   | 'type:private:see'
   | 'type:access:manage'
+  | 'type:encryption:manage'
   | 'qos:get'
   | 'qos:manage'
   | 'quota:show'
@@ -100,6 +101,8 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'type:private:see': isAdmin,
   /** Which projects may use a private type: listing, granting and taking back (os-volume-type-access). */
   'type:access:manage': isAdmin,
+  /** A type's encryption spec (/types/{id}/encryption): reading and changing it (Cinder's volume_type_encryption). */
+  'type:encryption:manage': isAdmin,
   /** QoS specs (qos-specs): listing and showing them and their associations with volume types. */
   'qos:get': isAdmin,
   /** Creating, changing, deleting QoS specs and associating them with volume types. */

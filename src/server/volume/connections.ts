@@ -17,6 +17,7 @@ import type { TaskQueue } from '../tasks/queue.js'
 import { attachmentIdentity, connectionInfo, grantExport, nbdSourceOf, rbdConnectionInfo, revokeExport, type PortRange } from './exports.js'
 import type { StoragePlaces } from './places/registry.js'
 import { VOLUME_TASKS } from './worker.js'
+import { volumeEncryption } from './encryption.js'
 
 export interface VolumeConnectionsDeps {
   store: Store
@@ -53,7 +54,7 @@ export class VolumeConnections {
       await tx.updateTable('volume_attachments').set({ host_id: request.hostId }).where('id', '=', attachment.id).execute()
     })
     await places.get(attachment.location).syncExports()
-    const info = connectionInfo(await nbdSourceOf(store.db, box, identity), { volumeId: request.volumeId, attachmentId: attachment.id }, false)
+    const info = await this.encrypted(connectionInfo(await nbdSourceOf(store.db, box, identity), { volumeId: request.volumeId, attachmentId: attachment.id }, false), false)
     await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(info) }).where('id', '=', attachment.id).execute()
     return info
   }
@@ -62,7 +63,7 @@ export class VolumeConnections {
   private async connectRbd(request: { volumeId: string; hostId: string }, attachmentId: string): Promise<RbdConnectionInfo> {
     const pool = this.deps.cephVolumesPool
     if (!pool) throw new VolumeBackendError(`volume ${request.volumeId} is in Ceph, and this control plane has no Ceph configured (PCC_CEPH_CONF)`)
-    const info = rbdConnectionInfo(pool, hostCephUser(request.hostId), { volumeId: request.volumeId, attachmentId })
+    const info = await this.encrypted(rbdConnectionInfo(pool, hostCephUser(request.hostId), { volumeId: request.volumeId, attachmentId }), false)
     await this.deps.store.db.updateTable('volume_attachments').set({ host_id: request.hostId, connection_info: JSON.stringify(info) }).where('id', '=', attachmentId).execute()
     return info
   }
@@ -82,11 +83,17 @@ export class VolumeConnections {
     if (!row || (row.host_id !== hostId && row.server_host !== hostId)) throw notFound(`Attachment ${attachmentId} is not connected on host ${hostId}.`)
     const stored = row.connection_info ? (JSON.parse(row.connection_info) as VolumeConnectionInfo) : undefined
     // An RBD connection names the host's own cephx user: one that moved (a migration) is named anew.
-    if (stored?.driver_volume_type === 'rbd') return rbdConnectionInfo(stored.data.name.split('/')[0], hostCephUser(hostId), { volumeId: row.volume_id, attachmentId })
+    if (stored?.driver_volume_type === 'rbd') return this.encrypted(rbdConnectionInfo(stored.data.name.split('/')[0], hostCephUser(hostId), { volumeId: row.volume_id, attachmentId }), true)
     const source = await nbdSourceOf(store.db, box, attachmentIdentity(attachmentId)).catch(() => {
       throw notFound(`Attachment ${attachmentId} has no export.`)
     })
-    return connectionInfo(source, { volumeId: row.volume_id, attachmentId }, true)
+    return this.encrypted(connectionInfo(source, { volumeId: row.volume_id, attachmentId }, true), true)
+  }
+
+  /** The info with the volume's LUKS parameters when it is encrypted; the passphrase only `withKey` (the host's endpoint). */
+  async encrypted<I extends VolumeConnectionInfo>(info: I, withKey: boolean): Promise<I> {
+    const encryption = await volumeEncryption(this.deps.store.db, this.deps.box, info.data.volume_id, withKey)
+    return encryption ? { ...info, data: { ...info.data, encryption } } : info
   }
 
   /**

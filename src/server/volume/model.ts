@@ -49,6 +49,8 @@ export interface VolumeRecord {
   statusReason: string | null
   /** The generic volume group it belongs to (groups.ts), or null. */
   groupId: string | null
+  /** Its bytes are a LUKS container (its type was encrypted when it was made); the key stays in the control plane. */
+  encrypted: boolean
 }
 
 export interface SnapshotRecord {
@@ -120,6 +122,7 @@ export function rowToVolume(row: VolumeTable, typeName: string, attachments: Vol
     multiattach: row.multiattach === 1,
     statusReason: row.status_reason,
     groupId: row.group_id,
+    encrypted: row.encryption_key_id !== null,
   }
 }
 

@@ -39,6 +39,8 @@ import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } 
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
 import { findGroupRow, GROUP_MAY, requireStatus } from './group-status.js'
+import { keyForNewVolume, refuseEncryptionChange, type VolumeOrigin } from './encryption.js'
+import type { SecretBox } from '../crypto/secret-box.js'
 
 export { VOLUME_TASKS }
 
@@ -178,10 +180,14 @@ export class VolumeService {
   private connections: VolumeConnections | undefined
 
   /** The worker and connection manager, set once by the composition root (they are built around the service). */
-  useBackends(worker: VolumeWorker, connections: VolumeConnections): void {
+  useBackends(worker: VolumeWorker, connections: VolumeConnections, box: SecretBox): void {
     this.worker = worker
     this.connections = connections
+    this.box = box
   }
+
+  /** Seals encrypted volumes' keys (set with the backends). */
+  private box: SecretBox | undefined
 
   private wake(): void {
     this.options.wake?.()
@@ -267,6 +273,7 @@ export class VolumeService {
     let bootable = false
     let imageId: string | null = null
     let imageMetadata: Record<string, string> | null = null
+    let origin: VolumeOrigin = { kind: 'blank' }
     if (input.snapshot_id) {
       const snap = await tx.selectFrom('volume_snapshots').selectAll().where('id', '=', input.snapshot_id).executeTakeFirst()
       if (!snap || (caller.visibility !== 'all_projects' && snap.project_id !== caller.projectId)) throw notFound(`Snapshot ${input.snapshot_id} could not be found.`)
@@ -282,6 +289,7 @@ export class VolumeService {
         imageId = source.imageId
         imageMetadata = source.imageMetadata
       }
+      origin = { kind: 'copy', encryptionKeyId: await encryptionKeyOf(tx, snap.volume_id) }
     } else if (input.source_volid) {
       const source = await this.find(caller, input.source_volid, tx).catch(() => {
         throw notFound(`Volume ${input.source_volid} could not be found.`)
@@ -293,6 +301,7 @@ export class VolumeService {
       bootable = source.bootable
       imageId = source.imageId
       imageMetadata = source.imageMetadata
+      origin = { kind: 'copy', encryptionKeyId: await encryptionKeyOf(tx, source.id) }
     } else if (input.imageRef) {
       const image = await this.images.getVisibleImage(caller.projectId, caller.visibility, input.imageRef, tx).catch((err: unknown) => {
         if (err instanceof AppError) throw badRequest(`Invalid image identifier or unable to access requested image: ${err.message}`)
@@ -307,6 +316,7 @@ export class VolumeService {
       if (size < image.minDisk) throw badRequest(`Invalid input received: Volume size ${size}GB cannot be smaller than the image minDisk size ${image.minDisk}GB.`)
       bootable = true
       imageId = image.id
+      origin = { kind: 'image' }
       imageMetadata = {
         image_id: image.id,
         image_name: image.name ?? '',
@@ -328,6 +338,8 @@ export class VolumeService {
     }
     if (group && !group.volumeTypeIds.includes(type.id)) throw badRequest(`Invalid input received: Invalid volume_type provided: ${type.id} (requested type must be supported by this group).`)
     await checkQuota(tx, this.store.capabilities, caller.projectId, typedDelta(type.name, { volumes: 1, gigabytes: size }))
+    if (!this.box) throw new Error('the volume service has no secret box (useBackends was not called)')
+    const encryptionKeyId = await keyForNewVolume(tx, this.box, type.id, origin)
     const id = randomUUID()
     const now = this.now()
     await tx
@@ -356,6 +368,7 @@ export class VolumeService {
         // Cinder: the type's extra spec or the create body's deprecated flag (which it still honours).
         multiattach: layout.multiattach || input.multiattach ? 1 : 0,
         group_id: group?.id ?? null,
+        encryption_key_id: encryptionKeyId,
       })
       .execute()
     return (await loadVolume(tx, id))!
@@ -446,6 +459,8 @@ export class VolumeService {
         throw badRequest(`Invalid input received: New size for extend must be greater than current size. (current: ${volume.size}, extended: ${newSize}).`)
       }
       await refuseFrozen(tx, volume, 'extended')
+      // The hypervisor's luks node cannot follow a grown export; detached, the container grows with the bytes.
+      if (volume.encrypted && volume.status !== 'available') throw badRequest(`Invalid volume: Volume ${id} is encrypted; extend it while it is detached.`)
       await checkQuota(tx, this.store.capabilities, volume.projectId, typedDelta(volume.volumeTypeName, { gigabytes: newSize - volume.size }))
       // Conditional on the status read above: a concurrent attach or delete makes this a 409, not a lost update.
       const moved = await tx.updateTable('volumes').set({ status: 'extending', updated_at: this.now() }).where('id', '=', id).where('status', '=', volume.status).executeTakeFirst()
@@ -470,6 +485,7 @@ export class VolumeService {
       await refuseFrozen(tx, volume, 'retyped')
       const type = await resolveUsableType(tx, typeRef, typeAccessOf(caller))
       if (type.id === volume.volumeTypeId) throw badRequest(`Invalid input received: Volume ${id} is already of type ${type.name}.`)
+      await refuseEncryptionChange(tx, volume, type.id)
       const layout = typeLayout(type)
       if (layout.unmet.length > 0) throw badRequest(`Invalid input received: no backend of volume type ${type.name} fits: the ${layout.backend} backend does not have ${layout.unmet.join(', ')}.`)
       if (!fitsLayout(volume, layout)) {
@@ -517,6 +533,8 @@ export class VolumeService {
     const result = await this.store.db.transaction().execute(async (tx) => {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:upload_image', principal, { projectId: volume.projectId })
+      // Its bytes are ciphertext whose key stays with the volume: an image of them would be unreadable.
+      if (volume.encrypted) throw badRequest(`Invalid volume: Volume ${id} is encrypted; pcc does not upload encrypted volumes to images.`)
       if (!(volume.status === 'available' || (volume.status === 'in-use' && input.force))) {
         throw badRequest(`Invalid volume: Volume ${id} status must be available or in-use with force, but current status is: ${volume.status}.`)
       }
@@ -754,4 +772,9 @@ export class VolumeService {
     const rows = await db.selectFrom('volume_attachments').selectAll().where('server_id', '=', serverId).orderBy('created_at').execute()
     return rows.map((r) => ({ volumeId: r.volume_id, device: r.device, deleteOnTermination: r.delete_on_termination === 1, attachStatus: r.attach_status, attachmentId: r.id }))
   }
+}
+
+/** The key of a volume's LUKS container (null: not encrypted); a copy of its bytes is opened with the same key. */
+async function encryptionKeyOf(db: Db, volumeId: string): Promise<string | null> {
+  return (await db.selectFrom('volumes').select('encryption_key_id').where('id', '=', volumeId).executeTakeFirst())?.encryption_key_id ?? null
 }

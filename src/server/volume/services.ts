@@ -7,6 +7,7 @@ import { VolumeConnections } from './connections.js'
 import type { PortRange } from './exports.js'
 import type { StoragePlaces } from './places/registry.js'
 import { QosSpecsService } from './qos-specs.js'
+import { VolumeTypeEncryptionService } from './encryption.js'
 import { VolumeService, type VolumeServiceOptions } from './service.js'
 import { SnapshotService } from './snapshots.js'
 import { VolumeTypeService } from './types.js'
@@ -31,6 +32,8 @@ export interface VolumeServices {
   groupTypes: GroupTypeService
   groups: GroupService
   groupSnapshots: GroupSnapshotService
+  /** Volume types' encryption specs. */
+  typeEncryption: VolumeTypeEncryptionService
   /** The backend work behind the API (task handlers). */
   worker: VolumeWorker
   /** Attachments' exports and keys (compute and the hypervisor hosts' endpoint). */
@@ -53,7 +56,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
   const volumes = new VolumeService(store, queue, images, options)
   const worker = new VolumeWorker({ store, box: backend.box, places: backend.places, images, ports: backend.ports, downAfterMs: backend.downAfterMs })
   const connections = new VolumeConnections({ store, box: backend.box, places: backend.places, queue, ports: backend.ports, cephVolumesPool: backend.cephVolumesPool })
-  volumes.useBackends(worker, connections)
+  volumes.useBackends(worker, connections, backend.box)
   const snapshots = new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake })
   return {
     volumes,
@@ -65,6 +68,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
     groupTypes: new GroupTypeService(store),
     groups: new GroupService(store, queue, volumes, { now: options.now, wake: options.wake }),
     groupSnapshots: new GroupSnapshotService(store, queue, snapshots, { now: options.now, wake: options.wake, workDelayMs: volumes.workDelayMs }),
+    typeEncryption: new VolumeTypeEncryptionService(store),
     worker,
     connections,
     places: backend.places,

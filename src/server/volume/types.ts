@@ -141,6 +141,7 @@ export class VolumeTypeService {
         throw badRequest(`Target volume type is still in use: volumes of type ${type.name} exist.`)
       }
       await tx.deleteFrom('volume_type_access').where('volume_type_id', '=', type.id).execute()
+      await tx.deleteFrom('volume_type_encryption').where('volume_type_id', '=', type.id).execute()
       await tx.deleteFrom('volume_types').where('id', '=', type.id).execute()
     })
   }

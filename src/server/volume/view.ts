@@ -85,7 +85,7 @@ export function volumeView(v: VolumeRecord, ctx: ViewContext): Record<string, un
     source_volid: v.sourceVolid,
     // Cinder sends the flag as a string.
     bootable: v.bootable ? 'true' : 'false',
-    encrypted: false,
+    encrypted: v.encrypted,
     multiattach: v.multiattach,
     replication_status: null,
     consistencygroup_id: null,

@@ -19,6 +19,7 @@ import type { TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
 import { addGeneration, attachmentIdentity, connectionInfo, copyIdentity, dropOldGenerations, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'
 import { recordFailure, type MessageAction } from './messages.js'
+import { dropUnusedKey } from './encryption.js'
 import { choosePlace, layoutOf } from './placement.js'
 import { frontEndThrottle } from './qos-specs.js'
 import type { PlaceSource } from '../../contracts/host/storage-place.js'
@@ -227,6 +228,7 @@ export class VolumeWorker {
       await tx.deleteFrom('volume_snapshots').where('volume_id', '=', id).execute()
       await tx.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
       await tx.deleteFrom('volumes').where('id', '=', id).where('status', '=', 'deleting').execute()
+      await dropUnusedKey(tx, v.encryption_key_id)
     })
     if (keys.length > 0 && v.location) await this.deps.places.get(v.location).syncExports()
   }

@@ -36,6 +36,8 @@ const COMMAND_TIMEOUTS: Record<string, number> = {
   device_add: 60_000,
   device_del: 60_000,
   'blockdev-add': 60_000,
+  // Formatting LUKS derives keys (about 2 s of PBKDF2 each) before QEMU answers.
+  'blockdev-create': 60_000,
   'object-add': 60_000,
   'blockdev-del': 600_000,
   'blockdev-mirror': 600_000,

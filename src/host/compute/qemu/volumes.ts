@@ -16,12 +16,18 @@
  * group of the volume's own that holds its limits; the device reads through it. Part of the node graph, the limits
  * are in the command line of every later start and of a live migration's destination as well as in a hot-plug.
  *
+ * Encrypted volumes (`connection.data.encryption`; docs/block-storage.md, "Encrypted volumes"): the format node is
+ * QEMU's `luks` driver instead of `raw`, so the guest reads plaintext while the protocol node carries the LUKS
+ * container's ciphertext. Its passphrase is a `secret` object: given in QMP's `object-add` (`data`) on hot-plug, or
+ * read from a 0600 file in the volume's private directory on a command line, never an argument itself. A volume
+ * with no LUKS header yet (a blank one, attached for the first time) is formatted first (`blockdev-create`).
+ *
  * Node names are at most 31 characters in QEMU, so they use the first 16 hex digits of the volume id.
  */
 import { rm, writeFile } from 'node:fs/promises'
 import { privateDirAsync } from '../../private-dir.js'
 import { join } from 'node:path'
-import { DriverError, type NbdConnectionInfo, type RbdConnectionInfo, type VolumeConnection, type VolumeThrottleKey } from '../../../contracts/host/compute-driver.js'
+import { DriverError, type NbdConnectionInfo, type RbdConnectionInfo, type VolumeConnection, type VolumeEncryption, type VolumeThrottleKey } from '../../../contracts/host/compute-driver.js'
 
 /** What these functions need of a QMP client (qmp.ts's QmpClient). */
 export interface QmpSession {
@@ -51,6 +57,10 @@ export function volumeNames(volumeId: string) {
     throttle: `t${short}`,
     /** The throttle group object holding the volume's limits. */
     group: `tg-${short}`,
+    /** The secret object holding an encrypted volume's LUKS passphrase. */
+    secret: `sec-${short}`,
+    /** The job formatting a blank encrypted volume. */
+    format_job: `luks-${short}`,
   }
 }
 
@@ -118,13 +128,79 @@ function protocolOf(volume: VolumeConnection, keyDir: string): { node: Record<st
  * it stays while the volume is attached (a reconnect reads it again).
  */
 export async function writeVolumeKey(instanceDir: string, volume: VolumeConnection): Promise<string> {
-  if (rbdOf(volume)) return volumeKeyDir(instanceDir, volume.volumeId)
+  const dir = volumeKeyDir(instanceDir, volume.volumeId)
+  const encryption = encryptionOf(volume)
+  if (encryption) {
+    await privateDirAsync(dir)
+    await writeFile(join(dir, LUKS_KEY_FILE), passphraseOf(volume.volumeId, encryption), { mode: 0o600 })
+  }
+  if (rbdOf(volume)) return dir
   const info = connectionOf(volume)
   if (!info.data.psk_key) throw new DriverError(`Volume ${volume.volumeId}: the host has no key for its export.`)
-  const dir = volumeKeyDir(instanceDir, volume.volumeId)
   await privateDirAsync(dir)
   await writeFile(join(dir, 'keys.psk'), `${info.data.psk_identity}:${info.data.psk_key}\n`, { mode: 0o600 })
   return dir
+}
+
+/** The file (in the volume's 0600 directory) a command line's secret object reads the LUKS passphrase from. */
+const LUKS_KEY_FILE = 'luks.key'
+/** How long formatting a blank encrypted volume may take (LUKS spends about 2 s deriving keys, more under load). */
+const FORMAT_TIMEOUT_MS = 120_000
+/** QEMU's cipher for cryptsetup's name and key size: XTS splits its key in two, so 512 bits is AES-256. */
+const LUKS_CIPHERS: Record<string, Record<number, Record<string, string>>> = {
+  'aes-xts-plain64': { 256: { 'cipher-alg': 'aes-128', 'cipher-mode': 'xts', 'ivgen-alg': 'plain64' }, 512: { 'cipher-alg': 'aes-256', 'cipher-mode': 'xts', 'ivgen-alg': 'plain64' } },
+}
+
+function encryptionOf(volume: VolumeConnection): VolumeEncryption | undefined {
+  return volume.connection?.data.encryption
+}
+
+/**
+ * The secret's data: LUKS takes the passphrase as UTF-8 text, and the passphrase is the base64 text of random
+ * bytes, so the secret holds that text, itself base64-encoded for QEMU (`format: base64`).
+ */
+function passphraseOf(volumeId: string, encryption: VolumeEncryption): string {
+  if (!encryption.passphrase) throw new DriverError(`Volume ${volumeId} is encrypted, and the host has no key for it.`)
+  return Buffer.from(encryption.passphrase, 'utf8').toString('base64')
+}
+
+/** The format node over a volume's protocol node: `luks` for an encrypted volume (its secret named), else `raw`. */
+function formatNode(volume: VolumeConnection, file: string) {
+  const names = volumeNames(volume.volumeId)
+  if (encryptionOf(volume)) return { driver: 'luks', 'node-name': names.format, file, 'key-secret': names.secret }
+  return { driver: 'raw', 'node-name': names.format, file }
+}
+
+/**
+ * Opens an encrypted volume's LUKS container over its protocol node; a volume that has none yet (blank, never
+ * attached: the control plane refuses to make encrypted volumes from anything but blank or encrypted bytes) is
+ * formatted with the volume's cipher first. A container whose passphrase does not match fails, never reformatted.
+ */
+async function openLuks(qmp: QmpSession, volume: VolumeConnection, file: string): Promise<void> {
+  try {
+    await qmp.execute('blockdev-add', formatNode(volume, file))
+    return
+  } catch (err) {
+    if (!/not in LUKS format/i.test((err as Error).message)) throw err
+  }
+  await formatLuks(qmp, volume, file)
+  await qmp.execute('blockdev-add', formatNode(volume, file))
+}
+
+async function formatLuks(qmp: QmpSession, volume: VolumeConnection, file: string): Promise<void> {
+  const encryption = encryptionOf(volume)!
+  const cipher = LUKS_CIPHERS[encryption.cipher]?.[encryption.key_size]
+  if (!cipher) throw new DriverError(`Volume ${volume.volumeId}: this host cannot make a LUKS container with ${encryption.cipher} and a ${encryption.key_size}-bit key.`)
+  const names = volumeNames(volume.volumeId)
+  // The payload's size only bounds the truncate QEMU does; opening the container later gives the guest every byte
+  // after the header. An NBD node cannot grow, so asking for none keeps the export's size.
+  const since = qmp.events.length
+  await qmp.execute('blockdev-create', { 'job-id': names.format_job, options: { driver: 'luks', file, size: 0, 'key-secret': names.secret, ...cipher } })
+  await qmp.waitEvent('JOB_STATUS_CHANGE', FORMAT_TIMEOUT_MS, { since, match: (e) => e.data?.id === names.format_job && e.data?.status === 'concluded' })
+  const jobs = await qmp.execute<{ id: string; error?: string }[]>('query-jobs')
+  const error = jobs.find((j) => j.id === names.format_job)?.error
+  await qmp.execute('job-dismiss', { id: names.format_job })
+  if (error) throw new DriverError(`Volume ${volume.volumeId}: formatting its LUKS container failed: ${error}`)
 }
 
 export async function removeVolumeKey(instanceDir: string, volumeId: string): Promise<void> {
@@ -190,8 +266,9 @@ export function volumeArgs(volume: VolumeConnection, keyDir: string, machine: st
   const group = throttleGroup(volume)
   return [
     ...(tls ? ['-object', `tls-creds-psk,id=${tls.id},dir=${tls.dir},endpoint=client,username=${tls.username}`] : []),
+    ...(encryptionOf(volume) ? ['-object', `secret,id=${names.secret},file=${join(keyDir, LUKS_KEY_FILE)},format=base64`] : []),
     '-blockdev', JSON.stringify(node),
-    '-blockdev', JSON.stringify({ driver: 'raw', 'node-name': names.format, file: node['node-name'] }),
+    '-blockdev', JSON.stringify(formatNode(volume, node['node-name'])),
     ...(group ? ['-object', JSON.stringify(group), '-blockdev', JSON.stringify(throttleNode(volume))] : []),
     '-device', Object.entries(device).map(([k, v]) => (k === 'driver' ? String(v) : `${k}=${v}`)).join(','),
   ]
@@ -218,7 +295,14 @@ export async function attachVolume(qmp: QmpSession, volume: VolumeConnection, ke
     }
     await qmp.execute('blockdev-add', node)
     added.push(() => qmp.execute('blockdev-del', { 'node-name': node['node-name'] }))
-    await qmp.execute('blockdev-add', { driver: 'raw', 'node-name': names.format, file: node['node-name'] })
+    const encryption = encryptionOf(volume)
+    if (encryption) {
+      await qmp.execute('object-add', { 'qom-type': 'secret', id: names.secret, data: passphraseOf(volume.volumeId, encryption), format: 'base64' })
+      added.push(() => qmp.execute('object-del', { id: names.secret }))
+      await openLuks(qmp, volume, node['node-name'])
+    } else {
+      await qmp.execute('blockdev-add', formatNode(volume, node['node-name']))
+    }
     added.push(() => qmp.execute('blockdev-del', { 'node-name': names.format }))
     const group = throttleGroup(volume)
     if (group) {
@@ -252,6 +336,7 @@ export async function detachVolume(qmp: QmpSession, volumeId: string): Promise<v
   for (const node of nodes) if (node.startsWith(`${names.format}-nbd`) || node === names.rbd) await qmp.execute('blockdev-del', { 'node-name': node })
   await qmp.execute('object-del', { id: names.group }).catch(() => {})
   await qmp.execute('object-del', { id: names.tls }).catch(() => {})
+  await qmp.execute('object-del', { id: names.secret }).catch(() => {})
 }
 
 /**
@@ -262,6 +347,8 @@ export async function extendVolume(qmp: QmpSession, volume: VolumeConnection, si
   const names = volumeNames(volume.volumeId)
   const nodes = await nodeNames(qmp)
   if (!nodes.has(names.format)) throw new DriverError(`Volume ${volume.volumeId} is not attached to this guest.`)
+  // The luks node would have to grow by its header too; the control plane extends encrypted volumes detached only.
+  if (encryptionOf(volume)) throw new DriverError(`Volume ${volume.volumeId} is encrypted: extend it while it is detached.`)
   if (rbdOf(volume)) return void (await qmp.execute('block_resize', { 'node-name': names.format, size: sizeBytes }))
   const nbd = nbdNode(volume)
   if (!nodes.has(nbd['node-name'])) await qmp.execute('blockdev-add', nbd)

@@ -93,6 +93,10 @@ const message = object(
 )
 /** QoS specs: `consumer` says who applies the limits in `specs` (volume/qos-specs.ts). */
 const qosSpecs = object({ id: str, name: str, consumer: { type: 'string', enum: ['front-end', 'back-end', 'both'] }, specs: strMap }, ['id', 'name', 'consumer', 'specs'])
+/** A volume type's encryption spec (volume/encryption.ts); `typeEncryptionDetail` as show answers it ({} when none). */
+const encryptionFields = { provider: str, cipher: nstr, key_size: { type: ['integer', 'null'] }, control_location: { type: 'string', enum: ['front-end', 'back-end'] } }
+const typeEncryption = object({ volume_type_id: str, encryption_id: str, ...encryptionFields }, ['volume_type_id', 'encryption_id', 'provider', 'control_location'])
+const typeEncryptionDetail = object({ volume_type_id: str, encryption_id: str, ...encryptionFields, deleted: bool, created_at: str, updated_at: nstr, deleted_at: nul })
 /** A quota: the limit, or with `usage=true` the limit with what is used. */
 const quota = { anyOf: [int, object({ limit: int, in_use: int, reserved: int, allocated: int })] }
 
@@ -115,6 +119,12 @@ export const A = {
   /** A QoS specs' keys as they were set. */
   qosKeys: envelope('qos_specs', strMap),
   qosAssociations: envelope('qos_associations', listOf(object({ association_type: { type: 'string', enum: ['volume_type'] }, id: str, name: str }, ['association_type', 'id', 'name']))),
+  typeEncryption: envelope('encryption', typeEncryption),
+  typeEncryptionShown: typeEncryptionDetail,
+  /** An update's answer: the fields it was given. */
+  typeEncryptionChange: envelope('encryption', object(encryptionFields)),
+  /** One field of a type's encryption spec. */
+  typeEncryptionField: { type: 'object', additionalProperties: { type: ['string', 'integer', 'boolean', 'null'] } },
   typeAccess: envelope('volume_type_access', listOf(object({ volume_type_id: str, project_id: str }, ['volume_type_id', 'project_id']))),
   /** The answer to os-volume_upload_image: the volume and the image it is being copied into. */
   uploadedImage: envelope(

@@ -18,6 +18,7 @@ import { transferRoutes } from './transfer-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
 import { qosRoutes } from './qos-routes.js'
 import { groupRoutes } from './group-routes.js'
+import { typeEncryptionRoutes } from './encryption-routes.js'
 import { volumeResourceRoutes } from './volume-routes.js'
 import { addDocs, documented, OPEN } from '../../http/openapi.js'
 import { A, VOLUME_HEADERS } from './answers.js'
@@ -76,6 +77,7 @@ export function volumeRoutes(deps: AppDeps) {
         volumeTypeRoutes(r, deps, ctx)
         qosRoutes(r, deps, ctx)
         groupRoutes(r, deps, ctx)
+        typeEncryptionRoutes(r, deps)
         quotaRoutes(r, deps, ctx)
         serviceRoutes(r, deps)
         messageRoutes(r, deps)

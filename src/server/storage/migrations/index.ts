@@ -41,6 +41,7 @@ import * as m0115 from './0115-metrics.js'
 import * as m0116 from './0116-volume-transfers.js'
 import * as m0117 from './0117-volume-qos-specs.js'
 import * as m0118 from './0118-volume-groups.js'
+import * as m0119 from './0119-volume-type-encryption.js'
 
 export interface Migration {
   id: string
@@ -85,6 +86,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0116', name: 'volume-transfers', up: m0116.up },
   { id: '0117', name: 'volume-qos-specs', up: m0117.up },
   { id: '0118', name: 'volume-groups', up: m0118.up },
+  { id: '0119', name: 'volume-type-encryption', up: m0119.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

@@ -32,6 +32,8 @@ export interface VolumeTable {
   multiattach: number
   /** The group it belongs to (volume_groups), or null. */
   group_id: string | null
+  /** The key of an encrypted volume's LUKS container (volume_encryption_keys), or null: not encrypted. */
+  encryption_key_id: string | null
 }
 
 export interface VolumeAttachmentTable {
@@ -106,6 +108,30 @@ export interface VolumeQosSpecsTable {
   consumer: string
   /** JSON object of string values. */
   specs: string
+  created_at: number
+}
+
+/** A volume type's encryption (Cinder's volume type encryption; docs/block-storage.md, "Encrypted volumes"). */
+export interface VolumeTypeEncryptionTable {
+  volume_type_id: string
+  encryption_id: string
+  /** As given: `luks`, or Cinder's class names for it; pcc applies only LUKS (volume/encryption.ts). */
+  provider: string
+  cipher: string | null
+  /** Bits, or null (the cipher's default). */
+  key_size: number | null
+  /** front-end (the hypervisor decrypts) | back-end */
+  control_location: string
+  created_at: number
+  updated_at: number | null
+}
+
+/** An encrypted volume's LUKS passphrase, sealed with the master key; shared by volumes cloned from one another. */
+export interface VolumeEncryptionKeyTable {
+  id: string
+  sealed_key: string
+  cipher: string
+  key_size: number
   created_at: number
 }
 
@@ -210,6 +236,8 @@ export interface VolumeTables {
   volume_types: VolumeTypeTable
   volume_type_access: VolumeTypeAccessTable
   volume_qos_specs: VolumeQosSpecsTable
+  volume_type_encryption: VolumeTypeEncryptionTable
+  volume_encryption_keys: VolumeEncryptionKeyTable
   volume_quotas: VolumeQuotaTable
   volume_quota_classes: VolumeQuotaClassTable
   volume_exports: VolumeExportTable
