@@ -95,10 +95,10 @@ describe('the QEMU command line', () => {
   it('refuses image properties QEMU cannot honour, naming them', () => {
     const image = (properties: Record<string, string>): GuestImageRef => ({ id: 'i', diskFormat: 'qcow2', containerFormat: 'bare', size: 1, virtualSize: 1, checksum: null, osHashAlgo: null, osHashValue: null, properties })
     assert.deepEqual(imageHardware(image({ hw_disk_bus: 'scsi', hw_vif_model: 'e1000', hw_machine_type: 'q35' })), {
-      diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35', scsiController: 'virtio-scsi-pci', rng: undefined, video: 'VGA', rtc: 'utc', configDrive: false, firmware: 'bios',
+      diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35', scsiController: 'virtio-scsi-pci', rng: undefined, video: 'VGA', rtc: 'utc', configDrive: false, firmware: 'bios', guestAgent: false, requireQuiesce: false,
     })
     assert.deepEqual(imageHardware(image({ hw_scsi_model: 'virtio-scsi', hw_rng_model: 'virtio', hw_video_model: 'none', os_type: 'windows', img_config_drive: 'mandatory', hw_firmware_type: 'uefi' })), {
-      diskBus: 'virtio', cdromBus: undefined, vifModel: 'virtio-net-pci', machine: 'pc', scsiController: 'virtio-scsi-pci', rng: 'virtio-rng-pci', video: null, rtc: 'localtime', configDrive: true, firmware: 'uefi',
+      diskBus: 'virtio', cdromBus: undefined, vifModel: 'virtio-net-pci', machine: 'pc', scsiController: 'virtio-scsi-pci', rng: 'virtio-rng-pci', video: null, rtc: 'localtime', configDrive: true, firmware: 'uefi', guestAgent: false, requireQuiesce: false,
     })
     for (const [name, value] of [['hw_scsi_model', 'lsilogic'], ['hw_rng_model', 'egd'], ['hw_video_model', 'qxl2'], ['os_type', 'hurd'], ['img_config_drive', 'yes'], ['hw_firmware_type', 'coreboot']]) {
       assert.throws(() => imageHardware(image({ [name]: value })), new RegExp(`${name}=${value} is not supported`))

@@ -492,9 +492,9 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
       const running = runningPid(p.pidfile) !== undefined
-      const thaw = running ? await this.quiesce(serverId, p, rec) : undefined
+      const thaw = running ? once(await this.quiesce(serverId, p, rec)) : undefined
       try {
-        return await this.disks.snapshot(p, serverId, running ? (fn) => this.qmp(p, fn) : undefined)
+        return await this.disks.snapshot(p, serverId, running ? (fn) => this.qmp(p, fn) : undefined, thaw)
       } finally {
         await thaw?.()
       }
@@ -1043,6 +1043,13 @@ export class QemuDriver implements ComputeDriver {
     rmSync(p.dir, { recursive: true, force: true })
     for (const f of [p.qmp, p.serial, p.vnc, p.qga]) rmSync(f, { force: true })
   }
+}
+
+/** `fn` run at most once (later calls wait for the first); undefined stays undefined. */
+function once(fn: (() => Promise<void>) | undefined): (() => Promise<void>) | undefined {
+  if (!fn) return undefined
+  let run: Promise<void> | undefined
+  return () => (run ??= fn())
 }
 
 function shellQuote(path: string): string {
