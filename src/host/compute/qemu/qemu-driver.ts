@@ -29,7 +29,7 @@ import { HostPaths, privateDir, type InstancePaths } from './host-paths.js'
 import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
 import { ImageCache, type ImageSource } from './image-cache.js'
 import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
-import { GuestAgentClient, GuestAgentError, GuestAgentUnavailable } from './qga.js'
+import { AGENT_SYNC_TIMEOUT_MS, GuestAgentClient, GuestAgentError, GuestAgentUnavailable } from './qga.js'
 import { attachVolume as attachNbdVolume, detachVolume as detachNbdVolume, extendVolume as extendNbdVolume, removeVolumeKey, volumeKeyDir, writeVolumeKey } from './volumes.js'
 import { qemuImg } from './qemu-img.js'
 import { RbdDisks } from './rbd-disks.js'
@@ -133,11 +133,9 @@ const CAPABILITIES: DriverCapabilities = {
 /** Nova's QemuGuestAgentNotEnabled. */
 const GUEST_AGENT_NOT_ENABLED = 'QEMU guest agent is not enabled'
 /**
- * Guest agent waits: its sync (an agent that runs answers in well under a second, even under TCG), a freeze (it
- * syncs every file system first), and how long a guest may take to go down after the agent took guest-shutdown
- * before ACPI is tried too.
+ * Guest agent waits beside its sync's (qga.ts): a freeze (it syncs every file system first), and how long a guest
+ * may take to go down after the agent took guest-shutdown before ACPI is tried too.
  */
-const AGENT_SYNC_MS = 10_000
 const AGENT_FREEZE_MS = 20_000
 const AGENT_SHUTDOWN_WAIT_MS = 15_000
 
@@ -959,7 +957,7 @@ export class QemuDriver implements ComputeDriver {
     const rec = this.record(p)
     if (!rec || !imageHardware(rec.spec.image).guestAgent) return false
     try {
-      await this.guestAgent(p, (a) => a.sendWithoutAnswer('guest-shutdown', { mode: 'powerdown' }), Math.min(AGENT_SYNC_MS, timeoutMs / 3))
+      await this.guestAgent(p, (a) => a.sendWithoutAnswer('guest-shutdown', { mode: 'powerdown' }), Math.min(AGENT_SYNC_TIMEOUT_MS, timeoutMs / 3))
       return true
     } catch (err) {
       this.log('info', 'the guest agent did not take the shutdown: trying ACPI', { path: p.dir, reason: (err as Error).message })
@@ -981,7 +979,7 @@ export class QemuDriver implements ComputeDriver {
     }
     let agent: GuestAgentClient | undefined
     try {
-      agent = await GuestAgentClient.connect(p.qga, AGENT_SYNC_MS)
+      agent = await GuestAgentClient.connect(p.qga, AGENT_SYNC_TIMEOUT_MS)
       const frozen = await agent.execute<number>('guest-fsfreeze-freeze', undefined, AGENT_FREEZE_MS)
       this.log('info', 'guest file systems frozen for the snapshot', { serverId, frozen })
     } catch (err) {
@@ -1011,7 +1009,7 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /** Connects to the guest agent (synchronising first), runs `fn`, disconnects; a silent agent is a GuestAgentUnavailable. */
-  private async guestAgent<T>(p: InstancePaths, fn: (agent: GuestAgentClient) => Promise<T>, syncMs = AGENT_SYNC_MS): Promise<T> {
+  private async guestAgent<T>(p: InstancePaths, fn: (agent: GuestAgentClient) => Promise<T>, syncMs = AGENT_SYNC_TIMEOUT_MS): Promise<T> {
     if (!runningPid(p.pidfile)) throw new GuestAgentUnavailable('the guest is not running, so its QEMU guest agent cannot answer')
     const agent = await GuestAgentClient.connect(p.qga, syncMs)
     try {

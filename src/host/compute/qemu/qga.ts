@@ -31,8 +31,8 @@ export class GuestAgentError extends Error {
 }
 
 const SENTINEL = 0xff
-export const SYNC_TIMEOUT_MS = 10_000
-export const COMMAND_TIMEOUT_MS = 30_000
+export const AGENT_SYNC_TIMEOUT_MS = 10_000
+export const AGENT_COMMAND_TIMEOUT_MS = 30_000
 
 interface Answer {
   return?: unknown
@@ -57,7 +57,7 @@ export class GuestAgentClient {
   }
 
   /** Connects and synchronises with the agent; GuestAgentUnavailable when the channel or the agent does not answer. */
-  static async connect(path: string, syncTimeoutMs = SYNC_TIMEOUT_MS): Promise<GuestAgentClient> {
+  static async connect(path: string, syncTimeoutMs = AGENT_SYNC_TIMEOUT_MS): Promise<GuestAgentClient> {
     const socket = connect(path)
     const client = new GuestAgentClient(socket, path)
     try {
@@ -74,7 +74,7 @@ export class GuestAgentClient {
   }
 
   /** Runs one command; resolves with its `return` value, rejects with GuestAgentError or GuestAgentUnavailable. */
-  async execute<T = unknown>(command: string, args?: Record<string, unknown>, timeoutMs = COMMAND_TIMEOUT_MS): Promise<T> {
+  async execute<T = unknown>(command: string, args?: Record<string, unknown>, timeoutMs = AGENT_COMMAND_TIMEOUT_MS): Promise<T> {
     const answer = await this.request({ execute: command, ...(args && { arguments: args }) }, command, timeoutMs)
     if (answer.error) throw new GuestAgentError(command, answer.error.class ?? 'GenericError', answer.error.desc ?? 'unknown error')
     return answer.return as T
