@@ -1,7 +1,7 @@
 /**
  * The pcc guest image: a small bootable disk built on the machine itself, without internet, from Debian's cloud
- * kernel (`linux-image-cloud-amd64`), `busybox-static` and Dropbear (`dropbear-bin`: the SSH server, with the shared
- * libraries it links). Its init (guest-image/rootfs/init) prints the
+ * kernel (`linux-image-cloud-amd64`), `busybox-static`, Dropbear (`dropbear-bin`: the SSH server) and the QEMU guest
+ * agent (`qemu-guest-agent`), with the shared libraries they link. Its init (guest-image/rootfs/init) prints the
  * `pcc-guest:` lines that tests and the rest of the data plane read back from the console log (docs/qemu.md).
  *
  * What is built, into a cache directory keyed by every input (so a machine builds it once):
@@ -12,7 +12,8 @@
  * - `root-fs.qcow2`: an empty PCCROOT FAT without a boot loader: the root disk of such a kernel/ramdisk image.
  *
  * Inputs come from a sysroot (default `/`): `boot/vmlinuz-<release>`, `lib/modules/<release>`, `bin/busybox`,
- * `usr/sbin/dropbear` and `usr/bin/dropbearkey` (their libraries are found with ldd and read from the sysroot).
+ * `usr/sbin/dropbear`, `usr/bin/dropbearkey` and `usr/sbin/qemu-ga` (their libraries are found with ldd and read from
+ * the sysroot).
  * A machine without those packages installed can extract them there with `apt-get download` + `dpkg-deb -x`.
  * Tools: mtools (mformat, mcopy), syslinux, qemu-img.
  */
@@ -34,15 +35,16 @@ export class GuestImageUnavailable extends Error {
 }
 
 /** Bump when the build itself changes in a way the inputs do not show. */
-const BUILD_VERSION = 3
+const BUILD_VERSION = 4
 
 /**
  * Kernel modules the initramfs loads (with their dependencies), for the devices pcc gives a guest: virtio disks,
  * NICs and SCSI, IDE for the config drive's CD-ROM on `pc` machines, the file systems of the root disk (vfat) and
  * the config drive (iso9660), the ACPI power button and its input events (graceful stop), and pvpanic (a kernel
- * panic reaches QEMU as GUEST_PANICKED), and virtio-rng (hw_rng_model=virtio feeds the guest's entropy). Modules the kernel builds in or lacks are skipped.
+ * panic reaches QEMU as GUEST_PANICKED), virtio-rng (hw_rng_model=virtio feeds the guest's entropy) and virtio-console
+ * (the guest agent's virtio-serial port, hw_qemu_guest_agent=yes). Modules the kernel builds in or lacks are skipped.
  */
-const MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', 'virtio_scsi', 'sd_mod', 'sr_mod', 'ata_piix', 'isofs', 'vfat', 'nls_cp437', 'nls_ascii', 'button', 'evdev', 'pvpanic_mmio', 'virtio_rng']
+const MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', 'virtio_scsi', 'sd_mod', 'sr_mod', 'ata_piix', 'isofs', 'vfat', 'nls_cp437', 'nls_ascii', 'button', 'evdev', 'pvpanic_mmio', 'virtio_rng', 'virtio_console']
 
 /**
  * The kernel command line of the bootable disk; kernel/ramdisk images pass the same by default. no_timer_check, as
@@ -71,6 +73,8 @@ export interface GuestImageSources {
   /** The SSH server and its host key generator, with the shared libraries they link (paths under the sysroot). */
   dropbear: string
   dropbearkey: string
+  /** The QEMU guest agent (qemu-guest-agent). */
+  qemuGa: string
   libraries: string[]
 }
 
@@ -124,7 +128,9 @@ function isStaticElf(file: string): boolean {
 /** The kernel, its modules, busybox and dropbear under `sysroot`; GuestImageUnavailable names what is missing. */
 export function findSources(sysroot = '/'): GuestImageSources {
   const { kernel, kernelRelease, modulesDir } = findKernel(sysroot)
-  return { sysroot, kernel, kernelRelease, modulesDir, busybox: findBusybox(sysroot), ...findDropbear(sysroot) }
+  const { dropbear, dropbearkey } = findDropbear(sysroot)
+  const qemuGa = findGuestAgent(sysroot)
+  return { sysroot, kernel, kernelRelease, modulesDir, busybox: findBusybox(sysroot), dropbear, dropbearkey, qemuGa, libraries: sharedLibraries(sysroot, [dropbear, dropbearkey, qemuGa]) }
 }
 
 /** The newest kernel under `sysroot` that has its modules (linux-image-cloud-amd64). */
@@ -154,6 +160,13 @@ export function findDropbear(sysroot = '/'): { dropbear: string; dropbearkey: st
   const dropbearkey = join(sysroot, 'usr/bin/dropbearkey')
   for (const f of [dropbear, dropbearkey]) if (!existsSync(f)) throw new GuestImageUnavailable(`${f} is missing: install dropbear-bin`)
   return { dropbear, dropbearkey, libraries: sharedLibraries(sysroot, [dropbear, dropbearkey]) }
+}
+
+/** The QEMU guest agent under `sysroot` (qemu-guest-agent); its libraries come with the others (findSources). */
+export function findGuestAgent(sysroot = '/'): string {
+  const qemuGa = join(sysroot, 'usr/sbin/qemu-ga')
+  if (!existsSync(qemuGa)) throw new GuestImageUnavailable(`${qemuGa} is missing: install qemu-guest-agent`)
+  return qemuGa
 }
 
 /**
@@ -238,6 +251,7 @@ export function buildInitramfs(sources: GuestImageSources, modules: string[], ro
   entries.push({ path: 'bin/sh', type: 'symlink', target: 'busybox' })
   entries.push({ path: 'bin/dropbear', type: 'file', data: readFileSync(sources.dropbear), mode: 0o755 })
   entries.push({ path: 'bin/dropbearkey', type: 'file', data: readFileSync(sources.dropbearkey), mode: 0o755 })
+  entries.push({ path: 'bin/qemu-ga', type: 'file', data: readFileSync(sources.qemuGa), mode: 0o755 })
   // Libraries at the paths the binaries' loader looks in (ldd's paths, e.g. /lib64/ld-linux-x86-64.so.2 and
   // /lib/x86_64-linux-gnu); a symlinked name gets the file's bytes (read through the link).
   for (const lib of sources.libraries) {
@@ -296,7 +310,7 @@ function cacheKey(sources: GuestImageSources, modules: string[], rootfs: string,
   h.update(`pcc-guest-image ${BUILD_VERSION}\n${SYSLINUX_CFG}\n${STARTUP_NSH}\n${syslinuxVersion}\n${DISK_MB} ${ROOT_FS_MB}\n`)
   h.update(readFileSync(sources.kernel))
   h.update(readFileSync(sources.busybox))
-  for (const f of [sources.dropbear, sources.dropbearkey, ...sources.libraries]) h.update(`${f}\n`).update(readFileSync(f))
+  for (const f of [sources.dropbear, sources.dropbearkey, sources.qemuGa, ...sources.libraries]) h.update(`${f}\n`).update(readFileSync(f))
   for (const m of modules) h.update(`${m}\n`).update(readFileSync(join(sources.modulesDir, m)))
   for (const f of listTree(rootfs)) h.update(`${f.rel}\n`).update(f.isDir ? '' : readFileSync(f.full))
   return h.digest('hex').slice(0, 24)

@@ -7,9 +7,9 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { connect } from 'node:net'
+import { connect, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { POWER } from '../../src/contracts/host/compute-driver.js'
 import { DriverError, type GuestImageRef, type GuestSpec } from '../../src/contracts/host/compute-driver.js'
@@ -18,6 +18,7 @@ import { cpuTopology, imageHardware, qemuArgs, type LaunchPlan } from '../../src
 import { tapName } from '../../src/contracts/network/names.js'
 import { readConsoleLog, rotateConsoleLog } from '../../src/host/compute/qemu/console-log.js'
 import { HostPaths } from '../../src/host/compute/qemu/host-paths.js'
+import { GuestAgentClient, GuestAgentError, GuestAgentUnavailable } from '../../src/host/compute/qemu/qga.js'
 import { ImageCache } from '../../src/host/compute/qemu/image-cache.js'
 import { cleanStopMs, QemuDriver } from '../../src/host/compute/qemu/qemu-driver.js'
 import { COMMAND_TIMEOUT_MS, LONG_COMMAND_FACTOR } from '../../src/contracts/host/commands.js'
@@ -94,10 +95,10 @@ describe('the QEMU command line', () => {
   it('refuses image properties QEMU cannot honour, naming them', () => {
     const image = (properties: Record<string, string>): GuestImageRef => ({ id: 'i', diskFormat: 'qcow2', containerFormat: 'bare', size: 1, virtualSize: 1, checksum: null, osHashAlgo: null, osHashValue: null, properties })
     assert.deepEqual(imageHardware(image({ hw_disk_bus: 'scsi', hw_vif_model: 'e1000', hw_machine_type: 'q35' })), {
-      diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35', scsiController: 'virtio-scsi-pci', rng: undefined, video: 'VGA', rtc: 'utc', configDrive: false, firmware: 'bios',
+      diskBus: 'scsi', cdromBus: undefined, vifModel: 'e1000', machine: 'q35', scsiController: 'virtio-scsi-pci', rng: undefined, video: 'VGA', rtc: 'utc', configDrive: false, firmware: 'bios', guestAgent: false, requireQuiesce: false,
     })
     assert.deepEqual(imageHardware(image({ hw_scsi_model: 'virtio-scsi', hw_rng_model: 'virtio', hw_video_model: 'none', os_type: 'windows', img_config_drive: 'mandatory', hw_firmware_type: 'uefi' })), {
-      diskBus: 'virtio', cdromBus: undefined, vifModel: 'virtio-net-pci', machine: 'pc', scsiController: 'virtio-scsi-pci', rng: 'virtio-rng-pci', video: null, rtc: 'localtime', configDrive: true, firmware: 'uefi',
+      diskBus: 'virtio', cdromBus: undefined, vifModel: 'virtio-net-pci', machine: 'pc', scsiController: 'virtio-scsi-pci', rng: 'virtio-rng-pci', video: null, rtc: 'localtime', configDrive: true, firmware: 'uefi', guestAgent: false, requireQuiesce: false,
     })
     for (const [name, value] of [['hw_scsi_model', 'lsilogic'], ['hw_rng_model', 'egd'], ['hw_video_model', 'qxl2'], ['os_type', 'hurd'], ['img_config_drive', 'yes'], ['hw_firmware_type', 'coreboot']]) {
       assert.throws(() => imageHardware(image({ [name]: value })), new RegExp(`${name}=${value} is not supported`))
@@ -125,6 +126,93 @@ describe('the QEMU command line', () => {
     }
     assert.throws(() => imageHardware(image({ hw_machine_type: 'pc; rm -rf /' })), /hw_machine_type/)
     assert.throws(() => qemuArgs({ ...PLAN, machine: 'q35' }), /q35 machines have no IDE bus/)
+  })
+
+  it('reads hw_qemu_guest_agent and os_require_quiesce as Nova\'s flexible booleans and gives the agent its channel', () => {
+    const image = (properties: Record<string, string>): GuestImageRef => ({ id: 'i', diskFormat: 'qcow2', containerFormat: 'bare', size: 1, virtualSize: 1, checksum: null, osHashAlgo: null, osHashValue: null, properties })
+    for (const yes of ['yes', 'True', '1', 'on']) assert.equal(imageHardware(image({ hw_qemu_guest_agent: yes })).guestAgent, true, yes)
+    for (const no of ['no', 'False', '0', 'off', '']) assert.equal(imageHardware(image({ hw_qemu_guest_agent: no })).guestAgent, false, no)
+    assert.equal(imageHardware(image({})).guestAgent, false, 'no agent unless the image says so')
+    assert.equal(imageHardware(image({ os_require_quiesce: 'yes' })).requireQuiesce, true)
+    assert.throws(() => imageHardware(image({ hw_qemu_guest_agent: 'maybe' })), /hw_qemu_guest_agent=maybe is not supported/)
+    assert.throws(() => imageHardware(image({ os_require_quiesce: 'toString' })), /os_require_quiesce=tostring is not supported/)
+    assert.ok(!qemuArgs(PLAN).some((a) => /virtio-serial|guest_agent/.test(a)), 'no channel without the property')
+    const args = qemuArgs({ ...PLAN, guestAgentSocket: '/run/x,y.qga' })
+    assert.ok(arg(args, '-device').includes('virtio-serial-pci,id=virtio-serial0'))
+    assert.ok(arg(args, '-chardev').includes('socket,id=qga0,path=/run/x,,y.qga,server=on,wait=off'))
+    assert.ok(arg(args, '-device').includes('virtserialport,bus=virtio-serial0.0,nr=1,chardev=qga0,id=channel0,name=org.qemu.guest_agent.0'))
+  })
+})
+
+describe('the guest agent client', () => {
+  /** A fake agent on a unix socket: `answer` gets each line the client sent and writes what the agent would. */
+  const fakeAgent = async (answer: (line: string, socket: Socket) => void) => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcc-qga-'))
+    const path = join(dir, 'qga.sock')
+    const received: string[] = []
+    const server = createServer((socket) => {
+      let buffer = ''
+      socket.on('data', (b: Buffer) => {
+        // The 0xFF that resets the agent's parser is no line of its own.
+        buffer += b.toString('latin1').replace(/\xff/g, '')
+        for (let i = buffer.indexOf('\n'); i >= 0; i = buffer.indexOf('\n')) {
+          const line = buffer.slice(0, i)
+          buffer = buffer.slice(i + 1)
+          received.push(line)
+          answer(line, socket)
+        }
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(path, resolve))
+    return { path, received, close: () => (server.close(), rmSync(dir, { recursive: true, force: true })) }
+  }
+
+  it('synchronises past stale answers, then runs commands and reports the agent\'s errors', async () => {
+    const agent = await fakeAgent((line, socket) => {
+      const message = JSON.parse(line) as { execute: string; arguments?: { id?: number } }
+      if (message.execute === 'guest-sync-delimited') {
+        // An earlier client's answers arrive first: a plain one, then an earlier sync's with another id.
+        socket.write('{"return": {}}\n\xff{"return": 7}\n', 'latin1')
+        socket.write(Buffer.concat([Buffer.from([0xff]), Buffer.from(JSON.stringify({ return: message.arguments!.id }) + '\n')]))
+      } else if (message.execute === 'guest-info') socket.write('{"return": {"version": "7.2.0"}}\n')
+      else socket.write('{"error": {"class": "CommandNotFound", "desc": "no such command"}}\n')
+    })
+    try {
+      const client = await GuestAgentClient.connect(agent.path, 2000)
+      assert.deepEqual(await client.execute('guest-info'), { version: '7.2.0' })
+      await assert.rejects(client.execute('guest-nothing'), (err: unknown) => err instanceof GuestAgentError && err.errorClass === 'CommandNotFound')
+      client.close()
+    } finally {
+      agent.close()
+    }
+  })
+
+  it('gives up on a channel nobody answers on within its timeout, and on one that is not there', async () => {
+    const silent = await fakeAgent(() => {})
+    try {
+      const started = Date.now()
+      await assert.rejects(GuestAgentClient.connect(silent.path, 500), (err: unknown) => err instanceof GuestAgentUnavailable && /not responding/.test(err.message))
+      assert.ok(Date.now() - started < 3000, 'bounded by the sync timeout')
+    } finally {
+      silent.close()
+    }
+    await assert.rejects(GuestAgentClient.connect('/nonexistent/qga.sock', 500), GuestAgentUnavailable)
+    // A command whose answer never comes: a timeout, and the connection is not used again.
+    const mute = await fakeAgent((line, socket) => {
+      const message = JSON.parse(line) as { execute: string; arguments?: { id?: number } }
+      if (message.execute === 'guest-sync-delimited') socket.write(`\xff${JSON.stringify({ return: message.arguments!.id })}\n`, 'latin1')
+    })
+    try {
+      const client = await GuestAgentClient.connect(mute.path, 2000)
+      await assert.rejects(client.execute('guest-fsfreeze-freeze', undefined, 300), /not responding \(no answer to guest-fsfreeze-freeze/)
+      await assert.rejects(client.execute('guest-info'), GuestAgentUnavailable)
+      // A command that answers nothing when it works (guest-shutdown) is success on silence.
+      const again = await GuestAgentClient.connect(mute.path, 2000)
+      await again.sendWithoutAnswer('guest-shutdown', { mode: 'powerdown' }, 300)
+      again.close()
+    } finally {
+      mute.close()
+    }
   })
 })
 
@@ -361,6 +449,85 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     assert.ok(existsSync(join(d.options.root, 'var/lib/pcc/instances', id, 'nvram.fd')), 'its own copy of the variable store')
     await d.destroy(id)
     assert.deepEqual(qemuLeftovers(d.options.root, id), [])
+  })
+
+  it('with hw_qemu_guest_agent=yes: sets the admin password, quiesces a snapshot and shuts down through the agent', async () => {
+    const logs: string[] = []
+    const d = await driver({ log: (level, message, fields) => logs.push(`${level} ${message} ${JSON.stringify(fields)}`) })
+    const id = '00000000-0000-4000-8000-0000000d000b'
+    const props = { ...guest, id: 'guest-qga', properties: { hw_qemu_guest_agent: 'yes', os_require_quiesce: 'yes' } }
+    files.set('guest-qga', image.disk.path)
+    // The guest's evidence: an ext4 file system the agent can freeze (the ephemeral disk; the image's own FAT
+    // cannot be frozen), and root's password hash printed whenever chpasswd changes it.
+    const report = [
+      '#!/bin/sh',
+      'mkdir -p /run/eph && mount /dev/vdb /run/eph && echo "pcc-test: ext4 mounted"',
+      'last=$(awk -F: \'$1 == "root" { print $2 }\' /etc/passwd)',
+      'while sleep 0.5; do',
+      '  now=$(awk -F: \'$1 == "root" { print $2 }\' /etc/passwd)',
+      '  [ "$now" != "$last" ] && echo "pcc-test: root-hash $now" && last=$now',
+      'done',
+      '',
+    ].join('\n')
+    await d.spawn(spec(id, { image: props, imageId: props.id, flavor: { ...spec(id).flavor, ephemeral: 1 } }, report))
+    // (The line itself, not the guest's echo of its user data, where a quote follows it.)
+    const booted = await waitConsole(d, id, /pcc-test: ext4 mounted\r?\n/, 150_000)
+    assert.match(booted, /pcc-guest: guest-agent \/dev\/vport\d+p1/, 'the guest found its agent port and started the agent')
+    const password = 'n3w pass:with "quotes"'
+    await d.setAdminPassword(id, password)
+    // (A crypt hash, not the guest's echo of its user data.)
+    const changed = await waitConsole(d, id, /pcc-test: root-hash \$6\$\S+/, 30_000)
+    const hash = /pcc-test: root-hash (\$6\$\S+)/.exec(changed)![1]
+    const salt = hash.split('$')[2]
+    assert.equal(execFileSync('openssl', ['passwd', '-6', '-salt', salt, '-stdin'], { input: password }).toString().trim(), hash, "root's hash in the guest is the new password's")
+
+    const snap = await d.snapshot(id)
+    snap.data.resume()
+    const frozen = await waitConsole(d, id, /pcc-guest: fsfreeze thaw/, 30_000)
+    assert.match(frozen, /pcc-guest: fsfreeze freeze\r?\n[\s\S]*pcc-guest: fsfreeze thaw/, 'the agent froze the guest, then thawed it')
+    assert.ok(logs.some((l) => /guest file systems frozen for the snapshot .*"frozen":[1-9]/.test(l)), logs.join('\n'))
+    assert.ok(logs.some((l) => /guest file systems thawed after the snapshot/.test(l)))
+
+    const started = Date.now()
+    await d.powerOff(id)
+    assert.equal((await d.info(id))!.powerState, POWER.SHUTDOWN)
+    const text = await d.consoleOutput(id)
+    assert.match(text, /pcc-guest: guest agent shutdown: powering off/, 'the guest shut itself down when the agent asked')
+    assert.doesNotMatch(text, /pcc-guest: power button/, 'no ACPI needed')
+    assert.ok(Date.now() - started < 20_000, `a clean stop in ${Date.now() - started} ms`)
+    for (const where of [text, logs.join('\n'), readFileSync(join(d.options.root, 'var/lib/pcc/instances', id, 'guest.json'), 'utf8')]) assert.ok(!where.includes(password), 'the password reaches no log')
+    await d.destroy(id)
+    assert.deepEqual(qemuLeftovers(d.options.root, id), [])
+  })
+
+  it('without an agent answering: 409s for the password and for a snapshot that requires quiescing, and a snapshot that only may quiesce goes on', async () => {
+    const d = await driver({ shutdownTimeoutMs: 30_000 })
+    const plain = '00000000-0000-4000-8000-0000000d000c'
+    const silent = '00000000-0000-4000-8000-0000000d000d'
+    const noAgent = { ...guest, id: 'guest-no-agent', properties: { os_require_quiesce: 'yes' } }
+    const agentProp = { ...guest, id: 'guest-qga-silent', properties: { hw_qemu_guest_agent: 'yes' } }
+    files.set('guest-no-agent', image.disk.path)
+    files.set('guest-qga-silent', image.disk.path)
+    await d.spawn(spec(plain, { image: noAgent, imageId: noAgent.id }))
+    // The channel is there, the agent inside is stopped: nothing answers on it.
+    await d.spawn(spec(silent, { image: agentProp, imageId: agentProp.id }, '#!/bin/sh\nkill $(cat /run/qemu-ga.pid)\n'))
+    assert.match(await waitConsole(d, plain, /pcc-guest: ready/, 150_000), /pcc-guest: guest-agent none/)
+    await waitConsole(d, silent, /pcc-guest: user-data exit 0/, 150_000)
+
+    const refused = (code: number, pattern: RegExp) => (err: unknown) => err instanceof DriverError && err.code === code && pattern.test(err.message)
+    await assert.rejects(d.setAdminPassword(plain, 'secret-1'), refused(409, /QEMU guest agent is not enabled/))
+    await assert.rejects(d.snapshot(plain), refused(409, /Quiescing requires the QEMU guest agent/))
+    const started = Date.now()
+    await assert.rejects(d.setAdminPassword(silent, 'secret-2'), refused(409, /Unable to set password on instance for user "root": the QEMU guest agent is not responding/))
+    assert.ok(Date.now() - started < 20_000, `a silent agent is a fault, not a hang (${Date.now() - started} ms)`)
+    const snap = await d.snapshot(silent)
+    snap.data.resume()
+    assert.equal((await d.info(silent))!.powerState, POWER.RUNNING)
+    // The stop falls back to the power button when the agent does not take the shutdown.
+    await d.powerOff(silent)
+    assert.match(await d.consoleOutput(silent), /pcc-guest: power button: powering off/)
+    await d.destroy(plain)
+    await d.destroy(silent)
   })
 
   it('boots an image with kernel_id and ramdisk_id directly, with its os_command_line', async () => {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { chmodSync, copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { findBusybox, findDropbear } from '../../src/guest-image/build.js'
+import { findBusybox, findDropbear, findGuestAgent } from '../../src/guest-image/build.js'
 import { preflight, REQUIREMENTS, type ProbeRoots } from '../../src/server/all-in-one/preflight.js'
 import { SERVER_MAIN, spawnServer } from '../../src/testkit/process.js'
 import { tempDirs } from '../../src/testkit/temp-dirs.js'
@@ -18,11 +18,12 @@ const temp = tempDirs('pcc-preflight-')
 after(temp.removeAll)
 
 const PROGRAMS = ['qemu-system-x86_64', 'qemu-img', 'qemu-nbd', 'qemu-storage-daemon', 'genisoimage', 'mformat', 'mcopy', 'syslinux', 'dnsmasq', 'nft', 'conntrack', 'ip', 'unshare', 'nsenter']
-/** Why this machine has no static busybox or dropbear to copy into the scratch root (the probes read them), or undefined. */
+/** Why this machine has no static busybox, dropbear or qemu-ga to copy into the scratch root (the probes read them), or undefined. */
 function noStaticBusybox(): string | undefined {
   try {
     findBusybox('/')
     findDropbear('/')
+    findGuestAgent('/')
     return undefined
   } catch (err) {
     return (err as Error).message
@@ -54,6 +55,10 @@ function machine(without: string[] = []): ProbeRoots {
       copyFileSync(file, join(sysroot, file))
     }
   }
+  if (!without.includes('qemu-ga')) {
+    mkdirSync(join(sysroot, 'usr/sbin'), { recursive: true })
+    copyFileSync(findGuestAgent('/'), join(sysroot, 'usr/sbin/qemu-ga'))
+  }
   const kvm = join(dir, 'kvm')
   if (!without.includes('kvm')) writeFileSync(kvm, '')
   return { path: `${bin}:${join(dir, 'empty')}`, sysroot, uid: 0, kvmDevice: kvm }
@@ -75,6 +80,7 @@ describe('all-in-one preflight', { skip: noStaticBusybox() }, () => {
       [['kernel'], ['linux-image-cloud-amd64']],
       [['busybox'], ['busybox-static']],
       [['dropbear'], ['dropbear-bin']],
+      [['qemu-ga'], ['qemu-guest-agent']],
       [['kernel', 'busybox'], ['linux-image-cloud-amd64', 'busybox-static']],
       [['nft', 'conntrack', 'genisoimage', 'mcopy'], ['genisoimage', 'mtools', 'nftables', 'conntrack']],
       [['qemu-system-x86_64', 'qemu-nbd', 'syslinux'], ['qemu-system-x86', 'qemu-utils', 'syslinux']],
@@ -102,7 +108,7 @@ describe('all-in-one preflight', { skip: noStaticBusybox() }, () => {
 
   it('checks every package of the README and .ci/run', () => {
     const named = new Set(REQUIREMENTS.map((r) => r.debianPackage))
-    for (const p of ['qemu-system-x86', 'qemu-utils', 'genisoimage', 'mtools', 'syslinux', 'linux-image-cloud-amd64', 'busybox-static', 'dropbear-bin', 'dnsmasq-base', 'nftables', 'conntrack']) assert.ok(named.has(p), p)
+    for (const p of ['qemu-system-x86', 'qemu-utils', 'genisoimage', 'mtools', 'syslinux', 'linux-image-cloud-amd64', 'busybox-static', 'dropbear-bin', 'qemu-guest-agent', 'dnsmasq-base', 'nftables', 'conntrack']) assert.ok(named.has(p), p)
   })
 })
 

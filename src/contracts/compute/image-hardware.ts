@@ -34,6 +34,11 @@ export const OS_TYPES: Record<string, { rtc: 'utc' | 'localtime' }> = { linux: {
 export const FIRMWARE_TYPES: Record<string, 'bios' | 'uefi'> = { bios: 'bios', uefi: 'uefi' }
 /** img_config_drive: mandatory forces a config drive whatever the request says. */
 export const CONFIG_DRIVE_POLICIES: Record<string, boolean> = { optional: false, mandatory: true }
+/**
+ * Nova's flexible booleans (hw_qemu_guest_agent, os_require_quiesce), as oslo's bool_from_string reads them; the
+ * table refuses anything else rather than reading a typo as "no".
+ */
+export const BOOLEANS: Record<string, boolean> = { yes: true, y: true, true: true, t: true, on: true, '1': true, no: false, n: false, false: false, f: false, off: false, '0': false }
 const MACHINE = /^(pc|q35|pc-i440fx-[0-9.]+|pc-q35-[0-9.]+)$/
 
 export interface CpuTopology {
@@ -54,6 +59,10 @@ export interface ImageHardware {
   rtc: 'utc' | 'localtime'
   configDrive: boolean
   firmware: 'bios' | 'uefi'
+  /** hw_qemu_guest_agent: a virtio-serial channel `org.qemu.guest_agent.0` for the guest agent (docs/qemu.md). */
+  guestAgent: boolean
+  /** os_require_quiesce: a snapshot must freeze the guest's file systems through the agent, or fail. */
+  requireQuiesce: boolean
 }
 
 function pick<T>(props: Record<string, string>, name: string, table: Record<string, T>, fallback: T): T {
@@ -62,6 +71,11 @@ function pick<T>(props: Record<string, string>, name: string, table: Record<stri
   // Own keys only: `constructor` or `toString` are not buses or NIC models.
   if (!Object.hasOwn(table, value)) throw new ImageHardwareError(`image property ${name}=${value} is not supported by the qemu driver (one of: ${Object.keys(table).join(', ')})`)
   return table[value]
+}
+
+/** Booleans are case-insensitive ("Yes", "TRUE"), as oslo reads them. */
+function lowered(props: Record<string, string>, name: string): Record<string, string> {
+  return props[name] === undefined ? {} : { [name]: props[name].toLowerCase() }
 }
 
 /** Reads the hardware image properties; a value outside the tables is an ImageHardwareError naming it. */
@@ -79,6 +93,8 @@ export function imageHardwareOf(props: Record<string, string> = {}): ImageHardwa
     rtc: pick(props, 'os_type', OS_TYPES, OS_TYPES.linux).rtc,
     configDrive: pick(props, 'img_config_drive', CONFIG_DRIVE_POLICIES, false),
     firmware: pick(props, 'hw_firmware_type', FIRMWARE_TYPES, 'bios'),
+    guestAgent: pick(lowered(props, 'hw_qemu_guest_agent'), 'hw_qemu_guest_agent', BOOLEANS, false),
+    requireQuiesce: pick(lowered(props, 'os_require_quiesce'), 'os_require_quiesce', BOOLEANS, false),
   }
 }
 

@@ -8,7 +8,7 @@
  */
 import { accessSync, constants, existsSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
-import { findBusybox, findDropbear, findKernel } from '../../guest-image/build.js'
+import { findBusybox, findDropbear, findGuestAgent, findKernel } from '../../guest-image/build.js'
 
 /** Where the probes look: the program search path, the root files are found under, the user and the KVM device. */
 export interface ProbeRoots {
@@ -57,6 +57,7 @@ export const REQUIREMENTS: { what: string; probe: Probe; debianPackage: string }
   { what: "the guest image's kernel (/boot/vmlinuz-* with /lib/modules)", probe: found(findKernel), debianPackage: 'linux-image-cloud-amd64' },
   { what: "the guest image's userland (a static /bin/busybox)", probe: found(findBusybox), debianPackage: 'busybox-static' },
   { what: "the guest image's SSH server (dropbear, dropbearkey)", probe: found(findDropbear), debianPackage: 'dropbear-bin' },
+  { what: "the guest image's QEMU guest agent (qemu-ga)", probe: found(findGuestAgent), debianPackage: 'qemu-guest-agent' },
   { what: 'DHCP and metadata for guests (dnsmasq)', probe: program('dnsmasq'), debianPackage: 'dnsmasq-base' },
   { what: 'security groups and NAT (nft)', probe: program('nft'), debianPackage: 'nftables' },
   { what: 'cutting connections a removed rule allowed (conntrack)', probe: program('conntrack'), debianPackage: 'conntrack' },

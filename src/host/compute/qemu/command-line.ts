@@ -57,6 +57,8 @@ export interface LaunchPlan {
   rtc?: 'utc' | 'localtime'
   /** UEFI: OVMF's code (read-only) and the guest's own copy of its variable store (hw_firmware_type=uefi). */
   uefi?: { code: string; vars: string }
+  /** The guest agent's channel (hw_qemu_guest_agent=yes): the host end of its virtio-serial port, a unix socket. */
+  guestAgentSocket?: string
   pidfile: string
   qmpSocket: string
   serialSocket: string
@@ -154,6 +156,21 @@ function diskArgs(disks: PlannedDisk[], machine: string, scsiController = 'virti
   return args
 }
 
+/** The port name the guest agent opens in the guest (`/dev/virtio-ports/<name>`), as libvirt names its channel. */
+export const GUEST_AGENT_PORT = 'org.qemu.guest_agent.0'
+
+/**
+ * A virtio-serial controller with one port for the QEMU guest agent, backed by a unix socket the host connects to
+ * (qga.ts); the agent inside answers on it once it runs.
+ */
+function guestAgentArgs(socket: string): string[] {
+  return [
+    '-device', 'virtio-serial-pci,id=virtio-serial0',
+    '-chardev', `socket,id=qga0,path=${esc(socket)},server=on,wait=off`,
+    '-device', `virtserialport,bus=virtio-serial0.0,nr=1,chardev=qga0,id=channel0,name=${GUEST_AGENT_PORT}`,
+  ]
+}
+
 /** argv for QEMU (without the binary). */
 export function qemuArgs(plan: LaunchPlan): string[] {
   const args = [
@@ -182,6 +199,7 @@ export function qemuArgs(plan: LaunchPlan): string[] {
     ...(plan.video === null ? [] : ['-device', `${plan.video ?? 'VGA'},id=video0`]),
     // The guest's entropy from the host's /dev/urandom (hw_rng_model=virtio), as Nova's rng_dev_path default.
     ...(plan.rng ? ['-object', 'rng-random,id=rng0,filename=/dev/urandom', '-device', `${plan.rng},rng=rng0,id=rng0-dev`] : []),
+    ...(plan.guestAgentSocket ? guestAgentArgs(plan.guestAgentSocket) : []),
     '-display', 'none',
     '-vnc', `unix:${plan.vncSocket}`,
     // A guest kernel panic (through pvpanic) leaves QEMU paused in guest-panicked: the host reports CRASHED.

@@ -34,8 +34,12 @@ export interface DiskLayout {
   removeForRebuild(p: InstancePaths, serverId: string): Promise<void>
   /** Every disk of the guest goes: the server is deleted (the instance directory goes with the driver's teardown). */
   remove(p: InstancePaths, serverId: string): Promise<void>
-  /** The root disk as an image: a point-in-time copy, live when `monitor` is given. */
-  snapshot(p: InstancePaths, serverId: string, monitor?: Monitor): Promise<SnapshotData>
+  /**
+   * The root disk as an image: a point-in-time copy, live when `monitor` is given. `fixed` runs as soon as the
+   * copy's point in time is set (a live copy's job started), before the bytes are all copied: the guest, frozen
+   * for it, may go on.
+   */
+  snapshot(p: InstancePaths, serverId: string, monitor?: Monitor, fixed?: () => Promise<void>): Promise<SnapshotData>
   /** Source of a resize or cold migration (guest stopped): keeps what a revert needs, sends what the destination needs. */
   sendForMove(p: InstancePaths, serverId: string, toSameHost: boolean): Promise<void>
   /** Destination of a cold migration: the disks the source sent (or, shared, found where they are). */

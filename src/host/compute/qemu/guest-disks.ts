@@ -169,7 +169,7 @@ export class FileDisks implements DiskLayout {
    * The root disk as a standalone qcow2 (backing image folded in). A running or paused guest is copied live by
    * QEMU itself (`blockdev-backup`, a point-in-time copy as of the job's start), a stopped one with qemu-img.
    */
-  async snapshot(p: InstancePaths, serverId: string, monitor?: Monitor): Promise<SnapshotData> {
+  async snapshot(p: InstancePaths, serverId: string, monitor?: Monitor, fixed?: () => Promise<void>): Promise<SnapshotData> {
     if (!existsSync(p.disk)) throw new DriverError(`server ${serverId} has no local root disk to snapshot`, 409)
     const target = `${p.dir}/snapshot-${Date.now()}.qcow2`
     try {
@@ -180,6 +180,8 @@ export class FileDisks implements DiskLayout {
           try {
             const since = q.events.length
             await q.execute('blockdev-backup', { 'job-id': 'snapshot', device: 'root', target: 'snapshot-target', sync: 'full' })
+            // The copy is of the disk as it was when the job started: a frozen guest may thaw now.
+            await fixed?.()
             const done = await q.waitEvent('BLOCK_JOB_COMPLETED', 600_000, { since, match: (e) => e.data?.device === 'snapshot' })
             if (done.data?.error) throw new DriverError(`copying the disk failed: ${String(done.data.error)}`)
           } finally {

@@ -5,7 +5,7 @@
  * |---|---|
  * | `<root>/var/lib/pcc/instances/<server_id>/` | `disk` (qcow2 overlay), `disk.local`, `disk.swap`, `disk.config`, `disk.rescue`, `console.log` (+ `.0`), `guest.json`, `qemu.pid`, `suspend.state` |
  * | `<root>/var/lib/pcc/images/` | the image cache: `<image_id>` and `<image_id>.json` (format, size, digest) |
- * | `<root>/run/pcc/` | sockets: `<server_id>.qmp`, `<server_id>.serial`, `<server_id>.vnc` |
+ * | `<root>/run/pcc/` | sockets: `<server_id>.qmp`, `<server_id>.serial`, `<server_id>.vnc`, `<server_id>.qga` (guest agent) |
  *
  * Names carry the server id, so cleanup never guesses. The instance and image directories are root's alone
  * (`privateDir`).
@@ -73,6 +73,7 @@ export class HostPaths {
       qmp: socket('qmp'),
       serial: socket('serial'),
       vnc: socket('vnc'),
+      qga: socket('qga'),
     }
   }
 
@@ -99,4 +100,6 @@ export interface InstancePaths {
   qmp: string
   serial: string
   vnc: string
+  /** The guest agent's channel (hw_qemu_guest_agent=yes). */
+  qga: string
 }

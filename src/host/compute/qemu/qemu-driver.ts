@@ -29,6 +29,7 @@ import { HostPaths, privateDir, type InstancePaths } from './host-paths.js'
 import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
 import { ImageCache, type ImageSource } from './image-cache.js'
 import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
+import { AGENT_SYNC_TIMEOUT_MS, GuestAgentClient, GuestAgentError, GuestAgentUnavailable } from './qga.js'
 import { attachVolume as attachNbdVolume, detachVolume as detachNbdVolume, extendVolume as extendNbdVolume, removeVolumeKey, volumeKeyDir, writeVolumeKey } from './volumes.js'
 import { qemuImg } from './qemu-img.js'
 import { RbdDisks } from './rbd-disks.js'
@@ -124,9 +125,19 @@ const CAPABILITIES: DriverCapabilities = {
   supportsRescue: true,
   supportsLiveMigration: true,
   supportsConsoleOutput: true,
+  // Per guest: only images with hw_qemu_guest_agent=yes take a password (setAdminPassword); others answer 409.
   supportsSetAdminPassword: false,
   supportsSnapshot: true,
 }
+
+/** Nova's QemuGuestAgentNotEnabled. */
+const GUEST_AGENT_NOT_ENABLED = 'QEMU guest agent is not enabled'
+/**
+ * Guest agent waits beside its sync's (qga.ts): a freeze (it syncs every file system first), and how long a guest
+ * may take to go down after the agent took guest-shutdown before ACPI is tried too.
+ */
+const AGENT_FREEZE_MS = 20_000
+const AGENT_SHUTDOWN_WAIT_MS = 15_000
 
 /** A clean stop's default wait, as Nova's shutdown_timeout but inside the command's time (below). */
 export const CLEAN_STOP_DEFAULT_MS = 30_000
@@ -450,16 +461,41 @@ export class QemuDriver implements ComputeDriver {
     })
   }
 
-  async setAdminPassword(serverId: string): Promise<void> {
-    this.require(serverId, this.paths.instance(serverId))
-    throw new DriverError('setting the admin password needs the QEMU guest agent inside the guest, which the qemu driver does not drive (hw_qemu_guest_agent)', 409)
+  /**
+   * Sets the password of the image's login user through the guest agent (Nova's libvirt set_admin_password): the
+   * image's `os_admin_user`, else `Administrator` for Windows and `root` otherwise; sent base64, crypted by the
+   * guest. Without hw_qemu_guest_agent, or with an agent that does not answer, a 409 the server keeps its state on.
+   * The password goes only to the agent: no message or log line holds it.
+   */
+  setAdminPassword(serverId: string, password: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (!imageHardware(rec.spec.image).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: setting the admin password needs it (image property hw_qemu_guest_agent=yes)`, 409)
+      const props = rec.spec.image?.properties ?? {}
+      const username = props.os_admin_user || (props.os_type === 'windows' ? 'Administrator' : 'root')
+      try {
+        await this.guestAgent(p, (a) => a.execute('guest-set-user-password', { username, password: Buffer.from(password, 'utf8').toString('base64'), crypted: false }))
+      } catch (err) {
+        throw new DriverError(`Unable to set password on instance for user ${JSON.stringify(username)}: ${(err as Error).message}`, 409)
+      }
+      this.log('info', 'admin password set through the guest agent', { serverId, username })
+    })
   }
 
-  /** The root disk as an image (disk-layout.ts): a point-in-time copy, taken live from a running or paused guest. */
+  /**
+   * The root disk as an image (disk-layout.ts): a point-in-time copy, taken live from a running or paused guest,
+   * with its file systems frozen by the guest agent while the copy starts (quiesce, below).
+   */
   snapshot(serverId: string): Promise<SnapshotData> {
     return this.exclusive(serverId, async (p) => {
-      this.require(serverId, p)
-      return this.disks.snapshot(p, serverId, runningPid(p.pidfile) ? (fn) => this.qmp(p, fn) : undefined)
+      const rec = this.require(serverId, p)
+      const running = runningPid(p.pidfile) !== undefined
+      const thaw = running ? once(await this.quiesce(serverId, p, rec)) : undefined
+      try {
+        return await this.disks.snapshot(p, serverId, running ? (fn) => this.qmp(p, fn) : undefined, thaw)
+      } finally {
+        await thaw?.()
+      }
     })
   }
 
@@ -776,6 +812,7 @@ export class QemuDriver implements ComputeDriver {
       serialSocket: p.serial,
       consoleLog: p.consoleLog,
       vncSocket: p.vnc,
+      ...(hw.guestAgent && { guestAgentSocket: p.qga }),
       disks,
       nics: nicsOf(spec, hw.vifModel),
       ...(kernel && {
@@ -800,7 +837,7 @@ export class QemuDriver implements ComputeDriver {
     if (runningPid(p.pidfile)) return
     const rec = this.require(serverId, p)
     const plan = this.plan(serverId, p, rec, incoming)
-    for (const f of [p.qmp, p.serial, p.vnc, p.pidfile]) rmSync(f, { force: true })
+    for (const f of [p.qmp, p.serial, p.vnc, p.qga, p.pidfile]) rmSync(f, { force: true })
     mkdirSync(this.paths.run, { recursive: true })
     rotateConsoleLog(p.consoleLog, this.options.consoleLogMaxBytes ?? 1024 * 1024)
     const scope = this.options.systemdScope ?? (this.options.root === '/' && systemdAvailable())
@@ -895,16 +932,91 @@ export class QemuDriver implements ComputeDriver {
     }
   }
 
-  /** ACPI power button, repeated every 10 s (Nova's shutdown_retry_interval) until QEMU exits; false on timeout. */
+  /**
+   * A clean power-off within `timeoutMs`: first the guest agent's guest-shutdown when the image has the agent (as
+   * libvirt's shutdown tries the agent before ACPI), then the ACPI power button, repeated every 10 s (Nova's
+   * shutdown_retry_interval) until QEMU exits; false on timeout.
+   */
   private async powerDown(p: InstancePaths, timeoutMs: number): Promise<boolean> {
     const pid = runningPid(p.pidfile)
     if (!pid) return true
     const deadline = Date.now() + timeoutMs
+    if (await this.agentShutdown(p, timeoutMs)) {
+      if (await waitGone(pid, Math.min(AGENT_SHUTDOWN_WAIT_MS, deadline - Date.now()))) return true
+      this.log('warn', 'the guest did not power off after the guest agent\'s shutdown: trying ACPI', { path: p.dir })
+    }
     while (Date.now() < deadline) {
       await this.qmp(p, (q) => q.execute('system_powerdown')).catch(() => {})
       if (await waitGone(pid, Math.min(10_000, deadline - Date.now()))) return true
     }
     return false
+  }
+
+  /** Asks the guest agent to power the guest off; true when it took the command (it answers nothing on success). */
+  private async agentShutdown(p: InstancePaths, timeoutMs: number): Promise<boolean> {
+    const rec = this.record(p)
+    if (!rec || !imageHardware(rec.spec.image).guestAgent) return false
+    try {
+      await this.guestAgent(p, (a) => a.sendWithoutAnswer('guest-shutdown', { mode: 'powerdown' }), Math.min(AGENT_SYNC_TIMEOUT_MS, timeoutMs / 3))
+      return true
+    } catch (err) {
+      this.log('info', 'the guest agent did not take the shutdown: trying ACPI', { path: p.dir, reason: (err as Error).message })
+      return false
+    }
+  }
+
+  /**
+   * Freezes the guest's file systems through the guest agent for a snapshot (Nova's libvirt _set_quiesced) and gives
+   * back the thaw, which the caller runs however the snapshot ends. With os_require_quiesce a guest that cannot be
+   * quiesced (no agent in the image, or one that does not answer) fails the snapshot with 409; with only
+   * hw_qemu_guest_agent, a failed freeze is logged and the snapshot goes on crash-consistent, as Nova does.
+   */
+  private async quiesce(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<(() => Promise<void>) | undefined> {
+    const hw = imageHardware(rec.spec.image)
+    if (!hw.guestAgent) {
+      if (hw.requireQuiesce) throw new DriverError(`Quiescing requires the QEMU guest agent (image property os_require_quiesce is set): ${GUEST_AGENT_NOT_ENABLED}`, 409)
+      return undefined
+    }
+    let agent: GuestAgentClient | undefined
+    try {
+      agent = await GuestAgentClient.connect(p.qga, AGENT_SYNC_TIMEOUT_MS)
+      const frozen = await agent.execute<number>('guest-fsfreeze-freeze', undefined, AGENT_FREEZE_MS)
+      this.log('info', 'guest file systems frozen for the snapshot', { serverId, frozen })
+    } catch (err) {
+      // A freeze the agent took but did not answer in time may still happen in the guest: thaw, whatever it answers
+      // (on a fresh connection, once this one is closed: QEMU serves one at a time).
+      agent?.close()
+      if (agent) await this.guestAgent(p, (a) => a.execute('guest-fsfreeze-thaw')).catch(() => {})
+      const reason = (err as Error).message
+      if (hw.requireQuiesce) throw new DriverError(`Quiescing the guest failed but image property os_require_quiesce is set: ${reason}`, 409)
+      this.log('info', 'skipping quiescing the guest for the snapshot', { serverId, reason })
+      return undefined
+    }
+    const held = agent
+    return async () => {
+      try {
+        const thawed = await held.execute<number>('guest-fsfreeze-thaw')
+        this.log('info', 'guest file systems thawed after the snapshot', { serverId, thawed })
+      } catch (err) {
+        // The guest stays frozen otherwise: one more try on a fresh connection before the snapshot reports it.
+        held.close()
+        const retry = await this.guestAgent(p, (a) => a.execute<number>('guest-fsfreeze-thaw')).catch((again: Error) => again)
+        if (retry instanceof Error) throw new DriverError(`the guest's file systems could not be thawed after the snapshot: ${(err as Error).message}`, 409)
+      } finally {
+        held.close()
+      }
+    }
+  }
+
+  /** Connects to the guest agent (synchronising first), runs `fn`, disconnects; a silent agent is a GuestAgentUnavailable. */
+  private async guestAgent<T>(p: InstancePaths, fn: (agent: GuestAgentClient) => Promise<T>, syncMs = AGENT_SYNC_TIMEOUT_MS): Promise<T> {
+    if (!runningPid(p.pidfile)) throw new GuestAgentUnavailable('the guest is not running, so its QEMU guest agent cannot answer')
+    const agent = await GuestAgentClient.connect(p.qga, syncMs)
+    try {
+      return await fn(agent)
+    } finally {
+      agent.close()
+    }
   }
 
   /** Stops QEMU now: `quit`, then SIGTERM, then SIGKILL (Proxmox's _do_vm_stop, with shorter waits; at most 20 s). */
@@ -927,8 +1039,15 @@ export class QemuDriver implements ComputeDriver {
     await this.stopHard(p)
     if (disks === 'remove disks') await this.disks.remove(p, serverId)
     rmSync(p.dir, { recursive: true, force: true })
-    for (const f of [p.qmp, p.serial, p.vnc]) rmSync(f, { force: true })
+    for (const f of [p.qmp, p.serial, p.vnc, p.qga]) rmSync(f, { force: true })
   }
+}
+
+/** `fn` run at most once (later calls wait for the first); undefined stays undefined. */
+function once(fn: (() => Promise<void>) | undefined): (() => Promise<void>) | undefined {
+  if (!fn) return undefined
+  let run: Promise<void> | undefined
+  return () => (run ??= fn())
 }
 
 function shellQuote(path: string): string {
@@ -953,6 +1072,7 @@ function decodeFiles(files: Record<string, string>): Record<string, Buffer> {
 function toDriverError(err: unknown): Error {
   if (err instanceof DriverError) return err
   if (err instanceof QmpError || err instanceof QmpUnavailable) return new DriverError(err.message)
+  if (err instanceof GuestAgentError || err instanceof GuestAgentUnavailable) return new DriverError(err.message, 409)
   const e = err as NodeJS.ErrnoException
   if (e.code === 'ENOSPC') return new DriverError(`the host is out of disk space: ${e.message}`)
   if (e.code) return new DriverError(`${e.code}: ${e.message}`)

@@ -144,11 +144,12 @@ export class RbdDisks implements DiskLayout {
    * raw bytes. A running guest goes on writing; the snapshot is what its disk held at that instant
    * (crash-consistent, as Nova's without a guest agent).
    */
-  async snapshot(p: InstancePaths, serverId: string): Promise<SnapshotData> {
+  async snapshot(p: InstancePaths, serverId: string, _monitor?: unknown, fixed?: () => Promise<void>): Promise<SnapshotData> {
     const root = names(serverId).root
     if (!(await this.rbd.info(this.vms, root))) throw new DriverError(`server ${serverId} has no root disk to snapshot`, 409)
     const snapshot = `snapshot-${Date.now()}`
     await this.rbd.run(['snap', 'create', '--no-progress', rbdName(this.vms, root, snapshot)])
+    await fixed?.()
     const release = () => this.rbd.removeSnapshot(this.vms, root, snapshot)
     const rbd = this.rbd
     const vms = this.vms
