@@ -8,6 +8,7 @@ import { sql, type Kysely } from 'kysely'
 import { MIGRATIONS, migrate, type Migration } from '../../src/server/storage/migrations/index.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../src/server/storage/errors.js'
 import type { Store } from '../../src/server/storage/store.js'
+import { prepared } from '../../src/server/storage/prepared.js'
 import type { TaskTable } from '../../src/server/storage/schema.js'
 import type { Dialect } from '../../src/testkit/harness.js'
 import { openTestStore, type TestStore } from '../../src/testkit/store.js'
@@ -281,6 +282,48 @@ export function storageConformance(dialect: Dialect): void {
           .limit(5)
           .execute()
         assert.deepEqual(after.map((r) => r.id), all.slice(5, 10).map((r) => r.id))
+      })
+    })
+
+    describe('statements compiled once (prepared)', () => {
+      type Db = Store['db']
+      const metaValue = prepared((db: Db, key: string) => db.selectFrom('pcc_meta').select('value').where('key', '=', key))
+      // A constant the builder writes stays in every run, beside the call's value.
+      const keptMeta = prepared((db: Db, key: string) => db.selectFrom('pcc_meta').select('key').where('key', '=', key).where('value', '=', 'kept'))
+
+      it("run with each call's values, never an earlier call's", async () => {
+        await store.db.insertInto('pcc_meta').values([{ key: 'prepared-a', value: 'A' }, { key: 'prepared-b', value: 'B' }]).execute()
+        assert.deepEqual(await metaValue(store.db, 'prepared-a'), [{ value: 'A' }])
+        assert.deepEqual(await metaValue(store.db, 'prepared-b'), [{ value: 'B' }])
+        assert.deepEqual(await metaValue(store.db, 'prepared-none'), [])
+        assert.deepEqual(await metaValue(store.db, 'prepared-a'), [{ value: 'A' }])
+        // Concurrent calls do not share their values either.
+        const both = await Promise.all([metaValue(store.db, 'prepared-b'), metaValue(store.db, 'prepared-a')])
+        assert.deepEqual(both, [[{ value: 'B' }], [{ value: 'A' }]])
+      })
+
+      it("keep the builder's constants", async () => {
+        await store.db.insertInto('pcc_meta').values({ key: 'prepared-c', value: 'not kept' }).execute()
+        assert.deepEqual(await keptMeta(store.db, 'prepared-c'), [])
+        await store.db.updateTable('pcc_meta').set({ value: 'kept' }).where('key', '=', 'prepared-c').execute()
+        assert.deepEqual(await keptMeta(store.db, 'prepared-c'), [{ key: 'prepared-c' }])
+      })
+
+      it("run in a transaction on its connection: they see its writes, and not once it rolled back", async () => {
+        await assert.rejects(
+          store.db.transaction().execute(async (tx) => {
+            await tx.insertInto('pcc_meta').values({ key: 'prepared-tx', value: 'T' }).execute()
+            assert.deepEqual(await metaValue(tx, 'prepared-tx'), [{ value: 'T' }])
+            throw new Error('roll back')
+          }),
+          /roll back/,
+        )
+        assert.deepEqual(await metaValue(store.db, 'prepared-tx'), [])
+      })
+
+      it('refuse a builder that uses a value other than as a parameter', async () => {
+        const branching = prepared((db: Db, key: string) => db.selectFrom('pcc_meta').select('value').where('key', '=', typeof key === 'string' ? key : 'other'))
+        await assert.rejects(branching(store.db, 'x'), /1 of its values are not parameters/)
       })
     })
 

@@ -6,6 +6,7 @@ import { badRequest } from '../../contracts/errors.js'
 import type { FlavorTable } from '../storage/schema.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
+import { prepared } from '../storage/prepared.js'
 import type { Visibility } from '../policy/rules.js'
 
 /** m1.* as DevStack defines them, plus a small one for tests and demos. */
@@ -68,10 +69,14 @@ export function flavorSnapshot(f: FlavorTable): FlavorSnapshot {
 
 /** Every flavor that is not deleted, and the ids of the private ones `projectId` was given access to. */
 export async function flavorsWithAccess(db: Db, projectId: string): Promise<{ rows: FlavorTable[]; accessible: Set<string> }> {
-  const rows = await db.selectFrom('flavors').selectAll().where('deleted', '=', 0).execute()
-  const accessible = new Set((await db.selectFrom('flavor_access').select('flavor_id').where('project_id', '=', projectId).execute()).map((a) => a.flavor_id))
+  const rows = await liveFlavors(db)
+  const accessible = new Set((await flavorsOfProject(db, projectId)).map((a) => a.flavor_id))
   return { rows, accessible }
 }
+
+// Compiled once: flavors/detail is polled by every client that picks a flavor by name (storage/prepared.ts).
+const liveFlavors = prepared((db: Db) => db.selectFrom('flavors').selectAll().where('deleted', '=', 0))
+const flavorsOfProject = prepared((db: Db, projectId: string) => db.selectFrom('flavor_access').select('flavor_id').where('project_id', '=', projectId))
 
 /** A live flavor with this id or this name (either makes a new flavor a duplicate). */
 export async function findFlavorClash(db: Db, id: string, name: string): Promise<Pick<FlavorTable, 'id' | 'name'> | undefined> {

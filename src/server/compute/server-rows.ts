@@ -4,6 +4,7 @@
  */
 import type { ServerTable } from '../storage/tables/compute.js'
 import type { Db } from '../storage/store.js'
+import { prepared } from '../storage/prepared.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import { insertAction } from './instance-actions.js'
 import { checkMetadataQuota } from './quotas.js'
@@ -19,14 +20,18 @@ export type LiveServerStamp = Pick<ServerTable, 'id' | 'project_id' | 'rev' | 'h
 
 /** The live server's owner, host and view stamp (its row revision and view revision), in one statement. */
 export async function findLiveServerStamp(db: Db, id: string): Promise<LiveServerStamp | undefined> {
-  return db
+  return (await liveServerStamp(db, id))[0]
+}
+
+// Compiled once: every poll of a server's show reads it (storage/prepared.ts).
+const liveServerStamp = prepared((db: Db, id: string) =>
+  db
     .selectFrom('servers')
     .select(['id', 'project_id', 'rev', 'host'])
     .select((eb) => eb.fn.coalesce(eb.selectFrom('server_view_revisions').select('rev').whereRef('server_id', '=', 'servers.id'), eb.lit(0)).as('view_rev'))
     .where('id', '=', id)
-    .where('deleted', '=', 0)
-    .executeTakeFirst()
-}
+    .where('deleted', '=', 0),
+)
 
 /** What os-instance-actions needs of a server, deleted or not (its actions outlive it from 2.21). */
 export type ServerOfActions = Pick<ServerTable, 'id' | 'project_id' | 'deleted' | 'host'>

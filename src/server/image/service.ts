@@ -16,6 +16,7 @@ import { BlobTooLargeError, type BlobDigests, type BlobStore, type PutOptions, t
 import { allows, authorize, visibilityOf, type Visibility } from '../policy/rules.js'
 import { imagePolicy } from '../policy/image.policy.js'
 import type { Db, Store } from '../storage/store.js'
+import { prepared } from '../storage/prepared.js'
 import { filterSortPage, type ImageQuery, type ListPage } from './listing.js'
 import { CORE_ATTRIBUTES, MEMBER_STATUSES, READ_ONLY_ATTRIBUTES, rowToImage, type ImageMember, type ImageRecord } from './model.js'
 import { applyPatch, type ImageDraft } from './patch.js'
@@ -64,6 +65,10 @@ export interface SnapshotImageRequest {
 /** Read-only attributes a caller with set_owner may still change with a patch (Glance lets admins move an image to another owner). */
 const ADMIN_WRITABLE: ReadonlySet<string> = new Set(['owner'])
 
+// Compiled once: every show of an image reads both (storage/prepared.ts).
+const imageById = prepared((db: Db, id: string) => db.selectFrom('images').selectAll().where('id', '=', id))
+const tagsOfImage = prepared((db: Db, id: string) => db.selectFrom('image_tags').select('tag').where('image_id', '=', id))
+
 export class ImageService {
   private readonly now: () => number
 
@@ -78,9 +83,9 @@ export class ImageService {
   // ---- reading ----
 
   private async load(db: Db, id: string): Promise<ImageRecord | undefined> {
-    const row = await db.selectFrom('images').selectAll().where('id', '=', id).executeTakeFirst()
+    const [row] = await imageById(db, id)
     if (!row) return undefined
-    const tags = await db.selectFrom('image_tags').select('tag').where('image_id', '=', id).execute()
+    const tags = await tagsOfImage(db, id)
     return rowToImage(row, tags.map((t) => t.tag))
   }
 

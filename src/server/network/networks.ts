@@ -1,5 +1,7 @@
 /** Networks: create, show, list, update, delete, with Neutron's visibility (own, shared, external). */
 import type { NetworkTable } from '../storage/schema.js'
+import type { Db } from '../storage/store.js'
+import { prepared } from '../storage/prepared.js'
 import type { NetworkPolicyTarget } from '../policy/network.policy.js'
 import { can, flag, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
@@ -53,10 +55,13 @@ function checkMtu(mtu: number | undefined, type: string): void {
 
 /** A network the actor may see, or NetworkNotFound (404) — also for another project's private network. */
 export async function visibleNetwork(ctx: NetCtx, actor: Actor, id: string): Promise<NetworkTable> {
-  const row = await ctx.db.selectFrom('networks').selectAll().where('id', '=', id).executeTakeFirst()
+  const [row] = await networkById(ctx.db, id)
   if (!row || !can(actor, 'get_network', networkTarget(row))) throw neutron.networkNotFound(id)
   return row
 }
+
+// Compiled once: every show of a network reads it (storage/prepared.ts).
+const networkById = prepared((db: Db, id: string) => db.selectFrom('networks').selectAll().where('id', '=', id))
 
 export async function renderNetworks(ctx: NetCtx, actor: Actor, rows: NetworkTable[]): Promise<View[]> {
   const subnets = await subnetIdsByNetwork(ctx.db, rows.map((r) => r.id))

@@ -2,6 +2,7 @@
 import { notFound } from '../../contracts/errors.js'
 import { CONTROLLER } from '../../contracts/host/storage-place.js'
 import type { Db } from '../storage/store.js'
+import { prepared } from '../storage/prepared.js'
 import type { VolumeTable } from '../storage/schema.js'
 import { DEFAULT_VOLUME_TYPE, rowToAttachment, rowToType, rowToVolume, type VolumeRecord, type VolumeTypeRecord } from './model.js'
 
@@ -11,7 +12,7 @@ export async function hydrate(db: Db, rows: VolumeTable[]): Promise<VolumeRecord
   // Storage hosts by id: a volume's host is named as `openstack volume service list` names it (<hostname>@<backend>).
   const places = [...new Set(rows.map((r) => r.location).filter((l): l is string => l !== null && l !== CONTROLLER))]
   const [types, attachments, hosts] = await Promise.all([
-    db.selectFrom('volume_types').select(['id', 'name']).execute(),
+    volumeTypeNames(db),
     db.selectFrom('volume_attachments').selectAll().where('volume_id', 'in', ids).orderBy('created_at').execute(),
     places.length ? db.selectFrom('hosts').select(['id', 'hostname']).where('id', 'in', places).execute() : Promise.resolve([]),
   ])
@@ -28,9 +29,13 @@ export async function hydrate(db: Db, rows: VolumeTable[]): Promise<VolumeRecord
 }
 
 export async function loadVolume(db: Db, id: string): Promise<VolumeRecord | undefined> {
-  const row = await db.selectFrom('volumes').selectAll().where('id', '=', id).executeTakeFirst()
+  const [row] = await volumeById(db, id)
   return row ? (await hydrate(db, [row]))[0] : undefined
 }
+
+// Compiled once, as the type names hydrate reads: every show of a volume reads both (storage/prepared.ts).
+const volumeById = prepared((db: Db, id: string) => db.selectFrom('volumes').selectAll().where('id', '=', id))
+const volumeTypeNames = prepared((db: Db) => db.selectFrom('volume_types').select(['id', 'name']))
 
 /** A volume type by id or name; 404 in Cinder's words when there is none. */
 export async function resolveType(db: Db, idOrName: string | undefined | null): Promise<VolumeTypeRecord> {

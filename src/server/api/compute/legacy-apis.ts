@@ -36,6 +36,9 @@ const DOCS = {
 
 const extensionView = ([alias, name, description]: readonly [string, string, string]) => ({ alias, name, description, ...EXTENSION_COMMON })
 
+/** Built once: the list is fixed (as the network API's, docs/benchmarks.md). */
+const extensionList = { extensions: EXTENSIONS.map(extensionView) }
+
 export function legacyApiRoutes(deps: AppDeps) {
   const db = deps.store.db
   return async (scope: FastifyInstance): Promise<void> => {
@@ -51,7 +54,7 @@ export function legacyApiRoutes(deps: AppDeps) {
     })
     scope.get('/v2.1/extensions', DOCS.extensions, async (request) => {
       must(request, 'extensions')
-      return { extensions: EXTENSIONS.map(extensionView) }
+      return extensionList
     })
     scope.get<{ Params: { alias: string } }>('/v2.1/extensions/:alias', DOCS.extension, async (request) => {
       must(request, 'extensions')
