@@ -131,6 +131,26 @@ test('zones and aggregate metadata place servers: --availability-zone and aggreg
       (await call(tb, tb.member, 'GET', '/os-availability-zone')).body.availabilityZoneInfo.map((z: { zoneName: string }) => z.zoneName),
       ['edge', 'nova'],
     )
+    // Only a zone the create asked for binds a server (Nova's request spec): one placed on an edge host without
+    // asking migrates out of the zone; one created in edge has no other host to go to.
+    const free = await call(tb, tb.admin, 'POST', '/servers', createBody('free', { host: 'sim-host-3' }), '2.74')
+    assert.equal(free.status, 202, JSON.stringify(free.body))
+    assert.equal((await waitStatus(tb, free.body.server.id, 'ACTIVE'))['OS-EXT-AZ:availability_zone'], 'edge')
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${free.body.server.id}/action`, { migrate: null })).status, 202)
+    const migrated = await waitStatus(tb, free.body.server.id, 'VERIFY_RESIZE')
+    assert.notEqual(migrated['OS-EXT-SRV-ATTR:host'], 'sim-host-3')
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${free.body.server.id}/action`, { confirmResize: null })).status, 204)
+    assert.equal((await waitStatus(tb, free.body.server.id, 'ACTIVE'))['OS-EXT-AZ:availability_zone'], 'nova')
+    const edgeServer = (await call(tb, tb.admin, 'GET', '/servers?all_tenants=1&name=^e0$')).body.servers[0].id as string
+    assert.equal((await call(tb, tb.admin, 'POST', `/servers/${edgeServer}/action`, { migrate: null })).status, 202)
+    for (let tries = 0; ; tries++) {
+      const migrations = (await call(tb, tb.admin, 'GET', `/os-migrations?instance_uuid=${edgeServer}`)).body.migrations as { status: string }[]
+      if (migrations[0]?.status === 'error') break
+      assert.ok(tries < 600, `the pinned server's migration should fail: ${JSON.stringify(migrations)}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const after = await waitStatus(tb, edgeServer, 'ACTIVE')
+    assert.equal(after['OS-EXT-SRV-ATTR:host'], 'sim-host-3')
     // A zone does not change under the servers of its hosts.
     const moved = await call(tb, tb.admin, 'PUT', `/os-aggregates/${zone.id}`, { aggregate: { availability_zone: 'edge2' } })
     assert.equal(moved.status, 400)

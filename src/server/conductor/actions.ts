@@ -10,6 +10,7 @@ import type { ActionTaskPayload } from '../compute/tasks.js'
 import { DriverError, type ComputeDriver } from '../../contracts/host/compute-driver.js'
 import { releaseAll, releasePart } from '../scheduler/claims.js'
 import { flavorResources, NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
+import { hostZones } from '../compute/aggregates.js'
 import { imagesTypeOf } from '../scheduler/host-state.js'
 import type { ServerTable } from '../storage/tables/compute.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
@@ -159,6 +160,12 @@ export class ActionRun {
     const row = await this.ctx.store.db.selectFrom('hosts').select('hostname').where('id', '=', hostId).executeTakeFirst()
     return row?.hostname ?? hostId
   }
+
+  /** A server's host columns once it runs on this host, its zone the host's (Nova's conductor sets it on a move). */
+  async placedOn(hostId: string): Promise<Pick<ServerTable, 'host_id' | 'host' | 'node' | 'availability_zone'>> {
+    const name = await this.hostname(hostId)
+    return { host_id: hostId, host: name, node: name, availability_zone: (await hostZones(this.ctx.store.db)).get(name) ?? null }
+  }
 }
 
 function snapshotOf(json: string | null): FlavorSnapshot | undefined {
@@ -195,7 +202,6 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
   if (onSource) await run.driver().migrateDiskAndPowerOff(run.server.id, target, dest === run.server.host_id)
   await run.step('resize_migrated')
   await run.step('resize_finish')
-  const destName = await run.hostname(dest)
   // The source keeps its copy of the guest until the resize is confirmed (a revert starts it there again); so the
   // disks in transit go whatever happens here: a repeated run sends them again from the source.
   try {
@@ -203,7 +209,7 @@ async function migrateCold(run: ActionRun, resize: boolean): Promise<Outcome> {
   } finally {
     await run.ctx.storage?.transfers?.removeTransfers(run.server.id)
   }
-  return { vm_state: 'resized', flavor: JSON.stringify(target), host_id: dest, host: destName, node: destName, progress: 0 }
+  return { vm_state: 'resized', flavor: JSON.stringify(target), ...(await run.placedOn(dest)), progress: 0 }
 }
 
 async function confirmResize(run: ActionRun): Promise<Outcome> {
@@ -230,16 +236,15 @@ async function revertResize(run: ActionRun): Promise<Outcome> {
     if (source) await releaseAll(tx, run.server.id, run.server.host_id!)
     else if (neu && run.server.host_id) await releasePart(tx, run.server.id, run.server.host_id, flavorResources(neu))
   })
-  const name = back ? await run.hostname(back) : null
-  return { flavor: JSON.stringify(old), old_flavor: null, new_flavor: null, host_id: back, host: name, node: name }
+  const placed = back ? await run.placedOn(back) : { host_id: null, host: null, node: null }
+  return { flavor: JSON.stringify(old), old_flavor: null, new_flavor: null, ...placed }
 }
 
 /** Moves the server's claim to `dest` and lets the source one go, with the final update. */
 async function moveClaim(run: ActionRun, dest: string): Promise<Outcome> {
-  const name = await run.hostname(dest)
   const from = run.server.host_id
   if (from && from !== dest) await run.ctx.store.db.transaction().execute((tx) => releaseAll(tx, run.server.id, from).then(() => undefined))
-  return { host_id: dest, host: name, node: name }
+  return run.placedOn(dest)
 }
 
 async function evacuate(run: ActionRun): Promise<Outcome> {

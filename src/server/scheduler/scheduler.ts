@@ -93,7 +93,8 @@ export class Scheduler {
     const db = this.store.db
     const hints = (server.scheduler_hints ? JSON.parse(server.scheduler_hints) : {}) as SchedulerHints
     const flavor = JSON.parse(server.flavor) as FlavorSnapshot
-    const az = parseAvailabilityZone(server.pinned_availability_zone ?? server.availability_zone)
+    // Only the zone the create asked for binds a server (Nova's request spec); the zone of the host it landed on does not.
+    const az = parseAvailabilityZone(server.pinned_availability_zone)
     const named = [...asList(hints.same_host), ...asList(hints.different_host)]
     const instanceHosts = new Map<string, string>()
     if (named.length > 0) {
