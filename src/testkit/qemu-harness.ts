@@ -17,6 +17,7 @@ import type { ComputeDriver, GuestSpec, VolumeConnection, VolumeThrottle } from 
 import { exportName } from '../contracts/host/volume.js'
 import { IMAGE_SNAPSHOT } from '../contracts/host/rbd-names.js'
 import { QemuDriver, type DiskTransfers } from '../host/compute/qemu/qemu-driver.js'
+import { QmpClient } from '../host/compute/qemu/qmp.js'
 import type { DriverHarness } from '../host/compute/conformance/suite.js'
 import { ExportManager } from '../host/storage/exports/export-manager.js'
 import { clientConf, Rbd, type CephClient } from '../lib/ceph/rbd.js'
@@ -154,4 +155,71 @@ export async function servedVolume(exports: ExportManager, work: string, throttl
   await exports.converge([{ volumeId, blockdev: { driver: 'raw', file: { driver: 'file', filename: file } }, address: '127.0.0.1', port, generations: [0], keys: [key] }])
   const data = { host: '127.0.0.1', port, export: exportName(volumeId, 0), tls: 'psk' as const, psk_identity: key.identity, psk_key: key.key, volume_id: volumeId, attachment_id: key.identity, serial: volumeId }
   return { volumeId, device: '/dev/vdb', connection: { driver_volume_type: 'nbd', data }, ...(throttle ? { throttle } : {}) }
+}
+
+/** One real guest on a QEMU driver of its own, beside an export manager serving it volumes (servedVolume). */
+export interface VolumeGuest {
+  work: string
+  driver: QemuDriver
+  exports: ExportManager
+  serverId: string
+  /** A QMP command to the guest's QEMU. */
+  qmp<T>(command: string, args?: Record<string, unknown>): Promise<T>
+  /** The matches of `pattern` on the guest's console once it shows at least `count` of them (3 min at most). */
+  waitConsole(pattern: RegExp, count?: number, ms?: number): Promise<RegExpExecArray[]>
+  close(): Promise<void>
+}
+
+/**
+ * Boots the pcc guest image on a QemuDriver in a scratch root with `script` as its user data (from its config drive),
+ * and waits for its `pcc-guest: ready`. The guest tests of volume features (QoS, encryption) run their checks in it.
+ */
+export async function startVolumeGuest(name: string, serverId: string, script: string): Promise<VolumeGuest> {
+  const work = mkdtempSync(join(tmpdir(), `pcc-${name}-`))
+  const exports = new ExportManager(join(work, 'exports'))
+  const image = await guestImage()
+  const guest = fileImage('guest-image', image.disk.path, 'qcow2')
+  const driver = new QemuDriver({
+    hostname: name, root: join(work, 'host'), vcpus: 2, memoryMb: 4096, diskGb: 20, shutdownTimeoutMs: 20_000,
+    images: { open: async () => createReadStream(image.disk.path) },
+  })
+  const consoleText = () => driver.consoleOutput(serverId).catch(() => '')
+  const handle: VolumeGuest = {
+    work, driver, exports, serverId,
+    qmp: async <T>(command: string, args?: Record<string, unknown>) => {
+      const client = await QmpClient.connect(join(driver.options.root, 'run/pcc', `${serverId}.qmp`))
+      try {
+        return await client.execute<T>(command, args)
+      } finally {
+        client.close()
+      }
+    },
+    waitConsole: async (pattern, count = 1, ms = 180_000) => {
+      const deadline = Date.now() + ms
+      for (;;) {
+        const matches = [...(await consoleText()).matchAll(new RegExp(pattern.source, 'g'))]
+        if (matches.length >= count) return matches
+        if (Date.now() > deadline) throw new Error(`${pattern} not seen ${count} times; console:\n${(await consoleText()).slice(-2000)}`)
+        await new Promise((r) => setTimeout(r, 500))
+      }
+    },
+    close: async () => {
+      await killQemusUnder(join(work, 'host'))
+      await exports.converge([])
+      rmSync(work, { recursive: true, force: true })
+    },
+  }
+  try {
+    await driver.start()
+    await driver.spawn({
+      serverId, instanceName: `instance-${serverId.slice(-8)}`, imageId: guest.id, hostname: 'vm', userData: null, image: guest,
+      flavor: { id: '1', name: 'm1.tiny', vcpus: 1, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} },
+      configDrive: Object.fromEntries(Object.entries(metadataFiles(facts(serverId, script))).map(([k, v]) => [k, v.toString('base64')])),
+    })
+    await handle.waitConsole(/pcc-guest: ready/)
+    return handle
+  } catch (err) {
+    await handle.close()
+    throw err
+  }
 }

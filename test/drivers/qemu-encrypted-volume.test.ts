@@ -7,25 +7,21 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { createReadStream, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { GuestSpec, NbdConnectionInfo, VolumeConnection } from '../../src/contracts/host/compute-driver.js'
-import { QemuDriver } from '../../src/host/compute/qemu/qemu-driver.js'
-import { QmpClient } from '../../src/host/compute/qemu/qmp.js'
+import type { NbdConnectionInfo, VolumeConnection } from '../../src/contracts/host/compute-driver.js'
 import { volumeNames } from '../../src/host/compute/qemu/volumes.js'
-import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
-import { metadataFiles } from '../../src/server/metadata/documents.js'
-import { servedVolume } from '../../src/testkit/qemu-harness.js'
-import { facts, fileImage, guestImage, killQemusUnder, realGuestsMissing } from '../../src/testkit/qemu.js'
+import { servedVolume, startVolumeGuest, type VolumeGuest } from '../../src/testkit/qemu-harness.js'
+import { realGuestsMissing } from '../../src/testkit/qemu.js'
 
 const missing = realGuestsMissing()
 const MARK = 'PCC-PLAINTEXT-MARK-7F3A9C'
 const LUKS_MAGIC = Buffer.from([0x4c, 0x55, 0x4b, 0x53, 0xba, 0xbe])
 
 /**
- * The guest (busybox ash): for each new disk, reads its first bytes; when they hold the mark it says so, else it
+ * The guest (busybox ash): for each new disk (by name and serial: a volume attached right after another's detach
+ * may take its name before the loop sees it gone), reads its first bytes; when they hold the mark it says so, else it
  * writes the mark there (synced) and says that.
  */
 const SCRIPT = `#!/bin/sh
@@ -34,75 +30,40 @@ while true; do
   for d in /sys/block/vd[b-z]; do
     [ -e "$d" ] || continue
     n=\${d##*/}
-    case " $seen " in *" $n "*) continue ;; esac
-    seen="$seen $n"
+    id=$n:$(cat $d/serial 2>/dev/null)
+    case " $seen " in *" $id "*) continue ;; esac
+    seen="$seen $id"
     got=$(dd if=/dev/$n bs=512 count=1 2>/dev/null | tr -dc 'A-Z0-9-')
     case "$got" in
       *${MARK}*) echo "pcc-guest: $n reads ${MARK}" ;;
       *) printf '%s' '${MARK}' | dd of=/dev/$n bs=512 conv=sync 2>/dev/null; sync; echo "pcc-guest: $n wrote the mark" ;;
     esac
   done
-  for n in $seen; do [ -e /sys/block/$n ] || seen=$(echo " $seen " | sed "s/ $n / /"); done
+  for id in $seen; do
+    b=/sys/block/\${id%%:*}
+    { [ -e $b ] && [ "$(cat $b/serial 2>/dev/null)" = "\${id#*:}" ]; } || seen=$(echo " $seen " | sed "s/ $id / /")
+  done
   sleep 1
 done
 `
 
 describe('encrypted volumes on a real guest', { skip: missing, timeout: 600_000 }, () => {
-  let work: string
-  let driver: QemuDriver
-  let exports: ExportManager
-  const serverId = '00000000-0000-4000-8000-000000000a07'
-
-  const consoleCount = async (pattern: RegExp) => [...(await driver.consoleOutput(serverId).catch(() => '')).matchAll(new RegExp(pattern.source, 'g'))].length
-  const waitConsole = async (pattern: RegExp, count = 1, ms = 180_000): Promise<void> => {
-    const deadline = Date.now() + ms
-    while (Date.now() < deadline) {
-      if ((await consoleCount(pattern)) >= count) return
-      await new Promise((r) => setTimeout(r, 500))
-    }
-    throw new Error(`${pattern} not seen ${count} times; console:\n${(await driver.consoleOutput(serverId).catch(() => '')).slice(-2000)}`)
-  }
-  const qmp = async <T>(command: string, args?: Record<string, unknown>): Promise<T> => {
-    const client = await QmpClient.connect(join(driver.options.root, 'run/pcc', `${serverId}.qmp`))
-    try {
-      return await client.execute<T>(command, args)
-    } finally {
-      client.close()
-    }
-  }
+  let guest: VolumeGuest
   const encrypted = (v: VolumeConnection, passphrase: string): VolumeConnection => {
     const info = v.connection as NbdConnectionInfo
     return { ...v, connection: { ...info, data: { ...info.data, encryption: { format: 'luks', cipher: 'aes-xts-plain64', key_size: 256, passphrase } } } }
   }
 
   before(async () => {
-    work = mkdtempSync(join(tmpdir(), 'pcc-qemu-luks-'))
-    exports = new ExportManager(join(work, 'exports'))
-    const image = await guestImage()
-    const guest = fileImage('guest-image', image.disk.path, 'qcow2')
-    driver = new QemuDriver({
-      hostname: 'qemu-luks', root: join(work, 'host'), vcpus: 2, memoryMb: 4096, diskGb: 20, shutdownTimeoutMs: 20_000,
-      images: { open: async () => createReadStream(image.disk.path) },
-    })
-    await driver.start()
-    const spec: GuestSpec = {
-      serverId, instanceName: 'instance-00000a07', imageId: guest.id, hostname: 'vm', userData: null, image: guest,
-      flavor: { id: '1', name: 'm1.tiny', vcpus: 1, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} },
-      configDrive: Object.fromEntries(Object.entries(metadataFiles(facts(serverId, SCRIPT))).map(([k, v]) => [k, v.toString('base64')])),
-    }
-    await driver.spawn(spec)
-    await waitConsole(/pcc-guest: ready/)
+    guest = await startVolumeGuest('qemu-luks', '00000000-0000-4000-8000-000000000a07', SCRIPT)
   })
-  after(async () => {
-    await killQemusUnder(join(work, 'host'))
-    await exports.converge([])
-    rmSync(work, { recursive: true, force: true })
-  })
+  after(() => guest?.close())
 
   it('keeps ciphertext on the backend while the guest reads and writes plaintext', async () => {
     const passphrase = randomBytes(32).toString('base64')
-    const volume = encrypted(await servedVolume(exports, work), passphrase)
-    const backendFile = join(work, `volume-${volume.volumeId}.raw`)
+    const { driver, serverId, qmp, waitConsole } = guest
+    const volume = encrypted(await servedVolume(guest.exports, guest.work), passphrase)
+    const backendFile = join(guest.work, `volume-${volume.volumeId}.raw`)
     const names = volumeNames(volume.volumeId)
 
     await driver.attachVolume(serverId, volume)
