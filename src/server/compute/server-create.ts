@@ -10,6 +10,8 @@ import { cpuTopologyOf, imageHardwareOf, ImageHardwareError, type ImageHardware 
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { boolWord } from '../../contracts/compute/params.js'
 import type { ApiVersion } from '../../contracts/compute/versions.js'
+import type { Static } from '@sinclair/typebox'
+import type { createBodySchema } from '../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
@@ -46,7 +48,9 @@ export interface CreateResult {
   securityGroups: string[]
 }
 
-type Body = Record<string, unknown>
+/** A create body as its schema let it through (createBodySchema, at the request's microversion). */
+type CreateBody = Static<ReturnType<typeof createBodySchema>>
+type ServerRequest = CreateBody['server']
 
 const PASSWORD_ALPHABET = '23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 
@@ -62,7 +66,7 @@ export function newReservationId(): string {
 }
 
 /** block_device_mapping_v2, or the legacy block_device_mapping in its terms, through Nova's format rules. */
-function requestedBlockDevices(s: Body, imageRef: string | undefined): PlannedBdm[] {
+function requestedBlockDevices(s: ServerRequest, imageRef: string | undefined): PlannedBdm[] {
   const items = s.block_device_mapping_v2 !== undefined ? (s.block_device_mapping_v2 as BdmRequest[]) : fromLegacy((s.block_device_mapping ?? []) as Record<string, unknown>[], imageRef)
   return parseBlockDevices(items, s.imageRef !== undefined || s.block_device_mapping !== undefined)
 }
@@ -93,13 +97,13 @@ export async function createServers(
   images: ImageLookup,
   api: ApiVersion,
   caller: CreateCaller,
-  body: Body,
+  body: CreateBody,
   requestId: string,
   storage: ComputeStorage,
 ): Promise<CreateResult> {
   const db = store.db
-  const s = body.server as Body
-  const hints = (body['os:scheduler_hints'] ?? body['OS-SCH-HNT:scheduler_hints'] ?? null) as Body | null
+  const s = body.server
+  const hints = body['os:scheduler_hints'] ?? body['OS-SCH-HNT:scheduler_hints'] ?? null
 
   // Counts.
   const minCount = s.min_count === undefined ? 1 : Number(s.min_count)
@@ -109,7 +113,7 @@ export async function createServers(
 
   // Block devices and image.
   if (s.block_device_mapping !== undefined && s.block_device_mapping_v2 !== undefined) throw badRequest('Using different block_device_mapping syntaxes is not allowed in the same request.')
-  const imageRef = s.imageRef === '' ? undefined : (s.imageRef as string | undefined)
+  const imageRef = s.imageRef === '' ? undefined : s.imageRef
   const bdms = requestedBlockDevices(s, imageRef)
   if (!imageRef && bdms.length === 0) throw badRequest('Missing imageRef attribute')
   let bootImage: BootImage | undefined
@@ -121,7 +125,7 @@ export async function createServers(
   }
 
   // Placement requests.
-  const zone = parseZone(s.availability_zone as string | undefined)
+  const zone = parseZone(s.availability_zone)
   if ((zone.host || zone.node) && !caller.canForceHost) throw forbidden("Policy doesn't allow os_compute_api:servers:create:forced_host to be performed.")
   if ((s.host !== undefined || s.hypervisor_hostname !== undefined) && !caller.canForceHost) {
     throw forbidden("Policy doesn't allow compute:servers:create:requested_destination to be performed.")
@@ -133,14 +137,14 @@ export async function createServers(
     const known = new Set(['nova', ...(await hostZones(db)).values()])
     if (!known.has(zone.zone)) throw badRequest('The requested availability zone is not available')
   }
-  const forcedHost = (s.host as string | undefined) ?? zone.host
+  const forcedHost = s.host ?? zone.host
   if (forcedHost) {
     const h = await db.selectFrom('hosts').select('hostname').where('hostname', '=', forcedHost).executeTakeFirst()
     if (!h) throw badRequest(`Compute host ${forcedHost} could not be found.`)
   }
 
   // Flavor, key pair, server group.
-  const flavor = await requireFlavorForServer(db, s.flavorRef as string, caller.projectId, caller.flavorVisibility)
+  const flavor = await requireFlavorForServer(db, String(s.flavorRef), caller.projectId, caller.flavorVisibility)
   const blockDevices = bdms.length ? await validateBlockDevices(bdms, { db, storage, caller, flavor: flavorSnapshot(flavor), imageId: imageRef, maxCount }) : undefined
   if (bootImage && !blockDevices?.volumeBacked) {
     if (flavor.disk > 0 && bootImage.minDiskGb > flavor.disk) throw badRequest("Flavor's disk is too small for requested image.")
@@ -149,33 +153,33 @@ export async function createServers(
   const hardware = bootImage ? guestHardware(bootImage, flavorSnapshot(flavor)) : undefined
   let keyData: string | null = null
   if (s.key_name !== undefined) {
-    const kp = await db.selectFrom('keypairs').select('public_key').where('user_id', '=', caller.userId).where('name', '=', s.key_name as string).executeTakeFirst()
+    const kp = await db.selectFrom('keypairs').select('public_key').where('user_id', '=', caller.userId).where('name', '=', s.key_name).executeTakeFirst()
     if (!kp) throw badRequest('Invalid key_name provided.')
     keyData = kp.public_key
   }
-  const groupId = hints?.group as string | undefined
+  const groupId = hints?.group
   if (groupId) {
     const g = await db.selectFrom('server_groups').select('id').where('id', '=', groupId).executeTakeFirst()
     if (!g) throw badRequest(`Group ${groupId} could not be found.`)
   }
 
   // A requested destination travels with the hints (Nova keeps it in the request spec); the scheduler honours it.
-  const forcedNode = (s.hypervisor_hostname as string | undefined) ?? zone.node
+  const forcedNode = s.hypervisor_hostname ?? zone.node
   const placement = forcedHost || forcedNode ? { ...(forcedHost ? { force_host: forcedHost } : {}), ...(forcedNode ? { force_node: forcedNode } : {}) } : undefined
 
-  const metadata = (s.metadata ?? {}) as Record<string, string>
+  const metadata = s.metadata ?? {}
   const limits = await quotaLimits(db, caller.projectId)
   await checkMetadataQuota(db, caller.projectId, Object.keys(metadata).length, limits)
   const count = await checkServerQuota(db, caller.projectId, flavor, minCount, maxCount, limits)
 
-  const securityGroups = [...new Set(((s.security_groups ?? [{ name: 'default' }]) as { name: string }[]).map((g) => g.name))]
-  const adminPass = (s.adminPass as string | undefined) ?? generatePassword()
+  const securityGroups = [...new Set((s.security_groups ?? [{ name: 'default' }]).map((g) => g.name))]
+  const adminPass = s.adminPass ?? generatePassword()
   const reservationId = newReservationId()
-  const tags = [...new Set((s.tags ?? []) as string[])]
+  const tags = [...new Set(s.tags ?? [])]
   const now = Date.now()
   const snapshot = JSON.stringify(flavorSnapshot(flavor))
-  const name = s.name as string
-  const description = api.has('description') ? ((s.description as string | null | undefined) ?? null) : name
+  const name = s.name
+  const description = api.has('description') ? (s.description ?? null) : name
   const networks = networkRequest(s.networks, maxCount)
 
   for (let attempt = 0; ; attempt++) {
@@ -206,17 +210,17 @@ export async function createServers(
             old_flavor: null,
             new_flavor: null,
             image_id: imageRef ?? null,
-            key_name: (s.key_name as string | undefined) ?? null,
+            key_name: s.key_name ?? null,
             key_data: keyData,
             metadata: JSON.stringify(metadata),
-            access_ip_v4: (s.accessIPv4 as string | undefined) ?? '',
-            access_ip_v6: accessIpv6((s.accessIPv6 as string | undefined) ?? ''),
+            access_ip_v4: s.accessIPv4 ?? '',
+            access_ip_v6: accessIpv6(s.accessIPv6 ?? ''),
             availability_zone: zone.zone ?? null,
             pinned_availability_zone: zone.zone ?? null,
             config_drive: (s.config_drive !== undefined && boolWord(s.config_drive)) || hardware?.configDrive ? 1 : 0,
-            disk_config: (s['OS-DCF:diskConfig'] as 'AUTO' | 'MANUAL' | undefined) ?? 'MANUAL',
-            user_data: (s.user_data as string | undefined) ?? null,
-            hostname: (s.hostname as string | undefined) ?? hostnameFrom(display),
+            disk_config: s['OS-DCF:diskConfig'] ?? 'MANUAL',
+            user_data: s.user_data ?? null,
+            hostname: s.hostname ?? hostnameFrom(display),
             locked: 0,
             locked_by: null,
             locked_reason: null,
