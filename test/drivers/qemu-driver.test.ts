@@ -509,10 +509,18 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     files.set('guest-no-agent', image.disk.path)
     files.set('guest-qga-silent', image.disk.path)
     await d.spawn(spec(plain, { image: noAgent, imageId: noAgent.id }))
-    // The channel is there, the agent inside is stopped: nothing answers on it.
-    await d.spawn(spec(silent, { image: agentProp, imageId: agentProp.id }, '#!/bin/sh\nkill $(cat /run/qemu-ga.pid)\n'))
+    // The channel is there, the agent inside is gone: nothing answers on it. The daemon writes its pid file after
+    // init has gone on, so the user data waits for the file, kills the agent and waits until it is gone.
+    const killAgent = [
+      '#!/bin/sh',
+      'while [ ! -s /run/qemu-ga.pid ]; do sleep 0.2; done',
+      'pid=$(cat /run/qemu-ga.pid); kill -9 $pid',
+      'while kill -0 $pid 2>/dev/null; do sleep 0.2; done',
+      'echo "pcc-guest: qemu-ga $pid gone"',
+    ].join('\n')
+    await d.spawn(spec(silent, { image: agentProp, imageId: agentProp.id }, `${killAgent}\n`))
     assert.match(await waitConsole(d, plain, /pcc-guest: ready/, 150_000), /pcc-guest: guest-agent none/)
-    await waitConsole(d, silent, /pcc-guest: user-data exit 0/, 150_000)
+    await waitConsole(d, silent, /pcc-guest: qemu-ga \d+ gone/, 150_000)
 
     const refused = (code: number, pattern: RegExp) => (err: unknown) => err instanceof DriverError && err.code === code && pattern.test(err.message)
     await assert.rejects(d.setAdminPassword(plain, 'secret-1'), refused(409, /QEMU guest agent is not enabled/))
