@@ -27,6 +27,7 @@ import * as fips from '../../network/floating-ips.js'
 import * as quotas from '../../network/quotas.js'
 import { EXTENSIONS, extensionView, resourcesDocument, versionsDocument } from './discovery.js'
 import * as schemas from './schemas.js'
+import type { FromSchema } from '../../http/route-types.js'
 import { tagRoutes, type TaggedResource } from './tag-routes.js'
 import { agentRoutes } from './agent-routes.js'
 
@@ -200,10 +201,10 @@ export function networkRoutes(deps: AppDeps) {
       agentRoutes(api, deps)
 
       const interfaceDocs = (summary: string) => documented({ summary, response: { 200: A.routerInterface } })
-      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Attach a subnet or port to a router') }, async (request) =>
+      api.put<{ Params: IdParams; Body: FromSchema<typeof schemas.routerInterface> }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Attach a subnet or port to a router') }, async (request) =>
         service.run(request.principal, (ctx, actor) => routers.addInterface(ctx, actor, request.params.id, request.body)),
       )
-      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/remove_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Detach a subnet or port from a router') }, async (request) =>
+      api.put<{ Params: IdParams; Body: FromSchema<typeof schemas.routerInterface> }>('/v2.0/routers/:id/remove_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Detach a subnet or port from a router') }, async (request) =>
         service.run(request.principal, (ctx, actor) => routers.removeInterface(ctx, actor, request.params.id, request.body)),
       )
 
@@ -234,7 +235,7 @@ export function networkRoutes(deps: AppDeps) {
           }),
         )
       }
-      api.put<{ Params: { project: string }; Body: { quota: Record<string, number> } }>('/v2.0/quotas/:project', { schema: { body: schemas.quotaUpdate }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quota } }) }, async (request) =>
+      api.put<{ Params: { project: string }; Body: FromSchema<typeof schemas.quotaUpdate> }>('/v2.0/quotas/:project', { schema: { body: schemas.quotaUpdate }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quota } }) }, async (request) =>
         service.run(request.principal, async (ctx, actor) => {
           must(actor, 'update_quota', { projectId: request.params.project })
           await quotas.setQuota(ctx.db, request.params.project, request.body.quota)
