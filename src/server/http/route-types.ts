@@ -39,9 +39,19 @@ type ObjectOf<S> = S extends { readonly properties: infer P }
 
 type OfType<S, T> = T extends 'object' ? ObjectOf<S> : T extends 'array' ? (S extends { readonly items: infer I } ? FromSchema<I>[] : unknown[]) : Primitive<T>
 
+declare const converted: unique symbol
+/**
+ * Marks a schema whose custom keyword rewrites the value it checks (an Ajv `modifying` keyword, e.g. the network
+ * API's neutronBool turning "true" into true) with the type the handler then reads. Type-only: written as
+ * `schema as typeof schema & Converts<T>`, nothing is added to the schema object.
+ */
+export type Converts<T> = { readonly [converted]?: T }
+
 /** The type of the values `schema` accepts. */
 export type FromSchema<S> = [S] extends [undefined]
   ? unknown
+  : typeof converted extends keyof S
+    ? Exclude<S[typeof converted], undefined>
   : S extends TSchema
     ? Static<S>
     : S extends { readonly const: infer C }

@@ -35,9 +35,10 @@ const AGENT_KINDS: AgentKind[] = [
   { type: 'Metadata agent', binary: 'neutron-metadata-agent', topic: 'N/A', roles: ['hypervisor'], zoned: false },
 ]
 
+/** What an update may set; its schema (api/network/schemas.ts agentUpdate) lets a null description through, which keeps the one set. */
 export interface AgentBody {
   admin_state_up?: boolean
-  description?: string
+  description?: string | null
 }
 
 interface AgentHost {

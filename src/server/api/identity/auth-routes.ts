@@ -8,7 +8,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, notFound } from '../../../contracts/errors.js'
 import { authChallenge, authHook } from '../../auth/http-auth.js'
 import type { AppDeps } from '../../deps.js'
-import type { AuthRequest } from '../../identity/auth-flow.js'
 import { authorize } from '../../policy/rules.js'
 import { identityAuthPolicy } from '../../policy/identity-auth.policy.js'
 import { applicationCredentialRoutes } from './auth/application-credential-routes.js'
@@ -17,6 +16,7 @@ import { credentialRoutes } from './auth/credential-routes.js'
 import { authListBodies } from './auth/scope-lists.js'
 import { documented, noBody, OPEN } from '../../http/openapi.js'
 import { A, V, list } from './answers.js'
+import type { FromSchema } from '../../http/route-types.js'
 
 const JSON_TYPE = 'application/json'
 
@@ -78,7 +78,7 @@ export function authRoutes(deps: AppDeps) {
     scope.get('/v3', documented({ ...OPEN, summary: 'The identity API v3', response: { 200: A.version } }), async () => ({ version: versionDocument(identityUrl) }))
     scope.get('/v3/', documented({ ...OPEN, summary: 'The identity API v3', response: { 200: A.version } }), async () => ({ version: versionDocument(identityUrl) }))
 
-    scope.post<{ Body: { auth: AuthRequest }; Querystring: { nocatalog?: string } }>(
+    scope.post<{ Body: FromSchema<typeof authBody>; Querystring: FromSchema<typeof flagQuery> }>(
       '/v3/auth/tokens',
       { ...documented({ ...OPEN, summary: 'Authenticate: issue a token (X-Subject-Token), or an auth receipt (401) when more factors are needed', response: { 201: A.token } }), schema: { body: authBody, querystring: flagQuery } },
       async (request, reply) => {

@@ -105,14 +105,14 @@ export function metadefRoutes(deps: AppDeps) {
       const associations = await Promise.all(rows.map((r) => md.listAssociations(db, r)))
       return { namespaces: rows.map((r, i) => namespaceView(r, { associations: associations[i].map(associationView) })), first: '/v2/metadefs/namespaces', schema: '/v2/schemas/metadefs/namespaces' }
     })
-    v2.post<{ Body: md.NamespaceInput }>('/v2/metadefs/namespaces', { ...answer('Create a metadata definition namespace', 201), schema: { body: namespaceBody } }, async (request, reply) => {
+    v2.post<{ Body: FromSchema<typeof namespaceBody> }>('/v2/metadefs/namespaces', { ...answer('Create a metadata definition namespace', 201), schema: { body: namespaceBody } }, async (request, reply) => {
       authorize(imagePolicy, 'modify_metadef', request.principal)
       const owner = request.body.owner ?? (request.principal.scope.type === 'project' ? request.principal.scope.projectId : null)
       const row = await md.createNamespace(db, { ...request.body, owner }, now())
       return reply.code(201).send(await fullView(row))
     })
     v2.get<Ns>('/v2/metadefs/namespaces/:ns', answer('Show a metadata definition namespace with what it holds'), async (request) => fullView(await namespaceFor(request)))
-    v2.put<Ns & { Body: md.NamespaceInput }>('/v2/metadefs/namespaces/:ns', { ...answer('Update a metadata definition namespace'), schema: { body: namespaceBody } }, async (request) => {
+    v2.put<Ns & { Body: FromSchema<typeof namespaceBody> }>('/v2/metadefs/namespaces/:ns', { ...answer('Update a metadata definition namespace'), schema: { body: namespaceBody } }, async (request) => {
       const row = await md.updateNamespace(db, await namespaceFor(request, true), request.body, now())
       return namespaceView(row, { associations: (await md.listAssociations(db, row)).map(associationView) })
     })
@@ -126,7 +126,7 @@ export function metadefRoutes(deps: AppDeps) {
       const ns = await namespaceFor(request)
       return { objects: (await md.listMembers(db, KINDS.objects, ns)).map((o) => objectView(ns.namespace, o)), schema: '/v2/schemas/metadefs/objects' }
     })
-    v2.post<Ns & { Body: { name: string } & Record<string, unknown> }>('/v2/metadefs/namespaces/:ns/objects', { ...answer('Create an object in a namespace', 201), schema: { body: objectBody } }, async (request, reply) => {
+    v2.post<Ns & { Body: FromSchema<typeof objectBody> }>('/v2/metadefs/namespaces/:ns/objects', { ...answer('Create an object in a namespace', 201), schema: { body: objectBody } }, async (request, reply) => {
       const ns = await namespaceFor(request, true)
       const { name, ...definition } = definitionOf(request.body)
       await md.putMember(db, KINDS.objects, ns, name, definition, now())
@@ -136,7 +136,7 @@ export function metadefRoutes(deps: AppDeps) {
       const ns = await namespaceFor(request)
       return objectView(ns.namespace, await md.getMember(db, KINDS.objects, ns, request.params.name))
     })
-    v2.put<NsName & { Body: { name: string } & Record<string, unknown> }>('/v2/metadefs/namespaces/:ns/objects/:name', { ...answer('Replace an object of a namespace'), schema: { body: objectBody } }, async (request) => {
+    v2.put<NsName & { Body: FromSchema<typeof objectBody> }>('/v2/metadefs/namespaces/:ns/objects/:name', { ...answer('Replace an object of a namespace'), schema: { body: objectBody } }, async (request) => {
       const ns = await namespaceFor(request, true)
       const { name, ...definition } = definitionOf(request.body)
       await md.replaceMember(db, KINDS.objects, ns, request.params.name, name, definition, now())
@@ -148,7 +148,7 @@ export function metadefRoutes(deps: AppDeps) {
       const ns = await namespaceFor(request)
       return { properties: Object.fromEntries((await md.listMembers(db, KINDS.properties, ns)).map((p) => [p.name, p.definition])), schema: '/v2/schemas/metadefs/properties' }
     })
-    v2.post<Ns & { Body: { name: string } & Record<string, unknown> }>('/v2/metadefs/namespaces/:ns/properties', { ...answer('Create a property in a namespace', 201), schema: { body: propertyBody } }, async (request, reply) => {
+    v2.post<Ns & { Body: FromSchema<typeof propertyBody> }>('/v2/metadefs/namespaces/:ns/properties', { ...answer('Create a property in a namespace', 201), schema: { body: propertyBody } }, async (request, reply) => {
       const ns = await namespaceFor(request, true)
       const { name, ...definition } = definitionOf(request.body)
       await md.putMember(db, KINDS.properties, ns, name, definition, now())
@@ -158,7 +158,7 @@ export function metadefRoutes(deps: AppDeps) {
       const ns = await namespaceFor(request)
       return propertyView(await md.getMember(db, KINDS.properties, ns, request.params.name))
     })
-    v2.put<NsName & { Body: { name: string } & Record<string, unknown> }>('/v2/metadefs/namespaces/:ns/properties/:name', { ...answer('Replace a property of a namespace'), schema: { body: propertyBody } }, async (request) => {
+    v2.put<NsName & { Body: FromSchema<typeof propertyBody> }>('/v2/metadefs/namespaces/:ns/properties/:name', { ...answer('Replace a property of a namespace'), schema: { body: propertyBody } }, async (request) => {
       const ns = await namespaceFor(request, true)
       const { name, ...definition } = definitionOf(request.body)
       await md.replaceMember(db, KINDS.properties, ns, request.params.name, name, definition, now())
@@ -170,7 +170,7 @@ export function metadefRoutes(deps: AppDeps) {
       const ns = await namespaceFor(request)
       return { tags: (await md.listMembers(db, KINDS.tags, ns)).map(tagView) }
     })
-    v2.post<Ns & { Body: { tags: { name: string }[] } }>('/v2/metadefs/namespaces/:ns/tags', { ...answer("Set a namespace's tags (X-Openstack-Append: true adds them)", 201), schema: { body: tagsBody } }, async (request, reply) => {
+    v2.post<Ns & { Body: FromSchema<typeof tagsBody> }>('/v2/metadefs/namespaces/:ns/tags', { ...answer("Set a namespace's tags (X-Openstack-Append: true adds them)", 201), schema: { body: tagsBody } }, async (request, reply) => {
       const ns = await namespaceFor(request, true)
       const append = String(request.headers['x-openstack-append'] ?? '').toLowerCase() === 'true'
       await md.setTags(db, ns, request.body.tags.map((t) => t.name), append, now())
@@ -185,7 +185,7 @@ export function metadefRoutes(deps: AppDeps) {
       const ns = await namespaceFor(request)
       return tagView(await md.getMember(db, KINDS.tags, ns, request.params.name))
     })
-    v2.put<NsName & { Body: { name: string } }>('/v2/metadefs/namespaces/:ns/tags/:name', { ...answer('Rename a tag of a namespace'), schema: { body: tagBody } }, async (request) => {
+    v2.put<NsName & { Body: FromSchema<typeof tagBody> }>('/v2/metadefs/namespaces/:ns/tags/:name', { ...answer('Rename a tag of a namespace'), schema: { body: tagBody } }, async (request) => {
       const ns = await namespaceFor(request, true)
       await md.replaceMember(db, KINDS.tags, ns, request.params.name, request.body.name, {}, now())
       return tagView(await md.getMember(db, KINDS.tags, ns, request.body.name))
@@ -212,7 +212,7 @@ export function metadefRoutes(deps: AppDeps) {
       const ns = await namespaceFor(request)
       return { resource_type_associations: (await md.listAssociations(db, ns)).map(associationView) }
     })
-    v2.post<Ns & { Body: md.AssociationInput }>('/v2/metadefs/namespaces/:ns/resource_types', { ...answer('Associate a resource type with a namespace', 201), schema: { body: associationBody } }, async (request, reply) => {
+    v2.post<Ns & { Body: FromSchema<typeof associationBody> }>('/v2/metadefs/namespaces/:ns/resource_types', { ...answer('Associate a resource type with a namespace', 201), schema: { body: associationBody } }, async (request, reply) => {
       const ns = await namespaceFor(request, true)
       await db.transaction().execute((tx) => md.associate(tx, ns, request.body, now()))
       const made = (await md.listAssociations(db, ns)).find((a) => a.resource_type === request.body.name)!
@@ -228,5 +228,5 @@ export function metadefRoutes(deps: AppDeps) {
 /** A body without the fields the server sets (times, links): the name and the definition. */
 function definitionOf(body: { name: string } & Record<string, unknown>): { name: string } & Record<string, unknown> {
   const { created_at: _c, updated_at: _u, schema: _s, self: _l, ...rest } = body
-  return rest as { name: string } & Record<string, unknown>
+  return rest
 }

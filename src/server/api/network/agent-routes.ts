@@ -10,6 +10,7 @@ import * as agents from '../../network/agents.js'
 import { fieldsOf, listResponse, projectFields, type Query } from '../../network/listing.js'
 import { LIST_QUERY, many, one, SHOW_QUERY } from './answers.js'
 import * as schemas from './schemas.js'
+import type { FromSchema } from '../../http/route-types.js'
 
 type IdParams = { id: string }
 
@@ -27,7 +28,7 @@ export function agentRoutes(api: FastifyInstance, deps: AppDeps): void {
     const item = await service.run(request.principal, (ctx, actor) => agents.showAgent(ctx, actor, request.params.id, downAfterMs()))
     return { agent: projectFields(item, fieldsOf(request.query)) }
   })
-  api.put<{ Params: IdParams; Body: { agent: agents.AgentBody } }>('/v2.0/agents/:id', { schema: { body: schemas.agentUpdate }, ...documented({ summary: 'Set an agent up or down, or describe it (admin)', response: { 200: one('agent') } }) }, async (request) => {
+  api.put<{ Params: IdParams; Body: FromSchema<typeof schemas.agentUpdate> }>('/v2.0/agents/:id', { schema: { body: schemas.agentUpdate }, ...documented({ summary: 'Set an agent up or down, or describe it (admin)', response: { 200: one('agent') } }) }, async (request) => {
     const item = await service.run(request.principal, (ctx, actor) => agents.updateAgent(ctx, actor, request.params.id, request.body.agent, downAfterMs()))
     return { agent: item }
   })

@@ -27,17 +27,18 @@ import * as fips from '../../network/floating-ips.js'
 import * as quotas from '../../network/quotas.js'
 import { EXTENSIONS, extensionView, resourcesDocument, versionsDocument } from './discovery.js'
 import * as schemas from './schemas.js'
+import type { FromSchema } from '../../http/route-types.js'
 import { tagRoutes, type TaggedResource } from './tag-routes.js'
 import { agentRoutes } from './agent-routes.js'
 
 type IdParams = { id: string }
 
 /**
- * One resource of the table, typed by the bodies its create and update take (the domain's NetworkBody, PortBody…).
- * The schemas beside it (schemas.ts) validate those bodies with Neutron's conversion keywords, which FromSchema does
- * not read, so the request body is typed by the domain's body type in the route's generics, not cast in the handler.
+ * One resource of the table, typed by the schemas its create and update bodies are validated with (schemas.ts):
+ * the domain's create and update must take the member those schemas let through (the domain's NetworkBody,
+ * PortBody… are checked against them here), and the routes read the body as that member.
  */
-interface Resource<C, U> {
+interface Resource<CS, US> {
   /** URL segment: networks, security-groups… */
   path: string
   /** JSON key of the collection and of one member. */
@@ -45,26 +46,28 @@ interface Resource<C, U> {
   member: string
   list: (ctx: NetCtx, actor: Actor, query: Query) => Promise<View[]>
   show: (ctx: NetCtx, actor: Actor, id: string) => Promise<View>
-  create: (ctx: NetCtx, actor: Actor, body: C) => Promise<View>
-  update?: (ctx: NetCtx, actor: Actor, id: string, body: U) => Promise<View>
+  create: (ctx: NetCtx, actor: Actor, body: Member<NoInfer<CS>>) => Promise<View>
+  update?: (ctx: NetCtx, actor: Actor, id: string, body: Member<NoInfer<US>>) => Promise<View>
   remove: (ctx: NetCtx, actor: Actor, id: string) => Promise<void>
-  createSchema: unknown
-  updateSchema?: unknown
+  createSchema: CS
+  updateSchema?: US
   custom?: Record<string, CustomFilter>
   /** Its list or show writes (security groups: the project's default group is made on first sight, as Neutron does), so they run in a transaction. */
   readsWrite?: true
 }
 
+/** One member a body schema admits: the value under the member's key (a bulk create's list holds the same). */
+type Member<S> = Exclude<FromSchema<S>[keyof FromSchema<S>], undefined | readonly unknown[]>
 /** A create body as its schema admits it: one member under its key, or (bulk) a list of them under the collection's. */
-type CreateBody<C> = Record<string, C | C[]>
+type CreateBody<M> = Record<string, M | M[] | undefined>
 /** An update body: the member under its key. */
-type UpdateBody<U> = Record<string, U>
+type UpdateBody<M> = Record<string, M>
 
 /** A bulk create's list (the collection's key), not one member (an object). */
 const isList = <T>(given: T | T[]): given is T[] => Array.isArray(given)
 
 /** Receives each row of the table with its own body types (the rows differ, so they are not one array). */
-type AddResource = <C, U>(r: Resource<C, U>) => void
+type AddResource = <CS, US>(r: Resource<CS, US>) => void
 
 const asList = (v: unknown): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v.map(String) : [String(v)])
 
@@ -153,7 +156,7 @@ export function networkRoutes(deps: AppDeps) {
       })
 
       const tagged: TaggedResource[] = []
-      const register = <C, U>(r: Resource<C, U>): void => {
+      const register = <CS, US>(r: Resource<CS, US>): void => {
         const url = `${base}/v2.0/${r.path}`
         const name = r.member.replaceAll('_', ' ')
         const read = r.readsWrite ? service.run.bind(service) : service.read.bind(service)
@@ -167,8 +170,10 @@ export function networkRoutes(deps: AppDeps) {
           const item = await read(request.principal, (ctx, actor) => r.show(ctx, actor, request.params.id))
           return { [r.member]: projectFields(item, fieldsOf(request.query)) }
         })
-        api.post<{ Body: CreateBody<C> }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema }, ...documented({ summary: `Create a ${name}, or several at once (all or none)`, response: { 201: { anyOf: [one(r.member), many(r.collection, r.member)] } } }) }, async (request, reply: FastifyReply) => {
+        api.post<{ Body: CreateBody<Member<CS>> }>(`/v2.0/${r.path}`, { schema: { body: r.createSchema }, ...documented({ summary: `Create a ${name}, or several at once (all or none)`, response: { 201: { anyOf: [one(r.member), many(r.collection, r.member)] } } }) }, async (request, reply: FastifyReply) => {
           const given = request.body[r.collection] ?? request.body[r.member]
+          // The schema admits exactly one of the two keys; the type cannot say which.
+          if (given === undefined) throw neutron.badRequest(r.member, `Resource body required: ${r.member} or ${r.collection}`)
           if (isList(given)) {
             // Neutron's bulk create: every member in one transaction, all created or none.
             const items = await service.run(request.principal, async (ctx, actor) => {
@@ -183,7 +188,7 @@ export function networkRoutes(deps: AppDeps) {
         })
         if (r.update) {
           const update = r.update
-          api.put<{ Params: IdParams; Body: UpdateBody<U> }>(`/v2.0/${r.path}/:id`, { schema: { body: r.updateSchema }, ...documented({ summary: `Update a ${name}`, response: { 200: one(r.member) } }) }, async (request) => {
+          api.put<{ Params: IdParams; Body: UpdateBody<Member<US>> }>(`/v2.0/${r.path}/:id`, { schema: { body: r.updateSchema }, ...documented({ summary: `Update a ${name}`, response: { 200: one(r.member) } }) }, async (request) => {
             const item = await service.run(request.principal, (ctx, actor) => update(ctx, actor, request.params.id, request.body[r.member]))
             return { [r.member]: item }
           })
@@ -200,10 +205,10 @@ export function networkRoutes(deps: AppDeps) {
       agentRoutes(api, deps)
 
       const interfaceDocs = (summary: string) => documented({ summary, response: { 200: A.routerInterface } })
-      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Attach a subnet or port to a router') }, async (request) =>
+      api.put<{ Params: IdParams; Body: FromSchema<typeof schemas.routerInterface> }>('/v2.0/routers/:id/add_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Attach a subnet or port to a router') }, async (request) =>
         service.run(request.principal, (ctx, actor) => routers.addInterface(ctx, actor, request.params.id, request.body)),
       )
-      api.put<{ Params: IdParams; Body: routers.InterfaceBody }>('/v2.0/routers/:id/remove_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Detach a subnet or port from a router') }, async (request) =>
+      api.put<{ Params: IdParams; Body: FromSchema<typeof schemas.routerInterface> }>('/v2.0/routers/:id/remove_router_interface', { schema: { body: schemas.routerInterface }, ...interfaceDocs('Detach a subnet or port from a router') }, async (request) =>
         service.run(request.principal, (ctx, actor) => routers.removeInterface(ctx, actor, request.params.id, request.body)),
       )
 
@@ -234,7 +239,7 @@ export function networkRoutes(deps: AppDeps) {
           }),
         )
       }
-      api.put<{ Params: { project: string }; Body: { quota: Record<string, number> } }>('/v2.0/quotas/:project', { schema: { body: schemas.quotaUpdate }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quota } }) }, async (request) =>
+      api.put<{ Params: { project: string }; Body: FromSchema<typeof schemas.quotaUpdate> }>('/v2.0/quotas/:project', { schema: { body: schemas.quotaUpdate }, ...documented({ summary: "Change a project's quotas (admin)", response: { 200: A.quota } }) }, async (request) =>
         service.run(request.principal, async (ctx, actor) => {
           must(actor, 'update_quota', { projectId: request.params.project })
           await quotas.setQuota(ctx.db, request.params.project, request.body.quota)

@@ -4,11 +4,16 @@
  * but ignored: availability-zone hints, DNS and QoS attributes. Provider attributes are checked by the service
  * (network/segments.ts).
  */
-const str = (max = 255) => ({ type: 'string', maxLength: max })
-const nullableStr = (max = 255) => ({ type: ['string', 'null'], maxLength: max })
-const bool = { neutronBool: {} }
-const int = (spec: { min?: number; max?: number; nullable?: boolean } = {}) => ({ neutronInt: spec })
-const tags = { type: 'array', items: str(255), maxItems: 50 }
+import type { Converts } from '../../http/route-types.js'
+
+// The helpers keep their schemas' literal types (`as const`, const type parameters) so that a route's body can be
+// typed with FromSchema from the schema it is validated with; the conversion keywords say what they leave behind.
+const str = (max = 255) => ({ type: 'string', maxLength: max }) as const
+const nullableStr = (max = 255) => ({ type: ['string', 'null'], maxLength: max }) as const
+const bool = { neutronBool: {} } as { readonly neutronBool: object } & Converts<boolean>
+type IntSpec = { min?: number; max?: number; nullable?: boolean }
+const int = <const S extends IntSpec>(spec: S = {} as S) => ({ neutronInt: spec }) as { readonly neutronInt: S } & Converts<S extends { nullable: true } ? number | null : number>
+const tags = { type: 'array', items: str(255), maxItems: 50 } as const
 const uuidish = str(36)
 // Port range values: the rule validator answers out-of-range values with Neutron's "Invalid value for port N".
 const port = int({ nullable: true })
@@ -18,18 +23,23 @@ const ignored = {
   availability_zone_hints: { type: 'array', items: str() },
   dns_domain: str(),
   qos_policy_id: { type: 'null' },
-}
+} as const
 
-const object = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', additionalProperties: false, properties, required })
-const wrap = (key: string, inner: unknown) => ({ type: 'object', additionalProperties: false, required: [key], properties: { [key]: inner } })
+const object = <const P extends object, const R extends readonly (keyof P & string)[] = []>(properties: P, required: R = [] as unknown as R) =>
+  ({ type: 'object', additionalProperties: false, properties, required }) as const
+const wrap = <const K extends string, const I>(key: K, inner: I) =>
+  ({ type: 'object', additionalProperties: false, required: [key], properties: { [key]: inner } as { readonly [P in K]: I } }) as const
 /** A create body: one member (`{"port": {…}}`) or, in bulk, a list of them (`{"ports": [{…}, …]}`). */
-const creatable = (member: string, collection: string, inner: unknown) => ({
-  type: 'object',
-  additionalProperties: false,
-  minProperties: 1,
-  maxProperties: 1,
-  properties: { [member]: inner, [collection]: { type: 'array', minItems: 1, maxItems: 1000, items: inner } },
-})
+const creatable = <const M extends string, const C extends string, const I>(member: M, collection: C, inner: I) =>
+  ({
+    type: 'object',
+    additionalProperties: false,
+    minProperties: 1,
+    maxProperties: 1,
+    properties: { [member]: inner, [collection]: { type: 'array', minItems: 1, maxItems: 1000, items: inner } } as { readonly [P in M]: I } & {
+      readonly [P in C]: { readonly type: 'array'; readonly items: I }
+    },
+  }) as const
 
 const networkAttrs = {
   name: str(),
@@ -46,7 +56,7 @@ const networkAttrs = {
   'provider:physical_network': nullableStr(),
   'provider:segmentation_id': int({ nullable: true }),
   ...ignored,
-}
+} as const
 export const networkCreate = creatable('network', 'networks', object({ ...networkAttrs, ...owner }))
 export const networkUpdate = wrap('network', object({ ...networkAttrs, ...owner }))
 
@@ -64,7 +74,7 @@ const subnetMutable = {
   tags,
   service_types: { type: 'array', maxItems: 0 },
   segment_id: { type: 'null' },
-}
+} as const
 export const subnetCreate = creatable(
   'subnet',
   'subnets',
@@ -105,11 +115,11 @@ const portAttrs = {
   dns_name: str(),
   tags,
   qos_policy_id: { type: 'null' },
-}
+} as const
 export const portCreate = creatable('port', 'ports', object({ ...portAttrs, network_id: uuidish, ...owner }, ['network_id']))
 export const portUpdate = wrap('port', object({ ...portAttrs, network_id: uuidish, ...owner }))
 
-const sgAttrs = { name: str(), description: str(), stateful: bool, tags }
+const sgAttrs = { name: str(), description: str(), stateful: bool, tags } as const
 export const securityGroupCreate = wrap('security_group', object({ ...sgAttrs, ...owner }))
 export const securityGroupUpdate = wrap('security_group', object(sgAttrs))
 
@@ -137,7 +147,7 @@ const gatewayInfo = {
   type: ['object', 'null'],
   additionalProperties: false,
   properties: { network_id: uuidish, enable_snat: bool, external_fixed_ips: { type: 'array', items: fixedIp }, qos_policy_id: { type: 'null' } },
-}
+} as const
 const routerAttrs = {
   name: str(),
   description: str(),
@@ -149,12 +159,12 @@ const routerAttrs = {
   ha: bool,
   availability_zone_hints: { type: 'array', items: str() },
   flavor_id: { type: 'null' },
-}
+} as const
 export const routerCreate = wrap('router', object({ ...routerAttrs, ...owner }))
 export const routerUpdate = wrap('router', object({ ...routerAttrs, ...owner }))
 export const routerInterface = object({ subnet_id: uuidish, port_id: uuidish })
 
-const fipAttrs = { port_id: { type: ['string', 'null'], maxLength: 36 }, fixed_ip_address: nullableStr(64), description: str(), tags }
+const fipAttrs = { port_id: { type: ['string', 'null'], maxLength: 36 }, fixed_ip_address: nullableStr(64), description: str(), tags } as const
 export const floatingIpCreate = wrap(
   'floatingip',
   object({ ...fipAttrs, floating_network_id: uuidish, floating_ip_address: str(64), subnet_id: uuidish, dns_domain: str(), dns_name: str(), qos_policy_id: { type: 'null' }, ...owner }, [
@@ -184,10 +194,10 @@ const subnetPoolMutable = {
   shared: bool,
   address_scope_id: { type: ['string', 'null'], maxLength: 36 },
   tags,
-}
+} as const
 export const subnetPoolCreate = creatable('subnetpool', 'subnetpools', object({ ...subnetPoolMutable, ...owner }, ['prefixes']))
 export const subnetPoolUpdate = wrap('subnetpool', object(subnetPoolMutable))
 
-const addressScopeMutable = { name: str(), shared: bool, tags }
+const addressScopeMutable = { name: str(), shared: bool, tags } as const
 export const addressScopeCreate = creatable('address_scope', 'address_scopes', object({ ...addressScopeMutable, ip_version: int({ min: 4, max: 6 }), ...owner }, ['ip_version']))
 export const addressScopeUpdate = wrap('address_scope', object(addressScopeMutable))

@@ -23,6 +23,7 @@ import { authorize } from '../../../policy/rules.js'
 import { identityAuthPolicy } from '../../../policy/identity-auth.policy.js'
 import { documented, noBody } from '../../../http/openapi.js'
 import { V, list, one } from '../answers.js'
+import type { FromSchema } from '../../../http/route-types.js'
 
 /** A rule asked for by id (one of the user's) or by its fields; paths start with '/'. */
 const accessRuleBody = {
@@ -59,15 +60,8 @@ const createBody = {
   },
 } as const
 
-interface CreateInput {
-  name: string
-  description?: string | null
-  secret?: string | null
-  expires_at?: string | null
-  unrestricted?: boolean | null
-  roles?: { id?: string; name?: string }[]
-  access_rules?: { id?: string; service?: string; method?: string; path?: string }[]
-}
+/** What the create body's credential holds, as its schema lets it through. */
+type CreateInput = FromSchema<typeof createBody>['application_credential']
 
 /**
  * ISO times without a zone are UTC (Keystone's reading), not local time. Keystone keeps microseconds: the
@@ -123,7 +117,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
   }
 
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.post<{ Params: { user_id: string }; Body: { application_credential: CreateInput } }>(
+    scope.post<{ Params: { user_id: string }; Body: FromSchema<typeof createBody> }>(
       '/v3/users/:user_id/application_credentials',
       { ...documented({ summary: 'Create an application credential (answers its secret, once)', response: { 201: one('application_credential', V.applicationCredential) } }), schema: { body: createBody }, preHandler: requireAuth },
       async (request, reply) => {

@@ -14,6 +14,7 @@ import { allows, authorize } from '../../../policy/rules.js'
 import { identityAuthPolicy } from '../../../policy/identity-auth.policy.js'
 import { documented, noBody } from '../../../http/openapi.js'
 import { V, list, one } from '../answers.js'
+import type { FromSchema } from '../../../http/route-types.js'
 
 const credentialFields = {
   type: { type: 'string', minLength: 1, maxLength: 255 },
@@ -33,8 +34,6 @@ const updateBody = {
   required: ['credential'],
   properties: { credential: { type: 'object', properties: credentialFields } },
 } as const
-
-type CredentialInput = { type?: string; user_id?: string; project_id?: string | null; blob?: string }
 
 /** A TOTP seed must be base32 of at least 128 bits (Keystone's documented minimum); it is stored re-padded. */
 function checkBlob(type: string, blob: string): string {
@@ -70,7 +69,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
   }
 
   return async (scope: FastifyInstance): Promise<void> => {
-    scope.post<{ Body: { credential: Required<Pick<CredentialInput, 'type' | 'user_id' | 'blob'>> & CredentialInput } }>(
+    scope.post<{ Body: FromSchema<typeof createBody> }>(
       '/v3/credentials',
       { ...documented({ summary: 'Create a credential (e.g. a TOTP seed)', response: { 201: one('credential', V.credential) } }), schema: { body: createBody }, preHandler: requireAuth },
       async (request, reply) => {
@@ -107,7 +106,7 @@ export function credentialRoutes(deps: AppDeps, requireAuth: preHandlerHookHandl
       credential: render(await visible(request.params.credential_id, request.principal, 'identity:get_credential')),
     }))
 
-    scope.patch<{ Params: { credential_id: string }; Body: { credential: CredentialInput } }>(
+    scope.patch<{ Params: { credential_id: string }; Body: FromSchema<typeof updateBody> }>(
       '/v3/credentials/:credential_id',
       { ...documented({ summary: 'Update a credential', response: { 200: one('credential', V.credential) } }), schema: { body: updateBody }, preHandler: requireAuth },
       async (request) => {
