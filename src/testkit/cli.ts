@@ -1,5 +1,5 @@
 /** Runs pcctl in-process with captured output, a scratch config folder and no terminal. */
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough, Writable } from 'node:stream'
@@ -26,8 +26,15 @@ export interface CliSandbox {
   run(argv: string[], env?: Record<string, string>): Promise<CliRun>
 }
 
+/** The sandboxes' roots, removed when the test process exits (a sandbox has no close of its own). */
+const sandboxRoots = new Set<string>()
+process.once('exit', () => {
+  for (const root of sandboxRoots) rmSync(root, { recursive: true, force: true })
+})
+
 export function cliSandbox(): CliSandbox {
   const root = mkdtempSync(join(tmpdir(), 'pcctl-test-'))
+  sandboxRoots.add(root)
   const configDir = join(root, 'config')
   const logDir = join(root, 'log')
   return {

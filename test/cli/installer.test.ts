@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, readlinkSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -36,10 +36,18 @@ describe('install.sh', () => {
   after(async () => {
     tampered.close()
     await server.close()
+    for (const prefix of prefixes) rmSync(prefix, { recursive: true, force: true })
   })
+  /** The install prefixes the tests made, removed at the end. */
+  const prefixes: string[] = []
+  const newPrefix = () => {
+    const prefix = mkdtempSync(join(tmpdir(), 'pcctl-prefix-'))
+    prefixes.push(prefix)
+    return prefix
+  }
 
   it('serves the installer with the server URL filled in, and it installs a working pcctl', async () => {
-    const prefix = mkdtempSync(join(tmpdir(), 'pcctl-prefix-'))
+    const prefix = newPrefix()
     const result = await sh(`curl -fsSL ${server.url}/downloads/install.sh | bash`, { PCCTL_PREFIX: prefix })
     assert.equal(result.code, 0, result.stderr)
     assert.match(result.stdout, /Verifying the SHA-256 checksum/)
@@ -49,7 +57,7 @@ describe('install.sh', () => {
   })
 
   it('aborts on a checksum mismatch and leaves the installed version in place', async () => {
-    const prefix = mkdtempSync(join(tmpdir(), 'pcctl-prefix-'))
+    const prefix = newPrefix()
     const installer = readFileSync('install.sh', 'utf8')
     const good = await sh(`printf '%s' "$SCRIPT" | bash`, { PCCTL_PREFIX: prefix, PCC_URL: server.url, SCRIPT: installer })
     assert.equal(good.code, 0, good.stderr)
@@ -64,7 +72,7 @@ describe('install.sh', () => {
   })
 
   it('refuses to run without a control-plane URL', async () => {
-    const result = await sh(`bash install.sh`, { PCCTL_PREFIX: mkdtempSync(join(tmpdir(), 'pcctl-prefix-')) })
+    const result = await sh(`bash install.sh`, { PCCTL_PREFIX: newPrefix() })
     assert.notEqual(result.code, 0)
     assert.match(result.stderr, /set PCC_URL/)
   })

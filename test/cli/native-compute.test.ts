@@ -8,7 +8,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execFile, execFileSync } from 'node:child_process'
@@ -97,7 +97,10 @@ describe('pcctl native compute, image and volume commands next to openstack', { 
     assert.equal(net.status, 201)
     webImageId = (await api<{ images: { id: string; name: string }[] }>('GET', '/image/v2/images')).body.images.find((i) => i.name === defaultImageName())!.id
   })
-  after(async () => server.close())
+  after(async () => {
+    await server.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
 
   let webId = ''
   let webImageId = ''
