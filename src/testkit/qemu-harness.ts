@@ -157,6 +157,32 @@ export async function servedVolume(exports: ExportManager, work: string, throttl
   return { volumeId, device: '/dev/vdb', connection: { driver_volume_type: 'nbd', data }, ...(throttle ? { throttle } : {}) }
 }
 
+/**
+ * A guest script (busybox ash) that runs `body` once for each new data disk, with `$d` its /sys/block directory and
+ * `$n` its name. A disk is known by name and serial (the volume id): a volume attached right after another's detach
+ * may take its name before the loop sees the first one go.
+ */
+export function forEachNewDisk(body: string): string {
+  return `#!/bin/sh
+seen=""
+while true; do
+  for d in /sys/block/vd[b-z]; do
+    [ -e "$d" ] || continue
+    n=\${d##*/}
+    id=$n:$(cat $d/serial 2>/dev/null)
+    case " $seen " in *" $id "*) continue ;; esac
+    seen="$seen $id"
+${body.trimEnd()}
+  done
+  for id in $seen; do
+    b=/sys/block/\${id%%:*}
+    { [ -e $b ] && [ "$(cat $b/serial 2>/dev/null)" = "\${id#*:}" ]; } || seen=$(echo " $seen " | sed "s/ $id / /")
+  done
+  sleep 1
+done
+`
+}
+
 /** One real guest on a QEMU driver of its own, beside an export manager serving it volumes (servedVolume). */
 export interface VolumeGuest {
   work: string

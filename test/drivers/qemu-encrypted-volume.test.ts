@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { NbdConnectionInfo, VolumeConnection } from '../../src/contracts/host/compute-driver.js'
 import { volumeNames } from '../../src/host/compute/qemu/volumes.js'
-import { servedVolume, startVolumeGuest, type VolumeGuest } from '../../src/testkit/qemu-harness.js'
+import { forEachNewDisk, servedVolume, startVolumeGuest, type VolumeGuest } from '../../src/testkit/qemu-harness.js'
 import { realGuestsMissing } from '../../src/testkit/qemu.js'
 
 const missing = realGuestsMissing()
@@ -20,32 +20,16 @@ const MARK = 'PCC-PLAINTEXT-MARK-7F3A9C'
 const LUKS_MAGIC = Buffer.from([0x4c, 0x55, 0x4b, 0x53, 0xba, 0xbe])
 
 /**
- * The guest (busybox ash): for each new disk (by name and serial: a volume attached right after another's detach
- * may take its name before the loop sees it gone), reads its first bytes; when they hold the mark it says so, else it
- * writes the mark there (synced) and says that.
+ * The guest: for each new disk, reads its first bytes; when they hold the mark it says so, else it writes the mark
+ * there (synced) and says that.
  */
-const SCRIPT = `#!/bin/sh
-seen=""
-while true; do
-  for d in /sys/block/vd[b-z]; do
-    [ -e "$d" ] || continue
-    n=\${d##*/}
-    id=$n:$(cat $d/serial 2>/dev/null)
-    case " $seen " in *" $id "*) continue ;; esac
-    seen="$seen $id"
+const SCRIPT = forEachNewDisk(`
     got=$(dd if=/dev/$n bs=512 count=1 2>/dev/null | tr -dc 'A-Z0-9-')
     case "$got" in
       *${MARK}*) echo "pcc-guest: $n reads ${MARK}" ;;
       *) printf '%s' '${MARK}' | dd of=/dev/$n bs=512 conv=sync 2>/dev/null; sync; echo "pcc-guest: $n wrote the mark" ;;
     esac
-  done
-  for id in $seen; do
-    b=/sys/block/\${id%%:*}
-    { [ -e $b ] && [ "$(cat $b/serial 2>/dev/null)" = "\${id#*:}" ]; } || seen=$(echo " $seen " | sed "s/ $id / /")
-  done
-  sleep 1
-done
-`
+`)
 
 describe('encrypted volumes on a real guest', { skip: missing, timeout: 600_000 }, () => {
   let guest: VolumeGuest

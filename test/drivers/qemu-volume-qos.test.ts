@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { VolumeConnection, VolumeThrottle } from '../../src/contracts/host/compute-driver.js'
 import { volumeNames } from '../../src/host/compute/qemu/volumes.js'
-import { servedVolume, startVolumeGuest, type VolumeGuest } from '../../src/testkit/qemu-harness.js'
+import { forEachNewDisk, servedVolume, startVolumeGuest, type VolumeGuest } from '../../src/testkit/qemu-harness.js'
 import { realGuestsMissing } from '../../src/testkit/qemu.js'
 
 const missing = realGuestsMissing()
@@ -16,32 +16,16 @@ const LIMIT = 20
 const READS = 200
 
 /**
- * The guest's measure (busybox ash): for each new disk (by name and serial: a volume attached right after another's
- * detach may take its name before the loop sees it gone), no read-ahead (each 4 KiB read is one request), then
- * READS reads; it prints the requests the disk completed and the centiseconds they took.
+ * The guest's measure: for each new disk, no read-ahead (each 4 KiB read is one request), then READS reads; it
+ * prints the requests the disk completed and the centiseconds they took.
  */
-const MEASURE = `#!/bin/sh
-seen=""
-while true; do
-  for d in /sys/block/vd[b-z]; do
-    [ -e "$d" ] || continue
-    n=\${d##*/}
-    id=$n:$(cat $d/serial 2>/dev/null)
-    case " $seen " in *" $id "*) continue ;; esac
-    seen="$seen $id"
+const MEASURE = forEachNewDisk(`
     echo 0 > $d/queue/read_ahead_kb
     r0=$(awk '{print $1}' $d/stat); t0=$(awk '{print $1 * 100}' /proc/uptime)
     dd if=/dev/$n of=/dev/null bs=4096 count=${READS} 2>/dev/null
     r1=$(awk '{print $1}' $d/stat); t1=$(awk '{print $1 * 100}' /proc/uptime)
     echo "pcc-guest: $n reads $((r1 - r0)) in $((t1 - t0)) cs"
-  done
-  for id in $seen; do
-    b=/sys/block/\${id%%:*}
-    { [ -e $b ] && [ "$(cat $b/serial 2>/dev/null)" = "\${id#*:}" ]; } || seen=$(echo " $seen " | sed "s/ $id / /")
-  done
-  sleep 1
-done
-`
+`)
 
 describe('front-end QoS on a real guest', { skip: missing, timeout: 600_000 }, () => {
   let guest: VolumeGuest
