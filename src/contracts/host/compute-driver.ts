@@ -129,10 +129,14 @@ export interface NbdConnectionInfo {
     attachment_id: string
     /** The disk serial the guest sees (the volume id, as Nova sets it). */
     serial: string
+    access_mode?: AccessMode
     /** The bytes are a LUKS container the hypervisor opens (an encrypted volume type). */
     encryption?: VolumeEncryption
   }
 }
+
+/** Cinder's attach mode: how the attachment's consumer may open the volume. */
+export type AccessMode = 'rw' | 'ro'
 
 /**
  * A Ceph volume, opened by the hypervisor's QEMU with librbd as the host's own cephx user (Cinder's RBD connection
@@ -151,6 +155,7 @@ export interface RbdConnectionInfo {
     volume_id: string
     attachment_id: string
     serial: string
+    access_mode?: AccessMode
     encryption?: VolumeEncryption
   }
 }

@@ -17,6 +17,10 @@ export type VolumeOperation =
   | 'volume:attach'
   | 'volume:detach'
   | 'volume:force_detach'
+  | 'volume:attachment_create'
+  | 'volume:attachment_update'
+  | 'volume:attachment_complete'
+  | 'volume:attachment_delete'
   | 'volume:all_tenants'
   | 'volume:other_projects:see'
   | 'url:other_project'
@@ -76,6 +80,11 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   /** Cinder's os-attach / os-detach: recording that the volume is attached to an instance (no disk is plugged in). */
   'volume:attach': projectMemberOrAdmin,
   'volume:detach': projectMemberOrAdmin,
+  /** The attachments API (3.27+): a project's members attach its volumes for a consumer and connect them. */
+  'volume:attachment_create': projectMemberOrAdmin,
+  'volume:attachment_update': projectMemberOrAdmin,
+  'volume:attachment_complete': projectMemberOrAdmin,
+  'volume:attachment_delete': projectMemberOrAdmin,
   /** os-force_detach: removing an attachment whatever the volume's status (an admin clearing a stuck record). */
   'volume:force_detach': isAdmin,
   'volume:all_tenants': isAdmin,

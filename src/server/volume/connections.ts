@@ -7,7 +7,7 @@
  * Only hosts whose hypervisor reads volumes' bytes (the qemu driver) are connected; simulated hosts attach
  * volumes without an export.
  */
-import { notFound } from '../../contracts/errors.js'
+import { badRequest, notFound } from '../../contracts/errors.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { RbdConnectionInfo, VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { hostCephUser } from '../ceph/host-users.js'
@@ -57,6 +57,41 @@ export class VolumeConnections {
     const info = await this.encrypted(connectionInfo(await nbdSourceOf(store.db, box, identity), { volumeId: request.volumeId, attachmentId: attachment.id }, false), false)
     await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(info) }).where('id', '=', attachment.id).execute()
     return info
+  }
+
+  /**
+   * Connects an attachment made through the attachments API for its consumer (Cinder's attachment_update with a
+   * connector): an NBD volume's export is served and the answer carries its key, as Cinder's answer carries a
+   * target's credentials; a Ceph volume is opened by a pcc host's own cephx user, so `connector.host` must name one.
+   * The stored info never holds the key. Repeating it answers the same export and key.
+   */
+  async connectConsumer(attachmentId: string, connector: { host?: unknown }): Promise<VolumeConnectionInfo> {
+    const { store, box, places, ports } = this.deps
+    const attachment = await store.db
+      .selectFrom('volume_attachments')
+      .innerJoin('volumes', 'volumes.id', 'volume_attachments.volume_id')
+      .select(['volume_attachments.volume_id', 'volume_attachments.attach_mode', 'volumes.location', 'volumes.backend'])
+      .where('volume_attachments.id', '=', attachmentId)
+      .executeTakeFirstOrThrow()
+    const ids = { volumeId: attachment.volume_id, attachmentId }
+    const accessMode = attachment.attach_mode === 'ro' ? 'ro' : 'rw'
+    if (!attachment.location) throw badRequest(`Invalid volume: Volume ${ids.volumeId} has no data yet; wait until it is available.`)
+    if (attachment.backend === 'ceph') {
+      const pool = this.deps.cephVolumesPool
+      if (!pool) throw new VolumeBackendError(`volume ${ids.volumeId} is in Ceph, and this control plane has no Ceph configured (PCC_CEPH_CONF)`)
+      const host = typeof connector.host === 'string' ? await store.db.selectFrom('hosts').select('id').where('hostname', '=', connector.host).executeTakeFirst() : undefined
+      if (!host) throw badRequest(`Invalid input received: volume ${ids.volumeId} is in Ceph, which a pcc host opens with its own cephx user: the connector's host must name a pcc host (openstack compute service list).`)
+      const info = await this.encrypted(rbdConnectionInfo(pool, hostCephUser(host.id), ids, accessMode), false)
+      await store.db.updateTable('volume_attachments').set({ host_id: host.id, connection_info: JSON.stringify(info) }).where('id', '=', attachmentId).execute()
+      return info
+    }
+    const identity = attachmentIdentity(attachmentId)
+    await store.db.transaction().execute((tx) => grantExport(tx, box, ports, { volumeId: ids.volumeId, location: attachment.location!, identity, attachmentId }))
+    await places.get(attachment.location).syncExports()
+    const source = await nbdSourceOf(store.db, box, identity)
+    const stored = await this.encrypted(connectionInfo(source, ids, false, accessMode), false)
+    await store.db.updateTable('volume_attachments').set({ connection_info: JSON.stringify(stored) }).where('id', '=', attachmentId).execute()
+    return { ...stored, data: { ...stored.data, psk_key: source.pskKey } }
   }
 
   /** A Ceph volume: the hypervisor opens `volumes/volume-<id>` as its own cephx user; nothing to export or grant. */

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { NbdSource } from '../../contracts/host/volume.js'
 import { exportName } from '../../contracts/host/volume.js'
-import type { NbdConnectionInfo, RbdConnectionInfo } from '../../contracts/host/compute-driver.js'
+import type { AccessMode, NbdConnectionInfo, RbdConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { isUniqueViolation } from '../storage/errors.js'
 import type { Db } from '../storage/store.js'
 import type { WantedExport } from '../../contracts/host/storage-place.js'
@@ -138,7 +138,7 @@ export async function nbdSourceOf(db: Db, box: SecretBox, identity: string): Pro
 }
 
 /** Cinder's connection_info for an attachment: `driver_volume_type: nbd`; the key only when `withKey`. */
-export function connectionInfo(source: NbdSource, ids: { volumeId: string; attachmentId: string }, withKey: boolean): NbdConnectionInfo {
+export function connectionInfo(source: NbdSource, ids: { volumeId: string; attachmentId: string }, withKey: boolean, accessMode: AccessMode = 'rw'): NbdConnectionInfo {
   return {
     driver_volume_type: 'nbd',
     data: {
@@ -152,14 +152,15 @@ export function connectionInfo(source: NbdSource, ids: { volumeId: string; attac
       attachment_id: ids.attachmentId,
       // Nova uses the volume id as the disk's serial; virtio-blk keeps its first 20 bytes.
       serial: ids.volumeId,
+      access_mode: accessMode,
     },
   }
 }
 
 /** Cinder's RBD connection_info for a Ceph volume, for the hypervisor host whose cephx user opens it. */
-export function rbdConnectionInfo(pool: string, hostUser: string, ids: { volumeId: string; attachmentId: string }): RbdConnectionInfo {
+export function rbdConnectionInfo(pool: string, hostUser: string, ids: { volumeId: string; attachmentId: string }, accessMode: AccessMode = 'rw'): RbdConnectionInfo {
   return {
     driver_volume_type: 'rbd',
-    data: { name: `${pool}/volume-${ids.volumeId}`, auth_enabled: true, auth_username: hostUser, volume_id: ids.volumeId, attachment_id: ids.attachmentId, serial: ids.volumeId },
+    data: { name: `${pool}/volume-${ids.volumeId}`, auth_enabled: true, auth_username: hostUser, volume_id: ids.volumeId, attachment_id: ids.attachmentId, serial: ids.volumeId, access_mode: accessMode },
   }
 }

@@ -1,5 +1,6 @@
 /** Volume, snapshot, attachment and type records as the service sees them, and their row mappings. */
 import type { VolumeAttachmentTable, VolumeSnapshotTable, VolumeTable, VolumeTypeTable } from '../storage/schema.js'
+import type { AccessMode } from '../../contracts/host/compute-driver.js'
 
 export const DEFAULT_VOLUME_TYPE = '__DEFAULT__'
 /** The default type when Ceph is configured: volumes in RBD. */
@@ -11,6 +12,7 @@ export interface VolumeAttachment {
   volumeId: string
   serverId: string
   attachStatus: string
+  attachMode: AccessMode
   device: string | null
   hostName: string | null
   deleteOnTermination: boolean
@@ -87,6 +89,7 @@ export function rowToAttachment(row: VolumeAttachmentTable): VolumeAttachment {
     volumeId: row.volume_id,
     serverId: row.server_id,
     attachStatus: row.attach_status,
+    attachMode: row.attach_mode === 'ro' ? 'ro' : 'rw',
     device: row.device,
     hostName: row.host_name,
     deleteOnTermination: row.delete_on_termination === 1,

@@ -646,7 +646,7 @@ export class VolumeService {
     const attachmentId = randomUUID()
     await tx
       .insertInto('volume_attachments')
-      .values({ id: attachmentId, volume_id: volume.id, server_id: request.serverId, attach_status: 'reserved', device: null, host_name: null, delete_on_termination: 0, attached_at: null, created_at: this.now(), host_id: null, connection_info: null, attached_by: 'compute' })
+      .values({ id: attachmentId, volume_id: volume.id, server_id: request.serverId, attach_status: 'reserved', attach_mode: 'rw', device: null, host_name: null, delete_on_termination: 0, attached_at: null, created_at: this.now(), host_id: null, connection_info: null, attached_by: 'compute' })
       .execute()
     return { attachmentId, volume: (await loadVolume(tx, volume.id))! }
   }
@@ -760,6 +760,12 @@ export class VolumeService {
   connect(request: { volumeId: string; serverId: string; hostId: string }): Promise<VolumeConnectionInfo> {
     if (!this.connections) throw new Error('the volume service runs without its connection manager')
     return this.connections.connect(request)
+  }
+
+  /** Connects an attachments-API attachment for its consumer (`VolumeConnections.connectConsumer`). */
+  connectConsumer(attachmentId: string, connector: { host?: unknown }): Promise<VolumeConnectionInfo> {
+    if (!this.connections) throw new Error('the volume service runs without its connection manager')
+    return this.connections.connectConsumer(attachmentId, connector)
   }
 
   /** A volume by id for compute, of the project (or any, with visibility all_projects); 404 otherwise. */

@@ -168,7 +168,7 @@ export function attachmentView(a: VolumeAttachment, detail: boolean): Record<str
     status: a.attachStatus,
     ...(detail
       ? {
-          attach_mode: 'rw',
+          attach_mode: a.attachMode,
           attached_at: a.attachedAt === null ? null : cinderTime(a.attachedAt),
           detached_at: null,
           // As the hypervisor got it, without the key (which only the attachment's host may fetch).

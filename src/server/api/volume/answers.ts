@@ -82,7 +82,7 @@ const volumeType = object(
   { id: str, name: str, description: nstr, is_public: bool, 'os-volume-type-access:is_public': bool, extra_specs: adminOnly(strMap), qos_specs_id: adminOnly(nstr) },
   ['id', 'name'],
 )
-const attachment = object({ id: str, volume_id: str, instance: nstr, status: str, attach_mode: str, attached_at: nstr, detached_at: nul, connection_info: nul }, ['id', 'volume_id'])
+const attachment = object({ id: str, volume_id: str, instance: nstr, status: str, attach_mode: str, attached_at: nstr, detached_at: nul, connection_info: { type: ['object', 'null'] } }, ['id', 'volume_id'])
 /** A volume transfer as the list names it; `transferDetail` as show, create and the detail list answer it. */
 const transferSummary = { id: str, name: nstr, volume_id: str, links }
 const transferDetail = object({ ...transferSummary, ...gated(TRANSFER_DETAIL_GATES) }, ['id', 'volume_id', 'links'])

@@ -1,4 +1,4 @@
-/** Volumes: CRUD, actions (Cinder's attach records among them), metadata, and the read-only attachments API (3.27+). */
+/** Volumes: CRUD, actions (Cinder's attach records among them), metadata, and the attachments API (3.27+). */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
@@ -12,7 +12,7 @@ import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, QUERY, VOLUME_ACTIONS } from './answers.js'
 import { allows } from '../../policy/rules.js'
-import type { AttachInput } from '../../volume/cinder-attachments.js'
+import type { AttachInput, AttachmentAnswer } from '../../volume/cinder-attachments.js'
 import { volumePolicy } from '../../policy/volume.policy.js'
 
 const createVolumeBody = {
@@ -269,7 +269,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   // ---- volume metadata ----
   metadataRoutes(r, 'volumes', volumes)
 
-  // ---- attachments (3.27+): read-only here; attaching is compute's business ----
+  // ---- attachments (3.27+): compute's and the consumers' of the attachments API ----
   const listAttachments = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
     if (!atLeast(request.volumeVersion, '3.27')) throw new AppError('not_found', 'The resource could not be found (attachments need microversion 3.27).')
     const q = request.query
@@ -284,5 +284,64 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     const found = (await volumes.listAttachments(request.principal, { allTenants: allows(volumePolicy, 'volume:all_tenants', request.principal) })).find((a) => a.id === id)
     if (!found) throw new AppError('not_found', `VolumeAttachment ${id} could not be found.`)
     return { attachment: attachmentView(found, true) }
+  })
+  attachmentWriteRoutes(r, deps)
+}
+
+const connector = { type: ['object', 'null'], additionalProperties: true } as const
+const createAttachmentBody = {
+  type: 'object',
+  required: ['attachment'],
+  properties: {
+    attachment: {
+      type: 'object',
+      required: ['volume_uuid'],
+      properties: { volume_uuid: { type: 'string', minLength: 1, maxLength: 64 }, instance_uuid: nullableString(64), connector, mode: { type: 'string', enum: ['rw', 'ro'] } },
+    },
+  },
+} as const
+const updateAttachmentBody = { type: 'object', required: ['attachment'], properties: { attachment: { type: 'object', required: ['connector'], properties: { connector: { type: 'object', additionalProperties: true } } } } } as const
+const attachmentActionBody = { type: 'object', required: ['os-complete'], properties: { 'os-complete': { type: 'null' } }, additionalProperties: false } as const
+
+/** The attachments API's writes (docs/image-volume.md, "The attachments API"), each from its microversion. */
+function attachmentWriteRoutes(r: FastifyInstance, deps: AppDeps): void {
+  const actions = deps.volumeServices.attachActions
+  const since = (request: FastifyRequest, version: string, what: string): void => {
+    if (!atLeast(request.volumeVersion, version)) throw new AppError('not_found', `The resource could not be found (${what} needs microversion ${version}).`)
+  }
+  const answer = ({ attachment, connectionInfo }: AttachmentAnswer) => ({ attachment: { ...attachmentView(attachment, true), ...(connectionInfo ? { connection_info: connectionInfo } : {}) } })
+
+  r.post<{ Body: FromSchema<typeof createAttachmentBody> }>(
+    '/attachments',
+    { schema: { body: createAttachmentBody }, ...documented({ summary: 'Attach a volume to an instance for a consumer (3.27+; connected when a connector is given)', response: { 200: A.attachment } }) },
+    async (request) => {
+      since(request, '3.27', 'attachments')
+      const { volume_uuid, instance_uuid, connector, mode } = request.body.attachment
+      if (mode !== undefined && !atLeast(request.volumeVersion, '3.54')) throw badRequest("Invalid input received: 'mode' needs microversion 3.54.")
+      if (instance_uuid === undefined || instance_uuid === null) throw badRequest('Invalid input received: pcc records attachments to instances; instance_uuid is required.')
+      return answer(await actions.createAttachment(request.principal, { volumeId: volume_uuid, instanceUuid: instance_uuid, connector: connector ?? undefined, mode: mode ?? 'rw' }))
+    },
+  )
+  r.put<IdRoute & { Body: FromSchema<typeof updateAttachmentBody> }>(
+    '/attachments/:id',
+    { schema: { params: idParams, body: updateAttachmentBody }, ...documented({ summary: "Connect an attachment for its consumer's connector (3.27+)", response: { 200: A.attachment } }) },
+    async (request) => {
+      since(request, '3.27', 'attachments')
+      return answer(await actions.updateAttachment(request.principal, request.params.id, request.body.attachment.connector))
+    },
+  )
+  r.post<IdRoute & { Body: FromSchema<typeof attachmentActionBody> }>(
+    '/attachments/:id/action',
+    { schema: { params: idParams, body: attachmentActionBody }, ...documented({ summary: 'Mark an attachment complete (os-complete, 3.44+)', response: { 204: noBody('Completed') } }) },
+    async (request, reply) => {
+      since(request, '3.44', 'os-complete')
+      await actions.completeAttachment(request.principal, request.params.id)
+      return reply.code(204).send()
+    },
+  )
+  r.delete<IdRoute>('/attachments/:id', { schema: { params: idParams }, ...documented({ summary: "Delete an attachment and its consumer's connection (3.27+)", response: { 200: A.attachments } }) }, async (request) => {
+    since(request, '3.27', 'attachments')
+    const left = await actions.deleteAttachment(request.principal, request.params.id)
+    return { attachments: left.map((a) => attachmentView(a, false)) }
   })
 }

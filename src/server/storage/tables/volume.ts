@@ -40,8 +40,10 @@ export interface VolumeAttachmentTable {
   id: string
   volume_id: string
   server_id: string
-  /** reserved | attached | detaching */
+  /** reserved | attaching | attached | detaching */
   attach_status: string
+  /** rw | ro (Cinder's attach_mode; the attachments API's `mode`) */
+  attach_mode: string
   device: string | null
   host_name: string | null
   delete_on_termination: number
@@ -51,7 +53,7 @@ export interface VolumeAttachmentTable {
   host_id: string | null
   /** JSON: the connection info the host was given (driver_volume_type nbd, without the key). */
   connection_info: string | null
-  /** compute (attached and connected through compute's API) | cinder (recorded by Cinder's os-attach action) */
+  /** compute (attached and connected through compute's API) | cinder (recorded by Cinder's os-attach action or attachments API) */
   attached_by: string
 }
 
