@@ -251,6 +251,18 @@ for (const dialect of DIALECTS) {
       for (const g of [g2, g3, id, empty]) await gone(alice, 'groups', g)
     })
 
+    it('a volume type a group lists cannot be deleted until the group goes', async () => {
+      const type = (await api(admin, 'POST', '/types', { volume_type: { name: `listed-${dialect}` } })).body.volume_type.id as string
+      const id = await group(alice, [type])
+      const refused = await api(admin, 'DELETE', `/types/${type}`)
+      assert.equal(refused.status, 400)
+      assert.match(refused.body.badRequest.message, /groups with volume type/)
+      assert.equal((await api(alice, 'GET', `/groups/${id}`)).body.group.volume_types[0], type, 'the group still names it')
+      assert.equal((await api(alice, 'POST', `/groups/${id}/action`, { delete: { 'delete-volumes': false } })).status, 202)
+      await gone(alice, 'groups', id)
+      assert.equal((await api(admin, 'DELETE', `/types/${type}`)).status, 202)
+    })
+
     it('counts groups in the groups quota', async () => {
       const carol = await projectSession(server)
       assert.equal((await api(admin, 'PUT', `/os-quota-sets/${carol.projectId}`, { quota_set: { groups: 1 } })).status, 200)

@@ -1,6 +1,6 @@
 /**
  * Volume types: `__DEFAULT__` made at start (and `ceph`, the default type when Ceph is configured), more created by
- * admins. A type in use, or the default, cannot be deleted.
+ * admins. A type in use (by volumes or groups), or the default, cannot be deleted.
  */
 import { randomUUID } from 'node:crypto'
 import { badRequest, conflict, notFound } from '../../contracts/errors.js'
@@ -139,6 +139,10 @@ export class VolumeTypeService {
     await this.store.db.transaction().execute(async (tx) => {
       if (await tx.selectFrom('volumes').select('id').where('volume_type_id', '=', type.id).executeTakeFirst()) {
         throw badRequest(`Target volume type is still in use: volumes of type ${type.name} exist.`)
+      }
+      // A group names its volume types (a JSON list of ids): a type a group lists must stay, as in Cinder.
+      if (await tx.selectFrom('volume_groups').select('id').where('volume_type_ids', 'like', `%"${type.id}"%`).executeTakeFirst()) {
+        throw badRequest(`Target volume type is still in use: groups with volume type ${type.name} exist; delete them first.`)
       }
       await tx.deleteFrom('volume_type_access').where('volume_type_id', '=', type.id).execute()
       await tx.deleteFrom('volume_type_encryption').where('volume_type_id', '=', type.id).execute()
