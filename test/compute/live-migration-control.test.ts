@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import { DIALECTS } from '../../src/testkit/harness.js'
 import type { LiveMigrationHandle } from '../../src/contracts/host/compute-driver.js'
 import { call, computeTestbed, createBody, type ComputeTestbed } from './helpers.js'
+import { adminEnv, openstack } from '../../src/testkit/openstack.js'
 
 /** Long enough that nothing completes a copy before the test acts on it. */
 const COPY_MS = 60_000
@@ -136,3 +137,35 @@ for (const dialect of DIALECTS) {
     }
   })
 }
+
+test('live migration abort and force-complete through the openstack client', { timeout: 240_000 }, async () => {
+  const tb = await computeTestbed('sqlite', { PCC_SIMULATED_HOSTS: '2' }, true, { publicUrlFromListen: true })
+  try {
+    for (const h of tb.server.deps.conductor.simulatedHosts) h.driver.liveMigrationMs = COPY_MS
+    const env = adminEnv(tb.server)
+    const created = await call(tb, tb.member, 'POST', '/servers', createBody('cli-mover'), '2.96')
+    const id: string = created.body.server.id
+    const source = (await until('ACTIVE', async () => ((await server(tb, id)).status === 'ACTIVE' ? server(tb, id) : undefined)))['OS-EXT-SRV-ATTR:host']
+
+    const first = await liveMigrate(tb, id, 'running')
+    const abort = await openstack(['--os-compute-api-version', '2.24', 'server', 'migration', 'abort', id, String(first.id)], env)
+    assert.equal(abort.code, 0, abort.stderr)
+    const stayed = await idle(tb, id)
+    assert.deepEqual([stayed.status, stayed['OS-EXT-SRV-ATTR:host']], ['ACTIVE', source])
+    assert.equal(await migrationStatus(tb, id, first.id), 'cancelled')
+    // The client shows the server's refusal: no longer running.
+    const again = await openstack(['--os-compute-api-version', '2.24', 'server', 'migration', 'abort', id, String(first.id)], env)
+    assert.notEqual(again.code, 0)
+    assert.match(again.stderr, /409|task_state/)
+
+    const second = await liveMigrate(tb, id, 'running')
+    const force = await openstack(['--os-compute-api-version', '2.22', 'server', 'migration', 'force', 'complete', id, String(second.id)], env)
+    assert.equal(force.code, 0, force.stderr)
+    const moved = await idle(tb, id)
+    assert.equal(moved.status, 'ACTIVE')
+    assert.notEqual(moved['OS-EXT-SRV-ATTR:host'], source)
+    assert.equal(await migrationStatus(tb, id, second.id), 'completed')
+  } finally {
+    await tb.close()
+  }
+})
