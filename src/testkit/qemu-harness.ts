@@ -127,6 +127,10 @@ export async function qemuHarness(ceph?: HarnessCeph): Promise<DriverHarness> {
         await new Promise((r) => setTimeout(r, 200))
       }
     },
+    // 1 MB/s: a TCG guest's memory stream then lasts seconds (its disks' mirrors go at full speed before it).
+    slowLiveMigrations: (d, slow) => {
+      ;(d as QemuDriver).migrationMaxBandwidth = slow ? 1_000_000 : undefined
+    },
     leftovers: async (d, id) => qemuLeftovers(rootOf(d), id),
     volume,
     disksMove: true,

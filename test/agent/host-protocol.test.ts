@@ -77,6 +77,28 @@ describe('host protocol versions: an agent that was not upgraded', () => {
     assert.deepEqual([onOld.status, onOld['OS-EXT-SRV-ATTR:host']], ['ACTIVE', old.hostname])
   })
 
+  it("answers 409 to an abort or force-complete of a live migration whose source's agent is too old, enqueuing nothing", async () => {
+    const image = await api.bootImage()
+    const { id } = await api.create({ name: 'from-old', imageRef: image, flavorRef: '1', networks: 'none', availability_zone: `nova:${old.hostname}` })
+    await until(`server ${id} ACTIVE`, 30_000, async () => ((await api.server(id))?.status === 'ACTIVE' ? true : undefined))
+    // The state of a live migration the old host sends (it could not, on protocol 1: the state is set directly).
+    const db = server.deps.store.db
+    await db.updateTable('servers').set({ task_state: 'migrating' }).where('id', '=', id).execute()
+    await db
+      .insertInto('migrations')
+      .values({ id: 9001, uuid: '00000000-0000-4000-8000-000000009001', server_id: id, project_id: server.bootstrap.adminProjectId, user_id: server.bootstrap.adminUserId, request_id: 'req-old', migration_type: 'live-migration', status: 'running', source_host: old.hostname, dest_host: current.hostname, old_flavor_id: '1', new_flavor_id: '1', created_at: Date.now(), updated_at: null })
+      .execute()
+    const abort = await api.call('DELETE', `/servers/${id}/migrations/9001`)
+    assert.equal(abort.status, 409, JSON.stringify(abort.body))
+    assert.match(JSON.stringify(abort.body), new RegExp(`speaks protocol 1; this needs ${HOST_COMMANDS.cancelLiveMigration.since}: upgrade it`))
+    assert.equal((await api.call('POST', `/servers/${id}/migrations/9001/action`, { force_complete: null })).status, 409)
+    const sent = await db.selectFrom('host_commands').select('op').where('op', 'in', ['cancelLiveMigration', 'forceCompleteLiveMigration']).execute()
+    assert.deepEqual(sent, [])
+    const status = await db.selectFrom('migrations').select('status').where('id', '=', 9001).executeTakeFirstOrThrow()
+    assert.equal(status.status, 'running', 'nothing changed')
+    await db.updateTable('servers').set({ task_state: null }).where('id', '=', id).execute()
+  })
+
   it('answers 400 to a heartbeat whose protocol is not a version', async () => {
     const res = await fetch(`${server.url}/resmgr/v1/hosts/${old.hostId}/heartbeat`, {
       method: 'POST',

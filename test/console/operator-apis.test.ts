@@ -163,6 +163,37 @@ describe('operator APIs in the web console', { skip: browserMissing(), timeout: 
     assert.equal((await api('DELETE', `/compute/v2.1/servers/${id}`)).status, 204)
   })
 
+  it('aborts a running live migration from its row (after a confirmation): the server stays on its source', async () => {
+    const image = (await api('GET', '/image/v2/images')).body.images[0].id
+    const created = await api('POST', '/compute/v2.1/servers', { server: { name: 'stayer', imageRef: image, flavorRef: '1', networks: 'none' } })
+    const id = created.body.server.id as string
+    const show = async () => (await api('GET', `/compute/v2.1/servers/${id}`)).body.server
+    const source = await until('the server ACTIVE', 90_000, async () => {
+      const s = await show()
+      return s.status === 'ACTIVE' ? (s['OS-EXT-SRV-ATTR:host'] as string) : undefined
+    })
+    // The copy lasts until it is aborted.
+    for (const h of server.deps.conductor.simulatedHosts) h.driver.liveMigrationMs = 120_000
+    try {
+      assert.equal((await api('POST', `/compute/v2.1/servers/${id}/action`, { 'os-migrateLive': { host: null, block_migration: 'auto' } })).status, 202)
+      await until('the migration running', 60_000, async () => ((await api('GET', `/compute/v2.1/servers/${id}/migrations`)).body.migrations as { status: string }[]).find((m) => m.status === 'running'))
+      await page.goto(`${server.url}/#/servers/${id}?tab=migrations`)
+      const running = row('running', page.getByRole('table').first())
+      await running.getByRole('button', { name: 'Force complete' }).waitFor({ timeout: 30_000 })
+      await running.getByRole('button', { name: 'Abort' }).click()
+      await until('the server idle', 60_000, async () => ((await show())['OS-EXT-STS:task_state'] === null ? true : undefined))
+      const s = await show()
+      assert.equal(s.status, 'ACTIVE')
+      assert.equal(s['OS-EXT-SRV-ATTR:host'], source)
+      const history = (await api('GET', `/compute/v2.1/os-migrations?instance_uuid=${id}`)).body.migrations as { status: string }[]
+      assert.deepEqual(history.map((m) => m.status), ['cancelled'])
+      await page.getByText('None: the server is not being live migrated.').waitFor({ timeout: 30_000 })
+    } finally {
+      for (const h of server.deps.conductor.simulatedHosts) h.driver.liveMigrationMs = undefined
+    }
+    assert.equal((await api('DELETE', `/compute/v2.1/servers/${id}`)).status, 204)
+  })
+
   it('shows each host’s network agents, and disables and enables one', async () => {
     type Agent = { id: string; host: string; agent_type: string; alive: boolean; admin_state_up: boolean }
     const agents = async () => (await api('GET', '/network/v2.0/agents')).body.agents as Agent[]

@@ -74,6 +74,9 @@ driverConformance('agent', async () => {
     },
     boots,
     continues: async () => {},
+    slowLiveMigrations: (d, slow) => {
+      ;(agents.get(d)!.computeDriver as SimulatedDriver).liveMigrationMs = slow ? 20_000 : undefined
+    },
     leftovers: async (d, id) => ((await d.info(id)) ? [`guest ${id}`] : []),
     volume: async () => ({ volumeId: '00000000-0000-4000-8000-0000000000a1', device: '/dev/vdb' }),
     images: {

@@ -35,6 +35,9 @@ driverConformance('simulated', async () => ({
   },
   boots,
   continues: async () => {},
+  slowLiveMigrations: (d, slow) => {
+    ;(d as SimulatedDriver).liveMigrationMs = slow ? 20_000 : undefined
+  },
   leftovers: async (d, id) => ((await d.info(id)) ? [`guest ${id}`] : []),
   volume: async () => ({ volumeId: '00000000-0000-4000-8000-0000000000a1', device: '/dev/vdb' }),
   disksMove: false,

@@ -128,6 +128,11 @@ export const GATES = {
   consoleAuthTokensAllTypes: '2.31',
   /** /servers/{id}/migrations and the migration type in os-migrations. */
   serverMigrations: '2.23',
+  /** POST /servers/{id}/migrations/{mid}/action force_complete of a running live migration. */
+  forceCompleteMigration: '2.22',
+  /** DELETE /servers/{id}/migrations/{mid}: abort a running live migration; from 2.65 a queued one too. */
+  abortMigration: '2.24',
+  abortQueuedMigration: '2.65',
   serverTags: '2.26',
   keypairsPaging: '2.35',
   noProxyApis: '2.36',

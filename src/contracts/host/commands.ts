@@ -22,8 +22,10 @@ import type { GuestSample } from './metrics.js'
  *    abortLiveMigration with a driver-tagged handle); protocol 1's QEMU-only steps and `receiveGuest` are gone.
  * 3: metrics: heartbeats carry `samples` every SAMPLE_INTERVAL_MS (src/contracts/host/metrics.ts), and
  *    sampleGuests answers a sample of every guest on demand.
+ * 4: cancelLiveMigration and forceCompleteLiveMigration, run on a live migration's source while its liveMigrateTo
+ *    is still running (the agent runs commands side by side).
  */
-export const HOST_PROTOCOL_VERSION = 3
+export const HOST_PROTOCOL_VERSION = 4
 
 /**
  * How long the control plane waits for a command's outcome (`long` commands: LONG_COMMAND_FACTOR times as long)
@@ -102,6 +104,9 @@ export const HOST_COMMANDS = {
   finishLiveMigration: command<Server & { handover: LiveMigrationHandover }, void>(2),
   abortLiveMigration: command<Server, void>(2),
   sampleGuests: command<Record<string, never>, GuestSample[]>(3),
+  /** true: a copy was under way and is being stopped (or converged); false: none ran, nothing done. */
+  cancelLiveMigration: command<Server, boolean>(4),
+  forceCompleteLiveMigration: command<Server, boolean>(4),
 
   // Storage: the StoragePlace calls of src/contracts/host/storage-place.ts, executed by the agent's storage role.
   'volume.create': command<{ backend: string; volumeId: string; sizeGb: number }, void>(1),

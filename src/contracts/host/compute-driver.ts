@@ -269,6 +269,19 @@ export class DriverError extends Error {
   }
 }
 
+/**
+ * The failure of a `liveMigrateTo` that `cancelLiveMigration` stopped: the guest runs on at the source. It crosses
+ * the command channel as a message and a code, so it is recognised by both (`isLiveMigrationCancelled`).
+ */
+export const LIVE_MIGRATION_CANCELLED_CODE = 409
+const CANCELLED_MARK = 'live migration cancelled'
+export function liveMigrationCancelled(serverId: string, hostname: string): DriverError {
+  return new DriverError(`${CANCELLED_MARK}: guest ${serverId} runs on at host ${hostname}`, LIVE_MIGRATION_CANCELLED_CODE)
+}
+export function isLiveMigrationCancelled(err: unknown): boolean {
+  return err instanceof DriverError && err.code === LIVE_MIGRATION_CANCELLED_CODE && err.message.startsWith(CANCELLED_MARK)
+}
+
 export interface ComputeDriver {
   readonly type: string
   readonly capabilities: DriverCapabilities
@@ -347,6 +360,18 @@ export interface ComputeDriver {
   finishLiveMigration(serverId: string, handover: LiveMigrationHandover): Promise<void>
   /** Destination, when the migration failed: nothing of the guest stays here (it runs on at the source). */
   abortLiveMigration(serverId: string): Promise<void>
+  /**
+   * Source, while its `liveMigrateTo` of the guest runs (the two calls run side by side): stops the copy. That
+   * `liveMigrateTo` then fails with the error of `liveMigrationCancelled` once the guest runs on here as before.
+   * Answers whether a copy was under way (false: nothing to stop, nothing done).
+   */
+  cancelLiveMigration(serverId: string): Promise<boolean>
+  /**
+   * Source, while its `liveMigrateTo` of the guest runs: pauses the guest here so that its memory stops changing
+   * and the copy converges; the guest runs again on the destination (`finishLiveMigration`), or here if the copy
+   * fails after all. Answers whether a copy was under way (false: nothing done).
+   */
+  forceCompleteLiveMigration(serverId: string): Promise<boolean>
   /** Recreates on this host a guest whose host died (evacuate). */
   evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void>
   /** Whole console log, or its last `lines` lines. */

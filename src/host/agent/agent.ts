@@ -509,6 +509,9 @@ export class PccAgent {
     liveMigrateTo: ({ serverId, handle }) => this.driver.liveMigrateTo(serverId, handle),
     finishLiveMigration: ({ serverId, handover }) => this.driver.finishLiveMigration(serverId, handover ?? {}),
     abortLiveMigration: ({ serverId }) => this.driver.abortLiveMigration(serverId),
+    // Both arrive while this host's liveMigrateTo of the guest still runs: commands run side by side (commandLoop).
+    cancelLiveMigration: ({ serverId }) => this.driver.cancelLiveMigration(serverId),
+    forceCompleteLiveMigration: ({ serverId }) => this.driver.forceCompleteLiveMigration(serverId),
   }
 
   private withKeys<A extends object>(args: A): Promise<A> {

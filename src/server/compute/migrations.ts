@@ -75,9 +75,43 @@ export async function startMigration(db: Db, server: ServerTable, type: Migratio
   }
 }
 
-/** Moves the request's migration on (its status, and the destination once known). */
+/** Moves the request's migration on (its status, and the destination once known); a cancelled one stays cancelled. */
 export async function updateMigration(db: Db, serverId: string, requestId: string, patch: Partial<Pick<ServerMigrationTable, 'status' | 'dest_host'>>): Promise<void> {
-  await db.updateTable('migrations').set({ ...patch, updated_at: Date.now() }).where('server_id', '=', serverId).where('request_id', '=', requestId).execute()
+  await db.updateTable('migrations').set({ ...patch, updated_at: Date.now() }).where('server_id', '=', serverId).where('request_id', '=', requestId).where('status', '!=', CANCELLED).execute()
+}
+
+/** The status of a live migration aborted (the API's DELETE): it ends so, the server on its source as before. */
+export const CANCELLED = 'cancelled'
+/** A live migration not copying yet: from 2.65 an abort cancels it here, before any host acts (`cancelQueued`). */
+export const QUEUED = ['queued', 'preparing']
+
+/**
+ * The source starts copying: `running`, unless an abort cancelled the migration while queued (false then). One
+ * conditional update each, this and `cancelQueued`, so exactly one of them wins.
+ */
+export async function startCopying(db: Db, serverId: string, requestId: string): Promise<boolean> {
+  const r = await db.updateTable('migrations').set({ status: 'running', updated_at: Date.now() }).where('server_id', '=', serverId).where('request_id', '=', requestId).where('status', 'in', QUEUED).executeTakeFirst()
+  if (Number(r.numUpdatedRows) > 0) return true
+  const row = await db.selectFrom('migrations').select('status').where('server_id', '=', serverId).where('request_id', '=', requestId).executeTakeFirst()
+  return row?.status !== CANCELLED
+}
+
+/** Cancels a live migration still queued or preparing; false when it started copying meanwhile (or ended). */
+export async function cancelQueued(db: Db, migrationId: number): Promise<boolean> {
+  const r = await db.updateTable('migrations').set({ status: CANCELLED, updated_at: Date.now() }).where('id', '=', migrationId).where('status', 'in', QUEUED).executeTakeFirst()
+  return Number(r.numUpdatedRows) > 0
+}
+
+/** A server's migration by its id (any kind, any status); undefined when the server has none of that id. */
+export async function findServerMigration(db: Db, serverId: string, migrationId: string): Promise<ServerMigrationTable | undefined> {
+  if (!/^\d{1,15}$/.test(migrationId)) return undefined
+  const row = await db.selectFrom('migrations').selectAll().where('id', '=', Number(migrationId)).where('server_id', '=', serverId).executeTakeFirst()
+  return row && { ...row, id: Number(row.id) }
+}
+
+/** Ends a cancelled live migration's record (the conductor's rollback), whatever status it had reached. */
+export async function cancelMigration(db: Db, serverId: string, requestId: string): Promise<void> {
+  await db.updateTable('migrations').set({ status: CANCELLED, updated_at: Date.now() }).where('server_id', '=', serverId).where('request_id', '=', requestId).execute()
 }
 
 /** Confirm or revert ends the server's finished resize or cold migration. */

@@ -7,7 +7,7 @@
 import { finalVmState, RESTING_POWER, SERVER_ACTIONS, type ServerActionName, type VmState } from '../compute/server-states.js'
 import { POWER } from '../../contracts/host/compute-driver.js'
 import type { ActionTaskPayload } from '../compute/tasks.js'
-import { DriverError, type ComputeDriver } from '../../contracts/host/compute-driver.js'
+import { DriverError, isLiveMigrationCancelled, type ComputeDriver } from '../../contracts/host/compute-driver.js'
 import { releaseAll, releasePart } from '../scheduler/claims.js'
 import { flavorResources, NoValidHost, PlacementVoid } from '../scheduler/scheduler.js'
 import { hostZones } from '../compute/aggregates.js'
@@ -23,7 +23,7 @@ import { bindServerNetwork } from '../compute/server-network.js'
 import { createBackup, createImage, finishUnshelve, shelveToImage, unshelveImage, unshelveVolumes } from './snapshots.js'
 import { attachedVolumes, fenceLostHost } from './volumes.js'
 import { migrateLive } from './live-migration.js'
-import { endResizeMigration, MIGRATION_STATUS, MIGRATION_TYPES, RESIZE_END, startMigration, STEP_STATUS, updateMigration } from '../compute/migrations.js'
+import { cancelMigration, endResizeMigration, MIGRATION_STATUS, MIGRATION_TYPES, RESIZE_END, startCopying, startMigration, STEP_STATUS, updateMigration } from '../compute/migrations.js'
 
 /** The event Nova records for each action on the compute (or conductor) side. */
 const EVENTS: Partial<Record<ServerActionName, string>> = {
@@ -55,6 +55,9 @@ const EVENTS: Partial<Record<ServerActionName, string>> = {
 
 /** The run stopped because the server moved on (deleted, or another run finished it). */
 class Abandoned extends Error {}
+
+/** A live migration the API aborted (docs/compute.md, "Migrations"): the guest runs on at the source as before. */
+class Cancelled extends Error {}
 
 /** What an action implementation returns: extra columns for the final update, and overrides of the final state. */
 type Outcome = Partial<ServerTable>
@@ -264,10 +267,13 @@ async function liveMigrate(run: ActionRun): Promise<Outcome> {
   const arrived = (await run.driver().info(run.server.id)) === undefined && (await run.driver(dest).info(run.server.id)) !== undefined
   try {
     if (!arrived) {
-      await run.migration({ status: 'running' })
-      await migrateLive(run.driver(), run.driver(dest), await run.spec(dest))
+      await migrateLive(run.driver(), run.driver(dest), await run.spec(dest), async () => {
+        if (!(await startCopying(run.ctx.store.db, run.server.id, run.payload.requestId))) throw new Cancelled()
+      })
     }
   } catch (err) {
+    // Cancelled while queued (the API marked it) or while copying (the source's copy stopped, the guest there).
+    if (err instanceof Cancelled || isLiveMigrationCancelled(err)) throw new Cancelled()
     // Nova's _rollback_live_migration: the guest still runs on the source, so the server keeps its state there.
     const onSource = err instanceof DriverError && (await run.driver().info(run.server.id)) !== undefined
     if (onSource) throw new StepFailure(err.message, err.code, err.stack ?? '', run.payload.before.vmState)
@@ -448,6 +454,7 @@ export async function runAction(ctx: ConductorContext, payload: ActionTaskPayloa
     await succeed(run, await handler(run), records)
   } catch (err) {
     if (err instanceof Abandoned) return
+    if (err instanceof Cancelled) return cancelled(run, records)
     if (!(err instanceof DriverError) && !(err instanceof StepFailure)) throw err
     await fail(run, err, records)
   }
@@ -467,6 +474,22 @@ async function succeed(run: ActionRun, outcome: Outcome, records: RunRecords): P
     if (run.migrationType) await updateMigration(tx, run.server.id, payload.requestId, { status: MIGRATION_STATUS[run.migrationType].done })
     const resizeEnd = RESIZE_END[payload.action as keyof typeof RESIZE_END]
     if (resizeEnd) await endResizeMigration(tx, run.server.id, resizeEnd)
+    await finishEvent(tx, records.eventId, 'Success')
+    await finishAction(tx, records.actionId)
+  })
+}
+
+/**
+ * An aborted live migration (Nova's rollback with the migration `cancelled`): the server stays on its source in
+ * the state it had, without a fault; the destination's claim goes back; the live-migration action itself did not
+ * fail (the abort is an action of its own, recorded by the API).
+ */
+async function cancelled(run: ActionRun, records: RunRecords): Promise<void> {
+  await run.ctx.store.db.transaction().execute(async (tx) => {
+    if (!(await moveServer(tx, run.server.id, { taskStates: run.chain }, { vm_state: run.payload.before.vmState, task_state: null }))) return
+    const others = await tx.selectFrom('allocations').select('host_id').where('server_id', '=', run.server.id).execute()
+    for (const o of others) if (o.host_id !== run.server.host_id) await releaseAll(tx, run.server.id, o.host_id)
+    await cancelMigration(tx, run.server.id, run.payload.requestId)
     await finishEvent(tx, records.eventId, 'Success')
     await finishAction(tx, records.actionId)
   })

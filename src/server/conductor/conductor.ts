@@ -8,7 +8,8 @@ import { COMPUTE_TASK_KINDS, type ActionTaskPayload, type BuildTaskPayload, type
 import type { ComputeStorage } from '../compute/storage.js'
 import type { Config } from '../config/settings.js'
 import { DriverRegistry } from '../hosts/driver-registry.js'
-import { DriverError, type ConsoleProtocol } from '../../contracts/host/compute-driver.js'
+import type { CopyControl } from '../compute/migration-control.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol } from '../../contracts/host/compute-driver.js'
 import type { Duplex } from 'node:stream'
 import { startSimulatedHost, startSimulatedHosts, type SimulatedHost, type SimulatedHostSpec } from '../all-in-one/simulated-hosts.js'
 import { Scheduler } from '../scheduler/scheduler.js'
@@ -35,6 +36,12 @@ export function lastLines(text: string, lines?: number): string {
   if (lines === 0) return ''
   const all = (text.endsWith('\n') ? text.slice(0, -1) : text).split('\n')
   return all.slice(-lines).join('\n')
+}
+
+/** What the API's abort and force-complete ask a live migration's source (docs/compute.md, "Migrations"). */
+const COPY_CONTROLS: Record<CopyControl, (driver: ComputeDriver, serverId: string) => Promise<boolean>> = {
+  cancel: (driver, serverId) => driver.cancelLiveMigration(serverId),
+  forceComplete: (driver, serverId) => driver.forceCompleteLiveMigration(serverId),
 }
 
 export class Conductor {
@@ -141,6 +148,18 @@ export class Conductor {
     const driver = row?.host_id ? await this.drivers.find(row.host_id) : undefined
     if (!driver) throw new DriverError(`Instance ${serverId} has no host that can give its console${row?.host ? ` (host ${row.host} is unknown here)` : ''}.`, 404)
     return driver.openConsole(serverId, protocol)
+  }
+
+  /**
+   * Asks the source host of a server's live migration to cancel or force-complete the copy it is sending: false
+   * when that host sends none of the guest (not yet, or no longer). A DriverError when the host cannot be asked
+   * (unknown here, DOWN, an agent too old for the command).
+   */
+  async controlLiveMigration(serverId: string, control: CopyControl): Promise<boolean> {
+    const row = await this.store.db.selectFrom('servers').select(['host_id', 'host']).where('id', '=', serverId).where('deleted', '=', 0).executeTakeFirst()
+    const driver = row?.host_id ? await this.drivers.find(row.host_id) : undefined
+    if (!driver) throw new DriverError(`Instance ${serverId} has no source host that can be reached${row?.host ? ` (host ${row.host} is unknown here)` : ''}.`, 409)
+    return COPY_CONTROLS[control](driver, serverId)
   }
 
   /** Whether a host's compute service is up (heartbeat within the timeout, not forced down). */

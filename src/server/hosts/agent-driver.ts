@@ -254,6 +254,15 @@ export class AgentDriver implements ComputeDriver {
     return this.call('abortLiveMigration', { serverId })
   }
 
+  // A fresh command each time (the dedupe key says when): asking again after a `false` must reach the agent again.
+  cancelLiveMigration(serverId: string): Promise<boolean> {
+    return this.call('cancelLiveMigration', { serverId }, { dedupeKey: `cancelLiveMigration:${serverId}:${Date.now()}` })
+  }
+
+  forceCompleteLiveMigration(serverId: string): Promise<boolean> {
+    return this.call('forceCompleteLiveMigration', { serverId }, { dedupeKey: `forceCompleteLiveMigration:${serverId}:${Date.now()}` })
+  }
+
   evacuateTo(spec: GuestSpec, powerOn: boolean): Promise<void> {
     return this.call('evacuateTo', { spec, powerOn })
   }

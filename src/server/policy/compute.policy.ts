@@ -96,6 +96,8 @@ export const COMPUTE_POLICY = {
   'os-migrations:index': isAdmin,
   'servers:migrations:index': isAdmin,
   'servers:migrations:show': isAdmin,
+  'servers:migrations:force_complete': isAdmin,
+  'servers:migrations:delete': isAdmin,
   'os-server-external-events:create': isAdmin,
   'os-instance-usage-audit-log:list': isAdmin,
   'os-instance-usage-audit-log:show': isAdmin,

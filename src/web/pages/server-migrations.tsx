@@ -1,11 +1,13 @@
 /**
  * A server's Migrations tab (admins only: both APIs are admin-only in Nova's policy): its live migration in
  * progress (`GET /servers/{id}/migrations`) and every move it made (`GET /os-migrations?instance_uuid=`: cold
- * migrations, resizes, live migrations, evacuations), newest first.
+ * migrations, resizes, live migrations, evacuations), newest first. A running live migration can be forced to
+ * complete (the guest pauses on its source so the copy converges) or aborted (it stays on its source); a queued
+ * one aborted (docs/console.md, "Server page").
  */
-import { get, query } from '../api/http'
+import { del, get, post, query } from '../api/http'
 import { serverBusy, type Server } from '../api/resources'
-import { ErrorNotice, Status, Table, formatTime } from '../ui/components'
+import { ActionButton, ErrorNotice, Status, Table, formatTime } from '../ui/components'
 import { useAsync, usePoll } from '../ui/hooks'
 
 interface Migration {
@@ -30,6 +32,13 @@ interface LiveMigration extends Migration {
 function progress(m: LiveMigration): string {
   const part = (total: number | null, remaining: number | null, what: string) => (total ? `${what} ${Math.round((100 * (total - (remaining ?? 0))) / total)} %` : undefined)
   return [part(m.memory_total_bytes, m.memory_remaining_bytes, 'memory'), part(m.disk_total_bytes, m.disk_remaining_bytes, 'disk')].filter(Boolean).join(', ') || 'not reported'
+}
+
+/** What the compute API lets an admin do with a live migration in each status (Nova's: force-complete only running). */
+const CONTROLS: Record<string, { forceComplete: boolean; abort: boolean }> = {
+  queued: { forceComplete: false, abort: true },
+  preparing: { forceComplete: false, abort: true },
+  running: { forceComplete: true, abort: true },
 }
 
 const route = (m: Migration) => `${m.source_compute ?? '?'} → ${m.dest_compute ?? 'chosen by the scheduler'}`
@@ -61,6 +70,20 @@ export function MigrationsTab({ server }: { server: Server }) {
           { label: 'Started', value: (m) => formatTime(m.created_at) },
           { label: 'Copied', value: progress },
         ]}
+        actions={(m) => {
+          const can = CONTROLS[m.status]
+          const path = `/servers/${server.id}/migrations/${m.id}`
+          const reload = () => {
+            running.reload()
+            history.reload()
+          }
+          return can ? (
+            <>
+              {can.forceComplete && <ActionButton label="Force complete" confirm="Pause the server on its source so that the live migration completes?" run={() => post('compute', `${path}/action`, { force_complete: null })} onDone={reload} />}
+              {can.abort && <ActionButton label="Abort" danger confirm="Abort this live migration? The server stays on its source host." run={() => del('compute', path)} onDone={reload} />}
+            </>
+          ) : null
+        }}
       />
       <h2>Migration history</h2>
       <ErrorNotice error={history.error} title="Could not load the migration history" />

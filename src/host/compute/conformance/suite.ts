@@ -10,7 +10,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { POWER } from '../../../contracts/host/compute-driver.js'
-import { DriverError, type ComputeDriver, type GuestSpec, type LiveMigrationHandover, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, isLiveMigrationCancelled, type ComputeDriver, type GuestSpec, type LiveMigrationHandover, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 
 export interface DriverHarness {
@@ -25,6 +25,11 @@ export interface DriverHarness {
   boots(driver: ComputeDriver, serverId: string): Promise<number>
   /** Resolves once the guest shows it runs on from where it was (no restart); a no-op where guests cannot show it. */
   continues(driver: ComputeDriver, serverId: string): Promise<void>
+  /**
+   * Makes this host's live migrations (as their source) last long enough to be cancelled or forced while they run
+   * (seconds; `false`: as usual again).
+   */
+  slowLiveMigrations(driver: ComputeDriver, slow: boolean): void
   /** What the host still holds of a guest (processes, files); empty when nothing. */
   leftovers(driver: ComputeDriver, serverId: string): Promise<string[]>
   /** A volume guests of these hosts can attach (on QEMU a real NBD export), as the conductor hands it over. */
@@ -59,6 +64,15 @@ async function listsGuests(d: ComputeDriver, expected: string[], withinMs = 15_0
     ids = (await d.listGuests()).map((g) => g.serverId).sort()
   }
   assert.deepEqual(ids, [...expected].sort())
+}
+
+/** Asks until the answer is true (a live migration's source starts sending a moment after it was asked to). */
+async function untilTrue(what: string, ask: () => Promise<boolean>, withinMs = 30_000): Promise<void> {
+  const deadline = Date.now() + withinMs
+  while (!(await ask())) {
+    if (Date.now() > deadline) assert.fail(`${what}: still false after ${withinMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
 }
 
 async function rejectsDriverError(p: Promise<unknown>, pattern?: RegExp, code?: number): Promise<void> {
@@ -330,6 +344,61 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         await h.continues(a, aborted)
         assert.equal(await h.boots(a, aborted), 1, 'no second boot')
         await a.destroy(aborted)
+      })
+
+      it('cancels a live migration under way: the send fails as cancelled, the guest runs on at the source; with none under way, nothing', async () => {
+        assert.equal(await a.cancelLiveMigration(aborted), false, 'no such guest: nothing to cancel')
+        await a.spawn(h.spec(aborted))
+        await h.booted(a, aborted, 1)
+        assert.equal(await a.cancelLiveMigration(aborted), false, 'no migration under way: nothing done')
+        assert.equal(await a.forceCompleteLiveMigration(aborted), false)
+        assert.equal(await power(a, aborted), POWER.RUNNING)
+        h.slowLiveMigrations(a, true)
+        try {
+          const handle = await b.prepareLiveMigration(h.spec(aborted))
+          const sending = a.liveMigrateTo(aborted, handle)
+          sending.catch(() => {})
+          await untilTrue('cancel', () => a.cancelLiveMigration(aborted))
+          await assert.rejects(sending, (err: unknown) => {
+            assert.ok(isLiveMigrationCancelled(err), `a cancelled migration's error, not ${String(err)}`)
+            return true
+          })
+          await b.abortLiveMigration(aborted)
+        } finally {
+          h.slowLiveMigrations(a, false)
+        }
+        assert.equal(await a.cancelLiveMigration(aborted), false, 'cancelled already: nothing more')
+        assert.equal(await power(a, aborted), POWER.RUNNING)
+        await h.continues(a, aborted)
+        assert.equal(await h.boots(a, aborted), 1, 'no second boot')
+        assert.equal(await b.info(aborted), undefined)
+        assert.deepEqual(await h.leftovers(b, aborted), [])
+        await a.destroy(aborted)
+      })
+
+      it('force-completes a live migration under way: the guest arrives and runs at the destination, without a reboot', async () => {
+        await a.spawn(h.spec(live))
+        await h.booted(a, live, 1)
+        h.slowLiveMigrations(a, true)
+        let handover: LiveMigrationHandover
+        try {
+          const handle = await b.prepareLiveMigration(h.spec(live))
+          const sending = a.liveMigrateTo(live, handle)
+          sending.catch(() => {})
+          await untilTrue('force-complete', () => a.forceCompleteLiveMigration(live))
+          // Asked again while it converges, or after: no harm either way.
+          await a.forceCompleteLiveMigration(live)
+          handover = JSON.parse(JSON.stringify(await sending)) as LiveMigrationHandover
+        } finally {
+          h.slowLiveMigrations(a, false)
+        }
+        await b.finishLiveMigration(live, handover)
+        await a.forget(live)
+        assert.equal(await a.forceCompleteLiveMigration(live), false, 'gone from the source: nothing to force')
+        assert.equal(await power(b, live), POWER.RUNNING, 'paused on the source, running at the destination')
+        await h.continues(b, live)
+        assert.equal(await h.boots(b, live), 1, 'no second boot')
+        await b.destroy(live)
       })
 
       it('refuses to send a guest to a handle of another driver, and the guest runs on', async () => {

@@ -10,6 +10,10 @@
  * 3. destination (`finish`): the NBD server stops and the guest continues. It never rebooted.
  *
  * Any failure before the end leaves the guest running on the source (`rollback`); the destination is destroyed.
+ * While `send` runs, an `OutgoingMigration` lets a second command act on it through the same monitor connection
+ * (QEMU serves one per monitor): cancel (`migrate_cancel`, the mirrors cancelled, the guest runs on here) or
+ * force-complete (`stop`: the paused guest's memory no longer changes, so the copy converges; the destination's
+ * `finish` continues it there).
  * Migration and NBD traffic go host to host on the addresses the control plane knows (data, not control
  * connections); they are not encrypted yet (QEMU's tls-creds would do it).
  */
@@ -38,6 +42,42 @@ export function freePort(address: string): Promise<number> {
   })
 }
 
+/** QEMU's own max-bandwidth for migration streams (128 MiB/s). */
+const DEFAULT_MAX_BANDWIDTH = 128 * 1024 * 1024
+
+/** A live migration this host is sending: what a cancel or a force-complete acts on while sendGuest runs. */
+export class OutgoingMigration {
+  cancelled = false
+  forced = false
+  /** Rejects once cancelled, so that sendGuest's waits end at once. */
+  readonly whenCancelled: Promise<never>
+  private rejectCancelled!: (err: Error) => void
+
+  constructor(
+    readonly q: QmpClient,
+    /** Tests: the memory stream's cap in bytes per second (QMP max-bandwidth), so that a copy lasts a while. */
+    readonly maxBandwidth?: number,
+  ) {
+    this.whenCancelled = new Promise<never>((_resolve, reject) => (this.rejectCancelled = reject))
+    this.whenCancelled.catch(() => {})
+  }
+
+  /** Stops the copy: sendGuest's own clean-up then cancels the migration and the mirrors and continues the guest. */
+  async cancel(): Promise<void> {
+    this.cancelled = true
+    this.rejectCancelled(new DriverError('live migration cancelled'))
+    await this.q.execute('migrate_cancel').catch(() => {})
+  }
+
+  /** Pauses the guest: its memory no longer changes, so the copy converges (the destination continues it). */
+  async forceComplete(): Promise<void> {
+    this.forced = true
+    await this.q.execute('stop')
+    // A test's cap on the stream goes too (QEMU's default again), or the paused guest's copy would crawl on.
+    if (this.maxBandwidth) await this.q.execute('migrate-set-parameters', { 'max-bandwidth': DEFAULT_MAX_BANDWIDTH })
+  }
+}
+
 /** Destination: exports the disks and starts listening for the migration stream. */
 export async function listenForGuest(q: QmpClient, address: string, nodes: string[]): Promise<IncomingMigration> {
   const nbdPort = await freePort(address)
@@ -50,7 +90,8 @@ export async function listenForGuest(q: QmpClient, address: string, nodes: strin
 }
 
 /** Source: mirrors the disks, then the memory; resolves once the guest runs on nothing but the destination. */
-export async function sendGuest(q: QmpClient, target: IncomingMigration, timeoutMs: number): Promise<void> {
+export async function sendGuest(q: QmpClient, target: IncomingMigration, timeoutMs: number, control?: OutgoingMigration): Promise<void> {
+  const cancelled = control?.whenCancelled ?? new Promise<never>(() => {})
   const jobs: string[] = []
   const nodes: string[] = []
   try {
@@ -64,12 +105,16 @@ export async function sendGuest(q: QmpClient, target: IncomingMigration, timeout
       const ready = await Promise.race([
         q.waitEvent('BLOCK_JOB_READY', timeoutMs, { since, match: (e) => e.data?.device === node }),
         q.waitEvent('BLOCK_JOB_COMPLETED', timeoutMs, { since, match: (e) => e.data?.device === node }),
+        cancelled,
       ])
       if (ready.event === 'BLOCK_JOB_COMPLETED') throw new DriverError(`copying disk ${d.node} to the destination failed: ${String(ready.data?.error ?? 'the job ended early')}`)
     }
     await q.execute('migrate-set-capabilities', { capabilities: [{ capability: 'events', state: true }] })
+    // A test's cap, unless a force-complete came while the disks were mirrored (it lifts the cap).
+    if (control?.maxBandwidth && !control.forced) await q.execute('migrate-set-parameters', { 'max-bandwidth': control.maxBandwidth })
+    if (control?.cancelled) throw new DriverError('live migration cancelled')
     await q.execute('migrate', { uri: `tcp:${target.address}:${target.migrationPort}` })
-    await migrationDone(q, timeoutMs)
+    await Promise.race([migrationDone(q, timeoutMs), cancelled])
   } catch (err) {
     await q.execute('migrate_cancel').catch(() => {})
     await stopJobs(q, jobs, nodes)

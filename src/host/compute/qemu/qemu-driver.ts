@@ -18,7 +18,7 @@ import type { Duplex } from 'node:stream'
 import { COMMAND_TIMEOUT_MS, LONG_COMMAND_FACTOR } from '../../../contracts/host/commands.js'
 import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
 import { cpuTopology, imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
@@ -26,7 +26,7 @@ import { readConsoleLog, rotateConsoleLog } from './console-log.js'
 import type { DiskLayout } from './disk-layout.js'
 import { bootImage, FileDisks, type DiskTransfers } from './guest-disks.js'
 import { HostPaths, privateDir, type InstancePaths } from './host-paths.js'
-import { listenForGuest, migrationDone, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
+import { listenForGuest, migrationDone, OutgoingMigration, sendGuest, startArrivedGuest, type IncomingMigration } from './live-migration.js'
 import { ImageCache, type ImageSource } from './image-cache.js'
 import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
 import { AGENT_SYNC_TIMEOUT_MS, GuestAgentClient, GuestAgentError, GuestAgentUnavailable } from './qga.js'
@@ -169,6 +169,10 @@ export class QemuDriver implements ComputeDriver {
   private accelerator: AcceleratorChoice | undefined
   private version = { text: 'unknown', number: 0 }
   private readonly locks = new Map<string, Promise<unknown>>()
+  /** Live migrations this host is sending, by guest: cancelLiveMigration and forceCompleteLiveMigration act on them. */
+  private readonly outgoing = new Map<string, OutgoingMigration>()
+  /** Tests: caps a live migration's memory stream (bytes per second), so that it lasts long enough to cancel or force. */
+  migrationMaxBandwidth: number | undefined
   private prunedAt = 0
   /** Last power state seen per guest: what listGuests reports while an operation holds the guest. */
   private readonly lastPower = new Map<string, number>()
@@ -609,7 +613,17 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(serverId, async (p) => {
       if ((await this.status(p)) !== 'running') throw new DriverError(`guest ${serverId} is not running; only a running guest migrates live`, 409)
       const rec = this.require(serverId, p)
-      await this.qmp(p, (q) => sendGuest(q, target, 600_000))
+      await this.qmp(p, async (q) => {
+        const outgoing = new OutgoingMigration(q, this.migrationMaxBandwidth)
+        this.outgoing.set(serverId, outgoing)
+        try {
+          await sendGuest(q, target, 600_000, outgoing)
+        } catch (err) {
+          throw outgoing.cancelled ? liveMigrationCancelled(serverId, this.options.hostname) : err
+        } finally {
+          this.outgoing.delete(serverId)
+        }
+      })
       await this.stopHard(p)
       // The console log's history goes along, so the guest's log reads on without a gap.
       return { consoleLog: readConsoleLog(p.consoleLog).slice(-MAX_HANDOVER_LOG), boots: rec.boots }
@@ -625,6 +639,31 @@ export class QemuDriver implements ComputeDriver {
       await this.qmp(p, (q) => startArrivedGuest(q))
       this.save(p, { ...rec, boots: handover.boots ?? rec.boots })
     })
+  }
+
+  /**
+   * Source, beside a running liveMigrateTo (not under the guest's lock, which that holds): cancels its copy through
+   * its monitor connection; liveMigrateTo then fails as cancelled with the guest running here.
+   */
+  async cancelLiveMigration(serverId: string): Promise<boolean> {
+    const outgoing = this.outgoing.get(serverId)
+    if (!outgoing) return false
+    await outgoing.cancel()
+    return true
+  }
+
+  /** Source, beside a running liveMigrateTo: pauses the guest so the copy converges (finishLiveMigration continues it). */
+  async forceCompleteLiveMigration(serverId: string): Promise<boolean> {
+    const outgoing = this.outgoing.get(serverId)
+    if (!outgoing) return false
+    try {
+      await outgoing.forceComplete()
+    } catch (err) {
+      // The copy ended meanwhile (its QEMU quit): nothing left to force.
+      if (!this.outgoing.has(serverId)) return false
+      throw new DriverError(`could not pause guest ${serverId} to complete its live migration: ${(err as Error).message}`)
+    }
+    return true
   }
 
   /** Destination, when the migration failed: nothing of the guest stays here (its disks in Ceph stay the source's). */

@@ -11,7 +11,7 @@ import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { SimulatedTerminal } from './simulated-terminal.js'
 import { SimulatedMeter } from './simulated-metrics.js'
 import type { GuestSample } from '../../../contracts/host/metrics.js'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection, type VolumeThrottle } from '../../../contracts/host/compute-driver.js'
+import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection, type VolumeThrottle } from '../../../contracts/host/compute-driver.js'
 
 export interface SimulatedOptions {
   hostname: string
@@ -109,6 +109,32 @@ const CAPABILITIES: DriverCapabilities = {
 /** How long each operation takes, in multiples of the base delay. */
 const COST: Record<string, number> = { spawn: 3, rebuild: 3, migrate: 3, finishMigration: 2, liveMigrate: 3, evacuate: 3, snapshot: 2 }
 
+/**
+ * A live migration this host is sending: the copy's wait, which a cancel or a force-complete cuts short (the
+ * simulated copy takes `liveMigrate`'s cost, or `liveMigrationMs` when a test set it).
+ */
+class OutgoingCopy {
+  cancelled = false
+  /** The power state the guest had before a force-complete paused it (it runs on as before wherever it ends). */
+  pausedFrom: number | undefined
+  private end: (() => void) | undefined
+  private timer: NodeJS.Timeout | undefined
+
+  wait(ms: number): Promise<void> {
+    if (this.cancelled || this.pausedFrom !== undefined) return Promise.resolve()
+    return new Promise((resolve) => {
+      this.end = resolve
+      this.timer = setTimeout(resolve, ms)
+    })
+  }
+
+  /** The copy is over now: cancelled, or converged at once since the guest no longer changes. */
+  cut(): void {
+    clearTimeout(this.timer)
+    this.end?.()
+  }
+}
+
 export class SimulatedDriver implements ComputeDriver {
   readonly type = 'simulated'
   readonly capabilities = CAPABILITIES
@@ -118,6 +144,10 @@ export class SimulatedDriver implements ComputeDriver {
   private readonly gone = new Set<string>()
   /** Live migrations this host prepared as their destination: the guest's spec, until its record arrives. */
   private readonly incoming = new Map<string, GuestSpec>()
+  /** Live migrations this host is sending, by guest (cancelLiveMigration, forceCompleteLiveMigration). */
+  private readonly outgoing = new Map<string, OutgoingCopy>()
+  /** Tests: how long a live migration's copy takes here, instead of its usual cost (so it can be cancelled or forced). */
+  liveMigrationMs: number | undefined
   private readonly random: () => number
   private readonly meter = new SimulatedMeter()
 
@@ -324,19 +354,52 @@ export class SimulatedDriver implements ComputeDriver {
    */
   async liveMigrateTo(serverId: string, handle: LiveMigrationHandle): Promise<LiveMigrationHandover> {
     const guest = await this.guest(serverId)
-    await this.operate('liveMigrate')
+    const copy = new OutgoingCopy()
+    this.outgoing.set(serverId, copy)
+    try {
+      await this.operate('liveMigrate', (ms) => copy.wait(this.liveMigrationMs ?? ms))
+      if (copy.cancelled) throw liveMigrationCancelled(serverId, this.options.hostname)
+    } catch (err) {
+      // A guest paused by a force-complete runs on here, as it was.
+      if (copy.pausedFrom !== undefined) guest.powerState = copy.pausedFrom
+      throw copy.cancelled ? liveMigrationCancelled(serverId, this.options.hostname) : err
+    } finally {
+      this.outgoing.delete(serverId)
+    }
     if (handle.driver !== this.type) throw new DriverError(`live migration from a simulated host goes only to another simulated host, not to a ${handle.driver} host`, 409)
     const handover: SimulatedHandover = {
       consoleLog: [...guest.console, `[ pcc ] live-migrated to ${String(handle.hostname)}`].join('\n'),
       boots: guest.boots,
       diskBoots: guest.diskBoots ?? null,
-      powerState: guest.powerState,
+      powerState: copy.pausedFrom ?? guest.powerState,
       rescued: guest.rescued,
       volumes: [...(guest.volumes ?? new Map<string, string | null>()).entries()],
     }
     hangUp(guest)
     guest.powerState = POWER.SHUTDOWN
     return handover
+  }
+
+  /** Source: the copy under way stops and liveMigrateTo fails as cancelled; the guest runs on here. */
+  async cancelLiveMigration(serverId: string): Promise<boolean> {
+    const copy = this.outgoing.get(serverId)
+    if (!copy) return false
+    copy.cancelled = true
+    copy.cut()
+    return true
+  }
+
+  /** Source: the guest pauses here and the copy ends now (nothing changes any more); it runs on at the destination. */
+  async forceCompleteLiveMigration(serverId: string): Promise<boolean> {
+    const copy = this.outgoing.get(serverId)
+    const guest = this.guests.get(serverId)
+    if (!copy || !guest) return false
+    if (copy.pausedFrom === undefined) {
+      copy.pausedFrom = guest.powerState
+      guest.powerState = POWER.PAUSED
+    }
+    copy.cut()
+    return true
   }
 
   /** Destination: the guest runs on here as the source handed it over (repeated: finds it here). */
@@ -453,9 +516,9 @@ export class SimulatedDriver implements ComputeDriver {
     guest.powerState = POWER.RUNNING
   }
 
-  private async operate(op: string): Promise<void> {
+  private async operate(op: string, sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms))): Promise<void> {
     const delay = this.options.delayMs * (COST[op] ?? 1)
-    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay))
+    if (delay > 0 || op === 'liveMigrate') await sleep(delay)
     const forced = this.options.failOps?.[op]
     if (forced !== undefined) throw new DriverError(forced || `simulated failure of ${op} on ${this.options.hostname}`)
     if (this.options.failureRate > 0 && this.random() < this.options.failureRate) {

@@ -1,6 +1,7 @@
 /**
  * os-migrations (every move of every server, for admins) and /servers/{id}/migrations (2.23: a server's live
- * migration in progress). The conductor writes the rows as the moves run (compute/migrations.ts).
+ * migration in progress; 2.22 force-complete and 2.24 abort of one, compute/migration-control.ts). The conductor
+ * writes the rows as the moves run (compute/migrations.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type as T } from '@sinclair/typebox'
@@ -8,14 +9,15 @@ import { badRequest, notFound } from '../../../contracts/errors.js'
 import { isoMicros, parseIsoTime } from '../../../contracts/compute/time.js'
 import { J } from '../../../contracts/compute/json-types.js'
 import { versionNumber } from '../../../contracts/compute/versions.js'
-import { plain, Q, queryOf } from '../../../contracts/compute/schemas.js'
+import { plain, Q, queryOf, versioned } from '../../../contracts/compute/schemas.js'
 import type { ServerMigrationTable } from '../../storage/tables/compute.js'
 import type { AppDeps } from '../../deps.js'
 import { findMigrationByUuid, IN_PROGRESS, listMigrations, serverMigrationsInProgress, type MigrationFilters } from '../../compute/migrations.js'
 import { hostAddresses } from '../../hosts/compute-hosts.js'
 import { visibleServer } from './servers.js'
-import { must, requireGate } from './context.js'
-import { documented } from '../../http/openapi.js'
+import { bodyObject, callerOf, must, requireGate, validate } from './context.js'
+import { controlLiveMigration, type ControlContext } from '../../compute/migration-control.js'
+import { documented, noBody } from '../../http/openapi.js'
 import type { SingleQuery } from '../../http/route-types.js'
 
 const nint = T.Union([J.int, T.Null()])
@@ -63,7 +65,11 @@ const DOCS = {
   list: documented({ summary: 'List migrations of every server (admin)', querystring: listQuery, response: { 200: plain(T.Object({ migrations: T.Array(migration) })) } }),
   serverList: documented({ summary: "A server's live migrations in progress (admin; 2.23)", response: { 200: plain(T.Object({ migrations: T.Array(migration) })) } }),
   serverShow: documented({ summary: "One of a server's live migrations in progress (admin; 2.23)", response: { 200: plain(T.Object({ migration })) } }),
+  forceComplete: documented({ summary: 'Force a running live migration to complete: the guest pauses on its source (admin; 2.22)', body: versioned(() => forceCompleteBody), response: { 202: noBody('Accepted') } }),
+  abort: documented({ summary: 'Abort a running live migration (admin; 2.24), or a queued one (2.65): the server stays on its source', response: { 202: noBody('Accepted') } }),
 }
+
+const forceCompleteBody = T.Object({ force_complete: T.Null() }, { additionalProperties: false })
 
 const at = (request: FastifyRequest, v: string) => request.api.version >= versionNumber(v)
 /** Nova's flavor ids here are integers; a flavor whose id is not one has none to show. */
@@ -87,6 +93,13 @@ export function migrationRoutes(deps: AppDeps) {
       updated_at: isoMicros(m.updated_at),
     }
   }
+
+  const control = (request: FastifyRequest): ControlContext => ({
+    db,
+    askSource: (serverId, what) => deps.conductor.controlLiveMigration(serverId, what),
+    caller: callerOf(request),
+    requestId: request.id,
+  })
 
   const selfLink = (m: ServerMigrationTable) => `${deps.urls.compute}/servers/${m.server_id}/migrations/${m.id}`
 
@@ -175,6 +188,22 @@ export function migrationRoutes(deps: AppDeps) {
       const m = (await serverMigrationsInProgress(db, server.id)).find((r) => String(r.id) === request.params.migrationId)
       if (!m) throw notFound(`In-progress live migration ${request.params.migrationId} is not found for server ${server.id}.`)
       return { migration: serverView(request, m, await hostAddresses(db)) }
+    })
+    scope.post<{ Params: { id: string; migrationId: string } }>('/v2.1/servers/:id/migrations/:migrationId/action', DOCS.forceComplete, async (request, reply) => {
+      requireGate(request, 'forceCompleteMigration')
+      const server = await visibleServer(deps, request, request.params.id)
+      must(request, 'servers:migrations:force_complete', { projectId: server.project_id })
+      const body = bodyObject(request)
+      validate('force_complete', request, () => forceCompleteBody, body)
+      await controlLiveMigration(control(request), server, request.params.migrationId, 'forceComplete', { inQueue: false })
+      return reply.code(202).send()
+    })
+    scope.delete<{ Params: { id: string; migrationId: string } }>('/v2.1/servers/:id/migrations/:migrationId', DOCS.abort, async (request, reply) => {
+      requireGate(request, 'abortMigration')
+      const server = await visibleServer(deps, request, request.params.id)
+      must(request, 'servers:migrations:delete', { projectId: server.project_id })
+      await controlLiveMigration(control(request), server, request.params.migrationId, 'cancel', { inQueue: request.api.has('abortQueuedMigration') })
+      return reply.code(202).send()
     })
   }
 }
