@@ -263,6 +263,12 @@ for (const dialect of DIALECTS) {
       const request = await newRequestToken()
       assert.equal((await authorizeWith(token, request.key, [{ id: readerId }])).status, 403)
       assert.equal((await call(server, 'GET', `/users/${userId}/OS-OAUTH1/access_tokens`, { 'x-auth-token': token })).status, 403)
+
+      // Nor can a restricted application credential's token hand its roles on through OAuth.
+      const cred = (await call(server, 'POST', `/users/${userId}/application_credentials`, { 'x-auth-token': userToken }, { application_credential: { name: 'no-oauth', secret: 'cred-secret' } })).body.application_credential
+      const credToken = (await post(server, { auth: { identity: { methods: ['application_credential'], application_credential: { id: cred.id, secret: 'cred-secret' } } } })).token!
+      assert.equal((await authorizeWith(credToken, request.key, [{ id: readerId }])).status, 403)
+      assert.equal((await authorizeWith(userToken, request.key, [{ id: readerId }])).status, 200)
     })
 
     it("keeps a user's access tokens its own; deleting one (or its consumer) ends the tokens made from it", async () => {

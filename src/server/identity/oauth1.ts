@@ -115,13 +115,13 @@ export class OAuth1 {
   }
 
   /** POST /OS-OAUTH1/request_token: a new request token for the project, signed by the consumer alone. */
-  async createRequestToken(request: SignedRequest, projectId: string | undefined, snap: IdentitySnapshot): Promise<{ key: string; secret: string; expiresAt: number }> {
+  async createRequestToken(request: SignedRequest, projectId: string | undefined, projectExists: (id: string) => Promise<boolean>): Promise<{ key: string; secret: string; expiresAt: number }> {
     const params = this.params(request)
     if (!projectId) throw badRequest('Expecting to find Requested-Project-Id in request.')
     const consumerId = params.get('oauth_consumer_key')!
     await this.checkSignature(request, params, await this.consumerSecret(consumerId), '')
     // Only once the consumer proved itself: an unsigned caller cannot probe project ids.
-    if (!snap.projects.has(projectId)) throw notFound(`Could not find project: ${projectId}.`)
+    if (!(await projectExists(projectId))) throw notFound(`Could not find project: ${projectId}.`)
     const now = this.now()
     const token = { key: newKey(), secret: newSecret(), expiresAt: now + REQUEST_TOKEN_SECONDS * 1000 }
     await this.db

@@ -84,7 +84,11 @@ export function oauth1Routes(deps: AppDeps, requireAuth: preHandlerHookHandler) 
       '/v3/OS-OAUTH1/request_token',
       { ...documented({ ...OPEN, summary: 'Create a request token (OAuth 1.0a, signed by the consumer; Requested-Project-Id)', response: { 201: A.oauthForm } }), schema: { headers: projectHeader } },
       async (request, reply) => {
-        const token = await flow.createRequestToken(signedRequest(request, identityUrl), request.headers['requested-project-id'], deps.tokens.snapshot)
+        const token = await flow.createRequestToken(signedRequest(request, identityUrl), request.headers['requested-project-id'], async (id) => {
+          // A project made a moment ago by another process: look once more before answering 404.
+          if (!deps.tokens.snapshot.projects.has(id)) await deps.tokens.refresh()
+          return deps.tokens.snapshot.projects.has(id)
+        })
         return formAnswer(reply, token)
       },
     )
@@ -94,7 +98,8 @@ export function oauth1Routes(deps: AppDeps, requireAuth: preHandlerHookHandler) 
       { ...documented({ summary: 'Authorize a request token with roles the caller holds on its project (answers the verifier)', response: { 200: A.oauthVerifier } }), schema: { body: authorizeBody }, preHandler: requireAuth },
       async (request) => {
         authorize(identityAuthPolicy, 'identity:authorize_request_token', request.principal)
-        await deps.tokens.fresh()
+        // Grants written a moment ago by any process count (the flow reads the store anyway).
+        await deps.tokens.refresh()
         const verifier = await flow.authorize(request.params.request_token_id, request.principal, request.body.roles, deps.tokens.snapshot)
         return { token: { oauth_verifier: verifier } }
       },
