@@ -18,8 +18,8 @@ export const REDACT_PATHS = [
   '*.adminPassword',
 ]
 
-/** Query parameters whose values never reach a log line (OAuth flows and some clients put secrets in URLs). */
-const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_token|client_secret|code|code_verifier|device_code|user_code|secret|passcode|totp)$/i
+/** Query parameters whose values never reach a log line (OAuth 2 and 1.0a flows and some clients put secrets in URLs). */
+const SECRET_QUERY_PARAMS = /^(password|token|access_token|id_token|refresh_token|client_secret|code|code_verifier|device_code|user_code|secret|passcode|totp|oauth_token|oauth_token_secret|oauth_verifier|oauth_signature)$/i
 /** Parameters that carry another URL whose own query may hold a secret (noVNC's `path=…%3Ftoken%3D…`). */
 const NESTED_URL_PARAMS = /^path$/i
 

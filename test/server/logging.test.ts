@@ -58,6 +58,11 @@ describe('secrets in logs', () => {
     assert.equal(redactUrlQuery('/x?Password=a&TOKEN=b&marker=c'), '/x?Password=[redacted]&TOKEN=[redacted]&marker=c')
     assert.equal(redactUrlQuery('/x?refresh%5Ftoken=a'), '/x?refresh%5Ftoken=[redacted]')
     assert.equal(redactUrlQuery('/compute/v2.1/servers?limit=5'), '/compute/v2.1/servers?limit=5')
+    // OAuth 1.0a parameters a client may sign in the query rather than the Authorization header.
+    assert.equal(
+      redactUrlQuery('/identity/v3/OS-OAUTH1/access_token?oauth_consumer_key=c&oauth_token=t&oauth_verifier=v&oauth_signature=s'),
+      '/identity/v3/OS-OAUTH1/access_token?oauth_consumer_key=c&oauth_token=[redacted]&oauth_verifier=[redacted]&oauth_signature=[redacted]',
+    )
     // A console URL's token sits inside noVNC's path parameter.
     assert.equal(redactUrlQuery('/console/vnc.html?path=console/websocket%3Ftoken%3Dabc-123&title=x'), '/console/vnc.html?path=console%2Fwebsocket%3Ftoken%3D%5Bredacted%5D&title=x')
   })

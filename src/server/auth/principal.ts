@@ -26,6 +26,8 @@ export interface Principal {
   applicationCredentialId?: string
   /** The application credential's access rules: the only requests this token may make (identity/access-rules.ts). */
   accessRules?: readonly AccessRule[]
+  /** Set when the token came from an OAuth 1.0a access token (OS-OAUTH1): it may not delegate further. */
+  oauth?: { accessTokenId: string; consumerId: string }
 }
 
 /** Turns a bearer token into a principal. Throws AppError 'unauthorized' for anything not currently valid. */

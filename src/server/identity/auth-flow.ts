@@ -14,7 +14,7 @@ import { AppError, badRequest } from '../../contracts/errors.js'
 import { hashPassword, needsRehash, verifyPassword } from '../crypto/passwords.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 import type { Store } from '../storage/store.js'
-import { tokenRoles, type ResolvedToken } from './principal-resolver.js'
+import { tokenRoles, type Delegation, type ResolvedToken } from './principal-resolver.js'
 import type { AppCredRecord, IdentitySnapshot, ScopeRef } from './snapshot.js'
 import { Lockout, untilText, type LockoutPolicy } from './lockout.js'
 import { AUTH_METHODS, mfaRules, rulesSatisfied } from './mfa-rules.js'
@@ -23,6 +23,7 @@ import { verifyPasscode } from './totp-factor.js'
 import { findApplicationCredential, findUserApplicationCredentialByName } from './repo/application-credentials.repo.js'
 import type { TokenPayload } from './token-format.js'
 import type { TokenService } from './token-service.js'
+import { OAuth1, type SignedRequest } from './oauth1.js'
 
 /** The one answer for a wrong password, an unknown user, an unknown project…: nothing to tell them apart. */
 export const GENERIC_401 = 'The request you have made requires authentication.'
@@ -72,6 +73,8 @@ let dummyHash: Promise<string> | undefined
 export class AuthFlow {
   /** Failed password and TOTP logins (security_compliance lockout): the rules of identity/lockout.ts, which the IdP uses too. */
   readonly lockout: Lockout
+  /** Keystone's OS-OAUTH1 flow (oauth1.ts): its routes use it, and the `oauth1` method below. */
+  readonly oauth1: OAuth1
 
   constructor(
     private readonly store: Store,
@@ -81,6 +84,7 @@ export class AuthFlow {
     private readonly now: () => number = Date.now,
   ) {
     this.lockout = new Lockout(store.db, lockout, now)
+    this.oauth1 = new OAuth1(store.db, box, now)
   }
 
   private get snap(): IdentitySnapshot {
@@ -233,7 +237,8 @@ export class AuthFlow {
     return { userId: row.user_id, cred }
   }
 
-  async authenticate(auth: AuthRequest, receiptHeader: string | undefined): Promise<AuthOutcome> {
+  /** `signed`: the request as signed by an OAuth consumer, for the `oauth1` method. */
+  async authenticate(auth: AuthRequest, receiptHeader: string | undefined, signed?: SignedRequest): Promise<AuthOutcome> {
     await this.tokens.fresh()
     const methods = auth.identity.methods
     if (new Set(methods).size !== methods.length) throw badRequest('identity.methods lists a method twice.')
@@ -241,6 +246,7 @@ export class AuthFlow {
     const users = new Set<string>()
     let parent: TokenPayload | undefined
     let cred: AppCredRecord | undefined
+    let oauth: { id: string; projectId: string; expiresAt: number } | undefined
 
     if (receiptHeader) {
       const receipt = this.tokens.openReceipt(receiptHeader)
@@ -266,8 +272,18 @@ export class AuthFlow {
         const checked = this.tokens.check(body.id)
         parent = checked.payload
         if (parent.ac) throw new AppError('forbidden', 'A token created from an application credential cannot be rescoped.')
+        if (parent.oa) throw new AppError('forbidden', 'Using OAuth-scoped token to create another token. Create a new OAuth-scoped token instead.')
         users.add(parent.u)
         for (const m of parent.m) satisfied.add(m)
+      } else if (method === 'oauth1') {
+        // Scoped to its access token's project, with the roles it delegates: nothing else to ask for.
+        if (methods.length !== 1) throw badRequest('The oauth1 method cannot be combined with other methods.')
+        if (auth.scope !== undefined) throw fail("An OAuth login cannot ask for a scope: it is scoped to its access token's project.")
+        if (!signed) throw fail()
+        const grant = await this.oauth1.login(signed)
+        await this.requireEnabled(grant.userId)
+        users.add(grant.userId)
+        oauth = grant
       } else {
         if (auth.scope !== undefined) throw fail('An application credential login cannot ask for a scope.')
         const found = await this.applicationCredential(body)
@@ -285,9 +301,10 @@ export class AuthFlow {
     const user = this.snap.users.get(userId)
     if (!user) throw fail()
 
-    // MFA rules (application credentials are for automation and skip them, as in Keystone).
+    // MFA rules (application credentials are for automation and skip them, as in Keystone; an OAuth access token was
+    // authorized by a whole login of its user).
     const methodList = [...satisfied]
-    if (!cred) {
+    if (!cred && !oauth) {
       const rules = mfaRules(user.options)
       if (!rulesSatisfied(rules, satisfied)) {
         const { receipt, payload } = this.tokens.issueReceipt(userId, methodList)
@@ -314,8 +331,8 @@ export class AuthFlow {
 
     const decide = () => {
       const u = this.snap.users.get(userId) ?? user
-      const chosen = cred ? { p: cred.projectId } : this.resolveScope(auth.scope, u.id, u.defaultProjectId)
-      if (chosen) this.requireAccess(u.id, chosen, cred?.id)
+      const chosen = cred ? { p: cred.projectId } : oauth ? { p: oauth.projectId } : this.resolveScope(auth.scope, u.id, u.defaultProjectId)
+      if (chosen) this.requireAccess(u.id, chosen, { appCredId: cred?.id, oauthAccessId: oauth?.id })
       return chosen
     }
     let scope: ScopeRef
@@ -329,6 +346,7 @@ export class AuthFlow {
     }
     let expiresAt = parent ? parent.e : this.now() + this.tokens.ttlMs
     if (cred?.expiresAt != null) expiresAt = Math.min(expiresAt, cred.expiresAt)
+    if (oauth) expiresAt = Math.min(expiresAt, oauth.expiresAt)
     const issued = await this.tokens.issue({
       userId,
       methods: methodList,
@@ -336,11 +354,12 @@ export class AuthFlow {
       expiresAt,
       parentAuditIds: parent?.a,
       applicationCredentialId: cred?.id,
+      oauthAccessTokenId: oauth?.id,
     })
     return { kind: 'token', token: issued.token, payload: issued.payload, resolved: issued.resolved }
   }
 
-  private requireAccess(userId: string, scope: NonNullable<ScopeRef>, appCredId?: string): void {
+  private requireAccess(userId: string, scope: NonNullable<ScopeRef>, via: Delegation): void {
     if ('p' in scope) {
       const project = this.snap.projects.get(scope.p)
       const domain = project && this.snap.domains.get(project.domainId)
@@ -351,7 +370,7 @@ export class AuthFlow {
       if (!domain) throw fail()
       if (!domain.enabled) throw fail(`The domain ${domain.id} is disabled.`)
     }
-    if (tokenRoles(this.snap, userId, scope, appCredId).length === 0) {
+    if (tokenRoles(this.snap, userId, scope, via).length === 0) {
       const what = 'p' in scope ? `project ${scope.p}` : 'd' in scope ? `domain ${scope.d}` : 'the system'
       throw fail(`User ${userId} has no access to ${what}.`)
     }

@@ -14,7 +14,7 @@
  */
 
 /** The methods this server offers (Keystone's `[auth] methods`). */
-export const AUTH_METHODS = ['password', 'token', 'totp', 'application_credential'] as const
+export const AUTH_METHODS = ['password', 'token', 'totp', 'application_credential', 'oauth1'] as const
 
 /** The rules that apply to a user with these options (the table above). */
 export function mfaRules(options: Record<string, unknown>): string[][] {

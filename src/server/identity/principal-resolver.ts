@@ -18,13 +18,22 @@ export interface ResolvedToken {
   roles: RoleRecord[]
 }
 
-/** Roles a token on this scope carries: the user's effective roles, narrowed to an application credential's. */
-export function tokenRoles(snap: IdentitySnapshot, userId: string, scope: ScopeRef, appCredId?: string): RoleRecord[] {
+/** What a token was delegated through, if anything: an application credential or an OAuth access token. */
+export interface Delegation {
+  appCredId?: string
+  oauthAccessId?: string
+}
+
+/**
+ * Roles a token on this scope carries: the user's effective roles, narrowed to an application credential's or an
+ * OAuth access token's delegated roles (closed over implied roles); a delegation gone leaves none.
+ */
+export function tokenRoles(snap: IdentitySnapshot, userId: string, scope: ScopeRef, via: Delegation = {}): RoleRecord[] {
   const roles = snap.effectiveRoles(userId, scope)
-  if (!appCredId) return roles
-  const cred = snap.appCreds.get(appCredId)
-  if (!cred) return []
-  const allowed = snap.withImplied(cred.roleIds)
+  if (!via.appCredId && !via.oauthAccessId) return roles
+  const delegatedIds = via.appCredId ? snap.appCreds.get(via.appCredId)?.roleIds : snap.oauthAccess.get(via.oauthAccessId ?? '')?.roleIds
+  if (!delegatedIds) return []
+  const allowed = snap.withImplied(delegatedIds)
   return roles.filter((r) => allowed.has(r.id))
 }
 
@@ -36,6 +45,9 @@ export function resolveToken(snap: IdentitySnapshot, payload: TokenPayload): Res
   if (user.passwordCreatedAt !== null && payload.i < user.passwordCreatedAt) throw invalid()
   const cred = payload.ac ? snap.appCreds.get(payload.ac) : undefined
   if (payload.ac && (!cred || cred.userId !== user.id)) throw invalid()
+  // An OAuth token stands only while its access token does, for its user and project.
+  const oauth = payload.oa ? snap.oauthAccess.get(payload.oa) : undefined
+  if (payload.oa && (!oauth || oauth.userId !== user.id || !(payload.s && 'p' in payload.s && payload.s.p === oauth.projectId))) throw invalid()
 
   let scope: TokenScope = { type: 'unscoped' }
   const s = payload.s
@@ -51,7 +63,7 @@ export function resolveToken(snap: IdentitySnapshot, payload: TokenPayload): Res
   } else if (s && 'sys' in s) {
     scope = { type: 'system' }
   }
-  const roles = scope.type === 'unscoped' ? [] : tokenRoles(snap, user.id, s, payload.ac)
+  const roles = scope.type === 'unscoped' ? [] : tokenRoles(snap, user.id, s, { appCredId: payload.ac, oauthAccessId: payload.oa })
   if (scope.type !== 'unscoped' && roles.length === 0) throw invalid()
   if (snap.isRevoked(payload.a, user.id, scope.type === 'project' ? scope.projectId : undefined, payload.i)) throw invalid()
 
@@ -70,6 +82,7 @@ export function resolveToken(snap: IdentitySnapshot, payload: TokenPayload): Res
       expiresAt: payload.e,
       applicationCredentialId: payload.ac,
       ...(cred?.accessRules ? { accessRules: cred.accessRules } : {}),
+      ...(oauth ? { oauth: { accessTokenId: oauth.id, consumerId: oauth.consumerId } } : {}),
     },
   }
 }

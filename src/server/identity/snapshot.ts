@@ -13,6 +13,7 @@ import { identityGeneration, localIdentityWrites } from './generation.js'
 import { listApplicationCredentialGrants } from './repo/application-credentials.repo.js'
 import { loadEndpointFilter } from './repo/endpoint-filter.repo.js'
 import { projectEndpointSets } from './endpoint-filter.js'
+import { listOAuthAccessGrants, type OAuthAccessGrant } from './oauth1.js'
 import type { TokenKey } from './token-format.js'
 
 export interface UserRecord {
@@ -118,6 +119,8 @@ export class IdentitySnapshot {
   readonly projects = new Map<string, ProjectRecord>()
   readonly roles = new Map<string, RoleRecord>()
   readonly appCreds = new Map<string, AppCredRecord>()
+  /** OAuth 1.0a access tokens (no secrets): a token made from one ends when it goes. */
+  readonly oauthAccess = new Map<string, OAuthAccessGrant>()
   readonly keys = new Map<string, KeyRecord>()
   primary: KeyRecord | undefined
   /** Revocations by audit id (the common case, O(1)) and the others (by user or project), scanned. */
@@ -146,7 +149,7 @@ export class IdentitySnapshot {
     const localWrites = localIdentityWrites().seq
     const snap = new IdentitySnapshot(await identityGeneration(db))
     snap.localWrites = localWrites
-    const [domains, projects, tags, users, roles, implied, assignments, members, services, endpoints, appCreds, accessRules, revocations, keys, endpointFilter] = await Promise.all([
+    const [domains, projects, tags, users, roles, implied, assignments, members, services, endpoints, appCreds, accessRules, revocations, keys, endpointFilter, oauthAccess] = await Promise.all([
       db.selectFrom('domains').selectAll().execute(),
       db.selectFrom('projects').selectAll().execute(),
       db.selectFrom('project_tags').selectAll().execute(),
@@ -165,6 +168,7 @@ export class IdentitySnapshot {
       db.selectFrom('revocation_events').selectAll().execute(),
       db.selectFrom('token_keys').selectAll().orderBy('created_at', 'asc').orderBy('id', 'asc').execute(),
       loadEndpointFilter(db),
+      listOAuthAccessGrants(db),
     ])
     for (const d of domains) snap.domains.set(d.id, { id: d.id, name: d.name, description: d.description, enabled: d.enabled === 1, options: json(d.options) })
     for (const p of projects) {
@@ -218,6 +222,7 @@ export class IdentitySnapshot {
         ...(ruleIds.length > 0 ? { accessRules: ruleIds.map((id) => ruleById.get(id)).filter((r) => r !== undefined) } : {}),
       })
     }
+    for (const grant of oauthAccess) snap.oauthAccess.set(grant.id, grant)
     for (const r of revocations) {
       if (r.audit_id && !r.user_id && !r.project_id) snap.revokedAudits.set(r.audit_id, Number(r.issued_before))
       else snap.otherRevocations.push({ auditId: r.audit_id, userId: r.user_id, projectId: r.project_id, issuedBefore: Number(r.issued_before) })

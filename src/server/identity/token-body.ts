@@ -46,11 +46,11 @@ export function projectBody(p: ProjectRecord, snap: IdentitySnapshot, identityUr
   }
 }
 
-/** The parts of a token body that depend only on (user, scope, application credential), serialized once per snapshot. */
+/** The parts of a token body that depend only on (user, scope, delegation), serialized once per snapshot. */
 function stableParts(snap: IdentitySnapshot, payload: TokenPayload, resolved: ResolvedToken, identityUrl: string): { user: string; scoped: string } {
   const s = payload.s
   const scopeKey = s === null ? '-' : 'p' in s ? `p:${s.p}` : 'd' in s ? `d:${s.d}` : 's'
-  const key = `${payload.u}|${scopeKey}|${payload.ac ?? ''}`
+  const key = `${payload.u}|${scopeKey}|${payload.ac ?? ''}|${payload.oa ?? ''}`
   const memo = snap.bodyParts.get(key)
   if (memo) return memo
   const user = snap.users.get(payload.u)!
@@ -85,6 +85,8 @@ function stableParts(snap: IdentitySnapshot, payload: TokenPayload, resolved: Re
       }
     }
   }
+  const oauth = payload.oa ? snap.oauthAccess.get(payload.oa) : undefined
+  if (oauth) scoped['OS-OAUTH1'] = { access_token_id: oauth.id, consumer_id: oauth.consumerId }
   const scopedJson = JSON.stringify(scoped)
   const parts = {
     user: JSON.stringify({

@@ -20,6 +20,8 @@ export interface TokenPayload {
   a: string[]
   /** application credential id */
   ac?: string
+  /** OAuth 1.0a access token id (OS-OAUTH1) */
+  oa?: string
   /** 'r' for an MFA auth receipt (never accepted as a token); absent for tokens */
   k?: 'r'
 }

@@ -30,6 +30,8 @@ export interface IssueRequest {
   expiresAt?: number
   parentAuditIds?: string[]
   applicationCredentialId?: string
+  /** The OAuth 1.0a access token the token was made from. */
+  oauthAccessTokenId?: string
 }
 
 export interface TokenServiceOptions {
@@ -208,6 +210,7 @@ export class TokenService implements Authenticator {
       e: request.expiresAt ?? now + this.ttlMs,
       a: [pooledRandom(16).toString('base64url'), ...(request.parentAuditIds ?? []).slice(-1)],
       ...(request.applicationCredentialId ? { ac: request.applicationCredentialId } : {}),
+      ...(request.oauthAccessTokenId ? { oa: request.oauthAccessTokenId } : {}),
     }
     let resolved: ResolvedToken
     try {

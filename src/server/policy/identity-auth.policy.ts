@@ -29,6 +29,12 @@ export type IdentityAuthOperation =
   | 'identity:list_access_rules'
   | 'identity:get_access_rule'
   | 'identity:delete_access_rule'
+  | 'identity:authorize_request_token'
+  | 'identity:list_access_tokens'
+  | 'identity:get_access_token'
+  | 'identity:delete_access_token'
+  | 'identity:list_access_token_roles'
+  | 'identity:get_access_token_role'
 
 export const identityAuthPolicy: PolicyTable<IdentityAuthOperation> = {
   'identity:validate_token': anyOf(isAdmin, systemReader, hasRole('service'), isSelf),
@@ -50,4 +56,12 @@ export const identityAuthPolicy: PolicyTable<IdentityAuthOperation> = {
   'identity:list_access_rules': adminReaderOrOwner,
   'identity:get_access_rule': adminReaderOrOwner,
   'identity:delete_access_rule': adminOrOwner,
+  // OS-OAUTH1: any user authorizes a request token with roles it holds (the flow checks them); access tokens are
+  // their user's.
+  'identity:authorize_request_token': anyone,
+  'identity:list_access_tokens': adminReaderOrOwner,
+  'identity:get_access_token': adminReaderOrOwner,
+  'identity:delete_access_token': adminOrOwner,
+  'identity:list_access_token_roles': adminReaderOrOwner,
+  'identity:get_access_token_role': adminReaderOrOwner,
 }

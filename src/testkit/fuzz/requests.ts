@@ -112,6 +112,8 @@ const PARAM_KINDS: Record<string, string> = {
   '{group}/option': 'domainConfigOption',
   'policies/id': 'policyBlob',
   'consumers/id': 'oauthConsumer',
+  'access_tokens/access_token_id': 'oauthAccessToken',
+  'roles/role_id': 'accessTokenRole',
   'endpoint_groups/id': 'endpointGroup',
   'projects/project_id': 'identityProject',
   'endpoints/endpoint_id': 'endpoint',

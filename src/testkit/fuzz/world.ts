@@ -8,10 +8,11 @@
  * in the background, so a refused request can be checked to have changed nothing. Between operations repair()
  * runs the queued work and makes again the fixtures an accepted request deleted.
  */
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { startTestServer, type Dialect, type TestServer } from '../harness.js'
 import { apiCall, LATEST, login, until, type ApiReply } from '../compute-api.js'
 import { DEFAULT_IMAGE_NAME } from '../../server/image/default-image.js'
+import { baseString, hmacSha1Signature } from '../../server/identity/oauth1-signature.js'
 
 export type PersonaName = 'admin' | 'member' | 'host' | 'anonymous'
 
@@ -81,6 +82,20 @@ class WorldBuilder {
 }
 
 const f = (kind: string, create: FixtureSpec['create'], exists?: FixtureSpec['exists']): FixtureSpec => ({ kind, create, exists })
+
+/** An OAuth 1.0a `Authorization` header for a POST, signed with HMAC-SHA1 (docs/identity.md, "OAuth 1.0a delegation"). */
+function oauthHeader(url: string, consumer: { id: string; secret: string }, token: { key: string; secret: string } | undefined, extra: [string, string][]): string {
+  const params = new Map<string, string>([
+    ['oauth_consumer_key', consumer.id],
+    ['oauth_nonce', randomBytes(12).toString('hex')],
+    ['oauth_signature_method', 'HMAC-SHA1'],
+    ['oauth_timestamp', String(Math.floor(Date.now() / 1000))],
+    ...(token ? [['oauth_token', token.key] as [string, string]] : []),
+    ...extra,
+  ])
+  params.set('oauth_signature', hmacSha1Signature(baseString('POST', url, params, []), consumer.secret, token?.secret ?? ''))
+  return `OAuth ${[...params].map(([k, v]) => `${k}="${encodeURIComponent(v)}"`).join(', ')}`
+}
 const name = (what: string) => `fuzz-${what}-${randomUUID().slice(0, 6)}`
 
 /** Every fixture, in the order they depend on each other. */
@@ -131,6 +146,21 @@ const FIXTURES: FixtureSpec[] = [
   }, (w) => w.found(`/identity/v3/domains/${w.fixtures.domain}/config/ldap/url`)),
   f('policyBlob', async (w) => (await w.must('admin', 'POST', '/identity/v3/policies', { policy: { type: 'application/json', blob: '{}' } })).body.policy.id, (w) => w.found(`/identity/v3/policies/${w.fixtures.policyBlob}`)),
   f('oauthConsumer', async (w) => (await w.must('admin', 'POST', '/identity/v3/OS-OAUTH1/consumers', { consumer: { description: name('consumer') } })).body.consumer.id, (w) => w.found(`/identity/v3/OS-OAUTH1/consumers/${w.fixtures.oauthConsumer}`)),
+  f('oauthAccessToken', async (w) => {
+    // A consumer of its own (the oauthConsumer fixture's secret is not kept), then the OS-OAUTH1 dance.
+    const consumer = (await w.must('admin', 'POST', '/identity/v3/OS-OAUTH1/consumers', { consumer: { description: name('delegate') } })).body.consumer
+    const form = (text: unknown) => Object.fromEntries(String(text).split('&').map((kv) => kv.split('=') as [string, string]))
+    const request = form((await w.must('admin', 'POST', '/identity/v3/OS-OAUTH1/request_token', undefined, {
+      authorization: oauthHeader(`${w.server.url}/identity/v3/OS-OAUTH1/request_token`, consumer, undefined, [['oauth_callback', 'oob']]),
+      'requested-project-id': w.personas.admin.projectId!,
+    })).body)
+    const verifier = (await w.must('admin', 'PUT', `/identity/v3/OS-OAUTH1/authorize/${request.oauth_token}`, { roles: [{ name: 'reader' }] })).body.token.oauth_verifier as string
+    const access = form((await w.must('admin', 'POST', '/identity/v3/OS-OAUTH1/access_token', undefined, {
+      authorization: oauthHeader(`${w.server.url}/identity/v3/OS-OAUTH1/access_token`, consumer, { key: request.oauth_token, secret: request.oauth_token_secret }, [['oauth_verifier', verifier]]),
+    })).body)
+    w.fixtures.accessTokenRole = w.fixtures.accessTokenRole ?? (await w.must('admin', 'GET', '/identity/v3/roles?name=reader')).body.roles[0].id
+    return access.oauth_token
+  }, (w) => w.found(`/identity/v3/users/${w.personas.admin.userId}/OS-OAUTH1/access_tokens/${w.fixtures.oauthAccessToken}`)),
   f('endpointGroup', async (w) => {
     const id = (await w.must('admin', 'POST', '/identity/v3/OS-EP-FILTER/endpoint_groups', { endpoint_group: { name: name('epgroup'), filters: { service_id: w.fixtures.service } } })).body.endpoint_group.id
     await w.must('admin', 'PUT', `/identity/v3/OS-EP-FILTER/endpoint_groups/${id}/projects/${w.fixtures.identityProject}`)

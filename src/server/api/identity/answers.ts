@@ -31,6 +31,7 @@ const credential = object({ id: str, type: str, user_id: str, project_id: nstr, 
 const accessRule = object({ id: str, service: str, method: str, path: str, links: self }, ['id', 'service', 'method', 'path'])
 const endpointGroup = object({ id: str, name: str, description: nstr, filters: { type: 'object' }, links: self }, ['id', 'name', 'filters'])
 const policy = object({ id: str, type: str, blob: str, links: self }, ['id', 'type', 'blob'])
+const accessToken = object({ id: str, consumer_id: str, project_id: str, authorizing_user_id: str, expires_at: nstr, links: object({ self: str, roles: str }) }, ['id', 'consumer_id', 'project_id', 'authorizing_user_id'])
 const consumer = object({ id: str, description: nstr, secret: { type: 'string', description: 'only when created' }, links: self }, ['id'])
 const applicationCredential = object(
   {
@@ -72,6 +73,7 @@ const token = object(
     roles: { type: 'array', items: object({ id: str, name: str }) },
     catalog: { type: 'array', items: catalogEntry },
     application_credential: object({ id: str, name: str, restricted: bool }),
+    'OS-OAUTH1': object({ access_token_id: str, consumer_id: str }),
   },
   ['methods', 'user', 'audit_ids', 'expires_at', 'issued_at'],
 )
@@ -84,11 +86,14 @@ export const list = (key: string, item: Schema): Schema => object({ [key]: { typ
 /** `{ <key>: item }` */
 export const one = (key: string, item: Schema): Schema => object({ [key]: item }, [key])
 
-export const V = { domain, project, user, group, role, region, service, endpoint, credential, applicationCredential, accessRule, assignment, policy, consumer, endpointGroup }
+export const V = { domain, project, user, group, role, region, service, endpoint, credential, applicationCredential, accessRule, assignment, policy, consumer, accessToken, endpointGroup }
 
 export const A = {
   versions: object({ versions: object({ values: { type: 'array', items: versionDoc } }) }, ['versions']),
   version: one('version', versionDoc),
+  /** OS-OAUTH1's request and access tokens: `oauth_token=…&oauth_token_secret=…&oauth_expires_at=…`. */
+  oauthForm: { type: 'string', description: 'application/x-www-form-urlencoded: oauth_token, oauth_token_secret, oauth_expires_at' },
+  oauthVerifier: one('token', object({ oauth_verifier: str }, ['oauth_verifier'])),
   token: one('token', token),
   catalog: object({ catalog: { type: 'array', items: catalogEntry }, links: pageLinks }, ['catalog']),
   system: object({ system: { type: 'array', items: object({ all: bool }) }, links: { type: 'object' } }, ['system']),

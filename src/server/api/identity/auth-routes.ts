@@ -1,7 +1,7 @@
 /**
  * Identity authentication routes (Keystone v3): version documents, /auth/tokens (issue, validate, check,
- * revoke), /auth/catalog|projects|domains|system, and the credential and application-credential resources
- * (auth/). Handlers are thin: the flow is identity/auth-flow.ts, tokens identity/token-service.ts, rules
+ * revoke), /auth/catalog|projects|domains|system, and the credential, application-credential and OS-OAUTH1 token
+ * resources (auth/). Handlers are thin: the flow is identity/auth-flow.ts, tokens identity/token-service.ts, rules
  * policy/identity-auth.policy.ts.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -13,6 +13,7 @@ import { identityAuthPolicy } from '../../policy/identity-auth.policy.js'
 import { applicationCredentialRoutes } from './auth/application-credential-routes.js'
 import { accessRuleRoutes } from './auth/access-rule-routes.js'
 import { credentialRoutes } from './auth/credential-routes.js'
+import { oauth1Routes, signedRequest } from './auth/oauth1-routes.js'
 import { authListBodies } from './auth/scope-lists.js'
 import { documented, noBody, OPEN } from '../../http/openapi.js'
 import { A, V, list } from './answers.js'
@@ -85,7 +86,9 @@ export function authRoutes(deps: AppDeps) {
         const receiptHeader = request.headers['openstack-auth-receipt']
         let outcome
         try {
-          outcome = await flow.authenticate(request.body.auth, typeof receiptHeader === 'string' ? receiptHeader : undefined)
+          // The oauth1 method reads the request's OAuth signature.
+          const signed = request.body.auth.identity.methods.includes('oauth1') ? signedRequest(request, identityUrl) : undefined
+          outcome = await flow.authenticate(request.body.auth, typeof receiptHeader === 'string' ? receiptHeader : undefined, signed)
         } catch (err) {
           // Every 401 tells the client where to authenticate (Keystone's WWW-Authenticate).
           if (err instanceof AppError && err.code === 'unauthorized') throw new AppError('unauthorized', err.message, { headers: authChallenge(identityUrl) })
@@ -151,5 +154,6 @@ export function authRoutes(deps: AppDeps) {
     await credentialRoutes(deps, requireAuth)(scope)
     await applicationCredentialRoutes(deps, requireAuth)(scope)
     await accessRuleRoutes(deps, requireAuth)(scope)
+    await oauth1Routes(deps, requireAuth)(scope)
   }
 }

@@ -2,6 +2,7 @@
 import { notFound } from '../../../contracts/errors.js'
 import type { OAuthConsumerTable } from '../../storage/tables/identity.js'
 import type { Db } from '../../storage/store.js'
+import { touchIdentity } from '../generation.js'
 import { type Extra, newIdentityId } from './write.js'
 
 export type OAuthConsumerRow = OAuthConsumerTable
@@ -35,5 +36,13 @@ export async function updateOAuthConsumer(db: Db, id: string, input: { descripti
 
 export async function deleteOAuthConsumer(db: Db, id: string): Promise<void> {
   await getOAuthConsumer(db, id)
-  await db.deleteFrom('oauth_consumers').where('id', '=', id).execute()
+  // Its request and access tokens go with it (Keystone does the same); the keystone tokens made from its access
+  // tokens end with them, so the identity generation moves.
+  await db.transaction().execute(async (tx) => {
+    await tx.deleteFrom('oauth_request_tokens').where('consumer_id', '=', id).execute()
+    await tx.deleteFrom('oauth_access_tokens').where('consumer_id', '=', id).execute()
+    await tx.deleteFrom('oauth_nonces').where('consumer_id', '=', id).execute()
+    await tx.deleteFrom('oauth_consumers').where('id', '=', id).execute()
+    await touchIdentity(tx)
+  })
 }

@@ -151,6 +151,43 @@ export interface OAuthConsumerTable {
   created_at: number
 }
 
+/** An OAuth 1.0a request token (OS-OAUTH1): asked for by a consumer for a project, then authorized by a user. */
+export interface OAuthRequestTokenTable {
+  id: string
+  consumer_id: string
+  /** The token's secret, sealed with the master key (signatures are checked with it). */
+  secret: string
+  project_id: string
+  /** Set when a user authorized it, with the roles delegated (JSON array of role ids) and the verifier's hash. */
+  authorizing_user_id: string | null
+  role_ids: string | null
+  /** SHA-256 of the verifier, hex. */
+  verifier_hash: string | null
+  expires_at: number
+  created_at: number
+}
+
+/** An OAuth 1.0a access token: a user's roles on one project, delegated to a consumer. */
+export interface OAuthAccessTokenTable {
+  id: string
+  consumer_id: string
+  /** Sealed with the master key. */
+  secret: string
+  authorizing_user_id: string
+  project_id: string
+  /** JSON array of role ids. */
+  role_ids: string
+  expires_at: number
+  created_at: number
+}
+
+/** A nonce of a signed OAuth request, kept while its timestamp is within the window (a second use is a replay). */
+export interface OAuthNonceTable {
+  consumer_id: string
+  nonce: string
+  expires_at: number
+}
+
 /** An endpoint group (OS-EP-FILTER): the endpoints its filters match (identity/endpoint-filter.ts). */
 export interface EndpointGroupTable {
   id: string
@@ -188,6 +225,9 @@ export interface IdentityTables {
   domain_configs: DomainConfigTable
   policies: PolicyBlobTable
   oauth_consumers: OAuthConsumerTable
+  oauth_request_tokens: OAuthRequestTokenTable
+  oauth_access_tokens: OAuthAccessTokenTable
+  oauth_nonces: OAuthNonceTable
   endpoint_groups: EndpointGroupTable
   project_endpoint_groups: ProjectEndpointGroupTable
   project_endpoints: ProjectEndpointTable

@@ -1,7 +1,7 @@
 /**
  * /v3/OS-OAUTH1/consumers (Keystone's OAuth 1.0a consumers): a consumer is an id, a description and a secret
- * made by the server, answered once when created and sealed at rest. Request and access tokens (the rest of
- * OS-OAUTH1) are not served (docs/identity.md, "OAuth 1.0a consumers").
+ * made by the server, answered once when created and sealed at rest. Deleting one deletes its request and access
+ * tokens. The token flow is api/identity/auth/oauth1-routes.ts (docs/identity.md, "OAuth 1.0a delegation").
  */
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'

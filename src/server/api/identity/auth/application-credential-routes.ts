@@ -130,6 +130,7 @@ export function applicationCredentialRoutes(deps: AppDeps, requireAuth: preHandl
         if (principal.applicationCredentialId && !snap.appCreds.get(principal.applicationCredentialId)?.unrestricted) {
           throw forbidden('A restricted application credential cannot create application credentials.')
         }
+        if (principal.oauth) throw forbidden('A token issued via OAuth delegation cannot create application credentials.')
         const input = request.body.application_credential
         const held = snap.effectiveRoles(principal.userId, { p: principal.scope.projectId }).filter((r) => principal.roles.includes(r.name))
         let roleIds = held.map((r) => r.id)
