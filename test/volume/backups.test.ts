@@ -162,6 +162,16 @@ for (const dialect of DIALECTS) {
       assert.equal(restored.status, 202, JSON.stringify(restored.body))
       await status(admin, 'volumes', restored.body.restore.volume_id, 'available')
       assert.ok((await read(restored.body.restore.volume_id, 3)).equals(Buffer.alloc(MIB, 's')))
+
+      // 3.47: a volume created from a backup, larger than it; before 3.47 backup_id is not read.
+      const fromBackup = await call(server, admin, 'POST', `${V}/volumes`, { volume: { size: 2, backup_id: newId, name: 'from-backup' } }, { 'openstack-api-version': 'volume 3.47' })
+      assert.equal(fromBackup.status, 202, JSON.stringify(fromBackup.body))
+      const made = await status(admin, 'volumes', fromBackup.body.volume.id, 'available')
+      assert.equal(made.size, 2)
+      assert.ok((await read(made.id, 3)).equals(Buffer.alloc(MIB, 's')))
+      const sameSize = await call(server, admin, 'POST', `${V}/volumes`, { volume: { size: 1, backup_id: newId } }, { 'openstack-api-version': 'volume 3.47' })
+      assert.equal(sameSize.status, 202, 'the backup is 1 GiB: a 1 GiB volume fits')
+      await status(admin, 'volumes', sameSize.body.volume.id, 'available')
     })
 
     it('refuses what Cinder refuses, and changes nothing', async () => {

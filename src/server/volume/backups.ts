@@ -24,9 +24,9 @@ import type { TaskQueue } from '../tasks/queue.js'
 import type { BlobStore } from '../blobs/blob-store.js'
 import { page, type PageQuery, type SortKeys } from './listing.js'
 import { checkQuota } from './quotas.js'
-import { callerOf, type Caller, type VolumeService } from './service.js'
+import { callerOf, type Caller, type CreateVolumeInput, type VolumeService } from './service.js'
 import { BACKUP_TASKS, chunkKey, isDigest } from './backup-worker.js'
-import { AVAILABILITY_ZONES } from './model.js'
+import { AVAILABILITY_ZONES, type VolumeRecord } from './model.js'
 
 export interface BackupRecord {
   id: string
@@ -321,6 +321,7 @@ export class BackupService {
       } else {
         volumeName = target.name ?? `restore_backup_${id}`
         const volume = await this.volumes.createForRestore(tx, caller, { size: backup.size, name: volumeName, availability_zone: backup.availabilityZone })
+        if (volume.encrypted) throw badRequest('Invalid volume: pcc cannot restore backups onto encrypted volumes yet; the default volume type is encrypted.')
         volumeId = volume.id
       }
       await tx.updateTable('volume_backups').set({ status: 'restoring', updated_at: this.now() }).where('id', '=', id).where('status', '=', 'available').execute()
@@ -329,6 +330,31 @@ export class BackupService {
     })
     this.options.wake?.()
     return answer
+  }
+
+  /**
+   * A volume created from a backup (volume create with `backup_id`, 3.47+): the volume the create body describes,
+   * at least the backup's size (its size by default), restored as a restore to a new volume is.
+   */
+  async createVolume(principal: Principal, backupId: string, input: CreateVolumeInput): Promise<VolumeRecord> {
+    const caller = callerOf(principal)
+    authorize(volumePolicy, 'volume:create', principal, { projectId: caller.projectId })
+    const others = (['snapshot_id', 'source_volid', 'imageRef', 'group_id'] as const).filter((k) => input[k])
+    if (others.length > 0) throw badRequest(`Invalid input received: backup_id cannot be combined with ${others.join(' and ')}.`)
+    const volumeId = await this.store.db.transaction().execute(async (tx) => {
+      const backup = await this.find(caller, backupId, tx)
+      authorize(volumePolicy, 'backup:restore', principal, { projectId: backup.projectId })
+      requireStatus(backup, BACKUP_MAY.restore, 'be restored')
+      const size = input.size ?? backup.size
+      if (size < backup.size) throw badRequest(`Invalid input received: Volume size ${size}GB cannot be smaller than the backup's size ${backup.size}GB.`)
+      const volume = await this.volumes.createForRestore(tx, caller, { ...input, size })
+      if (volume.encrypted) throw badRequest('Invalid volume: pcc cannot restore backups onto encrypted volumes yet.')
+      await tx.updateTable('volume_backups').set({ status: 'restoring', updated_at: this.now() }).where('id', '=', backupId).where('status', '=', 'available').execute()
+      await this.enqueue(tx, BACKUP_TASKS.restore, backupId, { volumeId: volume.id })
+      return volume.id
+    })
+    this.options.wake?.()
+    return this.volumes.find(caller, volumeId)
   }
 
   /** os-reset_status for admins: sets the status the record shows, nothing else (Cinder's rule). */
