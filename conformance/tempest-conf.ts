@@ -37,7 +37,6 @@ export const FEATURES_OFF: Option[] = [
   { section: 'compute-feature-enabled', name: 'attach_encrypted_volume', value: false, missing: 'pcc encrypts volumes with LUKS only and writes no image into an encrypted volume; the scenarios this gates use the plain provider and boot from encrypted volumes made from images (docs/block-storage.md, "Encrypted volumes")' },
   { section: 'compute-feature-enabled', name: 'xenapi_apis', value: false, missing: 'no XenAPI' },
   { section: 'compute-feature-enabled', name: 'nova_cert', value: false, missing: 'os-certificates was removed from Nova' },
-  { section: 'volume-feature-enabled', name: 'backup', value: false, missing: 'no volume backup API (/backups); volumes go to images by os-volume_upload_image' },
   { section: 'volume-feature-enabled', name: 'multi_backend', value: false, missing: 'the CI cloud has one volume backend (file, on the control plane): lvm needs a storage host, which simulated hosts are not' },
   { section: 'volume-feature-enabled', name: 'manage_volume', value: false, missing: 'no manage/unmanage of existing backend volumes' },
   { section: 'volume-feature-enabled', name: 'manage_snapshot', value: false, missing: 'no manage/unmanage of existing backend snapshots' },
@@ -133,7 +132,7 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
     // The backend's capabilities as its pools report them (volume types asking for them find it): the file backend.
     ...flags('volume', { min_microversion: '3.0', max_microversion: '3.60', volume_size: 1, disk_format: 'qcow2', storage_protocol: 'nbd', vendor_name: 'Open Source' }),
     { section: 'volume-feature-enabled', name: 'api_extensions', value: cloud.volumeExtensions },
-    ...flags('volume-feature-enabled', { snapshot: true, clone: true, extend_attached_volume: true }),
+    ...flags('volume-feature-enabled', { snapshot: true, clone: true, extend_attached_volume: true, backup: true }),
     ...flags('service_available', { nova: true, neutron: true, glance: true, cinder: true }),
     ...(realGuests ? [...validation(cloud), ...realGuestFeatures()] : []),
     ...featuresOff(hypervisor),

@@ -10,8 +10,9 @@ import { pipeline } from 'node:stream/promises'
 import type { VolumeBackend } from './backend.js'
 import { VolumeBackendError, type BackendCapacity } from '../../contracts/host/volume.js'
 import { ExportManager } from './exports/export-manager.js'
-import { convertToFile, removeDeadScratch, withScratchDir } from './qemu-img.js'
+import { convertInto, convertToFile, removeDeadScratch, withScratchDir } from './qemu-img.js'
 import type { PlaceImages, PlaceSource, StoragePlace, WantedExport } from '../../contracts/host/storage-place.js'
+import type { VolumeRef } from '../../contracts/host/volume.js'
 
 export interface LocalPlaceOptions {
   location: string
@@ -85,6 +86,22 @@ export class LocalPlace implements StoragePlace {
       const path = join(dir, `image.${diskFormat}`)
       await convertToFile(this.backend(backend).blockdev({ volumeId }), path, diskFormat)
       await this.options.images.completeSnapshotImage(imageId, createReadStream(path, { highWaterMark: 1 << 20 }))
+    })
+  }
+
+  async withRawCopy<T>(backend: string, ref: VolumeRef, use: (path: string) => Promise<T>): Promise<T> {
+    return withScratchDir(this.options.scratchDir, async (dir) => {
+      const path = join(dir, 'backup.raw')
+      await convertToFile(this.backend(backend).blockdev(ref), path, 'raw')
+      return use(path)
+    })
+  }
+
+  async writeRaw(backend: string, volumeId: string, fill: (path: string) => Promise<void>): Promise<void> {
+    await withScratchDir(this.options.scratchDir, async (dir) => {
+      const path = join(dir, 'restore.raw')
+      await fill(path)
+      await convertInto({ path, format: 'raw' }, this.backend(backend).blockdev({ volumeId }))
     })
   }
 

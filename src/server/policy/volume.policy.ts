@@ -66,6 +66,16 @@ export type VolumeOperation =
   | 'group_snapshot:create'
   | 'group_snapshot:delete'
   | 'group_snapshot:reset_status'
+  | 'backup:get'
+  | 'backup:get_all'
+  | 'backup:create'
+  | 'backup:update'
+  | 'backup:delete'
+  | 'backup:restore'
+  | 'backup:reset_status'
+  | 'backup:force_delete'
+  | 'backup:export'
+  | 'backup:import'
 
 export const volumePolicy: PolicyTable<VolumeOperation> = {
   // Targets: the volume's (or snapshot's, or quota's) project.
@@ -150,4 +160,16 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'group_snapshot:create': projectMemberOrAdmin,
   'group_snapshot:delete': projectMemberOrAdmin,
   'group_snapshot:reset_status': isAdmin,
+  // Volume backups (volume/backups.ts): targets are the backup's (for create, the volume's) project.
+  'backup:get': projectReaderOrAdmin,
+  'backup:get_all': anyOf(isAdmin, hasRole('reader')),
+  'backup:create': projectMemberOrAdmin,
+  'backup:update': projectMemberOrAdmin,
+  'backup:delete': projectMemberOrAdmin,
+  'backup:restore': projectMemberOrAdmin,
+  'backup:reset_status': isAdmin,
+  'backup:force_delete': isAdmin,
+  /** export_record / import_record: a backup's record carries where its data is (Cinder: admins only). */
+  'backup:export': isAdmin,
+  'backup:import': isAdmin,
 }

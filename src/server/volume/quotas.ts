@@ -21,9 +21,9 @@ export const QUOTA_RESOURCES = ['volumes', 'gigabytes', 'snapshots'] as const
 export type QuotaResource = (typeof QUOTA_RESOURCES)[number]
 
 /**
- * Cinder's defaults. Backups are not counted here (no backups; per_volume_gigabytes is not enforced), but every
- * quota set shows them, with Cinder's defaults or what an admin set, as clients expect the keys. `groups` counts
- * the project's generic volume groups (groups.ts), as Cinder's group quota does.
+ * Cinder's defaults. `backups` and `backup_gigabytes` count the project's backups and their sizes (backups.ts),
+ * with no per-type variant, as in Cinder; per_volume_gigabytes is shown but not enforced. `groups` counts the
+ * project's generic volume groups (groups.ts), as Cinder's group quota does.
  */
 export const BASE_DEFAULTS: Record<string, number> = { volumes: 10, gigabytes: 1000, snapshots: 10, per_volume_gigabytes: -1, backups: 10, backup_gigabytes: 1000, groups: 10 }
 /** A per-type quota nobody set. */
@@ -85,7 +85,12 @@ export async function quotaUsage(db: Db, projectId: string): Promise<Record<stri
     .groupBy('volume_types.name')
     .execute()
   const groups = await db.selectFrom('volume_groups').select((eb) => eb.fn.countAll<number>().as('count')).where('project_id', '=', projectId).executeTakeFirstOrThrow()
-  const used: Record<string, number> = { volumes: 0, gigabytes: 0, snapshots: 0, groups: Number(groups.count) }
+  const backups = await db
+    .selectFrom('volume_backups')
+    .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.sum<number>('size').as('gigabytes')])
+    .where('project_id', '=', projectId)
+    .executeTakeFirstOrThrow()
+  const used: Record<string, number> = { volumes: 0, gigabytes: 0, snapshots: 0, groups: Number(groups.count), backups: Number(backups.count), backup_gigabytes: Number(backups.gigabytes ?? 0) }
   const add = (key: string, n: number) => (used[key] = (used[key] ?? 0) + n)
   for (const v of volumes) {
     add('volumes', Number(v.count))
@@ -110,6 +115,8 @@ export function typedDelta(typeName: string, delta: Partial<Record<QuotaResource
 }
 
 function exceeded(resource: string, want: number, limit: number, used: number): string {
+  if (resource === 'backup_gigabytes') return `VolumeBackupSizeExceedsAvailableQuota: Requested backup exceeds allowed Backup gigabytes quota. Requested ${want}G, quota is ${limit}G and ${used}G has been consumed.`
+  if (resource === 'backups') return `BackupLimitExceeded: Maximum number of backups allowed (${limit}) exceeded.`
   if (resource.startsWith('gigabytes')) {
     return `VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed ${resource} quota. Requested ${want}G, quota is ${limit}G and ${used}G has been consumed.`
   }

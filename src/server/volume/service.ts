@@ -15,6 +15,8 @@
  *   available | in-use → extending → the same | error_extending   (task volume.extend; in-use from 3.42)
  *   available | in-use → retyping → the same             (task volume.retype; bytes move between backends)
  *   available | in-use → uploading → the same            (task volume.upload_image)
+ *   available | in-use → backing-up → the same           (task backup.create: backups.ts)
+ *   (new) | available → restoring-backup → available | error_restoring   (task backup.restore: backups.ts)
  *   A volume in a generic volume group (`group_id`) is deleted with its group, not alone (group-status.ts).
  *
  * Compute calls the methods under "for compute" inside its own transactions (pass `tx`), so a server and its
@@ -245,6 +247,14 @@ export class VolumeService {
     })
     this.wake()
     return (await loadVolume(this.store.db, id))!
+  }
+
+  /**
+   * A new volume a backup is restored into (backups.ts), inserted `restoring-backup` in the caller's transaction
+   * with the API's checks and quotas; the backup's task makes its bytes.
+   */
+  async createForRestore(tx: Db, caller: Caller, input: CreateVolumeInput): Promise<VolumeRecord> {
+    return this.insertVolume(tx, caller, input, 'restoring-backup')
   }
 
   /**

@@ -17,6 +17,10 @@ import { CinderAttachActions } from './cinder-attachments.js'
 import { GroupTypeService } from './group-types.js'
 import { GroupService } from './groups.js'
 import { GroupSnapshotService } from './group-snapshots.js'
+import { BackupService } from './backups.js'
+import { BackupWorker } from './backup-worker.js'
+import type { BlobStore } from '../blobs/blob-store.js'
+import type { TaskHandler } from '../tasks/runner.js'
 
 export interface VolumeServices {
   volumes: VolumeService
@@ -34,8 +38,13 @@ export interface VolumeServices {
   groupSnapshots: GroupSnapshotService
   /** Volume types' encryption specs. */
   typeEncryption: VolumeTypeEncryptionService
+  /** Volume backups (their bytes in the blob store) and the work behind them. */
+  backups: BackupService
+  backupWorker: BackupWorker
   /** The backend work behind the API (task handlers). */
   worker: VolumeWorker
+  /** Every task handler of block storage: the volume worker's and the backup worker's. */
+  handlers(): Map<string, TaskHandler>
   /** Attachments' exports and keys (compute and the hypervisor hosts' endpoint). */
   connections: VolumeConnections
   /** Where bytes live: the control plane's place and the storage hosts'. */
@@ -48,6 +57,8 @@ export interface VolumeBackendDeps {
   ports: PortRange
   /** A storage host silent for longer gets no new volumes. */
   downAfterMs: number
+  /** Where backups keep their chunks (the image store's blob store). */
+  blobs: BlobStore
   /** The volumes pool, when Ceph is configured (hypervisors open Ceph volumes there). */
   cephVolumesPool?: string
 }
@@ -58,7 +69,11 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
   const connections = new VolumeConnections({ store, box: backend.box, places: backend.places, queue, ports: backend.ports, cephVolumesPool: backend.cephVolumesPool })
   volumes.useBackends(worker, connections, backend.box)
   const snapshots = new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake })
+  const backupWorker = new BackupWorker({ store, places: backend.places, blobs: backend.blobs, volumes: worker })
   return {
+    backups: new BackupService(store, queue, volumes, backend.blobs, { now: options.now, wake: options.wake }),
+    backupWorker,
+    handlers: () => new Map([...worker.handlers(), ...backupWorker.handlers()]),
     volumes,
     snapshots,
     volumeTypes: new VolumeTypeService(store, options.defaultVolumeType),

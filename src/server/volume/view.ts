@@ -4,6 +4,7 @@
  */
 import { atLeast, type VolumeVersion } from './microversion.js'
 import type { TransferRecord } from './transfers.js'
+import type { BackupRecord } from './backups.js'
 import { cinderTime, type SnapshotRecord, type VolumeAttachment, type VolumeRecord, type VolumeTypeRecord } from './model.js'
 
 export interface Gate<T> {
@@ -190,4 +191,40 @@ export const TRANSFER_DETAIL_GATES: Record<string, Gate<TransferRecord>> = {
 /** A volume transfer under `collection` (os-volume-transfer or volume-transfers): the list's summary, or `detail`. */
 export function transferView(t: TransferRecord, ctx: ViewContext, detail: boolean, collection: string): Record<string, unknown> {
   return { id: t.id, name: t.name, volume_id: t.volumeId, links: links(ctx, collection, t.id), ...(detail ? gated(TRANSFER_DETAIL_GATES, t, ctx) : {}) }
+}
+
+/** A backup's fields that depend on the microversion or on being admin (Cinder's backup view builder). */
+export const BACKUP_GATES: Record<string, Gate<BackupRecord>> = {
+  'os-backup-project-attr:project_id': { since: '3.18', adminOnly: true, type: STRING, read: (b) => b.projectId },
+  metadata: { since: '3.43', type: { type: 'object', additionalProperties: STRING }, read: (b) => b.metadata },
+  user_id: { since: '3.56', type: STRING, read: (b) => b.userId },
+}
+
+/** A backup in the list, and as create, update and import answer it. */
+export function backupSummary(b: BackupRecord, ctx: ViewContext): Record<string, unknown> {
+  return { id: b.id, name: b.name, links: links(ctx, 'backups', b.id) }
+}
+
+/** A backup as show and the detail list answer it. */
+export function backupDetail(b: BackupRecord, ctx: ViewContext): Record<string, unknown> {
+  return {
+    id: b.id,
+    name: b.name,
+    description: b.description,
+    status: b.status,
+    size: b.size,
+    object_count: b.objectCount,
+    availability_zone: b.availabilityZone,
+    container: b.container,
+    created_at: cinderTime(b.createdAt),
+    updated_at: cinderTime(b.updatedAt),
+    fail_reason: b.failReason,
+    volume_id: b.volumeId,
+    snapshot_id: b.snapshotId,
+    is_incremental: b.isIncremental,
+    has_dependent_backups: b.hasDependentBackups,
+    data_timestamp: b.dataTimestamp === null ? null : cinderTime(b.dataTimestamp),
+    links: links(ctx, 'backups', b.id),
+    ...gated(BACKUP_GATES, b, ctx),
+  }
 }

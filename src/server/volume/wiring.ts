@@ -71,13 +71,13 @@ export async function setUpImageAndVolume(options: { config: Config; store: Stor
     store,
     queue,
     images,
-    { box: options.box, places, ports: config.volumeExportPorts, downAfterMs: config.hostDownAfterSeconds * 1000, cephVolumesPool: ceph?.pools.volumes },
+    { box: options.box, places, blobs, ports: config.volumeExportPorts, downAfterMs: config.hostDownAfterSeconds * 1000, cephVolumesPool: ceph?.pools.volumes },
     { wake: () => runner?.wake(), defaultVolumeType: ceph ? CEPH_VOLUME_TYPE : DEFAULT_VOLUME_TYPE },
   )
   await volumeServices.volumeTypes.ensureDefault()
   return {
     deps: { blobs, images, volumeServices, hostCeph: ceph && new HostCephUsers(ceph, store.db, options.box), fencing: ceph && new DiskFencing(ceph) },
-    handlers: volumeServices.worker.handlers(),
+    handlers: volumeServices.handlers(),
     attachRunner: (r) => {
       runner = r
     },

@@ -120,6 +120,14 @@ export class VolumeWorker {
     if (row?.group_snapshot_id) await settleGroupSnapshot(this.deps.store.db, row.group_snapshot_id)
   }
 
+  /** Makes a new volume's blank bytes at a place chosen for it (a backup's restore target); nothing when it has them. */
+  async createBlank(volumeId: string): Promise<void> {
+    const v = await this.volume(volumeId)
+    if (v.location) return
+    const location = await this.place(volumeId)
+    await this.deps.places.get(location).create(v.backend, volumeId, v.size)
+  }
+
   /** Creates a volume's bytes in the caller's task (boot from volume); a backend failure leaves it in error. */
   async createNow(volumeId: string): Promise<void> {
     const task = { kind: VOLUME_TASKS.create, attempts: 1, maxAttempts: 1 } as TaskRecord

@@ -78,6 +78,7 @@ const PARAM_KINDS: Record<string, string> = {
   'members/member': 'memberProject',
   'volumes/id': 'volume',
   'snapshots/id': 'snapshot',
+  'backups/id': 'volumeBackup',
   'types/id': 'volumeType',
   'qos-specs/id': 'qosSpecs',
   'group_types/id': 'groupType',
@@ -137,7 +138,7 @@ const PARAM_KINDS: Record<string, string> = {
  */
 export const OWNED_KINDS = new Set([
   'server', 'serverAction', 'serverPort', 'networkLabel', 'attachedVolume', 'flavor', 'keypair', 'serverGroup', 'network', 'subnet', 'subnetPool', 'addressScope', 'port', 'securityGroup',
-  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'metadefNamespace', 'volumeMessage', 'volumeGroup', 'groupSnapshot',
+  'securityGroupRule', 'router', 'floatingIp', 'volume', 'snapshot', 'volumeAttachment', 'metadefNamespace', 'volumeMessage', 'volumeGroup', 'groupSnapshot', 'volumeBackup',
 ])
 
 export function paramKind(path: string, param: string): string | undefined {

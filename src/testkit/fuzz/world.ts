@@ -236,6 +236,17 @@ const FIXTURES: FixtureSpec[] = [
     await w.waitFor(`/volume/v3/snapshots/${id}`, VOLUME, (b) => (b.snapshot as { status: string }).status === 'available', 'the fuzz snapshot to be available')
     return id
   }, (w) => w.found(`/volume/v3/snapshots/${w.fixtures.snapshot}`, VOLUME)),
+  // A backup of a volume of its own (fuzzed actions on the fuzz volume must not stop it being backed up again).
+  f('volumeBackup', async (w) => {
+    const prior = w.fixtures.backedUpVolume
+    const reusable = prior && (await w.call('admin', 'GET', `/volume/v3/volumes/${prior}`, undefined, VOLUME)).body?.volume?.status === 'available'
+    const volume = reusable ? prior : (await w.must('admin', 'POST', '/volume/v3/volumes', { volume: { size: 1, name: name('backedup') } }, VOLUME)).body.volume.id
+    await w.waitFor(`/volume/v3/volumes/${volume}`, VOLUME, (b) => (b.volume as { status: string }).status === 'available', 'the volume to back up to be available')
+    w.fixtures.backedUpVolume = volume
+    const id = (await w.must('admin', 'POST', '/volume/v3/backups', { backup: { volume_id: volume, name: name('backup') } }, VOLUME)).body.backup.id
+    await w.waitFor(`/volume/v3/backups/${id}`, VOLUME, (b) => (b.backup as { status: string }).status === 'available', 'the fuzz backup to be available')
+    return id
+  }, (w) => w.found(`/volume/v3/backups/${w.fixtures.volumeBackup}`, VOLUME)),
 
   // A volume offered to another project: the transfer's auth key is never needed (accepting would end it). A
   // withdrawn transfer leaves its volume available: offered again, so repairs do not use up the admin's quota.

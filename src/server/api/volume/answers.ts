@@ -3,7 +3,7 @@
  * strings the routes parse by hand (params.ts), the action bodies and the microversion header.
  */
 import { MAX_VOLUME_VERSION, MIN_VOLUME_VERSION } from '../../volume/microversion.js'
-import { SNAPSHOT_GATES, TRANSFER_DETAIL_GATES, VOLUME_GATES, VOLUME_SHOW_GATES, type Gate } from '../../volume/view.js'
+import { BACKUP_GATES, SNAPSHOT_GATES, TRANSFER_DETAIL_GATES, VOLUME_GATES, VOLUME_SHOW_GATES, type Gate } from '../../volume/view.js'
 
 type Schema = Record<string, unknown>
 
@@ -78,6 +78,30 @@ const snapshotSummary = {
   ...gated(SNAPSHOT_GATES),
 }
 const snapshotDetail = object({ ...snapshotSummary, 'os-extended-snapshot-attributes:progress': str, 'os-extended-snapshot-attributes:project_id': str }, ['id', 'status', 'volume_id'])
+const backupSummary = object({ id: str, name: nstr, links }, ['id', 'links'])
+const backupDetail = object(
+  {
+    id: str,
+    name: nstr,
+    description: nstr,
+    status: str,
+    size: int,
+    object_count: int,
+    availability_zone: nstr,
+    container: nstr,
+    created_at: str,
+    updated_at: nstr,
+    fail_reason: nstr,
+    volume_id: str,
+    snapshot_id: nstr,
+    is_incremental: bool,
+    has_dependent_backups: bool,
+    data_timestamp: nstr,
+    links,
+    ...gated(BACKUP_GATES),
+  },
+  ['id', 'status', 'size', 'volume_id', 'links'],
+)
 const volumeType = object(
   { id: str, name: str, description: nstr, is_public: bool, 'os-volume-type-access:is_public': bool, extra_specs: adminOnly(strMap), qos_specs_id: adminOnly(nstr) },
   ['id', 'name'],
@@ -109,6 +133,11 @@ export const A = {
   volume: envelope('volume', volumeDetail),
   snapshots: (detail: boolean) => envelope('snapshots', listOf(detail ? snapshotDetail : object(snapshotSummary)), { snapshots_links: links }),
   snapshot: envelope('snapshot', snapshotDetail),
+  backups: (detail: boolean) => envelope('backups', listOf(detail ? backupDetail : backupSummary), { backups_links: links }),
+  backup: envelope('backup', backupDetail),
+  backupSummary: envelope('backup', backupSummary),
+  restore: envelope('restore', object({ backup_id: str, volume_id: str, volume_name: str }, ['backup_id', 'volume_id', 'volume_name'])),
+  backupRecord: envelope('backup-record', object({ backup_service: str, backup_url: str }, ['backup_service', 'backup_url'])),
   metadata: envelope('metadata', strMap),
   meta: envelope('meta', strMap),
   types: envelope('volume_types', listOf(volumeType)),
@@ -180,6 +209,7 @@ export const QUERY = {
     ...paging,
   }),
   snapshots: query({ all_tenants: flag, name: str, status: str, volume_id: str, ...paging }),
+  backups: query({ all_tenants: flag, name: str, status: str, volume_id: str, ...paging }),
   attachments: query({ all_tenants: flag, volume_id: str, instance_id: str }),
   transfers: query({ all_tenants: flag }),
   deleteVolume: query({ cascade: flag }),
@@ -216,4 +246,9 @@ export const VOLUME_ACTIONS: Schema = {
 /** POST /snapshots/{id}/action: one key, the action (Cinder's os-admin-actions, and os-update_snapshot_status). */
 export const SNAPSHOT_ACTIONS: Schema = {
   anyOf: [action('os-reset_status', object({ status: str }, ['status'])), action('os-force_delete', {}), action('os-update_snapshot_status', object({ status: str, progress: str }, ['status']))],
+}
+
+/** POST /backups/{id}/action: one key, the action (Cinder's backup admin actions). */
+export const BACKUP_ACTIONS: Schema = {
+  anyOf: [action('os-reset_status', object({ status: str }, ['status'])), action('os-force_delete', {})],
 }

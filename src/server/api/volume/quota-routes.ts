@@ -101,8 +101,8 @@ export function quotaRoutes(r: FastifyInstance, deps: AppDeps, _ctx: (request: F
           totalVolumesUsed: used.volumes,
           totalSnapshotsUsed: used.snapshots,
           totalGigabytesUsed: used.gigabytes,
-          totalBackupsUsed: 0,
-          totalBackupGigabytesUsed: 0,
+          totalBackupsUsed: used.backups,
+          totalBackupGigabytesUsed: used.backup_gigabytes,
         },
       },
     }

@@ -14,6 +14,7 @@ import { quotaRoutes } from './quota-routes.js'
 import { serviceRoutes } from './service-routes.js'
 import { messageRoutes } from './message-routes.js'
 import { snapshotRoutes } from './snapshot-routes.js'
+import { backupRoutes } from './backup-routes.js'
 import { transferRoutes } from './transfer-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
 import { qosRoutes } from './qos-routes.js'
@@ -73,6 +74,7 @@ export function volumeRoutes(deps: AppDeps) {
 
         volumeResourceRoutes(r, deps, ctx)
         snapshotRoutes(r, deps, ctx)
+        backupRoutes(r, deps, ctx)
         transferRoutes(r, deps, ctx)
         volumeTypeRoutes(r, deps, ctx)
         qosRoutes(r, deps, ctx)

@@ -102,9 +102,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   r.post<{ Body: FromSchema<typeof createVolumeBody> }>('/volumes', { schema: { body: createVolumeBody }, ...documented({ summary: 'Create a volume', response: { 202: A.volume } }) }, async (request, reply) => {
     const v = request.body.volume
     const str = (x: unknown) => (typeof x === 'string' ? x : null)
-    // Checked before anything is created: bad input changes nothing.
-    if (str(v.backup_id)) throw badRequest('Restoring from backups is not supported.')
-    const volume = await volumes.create(request.principal, {
+    const input = {
       multiattach: v.multiattach === true,
       size: typeof v.size === 'number' ? v.size : undefined,
       name: str(v.name) ?? str(v.display_name),
@@ -117,7 +115,10 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       metadata: v.metadata ?? {},
       // Cinder reads group_id from 3.13 (generic volume groups) and ignores it before.
       group_id: atLeast(request.volumeVersion, '3.13') ? str(v.group_id) : null,
-    })
+    }
+    // 3.47: a volume made from a backup (restored into it); before, Cinder's schema has no backup_id.
+    const backupId = atLeast(request.volumeVersion, '3.47') ? str(v.backup_id) : null
+    const volume = backupId ? await deps.volumeServices.backups.createVolume(request.principal, backupId, input) : await volumes.create(request.principal, input)
     return reply.code(202).send({ volume: volumeView(volume, ctx(request)) })
   })
 

@@ -42,6 +42,7 @@ import * as m0116 from './0116-volume-transfers.js'
 import * as m0117 from './0117-volume-qos-specs.js'
 import * as m0118 from './0118-volume-groups.js'
 import * as m0119 from './0119-volume-type-encryption.js'
+import * as m0120 from './0120-volume-backups.js'
 import * as m0121 from './0121-oauth1-tokens.js'
 import * as m0123 from './0123-volume-attachment-mode.js'
 
@@ -89,6 +90,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0117', name: 'volume-qos-specs', up: m0117.up },
   { id: '0118', name: 'volume-groups', up: m0118.up },
   { id: '0119', name: 'volume-type-encryption', up: m0119.up },
+  { id: '0120', name: 'volume-backups', up: m0120.up },
   { id: '0121', name: 'oauth1-tokens', up: m0121.up },
   { id: '0123', name: 'volume-attachment-mode', up: m0123.up },
 ]

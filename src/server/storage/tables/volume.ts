@@ -230,6 +230,46 @@ export interface VolumeImageUploadTable {
   created_at: number
 }
 
+/** A volume backup (volume/backups.ts): its bytes are chunks in the blob store. */
+export interface VolumeBackupTable {
+  id: string
+  project_id: string
+  user_id: string
+  volume_id: string
+  /** The snapshot whose bytes were backed up, or null: the volume's. */
+  snapshot_id: string | null
+  /** The backup an incremental one builds on (the volume's latest at the time), or null. */
+  parent_id: string | null
+  name: string | null
+  description: string | null
+  container: string | null
+  availability_zone: string | null
+  /** creating | available | restoring | deleting | error | error_deleting */
+  status: string
+  fail_reason: string | null
+  /** GiB: the volume's size when backed up. */
+  size: number
+  /** Chunks this backup stored itself (an incremental one: the changed ones). */
+  object_count: number
+  is_incremental: number
+  /** JSON object string → string (3.43). */
+  metadata: string
+  /** JSON array: the digest of each 4 MiB chunk in order, '' for a chunk of zeros. */
+  chunks: string
+  /** JSON: what a restore gives the volume back (metadata, bootable, image id and metadata). */
+  volume_meta: string
+  /** When the backed-up bytes were read (the snapshot's creation for a backup of a snapshot). */
+  data_timestamp: number | null
+  created_at: number
+  updated_at: number
+}
+
+/** Which backups use which stored chunk (`backups/chunks/<digest>` in the blob store). */
+export interface VolumeBackupChunkTable {
+  backup_id: string
+  digest: string
+}
+
 export interface VolumeTables {
   volumes: VolumeTable
   volume_attachments: VolumeAttachmentTable
@@ -248,4 +288,6 @@ export interface VolumeTables {
   volume_service_states: VolumeServiceStateTable
   volume_messages: VolumeMessageTable
   volume_image_uploads: VolumeImageUploadTable
+  volume_backups: VolumeBackupTable
+  volume_backup_chunks: VolumeBackupChunkTable
 }

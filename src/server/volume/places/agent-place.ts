@@ -73,6 +73,16 @@ export class AgentPlace implements StoragePlace {
     await this.call('volume.upload_image', { backend, volumeId, imageId, diskFormat }, { timeoutMs: COPY_TIMEOUT_MS })
   }
 
+  // Backups read and write bytes on the control plane's machine; a storage host's would travel through its agent,
+  // which has no command for it yet (docs/block-storage.md, "Backups").
+  async withRawCopy<T>(): Promise<T> {
+    throw new VolumeBackendError(`backups of volumes on storage host ${this.location} are not supported yet`)
+  }
+
+  async writeRaw(): Promise<void> {
+    throw new VolumeBackendError(`restoring backups onto storage host ${this.location} is not supported yet`)
+  }
+
   async syncExports(): Promise<string> {
     const { address } = await this.call('volume.sync_exports', {}, { dedupeKey: `volume.sync_exports:${Date.now()}` })
     await this.reportAddress(address)
