@@ -81,6 +81,7 @@ export const SCENARIO_TESTS: { pattern: string; ci: boolean }[] = [
   { pattern: scenario('test_shelve_instance.'), ci: false },
   { pattern: scenario('test_server_advanced_ops.'), ci: false },
   { pattern: scenario('test_stamp_pattern.'), ci: false },
+  { pattern: scenario('test_volume_backup_restore.'), ci: false },
 ]
 
 export interface Selection {
