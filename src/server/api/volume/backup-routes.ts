@@ -4,7 +4,7 @@ import { AppError, badRequest } from '../../../contracts/errors.js'
 import type { AppDeps } from '../../deps.js'
 import { atLeast } from '../../volume/microversion.js'
 import { backupDetail, backupSummary, type ViewContext } from '../../volume/view.js'
-import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import { boolParam, idParams, nextPageLinks, paging, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, BACKUP_ACTIONS, QUERY } from './answers.js'
@@ -70,25 +70,11 @@ export function backupRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: F
   const { backups } = deps.volumeServices
   const list = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
     const q = request.query
-    const limit = intParam('limit', q.limit, 0)
-    const found = await backups.list(request.principal, {
-      allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
-      name: one(q.name),
-      status: one(q.status),
-      volumeId: one(q.volume_id),
-      limit,
-      marker: one(q.marker),
-      offset: intParam('offset', q.offset, 0),
-      sort: sortParam(q),
-    })
+    const page = paging(q)
+    const found = await backups.list(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, name: one(q.name), status: one(q.status), volumeId: one(q.volume_id), ...page })
     const c = ctx(request)
-    const body: Record<string, unknown> = { backups: found.map((b) => (detail ? backupDetail(b, c) : backupSummary(b, c))) }
-    // As for volumes: a full page links the next one.
-    if (limit && found.length === limit) {
-      const params = new URLSearchParams({ limit: String(limit), marker: found[found.length - 1].id })
-      body.backups_links = [{ rel: 'next', href: `${deps.urls.volume}/backups${detail ? '/detail' : ''}?${params}` }]
-    }
-    return body
+    const links = nextPageLinks(`${deps.urls.volume}/backups${detail ? '/detail' : ''}`, page.limit, found)
+    return { backups: found.map((b) => (detail ? backupDetail(b, c) : backupSummary(b, c))), ...(links ? { backups_links: links } : {}) }
   }
   r.get<QueryRoute>('/backups', documented({ summary: 'List backups', querystring: QUERY.backups, response: { 200: A.backups(false) } }), list(false))
   r.get<QueryRoute>('/backups/detail', documented({ summary: 'List backups with details', querystring: QUERY.backups, response: { 200: A.backups(true) } }), list(true))

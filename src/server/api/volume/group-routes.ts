@@ -14,7 +14,7 @@ import type { PublicFilter } from '../../volume/group-types.js'
 import { groupDetail, groupSnapshotCreated, groupSnapshotDetail, groupSnapshotSummary, groupSummary, groupTypeView } from '../../volume/group-view.js'
 import type { ViewContext } from '../../volume/view.js'
 import { GA, GROUP_ACTIONS, GROUP_QUERY, GROUP_SNAPSHOT_ACTIONS } from './group-answers.js'
-import { boolParam, idParams, intParam, keyParams, nullableString, one, sortParam, stringMap, type IdRoute, type KeyRoute, type QueryRoute } from './params.js'
+import { boolParam, idParams, keyParams, paging, nullableString, one, stringMap, type IdRoute, type KeyRoute, type QueryRoute } from './params.js'
 
 const name = { type: 'string', minLength: 1, maxLength: 255 } as const
 const groupTypeBody = {
@@ -79,10 +79,6 @@ function publicFilter(value: unknown): PublicFilter {
   if (raw === undefined) return 'public'
   if (raw.toLowerCase() === 'none') return 'all'
   return boolParam('is_public', raw) ? 'public' : 'private'
-}
-
-function paging(q: Record<string, unknown>) {
-  return { limit: intParam('limit', q.limit, 0), marker: one(q.marker), offset: intParam('offset', q.offset, 0), sort: sortParam(q) }
 }
 
 /** An action's one argument object: `{}` when the action carries none. */

@@ -58,6 +58,18 @@ export function sortParam(query: Record<string, unknown>): VolumeListQuery['sort
   const key = one(query.sort_key)
   return [{ key: key ?? 'created_at', dir: dirOf(one(query.sort_dir)) }]
 }
+/** A list's page: Cinder's limit, marker, offset and sort parameters. */
+export function paging(q: Record<string, unknown>) {
+  return { limit: intParam('limit', q.limit, 0), marker: one(q.marker), offset: intParam('offset', q.offset, 0), sort: sortParam(q) }
+}
+
+/** Cinder links the next page whenever this one is full, even when nothing follows (Tempest checks it). */
+export function nextPageLinks(href: string, limit: number | undefined, page: { id: string }[], query: URLSearchParams = new URLSearchParams({ limit: String(limit) })): { rel: 'next'; href: string }[] | undefined {
+  if (!limit || page.length !== limit) return undefined
+  query.set('marker', page[page.length - 1].id)
+  return [{ rel: 'next', href: `${href}?${query}` }]
+}
+
 export const metadataBody = { type: 'object', required: ['metadata'], properties: { metadata: stringMap } } as const
 export const keyParams = { type: 'object', properties: { id: { type: 'string' }, key: { type: 'string', maxLength: 255 } }, required: ['id', 'key'] } as const
 

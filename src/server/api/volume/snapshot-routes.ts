@@ -4,7 +4,7 @@ import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
 import { badRequest } from '../../../contracts/errors.js'
-import { boolParam, idParams, intParam, nullableString, one, sortParam, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import { boolParam, idParams, nextPageLinks, paging, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -37,26 +37,13 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
   // ---- snapshots ----
   const listSnapshots = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
     const q = request.query
-    const limit = intParam('limit', q.limit, 0)
-    const result = await snapshots.list(request.principal, {
-      allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
-      name: one(q.name),
-      status: one(q.status),
-      volumeId: one(q.volume_id),
-      limit,
-      marker: one(q.marker),
-      offset: intParam('offset', q.offset, 0),
-      sort: sortParam(q),
-    })
+    const page = paging(q)
+    const result = await snapshots.list(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, name: one(q.name), status: one(q.status), volumeId: one(q.volume_id), ...page })
     const c = ctx(request)
-    const body: Record<string, unknown> = { snapshots: result.snapshots.map((s) => (detail ? snapshotDetail(s, c) : snapshotSummary(s, c))) }
-    // As for volumes: a full page links the next one.
-    if (limit && result.snapshots.length === limit) {
-      const params = new URLSearchParams({ limit: String(limit), marker: result.snapshots[result.snapshots.length - 1].id })
-      body.snapshots_links = [{ rel: 'next', href: `${deps.urls.volume}/snapshots${detail ? '/detail' : ''}?${params}` }]
-    }
-    return body
+    const links = nextPageLinks(`${deps.urls.volume}/snapshots${detail ? '/detail' : ''}`, page.limit, result.snapshots)
+    return { snapshots: result.snapshots.map((s) => (detail ? snapshotDetail(s, c) : snapshotSummary(s, c))), ...(links ? { snapshots_links: links } : {}) }
   }
+
   r.get<QueryRoute>('/snapshots', documented({ summary: 'List snapshots', querystring: QUERY.snapshots, response: { 200: A.snapshots(false) } }), listSnapshots(false))
   r.get<QueryRoute>('/snapshots/detail', documented({ summary: 'List snapshots with details', querystring: QUERY.snapshots, response: { 200: A.snapshots(true) } }), listSnapshots(true))
   r.post<{ Body: FromSchema<typeof createSnapshotBody> }>(

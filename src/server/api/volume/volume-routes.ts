@@ -6,7 +6,7 @@ import { AppError, badRequest } from '../../../contracts/errors.js'
 import { atLeast } from '../../volume/microversion.js'
 import { attachmentView, typeView, volumeDetail, volumeSummary, volumeView } from '../../volume/view.js'
 import { cinderTime } from '../../volume/model.js'
-import { boolParam, idParams, intParam, metadataParam, nullableString, one, sortParam, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import { boolParam, idParams, nextPageLinks, paging, metadataParam, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -71,7 +71,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   // ---- volumes ----
   const listVolumes = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
     const q = request.query
-    const limit = intParam('limit', q.limit, 0)
+    const page = paging(q)
     const result = await volumes.list(request.principal, {
       allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
       projectId: one(q.project_id),
@@ -80,21 +80,14 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
       bootable: boolParam('bootable', q.bootable),
       availabilityZone: one(q.availability_zone),
       metadata: metadataParam(q.metadata),
-      limit,
-      marker: one(q.marker),
-      offset: intParam('offset', q.offset, 0),
-      sort: sortParam(q),
+      ...page,
     })
     const c = ctx(request)
-    const body: Record<string, unknown> = { volumes: result.volumes.map((v) => (detail ? volumeDetail(v, c) : volumeSummary(v, c))) }
-    // Cinder links the next page whenever this one is full, even when nothing follows (Tempest checks it).
-    if (limit && result.volumes.length === limit) {
-      const params = new URLSearchParams()
-      for (const [k, v] of Object.entries(q)) if (k !== 'marker' && k !== 'offset' && v !== undefined) params.set(k, String(one(v)))
-      params.set('marker', result.volumes[result.volumes.length - 1].id)
-      body.volumes_links = [{ rel: 'next', href: `${deps.urls.volume}/volumes${detail ? '/detail' : ''}?${params}` }]
-    }
-    return body
+    // The next page keeps the request's filters.
+    const filters = new URLSearchParams()
+    for (const [k, v] of Object.entries(q)) if (k !== 'marker' && k !== 'offset' && v !== undefined) filters.set(k, String(one(v)))
+    const links = nextPageLinks(`${deps.urls.volume}/volumes${detail ? '/detail' : ''}`, page.limit, result.volumes, filters)
+    return { volumes: result.volumes.map((v) => (detail ? volumeDetail(v, c) : volumeSummary(v, c))), ...(links ? { volumes_links: links } : {}) }
   }
   r.get<QueryRoute>('/volumes', documented({ summary: 'List volumes', querystring: QUERY.volumes, response: { 200: A.volumes(false) } }), listVolumes(false))
   r.get<QueryRoute>('/volumes/detail', documented({ summary: 'List volumes with details', querystring: QUERY.volumes, response: { 200: A.volumes(true) } }), listVolumes(true))
