@@ -13,7 +13,8 @@ import { Readable } from 'node:stream'
 import type { Logger } from 'pino'
 import { GIB, VolumeBackendError, type VolumeRef } from '../../contracts/host/volume.js'
 import type { BlobStore } from '../blobs/blob-store.js'
-import type { Store } from '../storage/store.js'
+import type { Db, Store } from '../storage/store.js'
+import { sql } from 'kysely'
 import type { TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
 import type { StoragePlaces } from './places/registry.js'
@@ -50,6 +51,9 @@ export interface BackupWorkerDeps {
 }
 
 export class BackupWorker {
+  /** SQLite's per-chunk locks (withChunkLock): the last critical section queued for each digest. */
+  private readonly chunkLocks = new Map<string, Promise<void>>()
+
   constructor(private readonly deps: BackupWorkerDeps) {}
 
   handlers(): Map<string, TaskHandler> {
@@ -99,12 +103,36 @@ export class BackupWorker {
   }
 
   /**
-   * Cuts the raw file into chunks and stores those the blob store lacks. The backup's claim on each chunk is
-   * recorded before the chunk is looked for, so a backup being deleted meanwhile (which removes only unclaimed
-   * chunks) cannot take one this backup counted on. Answers the ordered digests and how many chunks were new.
+   * Runs a chunk's claim-and-look (a backup taking it) or check-and-remove (a deletion letting it go) one at a
+   * time per chunk, so a backup never counts on a chunk a deletion is removing. PostgreSQL: in a transaction
+   * holding a lock on the digest (several pcc-server processes share the store). SQLite, whose store one process
+   * owns: under an in-process lock, outside any transaction, so that its one connection is not held while the blob
+   * store answers.
+   */
+  private async withChunkLock<T>(digest: string, critical: (db: Db) => Promise<T>): Promise<T> {
+    const { store } = this.deps
+    if (store.capabilities.advisoryLocks) {
+      return store.db.transaction().execute(async (tx) => {
+        await sql`SELECT pg_advisory_xact_lock(7243042, hashtext(${digest}))`.execute(tx)
+        return critical(tx)
+      })
+    }
+    const before = this.chunkLocks.get(digest) ?? Promise.resolve()
+    const run = before.then(() => critical(store.db))
+    const settled = run.then(() => {}, () => {})
+    this.chunkLocks.set(digest, settled)
+    try {
+      return await run
+    } finally {
+      if (this.chunkLocks.get(digest) === settled) this.chunkLocks.delete(digest)
+    }
+  }
+
+  /**
+   * Cuts the raw file into chunks and stores those the blob store lacks: each claimed first, under the chunk's
+   * lock (withChunkLock), then written if it was not there. Answers the ordered digests and how many chunks were new.
    */
   private async storeChunks(backupId: string, path: string): Promise<{ chunks: string[]; stored: number }> {
-    const db = this.deps.store.db
     const chunks: string[] = []
     let stored = 0
     const file = await open(path, 'r')
@@ -120,8 +148,12 @@ export class BackupWorker {
         }
         const digest = createHash('sha256').update(data).digest('hex')
         chunks.push(digest)
-        await db.insertInto('volume_backup_chunks').values({ backup_id: backupId, digest }).onConflict((oc) => oc.columns(['backup_id', 'digest']).doNothing()).execute()
-        if (await this.deps.blobs.exists(chunkKey(digest))) continue
+        const present = await this.withChunkLock(digest, async (tx) => {
+          await tx.insertInto('volume_backup_chunks').values({ backup_id: backupId, digest }).onConflict((oc) => oc.columns(['backup_id', 'digest']).doNothing()).execute()
+          return this.deps.blobs.exists(chunkKey(digest))
+        })
+        // Claimed now, so no deletion removes it from here on: written after the lock is let go.
+        if (present) continue
         await this.deps.blobs.put(chunkKey(digest), Readable.from([Buffer.from(data)]), { maxBytes: CHUNK_BYTES })
         stored++
       }
@@ -199,13 +231,13 @@ export class BackupWorker {
       // The claims recorded, and the backup's list (a retried run finds the claims already gone).
       const claims = (await db.selectFrom('volume_backup_chunks').select('digest').where('backup_id', '=', id).execute()).map((r) => r.digest)
       const digests = [...new Set([...claims, ...(JSON.parse(backup.chunks) as string[]).filter(isDigest)])]
-      const unclaimed = await db.transaction().execute(async (tx) => {
-        await tx.deleteFrom('volume_backup_chunks').where('backup_id', '=', id).execute()
-        if (digests.length === 0) return []
-        const claimed = new Set((await tx.selectFrom('volume_backup_chunks').select('digest').where('digest', 'in', digests).execute()).map((r) => r.digest))
-        return digests.filter((d) => !claimed.has(d))
-      })
-      for (const digest of unclaimed) await this.deps.blobs.delete(chunkKey(digest))
+      await db.deleteFrom('volume_backup_chunks').where('backup_id', '=', id).execute()
+      for (const digest of digests) {
+        await this.withChunkLock(digest, async (tx) => {
+          const claimed = await tx.selectFrom('volume_backup_chunks').select('digest').where('digest', '=', digest).executeTakeFirst()
+          if (!claimed) await this.deps.blobs.delete(chunkKey(digest))
+        })
+      }
       await db.deleteFrom('volume_backups').where('id', '=', id).where('status', '=', 'deleting').execute()
     } catch (err) {
       if (!this.final(task, err)) throw err
