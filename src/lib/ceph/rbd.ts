@@ -35,6 +35,8 @@ const EBUSY = 16
 const EEXIST = 17
 const EINVAL = 22
 const ENOTEMPTY = 39
+/** How long a dead client's watch on an image may last: the OSDs' osd_client_watch_timeout (30 s) and a margin. */
+const WATCH_TIMEOUT_MS = 40_000
 
 /**
  * How long a client waits for the monitors when it connects. librados waits 300 s by default, and QEMU connects
@@ -197,7 +199,7 @@ export class Rbd {
   /** Removes an image with its snapshots (flattening their clones first); a missing image is not an error. */
   async remove(pool: string, image: string): Promise<void> {
     // Most images have no snapshot: one `rbd rm` then, and the long way only when it says there are some.
-    const removed = await this.run(['rm', '--no-progress', spec(pool, image)], 3_600_000).then(
+    const removed = await this.rm(pool, image).then(
       () => true,
       (err: CephError) => {
         if (err.errno === ENOENT) return true
@@ -207,7 +209,25 @@ export class Rbd {
     )
     if (removed) return
     for (const snap of await this.snapshots(pool, image)) await this.removeSnapshot(pool, image, snap)
-    await this.run(['rm', '--no-progress', spec(pool, image)], 3_600_000)
+    await this.rm(pool, image)
+  }
+
+  /**
+   * `rbd rm`, again while the image still has a watcher (EBUSY) for up to WATCH_TIMEOUT_MS: a client that died
+   * without closing the image (a QEMU that exited when its incoming live migration was cancelled) keeps its watch
+   * until the OSDs time it out, 30 s by default, as rbd's own message says. A client really using it outlasts that.
+   */
+  private async rm(pool: string, image: string): Promise<void> {
+    const deadline = Date.now() + WATCH_TIMEOUT_MS
+    for (;;) {
+      try {
+        await this.run(['rm', '--no-progress', spec(pool, image)], 3_600_000)
+        return
+      } catch (err) {
+        if ((err as CephError).errno !== EBUSY || Date.now() > deadline) throw err
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+      }
+    }
   }
 
   /** Writes everything `source` yields into a new image (`rbd import` from standard input). */
