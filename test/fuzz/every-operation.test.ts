@@ -29,11 +29,19 @@ for (const dialect of DIALECTS) {
     })
     after(() => world?.close())
 
-    it(`no 5xx, no hang, 4xx in the family's shape, refused requests change nothing, other projects invisible (seed ${SEED})`, async () => {
+    it(`no 5xx, no hang, 4xx in the family's shape, refused requests change nothing, other projects invisible (seed ${SEED})`, async (t) => {
       const checker = newChecker(world, doc)
       const operations = openApiOperations(doc).filter((op) => op.method !== 'HEAD')
       const results: OperationResult[] = []
-      for (const op of operations) results.push(await fuzzOperation(checker, op, { seed: SEED, runsPerOperation: RUNS[dialect] }))
+      // What each operation cost (its cases and the repairs after them), so the suite's time can be kept in check.
+      const spent: [string, number][] = []
+      for (const op of operations) {
+        const started = performance.now()
+        results.push(await fuzzOperation(checker, op, { seed: SEED, runsPerOperation: RUNS[dialect] }))
+        spent.push([`${op.method} ${op.path}`, performance.now() - started])
+      }
+      const slowest = spent.sort((a, b) => b[1] - a[1]).slice(0, 10)
+      t.diagnostic(`slowest operations: ${slowest.map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`).join('; ')}`)
       const failures = results.filter((r) => r.failure)
       const report = failures.map((f) => `${f.operation}: ${f.failure}\nreplay: npm run fuzz -- --seed ${SEED} --runs ${RUNS[dialect]} --only '${f.operation}' --dialect ${dialect}`)
       assert.equal(failures.length, 0, `${failures.length} of ${results.length} operations failed:\n\n${report.join('\n\n')}`)
