@@ -2,7 +2,9 @@
  * Shared by the compute tests: a test server, tokens for personas (admin, project member, reader, another
  * project's member) issued directly by the token service, and a small fetch wrapper for the compute API.
  */
+import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { until } from '../../src/testkit/compute-api.js'
 import { startTestServer, type Dialect, type TestServer, type TestServerOptions } from '../../src/testkit/harness.js'
 import { newId } from '../../src/server/bootstrap/bootstrap.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
@@ -110,6 +112,30 @@ export let IMAGE = '70a599e0-31e7-49b7-b260-868f441e862b'
 /** A minimal valid create body at 2.37+ (networks required there; harmless below). */
 export function createBody(name: string, extra: Record<string, unknown> = {}, networks: unknown = 'none') {
   return { server: { name, imageRef: IMAGE, flavorRef: '1', networks, ...extra } }
+}
+
+/** Boots a server of the default image with no network as `who` (needs the conductor) and answers its id once ACTIVE. */
+export async function bootServer(tb: ComputeTestbed, who: Persona, name: string): Promise<string> {
+  const r = await call(tb, who, 'POST', '/servers', createBody(name), '2.96')
+  assert.equal(r.status, 202, JSON.stringify(r.body))
+  const id = r.body.server.id as string
+  await until(`server ${name} ACTIVE`, 60_000, async () => ((await call(tb, who, 'GET', `/servers/${id}`)).body.server.status === 'ACTIVE' ? true : undefined))
+  return id
+}
+
+/** Calls the block storage API (`/volume/v3…`) of the testbed as `who`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read answers' fields freely, as with call()
+export async function volumeCall(tb: ComputeTestbed, who: Persona, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${tb.server.url}/volume/v3${path}`, { method, headers: { 'x-auth-token': who.token, 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : undefined }
+}
+
+/** Creates a 1 GiB volume (with `extra` fields) as `who` and answers its id once it is available. */
+export async function newVolume(tb: ComputeTestbed, who: Persona, extra: Record<string, unknown> = {}): Promise<string> {
+  const id = (await volumeCall(tb, who, 'POST', '/volumes', { volume: { size: 1, ...extra } })).body.volume.id as string
+  await until(`volume ${id} available`, 30_000, async () => ((await volumeCall(tb, who, 'GET', `/volumes/${id}`)).body.volume.status === 'available' ? true : undefined))
+  return id
 }
 
 /** Sets a server's states directly, as the conductor would have (for action tests without a conductor). */

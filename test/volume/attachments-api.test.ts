@@ -17,7 +17,7 @@ import { adminEnv, openstack, openstackJson } from '../../src/testkit/openstack.
 import { localIo, nbdIo } from '../../src/testkit/nbd.js'
 import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
 import type { NbdSource } from '../../src/contracts/host/volume.js'
-import { call, computeTestbed, IMAGE, type ComputeTestbed, type Persona } from '../compute/helpers.js'
+import { bootServer, call, computeTestbed, newVolume as newVolumeOf, volumeCall, type ComputeTestbed, type Persona } from '../compute/helpers.js'
 
 const V354 = { 'openstack-api-version': 'volume 3.54' }
 
@@ -33,24 +33,10 @@ for (const dialect of DIALECTS) {
     let tb: ComputeTestbed
     let serverId: string
     let adminServerId: string
-    const api = async (who: Persona, method: string, path: string, body?: unknown, headers: Record<string, string> = V354) => {
-      const res = await fetch(`${tb.server.url}/volume/v3${path}`, { method, headers: { 'x-auth-token': who.token, 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) })
-      const text = await res.text()
-      return { status: res.status, body: text ? JSON.parse(text) : undefined }
-    }
+    const api = (who: Persona, method: string, path: string, body?: unknown, headers: Record<string, string> = V354) => volumeCall(tb, who, method, path, body, headers)
     const volume = async (id: string) => (await api(tb.admin, 'GET', `/volumes/${id}`)).body.volume
-    const newVolume = async (who: Persona, extra: Record<string, unknown> = {}) => {
-      const id = (await api(who, 'POST', '/volumes', { volume: { size: 1, ...extra } })).body.volume.id as string
-      await until(`volume ${id} available`, 30_000, async () => ((await volume(id)).status === 'available' ? true : undefined))
-      return id
-    }
-    const boot = async (who: Persona, name: string) => {
-      const r = await call(tb, who, 'POST', '/servers', { server: { name, imageRef: IMAGE, flavorRef: '1', networks: 'none' } }, '2.96')
-      assert.equal(r.status, 202, JSON.stringify(r.body))
-      const id = r.body.server.id as string
-      await until(`server ${name} ACTIVE`, 60_000, async () => ((await call(tb, who, 'GET', `/servers/${id}`)).body.server.status === 'ACTIVE' ? true : undefined))
-      return id
-    }
+    const newVolume = (who: Persona, extra: Record<string, unknown> = {}) => newVolumeOf(tb, who, extra)
+    const boot = (who: Persona, name: string) => bootServer(tb, who, name)
 
     before(async () => {
       // Ports of their own: other test files serve exports at the same time.

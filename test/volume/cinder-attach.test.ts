@@ -9,31 +9,17 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { DIALECTS } from '../../src/testkit/harness.js'
 import { until } from '../../src/testkit/compute-api.js'
-import { call, computeTestbed, IMAGE, type ComputeTestbed, type Persona } from '../compute/helpers.js'
+import { bootServer, call, computeTestbed, newVolume as newVolumeOf, volumeCall, type ComputeTestbed, type Persona } from '../compute/helpers.js'
 
 for (const dialect of DIALECTS) {
   describe(`Cinder attach actions (${dialect})`, () => {
     let tb: ComputeTestbed
     let serverId: string
-    const volumeApi = async (who: Persona, method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${tb.server.url}/volume/v3${path}`, { method, headers: { 'x-auth-token': who.token, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-      const text = await res.text()
-      return { status: res.status, body: text ? JSON.parse(text) : undefined }
-    }
+    const volumeApi = (who: Persona, method: string, path: string, body?: unknown) => volumeCall(tb, who, method, path, body)
     const action = (who: Persona, id: string, body: unknown) => volumeApi(who, 'POST', `/volumes/${id}/action`, body)
     const show = async (id: string) => (await volumeApi(tb.member, 'GET', `/volumes/${id}`)).body.volume
-    const newVolume = async () => {
-      const id = (await volumeApi(tb.member, 'POST', '/volumes', { volume: { size: 1 } })).body.volume.id as string
-      await until(`volume ${id} available`, 30_000, async () => ((await show(id)).status === 'available' ? true : undefined))
-      return id
-    }
-    const boot = async (who: Persona, name: string) => {
-      const r = await call(tb, who, 'POST', '/servers', { server: { name, imageRef: IMAGE, flavorRef: '1', networks: 'none' } }, '2.96')
-      assert.equal(r.status, 202, JSON.stringify(r.body))
-      const id = r.body.server.id as string
-      await until(`server ${name} ACTIVE`, 60_000, async () => ((await call(tb, who, 'GET', `/servers/${id}`)).body.server.status === 'ACTIVE' ? true : undefined))
-      return id
-    }
+    const newVolume = () => newVolumeOf(tb, tb.member)
+    const boot = (who: Persona, name: string) => bootServer(tb, who, name)
 
     before(async () => {
       tb = await computeTestbed(dialect, { PCC_SIMULATED_HOSTS: '1', PCC_SIMULATED_DELAY_MS: '10' }, true)
