@@ -26,7 +26,7 @@ import { page, type PageQuery, type SortKeys } from './listing.js'
 import { checkQuota } from './quotas.js'
 import { callerOf, type Caller, type CreateVolumeInput, type VolumeService } from './service.js'
 import { BACKUP_TASKS, chunkKey, isDigest } from './backup-worker.js'
-import { AVAILABILITY_ZONES, type VolumeRecord } from './model.js'
+import { AVAILABILITY_ZONES, describedChanges, type DescribedChanges, type VolumeRecord } from './model.js'
 
 export interface BackupRecord {
   id: string
@@ -263,19 +263,14 @@ export class BackupService {
     return this.find(caller, id)
   }
 
-  async update(principal: Principal, id: string, changes: { name?: string | null; description?: string | null; metadata?: Record<string, string> }): Promise<BackupRecord> {
+  async update(principal: Principal, id: string, changes: DescribedChanges): Promise<BackupRecord> {
     const caller = callerOf(principal)
     return this.store.db.transaction().execute(async (tx) => {
       const backup = await this.find(caller, id, tx)
       authorize(volumePolicy, 'backup:update', principal, { projectId: backup.projectId })
       await tx
         .updateTable('volume_backups')
-        .set({
-          ...(changes.name !== undefined ? { name: changes.name } : {}),
-          ...(changes.description !== undefined ? { description: changes.description } : {}),
-          ...(changes.metadata !== undefined ? { metadata: JSON.stringify(changes.metadata) } : {}),
-          updated_at: this.now(),
-        })
+        .set(describedChanges(changes, this.now()))
         .where('id', '=', id)
         .execute()
       return this.find(caller, id, tx)

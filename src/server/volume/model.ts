@@ -83,6 +83,23 @@ export interface VolumeTypeRecord {
   qosSpecsId: string | null
 }
 
+/** What a PUT of a volume or a backup may change (Cinder's name, description and metadata). */
+export interface DescribedChanges {
+  name?: string | null
+  description?: string | null
+  metadata?: Record<string, string>
+}
+
+/** The columns such an update sets: only the fields it names, and the update time. */
+export function describedChanges(changes: DescribedChanges, now: number): { name?: string | null; description?: string | null; metadata?: string; updated_at: number } {
+  return {
+    ...(changes.name !== undefined ? { name: changes.name } : {}),
+    ...(changes.description !== undefined ? { description: changes.description } : {}),
+    ...(changes.metadata !== undefined ? { metadata: JSON.stringify(changes.metadata) } : {}),
+    updated_at: now,
+  }
+}
+
 export function rowToAttachment(row: VolumeAttachmentTable): VolumeAttachment {
   return {
     id: row.id,

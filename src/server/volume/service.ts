@@ -31,7 +31,7 @@ import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import type { ImageRecord } from '../image/model.js'
-import { AVAILABILITY_ZONES, rowToAttachment, type VolumeAttachment, type VolumeRecord } from './model.js'
+import { AVAILABILITY_ZONES, describedChanges, rowToAttachment, type DescribedChanges, type VolumeAttachment, type VolumeRecord } from './model.js'
 import type { VolumeConnections } from './connections.js'
 import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { fitsLayout, typeLayout } from './placement.js'
@@ -384,19 +384,14 @@ export class VolumeService {
     return (await loadVolume(tx, id))!
   }
 
-  async update(principal: Principal, id: string, changes: { name?: string | null; description?: string | null; metadata?: Record<string, string> }): Promise<VolumeRecord> {
+  async update(principal: Principal, id: string, changes: DescribedChanges): Promise<VolumeRecord> {
     const caller = callerOf(principal)
     return this.store.db.transaction().execute(async (tx) => {
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
       await tx
         .updateTable('volumes')
-        .set({
-          ...(changes.name !== undefined ? { name: changes.name } : {}),
-          ...(changes.description !== undefined ? { description: changes.description } : {}),
-          ...(changes.metadata !== undefined ? { metadata: JSON.stringify(changes.metadata) } : {}),
-          updated_at: this.now(),
-        })
+        .set(describedChanges(changes, this.now()))
         .where('id', '=', id)
         .execute()
       return (await loadVolume(tx, id))!
