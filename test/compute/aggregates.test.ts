@@ -96,6 +96,13 @@ for (const dialect of DIALECTS) {
       await call(tb, tb.admin, 'POST', `/os-aggregates/${agg.id}/action`, { remove_host: { host: 'sim-host-1' } })
       assert.equal((await call(tb, tb.admin, 'DELETE', `/os-aggregates/${agg.id}`)).status, 200)
       assert.equal((await call(tb, tb.admin, 'GET', `/os-aggregates/${agg.id}`)).status, 404)
+
+      // An id is never handed out twice, so a client still holding a deleted aggregate's id cannot reach a newer one.
+      assert.equal((await call(tb, tb.admin, 'DELETE', `/os-aggregates/${other.id}`)).status, 200)
+      const made = await Promise.all(['n1', 'n2', 'n3'].map((name) => call(tb, tb.admin, 'POST', '/os-aggregates', { aggregate: { name } })))
+      const ids = made.map((r) => r.body.aggregate.id as number)
+      assert.equal(new Set(ids).size, 3, `concurrent creates get ids of their own: ${ids}`)
+      assert.ok(Math.min(...ids) > other.id, `ids after the deleted ones: ${ids} after ${other.id}`)
     } finally {
       await tb.close()
     }

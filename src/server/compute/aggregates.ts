@@ -9,6 +9,7 @@ import { badRequest, conflict, notFound } from '../../contracts/errors.js'
 import type { Db } from '../storage/store.js'
 import type { AggregateTable } from '../storage/tables/compute.js'
 import { isUniqueViolation } from '../storage/errors.js'
+import { nextId } from '../storage/sequences.js'
 
 /** The metadata key that makes an aggregate an availability zone. */
 export const AZ_KEY = 'availability_zone'
@@ -79,22 +80,19 @@ function checkZoneName(zone: string | null | undefined): void {
 
 export async function createAggregate(db: Db, name: string, zone: string | null): Promise<Aggregate> {
   checkZoneName(zone)
-  const now = Date.now()
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const id = await db.transaction().execute(async (tx) => {
-        if (await tx.selectFrom('aggregates').select('id').where('name', '=', name).executeTakeFirst()) throw conflict(`Aggregate ${name} already exists.`)
-        const top = await tx.selectFrom('aggregates').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst()
-        const next = Number(top?.m ?? 0) + 1
-        await tx.insertInto('aggregates').values({ id: next, uuid: randomUUID(), name, created_at: now, updated_at: null }).execute()
-        if (zone) await tx.insertInto('aggregate_metadata').values({ aggregate_id: next, key: AZ_KEY, value: zone }).execute()
-        return next
-      })
-      return await findAggregate(db, String(id))
-    } catch (err) {
-      // Two creates took the same id (or name) at once: the name check decides on the next attempt.
-      if (!isUniqueViolation(err) || attempt >= 4) throw err
-    }
+  try {
+    const id = await db.transaction().execute(async (tx) => {
+      if (await tx.selectFrom('aggregates').select('id').where('name', '=', name).executeTakeFirst()) throw conflict(`Aggregate ${name} already exists.`)
+      const id = await nextId(tx, 'aggregates')
+      await tx.insertInto('aggregates').values({ id, uuid: randomUUID(), name, created_at: Date.now(), updated_at: null }).execute()
+      if (zone) await tx.insertInto('aggregate_metadata').values({ aggregate_id: id, key: AZ_KEY, value: zone }).execute()
+      return id
+    })
+    return await findAggregate(db, String(id))
+  } catch (err) {
+    // Two creates of one name at once: the unique name decides.
+    if (isUniqueViolation(err)) throw conflict(`Aggregate ${name} already exists.`)
+    throw err
   }
 }
 

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import type { Db } from '../storage/store.js'
 import type { ServerMigrationTable, ServerTable } from '../storage/tables/compute.js'
 import { isUniqueViolation } from '../storage/errors.js'
+import { nextId } from '../storage/sequences.js'
 import type { ServerActionName } from './server-states.js'
 
 export type MigrationType = 'live-migration' | 'migration' | 'resize' | 'evacuation'
@@ -44,34 +45,29 @@ const flavorId = (json: string | null | undefined): string | null => (json ? ((J
 export async function startMigration(db: Db, server: ServerTable, type: MigrationType, requestId: string, newFlavorId: string | null): Promise<void> {
   const existing = await db.selectFrom('migrations').select('id').where('server_id', '=', server.id).where('request_id', '=', requestId).executeTakeFirst()
   if (existing) return
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const top = await db.selectFrom('migrations').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst()
-      await db
-        .insertInto('migrations')
-        .values({
-          id: Number(top?.m ?? 0) + 1,
-          uuid: randomUUID(),
-          server_id: server.id,
-          project_id: server.project_id,
-          user_id: server.user_id,
-          request_id: requestId,
-          migration_type: type,
-          status: MIGRATION_STATUS[type].start,
-          source_host: server.host,
-          dest_host: null,
-          old_flavor_id: flavorId(server.flavor),
-          new_flavor_id: newFlavorId ?? flavorId(server.flavor),
-          created_at: Date.now(),
-          updated_at: null,
-        })
-        .execute()
-      return
-    } catch (err) {
-      // Another move took the same id at once: the next attempt takes the one after.
-      if (!isUniqueViolation(err) || attempt >= 4) throw err
-      if (await db.selectFrom('migrations').select('id').where('server_id', '=', server.id).where('request_id', '=', requestId).executeTakeFirst()) return
-    }
+  try {
+    await db
+      .insertInto('migrations')
+      .values({
+        id: await nextId(db, 'migrations'),
+        uuid: randomUUID(),
+        server_id: server.id,
+        project_id: server.project_id,
+        user_id: server.user_id,
+        request_id: requestId,
+        migration_type: type,
+        status: MIGRATION_STATUS[type].start,
+        source_host: server.host,
+        dest_host: null,
+        old_flavor_id: flavorId(server.flavor),
+        new_flavor_id: newFlavorId ?? flavorId(server.flavor),
+        created_at: Date.now(),
+        updated_at: null,
+      })
+      .execute()
+  } catch (err) {
+    // A repeated run of the same request made its row at the same moment: that row is this move's.
+    if (!isUniqueViolation(err)) throw err
   }
 }
 

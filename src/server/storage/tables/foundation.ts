@@ -34,8 +34,15 @@ export interface TaskTable {
   finished_at: number | null
 }
 
+/** The last integer id handed out for a table whose ids are never given twice (storage/sequences.ts). */
+export interface IdSequenceTable {
+  name: string
+  last_id: number
+}
+
 export interface FoundationTables {
   pcc_meta: MetaTable
   pcc_migrations: MigrationTable
   tasks: TaskTable
+  id_sequences: IdSequenceTable
 }
