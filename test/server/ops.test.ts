@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { rmSync } from 'node:fs'
 import { buildApp } from '../../src/server/app.js'
 import type { TaskHandler } from '../../src/server/tasks/runner.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
@@ -321,6 +322,8 @@ for (const dialect of DIALECTS) {
         assert.equal(row?.attempts, 0)
       } finally {
         await again.close()
+        // The first server was stopped, not closed, and the second was given the data dir: neither removes it.
+        rmSync(dataDir, { recursive: true, force: true })
       }
     })
   })
