@@ -8,7 +8,7 @@
  * compute driver's DriverError for a host that does not answer) with a message for the operator.
  */
 import type { Readable } from 'node:stream'
-import type { BackendCapacity, ByteSource, VolumeRef } from './volume.js'
+import type { BackendCapacity, ByteSource, NbdSource, VolumeRef } from './volume.js'
 
 export const CONTROLLER = 'controller'
 
@@ -46,16 +46,27 @@ export interface StoragePlace {
   deleteSnapshot(backend: string, snapshotId: string, volumeId: string): Promise<void>
   /** Copies a volume's bytes into the queued image `imageId`, converted to `diskFormat` (raw or qcow2). */
   uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void>
-  /**
-   * Reads a volume's (or one of its snapshots') bytes into a raw file on the control plane's machine and runs `use`
-   * with its path; the file is gone afterwards (backups: docs/block-storage.md, "Backups"). A storage host's place
-   * refuses (VolumeBackendError): its bytes are not on this machine.
-   */
-  withRawCopy<T>(backend: string, ref: VolumeRef, use: (path: string) => Promise<T>): Promise<T>
-  /** Writes a raw file that `fill` makes at the path it is given (at most the volume's size) over an existing volume's bytes (restore). */
-  writeRaw(backend: string, volumeId: string, fill: (path: string) => Promise<void>): Promise<void>
   /** Makes the place's NBD exports what the store says; answers the address clients connect to. */
   syncExports(): Promise<string>
   /** A backend's capacity here (scheduler-stats pools): measured by the controller, a storage host's last report. */
   capacity(backend: string): Promise<BackendCapacity>
+}
+
+/**
+ * Where a backup reads bytes from or a restore writes them to, as the control plane's machine reaches them: a
+ * volume (or snapshot) of one of its own backends, or a storage host's volume over NBD, exported to a key of its
+ * own for the copy (the volume service grants and revokes it).
+ */
+export type RawSource = { kind: 'backend'; backend: string; ref: VolumeRef } | { kind: 'nbd'; source: NbdSource }
+export type RawTarget = { kind: 'backend'; backend: string; volumeId: string } | { kind: 'nbd'; source: NbdSource }
+
+/**
+ * The control plane's place: a storage place that also moves bytes through raw files on its own machine, next to
+ * the blob store (backups: docs/block-storage.md, "Backups"). Storage hosts' volumes reach it over NBD.
+ */
+export interface ControllerPlace extends StoragePlace {
+  /** Reads the bytes into a raw file on this machine and runs `use` with its path; the file is gone afterwards. */
+  withRawCopy<T>(from: RawSource, use: (path: string) => Promise<T>): Promise<T>
+  /** Writes a raw file that `fill` makes at the path it is given (at most the volume's size) over an existing volume's bytes. */
+  writeRaw(to: RawTarget, fill: (path: string) => Promise<void>): Promise<void>
 }

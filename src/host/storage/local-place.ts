@@ -10,9 +10,8 @@ import { pipeline } from 'node:stream/promises'
 import type { VolumeBackend } from './backend.js'
 import { VolumeBackendError, type BackendCapacity } from '../../contracts/host/volume.js'
 import { ExportManager } from './exports/export-manager.js'
-import { convertInto, convertToFile, removeDeadScratch, withScratchDir } from './qemu-img.js'
-import type { PlaceImages, PlaceSource, StoragePlace, WantedExport } from '../../contracts/host/storage-place.js'
-import type { VolumeRef } from '../../contracts/host/volume.js'
+import { convertInto, convertToFile, nbdBlockdev, removeDeadScratch, withPskDir, withScratchDir } from './qemu-img.js'
+import type { ControllerPlace, PlaceImages, PlaceSource, RawSource, RawTarget, WantedExport } from '../../contracts/host/storage-place.js'
 
 export interface LocalPlaceOptions {
   location: string
@@ -29,7 +28,7 @@ export interface LocalPlaceOptions {
   reportAddress: (address: string) => Promise<void>
 }
 
-export class LocalPlace implements StoragePlace {
+export class LocalPlace implements ControllerPlace {
   readonly location: string
 
   constructor(private readonly options: LocalPlaceOptions) {
@@ -89,19 +88,21 @@ export class LocalPlace implements StoragePlace {
     })
   }
 
-  async withRawCopy<T>(backend: string, ref: VolumeRef, use: (path: string) => Promise<T>): Promise<T> {
+  async withRawCopy<T>(from: RawSource, use: (path: string) => Promise<T>): Promise<T> {
     return withScratchDir(this.options.scratchDir, async (dir) => {
       const path = join(dir, 'backup.raw')
-      await convertToFile(this.backend(backend).blockdev(ref), path, 'raw')
+      if (from.kind === 'backend') await convertToFile(this.backend(from.backend).blockdev(from.ref), path, 'raw')
+      else await withPskDir(from.source, (object) => convertToFile(nbdBlockdev(from.source), path, 'raw', object))
       return use(path)
     })
   }
 
-  async writeRaw(backend: string, volumeId: string, fill: (path: string) => Promise<void>): Promise<void> {
+  async writeRaw(to: RawTarget, fill: (path: string) => Promise<void>): Promise<void> {
     await withScratchDir(this.options.scratchDir, async (dir) => {
-      const path = join(dir, 'restore.raw')
-      await fill(path)
-      await convertInto({ path, format: 'raw' }, this.backend(backend).blockdev({ volumeId }))
+      const file = { path: join(dir, 'restore.raw'), format: 'raw' }
+      await fill(file.path)
+      if (to.kind === 'backend') await convertInto(file, this.backend(to.backend).blockdev({ volumeId: to.volumeId }))
+      else await withPskDir(to.source, (object) => convertInto(file, nbdBlockdev(to.source), object))
     })
   }
 

@@ -72,16 +72,21 @@ export async function withPskDir<T>(source: NbdSource, use: (tlsObject: string) 
  * Copies every byte of `source` (a file in a named format, or a block node) onto the existing node `target`,
  * which must be at least as large. Zero ranges are written as holes or discards, so sparse stays sparse.
  */
-export async function convertInto(source: { path: string; format: string } | { blockdev: BlockdevSpec; object?: string }, target: BlockdevSpec): Promise<void> {
+export async function convertInto(source: { path: string; format: string } | { blockdev: BlockdevSpec; object?: string }, target: BlockdevSpec, targetObject?: string): Promise<void> {
   // A volume read while attached is exported (its daemon holds the write lock): read it sharing writes (-U), as
   // Cinder copies an in-use volume — consistent as of no moment in particular unless the guest is idle.
   const from = 'path' in source ? ['-f', source.format, source.path] : ['-U', ...(source.object ? ['--object', source.object] : []), jsonFilename(source.blockdev)]
-  await run('qemu-img', ['convert', '-n', ...from, jsonFilename(target)], COPY_TIMEOUT_MS)
+  // A target reached over NBD (a restore onto a storage host) needs its TLS object too.
+  const to = [...(targetObject ? ['--object', targetObject] : []), jsonFilename(target)]
+  await run('qemu-img', ['convert', '-n', ...from, ...to], COPY_TIMEOUT_MS)
 }
 
-/** Copies a node's bytes into a new image file at `path` (upload to image): raw as they are, or qcow2. */
-export async function convertToFile(source: BlockdevSpec, path: string, format: 'raw' | 'qcow2' = 'raw'): Promise<void> {
-  await run('qemu-img', ['convert', '-U', '-O', format, jsonFilename(source), path], COPY_TIMEOUT_MS)
+/**
+ * Copies a node's bytes into a new image file at `path` (upload to image, a backup's raw copy): raw as they are,
+ * or qcow2. `object` is the TLS object of a node read over NBD.
+ */
+export async function convertToFile(source: BlockdevSpec, path: string, format: 'raw' | 'qcow2' = 'raw', object?: string): Promise<void> {
+  await run('qemu-img', ['convert', '-U', ...(object ? ['--object', object] : []), '-O', format, jsonFilename(source), path], COPY_TIMEOUT_MS)
 }
 
 /** The size in bytes of what a node opens. */

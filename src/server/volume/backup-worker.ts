@@ -11,13 +11,16 @@ import { createHash } from 'node:crypto'
 import { open, truncate } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import type { Logger } from 'pino'
-import { GIB, VolumeBackendError, type VolumeRef } from '../../contracts/host/volume.js'
+import { GIB, VolumeBackendError, type NbdSource, type VolumeRef } from '../../contracts/host/volume.js'
+import { CONTROLLER, type RawSource, type RawTarget } from '../../contracts/host/storage-place.js'
+import type { SecretBox } from '../crypto/secret-box.js'
 import type { BlobStore } from '../blobs/blob-store.js'
 import type { Db, Store } from '../storage/store.js'
 import { sql } from 'kysely'
 import type { TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
 import type { StoragePlaces } from './places/registry.js'
+import { backupIdentity, restoreIdentity, withExportedVolume, type PortRange } from './exports.js'
 import type { VolumeWorker } from './worker.js'
 
 export const BACKUP_TASKS = {
@@ -44,6 +47,9 @@ type Payload = { id: string } & Record<string, unknown>
 export interface BackupWorkerDeps {
   store: Store
   places: StoragePlaces
+  /** The master key and export ports: a storage host's volume is read and written through an export of its own. */
+  box: SecretBox
+  ports: PortRange
   blobs: BlobStore
   /** Makes a new volume's (blank) bytes at a place it chooses: a restore's target. */
   volumes: Pick<VolumeWorker, 'createBlank'>
@@ -89,7 +95,12 @@ export class BackupWorker {
       const volume = await db.selectFrom('volumes').selectAll().where('id', '=', backup.volume_id).executeTakeFirst()
       if (!volume?.location) throw new VolumeBackendError(`volume ${backup.volume_id} has no bytes to back up`)
       const ref: VolumeRef = backup.snapshot_id ? { snapshotId: backup.snapshot_id, snapshotOf: volume.id } : { volumeId: volume.id }
-      const { chunks, stored } = await this.deps.places.get(volume.location).withRawCopy(volume.backend, ref, (path) => this.storeChunks(p.id, path))
+      // The API refuses these (a storage host exports volumes, not snapshots); a guard for a backup queued before.
+      if (backup.snapshot_id && volume.location !== CONTROLLER) throw new VolumeBackendError(`snapshots of volumes on storage host ${volume.location} cannot be backed up`)
+      const { chunks, stored } = await this.reach(volume, backupIdentity(p.id), (nbd) => {
+        const from: RawSource = nbd ? { kind: 'nbd', source: nbd } : { kind: 'backend', backend: volume.backend, ref }
+        return this.deps.places.controller.withRawCopy(from, (path) => this.storeChunks(p.id, path))
+      })
       await db.transaction().execute(async (tx) => {
         await tx.updateTable('volume_backups').set({ status: 'available', chunks: JSON.stringify(chunks), object_count: stored, updated_at: Date.now() }).where('id', '=', p.id).where('status', '=', 'creating').execute()
       })
@@ -100,6 +111,17 @@ export class BackupWorker {
       await db.updateTable('volume_backups').set({ status: 'error', fail_reason: (err as Error).message, updated_at: Date.now() }).where('id', '=', p.id).where('status', '=', 'creating').execute()
       await sourceBack()
     }
+  }
+
+  /**
+   * Runs `work` with the way this machine reaches a volume's bytes: undefined for a volume of the control plane's
+   * own backends (read and written in place), an NBD source for a storage host's, whose export to `identity`
+   * lasts as long as `work` (exports.ts, withExportedVolume).
+   */
+  private async reach<T>(volume: { id: string; location: string | null }, identity: string, work: (nbd: NbdSource | undefined) => Promise<T>): Promise<T> {
+    if (!volume.location) throw new VolumeBackendError(`volume ${volume.id} has no bytes`)
+    if (volume.location === CONTROLLER) return work(undefined)
+    return withExportedVolume(this.deps, this.deps.places.get(volume.location), volume.id, identity, work)
   }
 
   /**
@@ -176,7 +198,11 @@ export class BackupWorker {
         volume = await db.selectFrom('volumes').selectAll().where('id', '=', volumeId).executeTakeFirstOrThrow()
       }
       const chunks = JSON.parse(backup.chunks) as string[]
-      await this.deps.places.get(volume.location!).writeRaw(volume.backend, volumeId, (path) => this.writeChunks(chunks, backup.size, path))
+      const { backend } = volume
+      await this.reach(volume, restoreIdentity(volumeId), (nbd) => {
+        const to: RawTarget = nbd ? { kind: 'nbd', source: nbd } : { kind: 'backend', backend, volumeId }
+        return this.deps.places.controller.writeRaw(to, (path) => this.writeChunks(chunks, backup.size, path))
+      })
       const meta = JSON.parse(backup.volume_meta) as { metadata?: Record<string, string>; bootable?: boolean; imageId?: string | null; imageMetadata?: Record<string, string> | null }
       const current = JSON.parse(volume.metadata) as Record<string, string>
       await db

@@ -14,8 +14,8 @@ import type { NbdSource } from '../../contracts/host/volume.js'
 import { exportName } from '../../contracts/host/volume.js'
 import type { AccessMode, NbdConnectionInfo, RbdConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { isUniqueViolation } from '../storage/errors.js'
-import type { Db } from '../storage/store.js'
-import type { WantedExport } from '../../contracts/host/storage-place.js'
+import type { Db, Store } from '../storage/store.js'
+import type { StoragePlace, WantedExport } from '../../contracts/host/storage-place.js'
 
 export interface PortRange {
   first: number
@@ -28,6 +28,16 @@ export function attachmentIdentity(attachmentId: string): string {
 
 export function copyIdentity(volumeId: string): string {
   return `copy-${volumeId}`
+}
+
+/** The key a backup reads a storage host's volume with. */
+export function backupIdentity(backupId: string): string {
+  return `backup-${backupId}`
+}
+
+/** The key a restore writes a storage host's volume with (one restore at a time per volume: `restoring-backup`). */
+export function restoreIdentity(volumeId: string): string {
+  return `restore-${volumeId}`
 }
 
 /**
@@ -135,6 +145,23 @@ export async function nbdSourceOf(db: Db, box: SecretBox, identity: string): Pro
   if (!row || !row.address) throw new Error(`the export for ${identity} is not served yet`)
   const generations = JSON.parse(row.generations) as number[]
   return { host: row.address, port: row.port, export: exportName(row.volume_id, generations[generations.length - 1]), pskIdentity: identity, pskKey: box.openText(row.sealed_key) }
+}
+
+/**
+ * Runs `use` with an NBD source for a volume's export under a key of its own (`identity`; copies between places,
+ * backups, restores), served by `place`, where the volume is. The key is revoked and the place synced afterwards,
+ * also when `use` fails, so neither the key nor (when it was the last) the daemon is left behind.
+ */
+export async function withExportedVolume<T>(deps: { store: Store; box: SecretBox; ports: PortRange }, place: StoragePlace, volumeId: string, identity: string, use: (source: NbdSource) => Promise<T>): Promise<T> {
+  const { store, box, ports } = deps
+  await store.db.transaction().execute((tx) => grantExport(tx, box, ports, { volumeId, location: place.location, identity }))
+  try {
+    await place.syncExports()
+    return await use(await nbdSourceOf(store.db, box, identity))
+  } finally {
+    await store.db.transaction().execute((tx) => revokeExport(tx, identity))
+    await place.syncExports()
+  }
 }
 
 /** Cinder's connection_info for an attachment: `driver_volume_type: nbd`; the key only when `withKey`. */

@@ -69,7 +69,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
   const connections = new VolumeConnections({ store, box: backend.box, places: backend.places, queue, ports: backend.ports, cephVolumesPool: backend.cephVolumesPool })
   volumes.useBackends(worker, connections, backend.box)
   const snapshots = new SnapshotService(store, queue, volumes, { now: options.now, wake: options.wake })
-  const backupWorker = new BackupWorker({ store, places: backend.places, blobs: backend.blobs, volumes: worker })
+  const backupWorker = new BackupWorker({ store, places: backend.places, box: backend.box, ports: backend.ports, blobs: backend.blobs, volumes: worker })
   return {
     backups: new BackupService(store, queue, volumes, backend.blobs, { now: options.now, wake: options.wake }),
     backupWorker,

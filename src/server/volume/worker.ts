@@ -17,12 +17,11 @@ import type { ImageService } from '../image/service.js'
 import type { Store } from '../storage/store.js'
 import type { TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
-import { addGeneration, attachmentIdentity, connectionInfo, copyIdentity, dropOldGenerations, grantExport, nbdSourceOf, revokeExport, type PortRange } from './exports.js'
+import { addGeneration, attachmentIdentity, connectionInfo, copyIdentity, dropOldGenerations, nbdSourceOf, revokeExport, withExportedVolume, type PortRange } from './exports.js'
 import { recordFailure, type MessageAction } from './messages.js'
 import { dropUnusedKey } from './encryption.js'
 import { choosePlace, layoutOf } from './placement.js'
 import { frontEndThrottle } from './qos-specs.js'
-import type { PlaceSource } from '../../contracts/host/storage-place.js'
 import type { StoragePlaces } from './places/registry.js'
 import { settleGroup, settleGroupSnapshot } from './group-status.js'
 
@@ -204,20 +203,11 @@ export class VolumeWorker {
    * the destination reads it with qemu-img, the key is revoked afterwards (and the export goes if it was the last).
    */
   private async copyAcross(sourceId: string, target: { id: string; location: string; backend: string; size: number }): Promise<void> {
-    const { store, box, places, ports } = this.deps
     const source = await this.volume(sourceId)
     if (!source.location) throw new VolumeBackendError(`source volume ${sourceId} has no bytes yet`)
-    const identity = copyIdentity(target.id)
-    await store.db.transaction().execute((tx) => grantExport(tx, box, ports, { volumeId: source.id, location: source.location!, identity }))
-    const from = places.get(source.location)
-    try {
-      await from.syncExports()
-      const nbd: PlaceSource = { kind: 'nbd', source: await nbdSourceOf(store.db, box, identity) }
-      await places.get(target.location).createFrom(target.backend, target.id, target.size, nbd)
-    } finally {
-      await store.db.transaction().execute((tx) => revokeExport(tx, identity))
-      await from.syncExports()
-    }
+    await withExportedVolume(this.deps, this.deps.places.get(source.location), source.id, copyIdentity(target.id), (nbd) =>
+      this.deps.places.get(target.location).createFrom(target.backend, target.id, target.size, { kind: 'nbd', source: nbd }),
+    )
   }
 
   private async delete(id: string): Promise<void> {

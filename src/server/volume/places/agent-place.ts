@@ -5,6 +5,9 @@
  * uploads an image made from a volume); exports are synced by the agent from its desired state, which it reads
  * from `{base}/resmgr/v1/hosts/{id}/storage/exports` (keys never ride in a command's arguments, except a copy's
  * short-lived key, which the channel clears once the command is answered).
+ *
+ * Backups and restores need no command of their own: the control plane reads or writes the volume's bytes over
+ * NBD, through an export to a key of the backup's own (backup-worker.ts, `ControllerPlace.withRawCopy`/`writeRaw`).
  */
 import type { AgentDriver, CallOptions } from '../../hosts/agent-driver.js'
 import type { CommandArgs, CommandResult, StorageCommandName } from '../../../contracts/host/commands.js'
@@ -71,16 +74,6 @@ export class AgentPlace implements StoragePlace {
 
   async uploadToImage(backend: string, volumeId: string, imageId: string, diskFormat: 'raw' | 'qcow2'): Promise<void> {
     await this.call('volume.upload_image', { backend, volumeId, imageId, diskFormat }, { timeoutMs: COPY_TIMEOUT_MS })
-  }
-
-  // Backups read and write bytes on the control plane's machine; a storage host's would travel through its agent,
-  // which has no command for it yet (docs/block-storage.md, "Backups").
-  async withRawCopy<T>(): Promise<T> {
-    throw new VolumeBackendError(`backups of volumes on storage host ${this.location} are not supported yet`)
-  }
-
-  async writeRaw(): Promise<void> {
-    throw new VolumeBackendError(`restoring backups onto storage host ${this.location} is not supported yet`)
   }
 
   async syncExports(): Promise<string> {

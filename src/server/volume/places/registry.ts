@@ -3,13 +3,13 @@ import type { AgentDriver } from '../../hosts/agent-driver.js'
 import type { Db } from '../../storage/store.js'
 import { setExportAddress } from '../exports.js'
 import { AgentPlace } from './agent-place.js'
-import { CONTROLLER, type StoragePlace } from '../../../contracts/host/storage-place.js'
+import { CONTROLLER, type ControllerPlace, type StoragePlace } from '../../../contracts/host/storage-place.js'
 
 export class StoragePlaces {
   private readonly hosts = new Map<string, AgentPlace>()
 
   constructor(
-    readonly controller: StoragePlace,
+    readonly controller: ControllerPlace,
     /** The agent of a registered host (the conductor's driver registry holds one per agent host). */
     private readonly agentOf: (hostId: string) => AgentDriver | undefined,
     private readonly db: Db,
