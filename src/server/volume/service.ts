@@ -41,7 +41,7 @@ import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } 
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
 import { findGroupRow, GROUP_MAY, requireStatus } from './group-status.js'
-import { keyForNewVolume, refuseEncryptionChange, type VolumeOrigin } from './encryption.js'
+import { encryptionKeyOf, keyForNewVolume, refuseEncryptionChange, type VolumeOrigin } from './encryption.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 
 export { VOLUME_TASKS }
@@ -783,9 +783,4 @@ export class VolumeService {
     const rows = await db.selectFrom('volume_attachments').selectAll().where('server_id', '=', serverId).orderBy('created_at').execute()
     return rows.map((r) => ({ volumeId: r.volume_id, device: r.device, deleteOnTermination: r.delete_on_termination === 1, attachStatus: r.attach_status, attachmentId: r.id }))
   }
-}
-
-/** The key of a volume's LUKS container (null: not encrypted); a copy of its bytes is opened with the same key. */
-async function encryptionKeyOf(db: Db, volumeId: string): Promise<string | null> {
-  return (await db.selectFrom('volumes').select('encryption_key_id').where('id', '=', volumeId).executeTakeFirst())?.encryption_key_id ?? null
 }
