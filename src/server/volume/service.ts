@@ -111,6 +111,12 @@ export interface CreateVolumeInput {
   group_id?: string | null
 }
 
+/** What a restored backup brings to the volume made for it: the key of its bytes, and the type they were of. */
+export interface RestoredBackup {
+  encryptionKeyId: string | null
+  volumeTypeId: string | null
+}
+
 /** The group a new volume joins, as insertVolume checks it. */
 export interface JoinedGroup {
   id: string
@@ -253,8 +259,8 @@ export class VolumeService {
    * A new volume a backup is restored into (backups.ts), inserted `restoring-backup` in the caller's transaction
    * with the API's checks and quotas; the backup's task makes its bytes.
    */
-  async createForRestore(tx: Db, caller: Caller, input: CreateVolumeInput): Promise<VolumeRecord> {
-    return this.insertVolume(tx, caller, input, 'restoring-backup')
+  async createForRestore(tx: Db, caller: Caller, input: CreateVolumeInput, backup: RestoredBackup): Promise<VolumeRecord> {
+    return this.insertVolume(tx, caller, input, 'restoring-backup', undefined, backup)
   }
 
   /**
@@ -269,7 +275,7 @@ export class VolumeService {
   }
 
   /** Validates a create request against its sources, its group and quotas and inserts the row. */
-  private async insertVolume(tx: Db, caller: Caller, input: CreateVolumeInput, status: string, group?: JoinedGroup): Promise<VolumeRecord> {
+  private async insertVolume(tx: Db, caller: Caller, input: CreateVolumeInput, status: string, group?: JoinedGroup, backup?: RestoredBackup): Promise<VolumeRecord> {
     const sources = (['snapshot_id', 'source_volid', 'imageRef'] as const).filter((k) => input[k])
     if (sources.length > 1) throw badRequest(`Only one of snapshot_id, source_volid and imageRef may be given, not ${sources.join(' and ')}.`)
     const az = input.availability_zone ?? AVAILABILITY_ZONES[0]
@@ -338,6 +344,11 @@ export class VolumeService {
         size: String(image.size ?? 0),
         ...image.properties,
       }
+    }
+    if (backup) {
+      origin = { kind: 'backup', encryptionKeyId: backup.encryptionKeyId }
+      // Cinder gives a volume an encrypted backup is restored into the type the backup was made of (its key fits it).
+      if (backup.encryptionKeyId) typeRef ??= backup.volumeTypeId
     }
     if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
     // A type asked for must be usable by the caller; one inherited from the source volume or snapshot was usable once.
