@@ -22,6 +22,7 @@ import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
 import type { StoragePlaces } from './places/registry.js'
 import { backupIdentity, restoreIdentity, withExportedVolume, type PortRange } from './exports.js'
 import type { VolumeWorker } from './worker.js'
+import { dropUnusedKey } from './encryption.js'
 
 export const BACKUP_TASKS = {
   create: 'backup.create',
@@ -264,7 +265,11 @@ export class BackupWorker {
           if (!claimed) await this.deps.blobs.delete(chunkKey(digest))
         })
       }
-      await db.deleteFrom('volume_backups').where('id', '=', id).where('status', '=', 'deleting').execute()
+      // The backup's key goes with it unless a volume restored from it (or an imported record) still holds it.
+      await db.transaction().execute(async (tx) => {
+        await tx.deleteFrom('volume_backups').where('id', '=', id).where('status', '=', 'deleting').execute()
+        await dropUnusedKey(tx, backup.encryption_key_id)
+      })
     } catch (err) {
       if (!this.final(task, err)) throw err
       this.deps.logger?.warn({ err, id }, 'deleting a volume backup failed')

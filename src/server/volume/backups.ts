@@ -2,7 +2,8 @@
  * Volume backups (Cinder's backup API; docs/block-storage.md, "Backups"): a copy of a volume's bytes (or of one
  * of its snapshots') kept off the volume's backend, in the blob store, restorable to a new or an existing volume.
  * The API moves the rows to their transitional statuses and enqueues the work (backup-worker.ts) in the same
- * transaction, as for volumes.
+ * transaction, as for volumes. A backup of an encrypted volume holds the LUKS container as the backend has it and a
+ * copy of the volume's key; what it may be restored into is a table (KEY_RULES, below).
  *
  * Status machine (backup `status`, BACKUP_MAY below):
  *   creating → available | error              (task backup.create; the volume is backing-up meanwhile, or the
@@ -25,7 +26,8 @@ import type { TaskQueue } from '../tasks/queue.js'
 import type { BlobStore } from '../blobs/blob-store.js'
 import { page, type PageQuery, type SortKeys } from './listing.js'
 import { checkQuota } from './quotas.js'
-import { callerOf, type Caller, type CreateVolumeInput, type VolumeService } from './service.js'
+import { callerOf, type Caller, type CreateVolumeInput, type RestoredBackup, type VolumeService } from './service.js'
+import { cloneKey, dropUnusedKey, encryptionKeyOf } from './encryption.js'
 import { BACKUP_TASKS, chunkKey, isDigest } from './backup-worker.js'
 import { AVAILABILITY_ZONES, describedChanges, type DescribedChanges, type VolumeRecord } from './model.js'
 
@@ -48,6 +50,8 @@ export interface BackupRecord {
   hasDependentBackups: boolean
   metadata: Record<string, string>
   dataTimestamp: number | null
+  /** The backup's own copy of its volume's key when the volume was encrypted (never shown: Cinder's 3.64 field). */
+  encryptionKeyId: string | null
   createdAt: number
   updatedAt: number
 }
@@ -58,6 +62,8 @@ export interface BackedUpVolume {
   bootable: boolean
   imageId: string | null
   imageMetadata: Record<string, string> | null
+  /** The type the volume was of: an encrypted backup is restored into a volume of that type only (Cinder's rule). */
+  volumeTypeId?: string | null
 }
 
 /** The statuses a backup must have for each operation (Cinder's). */
@@ -108,6 +114,7 @@ function rowToBackup(row: VolumeBackupTable, dependents: number): BackupRecord {
     hasDependentBackups: dependents > 0,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     dataTimestamp: row.data_timestamp === null ? null : Number(row.data_timestamp),
+    encryptionKeyId: row.encryption_key_id,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   }
@@ -146,6 +153,8 @@ interface ExportedBackup {
   chunks: string[]
   volume_meta: BackedUpVolume
   data_timestamp: number | null
+  /** The key the backup's bytes need, by id: the key itself stays in this cloud's key store (as in Cinder). */
+  encryption_key_id: string | null
 }
 
 export class BackupService {
@@ -219,7 +228,6 @@ export class BackupService {
         if (volume.status === 'in-use' && !input.force) throw badRequest('Invalid volume: Backing up an in-use volume must use the force flag.')
         source = { table: 'volumes', id: volume.id, status: volume.status }
       }
-      if (volume.encrypted) throw badRequest('Invalid volume: pcc cannot back up encrypted volumes yet.')
       let parentId: string | null = null
       if (input.incremental) {
         // Cinder's parent: the volume's latest available backup by the time of its data.
@@ -230,7 +238,11 @@ export class BackupService {
       await checkQuota(tx, this.store.capabilities, volume.projectId, { backups: 1, backup_gigabytes: volume.size })
       const backupId = randomUUID()
       const now = this.now()
-      const meta: BackedUpVolume = { metadata: volume.metadata, bootable: volume.bootable, imageId: volume.imageId, imageMetadata: volume.imageMetadata }
+      const meta: BackedUpVolume = { metadata: volume.metadata, bootable: volume.bootable, imageId: volume.imageId, imageMetadata: volume.imageMetadata, volumeTypeId: volume.volumeTypeId }
+      // The bytes are the LUKS container as the backend holds it: the backup keeps a key of its own that opens it
+      // (Cinder clones the volume's key), so a restore works after the volume and its key are gone.
+      const volumeKey = await encryptionKeyOf(tx, volume.id)
+      const encryptionKeyId = volumeKey ? await cloneKey(tx, volumeKey) : null
       await tx
         .insertInto('volume_backups')
         .values({
@@ -253,6 +265,7 @@ export class BackupService {
           chunks: '[]',
           volume_meta: JSON.stringify(meta),
           data_timestamp: dataTimestamp,
+          encryption_key_id: encryptionKeyId,
           created_at: now,
           updated_at: now,
         })
@@ -311,15 +324,15 @@ export class BackupService {
         const volume = await this.volumes.find(caller, target.volumeId, tx)
         if (volume.status !== 'available') throw badRequest(`Invalid volume: Volume to be restored to must be available, but the current status is "${volume.status}".`)
         if (volume.size < backup.size) throw badRequest(`Invalid volume: volume size ${volume.size}GB is smaller than the backup's size ${backup.size}GB.`)
-        if (volume.encrypted) throw badRequest('Invalid volume: pcc cannot restore backups onto encrypted volumes yet.')
+        const keyChanges = await refuseKeyMismatch(tx, backup, volume)
         const moved = await tx.updateTable('volumes').set({ status: 'restoring-backup', updated_at: this.now() }).where('id', '=', volume.id).where('status', '=', 'available').executeTakeFirst()
         if (Number(moved.numUpdatedRows) === 0) throw badRequest(`Invalid volume: Volume ${volume.id} changed status meanwhile; try again.`)
+        if (keyChanges) await replaceKey(tx, volume.id, backup.encryptionKeyId!)
         volumeId = volume.id
         volumeName = volume.name ?? ''
       } else {
         volumeName = target.name ?? `restore_backup_${id}`
-        const volume = await this.volumes.createForRestore(tx, caller, { size: backup.size, name: volumeName, availability_zone: backup.availabilityZone })
-        if (volume.encrypted) throw badRequest('Invalid volume: pcc cannot restore backups onto encrypted volumes yet; the default volume type is encrypted.')
+        const volume = await this.volumes.createForRestore(tx, caller, { size: backup.size, name: volumeName, availability_zone: backup.availabilityZone }, await restoredFrom(tx, backup))
         volumeId = volume.id
       }
       await tx.updateTable('volume_backups').set({ status: 'restoring', updated_at: this.now() }).where('id', '=', id).where('status', '=', 'available').execute()
@@ -345,8 +358,8 @@ export class BackupService {
       requireStatus(backup, BACKUP_MAY.restore, 'be restored')
       const size = input.size ?? backup.size
       if (size < backup.size) throw badRequest(`Invalid input received: Volume size ${size}GB cannot be smaller than the backup's size ${backup.size}GB.`)
-      const volume = await this.volumes.createForRestore(tx, caller, { ...input, size })
-      if (volume.encrypted) throw badRequest('Invalid volume: pcc cannot restore backups onto encrypted volumes yet.')
+      const volume = await this.volumes.createForRestore(tx, caller, { ...input, size }, await restoredFrom(tx, backup))
+      await refuseKeyMismatch(tx, backup, volume)
       await tx.updateTable('volume_backups').set({ status: 'restoring', updated_at: this.now() }).where('id', '=', backupId).where('status', '=', 'available').execute()
       await this.enqueue(tx, BACKUP_TASKS.restore, backupId, { volumeId: volume.id })
       return volume.id
@@ -387,6 +400,7 @@ export class BackupService {
       chunks: JSON.parse(row.chunks) as string[],
       volume_meta: JSON.parse(row.volume_meta) as BackedUpVolume,
       data_timestamp: row.data_timestamp === null ? null : Number(row.data_timestamp),
+      encryption_key_id: row.encryption_key_id,
     }
     return { backupService: BACKUP_SERVICE, backupUrl: Buffer.from(JSON.stringify(record)).toString('base64') }
   }
@@ -406,6 +420,11 @@ export class BackupService {
     await this.store.db.transaction().execute(async (tx) => {
       const existing = await tx.selectFrom('volume_backups').select('id').where('id', '=', record.id).executeTakeFirst()
       if (existing) throw badRequest(`Invalid backup: Backup ${record.id} already exists.`)
+      // The record names the key; the key itself never leaves the store, so an import shares it (as it shares the
+      // chunks) and needs it to be here.
+      if (record.encryption_key_id && !(await tx.selectFrom('volume_encryption_keys').select('id').where('id', '=', record.encryption_key_id).executeTakeFirst())) {
+        throw badRequest(`Invalid backup: the backup's encryption key ${record.encryption_key_id} is not in this cloud's key store.`)
+      }
       await checkQuota(tx, this.store.capabilities, caller.projectId, { backups: 1, backup_gigabytes: record.size })
       const now = this.now()
       await tx
@@ -430,6 +449,7 @@ export class BackupService {
           chunks: JSON.stringify(record.chunks),
           volume_meta: JSON.stringify(record.volume_meta),
           data_timestamp: record.data_timestamp,
+          encryption_key_id: record.encryption_key_id,
           created_at: now,
           updated_at: now,
         })
@@ -484,7 +504,81 @@ function parseRecord(backupUrl: string): ExportedBackup {
     is_incremental: r.is_incremental === true,
     metadata: map(r.metadata, 'metadata'),
     chunks: r.chunks,
-    volume_meta: { metadata: map(meta.metadata, 'volume_meta'), bootable: meta.bootable === true, imageId: optString(meta.imageId, 'volume_meta'), imageMetadata: meta.imageMetadata ? map(meta.imageMetadata, 'volume_meta') : null },
+    volume_meta: {
+      metadata: map(meta.metadata, 'volume_meta'),
+      bootable: meta.bootable === true,
+      imageId: optString(meta.imageId, 'volume_meta'),
+      imageMetadata: meta.imageMetadata ? map(meta.imageMetadata, 'volume_meta') : null,
+      volumeTypeId: optString(meta.volumeTypeId, 'volume_meta'),
+    },
     data_timestamp: Number.isInteger(r.data_timestamp) ? r.data_timestamp! : null,
+    encryption_key_id: optString(r.encryption_key_id, 'encryption_key_id'),
   }
+}
+
+/** What a new volume for the backup inherits: its key, and the type it was backed up from. */
+async function restoredFrom(db: Db, backup: BackupRecord): Promise<RestoredBackup> {
+  const volumeTypeId = (await backedUp(db, backup.id)).volumeTypeId ?? null
+  if (backup.encryptionKeyId && (!volumeTypeId || !(await db.selectFrom('volume_types').select('id').where('id', '=', volumeTypeId).executeTakeFirst()))) {
+    throw badRequest(`Invalid backup: the backup is of an encrypted volume, and its volume type ${volumeTypeId ?? ''} is not available any more to restore it into.`)
+  }
+  return { encryptionKeyId: backup.encryptionKeyId, volumeTypeId }
+}
+
+async function backedUp(db: Db, backupId: string): Promise<BackedUpVolume> {
+  const row = await db.selectFrom('volume_backups').select('volume_meta').where('id', '=', backupId).executeTakeFirstOrThrow()
+  return JSON.parse(row.volume_meta) as BackedUpVolume
+}
+
+/**
+ * Whether the backup's bytes fit the volume they are restored into, as far as encryption goes; the first rule
+ * that applies refuses (400, nothing changed). Cinder's: an encrypted backup only into a volume of the type it was
+ * made of. pcc's own: plaintext never into an encrypted volume, and no new key for a volume whose snapshots hold
+ * its current one (pcc's snapshots are opened with their volume's key).
+ */
+interface KeyCase {
+  backupEncrypted: boolean
+  sourceType: string | null
+  volume: VolumeRecord
+  /** The restore gives the volume another key: the backup's passphrase is not the volume's. */
+  keyChanges: boolean
+  snapshots: boolean
+}
+const KEY_RULES: { refuses: (c: KeyCase) => boolean; reason: (c: KeyCase) => string }[] = [
+  { refuses: (c) => !c.backupEncrypted && c.volume.encrypted, reason: () => 'the backup is of an unencrypted volume: its bytes cannot be restored into an encrypted volume' },
+  {
+    refuses: (c) => c.backupEncrypted && (c.volume.volumeTypeId !== c.sourceType || !c.volume.encrypted),
+    reason: (c) => `the backup is of an encrypted volume of type ${c.sourceType}, and is restored only into an encrypted volume of that type (this one is of type ${c.volume.volumeTypeId})`,
+  },
+  { refuses: (c) => c.keyChanges && c.snapshots, reason: () => "restoring this encrypted backup replaces the volume's key, and the volume's snapshots need the key it has: delete them first" },
+]
+
+/** Refuses a restore the rules refuse; answers whether the volume must take the backup's key. */
+async function refuseKeyMismatch(db: Db, backup: BackupRecord, volume: VolumeRecord): Promise<boolean> {
+  const sourceType = (await backedUp(db, backup.id)).volumeTypeId ?? null
+  const snapshots = (await db.selectFrom('volume_snapshots').select('id').where('volume_id', '=', volume.id).executeTakeFirst()) !== undefined
+  const keyChanges = backup.encryptionKeyId !== null && !(await samePassphrase(db, backup.encryptionKeyId, await encryptionKeyOf(db, volume.id)))
+  const c: KeyCase = { backupEncrypted: backup.encryptionKeyId !== null, sourceType, volume, keyChanges, snapshots }
+  const refused = KEY_RULES.find((r) => r.refuses(c))
+  if (refused) throw badRequest(`Invalid volume: cannot restore backup ${backup.id} into volume ${volume.id}: ${refused.reason(c)}.`)
+  return keyChanges
+}
+
+/** Whether two keys are copies of one (cloneKey copies the sealed passphrase as it is): the same LUKS container opens with either. */
+async function samePassphrase(db: Db, a: string, b: string | null): Promise<boolean> {
+  if (b === null) return false
+  if (a === b) return true
+  const rows = await db.selectFrom('volume_encryption_keys').select('sealed_key').where('id', 'in', [a, b]).execute()
+  return rows.length === 2 && rows[0].sealed_key === rows[1].sealed_key
+}
+
+/**
+ * An existing volume an encrypted backup with another key is restored over takes the backup's key (the LUKS
+ * header comes with the bytes); its own key goes unless another volume or backup holds it. Cinder replaces the
+ * volume's key the same way.
+ */
+async function replaceKey(tx: Db, volumeId: string, keyId: string): Promise<void> {
+  const old = await encryptionKeyOf(tx, volumeId)
+  await tx.updateTable('volumes').set({ encryption_key_id: keyId }).where('id', '=', volumeId).execute()
+  await dropUnusedKey(tx, old)
 }

@@ -168,8 +168,14 @@ export class VolumeTypeEncryptionService {
   }
 }
 
-/** Where a new volume's bytes come from, as far as its encryption is concerned. */
-export type VolumeOrigin = { kind: 'blank' } | { kind: 'image' } | { kind: 'copy'; encryptionKeyId: string | null }
+/**
+ * Where a new volume's bytes come from, as far as its encryption is concerned: a copy of a volume (a clone, a
+ * volume from a snapshot) or a restored backup carries the bytes of its source as they were, encrypted or not.
+ */
+export type VolumeOrigin = { kind: 'blank' } | { kind: 'image' } | { kind: 'copy' | 'backup'; encryptionKeyId: string | null }
+
+/** How the refusals name a new volume's source. */
+const SOURCE_WORDS = { copy: 'a copy of', backup: 'a restore of a backup of' } as const
 
 /**
  * Inside volume create's transaction: the key of a new volume of type `volumeTypeId`, or null when the type is
@@ -180,16 +186,16 @@ export type VolumeOrigin = { kind: 'blank' } | { kind: 'image' } | { kind: 'copy
  */
 export async function keyForNewVolume(tx: Db, box: SecretBox, volumeTypeId: string, origin: VolumeOrigin): Promise<string | null> {
   const spec = await typeEncryption(tx, volumeTypeId)
-  const sourceKey = origin.kind === 'copy' ? origin.encryptionKeyId : null
+  const sourceKey = origin.kind === 'copy' || origin.kind === 'backup' ? origin.encryptionKeyId : null
   if (!spec) {
-    if (sourceKey) throw badRequest('Invalid input received: a copy of an encrypted volume must be of an encrypted volume type (its bytes stay encrypted).')
+    if (sourceKey) throw badRequest(`Invalid input received: ${SOURCE_WORDS[origin.kind as 'copy' | 'backup']} an encrypted volume must be of an encrypted volume type (its bytes stay encrypted).`)
     return null
   }
   const why = unappliable(spec)
   if (why) throw badRequest(`Invalid volume type: volumes of this type cannot be made: ${why}.`)
   if (origin.kind === 'image') throw badRequest('Invalid input received: pcc cannot write an image into an encrypted volume yet; make the volume of an unencrypted type.')
-  if (origin.kind === 'copy') {
-    if (!sourceKey) throw badRequest('Invalid input received: a copy of an unencrypted volume cannot be of an encrypted volume type.')
+  if (origin.kind === 'copy' || origin.kind === 'backup') {
+    if (!sourceKey) throw badRequest(`Invalid input received: ${SOURCE_WORDS[origin.kind]} an unencrypted volume cannot be of an encrypted volume type.`)
     return sourceKey
   }
   const id = randomUUID()
@@ -208,10 +214,32 @@ export async function refuseEncryptionChange(db: Db, volume: { id: string; encry
   if (encrypted !== volume.encrypted) throw badRequest(`Invalid input received: volume ${volume.id} is ${volume.encrypted ? '' : 'not '}encrypted; retyping cannot ${volume.encrypted ? 'decrypt' : 'encrypt'} its bytes.`)
 }
 
-/** Drops keys no volume uses any more (after a volume's row is gone). */
+/**
+ * A copy of a key under a new id (Cinder's clone_encryption_key): the backup of an encrypted volume keeps one, so
+ * that the key outlives the volume and the volume's later fate (a restore onto it replaces its key) never touches
+ * the backup's. The sealed passphrase is copied as it is: the same master key opens it.
+ */
+export async function cloneKey(tx: Db, keyId: string): Promise<string> {
+  const key = await tx.selectFrom('volume_encryption_keys').selectAll().where('id', '=', keyId).executeTakeFirstOrThrow()
+  const id = randomUUID()
+  await tx.insertInto('volume_encryption_keys').values({ ...key, id, created_at: Date.now() }).execute()
+  return id
+}
+
+/** The key of a volume's LUKS container (null: not encrypted); a copy of its bytes is opened with the same key. */
+export async function encryptionKeyOf(db: Db, volumeId: string): Promise<string | null> {
+  return (await db.selectFrom('volumes').select('encryption_key_id').where('id', '=', volumeId).executeTakeFirst())?.encryption_key_id ?? null
+}
+
+/** The rows that hold a key: a key goes when none of them names it any more. */
+const KEY_HOLDERS = ['volumes', 'volume_backups'] as const
+
+/** Drops a key nothing uses any more (after a volume's or a backup's row is gone, or its key replaced). */
 export async function dropUnusedKey(tx: Db, keyId: string | null): Promise<void> {
   if (!keyId) return
-  if (await tx.selectFrom('volumes').select('id').where('encryption_key_id', '=', keyId).executeTakeFirst()) return
+  for (const table of KEY_HOLDERS) {
+    if (await tx.selectFrom(table).select('id').where('encryption_key_id', '=', keyId).executeTakeFirst()) return
+  }
   await tx.deleteFrom('volume_encryption_keys').where('id', '=', keyId).execute()
 }
 

@@ -41,7 +41,7 @@ import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } 
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
 import { findGroupRow, GROUP_MAY, requireStatus } from './group-status.js'
-import { keyForNewVolume, refuseEncryptionChange, type VolumeOrigin } from './encryption.js'
+import { encryptionKeyOf, keyForNewVolume, refuseEncryptionChange, type VolumeOrigin } from './encryption.js'
 import type { SecretBox } from '../crypto/secret-box.js'
 
 export { VOLUME_TASKS }
@@ -109,6 +109,12 @@ export interface CreateVolumeInput {
   multiattach?: boolean
   /** The generic volume group the volume joins (3.13+): its type must be one of the group's. */
   group_id?: string | null
+}
+
+/** What a restored backup brings to the volume made for it: the key of its bytes, and the type they were of. */
+export interface RestoredBackup {
+  encryptionKeyId: string | null
+  volumeTypeId: string | null
 }
 
 /** The group a new volume joins, as insertVolume checks it. */
@@ -253,8 +259,8 @@ export class VolumeService {
    * A new volume a backup is restored into (backups.ts), inserted `restoring-backup` in the caller's transaction
    * with the API's checks and quotas; the backup's task makes its bytes.
    */
-  async createForRestore(tx: Db, caller: Caller, input: CreateVolumeInput): Promise<VolumeRecord> {
-    return this.insertVolume(tx, caller, input, 'restoring-backup')
+  async createForRestore(tx: Db, caller: Caller, input: CreateVolumeInput, backup: RestoredBackup): Promise<VolumeRecord> {
+    return this.insertVolume(tx, caller, input, 'restoring-backup', undefined, backup)
   }
 
   /**
@@ -269,7 +275,7 @@ export class VolumeService {
   }
 
   /** Validates a create request against its sources, its group and quotas and inserts the row. */
-  private async insertVolume(tx: Db, caller: Caller, input: CreateVolumeInput, status: string, group?: JoinedGroup): Promise<VolumeRecord> {
+  private async insertVolume(tx: Db, caller: Caller, input: CreateVolumeInput, status: string, group?: JoinedGroup, backup?: RestoredBackup): Promise<VolumeRecord> {
     const sources = (['snapshot_id', 'source_volid', 'imageRef'] as const).filter((k) => input[k])
     if (sources.length > 1) throw badRequest(`Only one of snapshot_id, source_volid and imageRef may be given, not ${sources.join(' and ')}.`)
     const az = input.availability_zone ?? AVAILABILITY_ZONES[0]
@@ -338,6 +344,11 @@ export class VolumeService {
         size: String(image.size ?? 0),
         ...image.properties,
       }
+    }
+    if (backup) {
+      origin = { kind: 'backup', encryptionKeyId: backup.encryptionKeyId }
+      // Cinder gives a volume an encrypted backup is restored into the type the backup was made of (its key fits it).
+      if (backup.encryptionKeyId) typeRef ??= backup.volumeTypeId
     }
     if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
     // A type asked for must be usable by the caller; one inherited from the source volume or snapshot was usable once.
@@ -783,9 +794,4 @@ export class VolumeService {
     const rows = await db.selectFrom('volume_attachments').selectAll().where('server_id', '=', serverId).orderBy('created_at').execute()
     return rows.map((r) => ({ volumeId: r.volume_id, device: r.device, deleteOnTermination: r.delete_on_termination === 1, attachStatus: r.attach_status, attachmentId: r.id }))
   }
-}
-
-/** The key of a volume's LUKS container (null: not encrypted); a copy of its bytes is opened with the same key. */
-async function encryptionKeyOf(db: Db, volumeId: string): Promise<string | null> {
-  return (await db.selectFrom('volumes').select('encryption_key_id').where('id', '=', volumeId).executeTakeFirst())?.encryption_key_id ?? null
 }

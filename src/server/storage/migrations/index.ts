@@ -46,6 +46,7 @@ import * as m0120 from './0120-volume-backups.js'
 import * as m0121 from './0121-oauth1-tokens.js'
 import * as m0123 from './0123-volume-attachment-mode.js'
 import * as m0124 from './0124-id-sequences.js'
+import * as m0125 from './0125-volume-backup-keys.js'
 
 export interface Migration {
   id: string
@@ -95,6 +96,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0121', name: 'oauth1-tokens', up: m0121.up },
   { id: '0123', name: 'volume-attachment-mode', up: m0123.up },
   { id: '0124', name: 'id-sequences', up: m0124.up },
+  { id: '0125', name: 'volume-backup-keys', up: m0125.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

@@ -260,6 +260,8 @@ export interface VolumeBackupTable {
   volume_meta: string
   /** When the backed-up bytes were read (the snapshot's creation for a backup of a snapshot). */
   data_timestamp: number | null
+  /** The backup's own copy of an encrypted volume's key (volume_encryption_keys), or null: not encrypted. */
+  encryption_key_id: string | null
   created_at: number
   updated_at: number
 }
