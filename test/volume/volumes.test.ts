@@ -255,6 +255,59 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(server, dave, 'GET', `${V}/volumes?sort_key=colour`)).status, 400)
     })
 
+    it('counts volumes, snapshots and backups with with_count from 3.45, ignoring limit and marker', async () => {
+      const at = (version: string) => ({ 'openstack-api-version': `volume ${version}` })
+      const frank = await projectSession(server)
+      const ids: string[] = []
+      for (const name of ['w1', 'w2', 'w3']) ids.push((await call(server, frank, 'POST', `${V}/volumes`, { volume: { name, size: 1 } })).body.volume.id)
+      for (const id of ids) await waitStatus(server, frank, id, 'available')
+      for (const name of ['s1', 's2']) {
+        const snap = await call(server, frank, 'POST', `${V}/snapshots`, { snapshot: { volume_id: ids[0], name } })
+        await waitStatus(server, frank, snap.body.snapshot.id, 'available', 'snapshots')
+      }
+      for (const id of ids.slice(0, 2)) {
+        const made = await call(server, frank, 'POST', `${V}/backups`, { backup: { volume_id: id } })
+        assert.equal(made.status, 202, JSON.stringify(made.body))
+        await eventually(async () => (await call(server, frank, 'GET', `${V}/backups/${made.body.backup.id}`)).body.backup.status === 'available', 20_000, 'the backup')
+      }
+      // Another project's records are not counted.
+      await call(server, bob, 'POST', `${V}/volumes`, { volume: { name: 'w1', size: 1 } })
+      const lists = [
+        { path: 'volumes', key: 'volumes', all: 3 },
+        { path: 'volumes/detail', key: 'volumes', all: 3 },
+        { path: 'snapshots', key: 'snapshots', all: 2 },
+        { path: 'snapshots/detail', key: 'snapshots', all: 2 },
+        { path: 'backups', key: 'backups', all: 2 },
+        { path: 'backups/detail', key: 'backups', all: 2 },
+      ]
+      for (const { path, key, all } of lists) {
+        const first = await call(server, frank, 'GET', `${V}/${path}?with_count=true&limit=1`, undefined, at('3.45'))
+        assert.equal(first.status, 200, `${path}: ${JSON.stringify(first.body)}`)
+        assert.equal(first.body[key].length, 1, path)
+        assert.equal(first.body.count, all, `${path}: the count ignores the limit`)
+        const rest = await call(server, frank, 'GET', `${V}/${path}?with_count=1&marker=${first.body[key][0].id}`, undefined, at('3.60'))
+        assert.equal(rest.body[key].length, all - 1, path)
+        assert.equal(rest.body.count, all, `${path}: the count ignores the marker`)
+        assert.equal((await call(server, frank, 'GET', `${V}/${path}?with_count=false`, undefined, at('3.45'))).body.count, undefined, `${path}: not asked`)
+        assert.equal((await call(server, frank, 'GET', `${V}/${path}`, undefined, at('3.45'))).body.count, undefined, `${path}: not asked`)
+        // Before 3.45 Cinder ignores the parameter, a bad value too.
+        const old = await call(server, frank, 'GET', `${V}/${path}?with_count=true`, undefined, at('3.44'))
+        assert.equal(old.status, 200, path)
+        assert.equal(old.body.count, undefined, `${path} at 3.44`)
+        assert.equal((await call(server, frank, 'GET', `${V}/${path}?with_count=maybe`, undefined, at('3.44'))).status, 200, path)
+        const bad = await call(server, frank, 'GET', `${V}/${path}?with_count=maybe`, undefined, at('3.45'))
+        assert.equal(bad.status, 400, path)
+        assert.match(bad.body.badRequest.message, /with_count/)
+      }
+      // The count follows the filters.
+      const named = await call(server, frank, 'GET', `${V}/volumes?with_count=true&name=w2`, undefined, at('3.45'))
+      assert.equal(named.body.count, 1)
+      const ofVolume = await call(server, frank, 'GET', `${V}/backups?with_count=true&volume_id=${ids[1]}`, undefined, at('3.45'))
+      assert.equal(ofVolume.body.count, 1)
+      const none = await call(server, frank, 'GET', `${V}/snapshots/detail?with_count=true&status=error`, undefined, at('3.45'))
+      assert.deepEqual([none.body.snapshots.length, none.body.count], [0, 0])
+    })
+
     it('retypes, edits image metadata and force-deletes (admin)', async () => {
       await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'slow' } })
       const vol = (await call(server, alice, 'POST', `${V}/volumes`, { volume: { size: 1, name: 'rt' } })).body.volume

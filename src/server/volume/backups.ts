@@ -192,7 +192,7 @@ export class BackupService {
     return backup
   }
 
-  async list(principal: Principal, query: { allTenants: boolean; name?: string; status?: string; volumeId?: string } & PageQuery): Promise<BackupRecord[]> {
+  async list(principal: Principal, query: { allTenants: boolean; name?: string; status?: string; volumeId?: string } & PageQuery): Promise<{ backups: BackupRecord[]; count: number }> {
     const caller = callerOf(principal)
     authorize(volumePolicy, 'backup:get_all', principal)
     if (query.allTenants) authorize(volumePolicy, 'volume:all_tenants', principal)
@@ -203,7 +203,7 @@ export class BackupService {
     if (query.volumeId !== undefined) q = q.where('volume_id', '=', query.volumeId)
     const rows = await q.execute()
     const dependents = await this.dependents(this.store.db, rows.map((r) => r.id))
-    return page(rows.map((r) => rowToBackup(r, dependents.get(r.id) ?? 0)), query, SORT_KEYS, 'backup')
+    return { backups: page(rows.map((r) => rowToBackup(r, dependents.get(r.id) ?? 0)), query, SORT_KEYS, 'backup'), count: rows.length }
   }
 
   async create(principal: Principal, input: BackupInput): Promise<BackupRecord> {

@@ -218,7 +218,8 @@ export class VolumeService {
     return volume
   }
 
-  async list(principal: Principal, query: VolumeListQuery): Promise<{ volumes: VolumeRecord[] }> {
+  /** One page of the volumes the query matches, and how many match in all (`count`, Cinder's with_count). */
+  async list(principal: Principal, query: VolumeListQuery): Promise<{ volumes: VolumeRecord[]; count: number }> {
     const caller = callerOf(principal)
     authorize(volumePolicy, 'volume:get_all', principal)
     if (query.allTenants || (query.projectId && query.projectId !== caller.projectId)) authorize(volumePolicy, 'volume:all_tenants', principal)
@@ -234,7 +235,7 @@ export class VolumeService {
       const wanted = Object.entries(query.metadata)
       volumes = volumes.filter((v) => wanted.every(([k, val]) => v.metadata[k] === val))
     }
-    return { volumes: page(volumes, query, SORT_KEYS, 'volume') }
+    return { volumes: page(volumes, query, SORT_KEYS, 'volume'), count: volumes.length }
   }
 
   async create(principal: Principal, input: CreateVolumeInput): Promise<VolumeRecord> {

@@ -58,7 +58,7 @@ export class SnapshotService {
     return snapshot
   }
 
-  async list(principal: Principal, query: { allTenants: boolean; name?: string; status?: string; volumeId?: string } & PageQuery): Promise<{ snapshots: SnapshotRecord[] }> {
+  async list(principal: Principal, query: { allTenants: boolean; name?: string; status?: string; volumeId?: string } & PageQuery): Promise<{ snapshots: SnapshotRecord[]; count: number }> {
     const caller = callerOf(principal)
     if (query.allTenants) authorize(volumePolicy, 'volume:all_tenants', principal)
     let q = this.store.db.selectFrom('volume_snapshots').selectAll()
@@ -66,7 +66,8 @@ export class SnapshotService {
     if (query.name !== undefined) q = q.where('name', '=', query.name)
     if (query.status !== undefined) q = q.where('status', '=', query.status)
     if (query.volumeId !== undefined) q = q.where('volume_id', '=', query.volumeId)
-    return { snapshots: page((await q.execute()).map(rowToSnapshot), query, SNAPSHOT_SORT_KEYS, 'snapshot') }
+    const matching = (await q.execute()).map(rowToSnapshot)
+    return { snapshots: page(matching, query, SNAPSHOT_SORT_KEYS, 'snapshot'), count: matching.length }
   }
 
   async create(principal: Principal, input: SnapshotInput): Promise<SnapshotRecord> {

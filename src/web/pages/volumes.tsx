@@ -1,9 +1,11 @@
-/** Volumes: create (blank, from an image or a snapshot), attach to and detach from servers, snapshot, extend, delete; and the snapshots. */
+/** Volumes: create (blank, from an image or a snapshot), attach to and detach from servers, snapshot, back up, extend, delete; the snapshots and the backups. */
+import { useState } from 'preact/hooks'
 import { call, del, get, post } from '../api/http'
 import { listImages, type Volume } from '../api/resources'
 import { ActionButton, Status, formatTime } from '../ui/components'
 import { href } from '../router'
 import { FormAction, ResourceList } from '../ui/resource-list'
+import { BackUpAction, BackupsList, canBackUp } from './volume-backups'
 
 interface Snapshot {
   id: string
@@ -14,7 +16,8 @@ interface Snapshot {
   created_at: string
 }
 
-const BUSY = /ing$/
+/** Transient states: creating, attaching…, and a backup's on its volume (backing-up, restoring-backup). */
+const BUSY = /ing$|^backing-up$|^restoring-backup$/
 const serverNames = async (signal?: AbortSignal) => new Map((await get<{ servers: { id: string; name: string }[] }>('compute', '/servers?limit=1000', signal)).servers.map((s) => [s.id, s.name]))
 const volumeAction = (id: string, body: unknown) => call('volume', `/volumes/${id}/action`, { method: 'POST', body })
 
@@ -45,6 +48,7 @@ function volumeActions(v: Row, reload: () => void) {
           submit={(f) => post('volume', '/snapshots', { snapshot: { volume_id: v.id, name: f.name, force: v.status === 'in-use' } })}
         />
       )}
+      {canBackUp(v) && <BackUpAction volume={v} onDone={reload} />}
       {v.status === 'available' && (
         <FormAction label="Extend" onDone={reload} fields={() => [{ name: 'size', label: 'New size (GiB)', type: 'number', required: true, min: v.size + 1, initial: String(v.size + 1) }]} submit={(f) => volumeAction(v.id, { 'os-extend': { new_size: Number(f.size) } })} />
       )}
@@ -54,10 +58,14 @@ function volumeActions(v: Row, reload: () => void) {
 }
 
 export function VolumesPage() {
+  // A change in one list can show in the others (a snapshot or backup of a volume, a restore into one): they all reload.
+  const [generation, setGeneration] = useState(0)
+  const changed = () => setGeneration((g) => g + 1)
   return (
     <>
       <ResourceList<Row>
         title="Volumes"
+        reloadWith={generation}
         load={async (signal) => {
           const [volumes, names] = await Promise.all([get<{ volumes: Volume[] }>('volume', '/volumes/detail?limit=1000', signal), serverNames(signal)])
           return volumes.volumes.map((v) => ({ ...v, serverNames: names }))
@@ -108,11 +116,12 @@ export function VolumesPage() {
           { label: 'Attached to', value: (v) => v.attachments?.map((a) => <a href={href(`/servers/${a.server_id}`)}>{`${v.serverNames.get(a.server_id) ?? a.server_id} on ${a.device}`}</a>) },
           { label: 'Created', value: (v) => formatTime(v.created_at) },
         ]}
-        actions={volumeActions}
+        actions={(v) => volumeActions(v, changed)}
       />
       <ResourceList<Snapshot>
         title="Volume snapshots"
         heading="h2"
+        reloadWith={generation}
         load={async (signal) => (await get<{ snapshots: Snapshot[] }>('volume', '/snapshots/detail', signal)).snapshots}
         rowKey={(s) => s.id}
         empty="No snapshots. Take one from a volume’s “Snapshot” button."
@@ -126,6 +135,7 @@ export function VolumesPage() {
         ]}
         actions={(s, reload) => <ActionButton label="Delete" danger confirm={`Delete snapshot ${s.name || s.id}?`} run={() => del('volume', `/snapshots/${s.id}`)} onDone={reload} />}
       />
+      <BackupsList changed={changed} reloadWith={generation} />
     </>
   )
 }

@@ -31,6 +31,8 @@ export interface ListSpec<T> {
   /** Extra toolbar content (more create buttons…). */
   tools?: (reload: () => void) => ComponentChildren
   heading?: 'h1' | 'h2'
+  /** Reload when this changes (a change made in another list of the page that shows here too). */
+  reloadWith?: unknown
 }
 
 export function CreateButton({ spec, onDone }: { spec: CreateSpec; onDone: () => void }) {
@@ -66,7 +68,7 @@ function CreateDialog({ spec, onClose, onDone }: { spec: CreateSpec; onClose: ()
 }
 
 export function ResourceList<T>(spec: ListSpec<T>) {
-  const list = useAsync(spec.load, [])
+  const list = useAsync(spec.load, [spec.reloadWith])
   usePoll(async () => list.reload(), list.data?.some((row) => spec.busy?.(row)) ? 2000 : spec.refreshMs)
   const Heading = spec.heading ?? 'h1'
   return (

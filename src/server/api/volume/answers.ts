@@ -3,6 +3,7 @@
  * strings the routes parse by hand (params.ts), the action bodies and the microversion header.
  */
 import { MAX_VOLUME_VERSION, MIN_VOLUME_VERSION } from '../../volume/microversion.js'
+import { WITH_COUNT_SINCE } from './params.js'
 import { BACKUP_GATES, SNAPSHOT_GATES, TRANSFER_DETAIL_GATES, VOLUME_GATES, VOLUME_SHOW_GATES, type Gate } from '../../volume/view.js'
 
 type Schema = Record<string, unknown>
@@ -127,13 +128,16 @@ const quota = { anyOf: [int, object({ limit: int, in_use: int, reserved: int, al
 export const envelope = (key: string, inner: Schema, more: Record<string, Schema> = {}): Schema => object({ [key]: inner, ...more }, [key])
 export const listOf = (inner: Schema): Schema => ({ type: 'array', items: inner })
 
+/** Cinder 3.45: `count`, how many records match the list's filters (whatever limit and marker), asked by `with_count`. */
+const listCount = { ...int, description: 'how many match the filters, ignoring limit and marker (with_count=true)', 'x-microversions': { min: WITH_COUNT_SINCE, max: MAX_VOLUME_VERSION } }
+
 export const A = {
   versions: object({ versions: listOf(object({ id: str, status: str, version: str, min_version: str, updated: str, links: { type: 'array' } })) }, ['versions']),
-  volumes: (detail: boolean) => envelope('volumes', listOf(detail ? volumeDetail : volumeSummary), { volumes_links: links }),
+  volumes: (detail: boolean) => envelope('volumes', listOf(detail ? volumeDetail : volumeSummary), { volumes_links: links, count: listCount }),
   volume: envelope('volume', volumeDetail),
-  snapshots: (detail: boolean) => envelope('snapshots', listOf(detail ? snapshotDetail : object(snapshotSummary)), { snapshots_links: links }),
+  snapshots: (detail: boolean) => envelope('snapshots', listOf(detail ? snapshotDetail : object(snapshotSummary)), { snapshots_links: links, count: listCount }),
   snapshot: envelope('snapshot', snapshotDetail),
-  backups: (detail: boolean) => envelope('backups', listOf(detail ? backupDetail : backupSummary), { backups_links: links }),
+  backups: (detail: boolean) => envelope('backups', listOf(detail ? backupDetail : backupSummary), { backups_links: links, count: listCount }),
   backup: envelope('backup', backupDetail),
   backupSummary: envelope('backup', backupSummary),
   restore: envelope('restore', object({ backup_id: str, volume_id: str, volume_name: str }, ['backup_id', 'volume_id', 'volume_name'])),
@@ -194,6 +198,7 @@ export const A = {
 export const query = (properties: Record<string, Schema>): Schema => ({ type: 'object', properties, additionalProperties: true })
 const count = { type: 'string', pattern: '^[0-9]+$' }
 export const flag = { type: 'string', description: 'true/false, 1/0, yes/no, on/off' }
+const withCount = { ...flag, description: `${flag.description}: answer count (${WITH_COUNT_SINCE}+)`, 'x-microversions': { min: WITH_COUNT_SINCE, max: MAX_VOLUME_VERSION } }
 export const paging = { limit: count, marker: str, offset: count, sort: { type: 'string', description: 'key[:asc|desc],…' }, sort_key: str, sort_dir: { type: 'string', enum: ['asc', 'desc'] } }
 
 export const QUERY = {
@@ -206,10 +211,11 @@ export const QUERY = {
     bootable: flag,
     availability_zone: str,
     metadata: { type: 'string', description: 'a JSON object (or Python dict literal) of metadata to match' },
+    with_count: withCount,
     ...paging,
   }),
-  snapshots: query({ all_tenants: flag, name: str, status: str, volume_id: str, ...paging }),
-  backups: query({ all_tenants: flag, name: str, status: str, volume_id: str, ...paging }),
+  snapshots: query({ all_tenants: flag, name: str, status: str, volume_id: str, with_count: withCount, ...paging }),
+  backups: query({ all_tenants: flag, name: str, status: str, volume_id: str, with_count: withCount, ...paging }),
   attachments: query({ all_tenants: flag, volume_id: str, instance_id: str }),
   transfers: query({ all_tenants: flag }),
   deleteVolume: query({ cascade: flag }),

@@ -4,7 +4,7 @@ import { AppError, badRequest } from '../../../contracts/errors.js'
 import type { AppDeps } from '../../deps.js'
 import { atLeast } from '../../volume/microversion.js'
 import { backupDetail, backupSummary, type ViewContext } from '../../volume/view.js'
-import { boolParam, idParams, nextPageLinks, paging, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import { boolParam, countField, idParams, nextPageLinks, paging, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, BACKUP_ACTIONS, QUERY } from './answers.js'
@@ -71,10 +71,11 @@ export function backupRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: F
   const list = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
     const q = request.query
     const page = paging(q)
+    const count = countField(request.volumeVersion, q)
     const found = await backups.list(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, name: one(q.name), status: one(q.status), volumeId: one(q.volume_id), ...page })
     const c = ctx(request)
-    const links = nextPageLinks(`${deps.urls.volume}/backups${detail ? '/detail' : ''}`, page.limit, found)
-    return { backups: found.map((b) => (detail ? backupDetail(b, c) : backupSummary(b, c))), ...(links ? { backups_links: links } : {}) }
+    const links = nextPageLinks(`${deps.urls.volume}/backups${detail ? '/detail' : ''}`, page.limit, found.backups)
+    return { backups: found.backups.map((b) => (detail ? backupDetail(b, c) : backupSummary(b, c))), ...(links ? { backups_links: links } : {}), ...count(found.count) }
   }
   r.get<QueryRoute>('/backups', documented({ summary: 'List backups', querystring: QUERY.backups, response: { 200: A.backups(false) } }), list(false))
   r.get<QueryRoute>('/backups/detail', documented({ summary: 'List backups with details', querystring: QUERY.backups, response: { 200: A.backups(true) } }), list(true))

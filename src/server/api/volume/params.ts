@@ -1,6 +1,7 @@
 /** Request parsing shared by the block storage routes: schema fragments and Cinder's query conventions. */
 import { badRequest } from '../../../contracts/errors.js'
 import type { VolumeListQuery } from '../../volume/service.js'
+import { atLeast, type VolumeVersion } from '../../volume/microversion.js'
 import type { FromSchema, RawQuery } from '../../http/route-types.js'
 
 export const nullableString = (max = 255) => ({ type: ['string', 'null'], maxLength: max }) as const
@@ -61,6 +62,19 @@ export function sortParam(query: Record<string, unknown>): VolumeListQuery['sort
 /** A list's page: Cinder's limit, marker, offset and sort parameters. */
 export function paging(q: Record<string, unknown>) {
   return { limit: intParam('limit', q.limit, 0), marker: one(q.marker), offset: intParam('offset', q.offset, 0), sort: sortParam(q) }
+}
+
+/** The microversion from which lists answer `count` when asked (`with_count`). */
+export const WITH_COUNT_SINCE = '3.45'
+
+/**
+ * Cinder 3.45's `with_count`: the list's answer gets `count`, the number of records matching the filters whatever
+ * the limit and marker. Before 3.45 Cinder ignores the parameter (a bad value too); from 3.45 a value that is not a
+ * boolean is a 400, as Cinder's get_bool_param. Answers `{ count }` to spread into the list's body, or nothing.
+ */
+export function countField(version: VolumeVersion, q: Record<string, unknown>): (count: number) => { count?: number } {
+  const wanted = atLeast(version, WITH_COUNT_SINCE) && (boolParam('with_count', q.with_count) ?? false)
+  return (count) => (wanted ? { count } : {})
 }
 
 /** Cinder links the next page whenever this one is full, even when nothing follows (Tempest checks it). */

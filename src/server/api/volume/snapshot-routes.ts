@@ -4,7 +4,7 @@ import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { snapshotDetail, snapshotSummary } from '../../volume/view.js'
 import { badRequest } from '../../../contracts/errors.js'
-import { boolParam, idParams, nextPageLinks, paging, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import { boolParam, countField, idParams, nextPageLinks, paging, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -38,10 +38,11 @@ export function snapshotRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request:
   const listSnapshots = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
     const q = request.query
     const page = paging(q)
+    const count = countField(request.volumeVersion, q)
     const result = await snapshots.list(request.principal, { allTenants: boolParam('all_tenants', q.all_tenants) ?? false, name: one(q.name), status: one(q.status), volumeId: one(q.volume_id), ...page })
     const c = ctx(request)
     const links = nextPageLinks(`${deps.urls.volume}/snapshots${detail ? '/detail' : ''}`, page.limit, result.snapshots)
-    return { snapshots: result.snapshots.map((s) => (detail ? snapshotDetail(s, c) : snapshotSummary(s, c))), ...(links ? { snapshots_links: links } : {}) }
+    return { snapshots: result.snapshots.map((s) => (detail ? snapshotDetail(s, c) : snapshotSummary(s, c))), ...(links ? { snapshots_links: links } : {}), ...count(result.count) }
   }
 
   r.get<QueryRoute>('/snapshots', documented({ summary: 'List snapshots', querystring: QUERY.snapshots, response: { 200: A.snapshots(false) } }), listSnapshots(false))

@@ -6,7 +6,7 @@ import { AppError, badRequest } from '../../../contracts/errors.js'
 import { atLeast } from '../../volume/microversion.js'
 import { attachmentView, typeView, volumeDetail, volumeSummary, volumeView } from '../../volume/view.js'
 import { cinderTime } from '../../volume/model.js'
-import { boolParam, idParams, nextPageLinks, paging, metadataParam, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import { boolParam, countField, idParams, nextPageLinks, paging, metadataParam, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -72,6 +72,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   const listVolumes = (detail: boolean) => async (request: FastifyRequest<QueryRoute>) => {
     const q = request.query
     const page = paging(q)
+    const count = countField(request.volumeVersion, q)
     const result = await volumes.list(request.principal, {
       allTenants: boolParam('all_tenants', q.all_tenants) ?? false,
       projectId: one(q.project_id),
@@ -87,7 +88,7 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     const filters = new URLSearchParams()
     for (const [k, v] of Object.entries(q)) if (k !== 'marker' && k !== 'offset' && v !== undefined) filters.set(k, String(one(v)))
     const links = nextPageLinks(`${deps.urls.volume}/volumes${detail ? '/detail' : ''}`, page.limit, result.volumes, filters)
-    return { volumes: result.volumes.map((v) => (detail ? volumeDetail(v, c) : volumeSummary(v, c))), ...(links ? { volumes_links: links } : {}) }
+    return { volumes: result.volumes.map((v) => (detail ? volumeDetail(v, c) : volumeSummary(v, c))), ...(links ? { volumes_links: links } : {}), ...count(result.count) }
   }
   r.get<QueryRoute>('/volumes', documented({ summary: 'List volumes', querystring: QUERY.volumes, response: { 200: A.volumes(false) } }), listVolumes(false))
   r.get<QueryRoute>('/volumes/detail', documented({ summary: 'List volumes with details', querystring: QUERY.volumes, response: { 200: A.volumes(true) } }), listVolumes(true))
