@@ -94,7 +94,21 @@ function withEdges<T>(edges: T[], any: fc.Arbitrary<T>): fc.Arbitrary<T> {
   return edges.length === 0 ? any : fc.oneof({ arbitrary: fc.constantFrom(...edges), weight: 1 }, { arbitrary: any, weight: 2 })
 }
 
+/**
+ * Arbitraries already made, by what shapes them: fast-check's stringMatching tokenizes its sample strings when it is
+ * made (a second or more for some patterns), and a large body (a server create) names the same string schema many
+ * times; an arbitrary is immutable, so one serves every place.
+ */
+const stringArbitraries = new Map<string, fc.Arbitrary<string>>()
+
 function stringFor(schema: JsonSchema): fc.Arbitrary<string> {
+  const key = JSON.stringify([schema.pattern, schema.minLength, schema.maxLength])
+  let made = stringArbitraries.get(key)
+  if (!made) stringArbitraries.set(key, (made = makeStringFor(schema)))
+  return made
+}
+
+function makeStringFor(schema: JsonSchema): fc.Arbitrary<string> {
   const minLength = typeof schema.minLength === 'number' ? schema.minLength : 0
   const longest = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity
   const maxLength = Math.max(minLength, Math.min(typeof schema.maxLength === 'number' ? schema.maxLength : 24, 64))
