@@ -414,9 +414,11 @@ async function derive(w: WorldBuilder): Promise<void> {
 }
 
 async function ensure(w: WorldBuilder, specs: FixtureSpec[], into: Fixtures): Promise<void> {
-  for (const spec of specs) {
-    if (into[spec.kind] !== undefined && (!spec.exists || (await spec.exists(w)))) continue
-    into[spec.kind] = await spec.create(w)
+  // A repair follows every accepted write: whether each fixture is still there is asked all at once (no answer
+  // depends on another), and only the missing ones are made again, in their order.
+  const present = await Promise.all(specs.map(async (spec) => into[spec.kind] !== undefined && (!spec.exists || (await spec.exists(w)))))
+  for (const [i, spec] of specs.entries()) {
+    if (!present[i]) into[spec.kind] = await spec.create(w)
   }
 }
 
