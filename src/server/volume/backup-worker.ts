@@ -96,8 +96,6 @@ export class BackupWorker {
       const volume = await db.selectFrom('volumes').selectAll().where('id', '=', backup.volume_id).executeTakeFirst()
       if (!volume?.location) throw new VolumeBackendError(`volume ${backup.volume_id} has no bytes to back up`)
       const ref: VolumeRef = backup.snapshot_id ? { snapshotId: backup.snapshot_id, snapshotOf: volume.id } : { volumeId: volume.id }
-      // The API refuses these (a storage host exports volumes, not snapshots); a guard for a backup queued before.
-      if (backup.snapshot_id && volume.location !== CONTROLLER) throw new VolumeBackendError(`snapshots of volumes on storage host ${volume.location} cannot be backed up`)
       const { chunks, stored } = await this.reach(volume, ref, backupIdentity(p.id), (nbd) => {
         const from: RawSource = nbd ? { kind: 'nbd', source: nbd } : { kind: 'backend', backend: volume.backend, ref }
         return this.deps.places.controller.withRawCopy(from, (path) => this.storeChunks(p.id, path))
