@@ -27,14 +27,15 @@ function exec(argv: string[], timeoutMs = 60_000): Promise<IoResult> {
  * Runs qemu-io commands (`write -P 0x41 0 1M`, `read -P 0x41 0 1M`) against an export. `key` overrides the
  * source's key (to check a wrong one is refused); `tls: false` connects without TLS at all.
  */
-export async function nbdIo(source: NbdSource, commands: string[], options: { exec?: string[]; key?: string; tls?: boolean } = {}): Promise<IoResult> {
+export async function nbdIo(source: NbdSource, commands: string[], options: { exec?: string[]; key?: string; tls?: boolean; readOnly?: boolean } = {}): Promise<IoResult> {
   const dir = mkdtempSync(join(tmpdir(), 'pcc-nbd-test-'))
   try {
     writeFileSync(join(dir, 'keys.psk'), `${source.pskIdentity}:${options.key ?? source.pskKey}\n`, { mode: 0o600 })
     const tls = options.tls ?? true
     const spec = { driver: 'nbd', server: { type: 'inet', host: source.host, port: String(source.port) }, export: source.export, ...(tls ? { 'tls-creds': 'tls0' } : {}) }
     const object = tls ? ['--object', `tls-creds-psk,id=tls0,dir=${dir},endpoint=client,username=${source.pskIdentity}`] : []
-    return await exec([...(options.exec ?? []), 'qemu-io', ...object, `json:${JSON.stringify({ driver: 'raw', file: spec })}`, ...commands.flatMap((c) => ['-c', c])])
+    // A read-only export refuses a client that opens it for writing (`-r` opens it read-only).
+    return await exec([...(options.exec ?? []), 'qemu-io', ...(options.readOnly ? ['-r'] : []), ...object, `json:${JSON.stringify({ driver: 'raw', file: spec })}`, ...commands.flatMap((c) => ['-c', c])])
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

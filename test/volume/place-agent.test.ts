@@ -103,8 +103,8 @@ storagePlaceConformance('AgentPlace (a storage host)', async () => {
         await db.deleteFrom('volume_export_keys').where('volume_id', 'in', db.selectFrom('volume_exports').select('volume_id').where('location', '=', host.hostId)).execute()
         await db.deleteFrom('volume_exports').where('location', '=', host.hostId).execute()
         for (const w of wanted) {
-          await volumeRow(w.volumeId, { status: 'in-use' })
-          await db.insertInto('volume_exports').values({ volume_id: w.volumeId, location: host.hostId, address: null, port: w.port, generations: JSON.stringify(w.generations), created_at: Date.now() }).execute()
+          await volumeRow(w.snapshotOf ?? w.volumeId, { status: 'in-use' })
+          await db.insertInto('volume_exports').values({ volume_id: w.volumeId, snapshot_of: w.snapshotOf ?? null, location: host.hostId, address: null, port: w.port, generations: JSON.stringify(w.generations), created_at: Date.now() }).execute()
           for (const k of w.keys) {
             await db.insertInto('volume_export_keys').values({ identity: k.identity, volume_id: w.volumeId, attachment_id: null, sealed_key: server.deps.box.seal(k.key), created_at: Date.now() }).execute()
           }

@@ -3,7 +3,7 @@
  * control plane reads the volume's bytes over NBD through an export to a key of the backup's own, and a restore
  * writes them back the same way — onto a new volume on the host, an existing one whose old bytes it replaces, and
  * a new volume on the control plane. Afterwards no export key, no daemon and no scratch file is left, also when
- * the copy fails. A snapshot of a host's volume cannot be backed up (400: hosts export volumes, not snapshots).
+ * the copy fails. A snapshot of a host's volume is read through a read-only export of the snapshot itself.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -121,16 +121,31 @@ describe('backups of volumes on a storage host', () => {
     await nothingLeft()
   })
 
-  it("refuses to back up a snapshot of a host's volume, naming why", async () => {
+  it("backs up a snapshot of a host's volume: the snapshot's bytes, not the volume's later ones", async () => {
     const v = await create({ size: 1, volume_type: 'remote', name: 'snapped' })
     await status('volumes', v, 'available')
+    // Patterns of their own, so that no chunk is one an earlier backup already stored (object_count counts new ones).
+    await read(fileNode(hostFile(v)), ['write -P 0x66 0 1M', 'write -P 0x99 5M 1M'])
     const snap = await call(server, admin, 'POST', `${V}/snapshots`, { snapshot: { volume_id: v, name: 's' } })
-    await eventually(async () => (await call(server, admin, 'GET', `${V}/snapshots/${snap.body.snapshot.id}`)).body.snapshot.status === 'available', 30_000, 'snapshot')
-    const before = (await call(server, admin, 'GET', `${V}/backups`)).body.backups.length
-    const refused = await call(server, admin, 'POST', `${V}/backups`, { backup: { volume_id: v, snapshot_id: snap.body.snapshot.id } }, LATEST)
-    assert.equal(refused.status, 400, JSON.stringify(refused.body))
-    assert.match(refused.body.badRequest.message, /snapshots of volumes on storage hosts/)
-    assert.equal((await call(server, admin, 'GET', `${V}/backups`)).body.backups.length, before, 'no backup was made')
+    assert.equal(snap.status, 202, JSON.stringify(snap.body))
+    const snapId = snap.body.snapshot.id as string
+    const snapshotStatus = async () => (await call(server, admin, 'GET', `${V}/snapshots/${snapId}`)).body.snapshot.status
+    await eventually(async () => (await snapshotStatus()) === 'available', 30_000, 'snapshot')
+    // The volume moves on after the snapshot: the backup must not see these bytes.
+    await read(fileNode(hostFile(v)), ['write -P 0x33 0 16M'])
+
+    const backupId = await startBackup({ volume_id: v, snapshot_id: snapId, name: 'of-snapshot' })
+    const backup = await status('backups', backupId, 'available')
+    assert.equal(backup.snapshot_id, snapId)
+    assert.equal(backup.object_count, 2, "the snapshot's two chunks with bytes, not the volume's four")
+    assert.equal(await snapshotStatus(), 'available', 'the snapshot is back to available')
+    await read(fileNode(hostFile(v)), ['read -P 0x33 0 16M'])
+    await nothingLeft()
+
+    const made = await create({ size: 1, volume_type: 'remote', backup_id: backupId, name: 'from-snapshot-backup' })
+    assert.equal((await status('volumes', made, 'available'))['os-vol-host-attr:host'], 'store-backups@file#file')
+    await read(fileNode(hostFile(made)), ['read -P 0x66 0 1M', 'read -P 0 1M 4M', 'read -P 0x99 5M 1M', 'read -P 0 6M 10M'])
+    await nothingLeft()
   })
 
   it('leaves no key, daemon or scratch file behind when the copy fails', async () => {

@@ -28,11 +28,19 @@ export type PlaceSource = Exclude<ByteSource, { kind: 'image' }> | { kind: 'imag
 
 /** An export this place should serve, as the store knows it (the place adds its block node and address). */
 export interface WantedExport {
+  /** The exported volume's id; for an export of a snapshot, the snapshot's (it names the export and its daemon). */
   volumeId: string
+  /** Set for an export of a snapshot (a backup reading it): the volume it was taken of. Such an export is read-only. */
+  snapshotOf?: string
   backend: string
   port: number
   generations: number[]
   keys: { identity: string; key: string }[]
+}
+
+/** The backend object an export serves: a volume, or a snapshot of one. */
+export function exportedRef(w: Pick<WantedExport, 'volumeId' | 'snapshotOf'>): VolumeRef {
+  return w.snapshotOf === undefined ? { volumeId: w.volumeId } : { snapshotId: w.volumeId, snapshotOf: w.snapshotOf }
 }
 
 export interface StoragePlace {

@@ -10,6 +10,7 @@ import { pipeline } from 'node:stream/promises'
 import type { VolumeBackend } from './backend.js'
 import { VolumeBackendError, type BackendCapacity } from '../../contracts/host/volume.js'
 import { ExportManager } from './exports/export-manager.js'
+import { exportSpecOf } from './exports/qsd-command.js'
 import { convertInto, convertToFile, nbdBlockdev, removeDeadScratch, withPskDir, withScratchDir } from './qemu-img.js'
 import type { ControllerPlace, PlaceImages, PlaceSource, RawSource, RawTarget, WantedExport } from '../../contracts/host/storage-place.js'
 
@@ -113,9 +114,7 @@ export class LocalPlace implements ControllerPlace {
 
   async syncExports(): Promise<string> {
     const wanted = await this.options.wanted()
-    await this.options.exports.converge(
-      wanted.map((w) => ({ volumeId: w.volumeId, blockdev: this.backend(w.backend).blockdev({ volumeId: w.volumeId }), address: this.options.address, port: w.port, generations: w.generations, keys: w.keys })),
-    )
+    await this.options.exports.converge(wanted.map((w) => exportSpecOf(w, (ref) => this.backend(w.backend).blockdev(ref), this.options.address)))
     await this.options.reportAddress(this.options.address)
     return this.options.address
   }

@@ -18,6 +18,7 @@ import type { HostStream } from '../agent/compute-driver.js'
 import { type VolumeBackend } from './backend.js'
 import { VolumeBackendError } from '../../contracts/host/volume.js'
 import { ExportManager } from './exports/export-manager.js'
+import { exportSpecOf } from './exports/qsd-command.js'
 import { FileBackend } from './file/file-backend.js'
 import { DEFAULT_VOLUME_GROUP, LvmBackend } from './lvm/lvm-backend.js'
 import { convertToFile, removeDeadScratch, withScratchDir } from './qemu-img.js'
@@ -181,10 +182,9 @@ export class StorageRole {
   }
 
   private async syncExports(): Promise<string> {
-    const answer = await this.options.api<{ exports: { volume_id: string; backend: string; port: number; generations: number[]; keys: WantedExport['keys'] }[] }>('GET', '/storage/exports')
-    await this.exports.converge(
-      answer.exports.map((e) => ({ volumeId: e.volume_id, blockdev: this.backend(e.backend).blockdev({ volumeId: e.volume_id }), address: this.address, port: e.port, generations: e.generations, keys: e.keys })),
-    )
+    const answer = await this.options.api<{ exports: { volume_id: string; snapshot_of?: string | null; backend: string; port: number; generations: number[]; keys: WantedExport['keys'] }[] }>('GET', '/storage/exports')
+    const wanted = answer.exports.map((e): WantedExport => ({ volumeId: e.volume_id, ...(e.snapshot_of ? { snapshotOf: e.snapshot_of } : {}), backend: e.backend, port: e.port, generations: e.generations, keys: e.keys }))
+    await this.exports.converge(wanted.map((w) => exportSpecOf(w, (ref) => this.backend(w.backend).blockdev(ref), this.address)))
     return this.address
   }
 }

@@ -96,9 +96,7 @@ export class BackupWorker {
       const volume = await db.selectFrom('volumes').selectAll().where('id', '=', backup.volume_id).executeTakeFirst()
       if (!volume?.location) throw new VolumeBackendError(`volume ${backup.volume_id} has no bytes to back up`)
       const ref: VolumeRef = backup.snapshot_id ? { snapshotId: backup.snapshot_id, snapshotOf: volume.id } : { volumeId: volume.id }
-      // The API refuses these (a storage host exports volumes, not snapshots); a guard for a backup queued before.
-      if (backup.snapshot_id && volume.location !== CONTROLLER) throw new VolumeBackendError(`snapshots of volumes on storage host ${volume.location} cannot be backed up`)
-      const { chunks, stored } = await this.reach(volume, backupIdentity(p.id), (nbd) => {
+      const { chunks, stored } = await this.reach(volume, ref, backupIdentity(p.id), (nbd) => {
         const from: RawSource = nbd ? { kind: 'nbd', source: nbd } : { kind: 'backend', backend: volume.backend, ref }
         return this.deps.places.controller.withRawCopy(from, (path) => this.storeChunks(p.id, path))
       })
@@ -115,14 +113,14 @@ export class BackupWorker {
   }
 
   /**
-   * Runs `work` with the way this machine reaches a volume's bytes: undefined for a volume of the control plane's
-   * own backends (read and written in place), an NBD source for a storage host's, whose export to `identity`
-   * lasts as long as `work` (exports.ts, withExportedVolume).
+   * Runs `work` with the way this machine reaches the bytes of a volume or one of its snapshots (`ref`): undefined
+   * for the control plane's own backends (read and written in place), an NBD source for a storage host's, whose
+   * export to `identity` lasts as long as `work` (exports.ts, withExportedVolume; a snapshot's is read-only).
    */
-  private async reach<T>(volume: { id: string; location: string | null }, identity: string, work: (nbd: NbdSource | undefined) => Promise<T>): Promise<T> {
+  private async reach<T>(volume: { id: string; location: string | null }, ref: VolumeRef, identity: string, work: (nbd: NbdSource | undefined) => Promise<T>): Promise<T> {
     if (!volume.location) throw new VolumeBackendError(`volume ${volume.id} has no bytes`)
     if (volume.location === CONTROLLER) return work(undefined)
-    return withExportedVolume(this.deps, this.deps.places.get(volume.location), volume.id, identity, work)
+    return withExportedVolume(this.deps, this.deps.places.get(volume.location), ref, identity, work)
   }
 
   /**
@@ -200,7 +198,7 @@ export class BackupWorker {
       }
       const chunks = JSON.parse(backup.chunks) as string[]
       const { backend } = volume
-      await this.reach(volume, restoreIdentity(volumeId), (nbd) => {
+      await this.reach(volume, { volumeId }, restoreIdentity(volumeId), (nbd) => {
         const to: RawTarget = nbd ? { kind: 'nbd', source: nbd } : { kind: 'backend', backend, volumeId }
         return this.deps.places.controller.writeRaw(to, (path) => this.writeChunks(chunks, backup.size, path))
       })

@@ -16,7 +16,6 @@
  */
 import { randomUUID } from 'node:crypto'
 import { badRequest, notFound } from '../../contracts/errors.js'
-import { CONTROLLER } from '../../contracts/host/storage-place.js'
 import type { Principal } from '../auth/principal.js'
 import { authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
@@ -219,8 +218,6 @@ export class BackupService {
         const snap = await tx.selectFrom('volume_snapshots').selectAll().where('id', '=', input.snapshotId).executeTakeFirst()
         if (!snap || snap.volume_id !== volume.id) throw notFound(`Snapshot ${input.snapshotId} could not be found.`)
         if (!(BACKUP_SOURCE_STATUSES.snapshot as readonly string[]).includes(snap.status)) throw badRequest(`Invalid snapshot: Snapshot to be backed up must be available, but the current status is "${snap.status}".`)
-        // A storage host exports volumes, never snapshots, so the snapshot's bytes cannot reach the backup store.
-        if (volume.location !== CONTROLLER) throw badRequest('Invalid snapshot: pcc cannot back up snapshots of volumes on storage hosts; back up the volume, or a volume created from the snapshot.')
         dataTimestamp = Number(snap.created_at)
         source = { table: 'volume_snapshots', id: snap.id, status: snap.status }
       } else {

@@ -1,6 +1,7 @@
 /**
  * The store's side of NBD exports: which volumes each storage place exports, on which port, in which generations,
- * and the TLS-PSK keys that open them. A key is granted per attachment (identity `att-<attachment id>`) or per
+ * and the TLS-PSK keys that open them. A backup of a snapshot exports the snapshot (read-only): its export row is
+ * keyed by the snapshot's id and names the volume in `snapshot_of`; everything else treats it as any export. A key is granted per attachment (identity `att-<attachment id>`) or per
  * copy to another place (`copy-<volume id>`); a volume's export exists while it has at least one key. Keys are
  * 256 random bits, sealed with the master key at rest, and leave the control plane only to the place that serves
  * the export (its desired state) and to the hypervisor host of the attachment (its connection endpoint).
@@ -10,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { SecretBox } from '../crypto/secret-box.js'
-import type { NbdSource } from '../../contracts/host/volume.js'
+import type { NbdSource, VolumeRef } from '../../contracts/host/volume.js'
 import { exportName } from '../../contracts/host/volume.js'
 import type { AccessMode, NbdConnectionInfo, RbdConnectionInfo } from '../../contracts/host/compute-driver.js'
 import { isUniqueViolation } from '../storage/errors.js'
@@ -47,8 +48,9 @@ export function restoreIdentity(volumeId: string): string {
 export async function wantedExports(db: Db, box: SecretBox, location: string, address?: string): Promise<WantedExport[]> {
   let q = db
     .selectFrom('volume_exports')
-    .innerJoin('volumes', 'volumes.id', 'volume_exports.volume_id')
-    .select(['volume_exports.volume_id', 'volume_exports.port', 'volume_exports.generations', 'volumes.backend'])
+    // A snapshot's bytes are on its volume's backend.
+    .innerJoin('volumes', (join) => join.on((eb) => eb('volumes.id', '=', eb.fn.coalesce('volume_exports.snapshot_of', 'volume_exports.volume_id'))))
+    .select(['volume_exports.volume_id', 'volume_exports.snapshot_of', 'volume_exports.port', 'volume_exports.generations', 'volumes.backend'])
     .where('volume_exports.location', '=', location)
   if (address !== undefined) q = q.where((eb) => eb.or([eb('volume_exports.address', 'is', null), eb('volume_exports.address', '=', address)]))
   const rows = await q.execute()
@@ -56,6 +58,7 @@ export async function wantedExports(db: Db, box: SecretBox, location: string, ad
   const keys = await db.selectFrom('volume_export_keys').selectAll().where('volume_id', 'in', rows.map((r) => r.volume_id)).orderBy('created_at').execute()
   return rows.map((r) => ({
     volumeId: r.volume_id,
+    ...(r.snapshot_of !== null ? { snapshotOf: r.snapshot_of } : {}),
     backend: r.backend,
     port: r.port,
     generations: JSON.parse(r.generations) as number[],
@@ -65,9 +68,10 @@ export async function wantedExports(db: Db, box: SecretBox, location: string, ad
 
 /**
  * Grants `identity` the volume's export at `location`, creating the export on the lowest free port when it is
- * the first key. Answers the key (an existing grant keeps its key: a repeated call changes nothing).
+ * the first key. Answers the key (an existing grant keeps its key: a repeated call changes nothing). With
+ * `snapshotOf`, `volumeId` is a snapshot of that volume, exported read-only.
  */
-export async function grantExport(tx: Db, box: SecretBox, ports: PortRange, grant: { volumeId: string; location: string; identity: string; attachmentId?: string }): Promise<string> {
+export async function grantExport(tx: Db, box: SecretBox, ports: PortRange, grant: { volumeId: string; snapshotOf?: string; location: string; identity: string; attachmentId?: string }): Promise<string> {
   const existing = await tx.selectFrom('volume_export_keys').select('sealed_key').where('identity', '=', grant.identity).executeTakeFirst()
   if (existing) return box.openText(existing.sealed_key)
   const exported = await tx.selectFrom('volume_exports').select('volume_id').where('volume_id', '=', grant.volumeId).executeTakeFirst()
@@ -77,7 +81,7 @@ export async function grantExport(tx: Db, box: SecretBox, ports: PortRange, gran
     while (used.has(port)) port++
     if (port > ports.last) throw new Error(`no free export port left in ${ports.first}-${ports.last} at ${grant.location}`)
     try {
-      await tx.insertInto('volume_exports').values({ volume_id: grant.volumeId, location: grant.location, address: null, port, generations: '[0]', created_at: Date.now() }).execute()
+      await tx.insertInto('volume_exports').values({ volume_id: grant.volumeId, snapshot_of: grant.snapshotOf ?? null, location: grant.location, address: null, port, generations: '[0]', created_at: Date.now() }).execute()
     } catch (err) {
       // Another transaction took the port first; the caller's retry picks the next one.
       if (isUniqueViolation(err)) throw new Error(`export port ${port} at ${grant.location} was taken concurrently; try again`, { cause: err })
@@ -148,13 +152,15 @@ export async function nbdSourceOf(db: Db, box: SecretBox, identity: string): Pro
 }
 
 /**
- * Runs `use` with an NBD source for a volume's export under a key of its own (`identity`; copies between places,
- * backups, restores), served by `place`, where the volume is. The key is revoked and the place synced afterwards,
- * also when `use` fails, so neither the key nor (when it was the last) the daemon is left behind.
+ * Runs `use` with an NBD source for the export of a volume (or of a snapshot: read-only) under a key of its own
+ * (`identity`; copies between places, backups, restores), served by `place`, where the volume is. The key is
+ * revoked and the place synced afterwards, also when `use` fails, so neither the key nor (when it was the last)
+ * the daemon is left behind.
  */
-export async function withExportedVolume<T>(deps: { store: Store; box: SecretBox; ports: PortRange }, place: StoragePlace, volumeId: string, identity: string, use: (source: NbdSource) => Promise<T>): Promise<T> {
+export async function withExportedVolume<T>(deps: { store: Store; box: SecretBox; ports: PortRange }, place: StoragePlace, ref: VolumeRef, identity: string, use: (source: NbdSource) => Promise<T>): Promise<T> {
   const { store, box, ports } = deps
-  await store.db.transaction().execute((tx) => grantExport(tx, box, ports, { volumeId, location: place.location, identity }))
+  const exported = 'snapshotId' in ref ? { volumeId: ref.snapshotId, snapshotOf: ref.snapshotOf } : { volumeId: ref.volumeId }
+  await store.db.transaction().execute((tx) => grantExport(tx, box, ports, { ...exported, location: place.location, identity }))
   try {
     await place.syncExports()
     return await use(await nbdSourceOf(store.db, box, identity))

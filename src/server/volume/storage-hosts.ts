@@ -78,6 +78,8 @@ export async function storageHostGone(tx: Db, hostId: string): Promise<void> {
     await tx.updateTable('volumes').set({ status: 'error', status_reason: `storage host ${hostId} was removed`, updated_at: Date.now() }).where('id', 'in', ids).execute()
     await tx.deleteFrom('volume_export_keys').where('volume_id', 'in', ids).execute()
   }
+  // The keys of its exports of snapshots too (keyed by the snapshot's id).
+  await tx.deleteFrom('volume_export_keys').where('volume_id', 'in', tx.selectFrom('volume_exports').select('volume_id').where('location', '=', hostId)).execute()
   await tx.deleteFrom('volume_exports').where('location', '=', hostId).execute()
   await tx.deleteFrom('storage_hosts').where('host_id', '=', hostId).execute()
 }

@@ -205,7 +205,7 @@ export class VolumeWorker {
   private async copyAcross(sourceId: string, target: { id: string; location: string; backend: string; size: number }): Promise<void> {
     const source = await this.volume(sourceId)
     if (!source.location) throw new VolumeBackendError(`source volume ${sourceId} has no bytes yet`)
-    await withExportedVolume(this.deps, this.deps.places.get(source.location), source.id, copyIdentity(target.id), (nbd) =>
+    await withExportedVolume(this.deps, this.deps.places.get(source.location), { volumeId: source.id }, copyIdentity(target.id), (nbd) =>
       this.deps.places.get(target.location).createFrom(target.backend, target.id, target.size, { kind: 'nbd', source: nbd }),
     )
   }

@@ -291,6 +291,25 @@ export function storagePlaceConformance(name: string, setup: () => Promise<Place
         await place.deleteSnapshot(BACKEND, snap, a.volumeId)
       })
 
+      test("a snapshot's export serves the snapshot's bytes, read-only, beside its volume's", async () => {
+        await ok(nbdIo(source(a), ['write -P 0x73 12M 1M', 'flush']))
+        const snap = randomUUID()
+        await place.createSnapshot(BACKEND, snap, a.volumeId)
+        await ok(nbdIo(source(a), ['write -P 0x74 12M 1M', 'flush']))
+        const s: WantedExport = { volumeId: snap, snapshotOf: a.volumeId, backend: BACKEND, port: await freePort(), generations: [0], keys: [key()] }
+        await under!.record.exports([a, b, s])
+        await place.syncExports()
+        await ok(nbdIo(source(s), ['read -P 0x73 12M 1M', 'read -P 0x5a 0 1M'], { readOnly: true }))
+        await gone(nbdIo(source(s), ['write -P 0x75 12M 1M']), 'a client opening the snapshot for writing')
+        await ok(nbdIo(source(a), ['read -P 0x74 12M 1M']))
+        await gone(nbdIo(source(s, a.keys[0]), ['read 0 4k'], { readOnly: true }), "the volume's key on the snapshot's export")
+        await under!.record.exports([a, b])
+        await place.syncExports()
+        await gone(nbdIo(source(s), ['read 0 4k'], { readOnly: true }), 'the snapshot no longer exported')
+        await ok(localIo(node({ snapshotId: snap, snapshotOf: a.volumeId }), ['read -P 0x73 12M 1M']))
+        await place.deleteSnapshot(BACKEND, snap, a.volumeId)
+      })
+
       test('an export no longer wanted stops; a key no longer wanted is refused; the others go on', async () => {
         const second = key()
         a = { ...a, keys: [a.keys[0], second] }

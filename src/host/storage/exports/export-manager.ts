@@ -136,7 +136,7 @@ export class ExportManager {
     try {
       for (const g of add) {
         await qmp.execute('blockdev-add', { ...spec.blockdev, 'node-name': nodeName(g) })
-        await qmp.execute('block-export-add', exportArgs(spec.volumeId, g))
+        await qmp.execute('block-export-add', exportArgs(spec.volumeId, g, spec.readOnly))
       }
       for (const g of drop) {
         // Hard: the hypervisor has moved to the newer generation; a connection still open is a stale one.

@@ -17,7 +17,8 @@
  * (generation n+1, on a fresh node); the hypervisor moves the guest's disk onto it and the old generation goes.
  */
 import { join } from 'node:path'
-import { exportName, type BlockdevSpec } from '../../../contracts/host/volume.js'
+import { exportName, type BlockdevSpec, type VolumeRef } from '../../../contracts/host/volume.js'
+import { exportedRef, type WantedExport } from '../../../contracts/host/storage-place.js'
 
 export interface ExportKey {
   /** PSK identity: `att-<attachment id>`. */
@@ -33,10 +34,18 @@ export interface ExportSpec {
   /** Address to listen on (the storage place's export address). */
   address: string
   port: number
+  /** True for an export of a snapshot: its node is read-only, and so is the export. */
+  readOnly?: boolean
   /** Generations served, ascending; the last is current. */
   generations: number[]
   /** Who may connect: one key per attachment. A volume without keys is not exported. */
   keys: ExportKey[]
+}
+
+/** The daemon's description of an export the store wants, its node made by the backend that holds the bytes. */
+export function exportSpecOf(w: WantedExport, blockdev: (ref: VolumeRef) => BlockdevSpec, address: string): ExportSpec {
+  const ref = exportedRef(w)
+  return { volumeId: w.volumeId, blockdev: blockdev(ref), address, port: w.port, generations: w.generations, keys: w.keys, ...('snapshotId' in ref ? { readOnly: true } : {}) }
 }
 
 export function nodeName(generation: number): string {
@@ -53,8 +62,8 @@ export function daemonFiles(dir: string) {
 }
 
 /** The export of one generation as `block-export-add` / `--export` arguments. */
-export function exportArgs(volumeId: string, generation: number) {
-  return { type: 'nbd', id: `e${generation}`, 'node-name': nodeName(generation), name: exportName(volumeId, generation), writable: true }
+export function exportArgs(volumeId: string, generation: number, readOnly = false) {
+  return { type: 'nbd', id: `e${generation}`, 'node-name': nodeName(generation), name: exportName(volumeId, generation), writable: !readOnly }
 }
 
 /** The file descriptor the daemon finds its listening socket on. */
@@ -67,8 +76,8 @@ export function qsdArgs(spec: ExportSpec, dir: string): string[] {
   // The listening socket comes ready-made as fd 3 (export-manager.ts: it has TCP_NODELAY, which QEMU cannot set).
   args.push('--nbd-server', `addr.type=fd,addr.str=${LISTEN_FD},tls-creds=tls0`)
   for (const g of spec.generations) {
-    const e = exportArgs(spec.volumeId, g)
-    args.push('--export', `type=nbd,id=${e.id},node-name=${e['node-name']},name=${e.name},writable=on`)
+    const e = exportArgs(spec.volumeId, g, spec.readOnly)
+    args.push('--export', `type=nbd,id=${e.id},node-name=${e['node-name']},name=${e.name},writable=${e.writable ? 'on' : 'off'}`)
   }
   args.push('--chardev', `socket,id=qmp,path=${files.qmp},server=on,wait=off`, '--monitor', 'chardev=qmp', '--pidfile', files.pid)
   return args

@@ -45,7 +45,7 @@ const DOCS = {
     ...HOST_CREDENTIAL,
     summary: 'The NBD exports the storage host should serve, with their keys',
     response: {
-      200: object({ exports: { type: 'array', items: object({ volume_id: { type: 'string' }, backend: { type: 'string' }, port: { type: 'integer' }, generations: { type: 'array', items: { type: 'integer' } }, keys: { type: 'array', items: object({ identity: { type: 'string' }, key: { type: 'string' } }, ['identity', 'key']) } }, ['volume_id', 'backend', 'port', 'generations', 'keys']) } }, ['exports']),
+      200: object({ exports: { type: 'array', items: object({ volume_id: { type: 'string' }, snapshot_of: { type: ['string', 'null'] }, backend: { type: 'string' }, port: { type: 'integer' }, generations: { type: 'array', items: { type: 'integer' } }, keys: { type: 'array', items: object({ identity: { type: 'string' }, key: { type: 'string' } }, ['identity', 'key']) } }, ['volume_id', 'snapshot_of', 'backend', 'port', 'generations', 'keys']) } }, ['exports']),
     },
   }),
   sourceImage: documented({ ...HOST_CREDENTIAL, summary: 'The bytes of the image a volume on this host is being created from', response: { 200: mediaAnswer('application/octet-stream', 'The image data', { type: 'string', format: 'binary' }) } }),
@@ -75,7 +75,7 @@ export function storageHostRoutes(deps: AppDeps) {
     scope.get<Params<typeof hostParams>>('/v1/hosts/:id/storage/exports', { onRequest: requireHost, schema: schema({ params: hostParams }), ...DOCS.exports }, async (request, reply) => {
       reply.header('cache-control', 'no-store')
       const exports = await exportsForHost(db, deps.box, host(request))
-      return { exports: exports.map((e) => ({ volume_id: e.volumeId, backend: e.backend, port: e.port, generations: e.generations, keys: e.keys })) }
+      return { exports: exports.map((e) => ({ volume_id: e.volumeId, snapshot_of: e.snapshotOf ?? null, backend: e.backend, port: e.port, generations: e.generations, keys: e.keys })) }
     })
 
     scope.get<Params<typeof volumeParams>>('/v1/hosts/:id/storage/volumes/:volume_id/image', { onRequest: requireHost, schema: schema({ params: volumeParams }), ...DOCS.sourceImage }, async (request, reply) => {

@@ -47,6 +47,7 @@ import * as m0121 from './0121-oauth1-tokens.js'
 import * as m0123 from './0123-volume-attachment-mode.js'
 import * as m0124 from './0124-id-sequences.js'
 import * as m0125 from './0125-volume-backup-keys.js'
+import * as m0126 from './0126-snapshot-exports.js'
 
 export interface Migration {
   id: string
@@ -97,6 +98,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0123', name: 'volume-attachment-mode', up: m0123.up },
   { id: '0124', name: 'id-sequences', up: m0124.up },
   { id: '0125', name: 'volume-backup-keys', up: m0125.up },
+  { id: '0126', name: 'snapshot-exports', up: m0126.up },
 ]
 
 /** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */

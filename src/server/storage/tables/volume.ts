@@ -192,7 +192,10 @@ export interface VolumeMessageTable {
 
 /** The NBD export of an attached volume: one qemu-storage-daemon per volume at its storage place. */
 export interface VolumeExportTable {
+  /** The exported volume's id, or the snapshot's for an export of a snapshot. */
   volume_id: string
+  /** For an export of a snapshot: the volume it was taken of (read-only export); null for a volume. */
+  snapshot_of: string | null
   location: string
   /** The address clients connect to (the place's export address); null until the place reported it. */
   address: string | null
