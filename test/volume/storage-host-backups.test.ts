@@ -134,6 +134,17 @@ describe('backups of volumes on a storage host', () => {
     // The volume moves on after the snapshot: the backup must not see these bytes.
     await read(fileNode(hostFile(v)), ['write -P 0x33 0 16M'])
 
+    // A host whose agent is older than snapshot exports (protocol 5) is refused up front, and nothing is made.
+    // (The agent's next heartbeat reports its real protocol again.)
+    const db = server.deps.store.db
+    const facts = (await db.selectFrom('hosts').select('facts').where('id', '=', host.hostId).executeTakeFirstOrThrow()).facts
+    await db.updateTable('hosts').set({ facts: JSON.stringify({ ...JSON.parse(facts), protocol_version: 4 }) }).where('id', '=', host.hostId).execute()
+    const old = await call(server, admin, 'POST', `${V}/backups`, { backup: { volume_id: v, snapshot_id: snapId } }, LATEST)
+    await db.updateTable('hosts').set({ facts }).where('id', '=', host.hostId).execute()
+    assert.equal(old.status, 400, JSON.stringify(old.body))
+    assert.match(old.body.badRequest.message, /speaks protocol 4; backing up a snapshot there needs 5: upgrade it/)
+    assert.equal((await call(server, admin, 'GET', `${V}/backups?volume_id=${v}`, undefined, LATEST)).body.backups.length, 0)
+
     const backupId = await startBackup({ volume_id: v, snapshot_id: snapId, name: 'of-snapshot' })
     const backup = await status('backups', backupId, 'available')
     assert.equal(backup.snapshot_id, snapId)

@@ -24,8 +24,14 @@ import type { GuestSample } from './metrics.js'
  *    sampleGuests answers a sample of every guest on demand.
  * 4: cancelLiveMigration and forceCompleteLiveMigration, run on a live migration's source while its liveMigrateTo
  *    is still running (the agent runs commands side by side).
+ * 5: a storage host's desired exports may name a snapshot (`snapshot_of`), served read-only (backups of snapshots).
  */
-export const HOST_PROTOCOL_VERSION = 4
+export const HOST_PROTOCOL_VERSION = 5
+
+/** What came with a protocol without being a command: the control plane asks for it only of hosts that speak it. */
+export const PROTOCOL_FEATURES = {
+  snapshotExports: 5,
+} as const
 
 /**
  * How long the control plane waits for a command's outcome (`long` commands: LONG_COMMAND_FACTOR times as long)

@@ -16,6 +16,12 @@ export function reportedProtocol(facts: { protocol_version?: unknown }): number 
   return typeof reported === 'number' && Number.isInteger(reported) && reported >= 1 ? reported : 1
 }
 
+/** The protocol a registered host's agent speaks (1 for a host that never reported one). */
+export async function hostProtocol(db: Db, hostId: string): Promise<number> {
+  const host = await db.selectFrom('hosts').select('facts').where('id', '=', hostId).executeTakeFirst()
+  return host ? reportedProtocol(JSON.parse(host.facts) as Record<string, unknown>) : 1
+}
+
 export interface HostRegistration {
   /** The id a new host gets (an agent host keeps the id it chose); random when absent. */
   id?: string

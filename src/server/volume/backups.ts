@@ -16,6 +16,9 @@
  */
 import { randomUUID } from 'node:crypto'
 import { badRequest, notFound } from '../../contracts/errors.js'
+import { PROTOCOL_FEATURES } from '../../contracts/host/commands.js'
+import { CONTROLLER } from '../../contracts/host/storage-place.js'
+import { hostProtocol } from '../hosts/host-protocol.js'
 import type { Principal } from '../auth/principal.js'
 import { authorize } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
@@ -205,6 +208,14 @@ export class BackupService {
     return { backups: page(rows.map((r) => rowToBackup(r, dependents.get(r.id) ?? 0)), query, SORT_KEYS, 'backup'), count: rows.length }
   }
 
+  /** A snapshot on a storage host is read through an export of the snapshot, which agents serve from protocol 5. */
+  private async checkSnapshotExports(db: Db, volume: VolumeRecord): Promise<void> {
+    if (!volume.location || volume.location === CONTROLLER) return
+    const spoken = await hostProtocol(db, volume.location)
+    const needed = PROTOCOL_FEATURES.snapshotExports
+    if (spoken < needed) throw badRequest(`Invalid snapshot: pcc-agent on storage host ${volume.locationName} speaks protocol ${spoken}; backing up a snapshot there needs ${needed}: upgrade it, or back up the volume.`)
+  }
+
   async create(principal: Principal, input: BackupInput): Promise<BackupRecord> {
     const caller = callerOf(principal)
     const id = await this.store.db.transaction().execute(async (tx) => {
@@ -218,6 +229,7 @@ export class BackupService {
         const snap = await tx.selectFrom('volume_snapshots').selectAll().where('id', '=', input.snapshotId).executeTakeFirst()
         if (!snap || snap.volume_id !== volume.id) throw notFound(`Snapshot ${input.snapshotId} could not be found.`)
         if (!(BACKUP_SOURCE_STATUSES.snapshot as readonly string[]).includes(snap.status)) throw badRequest(`Invalid snapshot: Snapshot to be backed up must be available, but the current status is "${snap.status}".`)
+        await this.checkSnapshotExports(tx, volume)
         dataTimestamp = Number(snap.created_at)
         source = { table: 'volume_snapshots', id: snap.id, status: snap.status }
       } else {

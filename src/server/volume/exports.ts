@@ -1,10 +1,11 @@
 /**
  * The store's side of NBD exports: which volumes each storage place exports, on which port, in which generations,
- * and the TLS-PSK keys that open them. A backup of a snapshot exports the snapshot (read-only): its export row is
- * keyed by the snapshot's id and names the volume in `snapshot_of`; everything else treats it as any export. A key is granted per attachment (identity `att-<attachment id>`) or per
- * copy to another place (`copy-<volume id>`); a volume's export exists while it has at least one key. Keys are
- * 256 random bits, sealed with the master key at rest, and leave the control plane only to the place that serves
- * the export (its desired state) and to the hypervisor host of the attachment (its connection endpoint).
+ * and the TLS-PSK keys that open them. A key is granted per attachment (identity `att-<attachment id>`), per copy
+ * to another place (`copy-<volume id>`) or per backup and restore (`backup-<id>`, `restore-<volume id>`); a
+ * volume's export exists while it has at least one key. A backup of a snapshot exports the snapshot, read-only: its
+ * export row is keyed by the snapshot's id and names the volume in `snapshot_of`. Keys are 256 random bits, sealed
+ * with the master key at rest, and leave the control plane only to the place that serves the export (its desired
+ * state) and to the hypervisor host of the attachment (its connection endpoint).
  *
  * Writes take the caller's transaction; the caller then syncs the place (at once when a hypervisor waits for the
  * export, through the durable `volume.sync_exports` task otherwise).
