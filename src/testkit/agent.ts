@@ -4,6 +4,9 @@ import { randomUUID } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { ExportManager } from '../host/storage/exports/export-manager.js'
+import type { TestServer } from './harness.js'
+import type { TestNetwork } from './netns.js'
 
 export const AGENT_MAIN = join(process.cwd(), 'dist/src/host/agent/main.js')
 
@@ -126,4 +129,19 @@ export async function onboardAgent(
     throw new Error(`${(err as Error).message}${log ? `; its log ends:\n${log}` : ''}`)
   }
   return { host, agent }
+}
+
+/**
+ * Tears down a control plane with a storage host's agent beside it (any part may be missing: a set-up that failed
+ * half-way): the agent, both places' export daemons (detached by design, they outlive their parents), the server,
+ * the host's root and the network namespaces.
+ */
+export async function closeStorageTestbed(parts: { agent?: ChildProcess; host?: ScratchHost; server?: TestServer; net?: TestNetwork }): Promise<void> {
+  const { agent, host, server, net } = parts
+  if (agent) await killAgent(agent)
+  if (host) await new ExportManager(join(host.root, 'run/pcc/volumes')).stopAll()
+  if (server) await new ExportManager(join(server.dataDir, 'run/volumes')).stopAll()
+  await server?.close()
+  if (host) rmSync(host.root, { recursive: true, force: true })
+  net?.close()
 }

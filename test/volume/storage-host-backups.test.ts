@@ -11,10 +11,9 @@ import type { ChildProcess } from 'node:child_process'
 import { readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
+import { closeStorageTestbed, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
 import { createTestNetwork, type TestNetwork } from '../../src/testkit/netns.js'
 import { localIo } from '../../src/testkit/nbd.js'
-import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
 import type { BlockdevSpec } from '../../src/contracts/host/volume.js'
 import { adminSession, call, eventually, type Session } from '../image/support.js'
 
@@ -80,14 +79,7 @@ describe('backups of volumes on a storage host', () => {
     const remote = await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'remote', extra_specs: { volume_backend_name: 'file', 'pcc:placement': 'storage-host' } } })
     assert.equal(remote.status, 200)
   })
-  after(async () => {
-    if (agent) await killAgent(agent)
-    if (host) await new ExportManager(join(host.root, 'run/pcc/volumes')).stopAll()
-    if (server) await new ExportManager(join(server.dataDir, 'run/volumes')).stopAll()
-    await server?.close()
-    if (host) rmSync(host.root, { recursive: true, force: true })
-    net?.close()
-  })
+  after(() => closeStorageTestbed({ agent, host, server, net }))
 
   it("backs up a host's volume and restores it onto the host and onto the control plane", async () => {
     const source = await create({ size: 1, volume_type: 'remote', name: 'source' })

@@ -10,14 +10,13 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../../src/testkit/harness.js'
-import { agentConfig, killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
+import { agentConfig, closeStorageTestbed, killAgent, scratchHost, spawnAgent, type ScratchHost } from '../../src/testkit/agent.js'
 import { createTestNetwork, type TestNetwork } from '../../src/testkit/netns.js'
 import { qcow2Image } from '../../src/testkit/disk-images.js'
 import { localIo, nbdIo } from '../../src/testkit/nbd.js'
-import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
 import type { BlockdevSpec } from '../../src/contracts/host/volume.js'
 import { adminSession, call, eventually, type Session } from '../image/support.js'
 
@@ -61,14 +60,7 @@ describe('a storage host holds volumes with real bytes and exports them', () => 
     host = scratchHost({ hostname: 'store1', controller: server.url, registrationToken: token.token })
     agent = spawnAgent(host.root, net.hosts[0].exec)
   })
-  after(async () => {
-    if (agent) await killAgent(agent)
-    if (host) await new ExportManager(join(host.root, 'run/pcc/volumes')).stopAll()
-    if (server) await new ExportManager(join(server.dataDir, 'run/volumes')).stopAll()
-    await server?.close()
-    if (host) rmSync(host.root, { recursive: true, force: true })
-    net?.close()
-  })
+  after(() => closeStorageTestbed({ agent, host, server, net }))
 
   it('takes the storage role and reports where it exports and what it can hold', async () => {
     await eventually(async () => (await call(server, admin, 'GET', `/resmgr/v1/hosts/${host.hostId}`)).status === 200, 20_000, 'registration')
