@@ -38,6 +38,15 @@ for (const dialect of DIALECTS) {
       // Loading again (another start) changes nothing.
       await ensureStandardNamespaces(server.deps.store.db)
       assert.equal((await call(server, member, 'GET', NS)).body.namespaces.length, names.length)
+      // Replicas starting together on an empty database all load them, and each namespace comes once, whole.
+      const db = server.deps.store.db
+      for (const table of ['metadef_objects', 'metadef_properties', 'metadef_tags', 'metadef_namespace_resource_types', 'metadef_namespaces'] as const) {
+        await db.deleteFrom(table).execute()
+      }
+      await Promise.all([1, 2, 3].map(() => ensureStandardNamespaces(db)))
+      const reloaded = await call(server, member, 'GET', NS)
+      assert.deepEqual(reloaded.body.namespaces.map((n: { namespace: string }) => n.namespace).sort(), [...names].sort())
+      assert.deepEqual((await call(server, member, 'GET', `${NS}/OS::Compute::Watchdog`)).body.properties, watchdog.body.properties)
       for (const which of ['namespace', 'namespaces', 'resource_type', 'resource_types', 'object', 'objects', 'property', 'properties', 'tag', 'tags']) {
         assert.equal((await call(server, member, 'GET', `/image/v2/schemas/metadefs/${which}`)).status, 200)
       }
