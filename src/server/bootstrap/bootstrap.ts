@@ -8,10 +8,9 @@ import { sql } from 'kysely'
 import type { Db, Store } from '../storage/store.js'
 import { hashPassword, verifyPassword } from '../crypto/passwords.js'
 import { CATALOG_SERVICES, DEFAULT_REGION, ENDPOINT_INTERFACES } from './catalog.js'
+import { ADVISORY_LOCKS } from '../storage/locks.js'
 
 export const DEFAULT_DOMAIN_ID = 'default'
-/** Shared by every pcc process (next to the migrations' key), so concurrent bootstraps serialise. */
-const BOOTSTRAP_LOCK_KEY = 7_243_002
 export const ROLE_NAMES = ['admin', 'member', 'reader'] as const
 
 /** Keystone-style ids: a UUID4 as 32 hex characters. */
@@ -30,7 +29,7 @@ export async function bootstrap(store: Store, options: { publicUrl: string; admi
   return store.db.transaction().execute(async (tx) => {
     // Replicas starting together on one empty PostgreSQL take turns; each later one finds the rows in place.
     // (A transaction-scoped lock, released at commit; READ COMMITTED lets the reads below see the first one's rows.)
-    if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(${BOOTSTRAP_LOCK_KEY})`.execute(tx)
+    if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(${ADVISORY_LOCKS.bootstrap})`.execute(tx)
     const now = Date.now()
     await tx
       .insertInto('domains')

@@ -27,6 +27,7 @@ import type { ComputeStorage } from './storage.js'
 import { accessIpv6 } from './access-ips.js'
 import { insertActions } from './instance-actions.js'
 import type { Visibility } from '../policy/rules.js'
+import { ADVISORY_LOCKS } from '../storage/locks.js'
 
 export interface CreateCaller {
   /** Whose images, volumes, snapshots and networks the request may name (other_projects:use), decided by the route. */
@@ -88,8 +89,6 @@ export interface CreateStore {
   network: NetworkService
 }
 
-/** Any constant shared by every pcc process: the advisory lock that serialises display_id allocation. */
-const DISPLAY_ID_LOCK = 7_243_020
 
 export async function createServers(
   store: CreateStore,
@@ -186,7 +185,7 @@ export async function createServers(
     try {
       return await db.transaction().execute(async (tx) => {
         // Two processes (or pool connections) would otherwise both read the same max(display_id).
-        if (store.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(${DISPLAY_ID_LOCK})`.execute(tx)
+        if (store.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(${ADVISORY_LOCKS.displayId})`.execute(tx)
         const top = await tx.selectFrom('servers').select((eb) => eb.fn.max('display_id').as('m')).executeTakeFirst()
         let displayId = Number(top?.m ?? 0)
         const servers: ServerTable[] = []

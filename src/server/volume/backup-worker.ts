@@ -23,6 +23,7 @@ import type { StoragePlaces } from './places/registry.js'
 import { backupIdentity, restoreIdentity, withExportedVolume, type PortRange } from './exports.js'
 import type { VolumeWorker } from './worker.js'
 import { dropUnusedKey } from './encryption.js'
+import { ADVISORY_LOCKS } from '../storage/locks.js'
 
 export const BACKUP_TASKS = {
   create: 'backup.create',
@@ -134,7 +135,7 @@ export class BackupWorker {
     const { store } = this.deps
     if (store.capabilities.advisoryLocks) {
       return store.db.transaction().execute(async (tx) => {
-        await sql`SELECT pg_advisory_xact_lock(7243042, hashtext(${digest}))`.execute(tx)
+        await sql`SELECT pg_advisory_xact_lock(${ADVISORY_LOCKS.backupChunk}, hashtext(${digest}))`.execute(tx)
         return critical(tx)
       })
     }

@@ -15,6 +15,7 @@ import { sql } from 'kysely'
 import { AppError } from '../../contracts/errors.js'
 import type { Capabilities } from '../storage/capabilities.js'
 import type { Db } from '../storage/store.js'
+import { ADVISORY_LOCKS } from '../storage/locks.js'
 
 /** The quotas counted, in total and per volume type. */
 export const QUOTA_RESOURCES = ['volumes', 'gigabytes', 'snapshots'] as const
@@ -127,7 +128,7 @@ function exceeded(resource: string, want: number, limit: number, used: number): 
 
 /** Throws 413 when adding `delta` (typedDelta) would pass a limit (-1 means unlimited). Call inside the writing transaction. */
 export async function checkQuota(db: Db, capabilities: Capabilities, projectId: string, delta: Record<string, number>): Promise<void> {
-  if (capabilities.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(7243041, hashtext(${projectId}))`.execute(db)
+  if (capabilities.advisoryLocks) await sql`SELECT pg_advisory_xact_lock(${ADVISORY_LOCKS.volumeQuota}, hashtext(${projectId}))`.execute(db)
   const [limits, usage] = await Promise.all([projectQuotas(db, projectId), quotaUsage(db, projectId)])
   for (const [resource, want] of Object.entries(delta)) {
     const limit = limits[resource] ?? UNLIMITED

@@ -48,6 +48,7 @@ import * as m0123 from './0123-volume-attachment-mode.js'
 import * as m0124 from './0124-id-sequences.js'
 import * as m0125 from './0125-volume-backup-keys.js'
 import * as m0126 from './0126-snapshot-exports.js'
+import { ADVISORY_LOCKS } from '../locks.js'
 
 export interface Migration {
   id: string
@@ -101,9 +102,6 @@ export const MIGRATIONS: Migration[] = [
   { id: '0126', name: 'snapshot-exports', up: m0126.up },
 ]
 
-/** An arbitrary constant shared by every pcc process: the advisory lock key that serialises migrations. */
-const MIGRATION_LOCK_KEY = 7_243_001
-
 export interface MigrationReport {
   applied: string[]
   alreadyApplied: number
@@ -112,7 +110,7 @@ export interface MigrationReport {
 /** Applies every migration not yet applied. Throws if the store has migrations this build does not know. */
 export async function migrate(store: Store, migrations: Migration[] = MIGRATIONS): Promise<MigrationReport> {
   return store.db.connection().execute(async (conn) => {
-    if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn)
+    if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_lock(${ADVISORY_LOCKS.migrations})`.execute(conn)
     try {
       await conn.schema
         .createTable('pcc_migrations')
@@ -138,7 +136,7 @@ export async function migrate(store: Store, migrations: Migration[] = MIGRATIONS
       }
       return { applied, alreadyApplied: done.size }
     } finally {
-      if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn)
+      if (store.capabilities.advisoryLocks) await sql`SELECT pg_advisory_unlock(${ADVISORY_LOCKS.migrations})`.execute(conn)
     }
   })
 }
