@@ -180,6 +180,11 @@ describe('bootstrap of replicas starting together (postgres)', () => {
     const store = await openStore({ dataDir: '/nonexistent', databaseUrl })
     try {
       assertBootstrapped(await snapshot(store), 'http://cloud.example.com')
+      // What every start seeds exists once: the default image, each standard metadata namespace.
+      const images = await store.db.selectFrom('images').select('name').where('visibility', '=', 'public').execute()
+      assert.equal(images.length, 1, `one default image: ${JSON.stringify(images)}`)
+      const namespaces = await store.db.selectFrom('metadef_namespaces').select('namespace').execute()
+      assert.equal(new Set(namespaces.map((n) => n.namespace)).size, namespaces.length)
     } finally {
       await store.close()
     }

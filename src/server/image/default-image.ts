@@ -13,7 +13,9 @@ import { createReadStream } from 'node:fs'
 import { Readable } from 'node:stream'
 import type { BlobStore } from '../blobs/blob-store.js'
 import { buildGuestImage, guestImageUnavailable, type GuestImage } from '../../guest-image/build.js'
-import type { Store } from '../storage/store.js'
+import { sql } from 'kysely'
+import { ADVISORY_LOCKS } from '../storage/locks.js'
+import type { Db, Store } from '../storage/store.js'
 import { qcow2Image } from '../../lib/qcow2.js'
 
 export const DEFAULT_IMAGE_NAME = 'pcc-busybox-x86_64'
@@ -71,10 +73,22 @@ function guest(image: GuestImage): DefaultImage {
   }
 }
 
-/** Creates the default image when no public image of its name exists yet; safe to run at every start. */
+/**
+ * Creates the default image when no public image of its name exists yet; safe to run at every start, and by
+ * replicas starting together on one empty PostgreSQL: they take turns on an advisory lock (held by a transaction,
+ * released at its commit), so one makes the image and the others find it.
+ */
 export async function ensureDefaultImage(store: Store, blobs: BlobStore, ownerProjectId: string): Promise<string> {
+  if (!store.capabilities.advisoryLocks) return createDefaultImage(store.db, blobs, ownerProjectId)
+  return store.db.transaction().execute(async (tx) => {
+    await sql`SELECT pg_advisory_xact_lock(${ADVISORY_LOCKS.defaultImage})`.execute(tx)
+    return createDefaultImage(tx, blobs, ownerProjectId)
+  })
+}
+
+async function createDefaultImage(db: Db, blobs: BlobStore, ownerProjectId: string): Promise<string> {
   const name = defaultImageName()
-  const existing = await store.db.selectFrom('images').select('id').where('name', '=', name).where('visibility', '=', 'public').executeTakeFirst()
+  const existing = await db.selectFrom('images').select('id').where('name', '=', name).where('visibility', '=', 'public').executeTakeFirst()
   if (existing) return existing.id
   const image = name === DEFAULT_IMAGE_NAME ? guest(await buildGuestImage()) : blank()
   const id = randomUUID()
@@ -82,7 +96,7 @@ export async function ensureDefaultImage(store: Store, blobs: BlobStore, ownerPr
   const digests = await blobs.put(blobKey, image.data(), { maxBytes: image.size })
   if (digests.sha512 !== image.sha512) throw new Error(`the default image's bytes changed while they were stored (${name})`)
   const now = Date.now()
-  await store.db
+  await db
     .insertInto('images')
     .values({
       id,
