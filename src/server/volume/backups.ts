@@ -333,7 +333,7 @@ export class BackupService {
         const volume = await this.volumes.find(caller, target.volumeId, tx)
         if (volume.status !== 'available') throw badRequest(`Invalid volume: Volume to be restored to must be available, but the current status is "${volume.status}".`)
         if (volume.size < backup.size) throw badRequest(`Invalid volume: volume size ${volume.size}GB is smaller than the backup's size ${backup.size}GB.`)
-        const keyChanges = await refuseKeyMismatch(tx, backup, volume)
+        const keyChanges = await refuseKeyMismatch(tx, backup, volume, await backedUpType(tx, backup.id))
         const moved = await tx.updateTable('volumes').set({ status: 'restoring-backup', updated_at: this.now() }).where('id', '=', volume.id).where('status', '=', 'available').executeTakeFirst()
         if (Number(moved.numUpdatedRows) === 0) throw badRequest(`Invalid volume: Volume ${volume.id} changed status meanwhile; try again.`)
         if (keyChanges) await replaceKey(tx, volume.id, backup.encryptionKeyId!)
@@ -367,8 +367,9 @@ export class BackupService {
       requireStatus(backup, BACKUP_MAY.restore, 'be restored')
       const size = input.size ?? backup.size
       if (size < backup.size) throw badRequest(`Invalid input received: Volume size ${size}GB cannot be smaller than the backup's size ${backup.size}GB.`)
-      const volume = await this.volumes.createForRestore(tx, caller, { ...input, size }, await restoredFrom(tx, backup))
-      await refuseKeyMismatch(tx, backup, volume)
+      const restored = await restoredFrom(tx, backup)
+      const volume = await this.volumes.createForRestore(tx, caller, { ...input, size }, restored)
+      await refuseKeyMismatch(tx, backup, volume, restored.volumeTypeId)
       await tx.updateTable('volume_backups').set({ status: 'restoring', updated_at: this.now() }).where('id', '=', backupId).where('status', '=', 'available').execute()
       await this.enqueue(tx, BACKUP_TASKS.restore, backupId, { volumeId: volume.id })
       return volume.id
@@ -527,16 +528,17 @@ function parseRecord(backupUrl: string): ExportedBackup {
 
 /** What a new volume for the backup inherits: its key, and the type it was backed up from. */
 async function restoredFrom(db: Db, backup: BackupRecord): Promise<RestoredBackup> {
-  const volumeTypeId = (await backedUp(db, backup.id)).volumeTypeId ?? null
+  const volumeTypeId = await backedUpType(db, backup.id)
   if (backup.encryptionKeyId && (!volumeTypeId || !(await db.selectFrom('volume_types').select('id').where('id', '=', volumeTypeId).executeTakeFirst()))) {
     throw badRequest(`Invalid backup: the backup is of an encrypted volume, and its volume type ${volumeTypeId ?? ''} is not available any more to restore it into.`)
   }
   return { encryptionKeyId: backup.encryptionKeyId, volumeTypeId }
 }
 
-async function backedUp(db: Db, backupId: string): Promise<BackedUpVolume> {
+/** The volume type the backed-up volume had (null for backups made before pcc kept it). */
+async function backedUpType(db: Db, backupId: string): Promise<string | null> {
   const row = await db.selectFrom('volume_backups').select('volume_meta').where('id', '=', backupId).executeTakeFirstOrThrow()
-  return JSON.parse(row.volume_meta) as BackedUpVolume
+  return (JSON.parse(row.volume_meta) as BackedUpVolume).volumeTypeId ?? null
 }
 
 /**
@@ -562,9 +564,8 @@ const KEY_RULES: { refuses: (c: KeyCase) => boolean; reason: (c: KeyCase) => str
   { refuses: (c) => c.keyChanges && c.snapshots, reason: () => "restoring this encrypted backup replaces the volume's key, and the volume's snapshots need the key it has: delete them first" },
 ]
 
-/** Refuses a restore the rules refuse; answers whether the volume must take the backup's key. */
-async function refuseKeyMismatch(db: Db, backup: BackupRecord, volume: VolumeRecord): Promise<boolean> {
-  const sourceType = (await backedUp(db, backup.id)).volumeTypeId ?? null
+/** Refuses a restore the rules refuse (`sourceType`: the backed-up volume's type); answers whether the volume must take the backup's key. */
+async function refuseKeyMismatch(db: Db, backup: BackupRecord, volume: VolumeRecord, sourceType: string | null): Promise<boolean> {
   const snapshots = (await db.selectFrom('volume_snapshots').select('id').where('volume_id', '=', volume.id).executeTakeFirst()) !== undefined
   const keyChanges = backup.encryptionKeyId !== null && !(await samePassphrase(db, backup.encryptionKeyId, await encryptionKeyOf(db, volume.id)))
   const c: KeyCase = { backupEncrypted: backup.encryptionKeyId !== null, sourceType, volume, keyChanges, snapshots }
