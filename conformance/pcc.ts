@@ -8,7 +8,7 @@
  * and floating IPs.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, closeSync, mkdirSync, openSync, symlinkSync } from 'node:fs'
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../src/testkit/harness.js'
@@ -18,6 +18,7 @@ import { cleanEnv, SERVER_MAIN } from '../src/testkit/process.js'
 import { guestImage, killQemusUnder, realGuestsMissing } from '../src/testkit/qemu.js'
 import { defaultImageName } from '../src/server/image/default-image.js'
 import { findBusybox } from '../src/guest-image/build.js'
+import { glanceImageRequest, type DistroImageRecipe } from '../src/guest-image/debian.js'
 
 export const ADMIN = { username: 'admin', project: 'admin', domain: 'Default', password: 'tempest-admin-password' }
 
@@ -205,12 +206,46 @@ export interface CloudResources {
   volumeExtensions: string[]
   /** On the real-guest cloud: the guest image's disk file, which scenarios upload themselves (`[scenario] img_file`). */
   imageFile?: string
-  /** On the real-guest cloud: the default image's login user (its `os_admin_user` property). */
+  /** With a distribution image: its Glance properties, which scenarios uploading img_file give their image too. */
+  imageProperties?: Record<string, string>
+  /** On the real-guest cloud: image_ref's login user (its `os_admin_user` property). */
   sshUser?: string
+  /** On the real-guest cloud: image_ref_alt's login user (the default image's). */
+  altSshUser?: string
+  /** Tempest's flavor_ref and flavor_ref_alt: pcc's default flavors, or ones big enough for a distribution image. */
+  flavorRef: string
+  flavorRefAlt: string
+  /** Which guest image_ref boots: the pcc guest image, or a distribution's cloud image (slower to boot: tempest-conf.ts). */
+  guest: GuestKind
 }
 
-/** What the operator of a new cloud makes before pointing Tempest at it. */
-export async function prepareCloud(admin: AdminClient, hypervisor: Hypervisor = 'simulated'): Promise<CloudResources> {
+export type GuestKind = 'test-image' | 'distro-image'
+
+/**
+ * A distribution's cloud image (`pcctl image build`) as Tempest's image_ref on the real-guest cloud, in place of the
+ * default image: the file, and the recipe it was built from (its Glance properties and login user).
+ */
+export interface DistroGuest {
+  recipe: DistroImageRecipe
+  file: string
+}
+
+/**
+ * The flavors a distribution image boots with: Debian's cloud kernel, systemd and cloud-init want about 1 GiB of
+ * RAM, and its root grows into a 4 GB disk (the long lane's flavor, docs/qemu.md). The alternative flavor differs
+ * in its disk only, for the scenarios that resize.
+ */
+const DISTRO_FLAVORS = [
+  { name: 'distro', vcpus: 1, ram: 1024, disk: 4 },
+  { name: 'distro-alt', vcpus: 1, ram: 1024, disk: 5 },
+]
+
+/**
+ * What the operator of a new cloud makes before pointing Tempest at it; with a distribution image (real-guest
+ * cloud only), that image uploaded as image_ref and flavors it fits in.
+ */
+export async function prepareCloud(admin: AdminClient, hypervisor: Hypervisor = 'simulated', distro?: DistroGuest): Promise<CloudResources> {
+  if (distro && hypervisor !== 'qemu') throw new Error('a distribution image needs the real-guest cloud')
   const { images } = await admin.json<{ images: { id: string; name: string; os_admin_user?: string }[] }>('GET', '/image/v2/images')
   const image = images.find((i) => i.name === defaultImageName())
   if (!image) throw new Error('the default image is missing')
@@ -229,13 +264,37 @@ export async function prepareCloud(admin: AdminClient, hypervisor: Hypervisor = 
 
   // Tempest's extension flags: what the services list, nothing more.
   const aliases = async (path: string) => (await admin.json<{ extensions: { alias: string }[] }>('GET', path)).extensions.map((e) => e.alias)
-  return {
-    imageRef: image.id,
+  const common = {
     imageRefAlt: alt.id,
     publicNetworkId: network.id,
     publicNetworkName,
     networkExtensions: await aliases('/network/v2.0/extensions'),
     volumeExtensions: await aliases('/volume/v3/extensions'),
-    ...(hypervisor === 'qemu' && { imageFile: (await guestImage()).disk.path, sshUser: image.os_admin_user }),
   }
+  if (distro) {
+    const [flavorRef, flavorRefAlt] = await Promise.all(DISTRO_FLAVORS.map((f) => createFlavor(admin, f)))
+    // image_ref_alt stays the default image (rebuilds to it log in as its own user, image_alt_ssh_user).
+    return { ...common, imageRef: await uploadDistroImage(admin, distro), imageFile: distro.file, imageProperties: distro.recipe.properties, sshUser: distro.recipe.adminUser, altSshUser: image.os_admin_user, flavorRef, flavorRefAlt, guest: 'distro-image' }
+  }
+  return {
+    ...common,
+    imageRef: image.id,
+    flavorRef: '1',
+    flavorRefAlt: '2',
+    guest: 'test-image',
+    ...(hypervisor === 'qemu' && { imageFile: (await guestImage()).disk.path, sshUser: image.os_admin_user, altSshUser: image.os_admin_user }),
+  }
+}
+
+/** The distribution image, public (Tempest's projects boot it), with its recipe's properties; its id once active. */
+async function uploadDistroImage(admin: AdminClient, distro: DistroGuest): Promise<string> {
+  const { id } = await admin.json<{ id: string }>('POST', '/image/v2/images', glanceImageRequest(distro.recipe, distro.recipe.name, 'public'))
+  await admin.request('PUT', `/image/v2/images/${id}/file`, readFileSync(distro.file), 'application/octet-stream')
+  const { status } = await admin.json<{ status: string }>('GET', `/image/v2/images/${id}`)
+  if (status !== 'active') throw new Error(`the image uploaded from ${distro.file} is ${status}, not active`)
+  return id
+}
+
+async function createFlavor(admin: AdminClient, flavor: (typeof DISTRO_FLAVORS)[number]): Promise<string> {
+  return (await admin.json<{ flavor: { id: string } }>('POST', '/compute/v2.1/flavors', { flavor })).flavor.id
 }

@@ -1,25 +1,30 @@
 #!/usr/bin/env node
 /**
  * Runs Tempest against a fresh pcc: `node dist/conformance/run.js <interop|ci|full|real-guests> [--service compute,image]
- * [--concurrency 2] [--only REGEX] [--keep]`. Starts pcc-server on a free port with its own data dir (for
+ * [--concurrency 2] [--only REGEX] [--keep] [--image debian-12 [--image-file FILE]]`. Starts pcc-server on a free port with its own data dir (for
  * real-guests: all-in-one with QEMU, in a network namespace of its own), prepares
  * what Tempest expects of an operator (conformance/pcc.ts), writes tempest.conf (conformance/tempest-conf.ts)
  * into a Tempest workspace in a temporary folder, runs the selection, prints the counts per service, every
  * failure and every skip with Tempest's reason, and exits 1 on any failure (for interop: of a required test).
  * Everything it started is stopped and the folder removed, also on failure or Ctrl-C (`--keep` keeps the folder:
- * the pcc and Tempest logs are in it).
+ * the pcc and Tempest logs are in it). `--image` (real-guest selections only) makes a distribution's cloud image,
+ * built by `pcctl image build`, Tempest's image_ref: the file (default: `<name>.qcow2` in the guest image cache,
+ * where the Debian long lane keeps it) is uploaded with its recipe's properties, booted with flavors it fits in,
+ * logged into as its user, with waits long enough for its boot under TCG.
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { AdminClient, hypervisorMissing, prepareCloud, startPcc, untilHypervisorUp, type RunningPcc } from './pcc.js'
+import { AdminClient, hypervisorMissing, prepareCloud, startPcc, untilHypervisorUp, type DistroGuest, type RunningPcc } from './pcc.js'
+import { defaultCacheDir } from '../src/guest-image/build.js'
+import { DISTRO_IMAGES } from '../src/guest-image/debian.js'
 import { featuresOff, renderIni, tempestOptions } from './tempest-conf.js'
 import { hypervisorOf, interopTests, selection, SELECTIONS, SERVICES, type SelectionName, type Service } from './selections.js'
 import { countByService, interopResults, outcome, readResults, skipReasons, type Counts, type TestResult } from './results.js'
 
-const USAGE = `usage: run.js <${SELECTIONS.join('|')}> [--service ${SERVICES.join(',')}] [--concurrency N] [--only REGEX] [--keep] [--timeout-minutes N]`
+const USAGE = `usage: run.js <${SELECTIONS.join('|')}> [--service ${SERVICES.join(',')}] [--concurrency N] [--only REGEX] [--keep] [--timeout-minutes N] [--image ${Object.keys(DISTRO_IMAGES).join('|')} [--image-file FILE]]`
 
 interface Options {
   name: SelectionName
@@ -28,6 +33,7 @@ interface Options {
   only?: string
   keep: boolean
   timeoutMs: number
+  distro?: DistroGuest
 }
 
 function parseOptions(argv: string[]): Options {
@@ -40,6 +46,8 @@ function parseOptions(argv: string[]): Options {
       only: { type: 'string' },
       keep: { type: 'boolean', default: false },
       'timeout-minutes': { type: 'string', default: '60' },
+      image: { type: 'string' },
+      'image-file': { type: 'string' },
     },
   })
   const name = positionals[0] as SelectionName
@@ -51,7 +59,21 @@ function parseOptions(argv: string[]): Options {
   const timeoutMinutes = Number(values['timeout-minutes'])
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a positive integer\n${USAGE}`)
   if (!(timeoutMinutes > 0)) throw new Error(`--timeout-minutes must be positive\n${USAGE}`)
-  return { name, services, concurrency, only: values.only, keep: values.keep, timeoutMs: timeoutMinutes * 60_000 }
+  return { name, services, concurrency, only: values.only, keep: values.keep, timeoutMs: timeoutMinutes * 60_000, distro: distroOption(name, values.image, values['image-file']) }
+}
+
+/** The distribution image `--image NAME [--image-file FILE]` names, checked before any cloud starts. */
+function distroOption(name: SelectionName, image: string | undefined, file: string | undefined): DistroGuest | undefined {
+  if (image === undefined) {
+    if (file !== undefined) throw new Error(`--image-file needs --image\n${USAGE}`)
+    return undefined
+  }
+  const recipe = DISTRO_IMAGES[image]
+  if (!recipe) throw new Error(`--image: no image "${image}" (there is ${Object.keys(DISTRO_IMAGES).join(', ')})\n${USAGE}`)
+  if (hypervisorOf(name) !== 'qemu') throw new Error(`--image needs a selection with real guests (real-guests, scenarios), not ${name}`)
+  const path = file ?? join(defaultCacheDir(), `${recipe.name}.qcow2`)
+  if (!existsSync(path)) throw new Error(`--image ${image}: ${path} does not exist; build it with  sudo pcctl image build ${recipe.name} --output ${path}`)
+  return { recipe, file: path }
 }
 
 /** The tempest command, or why it cannot run (the reason a caller prints when it skips the conformance lane). */
@@ -199,7 +221,7 @@ async function main(): Promise<number> {
     pcc = await startPcc(workDir, hypervisor)
     const admin = await AdminClient.login(pcc.url)
     if (hypervisor === 'qemu') await untilHypervisorUp(admin)
-    const cloud = await prepareCloud(admin, hypervisor)
+    const cloud = await prepareCloud(admin, hypervisor, options.distro)
     const workspace = join(workDir, 'workspace')
     const init = spawnSync('tempest', ['init', '--workspace-path', join(workDir, 'workspace.yaml'), workspace], { encoding: 'utf8' })
     if (init.status !== 0) throw new Error(`tempest init: ${init.stderr}`)
@@ -217,7 +239,8 @@ async function main(): Promise<number> {
       args.push('--exclude-list', join(workDir, 'exclude.txt'))
     }
     const what = options.only ? `--only ${options.only}` : `${options.name} (${options.services.join(', ')})`
-    console.log(`Tempest ${what} against pcc at ${pcc.url} (${hypervisor === 'qemu' ? 'all-in-one, real QEMU guests' : 'simulated hosts'}), concurrency ${options.concurrency}`)
+    const guests = options.distro ? `all-in-one, real QEMU guests of ${options.distro.file}` : hypervisor === 'qemu' ? 'all-in-one, real QEMU guests' : 'simulated hosts'
+    console.log(`Tempest ${what} against pcc at ${pcc.url} (${guests}), concurrency ${options.concurrency}`)
     await runTempest(workspace, args, join(workDir, 'tempest-run.log'), options.timeoutMs, abort.signal, pcc.tempestExec)
     const results = readResults(workspace)
     if (results.length === 0) throw new Error(`Tempest ran no test; its output is in ${join(workDir, 'tempest-run.log')} (use --keep)`)

@@ -5,7 +5,7 @@
  * are on where the cloud runs real guests (the all-in-one QEMU cloud of the real-guests selection), off on
  * simulated hosts.
  */
-import type { CloudResources, Hypervisor } from './pcc.js'
+import type { CloudResources, GuestKind, Hypervisor } from './pcc.js'
 import { ADMIN, SETTINGS } from './pcc.js'
 import { FILTERS } from '../src/server/scheduler/filters.js'
 
@@ -88,14 +88,14 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
     ...flags('compute', {
       image_ref: cloud.imageRef,
       image_ref_alt: cloud.imageRefAlt,
-      flavor_ref: '1',
-      flavor_ref_alt: '2',
+      flavor_ref: cloud.flavorRef,
+      flavor_ref_alt: cloud.flavorRefAlt,
       min_microversion: '2.1',
       max_microversion: '2.96',
       // The simulated cloud has three hosts; the all-in-one QEMU cloud is one machine.
       min_compute_nodes: realGuests ? 1 : 2,
-      // Real guests boot under TCG on a CI machine shared with other suites: generous.
-      build_timeout: realGuests ? 600 : 120,
+      // Real guests boot under TCG on a CI machine shared with other suites: generous (GUEST_WAITS).
+      build_timeout: realGuests ? GUEST_WAITS[cloud.guest].build_timeout : 120,
       // pcc offloads at shelve, as Nova does with shelved_offload_time = 0.
       shelved_offload_time: 0,
     }),
@@ -140,26 +140,42 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
 }
 
 /**
+ * How long Tempest waits for a real guest (seconds), by the image image_ref boots, and the DHCP client Tempest
+ * renews leases with in it. Both boot under TCG on a shared machine. The pcc guest image answers SSH within a
+ * minute or two. A Debian cloud image runs its kernel, systemd and cloud-init first: SSH answered 313–366 s after
+ * `POST /servers` in the long lane (docs/qemu.md), so the waits for SSH, ping and the metadata service (which
+ * test_server_basic_ops polls for build_timeout) get 15 minutes. Tempest waits for SSH only after the server is
+ * ACTIVE, which it is as soon as QEMU runs, so ssh_timeout bounds the boot. (`[compute] ready_wait` would only
+ * sleep after ACTIVE on clouds without OS-EXT-STS; pcc has it.) Debian's image leases through systemd-networkd,
+ * which renews by itself; Tempest only knows udhcpc and dhclient, and '' skips its renewals.
+ */
+const GUEST_WAITS: Record<GuestKind, { build_timeout: number; ssh_timeout: number; ping_timeout: number; dhcp_client: string }> = {
+  'test-image': { build_timeout: 600, ssh_timeout: 300, ping_timeout: 180, dhcp_client: 'udhcpc' },
+  'distro-image': { build_timeout: 900, ssh_timeout: 900, ping_timeout: 900, dhcp_client: '' },
+}
+
+/**
  * SSH into the real guests, as Tempest's scenarios and its validation API tests do: through a floating IP of the
  * external network (on the segment Tempest runs on, conformance/pcc.ts), with a key pair, as the image's login user
- * (its os_admin_user); the scenarios that upload an image upload the same guest image file. The guests boot under
- * TCG on a shared machine: SSH and ping get generous timeouts.
+ * (its os_admin_user); the scenarios that upload an image upload the same image file, with its properties.
  */
 function validation(cloud: CloudResources): Option[] {
-  if (!cloud.imageFile || !cloud.sshUser) throw new Error('the real-guest cloud needs the guest image file and its login user')
+  if (!cloud.imageFile || !cloud.sshUser || !cloud.altSshUser) throw new Error('the real-guest cloud needs the guest image file and its login users')
+  const waits = GUEST_WAITS[cloud.guest]
   return [
     ...flags('validation', {
       connect_method: 'floating',
       auth_method: 'keypair',
       ip_version_for_ssh: 4,
       image_ssh_user: cloud.sshUser,
-      image_alt_ssh_user: cloud.sshUser,
+      image_alt_ssh_user: cloud.altSshUser,
       network_for_ssh: cloud.publicNetworkName,
-      ping_timeout: 180,
-      ssh_timeout: 300,
+      ping_timeout: waits.ping_timeout,
+      ssh_timeout: waits.ssh_timeout,
       connect_timeout: 60,
     }),
-    ...flags('scenario', { img_file: cloud.imageFile, img_disk_format: 'qcow2', img_container_format: 'bare', dhcp_client: 'udhcpc' }),
+    ...flags('scenario', { img_file: cloud.imageFile, img_disk_format: 'qcow2', img_container_format: 'bare', dhcp_client: waits.dhcp_client }),
+    ...(cloud.imageProperties ? [{ section: 'scenario', name: 'img_properties', value: Object.entries(cloud.imageProperties).map(([k, v]) => `${k}:${v}`) }] : []),
   ]
 }
 

@@ -58,6 +58,14 @@ export const DEBIAN_12: DistroImageRecipe = {
 
 export const DISTRO_IMAGES: Record<string, DistroImageRecipe> = { [DEBIAN_12.name]: DEBIAN_12 }
 
+/**
+ * The Glance create request for an image of the recipe: its sizes and properties, so that pcc boots it as the
+ * recipe expects and clients know whom to log in as (pcctl's upload and the conformance runner's).
+ */
+export function glanceImageRequest(recipe: DistroImageRecipe, name: string, visibility: 'public' | 'private'): Record<string, string | number> {
+  return { name, container_format: 'bare', disk_format: 'qcow2', min_disk: recipe.diskGiB, min_ram: recipe.minRamMb, visibility, ...recipe.properties }
+}
+
 /** The boot partition: 1 MiB in (the usual alignment), 128 MiB (a kernel and initramfs, and room for the next). */
 const BOOT_START = 2048
 const BOOT_SECTORS = (128 * 1024 * 1024) / SECTOR

@@ -7,14 +7,17 @@
  * cache) when it exists, uploads it with pcctl to an all-in-one QEMU pcc, boots a server from it, logs in over SSH
  * through its floating IP as `debian` with the key pair, and checks what cloud-init did: hostname, the key, the
  * user data ran, the root file system grown to the flavor's disk, the OpenStack datasource, and the boot
- * partition's hook.
+ * partition's hook. Then, on a cloud of its own, Tempest's test_server_basic_ops with that image as image_ref
+ * (`node dist/conformance/run.js scenarios --image debian-12`, docs/conformance.md): Tempest boots it, logs in with
+ * its key pair, checks the metadata service and the config drive from inside, and deletes it.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { defaultCacheDir } from '../../src/guest-image/build.js'
 import { distroImageUnavailable, syslinuxConfig } from '../../src/guest-image/debian.js'
 import { mbrSector, readMbr, writeMbr } from '../../src/guest-image/mbr.js'
@@ -70,9 +73,11 @@ describe('pcctl image build: what it needs', () => {
 
 const LANE = process.env.PCC_DEBIAN_IMAGE_TEST === '1'
 
+const imageFile = process.env.PCC_DEBIAN_IMAGE ?? join(defaultCacheDir(), 'debian-12.qcow2')
+const CONFORMANCE_RUN = fileURLToPath(new URL('../../conformance/run.js', import.meta.url))
+
 // Outside the long lane the suite is not defined at all, rather than shown as skipped in every run.
 if (LANE) describe('the Debian 12 image on an all-in-one pcc (long lane)', { skip: sshCloudMissing() ?? distroImageUnavailable() }, () => {
-  const imageFile = process.env.PCC_DEBIAN_IMAGE ?? join(defaultCacheDir(), 'debian-12.qcow2')
   let cloud: SshCloud
   before(async () => {
     cloud = await startSshCloud()
@@ -125,5 +130,27 @@ if (LANE) describe('the Debian 12 image on an all-in-one pcc (long lane)', { ski
     // Each server makes its own SSH host keys and machine id (none were baked into the image).
     assert.match(await run('cat /etc/machine-id'), /^[0-9a-f]{32}$/)
     await cloud.remove(server)
+  })
+})
+
+// After the suite above (its cloud stopped, the image built): one TCG Debian guest at a time on the machine.
+if (LANE) describe('Tempest\'s test_server_basic_ops with the Debian 12 image (long lane)', { skip: sshCloudMissing() ?? distroImageUnavailable() }, () => {
+  it('passes against an all-in-one pcc whose image_ref is the Debian image', async (t) => {
+    const started = performance.now()
+    const args = [CONFORMANCE_RUN, 'scenarios', '--image', 'debian-12', '--image-file', imageFile, '--only', '^tempest\\.scenario\\.test_server_basic_ops\\.', '--timeout-minutes', '40']
+    // SIGTERM on a cancelled test: the runner then stops its pcc, guests and namespaces itself.
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], signal: t.signal, killSignal: 'SIGTERM' })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('exit', resolve)
+      child.once('error', reject)
+    })
+    t.diagnostic(`conformance run: ${((performance.now() - started) / 1000).toFixed(0)} s\n${output}`)
+    // Exit 2: the machine lacks what the run needs (the tempest command); the run says what.
+    if (code === 2) return t.skip(output.trim())
+    assert.equal(code, 0, output)
+    assert.match(output, /PASSED: 1 results/)
   })
 })

@@ -7,7 +7,7 @@
  */
 import { existsSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { buildDistroImage, DISTRO_IMAGES, distroImageUnavailable, mib, type BuildStage } from '../../../guest-image/debian.js'
+import { buildDistroImage, DISTRO_IMAGES, distroImageUnavailable, glanceImageRequest, mib, type BuildStage } from '../../../guest-image/debian.js'
 import type { CliContext } from '../../context.js'
 import type { CommandSpec } from '../../spec.js'
 import { CliFailure } from '../config.js'
@@ -70,15 +70,7 @@ export const imageBuild: CommandSpec = {
     const name = stringFlag(flags, 'name') ?? recipe.name
     return withSession(context, async (session) => {
       const api = await imageApi(session)
-      const body = {
-        name,
-        container_format: 'bare',
-        disk_format: 'qcow2',
-        min_disk: recipe.diskGiB,
-        min_ram: recipe.minRamMb,
-        visibility: flags.public ? 'public' : 'private',
-        ...recipe.properties,
-      }
+      const body = glanceImageRequest(recipe, name, flags.public ? 'public' : 'private')
       const image = (await session.send<Image>('POST', `${api}/images`, body)).body
       context.stdout.write(`image ${image.id} (${name}) created: ${Object.entries(recipe.properties).map(([k, v]) => `${k}=${v}`).join(' ')}\n`)
       const size = statSync(output).size
