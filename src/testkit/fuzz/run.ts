@@ -142,7 +142,7 @@ function twinOf(plan: Plan): Record<string, ParamPlan> | undefined {
 }
 
 async function exercise(c: Checker, op: Operation, plan: Plan): Promise<void> {
-  const db = c.world.server.deps.store.db
+  const store = c.world.server.deps.store
   if (c.dirty && plan.persona === 'member' && twinOf(plan)) {
     // An accepted admin write of this operation may have shared the admin's resource (an address scope's small
     // body often does): a shared resource rightly answers another project 403, not 404. Private again first.
@@ -150,14 +150,14 @@ async function exercise(c: Checker, op: Operation, plan: Plan): Promise<void> {
     c.known = undefined
   }
   const req = materialize(c.world, c.world.server.url, op, plan)
-  const before = c.known ?? (await stateDigest(db))
+  const before = c.known ?? (await stateDigest(store))
   c.known = undefined
   const answer = await send(req, timeoutFor(op))
   c.statuses[answer.status] = (c.statuses[answer.status] ?? 0) + 1
   checkAnswer(c, op, req, answer)
   if (plan.persona === 'anonymous' && answer.status < 300 && !isOpen(op)) throw new FuzzFailure(`answered ${answer.status} without authentication, but the operation is not open\n  ${describe(req, answer)}`)
   if (answer.status >= 400) {
-    const after = await stateDigest(db)
+    const after = await stateDigest(store)
     const changed = changes(before, after)
     if (changed.length) throw new FuzzFailure(`a refused request (${answer.status}) changed the state:\n    ${changed.join('\n    ')}\n  ${describe(req, answer)}`)
     c.known = after
