@@ -494,12 +494,34 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
       const running = runningPid(p.pidfile) !== undefined
-      const thaw = running ? once(await this.quiesce(serverId, p, rec)) : undefined
+      const thaw = running ? once(await this.quiesceForSnapshot(serverId, p, rec)) : undefined
       try {
         return await this.disks.snapshot(p, serverId, running ? (fn) => this.qmp(p, fn) : undefined, thaw)
       } finally {
         await thaw?.()
       }
+    })
+  }
+
+  /**
+   * Freezes the running guest's file systems for the volume snapshots of a volume-backed createImage (Nova's
+   * quiesce_instance): the freeze outlives this call (the agent keeps the guest frozen until `unquiesce`). 409 when
+   * the guest cannot be quiesced: not running, no agent in the image, an agent that does not answer or fails.
+   */
+  quiesce(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (runningPid(p.pidfile) === undefined) throw new DriverError(`guest ${serverId} is not running; its file systems cannot be quiesced`, 409)
+      ;(await this.freeze(serverId, p, rec, 'the volume snapshots')).close()
+    })
+  }
+
+  /** Thaws what `quiesce` froze (a thaw of a guest with nothing frozen changes nothing); a guest without an agent or not running has nothing frozen. */
+  unquiesce(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (!imageHardware(rec.spec.image).guestAgent || runningPid(p.pidfile) === undefined) return
+      await this.thaw(serverId, p, 'the volume snapshots')
     })
   }
 
@@ -1005,45 +1027,63 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /**
-   * Freezes the guest's file systems through the guest agent for a snapshot (Nova's libvirt _set_quiesced) and gives
-   * back the thaw, which the caller runs however the snapshot ends. With os_require_quiesce a guest that cannot be
-   * quiesced (no agent in the image, or one that does not answer) fails the snapshot with 409; with only
-   * hw_qemu_guest_agent, a failed freeze is logged and the snapshot goes on crash-consistent, as Nova does.
+   * Quiesces a guest for a snapshot of its root disk (Nova's libvirt _set_quiesced) and gives back the thaw, which the
+   * caller runs however the snapshot ends. With os_require_quiesce a guest that cannot be quiesced (no agent in the
+   * image, or one that does not answer) fails the snapshot with 409; with only hw_qemu_guest_agent, a failed freeze
+   * is logged and the snapshot goes on crash-consistent, as Nova does.
    */
-  private async quiesce(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<(() => Promise<void>) | undefined> {
+  private async quiesceForSnapshot(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<(() => Promise<void>) | undefined> {
     const hw = imageHardware(rec.spec.image)
-    if (!hw.guestAgent) {
-      if (hw.requireQuiesce) throw new DriverError(`Quiescing requires the QEMU guest agent (image property os_require_quiesce is set): ${GUEST_AGENT_NOT_ENABLED}`, 409)
-      return undefined
+    if (!hw.guestAgent && !hw.requireQuiesce) return undefined
+    let held: GuestAgentClient
+    try {
+      held = await this.freeze(serverId, p, rec, 'the snapshot')
+    } catch (err) {
+      const reason = (err as Error).message
+      if (!hw.requireQuiesce) {
+        this.log('info', 'skipping quiescing the guest for the snapshot', { serverId, reason })
+        return undefined
+      }
+      if (!hw.guestAgent) throw new DriverError(`Quiescing requires the QEMU guest agent (image property os_require_quiesce is set): ${GUEST_AGENT_NOT_ENABLED}`, 409)
+      throw new DriverError(`Quiescing the guest failed but image property os_require_quiesce is set: ${reason}`, 409)
     }
+    return () => this.thaw(serverId, p, 'the snapshot', held)
+  }
+
+  /**
+   * Freezes the guest's file systems through the guest agent and answers the agent connection the freeze was made
+   * on (the thaw goes on it first). A guest that cannot be quiesced is a DriverError (409): no agent in the image,
+   * or one that does not answer or fails the freeze (then thawed all the same: a freeze the agent took but did not
+   * answer in time may still happen in the guest).
+   */
+  private async freeze(serverId: string, p: InstancePaths, rec: GuestRecord, purpose: string): Promise<GuestAgentClient> {
+    if (!imageHardware(rec.spec.image).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: quiescing needs it (image property hw_qemu_guest_agent=yes)`, 409)
     let agent: GuestAgentClient | undefined
     try {
       agent = await GuestAgentClient.connect(p.qga, AGENT_SYNC_TIMEOUT_MS)
       const frozen = await agent.execute<number>('guest-fsfreeze-freeze', undefined, AGENT_FREEZE_MS)
-      this.log('info', 'guest file systems frozen for the snapshot', { serverId, frozen })
+      this.log('info', `guest file systems frozen for ${purpose}`, { serverId, frozen })
+      return agent
     } catch (err) {
-      // A freeze the agent took but did not answer in time may still happen in the guest: thaw, whatever it answers
-      // (on a fresh connection, once this one is closed: QEMU serves one at a time).
+      // The thaw on a fresh connection, once this one is closed: QEMU serves one at a time.
       agent?.close()
       if (agent) await this.guestAgent(p, (a) => a.execute('guest-fsfreeze-thaw')).catch(() => {})
-      const reason = (err as Error).message
-      if (hw.requireQuiesce) throw new DriverError(`Quiescing the guest failed but image property os_require_quiesce is set: ${reason}`, 409)
-      this.log('info', 'skipping quiescing the guest for the snapshot', { serverId, reason })
-      return undefined
+      throw new DriverError(`Quiescing the guest failed: ${(err as Error).message}`, 409)
     }
-    const held = agent
-    return async () => {
-      try {
-        const thawed = await held.execute<number>('guest-fsfreeze-thaw')
-        this.log('info', 'guest file systems thawed after the snapshot', { serverId, thawed })
-      } catch (err) {
-        // The guest stays frozen otherwise: one more try on a fresh connection before the snapshot reports it.
-        held.close()
-        const retry = await this.guestAgent(p, (a) => a.execute<number>('guest-fsfreeze-thaw')).catch((again: Error) => again)
-        if (retry instanceof Error) throw new DriverError(`the guest's file systems could not be thawed after the snapshot: ${(err as Error).message}`, 409)
-      } finally {
-        held.close()
-      }
+  }
+
+  /** Thaws the guest's file systems, on `held` (the freeze's connection) when given, else on a fresh connection. */
+  private async thaw(serverId: string, p: InstancePaths, purpose: string, held?: GuestAgentClient): Promise<void> {
+    try {
+      const thawed = held ? await held.execute<number>('guest-fsfreeze-thaw') : await this.guestAgent(p, (a) => a.execute<number>('guest-fsfreeze-thaw'))
+      this.log('info', `guest file systems thawed after ${purpose}`, { serverId, thawed })
+    } catch (err) {
+      // The guest stays frozen otherwise: one more try on a fresh connection before the caller hears of it.
+      held?.close()
+      const retry = await this.guestAgent(p, (a) => a.execute<number>('guest-fsfreeze-thaw')).catch((again: Error) => again)
+      if (retry instanceof Error) throw new DriverError(`the guest's file systems could not be thawed after ${purpose}: ${(err as Error).message}`, 409)
+    } finally {
+      held?.close()
     }
   }
 
