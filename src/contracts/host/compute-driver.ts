@@ -41,6 +41,11 @@ export interface GuestSpec {
    * by id and checks them against these digests.
    */
   image?: GuestImageRef | null
+  /**
+   * A guest booted from a volume (no `image`): the properties of the image the volume was made of (its
+   * volume_image_metadata), whose `hw_*` the guest runs with as it would with that image. Set by the conductor.
+   */
+  bootVolumeImage?: Record<string, string> | null
   kernel?: GuestImageRef | null
   ramdisk?: GuestImageRef | null
   /** One NIC per port of the server, in the ports' creation order. */

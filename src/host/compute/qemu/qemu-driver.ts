@@ -20,7 +20,7 @@ import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
-import { cpuTopology, imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
+import { cpuTopology, guestHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
 import type { DiskLayout } from './disk-layout.js'
@@ -474,7 +474,7 @@ export class QemuDriver implements ComputeDriver {
   setAdminPassword(serverId: string, password: string): Promise<void> {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
-      if (!imageHardware(rec.spec.image).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: setting the admin password needs it (image property hw_qemu_guest_agent=yes)`, 409)
+      if (!guestHardware(rec.spec).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: setting the admin password needs it (image property hw_qemu_guest_agent=yes)`, 409)
       const props = rec.spec.image?.properties ?? {}
       const username = props.os_admin_user || (props.os_type === 'windows' ? 'Administrator' : 'root')
       try {
@@ -520,7 +520,7 @@ export class QemuDriver implements ComputeDriver {
   unquiesce(serverId: string): Promise<void> {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
-      if (!imageHardware(rec.spec.image).guestAgent || runningPid(p.pidfile) === undefined) return
+      if (!guestHardware(rec.spec).guestAgent || runningPid(p.pidfile) === undefined) return
       await this.thaw(serverId, p, 'the volume snapshots')
     })
   }
@@ -533,7 +533,7 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
       const keyDir = await writeVolumeKey(p.dir, volume)
-      if (runningPid(p.pidfile)) await this.qmp(p, (q) => attachNbdVolume(q, volume, keyDir, imageHardware(rec.spec.image).machine))
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => attachNbdVolume(q, volume, keyDir, guestHardware(rec.spec).machine))
       this.saveVolumes(p, rec, [...(rec.spec.volumes ?? []).filter((v) => v.volumeId !== volume.volumeId), volume])
     })
   }
@@ -808,7 +808,7 @@ export class QemuDriver implements ComputeDriver {
   /** The files of a new guest: root, ephemeral and swap disks, and the config drive. */
   private async create(spec: GuestSpec, p: InstancePaths): Promise<void> {
     privateDir(p.dir)
-    imageHardware(spec.image)
+    guestHardware(spec)
     cpuTopology(spec)
     await this.disks.ensureRoot(p, spec)
     if (spec.kernel) await this.images.get(spec.kernel)
@@ -837,7 +837,7 @@ export class QemuDriver implements ComputeDriver {
 
   private plan(serverId: string, p: InstancePaths, rec: GuestRecord, incoming = false): LaunchPlan {
     const spec = rec.spec
-    const hw = imageHardware(spec.image)
+    const hw = guestHardware(spec)
     const disks: PlannedDisk[] = []
     if (rec.rescued) disks.push({ node: 'rescue', file: p.rescueDisk, format: 'qcow2', bus: hw.diskBus, bootIndex: 1 })
     for (const d of this.disks.planned(p, spec, hw.diskBus)) disks.push(d.node === 'root' && !rec.rescued ? { ...d, bootIndex: 1 } : d)
@@ -1016,7 +1016,7 @@ export class QemuDriver implements ComputeDriver {
   /** Asks the guest agent to power the guest off; true when it took the command (it answers nothing on success). */
   private async agentShutdown(p: InstancePaths, timeoutMs: number): Promise<boolean> {
     const rec = this.record(p)
-    if (!rec || !imageHardware(rec.spec.image).guestAgent) return false
+    if (!rec || !guestHardware(rec.spec).guestAgent) return false
     try {
       await this.guestAgent(p, (a) => a.sendWithoutAnswer('guest-shutdown', { mode: 'powerdown' }), Math.min(AGENT_SYNC_TIMEOUT_MS, timeoutMs / 3))
       return true
@@ -1033,7 +1033,7 @@ export class QemuDriver implements ComputeDriver {
    * is logged and the snapshot goes on crash-consistent, as Nova does.
    */
   private async quiesceForSnapshot(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<(() => Promise<void>) | undefined> {
-    const hw = imageHardware(rec.spec.image)
+    const hw = guestHardware(rec.spec)
     if (!hw.guestAgent && !hw.requireQuiesce) return undefined
     let held: GuestAgentClient
     try {
@@ -1057,7 +1057,7 @@ export class QemuDriver implements ComputeDriver {
    * answer in time may still happen in the guest).
    */
   private async freeze(serverId: string, p: InstancePaths, rec: GuestRecord, purpose: string): Promise<GuestAgentClient> {
-    if (!imageHardware(rec.spec.image).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: quiescing needs it (image property hw_qemu_guest_agent=yes)`, 409)
+    if (!guestHardware(rec.spec).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: quiescing needs it (image property hw_qemu_guest_agent=yes)`, 409)
     let agent: GuestAgentClient | undefined
     try {
       agent = await GuestAgentClient.connect(p.qga, AGENT_SYNC_TIMEOUT_MS)
