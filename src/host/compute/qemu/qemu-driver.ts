@@ -1045,7 +1045,8 @@ export class QemuDriver implements ComputeDriver {
         return undefined
       }
       if (!hw.guestAgent) throw new DriverError(`Quiescing requires the QEMU guest agent (image property os_require_quiesce is set): ${GUEST_AGENT_NOT_ENABLED}`, 409)
-      throw new DriverError(`Quiescing the guest failed but image property os_require_quiesce is set: ${reason}`, 409)
+      // (The freeze's reason already says "Quiescing the guest failed: …".)
+      throw new DriverError(`${reason} (image property os_require_quiesce is set)`, 409)
     }
     return () => this.thaw(serverId, p, 'the snapshot', held)
   }
