@@ -99,6 +99,24 @@ describe('host protocol versions: an agent that was not upgraded', () => {
     await db.updateTable('servers').set({ task_state: null }).where('id', '=', id).execute()
   })
 
+  it('cannot quiesce a guest on it: the upgrade fault at once, nothing enqueued; a current agent takes both commands', async () => {
+    const image = await api.bootImage()
+    const { id } = await api.create({ name: 'frozen-old', imageRef: image, flavorRef: '1', networks: 'none', availability_zone: `nova:${old.hostname}` })
+    await until(`server ${id} ACTIVE`, 30_000, async () => ((await api.server(id))?.status === 'ACTIVE' ? true : undefined))
+    // What a volume-backed createImage asks of the server's host; any DriverError counts as "cannot quiesce".
+    await assert.rejects(server.deps.conductor.quiesceGuest(id), (err: Error) => err.name === 'DriverError' && new RegExp(`speaks protocol 1; this needs ${HOST_COMMANDS.quiesceGuest.since}: upgrade it`).test(err.message))
+    assert.equal(HOST_COMMANDS.quiesceGuest.since, 6)
+    const sent = await server.deps.store.db.selectFrom('host_commands').select('op').where('op', 'in', ['quiesceGuest', 'unquiesceGuest']).execute()
+    assert.deepEqual(sent, [])
+    // The current agent takes it (its simulated guest freezes and thaws).
+    const { id: fresh } = await api.create({ name: 'frozen-new', imageRef: image, flavorRef: '1', networks: 'none', availability_zone: `nova:${current.hostname}` })
+    await until(`server ${fresh} ACTIVE`, 30_000, async () => ((await api.server(fresh))?.status === 'ACTIVE' ? true : undefined))
+    await server.deps.conductor.quiesceGuest(fresh)
+    await server.deps.conductor.unquiesceGuest(fresh)
+    const ops = await server.deps.store.db.selectFrom('host_commands').select('op').where('op', 'in', ['quiesceGuest', 'unquiesceGuest']).orderBy('created_at').execute()
+    assert.deepEqual(ops.map((o) => o.op), ['quiesceGuest', 'unquiesceGuest'])
+  })
+
   it('answers 400 to a heartbeat whose protocol is not a version', async () => {
     const res = await fetch(`${server.url}/resmgr/v1/hosts/${old.hostId}/heartbeat`, {
       method: 'POST',

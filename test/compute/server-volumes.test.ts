@@ -495,6 +495,68 @@ for (const dialect of DIALECTS) {
       await serverAt(tb, serverId, 'GONE')
     })
 
+    it('createImage of a running volume-backed server quiesces it around the snapshots, as Nova does', async () => {
+      const r = await call(tb, tb.member, 'POST', '/servers', {
+        server: { name: 'vb-quiesce', imageRef: '', flavorRef: '1', networks: 'none', block_device_mapping_v2: [{ source_type: 'image', uuid: IMAGE, destination_type: 'volume', boot_index: 0, volume_size: 1, delete_on_termination: true }] },
+      }, '2.96')
+      const serverId = r.body.server.id
+      await serverAt(tb, serverId, 'ACTIVE')
+      const [root] = (await call(tb, tb.member, 'GET', `/servers/${serverId}`, undefined, '2.79')).body.server['os-extended-volumes:volumes_attached']
+      const host = await hostOf(tb, serverId)
+      const freezes = async () => [...(await host.driver.consoleOutput(serverId)).matchAll(/\[ pcc \] fsfreeze (freeze|thaw)/g)].map((m) => m[1]).join(',')
+      const createImage = (name: string) => call(tb, tb.member, 'POST', `/servers/${serverId}/action`, { createImage: { name } }, '2.45')
+      const snapshotsOfRoot = async () => Number((await tb.server.deps.store.db.selectFrom('volume_snapshots').select((eb) => eb.fn.countAll().as('n')).where('volume_id', '=', root.id).executeTakeFirstOrThrow()).n)
+
+      // A guest that quiesces: frozen for the snapshots, thawed once they are taken.
+      const made = await createImage('vb-frozen')
+      assert.equal(made.status, 202, JSON.stringify(made.body))
+      const [snapshotId] = JSON.parse((await imageApi(tb, tb.member, 'GET', `/v2/images/${made.body.image_id}`)).body.block_device_mapping).map((m: Json) => m.snapshot_id)
+      assert.notEqual((await volumeApi(tb, tb.member, 'GET', `/snapshots/${snapshotId}`)).body.snapshot.status, 'creating', 'thawed (and answered) once the snapshot was taken')
+      assert.equal(await freezes(), 'freeze,thaw')
+
+      // A snapshot step that fails (the snapshot quota): the guest is thawed all the same.
+      const quota = (snapshots: number) => volumeApi(tb, tb.admin, 'PUT', `/os-quota-sets/${tb.member.projectId}`, { quota_set: { snapshots } })
+      await quota(0)
+      try {
+        assert.equal((await createImage('vb-over-quota')).status, 403)
+      } finally {
+        await quota(-1)
+      }
+      assert.equal(await freezes(), 'freeze,thaw,freeze,thaw')
+
+      // A guest that cannot be quiesced: the snapshots go on unquiesced...
+      host.driver.injectFailures(0, { quiesce: 'QEMU guest agent is not enabled' })
+      try {
+        const unquiesced = await createImage('vb-unquiesced')
+        assert.equal(unquiesced.status, 202, JSON.stringify(unquiesced.body))
+        await imageAt(tb, unquiesced.body.image_id, 'active')
+        // ...unless the image the server booted from requires quiescing: 400, nothing made, the server as it was.
+        const set = await volumeApi(tb, tb.member, 'POST', `/volumes/${root.id}/action`, { 'os-set_image_metadata': { metadata: { os_require_quiesce: 'yes' } } })
+        assert.equal(set.status, 200, JSON.stringify(set.body))
+        const before = { ...(await counts(tb)), rootSnapshots: await snapshotsOfRoot(), actions: (await call(tb, tb.member, 'GET', `/servers/${serverId}/os-instance-actions`)).body.instanceActions.length }
+        const refused = await createImage('vb-refused')
+        assert.equal(refused.status, 400, JSON.stringify(refused.body))
+        assert.match(refused.body.badRequest.message, new RegExp(`^Quiescing is not supported in instance ${serverId}: QEMU guest agent is not enabled .*os_require_quiesce`))
+        const now = { ...(await counts(tb)), rootSnapshots: await snapshotsOfRoot(), actions: (await call(tb, tb.member, 'GET', `/servers/${serverId}/os-instance-actions`)).body.instanceActions.length }
+        assert.deepEqual(now, before, 'no image, no snapshot, no action')
+        assert.equal((await imageApi(tb, tb.member, 'GET', '/v2/images?name=vb-refused')).body.images.length, 0)
+        const server = (await call(tb, tb.member, 'GET', `/servers/${serverId}`, undefined, '2.96')).body.server
+        assert.deepEqual([server.status, server['OS-EXT-STS:task_state']], ['ACTIVE', null])
+      } finally {
+        host.driver.injectFailures(0, {})
+      }
+      assert.equal(await freezes(), 'freeze,thaw,freeze,thaw', 'no freeze while it could not')
+
+      // Only a running (ACTIVE) server is quiesced: a stopped one is snapshotted as it is, whatever its image says.
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${serverId}/action`, { 'os-stop': null })).status, 202)
+      await serverAt(tb, serverId, 'SHUTOFF')
+      const stopped = await createImage('vb-stopped')
+      assert.equal(stopped.status, 202, JSON.stringify(stopped.body))
+      await imageAt(tb, stopped.body.image_id, 'active')
+      await call(tb, tb.member, 'DELETE', `/servers/${serverId}`)
+      await serverAt(tb, serverId, 'GONE')
+    })
+
     it('shelve keeps a <name>-shelved image until unshelve boots from it; volume-backed servers have none', async () => {
       const serverId = await boot(tb, 'sleepy')
       const imagesBefore = (await counts(tb)).images

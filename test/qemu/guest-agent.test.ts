@@ -4,11 +4,14 @@
  * image's login user inside the guest (its new hash is the password's), a snapshot of an image with
  * os_require_quiesce freezes and thaws the guest's file systems (the agent's hook prints both), and a stop is the
  * guest shutting itself down when the agent asks. Without the agent, a snapshot that requires quiescing fails with
- * Nova's reason and the server stays as it was.
+ * Nova's reason and the server stays as it was. A server booted from a volume made of the image is quiesced around
+ * the volume snapshots of its createImage (the API asks its host: quiesceGuest, unquiesceGuest).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
+import { join } from 'node:path'
+import { ExportManager } from '../../src/host/storage/exports/export-manager.js'
 import { until } from '../../src/testkit/compute-api.js'
 import { defaultImageName } from '../../src/server/image/default-image.js'
 import { adminEnv, openstack } from '../../src/testkit/openstack.js'
@@ -44,7 +47,8 @@ describe('the QEMU guest agent through the compute API and the openstack client'
   }
 
   before(async () => {
-    cloud = await startQemuCloud({ hosts: 1 })
+    // Volume exports (NBD) on ports of this test's own.
+    cloud = await startQemuCloud({ hosts: 1, env: { PCC_VOLUME_EXPORT_PORTS: '23810-23819' } })
     env = adminEnv(cloud.server)
     image = (await cloud.api.other('GET', `/image/v2/images?name=${defaultImageName()}`)).body.images[0].id
     // The first server's image requires quiescing but has no agent; once it runs, the image gets the agent too.
@@ -56,6 +60,7 @@ describe('the QEMU guest agent through the compute API and the openstack client'
     await rests(cloud.api, agent, 'ACTIVE')
   })
   after(async () => {
+    if (cloud) await new ExportManager(join(cloud.server.dataDir, 'run', 'volumes')).stopAll()
     await cloud?.close()
   })
 
@@ -90,6 +95,26 @@ describe('the QEMU guest agent through the compute API and the openstack client'
     const text = await sees(cloud.api, agent, /pcc-guest: fsfreeze thaw/, 30_000)
     assert.match(text, /pcc-guest: fsfreeze freeze\r?\n[\s\S]*pcc-guest: fsfreeze thaw/)
     await rests(cloud.api, agent, 'ACTIVE')
+  })
+
+  it('quiesces a volume-backed server around the volume snapshots of its createImage', async () => {
+    const { id } = await cloud.api.create({
+      name: 'agent-volume', flavorRef: NANO, networks: 'none',
+      block_device_mapping_v2: [{ source_type: 'image', uuid: image, destination_type: 'volume', boot_index: 0, volume_size: 1, delete_on_termination: true }],
+    })
+    await rests(cloud.api, id, 'ACTIVE')
+    // The guest runs with its volume's image's hardware: the agent's channel is there.
+    assert.match(await sees(cloud.api, id, /pcc-guest: ready/, 180_000), /pcc-guest: guest-agent \/dev\/vport\d+p1/)
+    const r = await acts(cloud.api, id, 'createImage', { name: 'agent-volume-snap' }, 202)
+    // The API answers once the guest is thawed: both lines are on its console by then.
+    const text = await sees(cloud.api, id, /pcc-guest: fsfreeze thaw/, 10_000)
+    assert.match(text, /pcc-guest: fsfreeze freeze\r?\n[\s\S]*pcc-guest: fsfreeze thaw/)
+    const made = (await cloud.api.other('GET', `/image/v2/images/${r.body.image_id as string}`)).body as { status: string; block_device_mapping: string }
+    assert.equal(made.status, 'active')
+    assert.equal((JSON.parse(made.block_device_mapping) as { source_type: string }[])[0].source_type, 'snapshot')
+    await rests(cloud.api, id, 'ACTIVE')
+    assert.equal((await cloud.api.call('DELETE', `/servers/${id}`)).status, 204)
+    await until(`server ${id} gone`, 120_000, async () => ((await cloud.api.server(id)) ? undefined : true), 500)
   })
 
   it('stops cleanly through the agent: the guest shuts itself down', async () => {

@@ -25,8 +25,11 @@ import type { GuestSample } from './metrics.js'
  * 4: cancelLiveMigration and forceCompleteLiveMigration, run on a live migration's source while its liveMigrateTo
  *    is still running (the agent runs commands side by side).
  * 5: a storage host's desired exports may name a snapshot (`snapshot_of`), served read-only (backups of snapshots).
+ * 6: quiesceGuest and unquiesceGuest, the freeze and thaw of a guest's file systems around the volume snapshots of
+ *    a volume-backed server's createImage (Nova's quiesce_instance / unquiesce_instance). An older agent's guests
+ *    count as guests that cannot be quiesced.
  */
-export const HOST_PROTOCOL_VERSION = 5
+export const HOST_PROTOCOL_VERSION = 6
 
 /** What came with a protocol without being a command: the control plane asks for it only of hosts that speak it. */
 export const PROTOCOL_FEATURES = {
@@ -113,6 +116,10 @@ export const HOST_COMMANDS = {
   /** true: a copy was under way and is being stopped (or converged); false: none ran, nothing done. */
   cancelLiveMigration: command<Server, boolean>(4),
   forceCompleteLiveMigration: command<Server, boolean>(4),
+  /** Freezes the guest's file systems (the guest agent's fsfreeze); a DriverError when the guest cannot be quiesced. */
+  quiesceGuest: command<Server, void>(6),
+  /** Thaws what quiesceGuest froze; nothing to thaw is no error. */
+  unquiesceGuest: command<Server, void>(6),
 
   // Storage: the StoragePlace calls of src/contracts/host/storage-place.ts, executed by the agent's storage role.
   'volume.create': command<{ backend: string; volumeId: string; sizeGb: number }, void>(1),

@@ -41,6 +41,11 @@ export interface GuestSpec {
    * by id and checks them against these digests.
    */
   image?: GuestImageRef | null
+  /**
+   * A guest booted from a volume (no `image`): the properties of the image the volume was made of (its
+   * volume_image_metadata), whose `hw_*` the guest runs with as it would with that image. Set by the conductor.
+   */
+  bootVolumeImage?: Record<string, string> | null
   kernel?: GuestImageRef | null
   ramdisk?: GuestImageRef | null
   /** One NIC per port of the server, in the ports' creation order. */
@@ -328,6 +333,14 @@ export interface ComputeDriver {
    * Without one the caller wants only the side effects and discards the bytes, which may then be none.
    */
   snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData>
+  /**
+   * Freezes the running guest's file systems for snapshots taken elsewhere (the volume snapshots of a volume-backed
+   * server's createImage, Nova's quiesce_instance), until `unquiesce`. A guest that cannot be quiesced (not running,
+   * no guest agent, an agent that does not answer or fails the freeze) is a DriverError (409), the guest as it was.
+   */
+  quiesce(serverId: string): Promise<void>
+  /** Thaws what `quiesce` froze (Nova's unquiesce_instance); a guest with nothing frozen is left as it is. */
+  unquiesce(serverId: string): Promise<void>
   /** Connects a volume to the guest (os-volume_attachments, boot volumes at build). */
   attachVolume(serverId: string, volume: VolumeConnection): Promise<void>
   /** Disconnects a volume (flushing the guest's writes to it); a guest that is gone has nothing to disconnect. */

@@ -479,6 +479,8 @@ export class PccAgent {
       }
       return { diskFormat: snap.diskFormat, containerFormat: snap.containerFormat }
     },
+    quiesceGuest: ({ serverId }) => this.driver.quiesce(serverId),
+    unquiesceGuest: ({ serverId }) => this.driver.unquiesce(serverId),
     attachVolume: async (args) => {
       const { serverId, volume } = await this.withKeys(args)
       return this.driver.attachVolume(serverId, volume)

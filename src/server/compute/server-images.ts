@@ -6,10 +6,13 @@
  *   metadata on top), min_disk at least the flavor's root disk; the conductor streams the driver's snapshot into
  *   it (conductor/snapshots.ts);
  * - a volume-backed server gets, at once, a snapshot of each of its volumes and an `active` image with no data
- *   whose `block_device_mapping` property lists them (`bdm_v2`), as `snapshot_volume_backed` does.
+ *   whose `block_device_mapping` property lists them (`bdm_v2`), as `snapshot_volume_backed` does, a running
+ *   guest quiesced around the snapshots.
  */
 import { Readable } from 'node:stream'
-import { AppError, forbidden } from '../../contracts/errors.js'
+import { AppError, badRequest, forbidden } from '../../contracts/errors.js'
+import { BOOLEANS } from '../../contracts/compute/image-hardware.js'
+import { DriverError } from '../../contracts/host/compute-driver.js'
 import type { ImageRecord } from '../image/model.js'
 import type { SnapshotImageRequest } from '../image/service.js'
 import type { BlockDeviceMappingTable } from '../storage/tables/compute-volumes.js'
@@ -103,50 +106,119 @@ function imageMapping(bdm: BlockDeviceMappingTable, snapshotId: string | null): 
   }
 }
 
+/** The server's guest on its host, frozen around the volume snapshots (the conductor asks the host). */
+export interface GuestQuiescing {
+  /** Freezes the guest's file systems; a DriverError when the host or the guest cannot (quiesceGuest, protocol 6). */
+  quiesce(serverId: string): Promise<void>
+  /** Thaws them; never throws (a thaw that fails is logged: the snapshots are taken, the answer stands). */
+  unquiesce(serverId: string): Promise<void>
+}
+
+/** The vm_states whose guest is quiesced for the volume snapshots: a running one's (Nova's snapshot_volume_backed). */
+const QUIESCED_VM_STATES = new Set(['active'])
+/** How long the thaw waits for the volume snapshots to be taken (Nova's compute waits likewise before it thaws). */
+const SNAPSHOTS_TAKEN_MS = 60_000
+const SNAPSHOT_POLL_MS = 100
+
 /**
- * createImage of a volume-backed server, done by the API as Nova does: a forced snapshot of every volume, an
- * image holding their mapping, and the createImage instance action, recorded finished. Returns the image id.
+ * The image properties the server booted with (Nova's `image_*` system metadata): its image's, or for a server
+ * booted from a volume made of an image, the root volume's `volume_image_metadata`.
+ */
+async function bootImageProperties(db: Db, storage: ComputeStorage, server: ServerTable, caller: SnapshotCaller, bdms: BlockDeviceMappingTable[]): Promise<Record<string, string>> {
+  if (server.image_id) return (await storage.images.getById(server.image_id, db))?.properties ?? {}
+  const root = bdms.find((b) => b.boot_index === 0 && b.volume_id)
+  if (!root?.volume_id) return {}
+  const volume = await storage.volumes.getForProject(db, { volumeId: root.volume_id, projectId: server.project_id, visibility: caller.visibility })
+  return volume.imageMetadata ?? {}
+}
+
+/**
+ * Quiesces a running server's guest for the volume snapshots, as Nova does: whatever keeps it from quiescing (a
+ * DriverError: the guest is not running or has no agent, its agent is silent or fails, the host is down or its
+ * agent older than protocol 6) lets the snapshots go on crash-consistent, unless the image's os_require_quiesce
+ * is set: then the request fails (400, Nova's InstanceQuiesceNotSupported) before anything is made. Answers
+ * whether the guest was frozen (and so must be thawed).
+ */
+async function quiesceForSnapshots(guest: GuestQuiescing, server: ServerTable, properties: Record<string, string>): Promise<boolean> {
+  if (!QUIESCED_VM_STATES.has(server.vm_state)) return false
+  try {
+    await guest.quiesce(server.id)
+    return true
+  } catch (err) {
+    if (!(err instanceof DriverError)) throw err
+    if (BOOLEANS[(properties.os_require_quiesce ?? '').toLowerCase()] === true) {
+      throw badRequest(`Quiescing is not supported in instance ${server.id}: ${err.message} (image property os_require_quiesce is set)`)
+    }
+    return false
+  }
+}
+
+/** Resolves once none of the snapshots is still being taken (or after SNAPSHOTS_TAKEN_MS: the thaw must come). */
+async function snapshotsTaken(db: Db, snapshotIds: string[]): Promise<void> {
+  const deadline = Date.now() + SNAPSHOTS_TAKEN_MS
+  while (snapshotIds.length > 0 && Date.now() < deadline) {
+    const creating = await db.selectFrom('volume_snapshots').select('id').where('id', 'in', snapshotIds).where('status', '=', 'creating').executeTakeFirst()
+    if (!creating) return
+    await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_POLL_MS))
+  }
+}
+
+/**
+ * createImage of a volume-backed server, done by the API as Nova does: a running guest quiesced, a forced snapshot
+ * of every volume, the guest thawed once they are taken, an image holding their mapping, and the createImage
+ * instance action, recorded finished. Returns the image id.
  */
 export async function createVolumeBackedImage(
   db: Db,
   storage: ComputeStorage,
+  guest: GuestQuiescing,
   server: ServerTable,
   caller: SnapshotCaller,
   request: SnapshotRequest & { requestId: string },
 ): Promise<string> {
-  const imageId = await db.transaction().execute(async (tx) => {
-    const bdms = await tx.selectFrom('block_device_mappings').selectAll().where('server_id', '=', server.id).orderBy('created_at').orderBy('id').execute()
-    const mapping: Record<string, unknown>[] = []
-    for (const bdm of bdms) {
-      if (bdm.destination_type !== 'volume' || !bdm.volume_id) {
-        mapping.push(imageMapping(bdm, null))
-        continue
+  const bdms = await db.selectFrom('block_device_mappings').selectAll().where('server_id', '=', server.id).orderBy('created_at').orderBy('id').execute()
+  const quiesced = await quiesceForSnapshots(guest, server, await bootImageProperties(db, storage, server, caller, bdms))
+  let imageId: string
+  try {
+    const made = await db.transaction().execute(async (tx) => {
+      const mapping: Record<string, unknown>[] = []
+      const snapshotIds: string[] = []
+      for (const bdm of bdms) {
+        if (bdm.destination_type !== 'volume' || !bdm.volume_id) {
+          mapping.push(imageMapping(bdm, null))
+          continue
+        }
+        const snapshotId = await storage.snapshots
+          .createForCompute(tx, { projectId: server.project_id, userId: caller.userId, visibility: caller.visibility, volumeId: bdm.volume_id, name: `snapshot for ${request.name}`, force: true })
+          .catch((err: unknown) => {
+            // Nova checks the snapshot quota first and answers OverQuota as 403.
+            if (err instanceof AppError && err.status === 413) throw forbidden(`Quota exceeded for resources: ['snapshots']`)
+            throw err
+          })
+        snapshotIds.push(snapshotId)
+        mapping.push(imageMapping(bdm, snapshotId))
       }
-      const snapshotId = await storage.snapshots
-        .createForCompute(tx, { projectId: server.project_id, userId: caller.userId, visibility: caller.visibility, volumeId: bdm.volume_id, name: `snapshot for ${request.name}`, force: true })
-        .catch((err: unknown) => {
-          // Nova checks the snapshot quota first and answers OverQuota as 403.
-          if (err instanceof AppError && err.status === 413) throw forbidden(`Quota exceeded for resources: ['snapshots']`)
-          throw err
-        })
-      mapping.push(imageMapping(bdm, snapshotId))
-    }
-    const base = await snapshotImageRequest(tx, storage, server, caller, request)
-    const root = bdms.find((b) => b.boot_index === 0)
-    const image = await storage.images.createSnapshotImage(
-      {
-        ...base,
-        diskFormat: 'qcow2',
-        containerFormat: 'bare',
-        properties: { ...base.properties, block_device_mapping: JSON.stringify(mapping), bdm_v2: 'True', root_device_name: server.root_device_name ?? root?.device_name ?? '/dev/vda' },
-      },
-      tx,
-    )
-    await recordFinishedAction(tx, server, caller, request.requestId, 'createImage', 'api_snapshot_instance')
-    return image.id
-  })
+      const base = await snapshotImageRequest(tx, storage, server, caller, request)
+      const root = bdms.find((b) => b.boot_index === 0)
+      const image = await storage.images.createSnapshotImage(
+        {
+          ...base,
+          diskFormat: 'qcow2',
+          containerFormat: 'bare',
+          properties: { ...base.properties, block_device_mapping: JSON.stringify(mapping), bdm_v2: 'True', root_device_name: server.root_device_name ?? root?.device_name ?? '/dev/vda' },
+        },
+        tx,
+      )
+      await recordFinishedAction(tx, server, caller, request.requestId, 'createImage', 'api_snapshot_instance')
+      return { imageId: image.id, snapshotIds }
+    })
+    imageId = made.imageId
+    if (quiesced) await snapshotsTaken(db, made.snapshotIds)
+  } finally {
+    // However the snapshots went: a guest left frozen stops writing.
+    if (quiesced) await guest.unquiesce(server.id)
+  }
   // No data: Nova uploads an empty body so the image is active with size 0.
   await storage.images.completeSnapshotImage(imageId, Readable.from([]))
   return imageId
 }
-

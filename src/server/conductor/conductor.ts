@@ -162,6 +162,34 @@ export class Conductor {
     return COPY_CONTROLS[control](driver, serverId)
   }
 
+  /**
+   * Freezes a server's guest on its host for the volume snapshots of a volume-backed createImage. A DriverError when
+   * the host cannot be asked (unknown here, DOWN, an agent older than protocol 6) or the guest cannot be quiesced.
+   */
+  async quiesceGuest(serverId: string): Promise<void> {
+    await (await this.hostDriverOf(serverId)).quiesce(serverId)
+  }
+
+  /**
+   * Thaws what quiesceGuest froze. A thaw that fails is logged, not thrown: the snapshots are taken and the image
+   * made, so the createImage stands; the guest stays frozen until an operator thaws it (or it reboots).
+   */
+  async unquiesceGuest(serverId: string): Promise<void> {
+    try {
+      await (await this.hostDriverOf(serverId)).unquiesce(serverId)
+    } catch (err) {
+      this.logger.error({ err, serverId }, 'the guest could not be thawed after the volume snapshots')
+    }
+  }
+
+  /** The driver of the host a server is on; a DriverError (409) when it has none this process knows. */
+  private async hostDriverOf(serverId: string): Promise<ComputeDriver> {
+    const row = await this.store.db.selectFrom('servers').select(['host_id', 'host']).where('id', '=', serverId).where('deleted', '=', 0).executeTakeFirst()
+    const driver = row?.host_id ? await this.drivers.find(row.host_id) : undefined
+    if (!driver) throw new DriverError(`Instance ${serverId} has no host that can be reached${row?.host ? ` (host ${row.host} is unknown here)` : ''}.`, 409)
+    return driver
+  }
+
   /** Whether a host's compute service is up (heartbeat within the timeout, not forced down). */
   async hostUp(hostname: string): Promise<boolean> {
     const host = await this.store.db.selectFrom('hosts').select(['forced_down', 'last_heartbeat_at', 'service_status']).where('hostname', '=', hostname).executeTakeFirst()

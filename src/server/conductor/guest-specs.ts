@@ -66,6 +66,22 @@ async function bootFile(ctx: ConductorContext, server: ServerTable, image: Guest
   return ref
 }
 
+/**
+ * The volume_image_metadata of the server's boot volume (boot index 0), when it boots from one made of an image:
+ * the properties Nova reads a volume-backed instance's hardware from. Null otherwise.
+ */
+async function bootVolumeImage(ctx: ConductorContext, serverId: string): Promise<Record<string, string> | null> {
+  const row = await ctx.store.db
+    .selectFrom('block_device_mappings')
+    .innerJoin('volumes', 'volumes.id', 'block_device_mappings.volume_id')
+    .select('volumes.image_metadata')
+    .where('block_device_mappings.server_id', '=', serverId)
+    .where('block_device_mappings.boot_index', '=', 0)
+    .where('block_device_mappings.destination_type', '=', 'volume')
+    .executeTakeFirst()
+  return row?.image_metadata ? (JSON.parse(row.image_metadata) as Record<string, string>) : null
+}
+
 export async function specFor(ctx: ConductorContext, driver: ComputeDriver, server: ServerTable, options: SpecOptions = {}): Promise<GuestSpec> {
   const imageId = options.imageId !== undefined ? options.imageId : server.image_id
   const spec: GuestSpec = { ...guestSpec(server, options.flavor), imageId }
@@ -76,6 +92,7 @@ export async function specFor(ctx: ConductorContext, driver: ComputeDriver, serv
   return {
     ...spec,
     image,
+    ...(!image && { bootVolumeImage: await bootVolumeImage(ctx, server.id) }),
     kernel: await bootFile(ctx, server, image, 'kernel_id'),
     ramdisk: await bootFile(ctx, server, image, 'ramdisk_id'),
     nics: facts.nics.map((n) => ({ portId: n.portId, macAddress: n.macAddress, networkId: n.networkId, mtu: n.mtu })),

@@ -11,7 +11,7 @@ import { reportedProtocol } from './host-protocol.js'
 import type { CommandChannel } from '../onboarding/command-channel.js'
 import type { Store } from '../storage/store.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { Readable, type Duplex } from 'node:stream'
 import { commandWaitMs, HOST_COMMANDS, protocolTooOld, type CommandArgs, type CommandName, type CommandResult } from '../../contracts/host/commands.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
@@ -215,6 +215,15 @@ export class AgentDriver implements ComputeDriver {
   async snapshot(serverId: string, imageName: string, imageId?: string): Promise<SnapshotData> {
     const result = await this.call('snapshot', { serverId, imageName, imageId: imageId ?? null })
     return { diskFormat: result.diskFormat, containerFormat: result.containerFormat, data: Readable.from([]), stored: imageId !== undefined }
+  }
+
+  /** Each call is a new freeze (the command's dedupe key is unique): a createImage never answers with an earlier one's. */
+  quiesce(serverId: string): Promise<void> {
+    return this.call('quiesceGuest', { serverId }, { dedupeKey: `quiesceGuest:${serverId}:${randomUUID()}` })
+  }
+
+  unquiesce(serverId: string): Promise<void> {
+    return this.call('unquiesceGuest', { serverId }, { dedupeKey: `unquiesceGuest:${serverId}:${randomUUID()}` })
   }
 
   attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {

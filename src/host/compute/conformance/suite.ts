@@ -167,12 +167,13 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         assert.equal(await h.boots(a, id), 1, 'resumed, not booted')
       })
 
-      it('powers off and on, each twice; a stopped guest neither pauses nor soft-reboots', async () => {
+      it('powers off and on, each twice; a stopped guest neither pauses, soft-reboots nor quiesces', async () => {
         await a.powerOff(id)
         assert.equal(await power(a, id), POWER.SHUTDOWN)
         await a.powerOff(id)
         await rejectsDriverError(a.pause(id), /not running/)
         await rejectsDriverError(a.reboot(id, 'SOFT'), /not running/)
+        await rejectsDriverError(a.quiesce(id), /not running/, 409)
         await a.powerOn(id)
         assert.equal(await power(a, id), POWER.RUNNING)
         await h.booted(a, id, 2)
@@ -224,6 +225,18 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         assert.equal(await power(a, id), POWER.RUNNING, 'the guest runs on')
       })
 
+      it('quiesces its file systems when it can, else says why (409); thaws them, twice; the guest runs on', async () => {
+        // A guest with an agent freezes (a simulated guest, a QEMU guest of an image with hw_qemu_guest_agent=yes);
+        // one without cannot be quiesced, and has nothing to thaw.
+        await a.quiesce(id).catch((err: unknown) => {
+          assert.ok(err instanceof DriverError && err.code === 409 && /guest agent/.test(err.message), `a 409 naming the guest agent, not ${String(err)}`)
+        })
+        await a.unquiesce(id)
+        await a.unquiesce(id)
+        assert.equal(await power(a, id), POWER.RUNNING)
+        await h.continues(a, id)
+      })
+
       it('sets the admin password when it can, else says why', async () => {
         if (a.capabilities.supportsSetAdminPassword) await a.setAdminPassword(id, 'n3w-pass')
         else await rejectsDriverError(a.setAdminPassword(id, 'n3w-pass'), /password/, 409)
@@ -254,7 +267,7 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         if (h.sharedDisks) assert.deepEqual(await h.sharedDisks(id), [], 'its disks in the shared store are gone')
         await a.destroy(id)
         await a.forget(id)
-        for (const op of [() => a.powerOn(id), () => a.reboot(id, 'HARD'), () => a.pause(id), () => a.consoleOutput(id), () => a.snapshot(id, 'x')]) {
+        for (const op of [() => a.powerOn(id), () => a.reboot(id, 'HARD'), () => a.pause(id), () => a.consoleOutput(id), () => a.snapshot(id, 'x'), () => a.quiesce(id)]) {
           await rejectsDriverError(op(), /could not be found/, 404)
         }
         await listsGuests(a, [])

@@ -96,8 +96,20 @@ export { DISK_BUSES, VIF_MODELS }
 
 /** Reads the hardware image properties (the table in contracts); a value outside it is a DriverError 400 naming it. */
 export function imageHardware(image: GuestImageRef | null | undefined): ImageHardware {
+  return hardwareOf(image?.properties)
+}
+
+/**
+ * The hardware a guest runs with: its image's properties, or for a guest booted from a volume, those of the image
+ * the volume was made of (its volume_image_metadata, as Nova's image_meta of a volume-backed instance).
+ */
+export function guestHardware(spec: Pick<GuestSpec, 'image' | 'bootVolumeImage'>): ImageHardware {
+  return hardwareOf(spec.image?.properties ?? spec.bootVolumeImage ?? undefined)
+}
+
+function hardwareOf(properties: Record<string, string> | undefined): ImageHardware {
   try {
-    return imageHardwareOf(image?.properties)
+    return imageHardwareOf(properties)
   } catch (err) {
     if (err instanceof ImageHardwareError) throw new DriverError(err.message, 400)
     throw err

@@ -20,7 +20,7 @@ import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
-import { cpuTopology, imageHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
+import { cpuTopology, guestHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
 import type { DiskLayout } from './disk-layout.js'
@@ -474,7 +474,7 @@ export class QemuDriver implements ComputeDriver {
   setAdminPassword(serverId: string, password: string): Promise<void> {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
-      if (!imageHardware(rec.spec.image).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: setting the admin password needs it (image property hw_qemu_guest_agent=yes)`, 409)
+      if (!guestHardware(rec.spec).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: setting the admin password needs it (image property hw_qemu_guest_agent=yes)`, 409)
       const props = rec.spec.image?.properties ?? {}
       const username = props.os_admin_user || (props.os_type === 'windows' ? 'Administrator' : 'root')
       try {
@@ -494,12 +494,34 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
       const running = runningPid(p.pidfile) !== undefined
-      const thaw = running ? once(await this.quiesce(serverId, p, rec)) : undefined
+      const thaw = running ? once(await this.quiesceForSnapshot(serverId, p, rec)) : undefined
       try {
         return await this.disks.snapshot(p, serverId, running ? (fn) => this.qmp(p, fn) : undefined, thaw)
       } finally {
         await thaw?.()
       }
+    })
+  }
+
+  /**
+   * Freezes the running guest's file systems for the volume snapshots of a volume-backed createImage (Nova's
+   * quiesce_instance): the freeze outlives this call (the agent keeps the guest frozen until `unquiesce`). 409 when
+   * the guest cannot be quiesced: not running, no agent in the image, an agent that does not answer or fails.
+   */
+  quiesce(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (runningPid(p.pidfile) === undefined) throw new DriverError(`guest ${serverId} is not running; its file systems cannot be quiesced`, 409)
+      ;(await this.freeze(serverId, p, rec, 'the volume snapshots')).close()
+    })
+  }
+
+  /** Thaws what `quiesce` froze (a thaw of a guest with nothing frozen changes nothing); a guest without an agent or not running has nothing frozen. */
+  unquiesce(serverId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (!guestHardware(rec.spec).guestAgent || runningPid(p.pidfile) === undefined) return
+      await this.thaw(serverId, p, 'the volume snapshots')
     })
   }
 
@@ -511,7 +533,7 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
       const keyDir = await writeVolumeKey(p.dir, volume)
-      if (runningPid(p.pidfile)) await this.qmp(p, (q) => attachNbdVolume(q, volume, keyDir, imageHardware(rec.spec.image).machine))
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => attachNbdVolume(q, volume, keyDir, guestHardware(rec.spec).machine))
       this.saveVolumes(p, rec, [...(rec.spec.volumes ?? []).filter((v) => v.volumeId !== volume.volumeId), volume])
     })
   }
@@ -786,7 +808,7 @@ export class QemuDriver implements ComputeDriver {
   /** The files of a new guest: root, ephemeral and swap disks, and the config drive. */
   private async create(spec: GuestSpec, p: InstancePaths): Promise<void> {
     privateDir(p.dir)
-    imageHardware(spec.image)
+    guestHardware(spec)
     cpuTopology(spec)
     await this.disks.ensureRoot(p, spec)
     if (spec.kernel) await this.images.get(spec.kernel)
@@ -815,7 +837,7 @@ export class QemuDriver implements ComputeDriver {
 
   private plan(serverId: string, p: InstancePaths, rec: GuestRecord, incoming = false): LaunchPlan {
     const spec = rec.spec
-    const hw = imageHardware(spec.image)
+    const hw = guestHardware(spec)
     const disks: PlannedDisk[] = []
     if (rec.rescued) disks.push({ node: 'rescue', file: p.rescueDisk, format: 'qcow2', bus: hw.diskBus, bootIndex: 1 })
     for (const d of this.disks.planned(p, spec, hw.diskBus)) disks.push(d.node === 'root' && !rec.rescued ? { ...d, bootIndex: 1 } : d)
@@ -994,7 +1016,7 @@ export class QemuDriver implements ComputeDriver {
   /** Asks the guest agent to power the guest off; true when it took the command (it answers nothing on success). */
   private async agentShutdown(p: InstancePaths, timeoutMs: number): Promise<boolean> {
     const rec = this.record(p)
-    if (!rec || !imageHardware(rec.spec.image).guestAgent) return false
+    if (!rec || !guestHardware(rec.spec).guestAgent) return false
     try {
       await this.guestAgent(p, (a) => a.sendWithoutAnswer('guest-shutdown', { mode: 'powerdown' }), Math.min(AGENT_SYNC_TIMEOUT_MS, timeoutMs / 3))
       return true
@@ -1005,45 +1027,64 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /**
-   * Freezes the guest's file systems through the guest agent for a snapshot (Nova's libvirt _set_quiesced) and gives
-   * back the thaw, which the caller runs however the snapshot ends. With os_require_quiesce a guest that cannot be
-   * quiesced (no agent in the image, or one that does not answer) fails the snapshot with 409; with only
-   * hw_qemu_guest_agent, a failed freeze is logged and the snapshot goes on crash-consistent, as Nova does.
+   * Quiesces a guest for a snapshot of its root disk (Nova's libvirt _set_quiesced) and gives back the thaw, which the
+   * caller runs however the snapshot ends. With os_require_quiesce a guest that cannot be quiesced (no agent in the
+   * image, or one that does not answer) fails the snapshot with 409; with only hw_qemu_guest_agent, a failed freeze
+   * is logged and the snapshot goes on crash-consistent, as Nova does.
    */
-  private async quiesce(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<(() => Promise<void>) | undefined> {
-    const hw = imageHardware(rec.spec.image)
-    if (!hw.guestAgent) {
-      if (hw.requireQuiesce) throw new DriverError(`Quiescing requires the QEMU guest agent (image property os_require_quiesce is set): ${GUEST_AGENT_NOT_ENABLED}`, 409)
-      return undefined
+  private async quiesceForSnapshot(serverId: string, p: InstancePaths, rec: GuestRecord): Promise<(() => Promise<void>) | undefined> {
+    const hw = guestHardware(rec.spec)
+    if (!hw.guestAgent && !hw.requireQuiesce) return undefined
+    let held: GuestAgentClient
+    try {
+      held = await this.freeze(serverId, p, rec, 'the snapshot')
+    } catch (err) {
+      const reason = (err as Error).message
+      if (!hw.requireQuiesce) {
+        this.log('info', 'skipping quiescing the guest for the snapshot', { serverId, reason })
+        return undefined
+      }
+      if (!hw.guestAgent) throw new DriverError(`Quiescing requires the QEMU guest agent (image property os_require_quiesce is set): ${GUEST_AGENT_NOT_ENABLED}`, 409)
+      // (The freeze's reason already says "Quiescing the guest failed: …".)
+      throw new DriverError(`${reason} (image property os_require_quiesce is set)`, 409)
     }
+    return () => this.thaw(serverId, p, 'the snapshot', held)
+  }
+
+  /**
+   * Freezes the guest's file systems through the guest agent and answers the agent connection the freeze was made
+   * on (the thaw goes on it first). A guest that cannot be quiesced is a DriverError (409): no agent in the image,
+   * or one that does not answer or fails the freeze (then thawed all the same: a freeze the agent took but did not
+   * answer in time may still happen in the guest).
+   */
+  private async freeze(serverId: string, p: InstancePaths, rec: GuestRecord, purpose: string): Promise<GuestAgentClient> {
+    if (!guestHardware(rec.spec).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: quiescing needs it (image property hw_qemu_guest_agent=yes)`, 409)
     let agent: GuestAgentClient | undefined
     try {
       agent = await GuestAgentClient.connect(p.qga, AGENT_SYNC_TIMEOUT_MS)
       const frozen = await agent.execute<number>('guest-fsfreeze-freeze', undefined, AGENT_FREEZE_MS)
-      this.log('info', 'guest file systems frozen for the snapshot', { serverId, frozen })
+      this.log('info', `guest file systems frozen for ${purpose}`, { serverId, frozen })
+      return agent
     } catch (err) {
-      // A freeze the agent took but did not answer in time may still happen in the guest: thaw, whatever it answers
-      // (on a fresh connection, once this one is closed: QEMU serves one at a time).
+      // The thaw on a fresh connection, once this one is closed: QEMU serves one at a time.
       agent?.close()
       if (agent) await this.guestAgent(p, (a) => a.execute('guest-fsfreeze-thaw')).catch(() => {})
-      const reason = (err as Error).message
-      if (hw.requireQuiesce) throw new DriverError(`Quiescing the guest failed but image property os_require_quiesce is set: ${reason}`, 409)
-      this.log('info', 'skipping quiescing the guest for the snapshot', { serverId, reason })
-      return undefined
+      throw new DriverError(`Quiescing the guest failed: ${(err as Error).message}`, 409)
     }
-    const held = agent
-    return async () => {
-      try {
-        const thawed = await held.execute<number>('guest-fsfreeze-thaw')
-        this.log('info', 'guest file systems thawed after the snapshot', { serverId, thawed })
-      } catch (err) {
-        // The guest stays frozen otherwise: one more try on a fresh connection before the snapshot reports it.
-        held.close()
-        const retry = await this.guestAgent(p, (a) => a.execute<number>('guest-fsfreeze-thaw')).catch((again: Error) => again)
-        if (retry instanceof Error) throw new DriverError(`the guest's file systems could not be thawed after the snapshot: ${(err as Error).message}`, 409)
-      } finally {
-        held.close()
-      }
+  }
+
+  /** Thaws the guest's file systems, on `held` (the freeze's connection) when given, else on a fresh connection. */
+  private async thaw(serverId: string, p: InstancePaths, purpose: string, held?: GuestAgentClient): Promise<void> {
+    try {
+      const thawed = held ? await held.execute<number>('guest-fsfreeze-thaw') : await this.guestAgent(p, (a) => a.execute<number>('guest-fsfreeze-thaw'))
+      this.log('info', `guest file systems thawed after ${purpose}`, { serverId, thawed })
+    } catch (err) {
+      // The guest stays frozen otherwise: one more try on a fresh connection before the caller hears of it.
+      held?.close()
+      const retry = await this.guestAgent(p, (a) => a.execute<number>('guest-fsfreeze-thaw')).catch((again: Error) => again)
+      if (retry instanceof Error) throw new DriverError(`the guest's file systems could not be thawed after ${purpose}: ${(err as Error).message}`, 409)
+    } finally {
+      held?.close()
     }
   }
 

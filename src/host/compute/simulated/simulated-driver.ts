@@ -44,6 +44,8 @@ interface Guest {
   volumes?: Map<string, string | null>
   /** Open serial console sessions: they see new console lines, and end when the guest stops. */
   terminals?: Set<SimulatedTerminal>
+  /** File systems frozen by `quiesce` until `unquiesce`. */
+  frozen?: boolean
 }
 
 /** A simulated guest's record as a live migration hands it over (JSON). */
@@ -306,6 +308,27 @@ export class SimulatedDriver implements ComputeDriver {
     return { diskFormat: 'qcow2', containerFormat: 'bare', data: Readable.from([simulatedRootDisk(guest.spec)]) }
   }
 
+  /**
+   * A simulated guest answers as one with a guest agent (as it takes a password): a running guest's file systems
+   * freeze, its console says so as a real guest's freeze hook does; any other guest cannot be quiesced (409).
+   */
+  async quiesce(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('quiesce')
+    if (guest.powerState !== POWER.RUNNING) throw new DriverError(`guest ${serverId} is not running; its file systems cannot be quiesced`, 409)
+    if (guest.frozen) return
+    guest.frozen = true
+    print(guest, '[ pcc ] fsfreeze freeze')
+  }
+
+  async unquiesce(serverId: string): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('unquiesce')
+    if (!guest.frozen) return
+    guest.frozen = false
+    print(guest, '[ pcc ] fsfreeze thaw')
+  }
+
   async attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {
     const guest = await this.guest(serverId)
     await this.operate('attachVolume')
@@ -514,6 +537,8 @@ export class SimulatedDriver implements ComputeDriver {
     // A reboot ends the shell session: the console shows the boot and getty's prompt again.
     for (const t of guest.terminals ?? []) t.rebooted(lines)
     guest.powerState = POWER.RUNNING
+    // A new boot has nothing frozen.
+    guest.frozen = false
   }
 
   private async operate(op: string, sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms))): Promise<void> {

@@ -69,6 +69,7 @@ export function serverActionRoutes(deps: ServerRouteDeps) {
     imageUrl: deps.urls.image,
     hostUp: (hostname) => hostIsUp(db, hostname, deps.config.hostDownAfterSeconds * 1000),
     consoleOutput: (serverId, lines) => deps.conductor.consoleOutput(serverId, lines),
+    guest: { quiesce: (serverId) => deps.conductor.quiesceGuest(serverId), unquiesce: (serverId) => deps.conductor.unquiesceGuest(serverId) },
     remoteConsoleUrl: (row, protocol, type) => remoteConsoleUrl({ db, tokens: deps.consoles.tokens, publicUrl: deps.urls.base }, row, protocol, type),
     network: deps.network,
   }

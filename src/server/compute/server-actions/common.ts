@@ -17,6 +17,7 @@ import type { ComputeStorage } from '../storage.js'
 import { insertAction } from '../instance-actions.js'
 import type { Principal } from '../../auth/principal.js'
 import type { Visibility } from '../../policy/rules.js'
+import type { GuestQuiescing } from '../server-images.js'
 
 export interface ActionCaller {
   /** Whose images and volumes the action may name (other_projects:use), decided by the route. */
@@ -60,6 +61,8 @@ export interface ActionDeps {
   hostUp: (hostname: string) => Promise<boolean | undefined>
   /** The guest's console log from its hypervisor; undefined when the host or the guest cannot be reached. */
   consoleOutput: (serverId: string, lines?: number) => Promise<string | undefined>
+  /** The server's guest on its host, quiesced around a volume-backed createImage's volume snapshots. */
+  guest: GuestQuiescing
   /** Security groups live on the server's ports. */
   network: NetworkService
   /** A console URL for the server (console/remote-consoles.ts). */

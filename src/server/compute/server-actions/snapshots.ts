@@ -18,7 +18,7 @@ export const createImage: ActionHandler<'createImage'> = async (ctx) => {
   const request = { name: v.name, metadata: v.metadata ?? {} }
   let imageId = ''
   if (await isVolumeBacked(db, row.id)) {
-    imageId = await createVolumeBackedImage(db, deps.storage, row, caller, { ...request, requestId })
+    imageId = await createVolumeBackedImage(db, deps.storage, deps.guest, row, caller, { ...request, requestId })
   } else {
     await accept(ctx, request, {}, async (tx) => {
       imageId = await reserveSnapshotImage(tx, deps.storage, row, caller, request)
