@@ -72,26 +72,6 @@ describe('the QEMU command line', () => {
     assert.ok(devices.includes('ide-cd,drive=config,id=disk-config,bus=ide.0,unit=0'))
   })
 
-  it('serves RBD disks and Ceph volumes from the guest\'s I/O thread on a host with Ceph, and file disks and NBD volumes from the main loop', () => {
-    const rbd = { driver: 'rbd' as const, pool: 'vms', image: 'x_disk', conf: '/c/ceph.conf', user: 'pcc-host-1' }
-    const ceph = { volumeId: '11111111-2222-4333-8444-555555555555', device: '/dev/vdb', connection: { driver_volume_type: 'rbd', data: { name: 'volumes/volume-1', auth_username: 'pcc-host-1', conf: '/c/ceph.conf' } } }
-    const nbd = { volumeId: '66666666-2222-4333-8444-555555555555', device: '/dev/vdc', connection: { driver_volume_type: 'nbd', data: { host: '10.0.0.1', port: 10809, export: 'volume-6', psk_identity: 'i', psk_key: 'k' } } }
-    const plan: LaunchPlan = {
-      ...PLAN,
-      disks: [{ ...PLAN.disks[0], format: 'raw', rbd }, { node: 'ephemeral0', file: '/i/disk.eph0', format: 'qcow2', bus: 'virtio' }, PLAN.disks[1]],
-      volumes: [{ volume: ceph as never, keyDir: '/k1' }, { volume: nbd as never, keyDir: '/k2' }],
-    }
-    const withThread = qemuArgs({ ...plan, iothread: true })
-    assert.deepEqual(arg(withThread, '-object').filter((o) => o.startsWith('iothread')), ['iothread,id=iothread0'], 'one I/O thread per guest')
-    const devices = arg(withThread, '-device')
-    assert.ok(devices.includes('virtio-blk-pci,drive=root,id=disk-root,iothread=iothread0,bootindex=1'), devices.join('\n'))
-    assert.ok(devices.includes('virtio-blk-pci,drive=ephemeral0,id=disk-ephemeral0'), 'a file disk stays on the main loop')
-    assert.ok(devices.some((d) => d.startsWith('virtio-blk-pci,id=vol-1111111122224333,') && d.endsWith(',iothread=iothread0')), devices.join('\n'))
-    assert.ok(devices.some((d) => d.startsWith('virtio-blk-pci,id=vol-6666666622224333,') && !d.includes('iothread')), 'an NBD volume stays on the main loop')
-    // A host without Ceph: no thread and no device naming one (QEMU would refuse the missing object).
-    assert.ok(!qemuArgs(plan).some((a) => a.includes('iothread')))
-  })
-
   it('plugs NICs into taps named after their ports, SCSI and SATA disks, hot-plug ports on q35, kernels and incoming migrations', () => {
     const portId = '5f2b7c1e-93aa-4c0e-8d4e-0123456789ab'
     const args = qemuArgs({

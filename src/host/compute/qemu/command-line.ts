@@ -9,7 +9,7 @@
  */
 import type { GuestImageRef, GuestSpec, VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { tapName } from '../../../contracts/network/names.js'
-import { IOTHREAD, volumeArgs } from './volumes.js'
+import { volumeArgs } from './volumes.js'
 import type { RbdBlockdev } from '../../../lib/ceph/rbd.js'
 import { DriverError } from '../../../contracts/host/compute-driver.js'
 import { cpuTopologyOf, DISK_BUSES, imageHardwareOf, ImageHardwareError, VIF_MODELS, type CpuTopology, type DiskBus, type ImageHardware } from '../../../contracts/compute/image-hardware.js'
@@ -74,11 +74,6 @@ export interface LaunchPlan {
   hotplugPorts: number
   /** Block storage volumes (NBD exports), after the local disks; the boot volume has a boot index. */
   volumes?: PlannedVolume[]
-  /**
-   * An I/O thread (`-object iothread`) that RBD disks and volumes are served from (docs/qemu.md, "Disks"): on a host
-   * with Ceph, on every guest, so that a volume hot-plugged later and a live migration's destination find it.
-   */
-  iothread?: boolean
 }
 
 export interface PlannedVolume {
@@ -126,7 +121,7 @@ export function nicsOf(spec: GuestSpec, model: string): PlannedNic[] {
   return (spec.nics ?? []).map((n, i) => ({ id: `net${i}`, tap: tapName(n.portId), mac: n.macAddress, model }))
 }
 
-function diskArgs(disks: PlannedDisk[], machine: string, scsiController = 'virtio-scsi-pci', iothread = false): string[] {
+function diskArgs(disks: PlannedDisk[], machine: string, scsiController = 'virtio-scsi-pci'): string[] {
   const args: string[] = []
   let ideSlot = 0
   let scsi = false
@@ -142,9 +137,7 @@ function diskArgs(disks: PlannedDisk[], machine: string, scsiController = 'virti
     const id = `disk-${d.node}`
     const boot = d.bootIndex !== undefined ? `,bootindex=${d.bootIndex}` : ''
     if (d.bus === 'virtio') {
-      // librbd's completions then wake the I/O thread, not the main loop the vCPUs contend for (bench: docs/benchmarks.md).
-      const thread = iothread && d.rbd ? `,iothread=${IOTHREAD}` : ''
-      args.push('-device', `virtio-blk-pci,drive=${d.node},id=${id}${thread}${boot}`)
+      args.push('-device', `virtio-blk-pci,drive=${d.node},id=${id}${boot}`)
     } else if (d.bus === 'scsi') {
       if (!scsi) args.push('-device', `${scsiController},id=scsi0`)
       scsi = true
@@ -214,9 +207,8 @@ export function qemuArgs(plan: LaunchPlan): string[] {
     '-action', 'panic=pause',
   ]
   for (let i = 0; i < (isQ35(plan.machine) ? plan.hotplugPorts : 0); i++) args.push('-device', `pcie-root-port,id=hotplug${i},chassis=${i + 1},bus=pcie.0`)
-  if (plan.iothread) args.push('-object', `iothread,id=${IOTHREAD}`)
-  args.push(...diskArgs(plan.disks, plan.machine, plan.scsiController, plan.iothread))
-  for (const v of plan.volumes ?? []) args.push(...volumeArgs(v.volume, v.keyDir, plan.machine, v.bootIndex, plan.iothread ? IOTHREAD : undefined))
+  args.push(...diskArgs(plan.disks, plan.machine, plan.scsiController))
+  for (const v of plan.volumes ?? []) args.push(...volumeArgs(v.volume, v.keyDir, plan.machine, v.bootIndex))
   if (plan.nics.length === 0) args.push('-nic', 'none')
   for (const n of plan.nics) {
     args.push('-netdev', `tap,id=host${n.id},ifname=${n.tap},script=no,downscript=no`)

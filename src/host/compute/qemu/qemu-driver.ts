@@ -864,7 +864,6 @@ export class QemuDriver implements ComputeDriver {
       incoming,
       daemonize: true,
       hotplugPorts: this.options.hotplugPorts ?? 4,
-      iothread: this.options.ceph !== undefined,
       // Without a root disk the guest boots from its first volume (boot from volume).
       volumes: (spec.volumes ?? [])
         .filter((v) => v.connection)

@@ -36,9 +36,6 @@ export interface QmpSession {
   readonly events: unknown[]
 }
 
-/** The id of the guest's I/O thread (command-line.ts); QEMU requires the same object on a live migration's destination. */
-export const IOTHREAD = 'iothread0'
-
 /** How long a guest has to let go of an unplugged disk (Nova waits as long for a detach). */
 const UNPLUG_TIMEOUT_MS = 30_000
 
@@ -249,8 +246,7 @@ export function volumePlacement(machine: string, device: string | null): Record<
   return slot <= 0x1f ? { bus: 'pci.0', addr: `0x${slot.toString(16)}` } : {}
 }
 
-/** A Ceph volume's device runs in the guest's I/O thread, when it has one (command-line.ts); NBD volumes do not. */
-function deviceArgs(volume: VolumeConnection, machine: string, bootIndex?: number, iothread?: string) {
+function deviceArgs(volume: VolumeConnection, machine: string, bootIndex?: number) {
   const names = volumeNames(volume.volumeId)
   return {
     driver: 'virtio-blk-pci',
@@ -258,16 +254,15 @@ function deviceArgs(volume: VolumeConnection, machine: string, bootIndex?: numbe
     drive: throttleGroup(volume) ? names.throttle : names.format,
     serial: volume.volumeId.slice(0, 20),
     ...volumePlacement(machine, volume.device),
-    ...(iothread && rbdOf(volume) ? { iothread } : {}),
     ...(bootIndex !== undefined ? { bootindex: bootIndex } : {}),
   }
 }
 
 /** Command-line arguments that give the guest a volume from its start (boot from volume: a `bootIndex`). */
-export function volumeArgs(volume: VolumeConnection, keyDir: string, machine: string, bootIndex?: number, iothread?: string): string[] {
+export function volumeArgs(volume: VolumeConnection, keyDir: string, machine: string, bootIndex?: number): string[] {
   const { node, tls } = protocolOf(volume, keyDir)
   const names = volumeNames(volume.volumeId)
-  const device = deviceArgs(volume, machine, bootIndex, iothread)
+  const device = deviceArgs(volume, machine, bootIndex)
   const group = throttleGroup(volume)
   return [
     ...(tls ? ['-object', `tls-creds-psk,id=${tls.id},dir=${tls.dir},endpoint=client,username=${tls.username}`] : []),
@@ -285,14 +280,6 @@ interface NamedNode {
 
 async function nodeNames(qmp: QmpSession): Promise<Set<string>> {
   return new Set((await qmp.execute<NamedNode[]>('query-named-block-nodes', { flat: true })).map((n) => n['node-name']))
-}
-
-/**
- * The guest's I/O thread, if it was started with one: a guest started before pcc gave them (or on a host without
- * Ceph) has none, and a device naming a missing thread would fail to plug.
- */
-async function iothreadOf(qmp: QmpSession): Promise<string | undefined> {
-  return (await qmp.execute<{ id: string }[]>('query-iothreads')).some((t) => t.id === IOTHREAD) ? IOTHREAD : undefined
 }
 
 /** Hot-plugs a volume into a running guest; nothing changes when it is there already. */
@@ -324,7 +311,7 @@ export async function attachVolume(qmp: QmpSession, volume: VolumeConnection, ke
       await qmp.execute('blockdev-add', throttleNode(volume))
       added.push(() => qmp.execute('blockdev-del', { 'node-name': names.throttle }))
     }
-    await qmp.execute('device_add', deviceArgs(volume, machine, undefined, await iothreadOf(qmp)))
+    await qmp.execute('device_add', deviceArgs(volume, machine))
   } catch (err) {
     for (const undo of added.reverse()) await undo().catch(() => {})
     throw new DriverError(`Volume ${volume.volumeId} could not be attached: ${(err as Error).message}`)
