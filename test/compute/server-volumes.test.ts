@@ -73,6 +73,10 @@ async function boot(tb: ComputeTestbed, name: string, extra: Record<string, unkn
   return r.body.server.id
 }
 
+/** A server booted from a 1 GB volume made of the image (deleted with it), once ACTIVE. */
+const bootFromVolume = (tb: ComputeTestbed, name: string) =>
+  boot(tb, name, { imageRef: '', block_device_mapping_v2: [{ source_type: 'image', uuid: IMAGE, destination_type: 'volume', boot_index: 0, volume_size: 1, delete_on_termination: true }] })
+
 async function imageAt(tb: ComputeTestbed, id: string, status: string): Promise<Json> {
   return until(`image ${id} ${status}`, async () => {
     const r = await imageApi(tb, tb.member, 'GET', `/v2/images/${id}`)
@@ -468,11 +472,7 @@ for (const dialect of DIALECTS) {
     })
 
     it('createImage of a volume-backed server: volume snapshots and an image that maps them', async () => {
-      const r = await call(tb, tb.member, 'POST', '/servers', {
-        server: { name: 'vb-snap', imageRef: '', flavorRef: '1', networks: 'none', block_device_mapping_v2: [{ source_type: 'image', uuid: IMAGE, destination_type: 'volume', boot_index: 0, volume_size: 1, delete_on_termination: true }] },
-      }, '2.96')
-      const serverId = r.body.server.id
-      await serverAt(tb, serverId, 'ACTIVE')
+      const serverId = await bootFromVolume(tb, 'vb-snap')
       const [root] = (await call(tb, tb.member, 'GET', `/servers/${serverId}`, undefined, '2.79')).body.server['os-extended-volumes:volumes_attached']
       const made = await call(tb, tb.member, 'POST', `/servers/${serverId}/action`, { createImage: { name: 'vb-image' } }, '2.45')
       assert.equal(made.status, 202, JSON.stringify(made.body))
@@ -496,11 +496,7 @@ for (const dialect of DIALECTS) {
     })
 
     it('createImage of a running volume-backed server quiesces it around the snapshots, as Nova does', async () => {
-      const r = await call(tb, tb.member, 'POST', '/servers', {
-        server: { name: 'vb-quiesce', imageRef: '', flavorRef: '1', networks: 'none', block_device_mapping_v2: [{ source_type: 'image', uuid: IMAGE, destination_type: 'volume', boot_index: 0, volume_size: 1, delete_on_termination: true }] },
-      }, '2.96')
-      const serverId = r.body.server.id
-      await serverAt(tb, serverId, 'ACTIVE')
+      const serverId = await bootFromVolume(tb, 'vb-quiesce')
       const [root] = (await call(tb, tb.member, 'GET', `/servers/${serverId}`, undefined, '2.79')).body.server['os-extended-volumes:volumes_attached']
       const host = await hostOf(tb, serverId)
       const freezes = async () => [...(await host.driver.consoleOutput(serverId)).matchAll(/\[ pcc \] fsfreeze (freeze|thaw)/g)].map((m) => m[1]).join(',')
@@ -598,18 +594,15 @@ for (const dialect of DIALECTS) {
       await volumeAt(tb, volume.id, 'available')
 
       // Volume-backed: no image, straight to offloaded and back.
-      const r = await call(tb, tb.member, 'POST', '/servers', {
-        server: { name: 'vb-sleepy', imageRef: '', flavorRef: '1', networks: 'none', block_device_mapping_v2: [{ source_type: 'image', uuid: IMAGE, destination_type: 'volume', boot_index: 0, volume_size: 1, delete_on_termination: true }] },
-      }, '2.96')
-      await serverAt(tb, r.body.server.id, 'ACTIVE')
+      const sleepy = await bootFromVolume(tb, 'vb-sleepy')
       const imageCount = (await counts(tb)).images
-      assert.equal((await call(tb, tb.member, 'POST', `/servers/${r.body.server.id}/action`, { shelve: null })).status, 202)
-      await serverAt(tb, r.body.server.id, 'SHELVED_OFFLOADED')
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${sleepy}/action`, { shelve: null })).status, 202)
+      await serverAt(tb, sleepy, 'SHELVED_OFFLOADED')
       assert.equal((await counts(tb)).images, imageCount)
-      assert.equal((await call(tb, tb.member, 'POST', `/servers/${r.body.server.id}/action`, { unshelve: null })).status, 202)
-      await serverAt(tb, r.body.server.id, 'ACTIVE')
-      await call(tb, tb.member, 'DELETE', `/servers/${r.body.server.id}`)
-      await serverAt(tb, r.body.server.id, 'GONE')
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${sleepy}/action`, { unshelve: null })).status, 202)
+      await serverAt(tb, sleepy, 'ACTIVE')
+      await call(tb, tb.member, 'DELETE', `/servers/${sleepy}`)
+      await serverAt(tb, sleepy, 'GONE')
     })
 
     it('rebuild changes the image; the image must be active and visible; volume-backed servers need 2.93', async () => {
@@ -635,19 +628,16 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(tb, tb.member, 'GET', `/servers/${serverId}`)).body.server.image.id, next, 'unchanged by refused rebuilds')
       await call(tb, tb.member, 'DELETE', `/servers/${serverId}`)
 
-      const vb = await call(tb, tb.member, 'POST', '/servers', {
-        server: { name: 'vb-rebuild', imageRef: '', flavorRef: '1', networks: 'none', block_device_mapping_v2: [{ source_type: 'image', uuid: IMAGE, destination_type: 'volume', boot_index: 0, volume_size: 1, delete_on_termination: true }] },
-      }, '2.96')
-      await serverAt(tb, vb.body.server.id, 'ACTIVE')
-      const old = await call(tb, tb.member, 'POST', `/servers/${vb.body.server.id}/action`, { rebuild: { imageRef: next } }, '2.92')
+      const vbId = await bootFromVolume(tb, 'vb-rebuild')
+      const old = await call(tb, tb.member, 'POST', `/servers/${vbId}/action`, { rebuild: { imageRef: next } }, '2.92')
       assert.equal(old.status, 400)
       assert.match(old.body.badRequest.message, /Unable to rebuild with a different image for a volume-backed server/)
-      const now = await call(tb, tb.member, 'POST', `/servers/${vb.body.server.id}/action`, { rebuild: { imageRef: next } }, '2.93')
+      const now = await call(tb, tb.member, 'POST', `/servers/${vbId}/action`, { rebuild: { imageRef: next } }, '2.93')
       assert.equal(now.status, 202, JSON.stringify(now.body))
-      const done = await serverAt(tb, vb.body.server.id, 'ACTIVE')
+      const done = await serverAt(tb, vbId, 'ACTIVE')
       assert.equal(done.image, '', 'a volume-backed server shows no image')
-      await call(tb, tb.member, 'DELETE', `/servers/${vb.body.server.id}`)
-      await serverAt(tb, vb.body.server.id, 'GONE')
+      await call(tb, tb.member, 'DELETE', `/servers/${vbId}`)
+      await serverAt(tb, vbId, 'GONE')
     })
   })
 }
