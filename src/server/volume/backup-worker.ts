@@ -92,7 +92,9 @@ export class BackupWorker {
     if (backup?.status !== 'creating') return
     const sourceTable = p.sourceTable === 'volume_snapshots' ? 'volume_snapshots' : 'volumes'
     const previousStatus = String(p.previousStatus ?? 'available')
-    const sourceBack = () => db.updateTable(sourceTable).set({ status: previousStatus, updated_at: Date.now() }).where('id', '=', String(p.sourceId)).where('status', '=', 'backing-up').execute()
+    // The source is back in the transaction that ends the backup: a client that saw the backup ready finds its
+    // volume or snapshot ready too.
+    const sourceBack = (tx: Db) => tx.updateTable(sourceTable).set({ status: previousStatus, updated_at: Date.now() }).where('id', '=', String(p.sourceId)).where('status', '=', 'backing-up').execute()
     try {
       const volume = await db.selectFrom('volumes').selectAll().where('id', '=', backup.volume_id).executeTakeFirst()
       if (!volume?.location) throw new VolumeBackendError(`volume ${backup.volume_id} has no bytes to back up`)
@@ -103,13 +105,15 @@ export class BackupWorker {
       })
       await db.transaction().execute(async (tx) => {
         await tx.updateTable('volume_backups').set({ status: 'available', chunks: JSON.stringify(chunks), object_count: stored, updated_at: Date.now() }).where('id', '=', p.id).where('status', '=', 'creating').execute()
+        await sourceBack(tx)
       })
-      await sourceBack()
     } catch (err) {
       if (!this.final(task, err)) throw err
       this.deps.logger?.warn({ err, id: p.id }, 'volume backup failed')
-      await db.updateTable('volume_backups').set({ status: 'error', fail_reason: (err as Error).message, updated_at: Date.now() }).where('id', '=', p.id).where('status', '=', 'creating').execute()
-      await sourceBack()
+      await db.transaction().execute(async (tx) => {
+        await tx.updateTable('volume_backups').set({ status: 'error', fail_reason: (err as Error).message, updated_at: Date.now() }).where('id', '=', p.id).where('status', '=', 'creating').execute()
+        await sourceBack(tx)
+      })
     }
   }
 
@@ -189,10 +193,12 @@ export class BackupWorker {
     const db = this.deps.store.db
     const backup = await this.backupRow(id)
     if (backup?.status !== 'restoring') return
-    const backupBack = () => db.updateTable('volume_backups').set({ status: 'available', updated_at: Date.now() }).where('id', '=', id).where('status', '=', 'restoring').execute()
+    // The backup is available again in the transaction that ends the volume's restore: a client that saw the
+    // volume ready (Tempest's waiters, a script restoring again) finds the backup ready too.
+    const backupBack = (tx: Db) => tx.updateTable('volume_backups').set({ status: 'available', updated_at: Date.now() }).where('id', '=', id).where('status', '=', 'restoring').execute()
     try {
       let volume = await db.selectFrom('volumes').selectAll().where('id', '=', volumeId).executeTakeFirst()
-      if (volume?.status !== 'restoring-backup') return void (await backupBack())
+      if (volume?.status !== 'restoring-backup') return void (await backupBack(db))
       if (!volume.location) {
         await this.deps.volumes.createBlank(volumeId)
         volume = await db.selectFrom('volumes').selectAll().where('id', '=', volumeId).executeTakeFirstOrThrow()
@@ -205,25 +211,29 @@ export class BackupWorker {
       })
       const meta = JSON.parse(backup.volume_meta) as { metadata?: Record<string, string>; bootable?: boolean; imageId?: string | null; imageMetadata?: Record<string, string> | null }
       const current = JSON.parse(volume.metadata) as Record<string, string>
-      await db
-        .updateTable('volumes')
-        .set({
-          status: 'available',
-          status_reason: null,
-          metadata: JSON.stringify({ ...current, ...(meta.metadata ?? {}) }),
-          bootable: meta.bootable ? 1 : 0,
-          ...(meta.imageMetadata ? { image_metadata: JSON.stringify(meta.imageMetadata), image_id: meta.imageId ?? null } : {}),
-          updated_at: Date.now(),
-        })
-        .where('id', '=', volumeId)
-        .where('status', '=', 'restoring-backup')
-        .execute()
-      await backupBack()
+      await db.transaction().execute(async (tx) => {
+        await tx
+          .updateTable('volumes')
+          .set({
+            status: 'available',
+            status_reason: null,
+            metadata: JSON.stringify({ ...current, ...(meta.metadata ?? {}) }),
+            bootable: meta.bootable ? 1 : 0,
+            ...(meta.imageMetadata ? { image_metadata: JSON.stringify(meta.imageMetadata), image_id: meta.imageId ?? null } : {}),
+            updated_at: Date.now(),
+          })
+          .where('id', '=', volumeId)
+          .where('status', '=', 'restoring-backup')
+          .execute()
+        await backupBack(tx)
+      })
     } catch (err) {
       if (!this.final(task, err)) throw err
       this.deps.logger?.warn({ err, id, volumeId }, 'restore of a volume backup failed')
-      await db.updateTable('volumes').set({ status: 'error_restoring', status_reason: (err as Error).message, updated_at: Date.now() }).where('id', '=', volumeId).where('status', '=', 'restoring-backup').execute()
-      await backupBack()
+      await db.transaction().execute(async (tx) => {
+        await tx.updateTable('volumes').set({ status: 'error_restoring', status_reason: (err as Error).message, updated_at: Date.now() }).where('id', '=', volumeId).where('status', '=', 'restoring-backup').execute()
+        await backupBack(tx)
+      })
     }
   }
 
