@@ -139,14 +139,14 @@ async function bootImageProperties(db: Db, storage: ComputeStorage, server: Serv
  * is set: then the request fails (400, Nova's InstanceQuiesceNotSupported) before anything is made. Answers
  * whether the guest was frozen (and so must be thawed).
  */
-async function quiesceForSnapshots(guest: GuestQuiescing, server: ServerTable, properties: Record<string, string>): Promise<boolean> {
+async function quiesceForSnapshots(guest: GuestQuiescing, server: ServerTable, properties: () => Promise<Record<string, string>>): Promise<boolean> {
   if (!QUIESCED_VM_STATES.has(server.vm_state)) return false
   try {
     await guest.quiesce(server.id)
     return true
   } catch (err) {
     if (!(err instanceof DriverError)) throw err
-    if (BOOLEANS[(properties.os_require_quiesce ?? '').toLowerCase()] === true) {
+    if (BOOLEANS[((await properties()).os_require_quiesce ?? '').toLowerCase()] === true) {
       throw badRequest(`Quiescing is not supported in instance ${server.id}: ${err.message} (image property os_require_quiesce is set)`)
     }
     return false
@@ -177,7 +177,8 @@ export async function createVolumeBackedImage(
   request: SnapshotRequest & { requestId: string },
 ): Promise<string> {
   const bdms = await db.selectFrom('block_device_mappings').selectAll().where('server_id', '=', server.id).orderBy('created_at').orderBy('id').execute()
-  const quiesced = await quiesceForSnapshots(guest, server, await bootImageProperties(db, storage, server, caller, bdms))
+  // The image's properties are read only when the guest could not be quiesced (they decide whether that fails).
+  const quiesced = await quiesceForSnapshots(guest, server, () => bootImageProperties(db, storage, server, caller, bdms))
   let imageId: string
   try {
     const made = await db.transaction().execute(async (tx) => {
