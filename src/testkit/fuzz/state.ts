@@ -12,6 +12,7 @@ import { inParallel } from '../compute-api.js'
 export const VOLATILE: Record<string, string> = {
   kysely_migration: 'written only by migrations at start',
   kysely_migration_lock: 'written only by migrations at start',
+  cluster_jobs: "the periodic jobs' leases and due times, taken and renewed on timers (src/server/tasks/cluster-jobs.ts)",
   metric_latest: "hosts' samples of their guests and themselves, every 10 s (docs/metrics.md)",
   metric_slots: "the history rings those samples fill, every 10 s (and thousands of rows: digesting them per request stalled the fuzzer)",
 }
