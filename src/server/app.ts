@@ -7,6 +7,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { AppDeps } from './deps.js'
 import type { Principal } from './auth/principal.js'
 import { clientErrors, frameworkErrors, registerFamily, toPublicError } from './http/api-family.js'
+import { lazyAjvValidators } from './http/validators.js'
 import { renderPlainError } from './http/error-renderers.js'
 import { createMetrics, instrumentRequests } from './http/metrics.js'
 import { registerOpsRoutes, type OpsState } from './http/ops-routes.js'
@@ -54,6 +55,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     keepAliveTimeout: 65_000,
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+    schemaController: { compilersFactory: { buildValidator: lazyAjvValidators() } },
     https: options.https,
   }
   const app = Fastify(serverOptions) as unknown as FastifyInstance

@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Ajv } from 'ajv'
 import { documentedForm, networkBodyAjv } from './validator.js'
 import { addDocs, documented, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
+import { compiledOnFirstUse } from '../../http/validators.js'
 import { A, LIST_QUERY, many, one, SHOW_QUERY } from './answers.js'
 import type { AppDeps } from '../../deps.js'
 import { authHook } from '../../auth/http-auth.js'
@@ -124,7 +125,7 @@ function resources(add: AddResource): void {
 function strictValidators(scope: FastifyInstance): void {
   const strict = networkBodyAjv()
   const loose = new Ajv({ allErrors: false, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false })
-  scope.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict.compile(schema) : loose.compile(schema)))
+  scope.setValidatorCompiler(compiledOnFirstUse(({ schema, httpPart }) => (httpPart === 'body' ? strict.compile(schema) : loose.compile(schema))))
   // The document shows what the conversion keywords accept in standard JSON Schema.
   scope.addHook('onRoute', (route) => {
     if (route.schema?.body) addDocs(route, { body: documentedForm(route.schema.body) as JsonSchema })

@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { compiledOnFirstUse } from '../../../http/validators.js'
 import { badRequest } from '../../../../contracts/errors.js'
 import type { AppDeps } from '../../../deps.js'
 import { identityWrite } from '../../../identity/repo/write.js'
@@ -67,13 +68,15 @@ export function queryList(value: string | undefined): string[] | undefined {
  * 400 naming the field, as Keystone answers, and nothing is written.
  */
 export function useStrictValidation(scope: FastifyInstance): void {
-  scope.setValidatorCompiler(({ schema, httpPart }) => {
-    const check = TypeCompiler.Compile(schema as TSchema)
-    return (data: unknown) => {
-      if (check.Check(data)) return { value: data }
-      const first = check.Errors(data).First()
-      const field = first?.path ? first.path.slice(1) : (httpPart ?? 'body')
-      return { error: badRequest(`Invalid input for field '${field}': ${first?.message ?? 'invalid value'}.`) }
-    }
-  })
+  scope.setValidatorCompiler(
+    compiledOnFirstUse(({ schema, httpPart }) => {
+      const check = TypeCompiler.Compile(schema as TSchema)
+      return (data: unknown) => {
+        if (check.Check(data)) return { value: data }
+        const first = check.Errors(data).First()
+        const field = first?.path ? first.path.slice(1) : (httpPart ?? 'body')
+        return { error: badRequest(`Invalid input for field '${field}': ${first?.message ?? 'invalid value'}.`) }
+      }
+    }),
+  )
 }
