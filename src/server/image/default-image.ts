@@ -9,7 +9,7 @@
  *   `pcc_bootable=false`. It lets simulated hosts "boot" and never pretends to be an operating system.
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { createReadStream } from 'node:fs'
+import { createReadStream, existsSync } from 'node:fs'
 import { Readable } from 'node:stream'
 import type { BlobStore } from '../blobs/blob-store.js'
 import { buildGuestImage, guestImageUnavailable, type GuestImage } from '../../guest-image/build.js'
@@ -23,6 +23,7 @@ export const BLANK_IMAGE_NAME = 'blank-disk-qcow2'
 const BLANK_VIRTUAL_SIZE = 112 * 1024 * 1024
 
 let bootable: boolean | undefined
+let built: Promise<GuestImage> | undefined
 /** The name of the default image this machine makes: the bootable guest image when it can be built. */
 export function defaultImageName(): string {
   bootable ??= guestImageUnavailable() === undefined
@@ -86,11 +87,22 @@ export async function ensureDefaultImage(store: Store, blobs: BlobStore, ownerPr
   })
 }
 
+/**
+ * The guest image, found in its cache once per process: finding its sources runs ldd and hashes the kernel
+ * (~140 ms), which a process starting several clouds (the tests) paid at each. Found again if its file went.
+ */
+async function guestImage(): Promise<GuestImage> {
+  const image = built && (await built.catch(() => undefined))
+  if (image && existsSync(image.disk.path)) return image
+  built = buildGuestImage()
+  return built
+}
+
 async function createDefaultImage(db: Db, blobs: BlobStore, ownerProjectId: string): Promise<string> {
   const name = defaultImageName()
   const existing = await db.selectFrom('images').select('id').where('name', '=', name).where('visibility', '=', 'public').executeTakeFirst()
   if (existing) return existing.id
-  const image = name === DEFAULT_IMAGE_NAME ? guest(await buildGuestImage()) : blank()
+  const image = name === DEFAULT_IMAGE_NAME ? guest(await guestImage()) : blank()
   const id = randomUUID()
   const blobKey = `images/${id}`
   const digests = await blobs.put(blobKey, image.data(), { maxBytes: image.size })
