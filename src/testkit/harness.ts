@@ -12,7 +12,7 @@ import type { Config } from '../server/config/settings.js'
 import { createLogger } from '../server/logger.js'
 import { startServer, type RunningServer } from '../server/runtime.js'
 import type { TaskHandler } from '../server/tasks/runner.js'
-import { freshDatabase } from './postgres.js'
+import { migratedDatabase } from './postgres.js'
 
 export type Dialect = 'sqlite' | 'postgres'
 export const DIALECTS: Dialect[] = ['sqlite', 'postgres']
@@ -54,7 +54,7 @@ export function freePort(): Promise<number> {
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'pcc-test-'))
-  const databaseUrl = options.databaseUrl ?? (options.dialect === 'postgres' ? await freshDatabase() : '')
+  const databaseUrl = options.databaseUrl ?? (options.dialect === 'postgres' ? await migratedDatabase() : '')
   const port = options.publicUrlFromListen ? await freePort() : 0
   const address = options.listenAddress ?? '127.0.0.1'
   const config = loadConfig({

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { migrate } from '../server/storage/migrations/index.js'
 import { openStore, type Store } from '../server/storage/store.js'
 import type { Dialect } from './harness.js'
-import { freshDatabase } from './postgres.js'
+import { freshDatabase, migratedDatabase } from './postgres.js'
 
 export interface TestStore {
   store: Store
@@ -23,9 +23,10 @@ export interface TestStore {
 
 export async function openTestStore(dialect: Dialect, options: { migrate?: boolean } = {}): Promise<TestStore> {
   const dataDir = mkdtempSync(join(tmpdir(), 'pcc-store-'))
-  const databaseUrl = dialect === 'postgres' ? await freshDatabase() : ''
+  const migrated = options.migrate ?? true
+  const databaseUrl = dialect === 'postgres' ? await (migrated ? migratedDatabase() : freshDatabase()) : ''
   const store = await openStore({ dataDir, databaseUrl })
-  if (options.migrate ?? true) await migrate(store)
+  if (migrated) await migrate(store)
   const others: Store[] = []
   return {
     store,
