@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { POWER } from '../../src/contracts/host/compute-driver.js'
 import { DriverError, type GuestImageRef, type GuestSpec } from '../../src/contracts/host/compute-driver.js'
 import { probeAccelerator } from '../../src/host/compute/qemu/accelerator.js'
-import { cpuTopology, imageHardware, qemuArgs, type LaunchPlan } from '../../src/host/compute/qemu/command-line.js'
+import { adminUser, cpuTopology, guestHardware, imageHardware, qemuArgs, type LaunchPlan } from '../../src/host/compute/qemu/command-line.js'
 import { tapName } from '../../src/contracts/network/names.js'
 import { readConsoleLog, rotateConsoleLog } from '../../src/host/compute/qemu/console-log.js'
 import { HostPaths } from '../../src/host/compute/qemu/host-paths.js'
@@ -141,6 +141,19 @@ describe('the QEMU command line', () => {
     assert.ok(arg(args, '-device').includes('virtio-serial-pci,id=virtio-serial0'))
     assert.ok(arg(args, '-chardev').includes('socket,id=qga0,path=/run/x,,y.qga,server=on,wait=off'))
     assert.ok(arg(args, '-device').includes('virtserialport,bus=virtio-serial0.0,nr=1,chardev=qga0,id=channel0,name=org.qemu.guest_agent.0'))
+  })
+
+  it("reads a volume-booted guest's hardware, CPU topology and login user from its volume's image metadata, as from an image", () => {
+    const image = (properties: Record<string, string>): GuestImageRef => ({ id: 'i', diskFormat: 'qcow2', containerFormat: 'bare', size: 1, virtualSize: 1, checksum: null, osHashAlgo: null, osHashValue: null, properties })
+    const props = { hw_qemu_guest_agent: 'yes', os_admin_user: 'debian', hw_cpu_sockets: '2' }
+    const flavor = { id: '1', name: 'm1.small', vcpus: 2, ram: 128, disk: 1, ephemeral: 0, swap: 0, rxtx_factor: 1, extra_specs: {} }
+    for (const guest of [{ image: image(props) }, { image: null, bootVolumeImage: props }]) {
+      assert.equal(guestHardware(guest).guestAgent, true)
+      assert.equal(adminUser(guest), 'debian')
+      assert.deepEqual(cpuTopology({ serverId: 's', instanceName: 'i', imageId: '', hostname: null, userData: null, flavor, ...guest }), { sockets: 2, cores: 1, threads: 1 })
+    }
+    assert.equal(adminUser({ image: null, bootVolumeImage: { os_type: 'windows' } }), 'Administrator')
+    assert.equal(adminUser({ image: null, bootVolumeImage: null }), 'root')
   })
 })
 

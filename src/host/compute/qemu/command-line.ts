@@ -100,11 +100,23 @@ export function imageHardware(image: GuestImageRef | null | undefined): ImageHar
 }
 
 /**
- * The hardware a guest runs with: its image's properties, or for a guest booted from a volume, those of the image
- * the volume was made of (its volume_image_metadata, as Nova's image_meta of a volume-backed instance).
+ * The image properties that describe a guest: its image's, or for a guest booted from a volume, those of the image
+ * the volume was made of (its volume_image_metadata, as Nova's image_meta of a volume-backed instance). Its
+ * hardware, CPU topology and login user all come from them.
  */
+export function guestImageProperties(spec: Pick<GuestSpec, 'image' | 'bootVolumeImage'>): Record<string, string> | undefined {
+  return spec.image?.properties ?? spec.bootVolumeImage ?? undefined
+}
+
+/** The hardware a guest runs with (guestImageProperties). */
 export function guestHardware(spec: Pick<GuestSpec, 'image' | 'bootVolumeImage'>): ImageHardware {
-  return hardwareOf(spec.image?.properties ?? spec.bootVolumeImage ?? undefined)
+  return hardwareOf(guestImageProperties(spec))
+}
+
+/** Whose password the admin password sets: the image's `os_admin_user`, else `Administrator` for Windows, else `root` (Nova's libvirt driver). */
+export function adminUser(spec: Pick<GuestSpec, 'image' | 'bootVolumeImage'>): string {
+  const props = guestImageProperties(spec) ?? {}
+  return props.os_admin_user || (props.os_type === 'windows' ? 'Administrator' : 'root')
 }
 
 function hardwareOf(properties: Record<string, string> | undefined): ImageHardware {
@@ -119,7 +131,7 @@ function hardwareOf(properties: Record<string, string> | undefined): ImageHardwa
 /** The guest's CPU topology from its flavor and image (contracts), as a DriverError 400 when it cannot be. */
 export function cpuTopology(spec: GuestSpec): CpuTopology | undefined {
   try {
-    return cpuTopologyOf(spec.flavor.vcpus, spec.flavor.extra_specs, spec.image?.properties)
+    return cpuTopologyOf(spec.flavor.vcpus, spec.flavor.extra_specs, guestImageProperties(spec))
   } catch (err) {
     if (err instanceof ImageHardwareError) throw new DriverError(err.message, 400)
     throw err

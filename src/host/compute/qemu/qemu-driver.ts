@@ -20,7 +20,7 @@ import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
-import { cpuTopology, guestHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
+import { adminUser, cpuTopology, guestHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
 import { readConsoleLog, rotateConsoleLog } from './console-log.js'
 import type { DiskLayout } from './disk-layout.js'
@@ -466,17 +466,16 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /**
-   * Sets the password of the image's login user through the guest agent (Nova's libvirt set_admin_password): the
-   * image's `os_admin_user`, else `Administrator` for Windows and `root` otherwise; sent base64, crypted by the
-   * guest. Without hw_qemu_guest_agent, or with an agent that does not answer, a 409 the server keeps its state on.
-   * The password goes only to the agent: no message or log line holds it.
+   * Sets the password of the image's login user (adminUser) through the guest agent (Nova's libvirt
+   * set_admin_password); sent base64, crypted by the guest. Without hw_qemu_guest_agent, or with an agent that
+   * does not answer, a 409 the server keeps its state on. The password goes only to the agent: no message or log
+   * line holds it.
    */
   setAdminPassword(serverId: string, password: string): Promise<void> {
     return this.exclusive(serverId, async (p) => {
       const rec = this.require(serverId, p)
       if (!guestHardware(rec.spec).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: setting the admin password needs it (image property hw_qemu_guest_agent=yes)`, 409)
-      const props = rec.spec.image?.properties ?? {}
-      const username = props.os_admin_user || (props.os_type === 'windows' ? 'Administrator' : 'root')
+      const username = adminUser(rec.spec)
       try {
         await this.guestAgent(p, (a) => a.execute('guest-set-user-password', { username, password: Buffer.from(password, 'utf8').toString('base64'), crypted: false }))
       } catch (err) {
