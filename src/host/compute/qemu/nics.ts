@@ -1,0 +1,56 @@
+/**
+ * NICs hot-plugged into a running QEMU guest (os-interface attach and detach; Nova's libvirt attachDevice /
+ * detachDevice of an interface). A NIC is a `tap` netdev on its port's tap (tapName(portId): the host network made it
+ * when the port was bound here) under a device of the image's vif model with the port's MAC, as the command line
+ * gives NICs present at start (command-line.ts). Plugging: `netdev_add`, then `device_add` on a bus that takes
+ * hot-plug (`pci.0` on i440FX; on q35 a free one of the empty root ports, tried from the last, since volumes take
+ * them from the first). Unplugging: `device_del`, the wait for DEVICE_DELETED (the guest lets go of the device, as
+ * for a volume), then `netdev_del`.
+ * A NIC has the same names (nicNames, after its port) whether it was there at the start or hot-plugged.
+ */
+import { DriverError, type GuestNic } from '../../../contracts/host/compute-driver.js'
+import { tapName } from '../../../contracts/network/names.js'
+import { hotplugBuses, nicNames } from './command-line.js'
+import type { QmpSession } from './volumes.js'
+
+/** How long a guest has to let go of an unplugged NIC (as for a volume). */
+const UNPLUG_TIMEOUT_MS = 30_000
+
+async function peripherals(qmp: QmpSession): Promise<Set<string>> {
+  return new Set((await qmp.execute<{ name: string }[]>('qom-list', { path: '/machine/peripheral' })).map((d) => d.name))
+}
+
+/** Plugs the NIC into the running guest; nothing changes when its device is there already. */
+export async function hotplugNic(qmp: QmpSession, nic: GuestNic, model: string, machine: string, ports: number): Promise<void> {
+  const names = nicNames(nic.portId)
+  if ((await peripherals(qmp)).has(names.device)) return
+  await qmp.execute('netdev_del', { id: names.netdev }).catch(() => {})
+  await qmp.execute('netdev_add', { type: 'tap', id: names.netdev, ifname: tapName(nic.portId), script: 'no', downscript: 'no' }).catch((err: Error) => {
+    throw new DriverError(`The NIC of port ${nic.portId} could not be plugged: its tap ${tapName(nic.portId)}: ${err.message}`)
+  })
+  let last: Error | undefined
+  for (const bus of [...hotplugBuses(machine, ports)].reverse()) {
+    try {
+      await qmp.execute('device_add', { driver: model, id: names.device, netdev: names.netdev, mac: nic.macAddress, bus })
+      return
+    } catch (err) {
+      // An occupied root port refuses the device: the next one may take it.
+      last = err as Error
+    }
+  }
+  await qmp.execute('netdev_del', { id: names.netdev }).catch(() => {})
+  throw new DriverError(`The NIC of port ${nic.portId} could not be plugged: ${last?.message ?? 'no hot-plug slot'}`)
+}
+
+/** Unplugs a NIC from the running guest: the guest lets go of the device first, then its tap backend goes. */
+export async function hotunplugNic(qmp: QmpSession, portId: string): Promise<void> {
+  const ids = nicNames(portId)
+  const since = qmp.events.length
+  if ((await peripherals(qmp)).has(ids.device)) {
+    await qmp.execute('device_del', { id: ids.device })
+    await qmp.waitEvent('DEVICE_DELETED', UNPLUG_TIMEOUT_MS, { since, match: (e) => e.data?.device === ids.device }).catch(() => {
+      throw new DriverError(`The guest did not release the NIC of port ${portId} within ${UNPLUG_TIMEOUT_MS / 1000} s.`)
+    })
+  }
+  await qmp.execute('netdev_del', { id: ids.netdev }).catch(() => {})
+}
