@@ -10,7 +10,7 @@
  */
 import { DriverError, type GuestNic } from '../../../contracts/host/compute-driver.js'
 import { tapName } from '../../../contracts/network/names.js'
-import { hotplugBuses, nicNames } from './command-line.js'
+import { hotplugBuses, isQ35, nicNames } from './command-line.js'
 import type { QmpSession } from './volumes.js'
 
 /** How long a guest has to let go of an unplugged NIC (as for a volume). */
@@ -28,10 +28,13 @@ export async function hotplugNic(qmp: QmpSession, nic: GuestNic, model: string, 
   await qmp.execute('netdev_add', { type: 'tap', id: names.netdev, ifname: tapName(nic.portId), script: 'no', downscript: 'no' }).catch((err: Error) => {
     throw new DriverError(`The NIC of port ${nic.portId} could not be plugged: its tap ${tapName(nic.portId)}: ${err.message}`)
   })
+  // A root port has one slot the guest looks at (0): naming it makes an occupied port refuse the device, where
+  // QEMU would otherwise put it in another slot of that port, which the guest never sees (measured, QEMU 7.2).
+  const addr = isQ35(machine) ? { addr: '0' } : {}
   let last: Error | undefined
   for (const bus of [...hotplugBuses(machine, ports)].reverse()) {
     try {
-      await qmp.execute('device_add', { driver: model, id: names.device, netdev: names.netdev, mac: nic.macAddress, bus })
+      await qmp.execute('device_add', { driver: model, id: names.device, netdev: names.netdev, mac: nic.macAddress, bus, ...addr })
       return
     } catch (err) {
       // An occupied root port refuses the device: the next one may take it.
