@@ -16,6 +16,7 @@ import type { QmpSession } from './volumes.js'
 /** How long a guest has to let go of an unplugged NIC (as for a volume). */
 const UNPLUG_TIMEOUT_MS = 30_000
 
+/** The ids of the guest's devices given on its command line or hot-plugged. */
 async function peripherals(qmp: QmpSession): Promise<Set<string>> {
   return new Set((await qmp.execute<{ name: string }[]>('qom-list', { path: '/machine/peripheral' })).map((d) => d.name))
 }
@@ -45,14 +46,31 @@ export async function hotplugNic(qmp: QmpSession, nic: GuestNic, model: string, 
   throw new DriverError(`The NIC of port ${nic.portId} could not be plugged: ${last?.message ?? 'no hot-plug slot'}`)
 }
 
+/**
+ * The device and backend of the NIC in the running guest: by its names, else (a guest started before NICs were
+ * named after their ports, as `net<i>` / `hostnet<i>`) the NIC device with its MAC; undefined when it has none.
+ */
+async function devicesOf(qmp: QmpSession, nic: GuestNic): Promise<{ device: string; netdev: string } | undefined> {
+  const names = nicNames(nic.portId)
+  const present = await peripherals(qmp)
+  if (present.has(names.device)) return names
+  for (const device of present) {
+    const path = `/machine/peripheral/${device}`
+    // Devices without a MAC (disks, the display) refuse the read: not a NIC.
+    const mac = await qmp.execute<string>('qom-get', { path, property: 'mac' }).catch(() => undefined)
+    if (mac?.toLowerCase() === nic.macAddress.toLowerCase()) return { device, netdev: await qmp.execute<string>('qom-get', { path, property: 'netdev' }) }
+  }
+  return undefined
+}
+
 /** Unplugs a NIC from the running guest: the guest lets go of the device first, then its tap backend goes. */
-export async function hotunplugNic(qmp: QmpSession, portId: string): Promise<void> {
-  const ids = nicNames(portId)
+export async function hotunplugNic(qmp: QmpSession, nic: GuestNic): Promise<void> {
+  const ids = (await devicesOf(qmp, nic)) ?? nicNames(nic.portId)
   const since = qmp.events.length
   if ((await peripherals(qmp)).has(ids.device)) {
     await qmp.execute('device_del', { id: ids.device })
     await qmp.waitEvent('DEVICE_DELETED', UNPLUG_TIMEOUT_MS, { since, match: (e) => e.data?.device === ids.device }).catch(() => {
-      throw new DriverError(`The guest did not release the NIC of port ${portId} within ${UNPLUG_TIMEOUT_MS / 1000} s.`)
+      throw new DriverError(`The guest did not release the NIC of port ${nic.portId} within ${UNPLUG_TIMEOUT_MS / 1000} s.`)
     })
   }
   await qmp.execute('netdev_del', { id: ids.netdev }).catch(() => {})

@@ -546,12 +546,13 @@ export class QemuDriver implements ComputeDriver {
   detachNic(serverId: string, portId: string): Promise<void> {
     return this.exclusive(serverId, async (p) => {
       const rec = this.record(p)
-      if (!rec?.spec.nics?.some((n) => n.portId === portId)) return
+      const nic = rec?.spec.nics?.find((n) => n.portId === portId)
+      if (!rec || !nic) return
       if (runningPid(p.pidfile)) {
         if ((await this.status(p)) === 'paused') throw new DriverError(`guest ${serverId} is paused and cannot release the NIC of port ${portId}: unpause it first`, 409)
-        await this.qmp(p, (q) => hotunplugNic(q, portId))
+        await this.qmp(p, (q) => hotunplugNic(q, nic))
       }
-      this.save(p, { ...rec, spec: { ...rec.spec, nics: rec.spec.nics.filter((n) => n.portId !== portId) } })
+      this.save(p, { ...rec, spec: { ...rec.spec, nics: rec.spec.nics!.filter((n) => n.portId !== portId) } })
     })
   }
 
