@@ -465,6 +465,8 @@ for (const dialect of DIALECTS) {
         driver.injectFailures(0, {})
       }
       assert.deepEqual((await serverPorts(tb, id)).map((p) => p.id), portsBefore, 'no port left on the server')
+      const actions = (await call(tb, tb.member, 'GET', `/servers/${id}/os-instance-actions`)).body.instanceActions.filter((x: Json) => x.action === 'attach_interface')
+      assert.deepEqual(actions.map((x: Json) => x.message).sort(), ['Error', 'Error', null], 'the refused attaches are recorded as failed')
       assert.equal((await counts(tb)).ports, portCount, 'the port made for the attach is deleted')
       const unbound = (await root.get<Json>(`/v2.0/ports/${userPort.id}`)).body.port
       assert.deepEqual([unbound.device_id, unbound.device_owner, unbound['binding:host_id']], ['', '', ''], "the user's port is unbound")
@@ -480,6 +482,8 @@ for (const dialect of DIALECTS) {
       assert.match(held.body.conflictingRequest.message, /^Failed to detach network adapter device from .*: .*paused/)
       assert.deepEqual(nicPorts(), [userPort.id])
       assert.equal((await net.get<Json>(`/v2.0/ports/${userPort.id}`)).body.port.device_id, id, 'the port stays attached')
+      const failedDetach = (await call(tb, tb.member, 'GET', `/servers/${id}/os-instance-actions/${held.headers.get('x-openstack-request-id') ?? held.headers.get('x-compute-request-id')}`, undefined, '2.51')).body.instanceAction
+      assert.deepEqual([failedDetach.action, failedDetach.message, failedDetach.events[0].event, failedDetach.events[0].result], ['detach_interface', 'Error', 'compute_detach_interface', 'Error'])
       assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { unpause: null })).status, 202)
       await waitStatus(tb, id, 'ACTIVE')
       assert.equal((await call(tb, tb.member, 'DELETE', `${path}/${userPort.id}`)).status, 202)

@@ -10,7 +10,7 @@
  * - os-interface attach and detach, and the security-group actions, run in the API (see docs/compute.md).
  */
 import { badRequest, conflict } from '../../contracts/errors.js'
-import { recordFinishedAction } from './instance-actions.js'
+import { eventId, findAction, finishAction, finishEvent, recordFinishedAction } from './instance-actions.js'
 import { DriverError } from '../../contracts/host/compute-driver.js'
 import type { AddressItem } from '../../contracts/compute/server.fields.js'
 import { NetworkService, type NetworkAddress, type NetworkRequest, type ServerPort } from '../network/service.js'
@@ -194,6 +194,14 @@ function guestHasNics(row: ServerTable): boolean {
   return row.host_id !== null && row.vm_state !== 'stopped'
 }
 
+/** Marks the request's finished instance action failed, its event an Error with the host's reason (as Nova records it). */
+async function failRecordedAction(db: Db, serverId: string, requestId: string, event: string, details: string): Promise<void> {
+  const action = await findAction(db, serverId, requestId)
+  if (!action) return
+  await finishAction(db, action.id, true)
+  await finishEvent(db, eventId(action.id, event), 'Error', { details })
+}
+
 /**
  * os-interface attach: a new port on `netId` (or the project's network), or the user's port, bound to the server;
  * then the server's host plugs its NIC into the guest (Nova's attach_interface, a call to the compute host). A host
@@ -211,7 +219,10 @@ export async function attachInterface(network: NetworkService, db: Db, row: Serv
     await guest.attachNic(row.id, port.id)
   } catch (err) {
     if (!(err instanceof DriverError)) throw err
-    await db.transaction().execute((tx) => network.detachInterface(tx, { serverId: row.id, portId: port.id }))
+    await db.transaction().execute(async (tx) => {
+      await network.detachInterface(tx, { serverId: row.id, portId: port.id })
+      await failRecordedAction(tx, row.id, requestId, 'compute_attach_interface', err.message)
+    })
     throw conflict(`Failed to attach network adapter device to ${row.id}: ${err.message}`)
   }
   return port
@@ -226,8 +237,12 @@ export async function detachInterface(network: NetworkService, db: Db, row: Serv
   checkInterfaceState(row, 'detach_interface', caller)
   // A port that is not the server's is the 404 of the change below, without asking the host.
   if (guestHasNics(row) && (await network.serverPorts(row.id)).some((p) => p.id === portId)) {
-    await guest.detachNic(row.id, portId).catch((err: unknown) => {
+    await guest.detachNic(row.id, portId).catch(async (err: unknown) => {
       if (!(err instanceof DriverError)) throw err
+      await db.transaction().execute(async (tx) => {
+        await recordFinishedAction(tx, row, caller, requestId, 'detach_interface', 'compute_detach_interface')
+        await failRecordedAction(tx, row.id, requestId, 'compute_detach_interface', err.message)
+      })
       throw conflict(`Failed to detach network adapter device from ${row.id}: ${err.message}`)
     })
   }
