@@ -14,6 +14,7 @@ import { mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { RbdConnectionInfo } from '../../src/contracts/host/compute-driver.js'
+import { PBKDF_CALIBRATION_FAILURE } from '../../src/host/compute/qemu/volumes.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminSession, call, eventually, projectSession, type Session } from '../image/support.js'
 
@@ -89,7 +90,9 @@ for (const dialect of DIALECTS) {
     const writeMark = async (volumeId: string) => {
       const view = await luks(volumeId)
       const header = join(work, `header-${volumeId}`)
-      await run('qemu-img', ['create', '-q', '-f', 'luks', ...view.object, '-o', 'key-secret=k,iter-time=10', header, '0'])
+      const create = () => run('qemu-img', ['create', '-q', '-f', 'luks', ...view.object, '-o', 'key-secret=k,iter-time=10', header, '0'])
+      // As the QEMU driver does (volumes.ts): QEMU's key-derivation calibration can fail on the host's load alone.
+      await create().catch((err: Error) => (PBKDF_CALIBRATION_FAILURE.test(err.message) ? create() : Promise.reject(err)))
       const target = await open(file(volumeId), 'r+')
       await target.write(await readFile(header), 0, undefined, 0)
       await target.close()

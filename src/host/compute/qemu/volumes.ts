@@ -187,10 +187,23 @@ async function openLuks(qmp: QmpSession, volume: VolumeConnection, file: string)
   await qmp.execute('blockdev-add', formatNode(volume, file))
 }
 
+/**
+ * QEMU's PBKDF2 calibration gives up when its first batch of iterations measures no thread CPU time at all, which
+ * depends on the kernel's CPU accounting and the host's load, not on the volume: formatting again is the cure.
+ */
+export const PBKDF_CALIBRATION_FAILURE = /Unable to get accurate CPU usage/
+
 async function formatLuks(qmp: QmpSession, volume: VolumeConnection, file: string): Promise<void> {
   const encryption = encryptionOf(volume)!
   const cipher = LUKS_CIPHERS[encryption.cipher]?.[encryption.key_size]
   if (!cipher) throw new DriverError(`Volume ${volume.volumeId}: this host cannot make a LUKS container with ${encryption.cipher} and a ${encryption.key_size}-bit key.`)
+  let error = await runFormatJob(qmp, volume, file, cipher)
+  if (error && PBKDF_CALIBRATION_FAILURE.test(error)) error = await runFormatJob(qmp, volume, file, cipher)
+  if (error) throw new DriverError(`Volume ${volume.volumeId}: formatting its LUKS container failed: ${error}`)
+}
+
+/** One `blockdev-create` job writing the LUKS header; answers the job's error, if it failed. */
+async function runFormatJob(qmp: QmpSession, volume: VolumeConnection, file: string, cipher: Record<string, string>): Promise<string | undefined> {
   const names = volumeNames(volume.volumeId)
   // The payload's size only bounds the truncate QEMU does; opening the container later gives the guest every byte
   // after the header. An NBD node cannot grow, so asking for none keeps the export's size.
@@ -200,7 +213,7 @@ async function formatLuks(qmp: QmpSession, volume: VolumeConnection, file: strin
   const jobs = await qmp.execute<{ id: string; error?: string }[]>('query-jobs')
   const error = jobs.find((j) => j.id === names.format_job)?.error
   await qmp.execute('job-dismiss', { id: names.format_job })
-  if (error) throw new DriverError(`Volume ${volume.volumeId}: formatting its LUKS container failed: ${error}`)
+  return error
 }
 
 export async function removeVolumeKey(instanceDir: string, volumeId: string): Promise<void> {
