@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { promisify } from 'node:util'
-import type { ComputeDriver, GuestSpec, VolumeConnection, VolumeThrottle } from '../contracts/host/compute-driver.js'
+import type { ComputeDriver, GuestNic, GuestSpec, VolumeConnection, VolumeThrottle } from '../contracts/host/compute-driver.js'
+import { tapName } from '../contracts/network/names.js'
 import { exportName } from '../contracts/host/volume.js'
 import { IMAGE_SNAPSHOT } from '../contracts/host/rbd-names.js'
 import { QemuDriver, type DiskTransfers } from '../host/compute/qemu/qemu-driver.js'
@@ -98,8 +99,20 @@ export async function qemuHarness(ceph?: HarnessCeph): Promise<DriverHarness> {
   // Volumes are raw files served as a storage host serves them: qemu-storage-daemon, NBD over TLS-PSK.
   const exports = new ExportManager(join(work, 'exports'))
   const volume = () => servedVolume(exports, work)
+  // NICs on taps made as a host's network agent makes them for a port bound to it (links.ts), removed at close.
+  const taps: string[] = []
+  const nic = async (): Promise<GuestNic> => {
+    const portId = randomUUID()
+    const macAddress = `fa:16:3e:${randomBytes(3).toString('hex').match(/../g)!.join(':')}`
+    const tap = tapName(portId)
+    await exec('ip', ['tuntap', 'add', 'dev', tap, 'mode', 'tap', 'vnet_hdr'])
+    taps.push(tap)
+    await exec('ip', ['link', 'set', 'dev', tap, 'up'])
+    return { portId, macAddress, networkId: randomUUID(), mtu: 1500 }
+  }
   return {
     hosts: async () => [await host('qemu-a'), await host('qemu-b')],
+    nic,
     spec,
     failingSpawn: (_d, serverId) => ({ ...spec(serverId), imageId: 'not-a-disk', image: fileImage('not-a-disk', files.get('not-a-disk')!, 'qcow2') }),
     booted: async (d, id, n) => {
@@ -142,6 +155,7 @@ export async function qemuHarness(ceph?: HarnessCeph): Promise<DriverHarness> {
     close: async () => {
       await onCeph?.remove()
       for (const r of roots) await killQemusUnder(r)
+      for (const tap of taps) await exec('ip', ['link', 'del', 'dev', tap]).catch(() => {})
       await exports.converge([])
       for (const r of [...roots, work]) rmSync(r, { recursive: true, force: true })
     },

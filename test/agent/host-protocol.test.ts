@@ -117,6 +117,28 @@ describe('host protocol versions: an agent that was not upgraded', () => {
     assert.deepEqual(ops.map((o) => o.op), ['quiesceGuest', 'unquiesceGuest'])
   })
 
+  it("attaches and detaches interfaces of a guest on it as before (the port bound, nothing plugged); a current agent plugs them", async () => {
+    assert.equal(HOST_COMMANDS.attachNic.since, 7)
+    const image = await api.bootImage()
+    const network = (await api.other('POST', '/network/v2.0/networks', { network: { name: 'hotplug' } })).body as { network: { id: string } }
+    const subnet = await api.other('POST', '/network/v2.0/subnets', { subnet: { network_id: network.network.id, ip_version: 4, cidr: '192.168.77.0/24' } })
+    assert.equal(subnet.status, 201, JSON.stringify(subnet.body))
+    const db = server.deps.store.db
+    const nicCommands = async (hostId: string) => (await db.selectFrom('host_commands').select('op').where('host_id', '=', hostId).where('op', 'in', ['attachNic', 'detachNic']).orderBy('created_at').execute()).map((c) => c.op)
+    for (const host of [old, current]) {
+      const { id } = await api.create({ name: `nic-${host.hostname}`, imageRef: image, flavorRef: '1', networks: 'none', availability_zone: `nova:${host.hostname}` })
+      await until(`server ${id} ACTIVE`, 30_000, async () => ((await api.server(id))?.status === 'ACTIVE' ? true : undefined))
+      const attached = await api.call('POST', `/servers/${id}/os-interface`, { interfaceAttachment: { net_id: network.network.id } })
+      assert.equal(attached.status, 200, JSON.stringify(attached.body))
+      const portId = (attached.body as { interfaceAttachment: { port_id: string } }).interfaceAttachment.port_id
+      const port = await db.selectFrom('ports').select(['device_id', 'binding_host_id']).where('id', '=', portId).executeTakeFirstOrThrow()
+      assert.deepEqual([port.device_id, port.binding_host_id], [id, host.hostname], 'bound to the server on its host')
+      assert.equal((await api.call('DELETE', `/servers/${id}/os-interface/${portId}`)).status, 202)
+      assert.equal(await db.selectFrom('ports').select('id').where('id', '=', portId).executeTakeFirst(), undefined, 'the port made for it is gone')
+      assert.deepEqual(await nicCommands(host.hostId), host === old ? [] : ['attachNic', 'detachNic'], host.hostname)
+    }
+  })
+
   it('answers 400 to a heartbeat whose protocol is not a version', async () => {
     const res = await fetch(`${server.url}/resmgr/v1/hosts/${old.hostId}/heartbeat`, {
       method: 'POST',

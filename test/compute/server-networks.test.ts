@@ -421,6 +421,86 @@ for (const dialect of DIALECTS) {
       assert.equal((await net.get(`/v2.0/ports/${userPort.id}`)).status, 200)
     })
 
+    it('os-interface reaches the host: the guest gets the NIC and lets it go; a NIC the host cannot plug is 409, the attach undone', async () => {
+      const net = client(tb.server, tb.member)
+      const root = client(tb.server, tb.admin)
+      const lan = await net.create('networks', 'network', { name: 'lan-hotplug' })
+      await net.create('subnets', 'subnet', { network_id: lan.id, ip_version: 4, cidr: '192.168.40.0/24' })
+      const r = await call(tb, tb.member, 'POST', '/servers', createBody('hotplug', {}, [{ uuid: lan.id }]), '2.96')
+      assert.equal(r.status, 202, JSON.stringify(r.body))
+      const id = r.body.server.id
+      await waitStatus(tb, id, 'ACTIVE')
+      const driver = tb.server.deps.conductor.simulatedHosts[0].driver
+      const path = `/servers/${id}/os-interface`
+      const nicPorts = () => driver.nics(id).map((n) => n.portId)
+      const netLines = async () => (await driver.consoleOutput(id)).split('\n').filter((l) => /virtio_net/.test(l))
+      assert.deepEqual(nicPorts(), [], 'a simulated host gets no NICs in the spec it spawns')
+
+      // Attach: the port is bound to the host and the guest has its NIC, with the port's MAC and network.
+      const attached = await call(tb, tb.member, 'POST', path, { interfaceAttachment: { net_id: lan.id } })
+      assert.equal(attached.status, 200, JSON.stringify(attached.body))
+      const a = attached.body.interfaceAttachment
+      assert.deepEqual(driver.nics(id), [{ portId: a.port_id, macAddress: a.mac_addr, networkId: lan.id, mtu: lan.mtu }])
+      assert.deepEqual(await netLines(), [`[ pcc ] virtio_net: nic ${a.mac_addr} added`])
+      assert.equal((await root.get<Json>(`/v2.0/ports/${a.port_id}`)).body.port['binding:host_id'], tb.server.deps.conductor.simulatedHosts[0].hostname)
+
+      // Detach: the guest lets it go first, then the port goes.
+      assert.equal((await call(tb, tb.member, 'DELETE', `${path}/${a.port_id}`)).status, 202)
+      assert.deepEqual(nicPorts(), [])
+      assert.deepEqual(await netLines(), [`[ pcc ] virtio_net: nic ${a.mac_addr} added`, `[ pcc ] virtio_net: nic ${a.mac_addr} removed`])
+      assert.equal((await net.get(`/v2.0/ports/${a.port_id}`)).status, 404)
+
+      // A host that cannot plug the NIC: 409, and the attach is undone (no port made for it, the user's unbound).
+      const userPort = await net.create('ports', 'port', { network_id: lan.id, name: 'unplugged' })
+      const portsBefore = (await serverPorts(tb, id)).map((p) => p.id)
+      const portCount = (await counts(tb)).ports
+      driver.injectFailures(0, { attachNic: 'no free PCI slot' })
+      try {
+        for (const body of [{ net_id: lan.id }, { port_id: userPort.id }]) {
+          const refused = await call(tb, tb.member, 'POST', path, { interfaceAttachment: body })
+          assert.equal(refused.status, 409, JSON.stringify(refused.body))
+          assert.match(refused.body.conflictingRequest.message, new RegExp(`^Failed to attach network adapter device to ${id}: no free PCI slot`))
+        }
+      } finally {
+        driver.injectFailures(0, {})
+      }
+      assert.deepEqual((await serverPorts(tb, id)).map((p) => p.id), portsBefore, 'no port left on the server')
+      const actions = (await call(tb, tb.member, 'GET', `/servers/${id}/os-instance-actions`)).body.instanceActions.filter((x: Json) => x.action === 'attach_interface')
+      assert.deepEqual(actions.map((x: Json) => x.message).sort(), ['Error', 'Error', null], 'the refused attaches are recorded as failed')
+      assert.equal((await counts(tb)).ports, portCount, 'the port made for the attach is deleted')
+      const unbound = (await root.get<Json>(`/v2.0/ports/${userPort.id}`)).body.port
+      assert.deepEqual([unbound.device_id, unbound.device_owner, unbound['binding:host_id']], ['', '', ''], "the user's port is unbound")
+      assert.deepEqual(nicPorts(), [])
+
+      // A guest that cannot let a NIC go (paused: the simulated and QEMU drivers both refuse): 409, the port stays.
+      const plugged = await call(tb, tb.member, 'POST', path, { interfaceAttachment: { port_id: userPort.id } })
+      assert.equal(plugged.status, 200, JSON.stringify(plugged.body))
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { pause: null })).status, 202)
+      await waitStatus(tb, id, 'PAUSED')
+      const held = await call(tb, tb.member, 'DELETE', `${path}/${userPort.id}`)
+      assert.equal(held.status, 409, JSON.stringify(held.body))
+      assert.match(held.body.conflictingRequest.message, /^Failed to detach network adapter device from .*: .*paused/)
+      assert.deepEqual(nicPorts(), [userPort.id])
+      assert.equal((await net.get<Json>(`/v2.0/ports/${userPort.id}`)).body.port.device_id, id, 'the port stays attached')
+      const failedDetach = (await call(tb, tb.member, 'GET', `/servers/${id}/os-instance-actions/${held.headers.get('x-openstack-request-id') ?? held.headers.get('x-compute-request-id')}`, undefined, '2.51')).body.instanceAction
+      assert.deepEqual([failedDetach.action, failedDetach.message, failedDetach.events[0].event, failedDetach.events[0].result], ['detach_interface', 'Error', 'compute_detach_interface', 'Error'])
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { unpause: null })).status, 202)
+      await waitStatus(tb, id, 'ACTIVE')
+      assert.equal((await call(tb, tb.member, 'DELETE', `${path}/${userPort.id}`)).status, 202)
+      assert.deepEqual(nicPorts(), [])
+
+      // A stopped server: the ports only (its next start builds its NICs from them); the host is not asked.
+      assert.equal((await call(tb, tb.member, 'POST', `/servers/${id}/action`, { 'os-stop': null })).status, 202)
+      await waitStatus(tb, id, 'SHUTOFF')
+      driver.injectFailures(0, { attachNic: 'must not be asked' })
+      try {
+        assert.equal((await call(tb, tb.member, 'POST', path, { interfaceAttachment: { port_id: userPort.id } })).status, 200)
+      } finally {
+        driver.injectFailures(0, {})
+      }
+      assert.deepEqual(nicPorts(), [])
+    })
+
     it("a build that fails for good gives its network back, as Nova deallocates: its own port deleted, the user's unbound", async () => {
       const net = client(tb.server, tb.member)
       const lan = await net.create('networks', 'network', { name: 'lan-fail' })

@@ -79,6 +79,7 @@ driverConformance('agent', async () => {
     },
     leftovers: async (d, id) => ((await d.info(id)) ? [`guest ${id}`] : []),
     volume: async () => ({ volumeId: '00000000-0000-4000-8000-0000000000a1', device: '/dev/vdb' }),
+    nic: async () => ({ portId: '00000000-0000-4000-8000-0000000000b1', macAddress: 'fa:16:3e:00:00:b1', networkId: '00000000-0000-4000-8000-0000000000b2', mtu: 1450 }),
     images: {
       queued: async () => {
         const image = await api.other('POST', '/image/v2/images', { name: 'conformance-snapshot', disk_format: 'qcow2', container_format: 'bare' })

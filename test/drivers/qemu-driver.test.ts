@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { POWER } from '../../src/contracts/host/compute-driver.js'
 import { DriverError, type GuestImageRef, type GuestSpec } from '../../src/contracts/host/compute-driver.js'
 import { probeAccelerator } from '../../src/host/compute/qemu/accelerator.js'
-import { adminUser, cpuTopology, guestHardware, imageHardware, qemuArgs, type LaunchPlan } from '../../src/host/compute/qemu/command-line.js'
+import { adminUser, cpuTopology, guestHardware, imageHardware, nicNames, qemuArgs, type LaunchPlan } from '../../src/host/compute/qemu/command-line.js'
 import { tapName } from '../../src/contracts/network/names.js'
 import { readConsoleLog, rotateConsoleLog } from '../../src/host/compute/qemu/console-log.js'
 import { HostPaths } from '../../src/host/compute/qemu/host-paths.js'
@@ -77,12 +77,12 @@ describe('the QEMU command line', () => {
     const args = qemuArgs({
       ...PLAN, machine: 'q35', incoming: true,
       disks: [{ node: 'root', file: '/i/disk', format: 'qcow2', bus: 'scsi', bootIndex: 1 }, { node: 'config', file: '/c', format: 'raw', bus: 'sata', cdrom: true }],
-      nics: [{ id: 'net0', tap: tapName(portId), mac: 'fa:16:3e:00:00:01', model: 'virtio-net-pci' }],
+      nics: [{ id: nicNames(portId).device, tap: tapName(portId), mac: 'fa:16:3e:00:00:01', model: 'virtio-net-pci' }],
       kernel: { kernel: '/k', ramdisk: '/r', cmdline: 'root=/dev/vda console=ttyS0' },
     })
     assert.equal(tapName(portId), 'tap5f2b7c1e-93')
-    assert.ok(arg(args, '-netdev').includes('tap,id=hostnet0,ifname=tap5f2b7c1e-93,script=no,downscript=no'))
-    assert.ok(arg(args, '-device').includes('virtio-net-pci,netdev=hostnet0,id=net0,mac=fa:16:3e:00:00:01'))
+    assert.ok(arg(args, '-netdev').includes('tap,id=hostnic-5f2b7c1e93aa4c0e,ifname=tap5f2b7c1e-93,script=no,downscript=no'))
+    assert.ok(arg(args, '-device').includes('virtio-net-pci,netdev=hostnic-5f2b7c1e93aa4c0e,id=nic-5f2b7c1e93aa4c0e,mac=fa:16:3e:00:00:01'))
     assert.ok(arg(args, '-device').includes('virtio-scsi-pci,id=scsi0'))
     assert.ok(arg(args, '-device').includes('scsi-hd,drive=root,id=disk-root,bus=scsi0.0,bootindex=1'))
     assert.ok(arg(args, '-device').includes('ide-cd,drive=config,id=disk-config,bus=ide.0'))

@@ -40,6 +40,7 @@ driverConformance('simulated', async () => ({
   },
   leftovers: async (d, id) => ((await d.info(id)) ? [`guest ${id}`] : []),
   volume: async () => ({ volumeId: '00000000-0000-4000-8000-0000000000a1', device: '/dev/vdb' }),
+  nic: async () => ({ portId: '00000000-0000-4000-8000-0000000000b1', macAddress: 'fa:16:3e:00:00:b1', networkId: '00000000-0000-4000-8000-0000000000b2', mtu: 1450 }),
   disksMove: false,
   close: async () => {},
 }))

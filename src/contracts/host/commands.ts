@@ -8,7 +8,8 @@
  *
  * Arguments and results travel as JSON: `void` results arrive as null, optional values are sent as null.
  */
-import type { ConsoleProtocol, FlavorSnapshot, GuestImageRef, GuestInfo, GuestSpec, LiveMigrationHandle, LiveMigrationHandover, VolumeConnection } from './compute-driver.js'
+import { DriverError } from './compute-driver.js'
+import type { ConsoleProtocol, FlavorSnapshot, GuestImageRef, GuestInfo, GuestNic, GuestSpec, LiveMigrationHandle, LiveMigrationHandover, VolumeConnection } from './compute-driver.js'
 import type { PlaceSource } from './storage-place.js'
 import type { GuestSample } from './metrics.js'
 
@@ -28,8 +29,11 @@ import type { GuestSample } from './metrics.js'
  * 6: quiesceGuest and unquiesceGuest, the freeze and thaw of a guest's file systems around the volume snapshots of
  *    a volume-backed server's createImage (Nova's quiesce_instance / unquiesce_instance). An older agent's guests
  *    count as guests that cannot be quiesced.
+ * 7: attachNic and detachNic, the hot-plug of a NIC into a guest and its hot-unplug (os-interface attach and
+ *    detach, Nova's attach_interface / detach_interface). An older agent's guests keep the port bound with no NIC
+ *    plugged until their next start (the control plane logs a warning).
  */
-export const HOST_PROTOCOL_VERSION = 6
+export const HOST_PROTOCOL_VERSION = 7
 
 /** What came with a protocol without being a command: the control plane asks for it only of hosts that speak it. */
 export const PROTOCOL_FEATURES = {
@@ -120,6 +124,9 @@ export const HOST_COMMANDS = {
   quiesceGuest: command<Server, void>(6),
   /** Thaws what quiesceGuest froze; nothing to thaw is no error. */
   unquiesceGuest: command<Server, void>(6),
+  /** The agent applies its network state first (the port's tap), then the driver plugs the NIC. */
+  attachNic: command<Server & { nic: GuestNic }, void>(7),
+  detachNic: command<Server & { portId: string }, void>(7),
 
   // Storage: the StoragePlace calls of src/contracts/host/storage-place.ts, executed by the agent's storage role.
   'volume.create': command<{ backend: string; volumeId: string; sizeGb: number }, void>(1),
@@ -153,4 +160,14 @@ export function isCommandName(name: string): name is CommandName {
 /** The fault of a command the host's agent is too old for (the conductor records it as the server's fault). */
 export function protocolTooOld(hostname: string, hostProtocol: number, command: CommandName): string {
   return `pcc-agent on host ${hostname} speaks protocol ${hostProtocol}; this needs ${HOST_COMMANDS[command].since}: upgrade it`
+}
+
+/**
+ * A command the host's agent is too old for: a caller with a fallback (os-interface on protocol < 7) tells it apart
+ * by its class; its name stays DriverError's, as every caller without one takes it.
+ */
+export class HostProtocolTooOld extends DriverError {
+  constructor(hostname: string, hostProtocol: number, command: CommandName) {
+    super(`${protocolTooOld(hostname, hostProtocol, command)} (${command})`)
+  }
 }

@@ -341,6 +341,19 @@ export interface ComputeDriver {
   quiesce(serverId: string): Promise<void>
   /** Thaws what `quiesce` froze (Nova's unquiesce_instance); a guest with nothing frozen is left as it is. */
   unquiesce(serverId: string): Promise<void>
+  /**
+   * Gives the guest a NIC on `nic.portId`'s tap (os-interface attach; Nova's attach_interface): a running or paused
+   * guest gets it hot-plugged (a paused one finds it when it runs on), a stopped one has it from its next start. The
+   * guest's recorded NICs (`nics` of its spec) follow, so restarts, stats, migrations and rebuilds see it. The tap is
+   * the host network's (the port bound to this host); the driver never makes one. A NIC already there: nothing.
+   */
+  attachNic(serverId: string, nic: GuestNic): Promise<void>
+  /**
+   * Takes the NIC of port `portId` away (os-interface detach): hot-unplugged from a running guest (it lets go of the
+   * device), dropped from the record of a stopped one. A paused guest cannot let go of a device: a DriverError (409).
+   * A NIC (or guest) already gone: nothing.
+   */
+  detachNic(serverId: string, portId: string): Promise<void>
   /** Connects a volume to the guest (os-volume_attachments, boot volumes at build). */
   attachVolume(serverId: string, volume: VolumeConnection): Promise<void>
   /** Disconnects a volume (flushing the guest's writes to it); a guest that is gone has nothing to disconnect. */

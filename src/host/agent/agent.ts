@@ -481,6 +481,13 @@ export class PccAgent {
     },
     quiesceGuest: ({ serverId }) => this.driver.quiesce(serverId),
     unquiesceGuest: ({ serverId }) => this.driver.unquiesce(serverId),
+    attachNic: async ({ serverId, nic }) => {
+      // The port was just bound to this host: its tap in its bridge, behind its rules, before the guest gets the NIC
+      // (as the build's networking step does before a spawn).
+      await this.network?.syncNow()
+      return this.driver.attachNic(serverId, nic)
+    },
+    detachNic: ({ serverId, portId }) => this.driver.detachNic(serverId, portId),
     attachVolume: async (args) => {
       const { serverId, volume } = await this.withKeys(args)
       return this.driver.attachVolume(serverId, volume)

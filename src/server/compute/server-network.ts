@@ -10,7 +10,8 @@
  * - os-interface attach and detach, and the security-group actions, run in the API (see docs/compute.md).
  */
 import { badRequest, conflict } from '../../contracts/errors.js'
-import { recordFinishedAction } from './instance-actions.js'
+import { eventId, findAction, finishAction, finishEvent, recordFinishedAction } from './instance-actions.js'
+import { DriverError } from '../../contracts/host/compute-driver.js'
 import type { AddressItem } from '../../contracts/compute/server.fields.js'
 import { NetworkService, type NetworkAddress, type NetworkRequest, type ServerPort } from '../network/service.js'
 import type { ServerTable } from '../storage/schema.js'
@@ -177,17 +178,74 @@ async function interfaceChange<T>(db: Db, row: ServerTable, action: 'attach_inte
   })
 }
 
-/** os-interface attach: a new port on `netId` (or the project's network), or the user's port, bound to the server. */
-export function attachInterface(network: NetworkService, db: Db, row: ServerTable, req: AttachRequest, caller: InterfaceCaller, requestId: string): Promise<ServerPort> {
-  if (req.netId !== undefined && req.portId !== undefined) throw badRequest('Must not input both network_id and port_id')
-  if (req.fixedIp !== undefined && req.netId === undefined) throw badRequest('Must input network_id when request IP address')
-  return interfaceChange(db, row, 'attach_interface', caller, requestId, (tx) =>
-    network.attachInterface(tx, { projectId: row.project_id, serverId: row.id, networkId: req.netId, portId: req.portId, fixedIp: req.fixedIp, hostId: row.host ?? undefined, visibility: caller.visibility, attachExternal: caller.attachExternal }),
-  )
+/** The server's guest on its host, which plugs and unplugs the NICs of its ports (the conductor asks the host). */
+export interface GuestNics {
+  /** The guest gets the port's NIC; a DriverError when the host cannot be asked or could not plug it. */
+  attachNic(serverId: string, portId: string): Promise<void>
+  /** The guest lets go of the port's NIC; a DriverError when the host cannot be asked or the guest could not. */
+  detachNic(serverId: string, portId: string): Promise<void>
 }
 
-/** os-interface detach: the port leaves the server (deleted if it was created for it, else unbound). */
-export function detachInterface(network: NetworkService, db: Db, row: ServerTable, portId: string, caller: InterfaceCaller, requestId: string): Promise<void> {
+/**
+ * Whether an interface change involves the server's host: a guest that has devices (active or paused) on a host.
+ * A stopped guest, or a server with no host, is only the ports: its next start builds the NICs from them.
+ */
+function guestHasNics(row: ServerTable): boolean {
+  return row.host_id !== null && row.vm_state !== 'stopped'
+}
+
+/** Marks the request's finished instance action failed, its event an Error with the host's reason (as Nova records it). */
+async function failRecordedAction(db: Db, serverId: string, requestId: string, event: string, details: string): Promise<void> {
+  const action = await findAction(db, serverId, requestId)
+  if (!action) return
+  await finishAction(db, action.id, true)
+  await finishEvent(db, eventId(action.id, event), 'Error', { details })
+}
+
+/**
+ * os-interface attach: a new port on `netId` (or the project's network), or the user's port, bound to the server;
+ * then the server's host plugs its NIC into the guest (Nova's attach_interface, a call to the compute host). A host
+ * that could not: the attach is undone (the port created for it deleted, the user's port unbound, as Nova
+ * deallocates it) and the answer is 409 (Nova's InterfaceAttachFailed is a 500, which pcc never answers).
+ */
+export async function attachInterface(network: NetworkService, db: Db, row: ServerTable, req: AttachRequest, caller: InterfaceCaller, requestId: string, guest: GuestNics): Promise<ServerPort> {
+  if (req.netId !== undefined && req.portId !== undefined) throw badRequest('Must not input both network_id and port_id')
+  if (req.fixedIp !== undefined && req.netId === undefined) throw badRequest('Must input network_id when request IP address')
+  const port = await interfaceChange(db, row, 'attach_interface', caller, requestId, (tx) =>
+    network.attachInterface(tx, { projectId: row.project_id, serverId: row.id, networkId: req.netId, portId: req.portId, fixedIp: req.fixedIp, hostId: row.host ?? undefined, visibility: caller.visibility, attachExternal: caller.attachExternal }),
+  )
+  if (!guestHasNics(row)) return port
+  try {
+    await guest.attachNic(row.id, port.id)
+  } catch (err) {
+    if (!(err instanceof DriverError)) throw err
+    await db.transaction().execute(async (tx) => {
+      await network.detachInterface(tx, { serverId: row.id, portId: port.id })
+      await failRecordedAction(tx, row.id, requestId, 'compute_attach_interface', err.message)
+    })
+    throw conflict(`Failed to attach network adapter device to ${row.id}: ${err.message}`)
+  }
+  return port
+}
+
+/**
+ * os-interface detach: the server's host unplugs the port's NIC from the guest first, then the port leaves the
+ * server (deleted if it was created for it, else unbound), in Nova's order (the compute host's detach_interface,
+ * then deallocate_port_for_instance). A guest that could not let go: 409, the port stays attached.
+ */
+export async function detachInterface(network: NetworkService, db: Db, row: ServerTable, portId: string, caller: InterfaceCaller, requestId: string, guest: GuestNics): Promise<void> {
+  checkInterfaceState(row, 'detach_interface', caller)
+  // A port that is not the server's is the 404 of the change below, without asking the host.
+  if (guestHasNics(row) && (await network.serverPorts(row.id)).some((p) => p.id === portId)) {
+    await guest.detachNic(row.id, portId).catch(async (err: unknown) => {
+      if (!(err instanceof DriverError)) throw err
+      await db.transaction().execute(async (tx) => {
+        await recordFinishedAction(tx, row, caller, requestId, 'detach_interface', 'compute_detach_interface')
+        await failRecordedAction(tx, row.id, requestId, 'compute_detach_interface', err.message)
+      })
+      throw conflict(`Failed to detach network adapter device from ${row.id}: ${err.message}`)
+    })
+  }
   return interfaceChange(db, row, 'detach_interface', caller, requestId, (tx) => network.detachInterface(tx, { serverId: row.id, portId }))
 }
 

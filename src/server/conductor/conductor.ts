@@ -11,6 +11,8 @@ import { DriverRegistry } from '../hosts/driver-registry.js'
 import type { CopyControl } from '../compute/migration-control.js'
 import { DriverError, type ComputeDriver, type ConsoleProtocol } from '../../contracts/host/compute-driver.js'
 import type { Duplex } from 'node:stream'
+import { HostProtocolTooOld } from '../../contracts/host/commands.js'
+import { serverNics } from '../metadata/load.js'
 import { startSimulatedHost, startSimulatedHosts, type SimulatedHost, type SimulatedHostSpec } from '../all-in-one/simulated-hosts.js'
 import { Scheduler } from '../scheduler/scheduler.js'
 import { hostStatus, isUp, type HostStatus } from '../hosts/host-status.js'
@@ -179,6 +181,35 @@ export class Conductor {
       await (await this.hostDriverOf(serverId)).unquiesce(serverId)
     } catch (err) {
       this.logger.error({ err, serverId }, 'the guest could not be thawed after the volume snapshots')
+    }
+  }
+
+  /**
+   * os-interface attach on the server's host (Nova's attach_interface, a call to the compute host): the guest gets the
+   * NIC of its port `portId` (hot-plugged when it runs). A host whose agent is older than protocol 7 cannot: the port
+   * stays bound with no NIC plugged until the guest's next start, with a warning. A DriverError when the host cannot
+   * be asked (unknown here, DOWN) or could not plug it.
+   */
+  async attachNic(serverId: string, portId: string): Promise<void> {
+    const driver = await this.hostDriverOf(serverId)
+    const nic = (await serverNics(this.store.db, serverId)).find((n) => n.portId === portId)
+    if (!nic) throw new DriverError(`Port ${portId} is not attached to instance ${serverId}.`, 409)
+    await this.unlessTooOld(serverId, () => driver.attachNic(serverId, { portId, macAddress: nic.macAddress, networkId: nic.networkId, mtu: nic.mtu }))
+  }
+
+  /** os-interface detach on the server's host: the guest lets go of the port's NIC. Errors as attachNic's. */
+  async detachNic(serverId: string, portId: string): Promise<void> {
+    const driver = await this.hostDriverOf(serverId)
+    await this.unlessTooOld(serverId, () => driver.detachNic(serverId, portId))
+  }
+
+  /** Runs a command a host older than its protocol cannot take; such a host's refusal is a warning, the rest thrown. */
+  private async unlessTooOld(serverId: string, command: () => Promise<void>): Promise<void> {
+    try {
+      await command()
+    } catch (err) {
+      if (!(err instanceof HostProtocolTooOld)) throw err
+      this.logger.warn({ serverId, reason: err.message }, "the server's host cannot plug or unplug NICs: the guest has its ports' NICs from its next start")
     }
   }
 

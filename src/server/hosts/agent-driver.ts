@@ -13,8 +13,8 @@ import type { Store } from '../storage/store.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import { createHash, randomUUID } from 'node:crypto'
 import { Readable, type Duplex } from 'node:stream'
-import { commandWaitMs, HOST_COMMANDS, protocolTooOld, type CommandArgs, type CommandName, type CommandResult } from '../../contracts/host/commands.js'
-import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
+import { commandWaitMs, HOST_COMMANDS, HostProtocolTooOld, type CommandArgs, type CommandName, type CommandResult } from '../../contracts/host/commands.js'
+import { DriverError, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestNic, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../contracts/host/compute-driver.js'
 
 export interface AgentDriverOptions {
   hostId: string
@@ -89,7 +89,7 @@ export class AgentDriver implements ComputeDriver {
     const since = HOST_COMMANDS[op].since
     if (since > 1) {
       const spoken = reportedProtocol(JSON.parse(host.facts) as Record<string, unknown>)
-      if (since > spoken) throw new DriverError(`${protocolTooOld(hostname, spoken, op)} (${op})`)
+      if (since > spoken) throw new HostProtocolTooOld(hostname, spoken, op)
     }
     if (!isUp(host, Date.now(), this.options.staleAfterMs) && !unheardSinceStart(host.last_heartbeat_at, this.options.staleAfterMs)) {
       if (op === 'beginStep') return undefined as CommandResult<C>
@@ -224,6 +224,14 @@ export class AgentDriver implements ComputeDriver {
 
   unquiesce(serverId: string): Promise<void> {
     return this.call('unquiesceGuest', { serverId }, { dedupeKey: `unquiesceGuest:${serverId}:${randomUUID()}` })
+  }
+
+  attachNic(serverId: string, nic: GuestNic): Promise<void> {
+    return this.call('attachNic', { serverId, nic })
+  }
+
+  detachNic(serverId: string, portId: string): Promise<void> {
+    return this.call('detachNic', { serverId, portId })
   }
 
   attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {

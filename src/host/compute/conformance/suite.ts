@@ -10,7 +10,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { POWER } from '../../../contracts/host/compute-driver.js'
-import { DriverError, isLiveMigrationCancelled, type ComputeDriver, type GuestSpec, type LiveMigrationHandover, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, isLiveMigrationCancelled, type ComputeDriver, type GuestNic, type GuestSpec, type LiveMigrationHandover, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 
 export interface DriverHarness {
@@ -32,6 +32,11 @@ export interface DriverHarness {
   slowLiveMigrations(driver: ComputeDriver, slow: boolean): void
   /** What the host still holds of a guest (processes, files); empty when nothing. */
   leftovers(driver: ComputeDriver, serverId: string): Promise<string[]>
+  /**
+   * A NIC guests of these hosts can get, as the conductor hands it over: its port bound to the hosts (on QEMU its tap
+   * made as the host network makes it).
+   */
+  nic(): Promise<GuestNic>
   /** A volume guests of these hosts can attach (on QEMU a real NBD export), as the conductor hands it over. */
   volume(): Promise<VolumeConnection>
   /**
@@ -82,6 +87,17 @@ async function rejectsDriverError(p: Promise<unknown>, pattern?: RegExp, code?: 
     if (code !== undefined) assert.equal(err.code, code)
     return true
   })
+}
+
+/**
+ * Waits until the guest's console shows exactly `expected` for the NIC with `mac` (`nic <mac> added` / `removed`:
+ * the pcc guest image prints them when a NIC appears or goes, the simulated driver likewise), and no more.
+ */
+async function nicEvents(d: ComputeDriver, id: string, mac: string, expected: string[], withinMs = 60_000): Promise<void> {
+  const pattern = new RegExp(`nic ${mac} (added|removed)`, 'g')
+  const seen = async () => [...(await d.consoleOutput(id)).matchAll(pattern)].map((m) => m[1])
+  await untilTrue(`the guest to show NIC ${mac} ${expected.join(', ')}`, async () => (await seen()).length >= expected.length, withinMs)
+  assert.deepEqual(await seen(), expected)
 }
 
 /** `sharedDisks`: the harness's guests have disks that outlive their host (it gives `sharedDisks` and `killGuest`). */
@@ -180,6 +196,21 @@ export function driverConformance(name: string, makeHarness: () => Promise<Drive
         await a.powerOn(id)
         await h.continues(a, id)
         assert.equal(await h.boots(a, id), 2)
+      })
+
+      it('attaches a NIC and detaches it, each twice; the guest sees it come and go once and runs on', async () => {
+        const nic = await h.nic()
+        const boots = await h.boots(a, id)
+        await a.attachNic(id, nic)
+        await a.attachNic(id, nic)
+        await nicEvents(a, id, nic.macAddress, ['added'])
+        await h.continues(a, id)
+        await a.detachNic(id, nic.portId)
+        await a.detachNic(id, nic.portId)
+        await nicEvents(a, id, nic.macAddress, ['added', 'removed'])
+        await h.continues(a, id)
+        assert.equal(await h.boots(a, id), boots, 'plugged and unplugged without a restart')
+        assert.equal(await power(a, id), POWER.RUNNING)
       })
 
       it('reboots softly and hard, each a new boot', async () => {

@@ -141,8 +141,17 @@ export function cpuTopology(spec: GuestSpec): CpuTopology | undefined {
 /** QEMU's option syntax doubles commas inside a value. */
 const esc = (value: string) => value.replace(/,/g, ',,')
 
+/**
+ * The QEMU names of a NIC, after its port (not its place in the list), so that a NIC keeps its names when another
+ * is hot-plugged or unplugged (nics.ts), and a running guest's NIC is found by its port. The backend is `host<id>`.
+ */
+export function nicNames(portId: string): { device: string; netdev: string } {
+  const device = `nic-${portId.replaceAll('-', '').slice(0, 16)}`
+  return { device, netdev: `host${device}` }
+}
+
 export function nicsOf(spec: GuestSpec, model: string): PlannedNic[] {
-  return (spec.nics ?? []).map((n, i) => ({ id: `net${i}`, tap: tapName(n.portId), mac: n.macAddress, model }))
+  return (spec.nics ?? []).map((n) => ({ id: nicNames(n.portId).device, tap: tapName(n.portId), mac: n.macAddress, model }))
 }
 
 function diskArgs(disks: PlannedDisk[], machine: string, scsiController = 'virtio-scsi-pci'): string[] {

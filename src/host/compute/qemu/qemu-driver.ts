@@ -18,7 +18,7 @@ import type { Duplex } from 'node:stream'
 import { COMMAND_TIMEOUT_MS, LONG_COMMAND_FACTOR } from '../../../contracts/host/commands.js'
 import { POWER } from '../../../contracts/host/compute-driver.js'
 import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
-import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
+import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type ImagesType, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestNic, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection } from '../../../contracts/host/compute-driver.js'
 import { probeOncePerBoot, type AcceleratorChoice } from './accelerator.js'
 import { adminUser, cpuTopology, guestHardware, nicsOf, qemuArgs, type LaunchPlan, type PlannedDisk } from './command-line.js'
 import { writeConfigDrive } from './config-drive.js'
@@ -31,6 +31,7 @@ import { ImageCache, type ImageSource } from './image-cache.js'
 import { QmpClient, QmpError, QmpUnavailable } from './qmp.js'
 import { AGENT_SYNC_TIMEOUT_MS, GuestAgentClient, GuestAgentError, GuestAgentUnavailable } from './qga.js'
 import { attachVolume as attachNbdVolume, detachVolume as detachNbdVolume, extendVolume as extendNbdVolume, removeVolumeKey, volumeKeyDir, writeVolumeKey } from './volumes.js'
+import { hotplugNic, hotunplugNic } from './nics.js'
 import { qemuImg } from './qemu-img.js'
 import { RbdDisks } from './rbd-disks.js'
 import { Rbd, type CephClient } from '../../../lib/ceph/rbd.js'
@@ -521,6 +522,37 @@ export class QemuDriver implements ComputeDriver {
       const rec = this.require(serverId, p)
       if (!guestHardware(rec.spec).guestAgent || runningPid(p.pidfile) === undefined) return
       await this.thaw(serverId, p, 'the volume snapshots')
+    })
+  }
+
+  /**
+   * Hot-plugs a NIC into the guest whose QEMU runs (running or paused), or records it for the next start of a
+   * stopped one (nics.ts). The guest record keeps it, so every later start, the stats and a migration have it.
+   */
+  attachNic(serverId: string, nic: GuestNic): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.require(serverId, p)
+      if (rec.spec.nics?.some((n) => n.portId === nic.portId)) return
+      const hw = guestHardware(rec.spec)
+      if (runningPid(p.pidfile)) await this.qmp(p, (q) => hotplugNic(q, nic, hw.vifModel, hw.machine, this.options.hotplugPorts ?? 4))
+      this.save(p, { ...rec, spec: { ...rec.spec, nics: [...(rec.spec.nics ?? []), nic] } })
+    })
+  }
+
+  /**
+   * Unplugs a NIC from the running guest (it lets go of the device) and forgets it. A paused guest cannot let go:
+   * 409, the NIC stays.
+   */
+  detachNic(serverId: string, portId: string): Promise<void> {
+    return this.exclusive(serverId, async (p) => {
+      const rec = this.record(p)
+      const nic = rec?.spec.nics?.find((n) => n.portId === portId)
+      if (!rec || !nic) return
+      if (runningPid(p.pidfile)) {
+        if ((await this.status(p)) === 'paused') throw new DriverError(`guest ${serverId} is paused and cannot release the NIC of port ${portId}: unpause it first`, 409)
+        await this.qmp(p, (q) => hotunplugNic(q, nic))
+      }
+      this.save(p, { ...rec, spec: { ...rec.spec, nics: rec.spec.nics!.filter((n) => n.portId !== portId) } })
     })
   }
 

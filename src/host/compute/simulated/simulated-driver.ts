@@ -11,7 +11,7 @@ import type { FlavorSnapshot } from '../../../contracts/host/compute-driver.js'
 import { SimulatedTerminal } from './simulated-terminal.js'
 import { SimulatedMeter } from './simulated-metrics.js'
 import type { GuestSample } from '../../../contracts/host/metrics.js'
-import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection, type VolumeThrottle } from '../../../contracts/host/compute-driver.js'
+import { DriverError, liveMigrationCancelled, type ComputeDriver, type ConsoleProtocol, type DriverCapabilities, type GuestImageRef, type GuestInfo, type GuestNic, type GuestSpec, type HostCapacity, type LiveMigrationHandle, type LiveMigrationHandover, type SnapshotData, type VolumeConnection, type VolumeThrottle } from '../../../contracts/host/compute-driver.js'
 
 export interface SimulatedOptions {
   hostname: string
@@ -62,6 +62,11 @@ interface SimulatedHandover extends LiveMigrationHandover {
 function print(guest: Guest, ...lines: string[]): void {
   guest.console.push(...lines)
   for (const t of guest.terminals ?? []) t.print(lines)
+}
+
+/** Whether the guest's devices are live (running or paused): a NIC change is a hot-plug the guest sees. */
+function hasDevices(guest: Guest): boolean {
+  return guest.powerState === POWER.RUNNING || guest.powerState === POWER.PAUSED
 }
 
 /** The guest's QEMU is gone (powered off, suspended, destroyed, moved): its serial consoles end, as a socket would. */
@@ -327,6 +332,34 @@ export class SimulatedDriver implements ComputeDriver {
     if (!guest.frozen) return
     guest.frozen = false
     print(guest, '[ pcc ] fsfreeze thaw')
+  }
+
+  /** The NICs the guest's record holds (tests: what attachNic and detachNic left). */
+  nics(serverId: string): GuestNic[] {
+    return this.guests.get(serverId)?.spec.nics ?? []
+  }
+
+  /**
+   * Records the NIC in the guest's spec; a guest whose QEMU runs (running or paused) says so on its console as the
+   * pcc guest image does (`nic <mac> added`). A NIC already there: nothing.
+   */
+  async attachNic(serverId: string, nic: GuestNic): Promise<void> {
+    const guest = await this.guest(serverId)
+    await this.operate('attachNic')
+    if (guest.spec.nics?.some((n) => n.portId === nic.portId)) return
+    guest.spec = { ...guest.spec, nics: [...(guest.spec.nics ?? []), nic] }
+    if (hasDevices(guest)) print(guest, `[ pcc ] virtio_net: nic ${nic.macAddress} added`)
+  }
+
+  /** Drops the NIC from the record (a running guest's console says `nic <mac> removed`); a paused guest cannot let go of it (409). */
+  async detachNic(serverId: string, portId: string): Promise<void> {
+    const guest = await this.guest(serverId).catch(() => undefined)
+    await this.operate('detachNic')
+    const nic = guest?.spec.nics?.find((n) => n.portId === portId)
+    if (!guest || !nic) return
+    if (guest.powerState === POWER.PAUSED) throw new DriverError(`guest ${serverId} is paused and cannot release the NIC of port ${portId}: unpause it first`, 409)
+    guest.spec = { ...guest.spec, nics: guest.spec.nics!.filter((n) => n.portId !== portId) }
+    if (hasDevices(guest)) print(guest, `[ pcc ] virtio_net: nic ${nic.macAddress} removed`)
   }
 
   async attachVolume(serverId: string, volume: VolumeConnection): Promise<void> {

@@ -63,12 +63,12 @@ export function serverNetworkRoutes(deps: ServerRouteDeps) {
       const row = await load(request, request.params.id, 'servers:interfaces:create')
       const a = body.interfaceAttachment ?? {}
       if (a.tag !== undefined) throw badRequest('Tagged network interface attach is not supported by this compute service.')
-      const port = await attachInterface(deps.network, deps.store.db, row, { netId: a.net_id, portId: a.port_id, fixedIp: a.fixed_ips?.[0]?.ip_address }, serverCaller(request), request.id)
+      const port = await attachInterface(deps.network, deps.store.db, row, { netId: a.net_id, portId: a.port_id, fixedIp: a.fixed_ips?.[0]?.ip_address }, serverCaller(request), request.id, deps.conductor)
       return { interfaceAttachment: attachmentView(port, request.api.has('interfaceTags')) }
     })
     scope.delete<P2>('/v2.1/servers/:id/os-interface/:sub', DOCS.detach, async (request, reply) => {
       const row = await load(request, request.params.id, 'servers:interfaces:delete')
-      await detachInterface(deps.network, deps.store.db, row, request.params.sub, serverCaller(request), request.id)
+      await detachInterface(deps.network, deps.store.db, row, request.params.sub, serverCaller(request), request.id, deps.conductor)
       return reply.code(202).send()
     })
 
