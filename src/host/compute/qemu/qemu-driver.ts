@@ -81,6 +81,8 @@ export interface QemuDriverOptions {
   imageCacheMaxAgeMs?: number
   /** Empty PCIe root ports on q35 guests for hot-plug. */
   hotplugPorts?: number
+  /** How long the guest agent has to answer its sync before it counts as not responding (default 10 s). */
+  guestAgentSyncMs?: number
   /** Where guests' sockets go (default `<root>/run/pcc`). */
   runDir?: string
   /** The address other hosts reach this one on for live-migration traffic (default 127.0.0.1: one machine). */
@@ -167,6 +169,7 @@ export class QemuDriver implements ComputeDriver {
   /** Where this host keeps guests' root, ephemeral and swap disks. */
   readonly disks: DiskLayout
   private readonly binary: string
+  private readonly agentSyncMs: number
   private accelerator: AcceleratorChoice | undefined
   private version = { text: 'unknown', number: 0 }
   private readonly locks = new Map<string, Promise<unknown>>()
@@ -188,6 +191,7 @@ export class QemuDriver implements ComputeDriver {
         ? new RbdDisks({ rbd: new Rbd(ceph.client), pools: ceph.pools, images: this.images })
         : new FileDisks(this.images, options.transfers)
     this.binary = options.binary ?? 'qemu-system-x86_64'
+    this.agentSyncMs = options.guestAgentSyncMs ?? AGENT_SYNC_TIMEOUT_MS
   }
 
   /** Finds QEMU's version and the accelerator (a KVM guest is tried, with TCG as the fallback). Call once, first. */
@@ -1049,7 +1053,7 @@ export class QemuDriver implements ComputeDriver {
     const rec = this.record(p)
     if (!rec || !guestHardware(rec.spec).guestAgent) return false
     try {
-      await this.guestAgent(p, (a) => a.sendWithoutAnswer('guest-shutdown', { mode: 'powerdown' }), Math.min(AGENT_SYNC_TIMEOUT_MS, timeoutMs / 3))
+      await this.guestAgent(p, (a) => a.sendWithoutAnswer('guest-shutdown', { mode: 'powerdown' }), Math.min(this.agentSyncMs, timeoutMs / 3))
       return true
     } catch (err) {
       this.log('info', 'the guest agent did not take the shutdown: trying ACPI', { path: p.dir, reason: (err as Error).message })
@@ -1092,7 +1096,7 @@ export class QemuDriver implements ComputeDriver {
     if (!guestHardware(rec.spec).guestAgent) throw new DriverError(`${GUEST_AGENT_NOT_ENABLED}: quiescing needs it (image property hw_qemu_guest_agent=yes)`, 409)
     let agent: GuestAgentClient | undefined
     try {
-      agent = await GuestAgentClient.connect(p.qga, AGENT_SYNC_TIMEOUT_MS)
+      agent = await GuestAgentClient.connect(p.qga, this.agentSyncMs)
       const frozen = await agent.execute<number>('guest-fsfreeze-freeze', undefined, AGENT_FREEZE_MS)
       this.log('info', `guest file systems frozen for ${purpose}`, { serverId, frozen })
       return agent
@@ -1120,7 +1124,7 @@ export class QemuDriver implements ComputeDriver {
   }
 
   /** Connects to the guest agent (synchronising first), runs `fn`, disconnects; a silent agent is a GuestAgentUnavailable. */
-  private async guestAgent<T>(p: InstancePaths, fn: (agent: GuestAgentClient) => Promise<T>, syncMs = AGENT_SYNC_TIMEOUT_MS): Promise<T> {
+  private async guestAgent<T>(p: InstancePaths, fn: (agent: GuestAgentClient) => Promise<T>, syncMs = this.agentSyncMs): Promise<T> {
     if (!runningPid(p.pidfile)) throw new GuestAgentUnavailable('the guest is not running, so its QEMU guest agent cannot answer')
     const agent = await GuestAgentClient.connect(p.qga, syncMs)
     try {
