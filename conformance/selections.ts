@@ -73,6 +73,8 @@ const scenario = (rest: string) => `^tempest\\.scenario\\.${rest.replace(/[.[\]]
 export const SCENARIO_TESTS: { pattern: string; ci: boolean }[] = [
   { pattern: scenario('test_server_basic_ops.'), ci: true },
   { pattern: scenario('test_network_basic_ops.'), ci: false },
+  // NIC hot-plug (os-interface attach reaching the guest): the one network scenario short enough for CI's lane.
+  { pattern: scenario('test_network_basic_ops.TestNetworkBasicOps.test_hotplug_nic['), ci: true },
   { pattern: scenario('test_volume_boot_pattern.'), ci: false },
   { pattern: scenario('test_security_groups_basic_ops.'), ci: false },
   { pattern: scenario('test_network_advanced_server_ops.'), ci: false },
