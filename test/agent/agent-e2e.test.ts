@@ -51,6 +51,11 @@ describe('pcc-agent end to end: onboarding, servers, loss and return of the host
     const row = await db().selectFrom('agent_hosts').select('guests').where('host_id', '=', host.hostId).executeTakeFirst()
     return (row ? JSON.parse(row.guests) : []) as GuestInfo[]
   }
+  /** Whether the host's agent has beaten since `at`. */
+  const beatSince = async (at: number) => {
+    const row = await db().selectFrom('hosts').select('last_heartbeat_at').where('id', '=', host.hostId).executeTakeFirst()
+    return (row?.last_heartbeat_at ?? 0) >= at
+  }
 
   it('registers with its token, keeps the credential 0600 and reports its facts', async () => {
     const { body: t } = await call('POST', '/resmgr/v1/registration-tokens', { note: 'e2e' })
@@ -135,7 +140,10 @@ describe('pcc-agent end to end: onboarding, servers, loss and return of the host
     const { id } = await api.create({ name: 'survivor', imageRef: image, flavorRef: '1', networks: 'none', availability_zone: 'nova:agent-host-1' })
     assert.equal((await settled(id)).status, 'ACTIVE')
     await killAgent(agent!)
+    // The killed agent's last report names the guest too: only the restarted agent's own report counts.
+    const restarted = Date.now()
     agent = spawnAgent(host.root)
+    await until('the restarted agent to beat', 15_000, async () => ((await beatSince(restarted)) ? true : undefined))
     await until('the restarted agent to report the guest', 15_000, async () => ((await reportedGuests()).some((g) => g.serverId === id) ? true : undefined))
     const report = await server.deps.conductor.reconcile()
     assert.equal(report.erroredLostHost, 0)
