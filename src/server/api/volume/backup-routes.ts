@@ -1,6 +1,6 @@
 /** Volume backups (Cinder's /backups): create, list, show, update (3.9+), delete, restore, actions, export and import. */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { AppError, badRequest } from '../../../contracts/errors.js'
+import { badRequest } from '../../../contracts/errors.js'
 import type { AppDeps } from '../../deps.js'
 import { atLeast } from '../../volume/microversion.js'
 import { backupDetail, backupSummary, type ViewContext } from '../../volume/view.js'
