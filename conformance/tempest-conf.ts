@@ -130,7 +130,7 @@ export function tempestOptions(url: string, cloud: CloudResources, workspace: st
     // Uploads of volumes to images (os-volume_upload_image) in qcow2: Tempest's volumes are blank (sparse files), a
     // few KiB in qcow2; raw works too but streams the volume's whole size of zeros.
     // The backend's capabilities as its pools report them (volume types asking for them find it): the file backend.
-    ...flags('volume', { min_microversion: '3.0', max_microversion: '3.60', volume_size: 1, disk_format: 'qcow2', storage_protocol: 'nbd', vendor_name: 'Open Source' }),
+    ...flags('volume', { min_microversion: '3.0', max_microversion: '3.64', volume_size: 1, disk_format: 'qcow2', storage_protocol: 'nbd', vendor_name: 'Open Source' }),
     { section: 'volume-feature-enabled', name: 'api_extensions', value: cloud.volumeExtensions },
     ...flags('volume-feature-enabled', { snapshot: true, clone: true, extend_attached_volume: true, backup: true }),
     ...flags('service_available', { nova: true, neutron: true, glance: true, cinder: true }),

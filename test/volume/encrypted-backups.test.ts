@@ -21,6 +21,8 @@ import { adminSession, call, eventually, projectSession, type Session } from '..
 const run = promisify(execFile)
 const V = '/volume/v3'
 const LATEST = { 'openstack-api-version': 'volume 3.60' }
+const V363 = { 'openstack-api-version': 'volume 3.63' }
+const V364 = { 'openstack-api-version': 'volume 3.64' }
 const LUKS = { provider: 'luks', cipher: 'aes-xts-plain64', key_size: 256, control_location: 'front-end' }
 const MIB = 1024 * 1024
 const MARK = 'PCC-BACKUP-PLAINTEXT-MARK-5E1D'
@@ -137,15 +139,20 @@ for (const dialect of DIALECTS) {
       for (const chunk of newChunks) assert.equal((await readFile(chunk)).includes(MARK), false, `chunk ${chunk} holds no plaintext`)
       assert.ok((await Promise.all(newChunks.map((c) => readFile(c)))).some((c) => c.subarray(0, 6).equals(LUKS_MAGIC)), 'the LUKS header is backed up')
 
-      // The backup's key is a copy of the volume's: its own row, the same passphrase, in no answer.
+      // The backup's key is a copy of the volume's: its own row, the same passphrase; its id is shown from 3.64 only.
       const sourceKey = (await keyOf('volumes', source))!
       const backupKey = (await keyOf('volume_backups', backupId))!
       assert.ok(backupKey && backupKey !== sourceKey)
       const sealed = await db().selectFrom('volume_encryption_keys').select(['id', 'sealed_key']).where('id', 'in', [sourceKey, backupKey]).execute()
       assert.equal(sealed.length, 2)
       assert.equal(sealed[0].sealed_key, sealed[1].sealed_key)
-      const shown = await call(server, alice, 'GET', `${V}/backups/${backupId}`, undefined, LATEST)
-      assert.equal(JSON.stringify(shown.body).includes(backupKey), false)
+      const shown = await call(server, alice, 'GET', `${V}/backups/${backupId}`, undefined, V363)
+      assert.equal(JSON.stringify(shown.body).includes(backupKey), false, 'below 3.64 the key id is in no answer')
+      assert.equal((await call(server, alice, 'GET', `${V}/backups/${backupId}`, undefined, V364)).body.backup.encryption_key_id, backupKey)
+      const listed = (await call(server, alice, 'GET', `${V}/backups/detail`, undefined, V364)).body.backups.find((b: { id: string }) => b.id === backupId)
+      assert.equal(listed.encryption_key_id, backupKey, "the detail list shows the backup's own key, not the volume's")
+      assert.equal((await call(server, alice, 'GET', `${V}/volumes/${source}`, undefined, V364)).body.volume.encryption_key_id, sourceKey)
+      assert.equal('encryption_key_id' in (await call(server, alice, 'GET', `${V}/volumes/${source}`, undefined, V363)).body.volume, false)
 
       // The volume goes, its key with it; the backup's stays and still restores.
       assert.equal((await call(server, alice, 'DELETE', `${V}/volumes/${source}`)).status, 202)

@@ -39,6 +39,10 @@ export type VolumeOperation =
   | 'type:private:see'
   | 'type:access:manage'
   | 'type:encryption:manage'
+  | 'default_type:set'
+  | 'default_type:get'
+  | 'default_type:get_all'
+  | 'default_type:unset'
   | 'qos:get'
   | 'qos:manage'
   | 'quota:show'
@@ -122,6 +126,11 @@ export const volumePolicy: PolicyTable<VolumeOperation> = {
   'type:access:manage': isAdmin,
   /** A type's encryption spec (/types/{id}/encryption): reading and changing it (Cinder's volume_type_encryption). */
   'type:encryption:manage': isAdmin,
+  /** Projects' default volume types (/default-types, 3.62): Cinder's four rules, each admin-only by default. */
+  'default_type:set': isAdmin,
+  'default_type:get': isAdmin,
+  'default_type:get_all': isAdmin,
+  'default_type:unset': isAdmin,
   /** QoS specs (qos-specs): listing and showing them and their associations with volume types. */
   'qos:get': isAdmin,
   /** Creating, changing, deleting QoS specs and associating them with volume types. */

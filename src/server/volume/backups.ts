@@ -52,7 +52,7 @@ export interface BackupRecord {
   hasDependentBackups: boolean
   metadata: Record<string, string>
   dataTimestamp: number | null
-  /** The backup's own copy of its volume's key when the volume was encrypted (never shown: Cinder's 3.64 field). */
+  /** The backup's own copy of its volume's key when the volume was encrypted (its id is shown from 3.64, as Cinder's). */
   encryptionKeyId: string | null
   createdAt: number
   updatedAt: number

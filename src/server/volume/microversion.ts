@@ -5,7 +5,7 @@
 import { AppError } from '../../contracts/errors.js'
 
 export const MIN_VOLUME_VERSION = '3.0'
-export const MAX_VOLUME_VERSION = '3.60'
+export const MAX_VOLUME_VERSION = '3.64'
 
 export interface VolumeVersion {
   major: number

@@ -38,6 +38,7 @@ import { fitsLayout, typeLayout } from './placement.js'
 import { checkQuota, typedDelta, typeResource } from './quotas.js'
 import { isFrozen } from './volume-services.js'
 import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
+import { projectDefaultTypeId } from './default-types.js'
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
 import { findGroupRow, GROUP_MAY, requireStatus } from './group-status.js'
@@ -353,7 +354,7 @@ export class VolumeService {
     }
     if (size === undefined) throw badRequest("Invalid input received: 'size' is required.")
     // A type asked for must be usable by the caller; one inherited from the source volume or snapshot was usable once.
-    const type = input.volume_type ? await resolveUsableType(tx, input.volume_type, typeAccessOf(caller)) : await resolveType(tx, typeRef ?? this.options.defaultVolumeType)
+    const type = input.volume_type ? await resolveUsableType(tx, input.volume_type, typeAccessOf(caller)) : await resolveType(tx, typeRef ?? (await projectDefaultTypeId(tx, caller.projectId)) ?? this.options.defaultVolumeType)
     const layout = typeLayout(type)
     if (fromSnapshotBackend !== undefined && fromSnapshotBackend !== layout.backend) {
       throw badRequest(`Invalid input received: a volume from a snapshot is made by the snapshot's backend (${fromSnapshotBackend}); volume type ${type.name} uses ${layout.backend}.`)

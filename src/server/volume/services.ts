@@ -11,6 +11,7 @@ import { VolumeTypeEncryptionService } from './encryption.js'
 import { VolumeService, type VolumeServiceOptions } from './service.js'
 import { SnapshotService } from './snapshots.js'
 import { VolumeTypeService } from './types.js'
+import { DefaultTypeService } from './default-types.js'
 import { VolumeWorker } from './worker.js'
 import { VolumeTransferService } from './transfers.js'
 import { CinderAttachActions } from './cinder-attachments.js'
@@ -26,6 +27,8 @@ export interface VolumeServices {
   volumes: VolumeService
   snapshots: SnapshotService
   volumeTypes: VolumeTypeService
+  /** Projects' default volume types (/default-types, 3.62). */
+  defaultTypes: DefaultTypeService
   /** Volumes offered to another project (os-volume-transfer, volume-transfers). */
   transfers: VolumeTransferService
   /** Cinder's os-attach / os-detach / os-force_detach records. */
@@ -77,6 +80,7 @@ export function createVolumeServices(store: Store, queue: TaskQueue, images: Ima
     volumes,
     snapshots,
     volumeTypes: new VolumeTypeService(store, options.defaultVolumeType),
+    defaultTypes: new DefaultTypeService(store),
     transfers: new VolumeTransferService(store, { now: options.now }),
     attachActions: new CinderAttachActions(store, volumes, { now: options.now }),
     qosSpecs: new QosSpecsService(store),

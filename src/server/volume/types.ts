@@ -1,6 +1,6 @@
 /**
  * Volume types: `__DEFAULT__` made at start (and `ceph`, the default type when Ceph is configured), more created by
- * admins. A type in use (by volumes or groups), or the default, cannot be deleted.
+ * admins. A type in use (by volumes or groups), the default, or a project's default (default-types.ts) cannot be deleted.
  */
 import { randomUUID } from 'node:crypto'
 import { badRequest, conflict, notFound } from '../../contracts/errors.js'
@@ -11,6 +11,7 @@ import type { Store } from '../storage/store.js'
 import { CEPH_VOLUME_TYPE, DEFAULT_VOLUME_TYPE, rowToType, type VolumeTypeRecord } from './model.js'
 import { layoutOf } from './placement.js'
 import { resolveType, typeUsable, type TypeAccess } from './repo.js'
+import { projectDefaultTypeId, projectsDefaultingTo } from './default-types.js'
 
 export class VolumeTypeService {
   constructor(
@@ -137,6 +138,8 @@ export class VolumeTypeService {
     const type = await this.get(principal, id)
     if (type.name === DEFAULT_VOLUME_TYPE || type.name === this.defaultName) throw badRequest('The default volume type cannot be deleted.')
     await this.store.db.transaction().execute(async (tx) => {
+      // A project's default (3.62) must stay while it is one, as in Cinder: its volumes would have no type to get.
+      if ((await projectsDefaultingTo(tx, type.id)).length > 0) throw badRequest(`The volume type ${type.id} is a default volume type and cannot be deleted.`)
       if (await tx.selectFrom('volumes').select('id').where('volume_type_id', '=', type.id).executeTakeFirst()) {
         throw badRequest(`Target volume type is still in use: volumes of type ${type.name} exist.`)
       }
@@ -150,7 +153,10 @@ export class VolumeTypeService {
     })
   }
 
-  async getDefault(): Promise<VolumeTypeRecord> {
+  /** The type a caller's volumes get without one: their project's default (3.62), else the configured default. */
+  async getDefault(principal: Principal): Promise<VolumeTypeRecord> {
+    const own = await projectDefaultTypeId(this.store.db, accessOf(principal).projectId)
+    if (own !== undefined) return resolveType(this.store.db, own)
     const row = await this.store.db.selectFrom('volume_types').selectAll().where('name', '=', this.defaultName).executeTakeFirstOrThrow()
     return rowToType(row)
   }

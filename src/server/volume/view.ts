@@ -13,6 +13,8 @@ export interface Gate<T> {
   /** The JSON Schema of what `read` gives: the field's description in /openapi.json (api/volume/answers.ts). */
   type: Record<string, unknown>
   read: (r: T) => unknown
+  /** The key is left out when `read` gives null (Cinder adds `encryption_key_id` only to encrypted volumes and backups). */
+  whenSet?: boolean
 }
 
 const NULL = { type: 'null' }
@@ -28,7 +30,9 @@ export interface ViewContext {
 export function gated<T>(table: Record<string, Gate<T>>, record: T, ctx: ViewContext): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [key, gate] of Object.entries(table)) {
-    if (atLeast(ctx.version, gate.since) && (!gate.adminOnly || ctx.isAdmin)) out[key] = gate.read(record)
+    if (!atLeast(ctx.version, gate.since) || (gate.adminOnly && !ctx.isAdmin)) continue
+    const value = gate.read(record)
+    if (value !== null || !gate.whenSet) out[key] = value
   }
   return out
 }
@@ -38,6 +42,10 @@ export const VOLUME_GATES: Record<string, Gate<VolumeRecord>> = {
   provider_id: { since: '3.21', adminOnly: true, type: NULL, read: () => null },
   service_uuid: { since: '3.48', adminOnly: true, type: NULL, read: () => null },
   shared_targets: { since: '3.48', type: { type: 'boolean' }, read: () => false },
+  // pcc has no Active/Active clusters of volume services: the cluster is always none.
+  cluster_name: { since: '3.61', adminOnly: true, type: NULL, read: () => null },
+  volume_type_id: { since: '3.63', type: STRING, read: (v) => v.volumeTypeId },
+  encryption_key_id: { since: '3.64', whenSet: true, type: STRING, read: (v) => v.encryptionKeyId },
 }
 
 /**
@@ -198,6 +206,8 @@ export const BACKUP_GATES: Record<string, Gate<BackupRecord>> = {
   'os-backup-project-attr:project_id': { since: '3.18', adminOnly: true, type: STRING, read: (b) => b.projectId },
   metadata: { since: '3.43', type: { type: 'object', additionalProperties: STRING }, read: (b) => b.metadata },
   user_id: { since: '3.56', type: STRING, read: (b) => b.userId },
+  // The backup's own copy of its volume's key (docs/block-storage.md, "Backups"), not the volume's.
+  encryption_key_id: { since: '3.64', whenSet: true, type: STRING, read: (b) => b.encryptionKeyId },
 }
 
 /** A backup in the list, and as create, update and import answer it. */

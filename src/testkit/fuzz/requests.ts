@@ -10,6 +10,7 @@ import fc from 'fast-check'
 import type { JsonSchema, Operation, OpenApiDocument, OpenApiParameter } from '../openapi.js'
 import { NASTY_STRINGS, valueFor, type Mode } from './values.js'
 import type { PersonaName, World } from './world.js'
+import { MAX_VOLUME_VERSION, parseVersion } from '../../server/volume/microversion.js'
 
 /** A path parameter: a fixture (the admin's or the member's own), or a literal. */
 export type ParamPlan = { fixture: string; owner: 'admin' | 'member' } | { literal: string; raw?: boolean }
@@ -80,6 +81,7 @@ const PARAM_KINDS: Record<string, string> = {
   'snapshots/id': 'snapshot',
   'backups/id': 'volumeBackup',
   'types/id': 'volumeType',
+  'default-types/id': 'project',
   'qos-specs/id': 'qosSpecs',
   'group_types/id': 'groupType',
   'volume:groups/id': 'volumeGroup',
@@ -216,7 +218,7 @@ function queryPlan(params: OpenApiParameter[], mode: Mode): fc.Arbitrary<Pair[]>
 
 /** Values of the microversion headers: in range, at the edges, past them, malformed. */
 function versionValues(family: string, mode: Mode): fc.Arbitrary<string> {
-  const [major, max] = family === 'compute' ? [2, 96] : [3, 60]
+  const [major, max] = family === 'compute' ? [2, 96] : [3, parseVersion(MAX_VOLUME_VERSION).minor]
   const valid = fc.oneof(fc.integer({ min: family === 'compute' ? 1 : 0, max }).map((minor) => `${family} ${major}.${minor}`), fc.constant(`${family} latest`))
   if (mode === 'valid') return valid
   const garbage = fc.constantFrom(

@@ -122,6 +122,9 @@ const qosSpecs = object({ id: str, name: str, consumer: { type: 'string', enum: 
 const encryptionFields = { provider: str, cipher: nstr, key_size: { type: ['integer', 'null'] }, control_location: { type: 'string', enum: ['front-end', 'back-end'] } }
 const typeEncryption = object({ volume_type_id: str, encryption_id: str, ...encryptionFields }, ['volume_type_id', 'encryption_id', 'provider', 'control_location'])
 const typeEncryptionDetail = object({ volume_type_id: str, encryption_id: str, ...encryptionFields, deleted: bool, created_at: str, updated_at: nstr, deleted_at: nul })
+/** A project's default volume type (3.62). */
+const defaultType = object({ project_id: str, volume_type_id: str }, ['project_id', 'volume_type_id'])
+
 /** A quota: the limit, or with `usage=true` the limit with what is used. */
 const quota = { anyOf: [int, object({ limit: int, in_use: int, reserved: int, allocated: int })] }
 
@@ -145,6 +148,8 @@ export const A = {
   metadata: envelope('metadata', strMap),
   meta: envelope('meta', strMap),
   types: envelope('volume_types', listOf(volumeType)),
+  defaultType: envelope('default_type', defaultType),
+  defaultTypes: envelope('default_types', listOf(defaultType)),
   type: envelope('volume_type', volumeType),
   extraSpecs: envelope('extra_specs', strMap),
   qosSpecsList: envelope('qos_specs', listOf(qosSpecs)),

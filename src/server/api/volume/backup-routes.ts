@@ -1,10 +1,10 @@
 /** Volume backups (Cinder's /backups): create, list, show, update (3.9+), delete, restore, actions, export and import. */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { AppError, badRequest } from '../../../contracts/errors.js'
+import { badRequest } from '../../../contracts/errors.js'
 import type { AppDeps } from '../../deps.js'
 import { atLeast } from '../../volume/microversion.js'
 import { backupDetail, backupSummary, type ViewContext } from '../../volume/view.js'
-import { boolParam, countField, idParams, nextPageLinks, paging, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import { boolParam, countField, idParams, nextPageLinks, since, paging, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { documented, noBody } from '../../http/openapi.js'
 import { A, BACKUP_ACTIONS, QUERY } from './answers.js'
@@ -60,10 +60,6 @@ function flag(name: string, value: boolean | string | null | undefined): boolean
   if (typeof value === 'boolean') return value
   if (typeof value === 'string') return boolParam(name, value) ?? false
   return false
-}
-
-function since(request: FastifyRequest, version: string, what: string): void {
-  if (!atLeast(request.volumeVersion, version)) throw new AppError('not_found', `The resource could not be found (${what} needs microversion ${version}).`)
 }
 
 export function backupRoutes(r: FastifyInstance, deps: AppDeps, ctx: (request: FastifyRequest) => ViewContext): void {

@@ -1,11 +1,17 @@
 /** Request parsing shared by the block storage routes: schema fragments and Cinder's query conventions. */
-import { badRequest } from '../../../contracts/errors.js'
+import type { FastifyRequest } from 'fastify'
+import { AppError, badRequest } from '../../../contracts/errors.js'
 import type { VolumeListQuery } from '../../volume/service.js'
 import { atLeast, type VolumeVersion } from '../../volume/microversion.js'
 import type { FromSchema, RawQuery } from '../../http/route-types.js'
 
 export const nullableString = (max = 255) => ({ type: ['string', 'null'], maxLength: max }) as const
 export const stringMap = { type: 'object', additionalProperties: { type: 'string', maxLength: 255 } } as const
+/** A route (or form of one) that came with a microversion: below it, Cinder has no such resource (404). */
+export function since(request: FastifyRequest, version: string, what: string): void {
+  if (!atLeast(request.volumeVersion, version)) throw new AppError('not_found', `The resource could not be found (${what} needs microversion ${version}).`)
+}
+
 export const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] } as const
 
 export function one(value: unknown): string | undefined {

@@ -17,6 +17,7 @@ import { snapshotRoutes } from './snapshot-routes.js'
 import { backupRoutes } from './backup-routes.js'
 import { transferRoutes } from './transfer-routes.js'
 import { volumeTypeRoutes } from './type-routes.js'
+import { defaultTypeRoutes } from './default-type-routes.js'
 import { qosRoutes } from './qos-routes.js'
 import { groupRoutes } from './group-routes.js'
 import { typeEncryptionRoutes } from './encryption-routes.js'
@@ -77,6 +78,7 @@ export function volumeRoutes(deps: AppDeps) {
         backupRoutes(r, deps, ctx)
         transferRoutes(r, deps, ctx)
         volumeTypeRoutes(r, deps, ctx)
+        defaultTypeRoutes(r, deps)
         qosRoutes(r, deps, ctx)
         groupRoutes(r, deps, ctx)
         typeEncryptionRoutes(r, deps)

@@ -15,7 +15,7 @@ export function volumeTypeRoutes(r: FastifyInstance, deps: AppDeps, ctx: (reques
   const { volumeTypes } = deps.volumeServices
   // ---- volume types ----
   r.get('/types', documented({ summary: 'List volume types', response: { 200: A.types } }), async (request) => ({ volume_types: (await volumeTypes.list(request.principal)).map((t) => typeView(t, ctx(request).isAdmin)) }))
-  r.get('/types/default', documented({ summary: 'The default volume type', response: { 200: A.type } }), async (request) => ({ volume_type: typeView(await volumeTypes.getDefault(), ctx(request).isAdmin) }))
+  r.get('/types/default', documented({ summary: 'The default volume type', response: { 200: A.type } }), async (request) => ({ volume_type: typeView(await volumeTypes.getDefault(request.principal), ctx(request).isAdmin) }))
   r.get<IdRoute>('/types/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume type', response: { 200: A.type } }) }, async (request) => {
     const { id } = request.params
     return { volume_type: typeView(await volumeTypes.get(request.principal, id), ctx(request).isAdmin) }

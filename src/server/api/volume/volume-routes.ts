@@ -6,7 +6,7 @@ import { AppError, badRequest } from '../../../contracts/errors.js'
 import { atLeast } from '../../volume/microversion.js'
 import { attachmentView, typeView, volumeDetail, volumeSummary, volumeView } from '../../volume/view.js'
 import { cinderTime } from '../../volume/model.js'
-import { boolParam, countField, idParams, nextPageLinks, paging, metadataParam, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
+import { boolParam, countField, idParams, nextPageLinks, since, paging, metadataParam, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { metadataRoutes } from './metadata-routes.js'
 import { documented, noBody } from '../../http/openapi.js'
@@ -301,9 +301,6 @@ const attachmentActionBody = { type: 'object', required: ['os-complete'], proper
 /** The attachments API's writes (docs/image-volume.md, "The attachments API"), each from its microversion. */
 function attachmentWriteRoutes(r: FastifyInstance, deps: AppDeps): void {
   const actions = deps.volumeServices.attachActions
-  const since = (request: FastifyRequest, version: string, what: string): void => {
-    if (!atLeast(request.volumeVersion, version)) throw new AppError('not_found', `The resource could not be found (${what} needs microversion ${version}).`)
-  }
   const answer = ({ attachment, connectionInfo }: AttachmentAnswer) => ({ attachment: { ...attachmentView(attachment, true), ...(connectionInfo ? { connection_info: connectionInfo } : {}) } })
 
   r.post<{ Body: FromSchema<typeof createAttachmentBody> }>(

@@ -48,6 +48,7 @@ import * as m0123 from './0123-volume-attachment-mode.js'
 import * as m0124 from './0124-id-sequences.js'
 import * as m0125 from './0125-volume-backup-keys.js'
 import * as m0126 from './0126-snapshot-exports.js'
+import * as m0127 from './0127-volume-default-types.js'
 import { ADVISORY_LOCKS } from '../locks.js'
 
 export interface Migration {
@@ -100,6 +101,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0124', name: 'id-sequences', up: m0124.up },
   { id: '0125', name: 'volume-backup-keys', up: m0125.up },
   { id: '0126', name: 'snapshot-exports', up: m0126.up },
+  { id: '0127', name: 'volume-default-types', up: m0127.up },
 ]
 
 export interface MigrationReport {

@@ -144,6 +144,14 @@ export interface VolumeTypeAccessTable {
   created_at: number
 }
 
+/** A project's default volume type (Cinder's default-types API, 3.62): used for its volumes created without a type. */
+export interface VolumeDefaultTypeTable {
+  project_id: string
+  volume_type_id: string
+  created_at: number
+  updated_at: number
+}
+
 export interface VolumeQuotaTable {
   project_id: string
   /** volumes | gigabytes | snapshots | backups | … | volumes_<type name> | gigabytes_<type name> | snapshots_<type name> */
@@ -282,6 +290,7 @@ export interface VolumeTables {
   volume_snapshots: VolumeSnapshotTable
   volume_types: VolumeTypeTable
   volume_type_access: VolumeTypeAccessTable
+  volume_default_types: VolumeDefaultTypeTable
   volume_qos_specs: VolumeQosSpecsTable
   volume_type_encryption: VolumeTypeEncryptionTable
   volume_encryption_keys: VolumeEncryptionKeyTable
