@@ -205,4 +205,14 @@ describe("a router's floating addresses follow their NAT rules", { skip: missing
     assert.ok(at(calls, NAT) < at(calls, /^ip addr add 198\.51\.100\.20\/32 /), calls.join('\n'))
     assert.match(held(), /198\.51\.100\.20\/32/)
   })
+
+  it('leaves unchanged routers and DHCP servers alone: the same state again runs no command in their namespaces', async () => {
+    const state = withFloating([first])
+    await h.backend.apply(state)
+    writeFileSync(log, '')
+    await h.backend.apply(state)
+    const hostNs = statSync(join('/run/netns', h.namespace)).ino
+    const inside = readFileSync(log, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith(`net:[${hostNs}] `))
+    assert.deepEqual(inside, [])
+  })
 })

@@ -17,6 +17,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, write
 import { dirname, join } from 'node:path'
 import type { DataplaneNetwork, DataplaneSubnet, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { METADATA_ADDRESS, names } from '../names.js'
+import { Converged } from './converged.js'
 import { links, run, runIdempotent, type LinkInfo } from './host-commands.js'
 import { plugVeth } from './links.js'
 import { runningFrom, type Namespaces } from './namespaces.js'
@@ -148,6 +149,8 @@ function searchableByAll(dir: string): boolean {
 
 export class DhcpServers {
   private readonly baseDir: string
+  /** The DHCP ports' veths, by network. */
+  private readonly converged = new Converged()
 
   constructor(
     root: string,
@@ -176,6 +179,7 @@ export class DhcpServers {
     const dir = join(this.baseDir, networkId)
     const pid = runningFrom(join(dir, 'pid'), join(dir, 'dnsmasq.conf'))
     if (pid) process.kill(pid, 'SIGTERM')
+    this.converged.forget(networkId)
     await this.namespaces.remove(names.dhcpNamespace(networkId))
     rmSync(dir, { recursive: true, force: true })
   }
@@ -185,12 +189,19 @@ export class DhcpServers {
     const ns = await this.namespaces.ensure(names.dhcpNamespace(network.id))
     const outside = names.tap(dhcp.portId)
     const inside = names.dhcpInside(dhcp.portId)
-    const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
-    // A DHCP port made again (its predecessor deleted through the API) comes with new names: the old veth goes.
-    for (const name of nsLinks.keys()) if (name.startsWith('ns-') && name !== inside) await runIdempotent('ip', ['link', 'del', 'dev', name], /Cannot find device/, { netns: ns })
     const prefixes = new Map(network.subnets.map((s) => [s.id, prefixLength(s.cidr)]))
     const addressList = [...dhcp.fixedIps.filter((ip) => prefixes.has(ip.subnetId)).map((ip) => `${ip.ipAddress}/${prefixes.get(ip.subnetId)}`), `${METADATA_ADDRESS}/32`]
-    await plugVeth({ netns: ns, outside, inside, bridge: names.bridge(network.id), mtu: network.mtu, mac: dhcp.mac, addresses: addressList, isolated: true }, hostLinks, nsLinks)
+    const veth = { netns: ns, outside, inside, bridge: names.bridge(network.id), mtu: network.mtu, mac: dhcp.mac, addresses: addressList, isolated: true }
+    // The veth as this process last made it, its host end still in the bridge: only dnsmasq is looked at (no command).
+    const fingerprint = JSON.stringify(veth)
+    if (!(hostLinks.get(outside)?.master === veth.bridge && this.converged.fresh(network.id, fingerprint))) {
+      this.converged.forget(network.id)
+      const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
+      // A DHCP port made again (its predecessor deleted through the API) comes with new names: the old veth goes.
+      for (const name of nsLinks.keys()) if (name.startsWith('ns-') && name !== inside) await runIdempotent('ip', ['link', 'del', 'dev', name], /Cannot find device/, { netns: ns })
+      await plugVeth(veth, hostLinks, nsLinks)
+      this.converged.done(network.id, fingerprint)
+    }
     await this.ensureDnsmasq(network, state, ns, inside)
   }
 

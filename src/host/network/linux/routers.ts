@@ -9,6 +9,7 @@
  */
 import type { DataplaneRouter, DataplaneRouterPort, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { names } from '../names.js'
+import { Converged } from './converged.js'
 import { addresses, links, run, runIdempotent, type LinkInfo } from './host-commands.js'
 import { plugVeth } from './links.js'
 import type { Namespaces } from './namespaces.js'
@@ -54,6 +55,8 @@ export function natRuleset(router: DataplaneRouter): string {
 }
 
 export class Routers {
+  private readonly converged = new Converged()
+
   constructor(
     private readonly namespaces: Namespaces,
     private readonly warn: (message: string, fields?: Record<string, unknown>) => void,
@@ -61,14 +64,26 @@ export class Routers {
 
   async converge(state: HostNetworkState): Promise<void> {
     const keep = new Set(state.routers.map((r) => names.routerNamespace(r.id)))
-    for (const ns of this.namespaces.list()) if (ns.startsWith('qrouter-') && !keep.has(ns)) await this.namespaces.remove(ns)
+    for (const ns of this.namespaces.list()) {
+      if (!ns.startsWith('qrouter-') || keep.has(ns)) continue
+      await this.namespaces.remove(ns)
+      this.converged.forget(ns)
+    }
     const mtuOf = new Map(state.networks.map((n) => [n.id, n.mtu]))
     // One listing of the host's devices for all routers: each reads only its own veth ends in it.
     const hostLinks = new Map((await links()).map((l) => [l.ifname, l]))
     for (const router of state.routers) {
+      const ns = names.routerNamespace(router.id)
+      const ports = [...router.interfaces, ...(router.gateway ? [router.gateway] : [])]
+      const fingerprint = JSON.stringify([router, ports.map((p) => mtuOf.get(p.networkId))])
+      // A veth pair goes whole, so the host's end in its bridge tells that the namespace's end is there too.
+      const intact = this.namespaces.exists(ns) && ports.every((p) => hostLinks.get(names.tap(p.portId))?.master === names.bridge(p.networkId))
+      if (intact && this.converged.fresh(ns, fingerprint)) continue
       try {
         await this.ensure(router, mtuOf, hostLinks)
+        this.converged.done(ns, fingerprint)
       } catch (err) {
+        this.converged.forget(ns)
         // One router's failure (its external interface missing…) must not keep the others down.
         this.warn('router not converged', { router: router.id, error: (err as Error).message })
       }
