@@ -151,13 +151,15 @@ describe('the pcc guest image', { skip: missing }, () => {
       assert.equal((await ssh('root', 'echo root-too')).stdout, 'root-too\n')
       // A file system on the second disk, written, unmounted, mounted again and read back; dd and ping are there.
       const volumeWork = await ssh('pcc', [
-        'sudo mkfs -t ext4 /dev/vdb >/dev/null', 'sudo mount -t ext4 /dev/vdb /mnt', 'echo kept-on-volume | sudo tee /mnt/file >/dev/null', 'sync', 'sudo umount /mnt',
+        'sudo mke2fs -t ext4 /dev/vdb >/dev/null', 'sudo mkfs -t ext4 /dev/vdb >/dev/null', 'sudo mount -t ext4 /dev/vdb /mnt', 'echo kept-on-volume | sudo tee /mnt/file >/dev/null', 'sync', 'sudo umount /mnt',
         'sudo mount /dev/vdb /mnt', 'cat /mnt/file', 'sudo umount /mnt', 'dd if=/dev/vdb bs=512 count=2 2>/dev/null | wc -c', 'ping -c 1 -W 5 127.0.0.1 >/dev/null && echo ping-ok',
         'which ip wget curl mount dd >/dev/null && echo tools-ok',
+        // As Tempest renews a lease (test_subnet_details): SIGUSR1 to the pid udhcpc keeps where CirrOS's does.
+        'sudo /bin/kill -USR1 "$(cat /var/run/udhcpc.eth0.pid)" && echo renew-ok',
         // As Tempest's remote client finds the config drive and lists the disks (TYPE column), and checks for curl.
         'blkid -L config-2 -o device', "lsblk -lb --nodeps | awk 'NR > 1 { print $1, $6 }'", 'curl -V >/dev/null && echo curl-ok',
       ].join(' && '))
-      assert.equal(volumeWork.stdout, 'kept-on-volume\n1024\nping-ok\ntools-ok\n/dev/sr0\nsr0 rom\nvda disk\nvdb disk\ncurl-ok\n')
+      assert.equal(volumeWork.stdout, 'kept-on-volume\n1024\nping-ok\ntools-ok\nrenew-ok\n/dev/sr0\nsr0 rom\nvda disk\nvdb disk\ncurl-ok\n')
       // Only the key pair's key opens it: another key is refused (and no password is asked for: BatchMode).
       execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(work, 'other')])
       await assert.rejects(ssh('pcc', 'true', join(work, 'other')), /Permission denied/)
