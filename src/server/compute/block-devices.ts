@@ -161,6 +161,45 @@ export interface ValidationContext {
   maxCount: number
 }
 
+/** Where each source type of a mapping stored in an image keeps its uuid. */
+const STORED_UUID: Record<string, string> = { snapshot: 'snapshot_id', volume: 'volume_id', image: 'image_id' }
+
+/**
+ * The block devices an image defines (Nova's image-defined BDMs): a snapshot of a volume-backed server is an image
+ * with no bytes whose `block_device_mapping` property (with `bdm_v2`) lists the snapshots of its volumes, and a
+ * server booted from it gets volumes made from them. Mappings in the legacy format, or a property that is not a JSON
+ * list, define none.
+ */
+export function imageDefinedBlockDevices(properties: Record<string, string>): PlannedBdm[] {
+  if (!/^(true|1|yes|on)$/i.test(properties.bdm_v2 ?? '') || !properties.block_device_mapping) return []
+  let stored: unknown
+  try {
+    stored = JSON.parse(properties.block_device_mapping)
+  } catch {
+    return []
+  }
+  if (!Array.isArray(stored)) return []
+  const items = (stored as Record<string, unknown>[]).map((m) => {
+    // A stored null is a field the request would not have named.
+    const fields = Object.fromEntries(Object.entries(m).filter(([, v]) => v !== null))
+    const uuid = m[STORED_UUID[String(m.source_type)] ?? '']
+    return { ...fields, uuid: typeof uuid === 'string' ? uuid : undefined } as BdmRequest
+  })
+  return parseBlockDevices(items, true)
+}
+
+/**
+ * The request's mappings over those its image defines (Nova's `_merge_bdms_lists`): a requested mapping replaces the
+ * image's of the same device name, and when the image defines the root, the image-to-root mapping a client adds
+ * for an image boot goes.
+ */
+export function withImageDefined(requested: PlannedBdm[], defined: PlannedBdm[]): PlannedBdm[] {
+  if (defined.length === 0) return requested
+  const rest = defined.some((b) => b.bootIndex === 0) ? requested.filter((b) => !(b.bootIndex === 0 && b.sourceType === 'image')) : requested
+  const named = new Set(rest.map((b) => b.deviceName).filter((n) => n !== null))
+  return [...defined.filter((b) => b.deviceName === null || !named.has(b.deviceName)), ...rest]
+}
+
 /** What a mapping's source turned out to be, for the root disk checks. */
 interface Resolved {
   bdm: PlannedBdm

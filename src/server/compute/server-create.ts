@@ -22,7 +22,7 @@ import { checkMetadataQuota, checkServerQuota, quotaLimits } from './quotas.js'
 import { hostZones } from './aggregates.js'
 import type { NetworkService } from '../network/service.js'
 import { allocateServerNetworks, networkRequest } from './server-network.js'
-import { fromLegacy, parseBlockDevices, recordBlockDevices, validateBlockDevices, type BdmRequest, type PlannedBdm } from './block-devices.js'
+import { fromLegacy, imageDefinedBlockDevices, parseBlockDevices, recordBlockDevices, validateBlockDevices, withImageDefined, type BdmRequest, type PlannedBdm } from './block-devices.js'
 import type { ComputeStorage } from './storage.js'
 import { accessIpv6 } from './access-ips.js'
 import { insertActions } from './instance-actions.js'
@@ -113,8 +113,8 @@ export async function createServers(
   // Block devices and image.
   if (s.block_device_mapping !== undefined && s.block_device_mapping_v2 !== undefined) throw badRequest('Using different block_device_mapping syntaxes is not allowed in the same request.')
   const imageRef = s.imageRef === '' ? undefined : s.imageRef
-  const bdms = requestedBlockDevices(s, imageRef)
-  if (!imageRef && bdms.length === 0) throw badRequest('Missing imageRef attribute')
+  const requested = requestedBlockDevices(s, imageRef)
+  if (!imageRef && requested.length === 0) throw badRequest('Missing imageRef attribute')
   let bootImage: BootImage | undefined
   if (imageRef) {
     const image = await images.find(imageRef, caller.projectId, caller.visibility)
@@ -122,6 +122,8 @@ export async function createServers(
     if (image.status !== 'active') throw badRequest(`Image ${imageRef} is not active.`)
     bootImage = image
   }
+  // A snapshot of a volume-backed server boots from volumes made of its volumes' snapshots, not from its (empty) bytes.
+  const bdms = withImageDefined(requested, bootImage ? imageDefinedBlockDevices(bootImage.properties) : [])
 
   // Placement requests.
   const zone = parseZone(s.availability_zone)
