@@ -5,6 +5,7 @@
  * drive's files from the metadata module. Simulated hosts skip these reads, so their builds stay as cheap as before.
  */
 import { AppError } from '../../contracts/errors.js'
+import { isVolumeBacked } from '../compute/block-devices.js'
 import { DriverError, type ComputeDriver, type GuestImageRef, type GuestSpec } from '../../contracts/host/compute-driver.js'
 import type { ImageRecord } from '../image/model.js'
 import { metadataFiles } from '../metadata/documents.js'
@@ -86,7 +87,9 @@ export async function specFor(ctx: ConductorContext, driver: ComputeDriver, serv
   const imageId = options.imageId !== undefined ? options.imageId : server.image_id
   const spec: GuestSpec = { ...guestSpec(server, options.flavor), imageId }
   if (!driver.guestDetails) return spec
-  const image = await findImageRef(ctx, imageId)
+  // A volume-backed server boots from its volume: the image it names (one that maps volume snapshots) is no root disk.
+  const ownImageOfVolumeBacked = options.imageId === undefined && (await isVolumeBacked(ctx.store.db, server.id))
+  const image = ownImageOfVolumeBacked ? null : await findImageRef(ctx, imageId)
   const facts = await instanceFacts(ctx.store.db, { ...server, image_id: imageId })
   const files = metadataFiles(facts, { adminPass: options.adminPass })
   return {
