@@ -397,10 +397,10 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     await d.destroy(crash)
   })
 
-  it('stops a guest that ignores ACPI within the command time: a clean wait, then hard, and the guest is SHUTDOWN', async () => {
-    // Configured as Nova's shutdown_timeout default (60 s), which is as long as the control plane waits for the
-    // command: the driver keeps its clean wait to half of that, so the stop ends here rather than in ERROR there.
-    const d = await driver({ shutdownTimeoutMs: 60_000 })
+  it('stops a guest that ignores ACPI: a clean wait, then hard, and the guest is SHUTDOWN', async () => {
+    // A short clean wait: how long it may be at most (inside the command the control plane waits for) is the
+    // first test's; this one shows the wait and the hard stop after it with a real guest.
+    const d = await driver({ shutdownTimeoutMs: 6_000 })
     const id = '00000000-0000-4000-8000-0000000d0009'
     await d.spawn(spec(id, {}, '#!/bin/sh\nkillall acpid\necho "pcc-test: acpid stopped"\n'))
     // The script's end, not its text: the guest first echoes its user data (`pcc-guest: user-data: echo "pcc-test: …"`).
@@ -409,8 +409,7 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     await d.powerOff(id)
     const took = Date.now() - started
     assert.equal((await d.info(id))!.powerState, POWER.SHUTDOWN)
-    assert.ok(took >= cleanStopMs(60_000) - 1000, `it waited for a clean stop first (${took} ms)`)
-    assert.ok(took < COMMAND_TIMEOUT_MS - 10_000, `within the control plane's wait for the command (${took} ms)`)
+    assert.ok(took >= cleanStopMs(6_000) - 1000, `it waited for a clean stop first (${took} ms)`)
     assert.doesNotMatch(await d.consoleOutput(id), /pcc-guest: power button/, 'the guest never saw the button')
     await d.destroy(id)
     assert.deepEqual(qemuLeftovers(d.options.root, id), [])
