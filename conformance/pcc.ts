@@ -8,7 +8,7 @@
  * and floating IPs.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, symlinkSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../src/testkit/harness.js'
@@ -91,14 +91,16 @@ export async function startPcc(workDir: string, hypervisor: Hypervisor = 'simula
 }
 
 /**
- * Tempest's scenarios ping the guests' floating IPs with the `ping` command, which a machine need not have
- * (Debian's iputils-ping): busybox's, which the guest image is built from anyway, in a folder Tempest's PATH
- * starts with.
+ * Tempest's scenarios ping the guests' floating IPs with the `ping` command, in a folder Tempest's PATH starts
+ * with: Debian's iputils-ping (.ci/run installs it), whose `-M do` test_mtu_sized_frames needs to send frames
+ * the network's MTU long without fragmenting them; else busybox's, which the guest image is built from anyway
+ * and which refuses `-M` (so that one test fails, saying ping timed out).
  */
 function pingTools(workDir: string): string {
   const dir = join(workDir, 'bin')
   mkdirSync(dir, { recursive: true })
-  for (const name of ['ping', 'ping6']) symlinkSync(findBusybox(), join(dir, name))
+  const iputils = ['/usr/bin/ping', '/bin/ping'].find((path) => existsSync(path) && !realpathSync(path).includes('busybox'))
+  for (const name of ['ping', 'ping6']) symlinkSync(iputils ?? findBusybox(), join(dir, name))
   return dir
 }
 
