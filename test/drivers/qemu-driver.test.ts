@@ -447,6 +447,26 @@ describe('the QEMU driver with real guests', { skip: missing }, () => {
     assert.deepEqual(scsiSizes, [67108864, 1073741824, 1073741824], 'root, ephemeral 1 GiB and swap 64 MiB on SCSI')
     assert.match(text, /pcc-guest: config-drive \/dev\/vd/, 'the config drive as a virtio disk')
     assert.match(text, /pcc-guest: name vm-0004/)
+
+    // A NIC hot-plugged into one of q35's root ports: a restore of the saved memory needs it in the same port, a
+    // fresh start places it as any host would, and live migration waits for that fresh start.
+    const nic = { portId: '9c3a7d4e-2f3a-4f00-9abc-000000000003', macAddress: 'fa:16:3e:00:00:33', networkId: 'n1', mtu: 1450 }
+    const qemuArgv = () => readFileSync(`/proc/${readFileSync(join(d.options.root, 'var/lib/pcc/instances', id, 'qemu.pid'), 'utf8').trim()}/cmdline`, 'utf8').split('\0')
+    const nicArg = () => qemuArgv().find((a) => a.includes(`mac=${nic.macAddress}`))
+    await d.attachNic(id, nic)
+    await waitConsole(d, id, /nic fa:16:3e:00:00:33 added/)
+    await assert.rejects(d.liveMigrateTo(id, { driver: 'qemu' }), (err: unknown) => err instanceof DriverError && err.code === 409 && /hot-plugged into a PCIe root port/.test(err.message))
+    await d.suspend(id)
+    await d.resume(id)
+    assert.equal((await d.info(id))!.powerState, POWER.RUNNING)
+    assert.match(nicArg() ?? '', /,bus=hotplug\d,addr=0$/, 'restored with the NIC in the root port it was plugged into')
+    const restored = await d.consoleOutput(id)
+    await d.detachNic(id, nic.portId)
+    const after = await waitConsole(d, id, /nic fa:16:3e:00:00:33 removed/)
+    assert.doesNotMatch(after.slice(restored.length), /userspace up/, 'the guest ran on from its saved memory')
+    await d.attachNic(id, nic)
+    await d.reboot(id, 'HARD')
+    assert.ok(nicArg() && !nicArg()!.includes('bus='), `a fresh start places the NIC as the command line does: ${nicArg()}`)
     await d.destroy(id)
   })
 

@@ -36,6 +36,8 @@ export interface PlannedNic {
   tap: string
   mac: string
   model: string
+  /** The q35 root port a hot-plug put it in, for a restore of that QEMU's saved state; else QEMU places it. */
+  rootPort?: string
 }
 
 export interface LaunchPlan {
@@ -150,8 +152,14 @@ export function nicNames(portId: string): { device: string; netdev: string } {
   return { device, netdev: `host${device}` }
 }
 
-export function nicsOf(spec: GuestSpec, model: string): PlannedNic[] {
-  return (spec.nics ?? []).map((n) => ({ id: nicNames(n.portId).device, tap: tapName(n.portId), mac: n.macAddress, model }))
+export function nicsOf(spec: GuestSpec, model: string, rootPorts: Record<string, string> = {}): PlannedNic[] {
+  return (spec.nics ?? []).map((n) => ({
+    id: nicNames(n.portId).device,
+    tap: tapName(n.portId),
+    mac: n.macAddress,
+    model,
+    ...(rootPorts[n.portId] && { rootPort: rootPorts[n.portId] }),
+  }))
 }
 
 function diskArgs(disks: PlannedDisk[], machine: string, scsiController = 'virtio-scsi-pci'): string[] {
@@ -245,7 +253,8 @@ export function qemuArgs(plan: LaunchPlan): string[] {
   if (plan.nics.length === 0) args.push('-nic', 'none')
   for (const n of plan.nics) {
     args.push('-netdev', `tap,id=host${n.id},ifname=${n.tap},script=no,downscript=no`)
-    args.push('-device', `${n.model},netdev=host${n.id},id=${n.id},mac=${n.mac}`)
+    // A root port has one slot the guest looks at (0), as nics.ts plugs it.
+    args.push('-device', `${n.model},netdev=host${n.id},id=${n.id},mac=${n.mac}${n.rootPort ? `,bus=${n.rootPort},addr=0` : ''}`)
   }
   if (plan.kernel) {
     args.push('-kernel', plan.kernel.kernel)

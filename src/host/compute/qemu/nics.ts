@@ -21,10 +21,13 @@ async function peripherals(qmp: QmpSession): Promise<Set<string>> {
   return new Set((await qmp.execute<{ name: string }[]>('qom-list', { path: '/machine/peripheral' })).map((d) => d.name))
 }
 
-/** Plugs the NIC into the running guest; nothing changes when its device is there already. */
-export async function hotplugNic(qmp: QmpSession, nic: GuestNic, model: string, machine: string, ports: number): Promise<void> {
+/**
+ * Plugs the NIC into the running guest; nothing changes when its device is there already. Resolves with the q35
+ * root port it took (undefined on i440FX, or when it was there already).
+ */
+export async function hotplugNic(qmp: QmpSession, nic: GuestNic, model: string, machine: string, ports: number): Promise<string | undefined> {
   const names = nicNames(nic.portId)
-  if ((await peripherals(qmp)).has(names.device)) return
+  if ((await peripherals(qmp)).has(names.device)) return undefined
   await qmp.execute('netdev_del', { id: names.netdev }).catch(() => {})
   await qmp.execute('netdev_add', { type: 'tap', id: names.netdev, ifname: tapName(nic.portId), script: 'no', downscript: 'no' }).catch((err: Error) => {
     throw new DriverError(`The NIC of port ${nic.portId} could not be plugged: its tap ${tapName(nic.portId)}: ${err.message}`)
@@ -36,7 +39,7 @@ export async function hotplugNic(qmp: QmpSession, nic: GuestNic, model: string, 
   for (const bus of [...hotplugBuses(machine, ports)].reverse()) {
     try {
       await qmp.execute('device_add', { driver: model, id: names.device, netdev: names.netdev, mac: nic.macAddress, bus, ...addr })
-      return
+      return isQ35(machine) ? bus : undefined
     } catch (err) {
       // An occupied root port refuses the device: the next one may take it.
       last = err as Error

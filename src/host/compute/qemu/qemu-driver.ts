@@ -101,6 +101,12 @@ interface GuestRecord {
   suspended: boolean
   /** Starts and resets this driver made (GuestInfo.boots). */
   boots: number
+  /**
+   * The q35 root ports NICs were hot-plugged into, by port id, while this QEMU (or the one whose memory is saved)
+   * runs: a restore must lay them out the same. A fresh start places every NIC as the command line does, as a
+   * destination host would; until then the guest cannot migrate live.
+   */
+  nicRootPorts?: Record<string, string>
 }
 
 /** QEMU RunState → Nova power state (docs/qemu.md, "Operations"). */
@@ -538,8 +544,9 @@ export class QemuDriver implements ComputeDriver {
       const rec = this.require(serverId, p)
       if (rec.spec.nics?.some((n) => n.portId === nic.portId)) return
       const hw = guestHardware(rec.spec)
-      if (runningPid(p.pidfile)) await this.qmp(p, (q) => hotplugNic(q, nic, hw.vifModel, hw.machine, this.options.hotplugPorts ?? 4))
-      this.save(p, { ...rec, spec: { ...rec.spec, nics: [...(rec.spec.nics ?? []), nic] } })
+      const rootPort = runningPid(p.pidfile) ? await this.qmp(p, (q) => hotplugNic(q, nic, hw.vifModel, hw.machine, this.options.hotplugPorts ?? 4)) : undefined
+      const nicRootPorts = rootPort ? { ...rec.nicRootPorts, [nic.portId]: rootPort } : rec.nicRootPorts
+      this.save(p, { ...rec, spec: { ...rec.spec, nics: [...(rec.spec.nics ?? []), nic] }, ...(nicRootPorts && { nicRootPorts }) })
     })
   }
 
@@ -556,7 +563,8 @@ export class QemuDriver implements ComputeDriver {
         if ((await this.status(p)) === 'paused') throw new DriverError(`guest ${serverId} is paused and cannot release the NIC of port ${portId}: unpause it first`, 409)
         await this.qmp(p, (q) => hotunplugNic(q, nic))
       }
-      this.save(p, { ...rec, spec: { ...rec.spec, nics: rec.spec.nics!.filter((n) => n.portId !== portId) } })
+      const { [portId]: _gone, ...nicRootPorts } = rec.nicRootPorts ?? {}
+      this.save(p, { ...rec, spec: { ...rec.spec, nics: rec.spec.nics!.filter((n) => n.portId !== portId) }, nicRootPorts })
     })
   }
 
@@ -670,6 +678,13 @@ export class QemuDriver implements ComputeDriver {
     return this.exclusive(serverId, async (p) => {
       if ((await this.status(p)) !== 'running') throw new DriverError(`guest ${serverId} is not running; only a running guest migrates live`, 409)
       const rec = this.require(serverId, p)
+      const plugged = Object.keys(rec.nicRootPorts ?? {})
+      if (plugged.length) {
+        throw new DriverError(
+          `guest ${serverId} has the NIC of port ${plugged.join(', ')} hot-plugged into a PCIe root port (q35), where the destination's QEMU would not have it; stop and start the server, or migrate it cold, then migrate it live`,
+          409,
+        )
+      }
       await this.qmp(p, async (q) => {
         const outgoing = new OutgoingMigration(q, this.migrationMaxBandwidth)
         this.outgoing.set(serverId, outgoing)
@@ -910,7 +925,7 @@ export class QemuDriver implements ComputeDriver {
       vncSocket: p.vnc,
       ...(hw.guestAgent && { guestAgentSocket: p.qga }),
       disks,
-      nics: nicsOf(spec, hw.vifModel),
+      nics: nicsOf(spec, hw.vifModel, incoming ? rec.nicRootPorts : undefined),
       ...(kernel && {
         kernel: {
           kernel,
@@ -940,7 +955,7 @@ export class QemuDriver implements ComputeDriver {
     await startDaemonized({ binary: this.binary, args: qemuArgs(plan), ...(scope && { systemdUnit: `pcc-guest-${serverId}` }) })
     const status = await this.qmp(p, async (q) => ((await q.execute<{ status: string }>('query-status')).status))
     if (!incoming && status !== 'running') throw new DriverError(`QEMU started but the guest is ${status}`)
-    if (!incoming) this.save(p, { ...rec, boots: rec.boots + 1 })
+    if (!incoming) this.save(p, { ...rec, boots: rec.boots + 1, nicRootPorts: undefined })
   }
 
   /** Starts QEMU waiting for the saved memory, loads it and lets the guest run on. */
