@@ -24,6 +24,7 @@ import { ExportManager } from '../host/storage/exports/export-manager.js'
 import { clientConf, Rbd, type CephClient } from '../lib/ceph/rbd.js'
 import { metadataFiles } from '../server/metadata/documents.js'
 import { hostCaps } from '../server/ceph/host-users.js'
+import { DiskFencing } from '../server/ceph/fencing.js'
 import type { CephCluster } from './ceph.js'
 import { freePort } from './harness.js'
 import { facts, fileImage, guestImage, killQemusUnder, lastBoot, lastTick, qemuLeftovers } from './qemu.js'
@@ -41,7 +42,7 @@ export interface HarnessCeph {
  * The guest image as the control plane's image store keeps it in Ceph: raw, in `images/<id>` with the protected
  * snapshot `snap`; and a host's own cephx user (the caps a real host gets) whose conf QEMU and rbd read.
  */
-async function cephHost(ceph: HarnessCeph, work: string, qcow2: string): Promise<{ client: CephClient; raw: string; remove(): Promise<void> }> {
+async function cephHost(ceph: HarnessCeph, work: string, qcow2: string): Promise<{ client: CephClient; fencing: DiskFencing; raw: string; remove(): Promise<void> }> {
   const clusterConf = readFileSync(ceph.cluster.conf, 'utf8')
   const admin = new Rbd(clientConf(clusterConf, ceph.cluster.user, ceph.cluster.keyring, join(work, 'admin.conf')))
   const raw = join(work, 'guest-image.raw')
@@ -53,6 +54,8 @@ async function cephHost(ceph: HarnessCeph, work: string, qcow2: string): Promise
   writeFileSync(join(work, 'host.keyring'), `[client.${user}]\n\tkey = ${key.key}\n`, { mode: 0o600 })
   return {
     client: clientConf(clusterConf, user, join(work, 'host.keyring'), join(work, 'host.conf')),
+    // The control plane's fencing, with its (here the admin's) identity.
+    fencing: new DiskFencing({ rbd: admin, pools: ceph.pools, clusterConf }),
     raw,
     remove: async () => void (await admin.ceph(['auth', 'del', `client.${user}`]).catch(() => {})),
   }
@@ -150,7 +153,12 @@ export async function qemuHarness(ceph?: HarnessCeph): Promise<DriverHarness> {
     snapshotFormat: onCeph ? 'raw' : 'qcow2',
     ...(onCeph && {
       sharedDisks: async (serverId: string) => (await new Rbd(onCeph.client).list(ceph.pools.vms)).filter((name) => name.startsWith(serverId)),
-      killGuest: (d: ComputeDriver) => killQemusUnder(rootOf(d)),
+      // Fenced before the evacuation, as the control plane does: the dead QEMU's watch and lock go at once, where
+      // they would otherwise hold the new guest's first write until the OSDs time the watch out (30 s).
+      killGuest: async (d: ComputeDriver, serverId: string) => {
+        await killQemusUnder(rootOf(d))
+        await onCeph.fencing.fence(serverId, [])
+      },
     }),
     close: async () => {
       await onCeph?.remove()

@@ -53,7 +53,10 @@ export interface DriverHarness {
    * them, `forget` leaves them, only `destroy` removes them, and an evacuated guest runs on its own disk.
    */
   sharedDisks?(serverId: string): Promise<string[]>
-  /** Ends a guest's QEMU as a host's death does (SIGKILL, nothing cleaned up), for the evacuation onto shared disks. */
+  /**
+   * Ends a guest's QEMU as a host's death does (SIGKILL, nothing cleaned up), then fences it as the control plane
+   * does before it evacuates the guest (docs/ceph.md, "Host loss"), for the evacuation onto shared disks.
+   */
   killGuest?(driver: ComputeDriver, serverId: string): Promise<void>
   close(): Promise<void>
 }
