@@ -29,6 +29,7 @@ import { SqlTaskQueue } from './tasks/sql-queue.js'
 import { TaskRunner, type TaskHandler } from './tasks/runner.js'
 import { setUpImageAndVolume } from './volume/wiring.js'
 import { CephError } from '../lib/ceph/rbd.js'
+import { connectCeph } from './ceph/connect.js'
 import { Conductor } from './conductor/conductor.js'
 import { computeStorage } from './compute/storage.js'
 import { HostDataService } from './onboarding/host-data.js'
@@ -134,9 +135,13 @@ export async function startServer(config: Config, logger: Logger, handlers: Map<
     await retryStartupRace(() => idp.clients.ensureBuiltins())
 
     const queue = new SqlTaskQueue(store, { leaseMs: config.taskLeaseSeconds * 1000 })
-    const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, store, queue, box, adminProjectId: result.adminProjectId, logger: logger.child({ component: 'volumes' }) })).catch((err: Error) => {
+    // What Ceph refuses is the operator's to fix: one error line. Checked once, outside the retry of racing inserts
+    // below, so monitors that do not answer cost one wait, not three.
+    const cephStartup = (err: Error) => {
       throw err instanceof CephError ? new StartupError(err.message) : err
-    })
+    }
+    const ceph = await connectCeph(config).catch(cephStartup)
+    const imageVolume = await retryStartupRace(() => setUpImageAndVolume({ config, ceph, store, queue, box, adminProjectId: result.adminProjectId, logger: logger.child({ component: 'volumes' }) })).catch(cephStartup)
     // Periodic reconciliation runs as a cluster job (once per interval across the processes), not per process.
     const hostData = new HostDataService(store, imageVolume.deps.blobs, imageVolume.deps.images, config.imageMaxBytes, config.cephConf && config.cephVmsPool)
     const conductor = new Conductor(store, queue, { ...config, reconcileSeconds: 0 }, logger.child({ component: 'conductor' }))

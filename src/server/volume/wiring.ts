@@ -12,7 +12,7 @@ import { FsBlobStore } from '../blobs/fs-blob-store.js'
 import type { BlobStore } from '../blobs/blob-store.js'
 import { FallbackBlobStore } from '../blobs/fallback-blob-store.js'
 import { RbdBlobStore } from '../blobs/rbd-blob-store.js'
-import { connectCeph } from '../ceph/connect.js'
+import type { CephLink } from '../ceph/connect.js'
 import { DiskFencing } from '../ceph/fencing.js'
 import { HostCephUsers } from '../ceph/host-users.js'
 import { CEPH_VOLUME_TYPE, DEFAULT_VOLUME_TYPE } from './model.js'
@@ -44,9 +44,9 @@ export interface ImageAndVolume {
 /** How often the control plane checks its exports against the store (a daemon that died is started again). */
 const EXPORT_CHECK_MS = 30_000
 
-export async function setUpImageAndVolume(options: { config: Config; store: Store; queue: TaskQueue; box: SecretBox; adminProjectId: string; logger: Logger }): Promise<ImageAndVolume> {
-  const { config, store, queue } = options
-  const ceph = await connectCeph(config)
+/** `ceph`: the cluster connectCeph checked (undefined without PCC_CEPH_CONF). */
+export async function setUpImageAndVolume(options: { config: Config; ceph: CephLink | undefined; store: Store; queue: TaskQueue; box: SecretBox; adminProjectId: string; logger: Logger }): Promise<ImageAndVolume> {
+  const { config, ceph, store, queue } = options
   const files = new FsBlobStore(join(config.dataDir, 'blobs'))
   const blobs = ceph ? new FallbackBlobStore(new RbdBlobStore(ceph.rbd, ceph.pools.images), files) : files
   const images = new ImageService(store, blobs, { maxImageBytes: config.imageMaxBytes })
