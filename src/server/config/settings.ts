@@ -33,7 +33,7 @@ export interface Config {
   masterKey: string | undefined
   /** Largest page of compute lists (Nova's max_limit). */
   computeMaxLimit: number
-  /** Memory each process may keep of rendered servers for the detail list and show (compute/server-view-cache.ts); 0: none. */
+  /** Memory each view cache of a process may keep of rendered views (servers' detail list and show, network show; http/view-cache.ts); 0: none. */
   viewCacheMb: number
   idpIdTokenSeconds: number
   idpKeyRotationSeconds: number
@@ -286,7 +286,7 @@ export const SETTINGS: { [K in keyof Config]: SettingSpec<K> } = {
   },
   viewCacheMb: {
     key: 'viewCacheMb', env: 'PCC_VIEW_CACHE_MB', flag: '--view-cache-mb',
-    help: 'MiB of rendered servers each process keeps for GET /servers/detail and /servers/{id} (0: none)', parse: integer(0, 65536), fallback: () => 32,
+    help: 'MiB of rendered views each process keeps per cache: servers (GET /servers/detail and /servers/{id}), networks (GET /networks/{id}) (0: none)', parse: integer(0, 65536), fallback: () => 32,
   },
   imageMaxBytes: {
     key: 'imageMaxBytes', env: 'PCC_IMAGE_MAX_BYTES', flag: '--image-max-bytes',

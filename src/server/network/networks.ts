@@ -2,6 +2,7 @@
 import type { NetworkTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
 import { prepared } from '../storage/prepared.js'
+import type { ViewCache } from '../http/view-cache.js'
 import type { NetworkPolicyTarget } from '../policy/network.policy.js'
 import { can, flag, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
@@ -26,7 +27,7 @@ export interface NetworkBody extends ProviderBody {
   tags?: string[]
 }
 
-export const networkTarget = (n: NetworkTable): NetworkPolicyTarget => ({
+export const networkTarget = (n: Pick<NetworkTable, 'project_id' | 'shared' | 'external'>): NetworkPolicyTarget => ({
   projectId: n.project_id,
   networkProjectId: n.project_id,
   shared: n.shared === 1,
@@ -118,6 +119,38 @@ export async function createNetwork(ctx: NetCtx, actor: Actor, body: NetworkBody
 export async function showNetwork(ctx: NetCtx, actor: Actor, id: string): Promise<View> {
   const row = await visibleNetwork(ctx, actor, id)
   return (await renderNetworks(ctx, actor, [row]))[0]
+}
+
+/**
+ * GET /networks/{id}'s answer as bytes, from `views` when the network's view revision (migration 0128: raised by
+ * the database on any change of the row or its subnets, in any process) still matches, else rendered and kept.
+ * One statement reads what visibility needs and the revision; visibility is checked on it as visibleNetwork does.
+ * The view depends on the caller only through the provider attributes (the variant).
+ */
+export async function showNetworkKept(ctx: NetCtx, actor: Actor, id: string, views: ViewCache): Promise<Buffer> {
+  const [stamp] = await networkStampById(ctx.db, id)
+  if (!stamp || !can(actor, 'get_network', networkTarget(stamp))) throw neutron.networkNotFound(id)
+  const variant = can(actor, 'get_network:provider') ? 'network|provider' : 'network'
+  return views.keep(variant, id, { rev: stamp.view_rev, viewRev: 0 }, async () => ({ network: await showNetwork(ctx, actor, id) }))
+}
+
+// Compiled once: every show of a network reads it.
+const networkStampById = prepared((db: Db, id: string) =>
+  db
+    .selectFrom('networks')
+    .select(['id', 'project_id', 'shared', 'external'])
+    .select((eb) =>
+      eb.fn
+        .coalesce(eb.selectFrom('view_revisions').select('rev').where('kind', '=', 'network').whereRef('view_revisions.id', '=', 'networks.id'), eb.lit(0))
+        .as('view_rev'),
+    )
+    .where('networks.id', '=', id),
+)
+
+/** Of these network ids, the ones that exist (the view cache's sweep). */
+export async function existingNetworkIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set()
+  return new Set((await db.selectFrom('networks').select('id').where('id', 'in', ids).execute()).map((r) => r.id))
 }
 
 export async function updateNetwork(ctx: NetCtx, actor: Actor, id: string, body: NetworkBody): Promise<View> {

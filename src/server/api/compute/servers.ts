@@ -8,7 +8,7 @@ import { createBodySchema, updateBodySchema } from '../../../contracts/compute/s
 import type { ServerTable } from '../../storage/schema.js'
 import { listServers, planServerList, type ListPermissions, type Query } from '../../compute/server-list.js'
 import { bookmarkBase, hostStatusOf, loadHostState, loadHostStates, serverGroupIds, serverModels } from '../../compute/server-model.js'
-import { ServerViewCache } from '../../compute/server-view-cache.js'
+import { ViewCache } from '../../http/view-cache.js'
 import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
 import { acceptServerDelete, findLiveServer, findLiveServerStamp, liveServerIds, serverRowsByIds, updateServerFields, type LiveServerStamp } from '../../compute/server-rows.js'
@@ -68,13 +68,13 @@ const CLOSE = Buffer.from('}')
  * lacks the closing brace: `host_status` changes with the hosts' heartbeats rather than with any row, so it is
  * added to each answer, after what was kept.
  */
-async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<ServerTable, 'id' | 'rev' | 'host'> & { view_rev?: number })[], cache: ServerViewCache): Promise<Buffer[]> {
+async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<ServerTable, 'id' | 'rev' | 'host'> & { view_rev?: number })[], cache: ViewCache): Promise<Buffer[]> {
   const db = deps.store.db
   const rights = serverViewRights(request)
   const entries = cache.variant(`${request.api.text}|${rights.adminFields ? 'admin' : 'member'}${rights.faultDetails ? '+faults' : ''}`)
   const viewRevs = new Map(rows.map((r) => [r.id, r.view_rev ?? 0]))
   const stamp = (r: Pick<ServerTable, 'id' | 'rev'>) => ({ rev: r.rev, viewRev: viewRevs.get(r.id)! })
-  const kept = rows.map((r) => ServerViewCache.lookup(entries, r.id, stamp(r)))
+  const kept = rows.map((r) => ViewCache.lookup(entries, r.id, stamp(r)))
   const missing = rows.filter((_, i) => kept[i] === undefined).map((r) => r.id)
   if (missing.length) {
     const rendered = new Map<string, Buffer>()
@@ -83,7 +83,7 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
       const views = await renderServers(deps, request, full, 'detail')
       full.forEach((row, j) => {
         delete views[j].host_status
-        const json = ServerViewCache.encode(JSON.stringify(views[j]).slice(0, -1))
+        const json = ViewCache.encode(JSON.stringify(views[j]).slice(0, -1))
         // The stamp of the row as rendered: newer than the list's if it changed meanwhile, never older.
         cache.set(entries, row.id, stamp(row), json)
         rendered.set(row.id, json)
@@ -123,17 +123,17 @@ const GROUPS_HOLE = JSON.stringify(GROUPS_STANDIN)
  * revision and view revision, raised by the database on any change of what the view shows, in any process), else
  * rendered and kept. Variants as the detail list's, under their own names: the show view has server_groups.
  */
-async function showBody(deps: AppDeps, request: FastifyRequest, key: LiveServerStamp, cache: ServerViewCache): Promise<Buffer> {
+async function showBody(deps: AppDeps, request: FastifyRequest, key: LiveServerStamp, cache: ViewCache): Promise<Buffer> {
   const db = deps.store.db
   const rights = serverViewRights(request)
   const entries = cache.variant(`show|${request.api.text}|${rights.adminFields ? 'admin' : 'member'}${rights.faultDetails ? '+faults' : ''}`)
   const stamp = { rev: key.rev, viewRev: key.view_rev }
-  let kept = ServerViewCache.lookup(entries, key.id, stamp)
+  let kept = ViewCache.lookup(entries, key.id, stamp)
   if (!kept) {
     const row = await findLiveServer(db, key.id)
     if (!row) throw notFound(`Instance ${key.id} could not be found.`)
     const [server] = await renderServers(deps, request, [row], 'show', { hostStatus: HOST_STATUS_STANDIN, serverGroups: GROUPS_STANDIN })
-    kept = ServerViewCache.encode(JSON.stringify({ server }))
+    kept = ViewCache.encode(JSON.stringify({ server }))
     // Read after the stamp, the row is as new as it or newer: an entry is never older than its stamp.
     cache.set(entries, key.id, { rev: row.rev, viewRev: key.view_rev }, kept)
   }
@@ -208,7 +208,7 @@ const DOCS = {
 
 export function serverRoutes(deps: ServerRouteDeps) {
   const db = deps.store.db
-  const views = new ServerViewCache({
+  const views = new ViewCache({
     budgetBytes: deps.config.viewCacheMb * 1024 * 1024,
     live: (ids) => liveServerIds(db, ids),
   })

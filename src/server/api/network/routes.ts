@@ -17,6 +17,8 @@ import { must } from '../../network/context.js'
 import { neutron } from '../../network/errors.js'
 import { fieldsOf, listResponse, projectFields, type CustomFilter, type Query } from '../../network/listing.js'
 import type { View } from '../../network/views.js'
+import { ViewCache } from '../../http/view-cache.js'
+import type { Db } from '../../storage/store.js'
 import * as networks from '../../network/networks.js'
 import * as subnets from '../../network/subnets.js'
 import * as subnetPools from '../../network/subnet-pools.js'
@@ -47,6 +49,8 @@ interface Resource<CS, US> {
   member: string
   list: (ctx: NetCtx, actor: Actor, query: Query) => Promise<View[]>
   show: (ctx: NetCtx, actor: Actor, id: string) => Promise<View>
+  /** The show answer as kept bytes (`{member: view}`), from a view cache of its own (http/view-cache.ts). */
+  keptShow?: { answer: (ctx: NetCtx, actor: Actor, id: string, views: ViewCache) => Promise<Buffer>; live: (db: Db, ids: string[]) => Promise<Set<string>> }
   create: (ctx: NetCtx, actor: Actor, body: Member<NoInfer<CS>>) => Promise<View>
   update?: (ctx: NetCtx, actor: Actor, id: string, body: Member<NoInfer<US>>) => Promise<View>
   remove: (ctx: NetCtx, actor: Actor, id: string) => Promise<void>
@@ -75,7 +79,7 @@ const asList = (v: unknown): string[] | undefined => (v === undefined ? undefine
 function resources(add: AddResource): void {
   add({
     path: 'networks', collection: 'networks', member: 'network',
-    list: (ctx, actor) => networks.listNetworks(ctx, actor), show: networks.showNetwork, create: networks.createNetwork, update: networks.updateNetwork, remove: networks.deleteNetwork,
+    list: (ctx, actor) => networks.listNetworks(ctx, actor), show: networks.showNetwork, keptShow: { answer: networks.showNetworkKept, live: networks.existingNetworkIds }, create: networks.createNetwork, update: networks.updateNetwork, remove: networks.deleteNetwork,
     createSchema: schemas.networkCreate, updateSchema: schemas.networkUpdate,
   })
   add({
@@ -167,7 +171,15 @@ export function networkRoutes(deps: AppDeps) {
           const attributes = [...new Set(items.flatMap((i) => Object.keys(i)))]
           return listResponse(items, query, { collection: r.collection, url, attributes, custom: r.custom })
         })
-        api.get<{ Params: IdParams; Querystring: Query }>(`/v2.0/${r.path}/:id`, documented({ summary: `Show a ${name}`, querystring: SHOW_QUERY, response: { 200: one(r.member) } }), async (request) => {
+        const kept = r.keptShow
+        const views = kept && new ViewCache({ budgetBytes: deps.config.viewCacheMb * 1024 * 1024, live: (ids) => kept.live(deps.store.db, ids) })
+        api.get<{ Params: IdParams; Querystring: Query }>(`/v2.0/${r.path}/:id`, documented({ summary: `Show a ${name}`, querystring: SHOW_QUERY, response: { 200: one(r.member) } }), async (request, reply) => {
+          // The whole view only: an answer cut to `fields=` is built from the view each time, as before.
+          if (kept && views && fieldsOf(request.query).length === 0) {
+            const body = await read(request.principal, (ctx, actor) => kept.answer(ctx, actor, request.params.id, views))
+            // The header Fastify gives the object this route answered before its view was kept.
+            return reply.type('application/json; charset=utf-8').send(body)
+          }
           const item = await read(request.principal, (ctx, actor) => r.show(ctx, actor, request.params.id))
           return { [r.member]: projectFields(item, fieldsOf(request.query)) }
         })

@@ -1,7 +1,7 @@
 import { SqliteAdapter, sql, type Kysely } from 'kysely'
 
 /**
- * Revisions that tell a process whether a server's rendered view (compute/server-view-cache.ts) is still
+ * Revisions that tell a process whether a server's rendered view (http/view-cache.ts) is still
  * current, kept by the database itself for every writer (a process of an older release during an upgrade
  * included); `updated_at` cannot serve, two changes can share a millisecond.
  *

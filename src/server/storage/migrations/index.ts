@@ -49,6 +49,7 @@ import * as m0124 from './0124-id-sequences.js'
 import * as m0125 from './0125-volume-backup-keys.js'
 import * as m0126 from './0126-snapshot-exports.js'
 import * as m0127 from './0127-volume-default-types.js'
+import * as m0128 from './0128-view-revisions.js'
 import { ADVISORY_LOCKS } from '../locks.js'
 
 export interface Migration {
@@ -102,6 +103,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0125', name: 'volume-backup-keys', up: m0125.up },
   { id: '0126', name: 'snapshot-exports', up: m0126.up },
   { id: '0127', name: 'volume-default-types', up: m0127.up },
+  { id: '0128', name: 'view-revisions', up: m0128.up },
 ]
 
 export interface MigrationReport {

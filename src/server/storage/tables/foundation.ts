@@ -40,7 +40,18 @@ export interface IdSequenceTable {
   last_id: number
 }
 
+/**
+ * Raised by the database on every change of what a kept view of a resource shows (migration 0128): the resource's
+ * row or another row its view reads. `kind` names the resource table's kind (network…).
+ */
+export interface ViewRevisionTable {
+  kind: string
+  id: string
+  rev: number
+}
+
 export interface FoundationTables {
+  view_revisions: ViewRevisionTable
   pcc_meta: MetaTable
   pcc_migrations: MigrationTable
   tasks: TaskTable

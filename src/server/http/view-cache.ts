@@ -1,17 +1,18 @@
 /**
- * Rendered server views kept by one process, so a page of a thousand servers is not rendered again when
- * nothing in it changed. An entry is the UTF-8 JSON of one server at one variant (microversion, admin or not)
- * with the stamp it was rendered at: the server row's revision and its view revision, both raised by the
- * database on every change of what the view shows, whichever process made it (migration 0080). A stale entry
- * is never served: its stamp no longer matches what the list query reads. Entries are bytes, ready to be
- * written: a page is one copy of them, not a string to join and encode again. The budget bounds the memory
- * (`PCC_VIEW_CACHE_MB`); the oldest entries go first (Map order is insertion order; a lookup does not reorder,
- * which would cost more than the rare re-render of a still-used entry).
+ * Rendered views kept by one process, so a view is not rendered again when nothing in it changed: the servers of
+ * the detail list and show (compute, migration 0080), and the shows of networks (migration 0128). An entry is the
+ * UTF-8 JSON of one resource at one variant (for servers: microversion, admin or not; for networks: provider
+ * attributes shown or not; whatever else the view depends on) with the stamp it was rendered at: revisions the
+ * database raises on every change of what the view shows, whichever process made it. A stale entry is never
+ * served: its stamp no longer matches what the caller read. Entries are bytes, ready to be written: a page is one
+ * copy of them, not a string to join and encode again. The budget bounds the memory (`PCC_VIEW_CACHE_MB`, per
+ * cache); the oldest entries go first (Map order is insertion order; a lookup does not reorder, which would cost
+ * more than the rare re-render of a still-used entry).
  *
  * The budget counts what an entry really holds. Each entry's bytes are a Buffer of their own (`encode`): a small
  * `Buffer.from(text)` is a slice of Node's shared 8 KiB pool and keeps the whole slab alive, so 32 MiB of counted
- * JSON held about 100 MiB. Entries of servers deleted since (in any process) are dropped by a sweep that runs at
- * most once a minute, when the cache is used.
+ * JSON held about 100 MiB. Entries of resources deleted since (in any process) are dropped by a sweep that runs at
+ * most once a minute, when the cache is used and was given `live`; without it they wait for eviction.
  */
 export const DEFAULT_BUDGET_BYTES = 32 * 1024 * 1024
 /** What an entry costs beyond its bytes: the Map slot, the entry and Buffer objects, the id, the eviction slot. */
@@ -27,15 +28,15 @@ interface Entry extends Stamp {
   json: Buffer
 }
 
-export interface ServerViewCacheOptions {
+export interface ViewCacheOptions {
   budgetBytes?: number
-  /** Of these server ids, the ones not deleted; the sweep drops the others' entries. */
+  /** Of these ids, the ones not deleted; the sweep drops the others' entries. */
   live?: (ids: string[]) => Promise<Set<string>>
   sweepEveryMs?: number
 }
 
-export class ServerViewCache {
-  /** variant → server id → entry. */
+export class ViewCache {
+  /** variant → resource id → entry. */
   private readonly variants = new Map<string, Map<string, Entry>>()
   /** Every entry in insertion order, for eviction. */
   private order: [Map<string, Entry>, string][] = []
@@ -44,7 +45,7 @@ export class ServerViewCache {
   private lastSweep = Date.now()
   private sweeping: Promise<number> | undefined
 
-  constructor(private readonly options: ServerViewCacheOptions = {}) {
+  constructor(private readonly options: ViewCacheOptions = {}) {
     this.budgetBytes = options.budgetBytes ?? DEFAULT_BUDGET_BYTES
   }
 
@@ -55,7 +56,7 @@ export class ServerViewCache {
     return bytes
   }
 
-  /** The entries of one variant, to look many servers up; starts a sweep of deleted servers when one is due. */
+  /** The entries of one variant, to look many resources up; starts a sweep of deleted ones when one is due. */
   variant(name: string): Map<string, Entry> {
     this.sweepIfDue()
     let entries = this.variants.get(name)
@@ -86,7 +87,20 @@ export class ServerViewCache {
     }
   }
 
-  /** Drops every variant's entry of these servers. */
+  /**
+   * One resource's view as bytes: the kept entry when its stamp matches, else `render`'s answer, kept at `stamp`.
+   * The caller reads the stamp before `render` reads the rows, so what is kept is never older than its stamp.
+   */
+  async keep(variant: string, id: string, stamp: Stamp, render: () => Promise<unknown>): Promise<Buffer> {
+    const entries = this.variant(variant)
+    const kept = ViewCache.lookup(entries, id, stamp)
+    if (kept) return kept
+    const json = ViewCache.encode(JSON.stringify(await render()))
+    this.set(entries, id, stamp, json)
+    return json
+  }
+
+  /** Drops every variant's entry of these resources. */
   forget(ids: Iterable<string>): void {
     for (const id of ids) {
       for (const entries of this.variants.values()) {
@@ -107,7 +121,7 @@ export class ServerViewCache {
     })
   }
 
-  /** Drops the entries of servers deleted since they were kept; answers how many servers were dropped. */
+  /** Drops the entries of resources deleted since they were kept; answers how many were dropped. */
   async sweep(): Promise<number> {
     if (!this.options.live) return 0
     const ids = new Set<string>()
