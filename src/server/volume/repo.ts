@@ -35,6 +35,21 @@ export async function loadVolume(db: Db, id: string): Promise<VolumeRecord | und
 
 // Compiled once, as the type names hydrate reads: every show of a volume reads both (storage/prepared.ts).
 const volumeById = prepared((db: Db, id: string) => db.selectFrom('volumes').selectAll().where('id', '=', id))
+/** A volume's project and view revision (migration 0128), for show's kept view. */
+export const volumeStamp = prepared((db: Db, id: string) =>
+  db
+    .selectFrom('volumes')
+    .select(['id', 'project_id'])
+    .select((eb) =>
+      eb.fn.coalesce(eb.selectFrom('view_revisions').select('rev').where('kind', '=', 'volume').whereRef('view_revisions.id', '=', 'volumes.id'), eb.lit(0)).as('view_rev'),
+    )
+    .where('volumes.id', '=', id),
+)
+/** Of these volume ids, the ones that exist (the view cache's sweep). */
+export async function existingVolumeIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set()
+  return new Set((await db.selectFrom('volumes').select('id').where('id', 'in', ids).execute()).map((r) => r.id))
+}
 const volumeTypeNames = prepared((db: Db) => db.selectFrom('volume_types').select(['id', 'name']))
 
 /** A volume type by id or name; 404 in Cinder's words when there is none. */

@@ -37,7 +37,7 @@ import type { VolumeConnectionInfo } from '../../contracts/host/compute-driver.j
 import { fitsLayout, typeLayout } from './placement.js'
 import { checkQuota, typedDelta, typeResource } from './quotas.js'
 import { isFrozen } from './volume-services.js'
-import { hydrate, loadVolume, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
+import { hydrate, loadVolume, volumeStamp, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
 import { projectDefaultTypeId } from './default-types.js'
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
@@ -78,6 +78,9 @@ export function callerOf(principal: Principal): Caller {
     seesPrivateTypes: allows(volumePolicy, 'type:private:see', principal),
   }
 }
+
+/** Whether the caller sees a volume of this project (else it does not exist for them: 404). */
+const sees = (caller: Caller, projectId: string): boolean => caller.visibility === 'all_projects' || projectId === caller.projectId
 
 /** Cinder's freeze: a frozen backend's volumes keep serving I/O but are not managed until it is thawed. */
 async function refuseFrozen(db: Db, volume: VolumeRecord, what: string): Promise<void> {
@@ -209,8 +212,21 @@ export class VolumeService {
   /** A volume the caller may see (own project, or any for admins); 404 otherwise. */
   async find(caller: Caller, id: string, db: Db = this.store.db): Promise<VolumeRecord> {
     const volume = await loadVolume(db, id)
-    if (!volume || (caller.visibility !== 'all_projects' && volume.projectId !== caller.projectId)) throw notFound(`Volume ${id} could not be found.`)
+    if (!volume || !sees(caller, volume.projectId)) throw notFound(`Volume ${id} could not be found.`)
     return volume
+  }
+
+  /**
+   * The view revision show's kept view is stamped with (migration 0128: raised by the database on any change of
+   * the row, its attachments, its type's name or its host's name), after the checks `get` makes on the same
+   * statement's row: 404 for a volume the caller may not see, then `volume:get`.
+   */
+  async viewRevision(principal: Principal, id: string): Promise<number> {
+    const caller = callerOf(principal)
+    const [row] = await volumeStamp(this.store.db, id)
+    if (!row || !sees(caller, row.project_id)) throw notFound(`Volume ${id} could not be found.`)
+    authorize(volumePolicy, 'volume:get', principal, { projectId: row.project_id })
+    return row.view_rev
   }
 
   async get(principal: Principal, id: string): Promise<VolumeRecord> {

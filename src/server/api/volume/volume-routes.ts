@@ -3,7 +3,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppDeps } from '../../deps.js'
 import type { ViewContext } from '../../volume/view.js'
 import { AppError, badRequest } from '../../../contracts/errors.js'
-import { atLeast } from '../../volume/microversion.js'
+import { atLeast, formatVersion } from '../../volume/microversion.js'
+import { ViewCache } from '../../http/view-cache.js'
+import { existingVolumeIds } from '../../volume/repo.js'
 import { attachmentView, typeView, volumeDetail, volumeSummary, volumeView } from '../../volume/view.js'
 import { cinderTime } from '../../volume/model.js'
 import { boolParam, countField, idParams, nextPageLinks, since, paging, metadataParam, nullableString, one, stringMap, type IdRoute, type QueryRoute } from './params.js'
@@ -132,9 +134,17 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
     }
   })
 
-  r.get<IdRoute>('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume', response: { 200: A.volume } }) }, async (request) => {
+  // Kept views per volume revision (http/view-cache.ts, migration 0128). The view depends on the microversion and
+  // on admin or not (ViewContext); its links on the public URL only, which is the same for every request.
+  const views = new ViewCache({ budgetBytes: deps.config.viewCacheMb * 1024 * 1024, live: (ids) => existingVolumeIds(deps.store.db, ids) })
+  r.get<IdRoute>('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume', response: { 200: A.volume } }) }, async (request, reply) => {
     const { id } = request.params
-    return { volume: volumeDetail(await volumes.get(request.principal, id), ctx(request)) }
+    const c = ctx(request)
+    const rev = await volumes.viewRevision(request.principal, id)
+    const variant = `volume|${formatVersion(c.version)}|${c.isAdmin ? 'admin' : 'member'}`
+    const body = await views.keep(variant, id, { rev, viewRev: 0 }, async () => ({ volume: volumeDetail(await volumes.get(request.principal, id), c) }))
+    // The header Fastify gives the object this route answered before its view was kept.
+    return reply.type('application/json; charset=utf-8').send(body)
   })
 
   r.put<IdRoute & { Body: FromSchema<typeof updateVolumeBody> }>(

@@ -1,7 +1,7 @@
 import { SqliteAdapter, sql, type Kysely } from 'kysely'
 
 /**
- * Revisions that tell a process whether a kept view of a network (http/view-cache.ts, issue 30) is still current,
+ * Revisions that tell a process whether a kept view of a network, volume or image (http/view-cache.ts, issue 30) is still current,
  * raised by the database itself for every writer, as 0080's are for servers.
  *
  * One counter per resource, `view_revisions (kind, id) → rev`, raised in the writer's own transaction by every
@@ -16,6 +16,8 @@ import { SqliteAdapter, sql, type Kysely } from 'kysely'
 interface ViewSource {
   table: string
   ids: string
+  /** Only a change of this column's value matters (a name shown in the view): no insert, no delete, no other update. */
+  column?: string
 }
 
 interface ViewKind {
@@ -26,8 +28,22 @@ interface ViewKind {
   sources: ViewSource[]
 }
 
-/** Each kind's sources, read from its view builder (network/views.ts networkView: the row, its subnets' ids). */
-export const VIEW_KINDS: ViewKind[] = [{ kind: 'network', table: 'networks', sources: [{ table: 'subnets', ids: '$.network_id' }] }]
+/** Each kind's sources, read from its view builder. */
+export const VIEW_KINDS: ViewKind[] = [
+  // network/views.ts networkView: the row (tags included) and its subnets' ids.
+  { kind: 'network', table: 'networks', sources: [{ table: 'subnets', ids: '$.network_id' }] },
+  // volume/view.ts volumeDetail from volume/repo.ts hydrate: the row (metadata, image metadata included), its
+  // attachments, its type's name and its storage host's hostname.
+  {
+    kind: 'volume',
+    table: 'volumes',
+    sources: [
+      { table: 'volume_attachments', ids: '$.volume_id' },
+      { table: 'volume_types', ids: 'SELECT id FROM volumes WHERE volume_type_id = $.id', column: 'name' },
+      { table: 'hosts', ids: 'SELECT id FROM volumes WHERE location = $.id', column: 'hostname' },
+    ],
+  },
+]
 
 /** Raises the view revision of the `kind` resources `ids` selects (ids of no such resource are skipped). */
 function bump(kind: ViewKind, ids: string): string {
@@ -54,14 +70,16 @@ async function sqliteTriggers(db: Kysely<unknown>, kind: ViewKind): Promise<void
   await run(`CREATE TRIGGER ${kind.kind}_view_rev_own_update AFTER UPDATE ON ${kind.table} FOR EACH ROW BEGIN ${bump(kind, 'NEW.id')}; END`)
   await run(`CREATE TRIGGER ${kind.kind}_view_rev_own_delete AFTER DELETE ON ${kind.table} FOR EACH ROW BEGIN ${forget(kind)}; END`)
   for (const source of kind.sources) {
-    const events: [string, string[]][] = [
-      ['INSERT', ['NEW']],
-      ['UPDATE', ['NEW', 'OLD']],
-      ['DELETE', ['OLD']],
-    ]
-    for (const [event, rows] of events) {
+    const events: [string, string, string[]][] = source.column
+      ? [['update', `UPDATE OF ${source.column} ON ${source.table} FOR EACH ROW WHEN OLD.${source.column} IS NOT NEW.${source.column}`, ['NEW']]]
+      : [
+          ['insert', `INSERT ON ${source.table} FOR EACH ROW`, ['NEW']],
+          ['update', `UPDATE ON ${source.table} FOR EACH ROW`, ['NEW', 'OLD']],
+          ['delete', `DELETE ON ${source.table} FOR EACH ROW`, ['OLD']],
+        ]
+    for (const [name, event, rows] of events) {
       const body = rows.map((row) => bump(kind, source.ids.replaceAll('$', row))).join(';\n')
-      await run(`CREATE TRIGGER ${kind.kind}_view_rev_${source.table}_${event.toLowerCase()} AFTER ${event} ON ${source.table} FOR EACH ROW BEGIN ${body}; END`)
+      await run(`CREATE TRIGGER ${kind.kind}_view_rev_${source.table}_${name} AFTER ${event} BEGIN ${body}; END`)
     }
   }
 }
@@ -83,6 +101,9 @@ async function postgresTriggers(db: Kysely<unknown>, kind: ViewKind): Promise<vo
         IF TG_OP <> 'INSERT' THEN ${bump(kind, source.ids.replaceAll('$', 'OLD'))}; END IF;
         RETURN NULL; END $$`,
     )
-    await run(`CREATE TRIGGER ${kind.kind}_view_rev_${source.table} AFTER INSERT OR UPDATE OR DELETE ON ${source.table} FOR EACH ROW EXECUTE FUNCTION ${fn}()`)
+    const event = source.column
+      ? `UPDATE OF ${source.column} ON ${source.table} FOR EACH ROW WHEN (OLD.${source.column} IS DISTINCT FROM NEW.${source.column})`
+      : `INSERT OR UPDATE OR DELETE ON ${source.table} FOR EACH ROW`
+    await run(`CREATE TRIGGER ${kind.kind}_view_rev_${source.table} AFTER ${event} EXECUTE FUNCTION ${fn}()`)
   }
 }
