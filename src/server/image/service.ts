@@ -67,6 +67,13 @@ const ADMIN_WRITABLE: ReadonlySet<string> = new Set(['owner'])
 
 // Compiled once: every show of an image reads both (storage/prepared.ts).
 const imageById = prepared((db: Db, id: string) => db.selectFrom('images').selectAll().where('id', '=', id))
+const imageStamp = prepared((db: Db, id: string) =>
+  db
+    .selectFrom('images')
+    .select(['id', 'owner', 'visibility'])
+    .select((eb) => eb.fn.coalesce(eb.selectFrom('view_revisions').select('rev').where('kind', '=', 'image').whereRef('view_revisions.id', '=', 'images.id'), eb.lit(0)).as('view_rev'))
+    .where('images.id', '=', id),
+)
 const tagsOfImage = prepared((db: Db, id: string) => db.selectFrom('image_tags').select('tag').where('image_id', '=', id))
 
 export class ImageService {
@@ -89,7 +96,7 @@ export class ImageService {
     return rowToImage(row, tags.map((t) => t.tag))
   }
 
-  private async canSee(db: Db, viewer: Viewer, image: ImageRecord): Promise<boolean> {
+  private async canSee(db: Db, viewer: Viewer, image: Pick<ImageRecord, 'id' | 'owner' | 'visibility'>): Promise<boolean> {
     if (viewer.visibility === 'all_projects' || image.visibility === 'public' || image.visibility === 'community') return true
     if (!viewer.projectId) return false
     if (image.owner === viewer.projectId) return true
@@ -108,6 +115,25 @@ export class ImageService {
   async get(principal: Principal, id: string): Promise<ImageRecord> {
     authorize(imagePolicy, 'get_image', principal)
     return this.find(viewerOf(principal), id)
+  }
+
+  /**
+   * The view revision show's kept view is stamped with (migration 0128: raised by the database on any change of
+   * the row or its tags), after the checks `get` makes on the same statement's row: `get_image`, then 404 for an
+   * image the caller may not see.
+   */
+  async viewRevision(principal: Principal, id: string): Promise<number> {
+    authorize(imagePolicy, 'get_image', principal)
+    const db = this.store.db
+    const [row] = await imageStamp(db, id)
+    if (!row || !(await this.canSee(db, viewerOf(principal), { ...row, visibility: row.visibility as ImageRecord['visibility'] }))) throw notFound(`No image found with ID ${id}`)
+    return row.view_rev
+  }
+
+  /** Of these image ids, the ones that exist (the view cache's sweep). */
+  async existing(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set()
+    return new Set((await this.store.db.selectFrom('images').select('id').where('id', 'in', ids).execute()).map((r) => r.id))
   }
 
   async list(principal: Principal, query: ImageQuery): Promise<ListPage> {

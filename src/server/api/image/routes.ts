@@ -12,6 +12,7 @@ import type { ImageQuery } from '../../image/listing.js'
 import type { FromSchema } from '../../http/route-types.js'
 import { IMAGE_SCHEMA, IMAGES_SCHEMA, MEMBER_SCHEMA, MEMBERS_SCHEMA } from '../../image/schemas.js'
 import { imageView, memberView } from '../../image/view.js'
+import { ViewCache } from '../../http/view-cache.js'
 import { documented, mediaAnswer, noBody, OPEN, type JsonSchema } from '../../http/openapi.js'
 import { fromDraft4 } from '../../image/patch.js'
 import { metadefRoutes } from './metadefs-routes.js'
@@ -148,9 +149,15 @@ export function imageRoutes(deps: AppDeps) {
         return reply.code(201).header('location', `${deps.urls.image}/v2/images/${image.id}`).send(imageView(image))
       })
 
-      v2.get<IdRoute>('/v2/images/:id', { schema: { params: idParams }, ...DOCS.show }, async (request) => {
+      // Kept views per image revision (http/view-cache.ts, migration 0128); the view is the same for every caller
+      // who may see the image (no microversion, no role-dependent field, links relative), so one variant.
+      const views = new ViewCache({ budgetBytes: deps.config.viewCacheMb * 1024 * 1024, live: (ids) => images.existing(ids) })
+      v2.get<IdRoute>('/v2/images/:id', { schema: { params: idParams }, ...DOCS.show }, async (request, reply) => {
         const { id } = request.params
-        return imageView(await images.get(request.principal, id))
+        const rev = await images.viewRevision(request.principal, id)
+        const body = await views.keep('image', id, { rev, viewRev: 0 }, async () => imageView(await images.get(request.principal, id)))
+        // The header Fastify gives the object this route answered before its view was kept.
+        return reply.type('application/json; charset=utf-8').send(body)
       })
 
       v2.patch<IdRoute>('/v2/images/:id', { schema: { params: idParams }, ...DOCS.update }, async (request, reply) => {

@@ -43,6 +43,8 @@ export const VIEW_KINDS: ViewKind[] = [
       { table: 'hosts', ids: 'SELECT id FROM volumes WHERE location = $.id', column: 'hostname' },
     ],
   },
+  // image/view.ts imageView from image/model.ts rowToImage: the row (properties included) and its tags.
+  { kind: 'image', table: 'images', sources: [{ table: 'image_tags', ids: '$.image_id' }] },
 ]
 
 /** Raises the view revision of the `kind` resources `ids` selects (ids of no such resource are skipped). */
