@@ -59,7 +59,7 @@ storagePlaceConformance('AgentPlace (a storage host)', async () => {
     await db
       .insertInto('volumes')
       .values({
-        id: volumeId, project_id: bootstrap.adminProjectId, user_id: bootstrap.adminUserId, name: null, description: null, size: 1, volume_type_id: defaultType.id,
+        id: volumeId, rev: 0, project_id: bootstrap.adminProjectId, user_id: bootstrap.adminUserId, name: null, description: null, size: 1, volume_type_id: defaultType.id,
         availability_zone: 'nova', bootable: 0, snapshot_id: null, source_volid: null, image_id: null, image_metadata: null, metadata: '{}', created_at: now, updated_at: now,
         backend: 'file', location: host.hostId, status_reason: null, multiattach: 0, ...fields,
       })

@@ -137,6 +137,27 @@ for (const dialect of DIALECTS) {
       await eventually(async () => (await call(server, alice, 'GET', `${V}/volumes/${id}`)).status === 404, 10_000, 'volume gone')
     })
 
+    it("raises the row's own rev for its own changes, the view revision only for other rows", async () => {
+      const id = await newVolume({ name: 'counters' })
+      const db = server.deps.store.db
+      const counters = async () => {
+        const row = await db.selectFrom('volumes').select('rev').where('id', '=', id).executeTakeFirstOrThrow()
+        const view = await db.selectFrom('view_revisions').select('rev').where('kind', '=', 'volume').where('id', '=', id).executeTakeFirst()
+        return { rev: row.rev, viewRev: view?.rev ?? 0 }
+      }
+      const before = await counters()
+      await db.updateTable('volumes').set({ name: 'counted' }).where('id', '=', id).execute()
+      assert.deepEqual(await counters(), { rev: before.rev + 1, viewRev: before.viewRev }, 'an update of the row: once, and only its rev')
+      await db
+        .insertInto('volume_attachments')
+        .values({ id: randomUUID(), volume_id: id, server_id: randomUUID(), attach_status: 'reserved', attach_mode: 'rw', device: null, host_name: null, delete_on_termination: 0, attached_at: null, created_at: Date.now(), host_id: null, connection_info: null, attached_by: 'cinder' })
+        .execute()
+      assert.deepEqual(await counters(), { rev: before.rev + 1, viewRev: before.viewRev + 1 }, 'an attachment: only the view revision')
+      await db.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
+      await db.deleteFrom('volumes').where('id', '=', id).execute()
+      assert.equal((await db.selectFrom('view_revisions').select('rev').where('kind', '=', 'volume').where('id', '=', id).execute()).length, 0, 'the view revision goes with the row')
+    })
+
     if (dialect === 'postgres') {
       it('answers in one process what another process changed', async () => {
         const masterKey = readFileSync(join(server.dataDir, 'master.key'), 'utf8').trim()

@@ -112,6 +112,7 @@ async function createDefaultImage(db: Db, blobs: BlobStore, ownerProjectId: stri
     .insertInto('images')
     .values({
       id,
+      rev: 0,
       name,
       owner: ownerProjectId,
       status: 'active',

@@ -21,6 +21,7 @@ import { filterSortPage, type ImageQuery, type ListPage } from './listing.js'
 import { CORE_ATTRIBUTES, MEMBER_STATUSES, READ_ONLY_ATTRIBUTES, rowToImage, type ImageMember, type ImageRecord } from './model.js'
 import { applyPatch, type ImageDraft } from './patch.js'
 import { validateCore, validateProperties } from './validate.js'
+import type { Stamp } from '../http/view-cache.js'
 
 /** How often a running upload refreshes its image's updated_at. */
 export const UPLOAD_HEARTBEAT_MS = 15_000
@@ -70,7 +71,7 @@ const imageById = prepared((db: Db, id: string) => db.selectFrom('images').selec
 const imageStamp = prepared((db: Db, id: string) =>
   db
     .selectFrom('images')
-    .select(['id', 'owner', 'visibility'])
+    .select(['id', 'owner', 'visibility', 'rev'])
     .select((eb) => eb.fn.coalesce(eb.selectFrom('view_revisions').select('rev').where('kind', '=', 'image').whereRef('view_revisions.id', '=', 'images.id'), eb.lit(0)).as('view_rev'))
     .where('images.id', '=', id),
 )
@@ -118,16 +119,16 @@ export class ImageService {
   }
 
   /**
-   * The view revision show's kept view is stamped with (migration 0128: raised by the database on any change of
-   * the row or its tags), after the checks `get` makes on the same statement's row: `get_image`, then 404 for an
-   * image the caller may not see.
+   * The stamp show's kept view is stamped with (migration 0128: the row's `rev`, raised on any change of the row,
+   * and its view revision, raised on any change of its tags), after the checks `get` makes on the same statement's
+   * row: `get_image`, then 404 for an image the caller may not see.
    */
-  async viewRevision(principal: Principal, id: string): Promise<number> {
+  async viewStamp(principal: Principal, id: string): Promise<Stamp> {
     authorize(imagePolicy, 'get_image', principal)
     const db = this.store.db
     const [row] = await imageStamp(db, id)
     if (!row || !(await this.canSee(db, viewerOf(principal), { ...row, visibility: row.visibility as ImageRecord['visibility'] }))) throw notFound(`No image found with ID ${id}`)
-    return row.view_rev
+    return { rev: row.rev, viewRev: row.view_rev }
   }
 
   /** Of these image ids, the ones that exist (the view cache's sweep). */
@@ -208,6 +209,7 @@ export class ImageService {
         .insertInto('images')
         .values({
           id,
+          rev: 0,
           name: core.name ?? null,
           owner,
           status: 'queued',
@@ -495,6 +497,7 @@ export class ImageService {
       .insertInto('images')
       .values({
         id,
+        rev: 0,
         name: request.name,
         owner: request.projectId,
         status: 'queued',

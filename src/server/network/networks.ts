@@ -83,6 +83,7 @@ export async function insertNetwork(ctx: NetCtx, projectId: string, body: Networ
   checkMtu(body.mtu, segment.network_type)
   const row: NetworkTable = {
     id: newUuid(),
+    rev: 0,
     project_id: projectId,
     name: body.name ?? '',
     description: body.description ?? '',
@@ -122,23 +123,23 @@ export async function showNetwork(ctx: NetCtx, actor: Actor, id: string): Promis
 }
 
 /**
- * GET /networks/{id}'s answer as bytes, from `views` when the network's view revision (migration 0128: raised by
- * the database on any change of the row or its subnets, in any process) still matches, else rendered and kept.
- * One statement reads what visibility needs and the revision; visibility is checked on it as visibleNetwork does.
+ * GET /networks/{id}'s answer as bytes, from `views` when the network's revisions (migration 0128: raised by the
+ * database on any change of the row, `rev`, or of its subnets, the view revision; in any process) still match, else
+ * rendered and kept. One statement reads what visibility needs and both revisions; visibility is checked on it as visibleNetwork does.
  * The view depends on the caller only through the provider attributes (the variant).
  */
 export async function showNetworkKept(ctx: NetCtx, actor: Actor, id: string, views: ViewCache): Promise<Buffer> {
   const [stamp] = await networkStampById(ctx.db, id)
   if (!stamp || !can(actor, 'get_network', networkTarget(stamp))) throw neutron.networkNotFound(id)
   const variant = can(actor, 'get_network:provider') ? 'network|provider' : 'network'
-  return views.keep(variant, id, { rev: stamp.view_rev, viewRev: 0 }, async () => ({ network: await showNetwork(ctx, actor, id) }))
+  return views.keep(variant, id, { rev: stamp.rev, viewRev: stamp.view_rev }, async () => ({ network: await showNetwork(ctx, actor, id) }))
 }
 
 // Compiled once: every show of a network reads it.
 const networkStampById = prepared((db: Db, id: string) =>
   db
     .selectFrom('networks')
-    .select(['id', 'project_id', 'shared', 'external'])
+    .select(['id', 'project_id', 'shared', 'external', 'rev'])
     .select((eb) =>
       eb.fn
         .coalesce(eb.selectFrom('view_revisions').select('rev').where('kind', '=', 'network').whereRef('view_revisions.id', '=', 'networks.id'), eb.lit(0))

@@ -35,11 +35,11 @@ export async function loadVolume(db: Db, id: string): Promise<VolumeRecord | und
 
 // Compiled once, as the type names hydrate reads: every show of a volume reads both (storage/prepared.ts).
 const volumeById = prepared((db: Db, id: string) => db.selectFrom('volumes').selectAll().where('id', '=', id))
-/** A volume's project and view revision (migration 0128), for show's kept view. */
+/** A volume's project, revision and view revision (migration 0128), for show's kept view. */
 export const volumeStamp = prepared((db: Db, id: string) =>
   db
     .selectFrom('volumes')
-    .select(['id', 'project_id'])
+    .select(['id', 'project_id', 'rev'])
     .select((eb) =>
       eb.fn.coalesce(eb.selectFrom('view_revisions').select('rev').where('kind', '=', 'volume').whereRef('view_revisions.id', '=', 'volumes.id'), eb.lit(0)).as('view_rev'),
     )

@@ -38,6 +38,7 @@ import { fitsLayout, typeLayout } from './placement.js'
 import { checkQuota, typedDelta, typeResource } from './quotas.js'
 import { isFrozen } from './volume-services.js'
 import { hydrate, loadVolume, volumeStamp, resolveType, resolveUsableType, type TypeAccess } from './repo.js'
+import type { Stamp } from '../http/view-cache.js'
 import { projectDefaultTypeId } from './default-types.js'
 import { page, type SortKeys } from './listing.js'
 import { VOLUME_TASKS, type VolumeWorker } from './worker.js'
@@ -217,16 +218,16 @@ export class VolumeService {
   }
 
   /**
-   * The view revision show's kept view is stamped with (migration 0128: raised by the database on any change of
-   * the row, its attachments, its type's name or its host's name), after the checks `get` makes on the same
-   * statement's row: 404 for a volume the caller may not see, then `volume:get`.
+   * The stamp show's kept view is stamped with (migration 0128: the row's `rev`, raised on any change of the row,
+   * and its view revision, raised on any change of its attachments, its type's name or its host's name), after the
+   * checks `get` makes on the same statement's row: 404 for a volume the caller may not see, then `volume:get`.
    */
-  async viewRevision(principal: Principal, id: string): Promise<number> {
+  async viewStamp(principal: Principal, id: string): Promise<Stamp> {
     const caller = callerOf(principal)
     const [row] = await volumeStamp(this.store.db, id)
     if (!row || !sees(caller, row.project_id)) throw notFound(`Volume ${id} could not be found.`)
     authorize(volumePolicy, 'volume:get', principal, { projectId: row.project_id })
-    return row.view_rev
+    return { rev: row.rev, viewRev: row.view_rev }
   }
 
   async get(principal: Principal, id: string): Promise<VolumeRecord> {
@@ -385,6 +386,7 @@ export class VolumeService {
       .insertInto('volumes')
       .values({
         id,
+        rev: 0,
         project_id: caller.projectId,
         user_id: caller.userId,
         name: input.name ?? null,

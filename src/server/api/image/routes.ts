@@ -154,8 +154,8 @@ export function imageRoutes(deps: AppDeps) {
       const views = new ViewCache({ budgetBytes: deps.config.viewCacheMb * 1024 * 1024, live: (ids) => images.existing(ids) })
       v2.get<IdRoute>('/v2/images/:id', { schema: { params: idParams }, ...DOCS.show }, async (request, reply) => {
         const { id } = request.params
-        const rev = await images.viewRevision(request.principal, id)
-        const body = await views.keep('image', id, { rev, viewRev: 0 }, async () => imageView(await images.get(request.principal, id)))
+        const stamp = await images.viewStamp(request.principal, id)
+        const body = await views.keep('image', id, stamp, async () => imageView(await images.get(request.principal, id)))
         // The header Fastify gives the object this route answered before its view was kept.
         return reply.type('application/json; charset=utf-8').send(body)
       })

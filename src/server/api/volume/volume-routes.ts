@@ -140,9 +140,9 @@ export function volumeResourceRoutes(r: FastifyInstance, deps: AppDeps, ctx: (re
   r.get<IdRoute>('/volumes/:id', { schema: { params: idParams }, ...documented({ summary: 'Show a volume', response: { 200: A.volume } }) }, async (request, reply) => {
     const { id } = request.params
     const c = ctx(request)
-    const rev = await volumes.viewRevision(request.principal, id)
+    const stamp = await volumes.viewStamp(request.principal, id)
     const variant = `volume|${formatVersion(c.version)}|${c.isAdmin ? 'admin' : 'member'}`
-    const body = await views.keep(variant, id, { rev, viewRev: 0 }, async () => ({ volume: volumeDetail(await volumes.get(request.principal, id), c) }))
+    const body = await views.keep(variant, id, stamp, async () => ({ volume: volumeDetail(await volumes.get(request.principal, id), c) }))
     // The header Fastify gives the object this route answered before its view was kept.
     return reply.type('application/json; charset=utf-8').send(body)
   })

@@ -2,14 +2,21 @@ import { SqliteAdapter, sql, type Kysely } from 'kysely'
 
 /**
  * Revisions that tell a process whether a kept view of a network, volume or image (http/view-cache.ts, issue 30) is still current,
- * raised by the database itself for every writer, as 0080's are for servers.
+ * raised by the database itself for every writer, as 0080's are for servers, and split the same way:
  *
- * One counter per resource, `view_revisions (kind, id) → rev`, raised in the writer's own transaction by every
- * change of the row or of another row its view shows. A table of its own rather than a column of the resource:
- * a subnet's insert then never locks its network's row (no lock-order deadlock on PostgreSQL with a writer that
- * updates the network and then its subnets), and one trigger body serves every source. A committed change always
- * leaves the counter higher than before it, so a view rendered after reading the counter is at least as new as
- * the counter says. Names of triggers and functions begin with the kind (0080's begin with the table). The counter's row goes with the resource's row; a resource id is never reused (UUIDs).
+ * - `networks.rev`, `volumes.rev`, `images.rev` rise with every UPDATE of the resource's own row (0080's
+ *   `pcc_raise_rev` on PostgreSQL, a second update of the row on SQLite).
+ * - `view_revisions (kind, id) → rev` rises with every change of another row the view shows (a network's subnets, a
+ *   volume's attachments, its type's name, its host's name, an image's tags), raised in the writer's own transaction.
+ *
+ * Why two counters and not one: lock order on PostgreSQL. Were the own row's update to raise the view_revisions row
+ * too, a writer that updates a volume and then inserts an attachment would lock (volume, view_revisions) while one
+ * that updates an attachment and then the volume would lock them the other way round: a deadlock (40P01) between
+ * them. With the column, an update of the row alone locks only the row. A writer that changes both the row and
+ * another source locks the row first (storage/row-locks.ts), so every transaction takes them in one order. A
+ * committed change always leaves one of the two higher than before, so a view rendered after reading both is at
+ * least as new as they say. Names of triggers and functions begin with the kind (0080's begin with the table).
+ * The view_revisions row goes with the resource's row; a resource id is never reused (UUIDs).
  */
 
 /** A table a view reads, and the ids of the resources one of its rows concerns (`$` = NEW or OLD). */
@@ -24,7 +31,7 @@ interface ViewKind {
   /** The kind's name in view_revisions, and the table of its resources (by `id`). */
   kind: string
   table: string
-  /** Other tables its view shows. The resource's own row is a source too (every UPDATE). */
+  /** Other tables its view shows (the resource's own row raises its `rev` column instead). */
   sources: ViewSource[]
 }
 
@@ -56,6 +63,7 @@ function bump(kind: ViewKind, ids: string): string {
 const forget = (kind: ViewKind) => `DELETE FROM view_revisions WHERE kind = '${kind.kind}' AND id = OLD.id`
 
 export async function up(db: Kysely<unknown>): Promise<void> {
+  for (const kind of VIEW_KINDS) await db.schema.alterTable(kind.table).addColumn('rev', 'integer', (c) => c.notNull().defaultTo(0)).execute()
   await db.schema
     .createTable('view_revisions')
     .addColumn('kind', 'text', (c) => c.notNull())
@@ -69,7 +77,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 async function sqliteTriggers(db: Kysely<unknown>, kind: ViewKind): Promise<void> {
   const run = (text: string) => sql.raw(text).execute(db)
-  await run(`CREATE TRIGGER ${kind.kind}_view_rev_own_update AFTER UPDATE ON ${kind.table} FOR EACH ROW BEGIN ${bump(kind, 'NEW.id')}; END`)
+  // As 0080's servers_rev: SQLite triggers cannot change NEW, a second update of the row does (not recursive).
+  await run(`CREATE TRIGGER ${kind.kind}_rev AFTER UPDATE ON ${kind.table} FOR EACH ROW WHEN NEW.rev = OLD.rev
+    BEGIN UPDATE ${kind.table} SET rev = OLD.rev + 1 WHERE rowid = NEW.rowid; END`)
   await run(`CREATE TRIGGER ${kind.kind}_view_rev_own_delete AFTER DELETE ON ${kind.table} FOR EACH ROW BEGIN ${forget(kind)}; END`)
   for (const source of kind.sources) {
     const events: [string, string, string[]][] = source.column
@@ -88,13 +98,11 @@ async function sqliteTriggers(db: Kysely<unknown>, kind: ViewKind): Promise<void
 
 async function postgresTriggers(db: Kysely<unknown>, kind: ViewKind): Promise<void> {
   const run = (text: string) => sql.raw(text).execute(db)
+  // 0080's function: the row's own rev, raised before the row is written (no other row locked).
+  await run(`CREATE TRIGGER ${kind.kind}_rev BEFORE UPDATE ON ${kind.table} FOR EACH ROW EXECUTE FUNCTION pcc_raise_rev()`)
   const own = `pcc_${kind.kind}_view_rev_own`
-  await run(
-    `CREATE FUNCTION ${own}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-      IF TG_OP = 'UPDATE' THEN ${bump(kind, 'NEW.id')}; ELSE ${forget(kind)}; END IF;
-      RETURN NULL; END $$`,
-  )
-  await run(`CREATE TRIGGER ${kind.kind}_view_rev_own AFTER UPDATE OR DELETE ON ${kind.table} FOR EACH ROW EXECUTE FUNCTION ${own}()`)
+  await run(`CREATE FUNCTION ${own}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${forget(kind)}; RETURN NULL; END $$`)
+  await run(`CREATE TRIGGER ${kind.kind}_view_rev_own AFTER DELETE ON ${kind.table} FOR EACH ROW EXECUTE FUNCTION ${own}()`)
   for (const source of kind.sources) {
     const fn = `pcc_${kind.kind}_view_rev_${source.table}`
     await run(

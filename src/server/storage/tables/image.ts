@@ -2,6 +2,8 @@
 
 export interface ImageTable {
   id: string
+  /** Raised by the database on every UPDATE of the row (migration 0128, for kept views); 0 when inserted. */
+  rev: number
   name: string | null
   /** The owning project; null only for images the bootstrap made for everyone. */
   owner: string | null

@@ -7,6 +7,8 @@
 
 export interface NetworkTable {
   id: string
+  /** Raised by the database on every UPDATE of the row (migration 0128, for kept views); 0 when inserted. */
+  rev: number
   project_id: string
   name: string
   description: string

@@ -2,6 +2,8 @@
 
 export interface VolumeTable {
   id: string
+  /** Raised by the database on every UPDATE of the row (migration 0128, for kept views); 0 when inserted. */
+  rev: number
   project_id: string
   user_id: string
   name: string | null
