@@ -11,6 +11,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { AppError } from '../../src/contracts/errors.js'
 import { DIALECTS, startTestServer, type TestServer } from '../../src/testkit/harness.js'
 import { adminSession, call, eventually, projectSession, type Session } from '../image/support.js'
 
@@ -159,6 +160,61 @@ for (const dialect of DIALECTS) {
     })
 
     if (dialect === 'postgres') {
+      // Writers that change a volume's row and its attachments lock the row first (storage/row-locks.ts). Without
+      // that, a reserve (row, then a new attachment's view revision) and a completion or detach (an attachment's
+      // view revision, then the row) deadlock (40P01), as metadata writers did when the row's own update raised the
+      // view revision too. Conflicts the API defines (400: being attached elsewhere) are tried again, as Nova does.
+      it('lets concurrent attaches, detaches and metadata writers of one volume all finish; show is current after', async () => {
+        const type = await call(server, admin, 'POST', `${V}/types`, { volume_type: { name: 'shared-race', extra_specs: { multiattach: '<is> True' } } })
+        assert.equal(type.status, 200, JSON.stringify(type.body))
+        const id = await newVolume({ volume_type: 'shared-race' })
+        const { volumes } = server.deps.volumeServices
+        const db = server.deps.store.db
+        const inTx = <T>(fn: (tx: typeof db) => Promise<T>) => db.transaction().execute(fn)
+        const keeper = randomUUID()
+        await inTx((tx) => volumes.reserveForAttach(tx, { volumeId: id, projectId: alice.projectId, serverId: keeper }))
+        await inTx((tx) => volumes.attach(tx, { volumeId: id, serverId: keeper }))
+        assert.equal((await shown(alice, id, '3.60')).attachments.length, 1, 'kept before the race')
+
+        /** Reserve (the volume is attaching meanwhile, 400 for the others: they wait and try again), complete, detach. */
+        const attacher = async (rounds: number) => {
+          const serverId = randomUUID()
+          for (let round = 0; round < rounds; round++) {
+            for (let tries = 0; ; tries++) {
+              try {
+                await inTx((tx) => volumes.reserveForAttach(tx, { volumeId: id, projectId: alice.projectId, serverId }))
+                break
+              } catch (err) {
+                if (!(err instanceof AppError && err.status === 400) || tries > 400) throw err
+                await new Promise((r) => setTimeout(r, 2 + Math.random() * 5))
+              }
+            }
+            await inTx((tx) => volumes.attach(tx, { volumeId: id, serverId }))
+            await inTx((tx) => volumes.beginDetach(tx, { volumeId: id, serverId }))
+            await inTx((tx) => volumes.rollDetaching(tx, { volumeId: id, serverId }))
+            await inTx((tx) => volumes.beginDetach(tx, { volumeId: id, serverId }))
+            await inTx((tx) => volumes.detach(tx, { volumeId: id, serverId }))
+          }
+        }
+        /** Merges a key of its own, and completes the keeper's attachment again (an attachment, then the row). */
+        const writer = async (n: number, rounds: number) => {
+          for (let round = 0; round < rounds; round++) {
+            const reply = await call(server, alice, 'POST', `${V}/volumes/${id}/metadata`, { metadata: { [`w${n}`]: String(round) } })
+            assert.equal(reply.status, 200, JSON.stringify(reply.body))
+            await inTx((tx) => volumes.attach(tx, { volumeId: id, serverId: keeper }))
+          }
+        }
+        await Promise.all([...[0, 1, 2, 3].map(() => attacher(4)), ...[0, 1, 2, 3].map((n) => writer(n, 12))])
+
+        const after = await agree(id, 'the race')
+        assert.equal(after.status, 'in-use')
+        assert.deepEqual(
+          after.attachments.map((a: Json) => a.server_id),
+          [keeper],
+        )
+        assert.deepEqual(after.metadata, { w0: '11', w1: '11', w2: '11', w3: '11' }, 'no merge lost')
+      })
+
       it('answers in one process what another process changed', async () => {
         const masterKey = readFileSync(join(server.dataDir, 'master.key'), 'utf8').trim()
         const other = await startTestServer({ databaseUrl: server.config.databaseUrl, env: { PCC_MASTER_KEY: masterKey, PCC_SIMULATED_HOSTS: '0' } })

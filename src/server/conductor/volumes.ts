@@ -300,7 +300,8 @@ export async function releaseVolumes(ctx: ConductorContext, tx: Db, serverId: st
   const attachments = await tx.selectFrom('volume_attachments').select(['volume_id', 'delete_on_termination']).where('server_id', '=', serverId).execute()
   const doomed = new Set([...bdms.filter((b) => b.delete_on_termination === 1).map((b) => b.volume_id), ...attachments.filter((a) => a.delete_on_termination === 1).map((a) => a.volume_id)])
   const volumeIds = new Set([...bdms.map((b) => b.volume_id), ...attachments.map((a) => a.volume_id)].filter((v): v is string => !!v))
-  for (const volumeId of volumeIds) {
+  // In id order: two servers' deletes that share multiattach volumes lock their rows in one order (no deadlock).
+  for (const volumeId of [...volumeIds].sort()) {
     await volumes.detach(tx, { volumeId, serverId })
     if (doomed.has(volumeId)) await volumes.deleteOnTermination(tx, { volumeId })
   }

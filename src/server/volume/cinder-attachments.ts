@@ -71,6 +71,8 @@ export class CinderAttachActions {
   async attach(principal: Principal, id: string, input: AttachInput): Promise<void> {
     const caller = callerOf(principal)
     await this.store.db.transaction().execute(async (tx) => {
+      // The row before the new attachment's view revision, as every writer (VolumeService.lockFirst).
+      await this.volumes.lockFirst(tx, id)
       const volume = await this.volumes.find(caller, id, tx)
       authorize(volumePolicy, 'volume:attach', principal, { projectId: volume.projectId })
       if (input.instanceUuid === undefined) {
@@ -216,6 +218,7 @@ export class CinderAttachActions {
   async completeAttachment(principal: Principal, attachmentId: string): Promise<void> {
     const { volume } = await this.findOwn(principal, attachmentId, 'volume:attachment_complete')
     await this.store.db.transaction().execute(async (tx) => {
+      await this.volumes.lockFirst(tx, volume.id)
       await tx.updateTable('volume_attachments').set({ attach_status: 'attached', attached_at: this.now() }).where('id', '=', attachmentId).where('attach_status', '!=', 'attached').execute()
       await this.settleVolume(tx, volume.id)
     })
@@ -236,9 +239,10 @@ export class CinderAttachActions {
     await this.store.db.transaction().execute(async (tx) => {
       const mountpoint = typeof connector.mountpoint === 'string' ? connector.mountpoint : null
       const hostName = typeof connector.host === 'string' ? connector.host : null
+      const row = await tx.selectFrom('volume_attachments').select('volume_id').where('id', '=', attachmentId).executeTakeFirstOrThrow()
+      await this.volumes.lockFirst(tx, row.volume_id)
       await tx.updateTable('volume_attachments').set({ attach_status: 'attaching' }).where('id', '=', attachmentId).where('attach_status', '=', 'reserved').execute()
       await tx.updateTable('volume_attachments').set({ device: mountpoint, host_name: hostName }).where('id', '=', attachmentId).execute()
-      const row = await tx.selectFrom('volume_attachments').select('volume_id').where('id', '=', attachmentId).executeTakeFirstOrThrow()
       await this.settleVolume(tx, row.volume_id)
     })
     return { attachment: await this.attachmentOf(attachmentId), connectionInfo }

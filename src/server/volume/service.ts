@@ -29,6 +29,7 @@ import type { ImageService } from '../image/service.js'
 import { allows, authorize, visibilityOf, type Visibility } from '../policy/rules.js'
 import { volumePolicy } from '../policy/volume.policy.js'
 import type { Db, Store } from '../storage/store.js'
+import { lockRowFirst } from '../storage/row-locks.js'
 import type { TaskQueue } from '../tasks/queue.js'
 import type { ImageRecord } from '../image/model.js'
 import { AVAILABILITY_ZONES, describedChanges, rowToAttachment, type DescribedChanges, type VolumeAttachment, type VolumeRecord } from './model.js'
@@ -204,6 +205,15 @@ export class VolumeService {
 
   private wake(): void {
     this.options.wake?.()
+  }
+
+  /**
+   * Locks the volume's row before a transaction changes its attachments and then the row: the row first, its
+   * view_revisions row after, in every writer (storage/row-locks.ts). Also keeps the next read of the row current
+   * until the commit: a read-modify-write of its metadata loses no concurrent change.
+   */
+  lockFirst(tx: Db, id: string): Promise<void> {
+    return lockRowFirst(tx, this.store.capabilities, 'volumes', id)
   }
 
   private async enqueue(tx: Db, kind: string, subjectId: string, payload: Record<string, unknown> = {}): Promise<void> {
@@ -433,6 +443,7 @@ export class VolumeService {
   async setMetadata(principal: Principal, id: string, metadata: Record<string, string>, replace: boolean): Promise<Record<string, string>> {
     const caller = callerOf(principal)
     return this.store.db.transaction().execute(async (tx) => {
+      await this.lockFirst(tx, id)
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
       const next = replace ? { ...metadata } : { ...volume.metadata, ...metadata }
@@ -444,6 +455,7 @@ export class VolumeService {
   async deleteMetadataKey(principal: Principal, id: string, key: string): Promise<void> {
     const caller = callerOf(principal)
     await this.store.db.transaction().execute(async (tx) => {
+      await this.lockFirst(tx, id)
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
       if (!(key in volume.metadata)) throw notFound(`Metadata item was not found: ${key}`)
@@ -543,6 +555,7 @@ export class VolumeService {
   async changeImageMetadata(principal: Principal, id: string, change: { set?: Record<string, string>; unset?: string }): Promise<Record<string, string>> {
     const caller = callerOf(principal)
     return this.store.db.transaction().execute(async (tx) => {
+      await this.lockFirst(tx, id)
       const volume = await this.find(caller, id, tx)
       authorize(volumePolicy, 'volume:update', principal, { projectId: volume.projectId })
       const next = { ...(volume.imageMetadata ?? {}), ...(change.set ?? {}) }
@@ -610,6 +623,7 @@ export class VolumeService {
   async forceDelete(principal: Principal, id: string): Promise<void> {
     authorize(volumePolicy, 'volume:reset_status', principal)
     await this.store.db.transaction().execute(async (tx) => {
+      await this.lockFirst(tx, id)
       await this.find(callerOf(principal), id, tx)
       await tx.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
       await tx.deleteFrom('volume_transfers').where('volume_id', '=', id).execute()
@@ -666,6 +680,7 @@ export class VolumeService {
    * attachments").
    */
   async reserveForAttach(tx: Db, request: { volumeId: string; projectId: string; serverId: string; visibility?: Visibility }): Promise<{ attachmentId: string; volume: VolumeRecord }> {
+    await this.lockFirst(tx, request.volumeId)
     const volume = await this.find(computeCaller(request), request.volumeId, tx)
     const attachable = volume.multiattach ? ['available', 'in-use'] : ['available']
     if (!attachable.includes(volume.status)) {
@@ -689,6 +704,7 @@ export class VolumeService {
 
   /** Completes an attachment: attaching → in-use, recording the device and host. */
   async attach(tx: Db, request: { volumeId: string; serverId: string; device?: string | null; hostName?: string | null; deleteOnTermination?: boolean }): Promise<void> {
+    await this.lockFirst(tx, request.volumeId)
     const attachment = await tx.selectFrom('volume_attachments').selectAll().where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
     if (!attachment) throw conflict(`Volume ${request.volumeId} was not reserved for server ${request.serverId}.`)
     const now = this.now()
@@ -705,6 +721,7 @@ export class VolumeService {
    * begin_detaching; `detach` makes it in-use again then). 400 when the volume is not attached to that server.
    */
   async beginDetach(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
+    await this.lockFirst(tx, request.volumeId)
     const attachment = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
     if (!attachment) throw badRequest(`Volume ${request.volumeId} is not attached to server ${request.serverId}.`)
     await tx.updateTable('volume_attachments').set({ attach_status: 'detaching' }).where('id', '=', attachment.id).execute()
@@ -713,6 +730,7 @@ export class VolumeService {
 
   /** Gives up a detach that could not be done: detaching → in-use, the attachment attached again. */
   async rollDetaching(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
+    await this.lockFirst(tx, request.volumeId)
     const moved = await tx.updateTable('volume_attachments').set({ attach_status: 'attached' }).where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
     if (Number(moved.numUpdatedRows) === 0) return
     await tx.updateTable('volumes').set({ status: 'in-use', updated_at: this.now() }).where('id', '=', request.volumeId).where('status', '=', 'detaching').execute()
@@ -733,6 +751,7 @@ export class VolumeService {
    * volume becomes available, or stays in-use while other servers keep it.
    */
   async detach(tx: Db, request: { volumeId: string; serverId: string }): Promise<void> {
+    await this.lockFirst(tx, request.volumeId)
     const attachment = await tx.selectFrom('volume_attachments').select('id').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).executeTakeFirst()
     if (attachment) await this.connections?.disconnect(tx, attachment.id)
     await tx.deleteFrom('volume_attachments').where('volume_id', '=', request.volumeId).where('server_id', '=', request.serverId).execute()
@@ -743,6 +762,7 @@ export class VolumeService {
 
   /** Deletes a detached volume for a server that was deleted with delete_on_termination. */
   async deleteOnTermination(tx: Db, request: { volumeId: string }): Promise<void> {
+    await this.lockFirst(tx, request.volumeId)
     const row = await tx.selectFrom('volumes').select('status').where('id', '=', request.volumeId).executeTakeFirst()
     if (!row || row.status === 'deleting') return
     await tx.deleteFrom('volume_attachments').where('volume_id', '=', request.volumeId).execute()

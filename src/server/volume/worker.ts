@@ -15,6 +15,7 @@ import type { VolumeConnection, VolumeConnectionInfo } from '../../contracts/hos
 import { GIB, VolumeBackendError } from '../../contracts/host/volume.js'
 import type { ImageService } from '../image/service.js'
 import type { Store } from '../storage/store.js'
+import { lockRowFirst } from '../storage/row-locks.js'
 import type { TaskRecord } from '../tasks/queue.js'
 import { PermanentTaskError, type TaskHandler } from '../tasks/runner.js'
 import { addGeneration, attachmentIdentity, connectionInfo, copyIdentity, dropOldGenerations, nbdSourceOf, revokeExport, withExportedVolume, type PortRange } from './exports.js'
@@ -222,6 +223,8 @@ export class VolumeWorker {
     }
     const keys = await db.selectFrom('volume_export_keys').select('identity').where('volume_id', '=', id).execute()
     await db.transaction().execute(async (tx) => {
+      // The row before its attachments' view revision, as every writer (storage/row-locks.ts).
+      await lockRowFirst(tx, this.deps.store.capabilities, 'volumes', id)
       for (const k of keys) await revokeExport(tx, k.identity)
       await tx.deleteFrom('volume_snapshots').where('volume_id', '=', id).execute()
       await tx.deleteFrom('volume_attachments').where('volume_id', '=', id).execute()
