@@ -22,6 +22,7 @@ import { CORE_ATTRIBUTES, MEMBER_STATUSES, READ_ONLY_ATTRIBUTES, rowToImage, typ
 import { applyPatch, type ImageDraft } from './patch.js'
 import { validateCore, validateProperties } from './validate.js'
 import type { Stamp } from '../http/view-cache.js'
+import { lockRowFirst } from '../storage/row-locks.js'
 
 /** How often a running upload refreshes its image's updated_at. */
 export const UPLOAD_HEARTBEAT_MS = 15_000
@@ -95,6 +96,14 @@ export class ImageService {
     if (!row) return undefined
     const tags = await tagsOfImage(db, id)
     return rowToImage(row, tags.map((t) => t.tag))
+  }
+
+  /**
+   * Locks the image's row before a transaction changes its tags and its row: the row first, its view_revisions
+   * row after, in every writer (storage/row-locks.ts, migration 0128).
+   */
+  private lockFirst(tx: Db, id: string): Promise<void> {
+    return lockRowFirst(tx, this.store.capabilities, 'images', id)
   }
 
   private async canSee(db: Db, viewer: Viewer, image: Pick<ImageRecord, 'id' | 'owner' | 'visibility'>): Promise<boolean> {
@@ -240,6 +249,8 @@ export class ImageService {
   async update(principal: Principal, id: string, operations: unknown): Promise<ImageRecord> {
     const viewer = viewerOf(principal)
     return this.store.db.transaction().execute(async (tx) => {
+      // Also keeps the patch's read current until the commit: a concurrent PATCH is not lost.
+      await this.lockFirst(tx, id)
       const image = await this.find(viewer, id, tx)
       authorize(imagePolicy, 'modify_image', principal, { projectId: image.owner ?? undefined })
       const draft: ImageDraft = {
@@ -298,6 +309,7 @@ export class ImageService {
   async delete(principal: Principal, id: string): Promise<void> {
     const viewer = viewerOf(principal)
     const blobKey = await this.store.db.transaction().execute(async (tx) => {
+      await this.lockFirst(tx, id)
       const image = await this.find(viewer, id, tx)
       authorize(imagePolicy, 'delete_image', principal, { projectId: image.owner ?? undefined })
       if (image.protected) throw new AppError('forbidden', `Image ${id} is protected and cannot be deleted.`)
@@ -323,6 +335,7 @@ export class ImageService {
   async addTag(principal: Principal, id: string, tag: string): Promise<void> {
     if (tag.length === 0 || tag.length > 255) throw badRequest('A tag must be 1 to 255 characters long.')
     await this.store.db.transaction().execute(async (tx) => {
+      await this.lockFirst(tx, id)
       const image = await this.find(viewerOf(principal), id, tx)
       authorize(imagePolicy, 'modify_image', principal, { projectId: image.owner ?? undefined })
       if (image.tags.includes(tag)) return
@@ -334,6 +347,7 @@ export class ImageService {
 
   async deleteTag(principal: Principal, id: string, tag: string): Promise<void> {
     await this.store.db.transaction().execute(async (tx) => {
+      await this.lockFirst(tx, id)
       const image = await this.find(viewerOf(principal), id, tx)
       authorize(imagePolicy, 'modify_image', principal, { projectId: image.owner ?? undefined })
       if (!image.tags.includes(tag)) throw notFound(`Tag ${tag} not found.`)
@@ -554,6 +568,7 @@ export class ImageService {
   async removeImage(imageId: string, db: Db = this.store.db): Promise<string | null> {
     const row = await db.selectFrom('images').select('blob_key').where('id', '=', imageId).executeTakeFirst()
     if (!row) return null
+    await this.lockFirst(db, imageId)
     await db.deleteFrom('image_tags').where('image_id', '=', imageId).execute()
     await db.deleteFrom('image_members').where('image_id', '=', imageId).execute()
     await db.deleteFrom('images').where('id', '=', imageId).execute()

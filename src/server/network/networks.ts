@@ -7,7 +7,7 @@ import type { NetworkPolicyTarget } from '../policy/network.policy.js'
 import { can, flag, listsAllProjects, must, newUuid, type Actor, type NetCtx } from './context.js'
 import { neutron } from './errors.js'
 import { checkQuota } from './quotas.js'
-import { subnetIdsByNetwork, touched } from './queries.js'
+import { lockNetwork, subnetIdsByNetwork, touched } from './queries.js'
 import { networkView, type View } from './views.js'
 import { removeDhcpPorts } from './dhcp-ports.js'
 import { removePort } from './ports.js'
@@ -205,6 +205,8 @@ export async function deleteNetwork(ctx: NetCtx, actor: Actor, id: string): Prom
 }
 
 export async function removeNetwork(ctx: NetCtx, row: NetworkTable): Promise<void> {
+  // The network's row before its subnets' view revision (migration 0128), as subnet writers lock it: one order.
+  await lockNetwork(ctx, row.id)
   await removeDhcpPorts(ctx, row.id)
   // As Neutron's L3 plugin does: an external network's floating IPs that no port uses go with it (their holder
   // ports would otherwise keep it in use); an associated one keeps it in use.
