@@ -1,5 +1,5 @@
 /**
- * GET /image/v2/images/{id} answers kept views (http/view-cache.ts) stamped with the image's view revision
+ * GET /image/v2/images/{id} answers kept views (http/view-cache.ts) stamped with the image's revisions
  * (migration 0128). Whatever changes what an image shows — its row (name, properties, status) or its tags, through
  * the API or written straight into the database as another process would — the show must answer it at once and
  * agree with the list (which renders every time); a kept view never answers a project that may not see the image

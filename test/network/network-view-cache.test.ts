@@ -1,5 +1,5 @@
 /**
- * GET /networks/{id} answers kept views (http/view-cache.ts) stamped with the network's view revision (migration
+ * GET /networks/{id} answers kept views (http/view-cache.ts) stamped with the network's revisions (migration
  * 0128). Whatever changes what a network shows — its row (name, sharing, tags) or its subnets, through the API or
  * written straight into the database as another process or an older release would — the show must answer it at
  * once and agree with the list (which renders every time); a kept view must never answer another project, nor a

@@ -1,5 +1,5 @@
 /**
- * GET /volumes/{id} answers kept views (http/view-cache.ts) stamped with the volume's view revision (migration
+ * GET /volumes/{id} answers kept views (http/view-cache.ts) stamped with the volume's revisions (migration
  * 0128). Whatever changes what a volume shows — its row (name, status, metadata), its attachments, its type's name,
  * its storage host's name — through the API or written straight into the database as another process would, the
  * show must answer it at once and agree with the detail list (which renders every time), at old and new
