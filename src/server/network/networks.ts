@@ -124,9 +124,9 @@ export async function showNetwork(ctx: NetCtx, actor: Actor, id: string): Promis
 
 /**
  * GET /networks/{id}'s answer as bytes, from `views` when the network's revisions (migration 0128: raised by the
- * database on any change of the row, `rev`, or of its subnets, the view revision; in any process) still match, else
- * rendered and kept. One statement reads what visibility needs and both revisions; visibility is checked on it as visibleNetwork does.
- * The view depends on the caller only through the provider attributes (the variant).
+ * database on any change of the row, `rev`, or of its subnets, the view revision; in any process) still match,
+ * else rendered and kept. One statement reads what visibility needs and both revisions; visibility is checked on
+ * it as visibleNetwork does. The view depends on the caller only through the provider attributes (the variant).
  */
 export async function showNetworkKept(ctx: NetCtx, actor: Actor, id: string, views: ViewCache): Promise<Buffer> {
   const [stamp] = await networkStampById(ctx.db, id)
