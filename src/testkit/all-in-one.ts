@@ -35,7 +35,9 @@ export async function startAllInOne(o: { host: TestHostNetwork; dataDir: string;
     const token = auth.headers.get('x-subject-token')!
     return { server, url, token, api: new ComputeClient(url, token) }
   } catch (err) {
+    const ended = await Promise.race([server.exited(), new Promise<undefined>((resolve) => setTimeout(resolve, 100, undefined))])
     await server.stop('SIGTERM')
-    throw err
+    // What the server said is what tells a start-up fault from a slow machine.
+    throw new Error(`${(err as Error).message} (${ended === undefined ? 'pcc-server was still running' : `pcc-server had exited: ${ended}`}); its stderr: ${server.stderr().slice(-2000) || '(empty)'}; the end of its stdout (warnings and errors at PCC_LOG_LEVEL=warn): ${server.stdout().slice(-2000)}`, { cause: err })
   }
 }
