@@ -10,6 +10,8 @@
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 export interface TestHostNetwork {
   /** The namespace's name, or undefined on the shared network. */
@@ -34,10 +36,69 @@ function ip(...args: string[]): void {
   execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] })
 }
 
+/** Where test networks of every process on this machine claim their /24 (one directory each, made atomically). */
+const CLAIMS = '/run/pcc-test-subnets'
+
+/** The third octets of the 10.201.X.0/24 networks the machine routes now (test networks of this run or left over). */
+function routedSubnets(): Set<number> {
+  const routes = execFileSync('ip', ['-4', 'route', 'show'], { encoding: 'utf8' })
+  return new Set([...routes.matchAll(/^10\.201\.(\d+)\.0\/24 /gm)].map((m) => Number(m[1])))
+}
+
+/** The process that holds a claim; undefined while another process is making it (no pid written yet). */
+function claimOwner(dir: string): number | undefined {
+  try {
+    return Number(readFileSync(join(dir, 'pid'), 'utf8').trim()) || undefined
+  } catch {
+    return undefined
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * A /24 in 10.201.0.0/16 that no other test network has, claimed until `release`. Two networks on one subnet
+ * break both: the machine routes the subnet to one bridge only, so the other's servers answer ECONNREFUSED (seen
+ * once in CI, where test files and the Tempest lanes make networks at the same time). A claim of a process that
+ * died is taken over (renamed away first, so two processes cannot both take it). `octets`: the third octets to
+ * choose from (tests).
+ */
+export function claimSubnet(octets: number[] = Array.from({ length: 250 }, (_, i) => i + 1)): { subnet: string; release(): void } {
+  mkdirSync(CLAIMS, { recursive: true })
+  const routed = routedSubnets()
+  const first = randomBytes(1)[0] % octets.length
+  for (let i = 0; i < octets.length; i++) {
+    const octet = octets[(first + i) % octets.length]
+    if (routed.has(octet)) continue
+    const dir = join(CLAIMS, String(octet))
+    try {
+      mkdirSync(dir)
+    } catch {
+      const owner = claimOwner(dir)
+      if (owner === undefined || alive(owner)) continue
+      try {
+        renameSync(dir, `${dir}.stale-${process.pid}`)
+        rmSync(`${dir}.stale-${process.pid}`, { recursive: true, force: true })
+        mkdirSync(dir)
+      } catch {
+        continue
+      }
+    }
+    writeFileSync(join(dir, 'pid'), String(process.pid))
+    return { subnet: `10.201.${octet}`, release: () => rmSync(dir, { recursive: true, force: true }) }
+  }
+  throw new Error('no free 10.201.X.0/24 for a test network: remove leftover pccbr* bridges and /run/pcc-test-subnets')
+}
+
 export function createTestNetwork(count: number): TestNetwork {
   const tag = randomBytes(3).toString('hex')
-  // A /24 picked at random in 10.201.0.0/16, so leftovers of a crashed run do not collide with this one.
-  const subnet = `10.201.${1 + (randomBytes(1)[0] % 250)}`
   const bridge = `pccbr${tag}`
   const created: (() => void)[] = []
   const close = () => {
@@ -50,6 +111,9 @@ export function createTestNetwork(count: number): TestNetwork {
     }
   }
   try {
+    const claim = claimSubnet()
+    created.push(claim.release)
+    const subnet = claim.subnet
     ip('link', 'add', bridge, 'type', 'bridge')
     created.push(() => ip('link', 'del', bridge))
     ip('addr', 'add', `${subnet}.1/24`, 'dev', bridge)
