@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process'
 import { statSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { Server as NetServer } from 'node:net'
+import type { Server as NetServer, Socket } from 'node:net'
 import type { DataplanePort, HostNetworkState } from '../../contracts/network/dataplane.js'
 import { METADATA_ADDRESS } from './names.js'
 
@@ -99,6 +99,8 @@ interface Listener {
   /** The namespace's inode: a namespace made again needs a new socket. */
   inode: number
   server: Server
+  /** Its guests' open connections, reset when it closes. */
+  connections: Set<Socket>
 }
 
 export class MetadataProxy {
@@ -123,8 +125,13 @@ export class MetadataProxy {
       if (current) await this.close(networkId, current)
       const socket = await listenInNamespace(file, METADATA_ADDRESS)
       const server = createServer(this.handler(networkId))
+      const connections = new Set<Socket>()
+      server.on('connection', (c: Socket) => {
+        connections.add(c)
+        c.once('close', () => connections.delete(c))
+      })
       await new Promise<void>((resolve) => server.listen(socket, resolve))
-      this.listeners.set(networkId, { inode, server })
+      this.listeners.set(networkId, { inode, server, connections })
     }
   }
 
@@ -132,8 +139,15 @@ export class MetadataProxy {
     for (const [networkId, l] of this.listeners) await this.close(networkId, l)
   }
 
+  /**
+   * Stops serving a network that left this host. Its guests' connections are reset, not closed: a close waits for
+   * a FIN handshake with a guest that may be gone already, and until that orphaned socket gives up (minutes) it
+   * keeps the namespace alive, and with it the veth's end in the host (a `tap…` device the back end cannot remove).
+   */
   private async close(networkId: string, l: Listener): Promise<void> {
     this.listeners.delete(networkId)
+    // Before close(), which ends idle keep-alive connections the usual way.
+    for (const c of l.connections) c.resetAndDestroy()
     await new Promise((resolve) => l.server.close(resolve))
   }
 

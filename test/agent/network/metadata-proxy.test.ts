@@ -2,13 +2,23 @@
  * The agent's metadata proxy (src/host/network/metadata-proxy.ts) without namespaces: its request handler served on
  * loopback, the port found from the source address, and a stand-in for the control plane that records what it is
  * asked. GETs and a guest's POST (its password) travel the same way, for the port the source address belongs to.
+ * And in real namespaces: a network leaving the host takes its namespace with it, even when a guest vanished in the
+ * middle of a connection.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { DataplanePort, HostNetworkState } from '../../../src/contracts/network/dataplane.js'
-import { MAX_POST_BYTES, MetadataProxy, type MetadataAnswer } from '../../../src/host/network/metadata-proxy.js'
+import { listenInNamespace, MAX_POST_BYTES, MetadataProxy, type MetadataAnswer } from '../../../src/host/network/metadata-proxy.js'
+import { Namespaces } from '../../../src/host/network/linux/namespaces.js'
+import { until } from '../../../src/testkit/compute-api.js'
+import { dataplaneMissing } from '../../../src/testkit/dataplane-cluster.js'
 
 const port = (id: string, ipAddress: string): DataplanePort => ({
   id, networkId: 'net-1', deviceId: `server-of-${id}`, mac: 'fa:16:3e:00:00:01', fixedIps: [{ subnetId: 'sub-1', ipAddress }], adminStateUp: true, portSecurityEnabled: true,
@@ -88,5 +98,75 @@ describe("the agent's metadata proxy", () => {
     answer = { status: 200, contentType: 'text/plain; charset=UTF-8', body: Buffer.from('') }
     assert.equal((await send('POST', '/openstack/latest/password', Buffer.alloc(MAX_POST_BYTES, 0x61))).status, 200)
     assert.equal(asked[0].body?.length, MAX_POST_BYTES)
+  })
+})
+
+describe("the agent's metadata proxy in a DHCP namespace", { skip: dataplaneMissing() }, () => {
+  // A host (its bridge), the network's DHCP namespace on it, and a guest: each a namespace of this test's own.
+  const tag = randomBytes(3).toString('hex')
+  const [host, dhcp, guest] = ['h', 'd', 'g'].map((n) => `pcc-md${tag}-${n}`)
+  const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString()
+  const hostHas = (device: string) => ip('-n', host, '-j', 'link', 'show').includes(`"${device}"`)
+
+  before(() => {
+    for (const n of [host, dhcp, guest]) ip('netns', 'add', n)
+    ip('-n', host, 'link', 'add', 'br0', 'type', 'bridge')
+    ip('-n', host, 'link', 'add', 'tapdhcp', 'type', 'veth', 'peer', 'name', 'ns0', 'netns', dhcp)
+    ip('-n', host, 'link', 'add', 'tapguest', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', guest)
+    for (const l of ['br0', 'tapdhcp', 'tapguest']) ip('-n', host, 'link', 'set', l, ...(l === 'br0' ? [] : ['master', 'br0']), 'up')
+    ip('-n', dhcp, 'addr', 'add', '10.9.0.2/24', 'dev', 'ns0')
+    ip('-n', dhcp, 'addr', 'add', '169.254.169.254/32', 'dev', 'ns0')
+    ip('-n', dhcp, 'link', 'set', 'ns0', 'up')
+    ip('-n', guest, 'addr', 'add', '10.9.0.5/24', 'dev', 'eth0')
+    ip('-n', guest, 'link', 'set', 'eth0', 'up')
+    ip('-n', guest, 'route', 'add', '169.254.169.254', 'via', '10.9.0.2')
+  })
+  after(() => {
+    for (const n of [guest, dhcp, host]) {
+      try {
+        ip('netns', 'del', n)
+      } catch {
+        // the test deleted it
+      }
+    }
+  })
+
+  it('resets the connections of a network that left the host, so its namespace goes even when a guest vanished mid-connection', async () => {
+    const proxy = new MetadataProxy(async () => ({ status: 200, contentType: 'text/plain', body: Buffer.from('i-0001') }), () => {})
+    const served: HostNetworkState = { ...state, ports: [port('port-g', '10.9.0.5')] }
+    await proxy.converge(served, new Map([['net-1', `/run/netns/${dhcp}`]]))
+    // The guest asks once and keeps its connection open (HTTP keep-alive), as a guest's metadata client may.
+    const client = spawn('ip', ['netns', 'exec', guest, process.execPath, '-e', `
+      const s = require('net').connect(80, '169.254.169.254', () => s.write('GET /latest/meta-data/instance-id HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'))
+      s.on('data', (d) => process.stdout.write(d)); setTimeout(() => {}, 60000)`], { stdio: ['ignore', 'pipe', 'inherit'] })
+    try {
+      let seen = ''
+      client.stdout!.on('data', (d: Buffer) => (seen += d))
+      await until('the answer in the guest', 10_000, async () => (seen.includes('i-0001') ? true : undefined), 100)
+      // The guest vanishes without a word (its QEMU killed): nothing of it answers any more.
+      ip('-n', host, 'link', 'set', 'tapguest', 'down')
+      await proxy.converge({ ...served, ports: [] }, new Map())
+      ip('netns', 'del', dhcp)
+      await until('the DHCP namespace gone, and its veth end with it', 10_000, async () => (hostHas('tapdhcp') ? undefined : true), 200)
+    } finally {
+      client.kill('SIGKILL')
+    }
+  })
+
+  it("removes a namespace's veths with it at once, even while a socket inside keeps the namespace alive", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'pcc-netns-'))
+    const namespaces = new Namespaces(root)
+    const name = `qdhcp-${crypto.randomUUID()}`
+    const file = await namespaces.ensure(name)
+    ip('-n', host, 'link', 'add', 'tapheld', 'type', 'veth', 'peer', 'name', 'ns-held', 'netns', file)
+    // The agent's kind of socket: opened inside, held outside.
+    const socket = await listenInNamespace(file, '127.0.0.1')
+    try {
+      await namespaces.remove(name)
+      assert.equal(hostHas('tapheld'), false, "the veth's host end went with the namespace")
+    } finally {
+      socket.close()
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 })

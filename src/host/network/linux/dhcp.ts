@@ -18,7 +18,7 @@ import { dirname, join } from 'node:path'
 import type { DataplaneNetwork, DataplaneSubnet, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { METADATA_ADDRESS, names } from '../names.js'
 import { Converged } from './converged.js'
-import { links, run, runIdempotent, type LinkInfo } from './host-commands.js'
+import { GONE, links, run, runIdempotent, type LinkInfo } from './host-commands.js'
 import { plugVeth } from './links.js'
 import { runningFrom, type Namespaces } from './namespaces.js'
 
@@ -198,7 +198,7 @@ export class DhcpServers {
       this.converged.forget(network.id)
       const nsLinks = new Map((await links(ns)).map((l) => [l.ifname, l]))
       // A DHCP port made again (its predecessor deleted through the API) comes with new names: the old veth goes.
-      for (const name of nsLinks.keys()) if (name.startsWith('ns-') && name !== inside) await runIdempotent('ip', ['link', 'del', 'dev', name], /Cannot find device/, { netns: ns })
+      for (const name of nsLinks.keys()) if (name.startsWith('ns-') && name !== inside) await runIdempotent('ip', ['link', 'del', 'dev', name], GONE, { netns: ns })
       await plugVeth(veth, hostLinks, nsLinks)
       this.converged.done(network.id, fingerprint)
     }

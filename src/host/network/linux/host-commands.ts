@@ -34,6 +34,9 @@ export function run(command: string, args: string[], options: RunOptions = {}): 
   })
 }
 
+/** What `ip` says when the device it was to change or delete is gone already. */
+export const GONE = /Cannot find device|does not exist|No such device/
+
 /** Runs a command whose failure means "already so" (deleting what is gone); other failures are still errors. */
 export async function runIdempotent(command: string, args: string[], already: RegExp, options: RunOptions = {}): Promise<void> {
   try {

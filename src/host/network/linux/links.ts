@@ -10,7 +10,7 @@
 import type { DataplaneNetwork, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { names, OWNED } from '../names.js'
-import { addresses, links, run, runIdempotent, type LinkInfo } from './host-commands.js'
+import { addresses, GONE, links, run, runIdempotent, type LinkInfo } from './host-commands.js'
 
 export interface LinkConfig {
   /** The VXLAN endpoint address of this host. */
@@ -65,8 +65,6 @@ export function l2Plan(state: HostNetworkState, config: LinkConfig): L2Plan {
   for (const r of state.routers) for (const port of [...r.interfaces, ...(r.gateway ? [r.gateway] : [])]) plan.veths.add(names.tap(port.portId))
   return plan
 }
-
-const GONE = /Cannot find device|does not exist|No such device/
 
 async function setMaster(link: LinkInfo | undefined, device: string, bridge: string): Promise<void> {
   if (link?.master !== bridge) await run('ip', ['link', 'set', 'dev', device, 'master', bridge])

@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { OWNED } from '../names.js'
-import { run, runIdempotent } from './host-commands.js'
+import { GONE, links, run, runIdempotent } from './host-commands.js'
 
 export class Namespaces {
   readonly dir: string
@@ -47,11 +47,17 @@ export class Namespaces {
     return file
   }
 
-  /** Stops every process still inside, then removes the namespace (its veth ends go with it). */
+  /**
+   * Stops every process still inside, deletes its veths, then removes the namespace. The veths go first because
+   * the namespace itself may outlive its mount: a socket another process keeps open inside (the agent's end of a
+   * guest's metadata connection, closing towards a guest that is gone) holds it for minutes, and with it the
+   * veths' host ends.
+   */
   async remove(name: string): Promise<void> {
     const file = this.path(name)
     if (this.exists(name)) {
       await killInside(file)
+      for (const l of await links(file)) if (l.linkinfo?.info_kind === 'veth') await runIdempotent('ip', ['link', 'del', 'dev', l.ifname], GONE, { netns: file })
       await runIdempotent('umount', [file], /not mounted|no mount point/)
     }
     rmSync(file, { force: true })

@@ -10,7 +10,7 @@
 import type { DataplaneRouter, DataplaneRouterPort, HostNetworkState } from '../../../contracts/network/dataplane.js'
 import { names } from '../names.js'
 import { Converged } from './converged.js'
-import { addresses, links, run, runIdempotent, type LinkInfo } from './host-commands.js'
+import { addresses, GONE, links, run, runIdempotent, type LinkInfo } from './host-commands.js'
 import { plugVeth } from './links.js'
 import type { Namespaces } from './namespaces.js'
 
@@ -117,7 +117,7 @@ export class Routers {
     }
     // Ports the router no longer has: their veths go (the bridge end with them).
     const wantedInside = new Set(ports.map(([, inside]) => inside))
-    for (const l of nsLinks.values()) if (/^(qr|qg)-/.test(l.ifname) && !wantedInside.has(l.ifname)) await runIdempotent('ip', ['link', 'del', 'dev', l.ifname], /Cannot find device/, { netns: ns })
+    for (const l of nsLinks.values()) if (/^(qr|qg)-/.test(l.ifname) && !wantedInside.has(l.ifname)) await runIdempotent('ip', ['link', 'del', 'dev', l.ifname], GONE, { netns: ns })
     await this.ensureRoutes(router, ns)
     await run('nft', ['-f', '-'], { netns: ns, input: natRuleset(router) })
     if (router.gateway && newFloating.length) {
