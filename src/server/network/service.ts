@@ -107,7 +107,7 @@ export class NetworkService {
   constructor(private readonly store: Store) {}
 
   private ctx(db: Db): NetCtx {
-    return { db, rowLocks: this.store.capabilities.skipLocked, now: Date.now() }
+    return { db, rowLocks: this.store.capabilities.rowLocks, now: Date.now() }
   }
 
   /**

@@ -13,6 +13,6 @@ type KeptViewTable = 'volumes' | 'images'
  * (no 40P01 on PostgreSQL). SQLite has no row locks: one writer at a time.
  */
 export async function lockRowFirst(tx: Db, capabilities: Capabilities, table: KeptViewTable, id: string): Promise<void> {
-  if (!capabilities.skipLocked) return
+  if (!capabilities.rowLocks) return
   await tx.selectFrom(table).select('id').where('id', '=', id).forNoKeyUpdate().execute()
 }

@@ -563,7 +563,8 @@ export class QemuDriver implements ComputeDriver {
         if ((await this.status(p)) === 'paused') throw new DriverError(`guest ${serverId} is paused and cannot release the NIC of port ${portId}: unpause it first`, 409)
         await this.qmp(p, (q) => hotunplugNic(q, nic))
       }
-      const { [portId]: _gone, ...nicRootPorts } = rec.nicRootPorts ?? {}
+      const { [portId]: _gone, ...left } = rec.nicRootPorts ?? {}
+      const nicRootPorts = Object.keys(left).length > 0 ? left : undefined
       this.save(p, { ...rec, spec: { ...rec.spec, nics: rec.spec.nics!.filter((n) => n.portId !== portId) }, nicRootPorts })
     })
   }

@@ -87,7 +87,7 @@ export class DataplaneService {
     for (const networkId of networkIds) {
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.store.db.transaction().execute((tx) => ensureDhcpPort({ db: tx, rowLocks: this.store.capabilities.skipLocked, now: Date.now() }, networkId))
+          await this.store.db.transaction().execute((tx) => ensureDhcpPort({ db: tx, rowLocks: this.store.capabilities.rowLocks, now: Date.now() }, networkId))
           break
         } catch (err) {
           // Another process made it meanwhile, or the subnet is full: the next state read shows which.
