@@ -72,11 +72,16 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
   const db = deps.store.db
   const rights = serverViewRights(request)
   const entries = cache.variant(`${request.api.text}|${rights.adminFields ? 'admin' : 'member'}${rights.faultDetails ? '+faults' : ''}`)
-  const viewRevs = new Map(rows.map((r) => [r.id, r.view_rev ?? 0]))
-  const stamp = (r: Pick<ServerTable, 'id' | 'rev'>) => ({ rev: r.rev, viewRev: viewRevs.get(r.id)! })
-  const kept = rows.map((r) => ViewCache.lookup(entries, r.id, stamp(r)))
-  const missing = rows.filter((_, i) => kept[i] === undefined).map((r) => r.id)
+  // One pass, no per-row arrays or maps: a page holds up to a thousand servers, nearly all kept.
+  const kept: (Buffer | undefined)[] = new Array(rows.length)
+  const missing: string[] = []
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]
+    kept[i] = ViewCache.lookup(entries, r.id, { rev: r.rev, viewRev: r.view_rev ?? 0 })
+    if (kept[i] === undefined) missing.push(r.id)
+  }
   if (missing.length) {
+    const viewRevs = new Map(rows.map((r) => [r.id, r.view_rev ?? 0]))
     const rendered = new Map<string, Buffer>()
     for (let i = 0; i < missing.length; i += 500) {
       const full = await serverRowsByIds(db, missing.slice(i, i + 500))
@@ -85,7 +90,7 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
         delete views[j].host_status
         const json = ViewCache.encode(JSON.stringify(views[j]).slice(0, -1))
         // The stamp of the row as rendered: newer than the list's if it changed meanwhile, never older.
-        cache.set(entries, row.id, stamp(row), json)
+        cache.set(entries, row.id, { rev: row.rev, viewRev: viewRevs.get(row.id)! }, json)
         rendered.set(row.id, json)
       })
     }
@@ -102,7 +107,12 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
       return end
     }
   }
-  return rows.flatMap((r, i) => (i === 0 ? [kept[i]!, close(r.host)] : [COMMA, kept[i]!, close(r.host)]))
+  const pieces: Buffer[] = []
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0) pieces.push(COMMA)
+    pieces.push(kept[i]!, close(rows[i].host))
+  }
+  return pieces
 }
 
 /**
