@@ -7,7 +7,6 @@ import type { ServerModel } from '../../contracts/compute/server.fields.js'
 import type { ServerTable } from '../storage/schema.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
-import { prepared } from '../storage/prepared.js'
 import { serverStatus } from './server-states.js'
 import { hostStatus } from '../hosts/host-status.js'
 import type { NetworkService } from '../network/service.js'
@@ -166,22 +165,6 @@ export async function loadHostStates(db: Db, hostDownAfterMs: number): Promise<M
   const now = Date.now()
   const hosts = await db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']).execute()
   return new Map(hosts.map((h) => [h.hostname, hostStatus(h, now, hostDownAfterMs)]))
-}
-
-/** The state of one host, as loadHostStates would answer for it (the show path needs only its server's host). */
-export async function loadHostState(db: Db, host: string | null, hostDownAfterMs: number): Promise<string> {
-  if (!host) return ''
-  const [row] = await hostStateRow(db, host)
-  return row ? hostStatus(row, Date.now(), hostDownAfterMs) : 'UNKNOWN'
-}
-
-// Compiled once, as the group statement below: every poll of a server's show reads both (storage/prepared.ts).
-const hostStateRow = prepared((db: Db, host: string) => db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']).where('hostname', '=', host))
-const groupsOfServer = prepared((db: Db, serverId: string) => db.selectFrom('server_group_members').select('group_id').where('server_id', '=', serverId))
-
-/** The ids of the server groups `serverId` is a member of, in the order serverModels lists them. */
-export async function serverGroupIds(db: Db, serverId: string): Promise<string[]> {
-  return (await groupsOfServer(db, serverId)).map((m) => m.group_id)
 }
 
 export function hostStatusOf(states: Map<string, string>, host: string | null): string {

@@ -2,7 +2,7 @@
  * The server rows the compute API reads and writes outside create and the actions: lookups, the update of a
  * server's own fields, its metadata and tags, and the acceptance of a delete.
  */
-import type { ServerTable } from '../storage/tables/compute.js'
+import type { HostTable, ServerTable } from '../storage/tables/compute.js'
 import type { Db } from '../storage/store.js'
 import { prepared } from '../storage/prepared.js'
 import type { TaskQueue } from '../tasks/queue.js'
@@ -16,21 +16,44 @@ export async function findLiveServer(db: Db, id: string): Promise<ServerTable | 
 }
 
 /** What the show path reads before the view cache says whether it must render the server again. */
-export type LiveServerStamp = Pick<ServerTable, 'id' | 'project_id' | 'rev' | 'host'> & { view_rev: number }
+export type LiveServerStamp = Pick<ServerTable, 'id' | 'project_id' | 'rev' | 'host'> & {
+  view_rev: number
+  /** Its host's record (undefined when unplaced or the host is unknown): `host_status` follows the clock, not a revision. */
+  hostRecord?: Pick<HostTable, 'service_status' | 'forced_down' | 'last_heartbeat_at'>
+  /** The server groups it is a member of: no revision follows membership either. */
+  groupIds: string[]
+}
 
-/** The live server's owner, host and view stamp (its row revision and view revision), in one statement. */
+/**
+ * The live server's owner, host and view stamp (its row revision and view revision), with the two things a kept
+ * show view leaves open (its host's state, its groups), in one statement: a poll of a kept server reads nothing else.
+ */
 export async function findLiveServerStamp(db: Db, id: string): Promise<LiveServerStamp | undefined> {
-  return (await liveServerStamp(db, id))[0]
+  const rows = await liveServerStamp(db, id)
+  if (rows.length === 0) return undefined
+  const [r] = rows
+  return {
+    id: r.id,
+    project_id: r.project_id,
+    rev: r.rev,
+    host: r.host,
+    view_rev: r.view_rev,
+    hostRecord: r.service_status === null ? undefined : { service_status: r.service_status, forced_down: r.forced_down!, last_heartbeat_at: r.last_heartbeat_at },
+    // One row per group (a left join): none when the server is in no group.
+    groupIds: rows.flatMap((g) => (g.group_id === null ? [] : [g.group_id])),
+  }
 }
 
 // Compiled once: every poll of a server's show reads it (storage/prepared.ts).
 const liveServerStamp = prepared((db: Db, id: string) =>
   db
     .selectFrom('servers')
-    .select(['id', 'project_id', 'rev', 'host'])
+    .leftJoin('hosts', 'hosts.hostname', 'servers.host')
+    .leftJoin('server_group_members', 'server_group_members.server_id', 'servers.id')
+    .select(['servers.id', 'servers.project_id', 'servers.rev', 'servers.host', 'hosts.service_status', 'hosts.forced_down', 'hosts.last_heartbeat_at', 'server_group_members.group_id'])
     .select((eb) => eb.fn.coalesce(eb.selectFrom('server_view_revisions').select('rev').whereRef('server_id', '=', 'servers.id'), eb.lit(0)).as('view_rev'))
-    .where('id', '=', id)
-    .where('deleted', '=', 0),
+    .where('servers.id', '=', id)
+    .where('servers.deleted', '=', 0),
 )
 
 /** What os-instance-actions needs of a server, deleted or not (its actions outlive it from 2.21). */

@@ -2,7 +2,7 @@
  * What every authenticated compute route shares: the microversion of the request (parsed once, echoed on
  * every response with `Vary`), the caller (which project, which user), policy checks and body validation.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Static, TSchema } from '@sinclair/typebox'
 import { AppError, badRequest, forbidden, notFound } from '../../../contracts/errors.js'
 import { apiVersion, MAX_VERSION, MIN_VERSION, parseRequestedVersion, type ApiVersion, type Gate, type VersionNumber } from '../../../contracts/compute/versions.js'
@@ -48,19 +48,35 @@ function versionHeaders(text: string): Record<string, string> {
   return { 'openstack-api-version': `compute ${text}`, 'x-openstack-nova-api-version': text, 'cloud-api-version': `compute ${text}`, vary: VARY }
 }
 
-/** onRequest hook: sets request.api or answers 400 (malformed) / 406 (out of range). */
-export async function microversionHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+/** Each version's ApiVersion and the headers every answer at it echoes, made once: the hook only looks them up. */
+const perVersion = new Map<VersionNumber, { api: ApiVersion; headers: Record<string, string> }>()
+
+function atVersion(version: VersionNumber): { api: ApiVersion; headers: Record<string, string> } {
+  let entry = perVersion.get(version)
+  if (!entry) {
+    const api = apiVersion(version)
+    perVersion.set(version, (entry = { api, headers: versionHeaders(api.text) }))
+  }
+  return entry
+}
+
+/** onRequest hook: sets request.api or answers 400 (malformed) / 406 (out of range). Callback-style: no promise per request. */
+export function microversionHook(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const raw = requestedVersion(request)
   const parsed = raw === undefined ? parseRequestedVersion(MIN_VERSION) : parseRequestedVersion(raw)
   if (!parsed.ok) {
-    if (parsed.status === 400) throw badRequest(`API Version String ${parsed.requested} is of invalid format. Must be of format MajorNum.MinorNum.`)
-    throw new AppError('not_acceptable', `Version ${parsed.requested} is not supported by the API. Minimum is ${MIN_VERSION} and maximum is ${MAX_VERSION}.`, {
-      type: 'computeFault',
-      headers: versionHeaders(parsed.requested),
-    })
+    if (parsed.status === 400) return done(badRequest(`API Version String ${parsed.requested} is of invalid format. Must be of format MajorNum.MinorNum.`))
+    return done(
+      new AppError('not_acceptable', `Version ${parsed.requested} is not supported by the API. Minimum is ${MIN_VERSION} and maximum is ${MAX_VERSION}.`, {
+        type: 'computeFault',
+        headers: versionHeaders(parsed.requested),
+      }),
+    )
   }
-  request.api = apiVersion(parsed.version)
-  reply.headers(versionHeaders(request.api.text))
+  const { api, headers } = atVersion(parsed.version)
+  request.api = api
+  reply.headers(headers)
+  done()
 }
 
 /** Registers the version hook on a scope (the version documents and every authenticated route). */

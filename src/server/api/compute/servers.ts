@@ -7,7 +7,8 @@ import { serverFields, type ServerModel, type ServerView } from '../../../contra
 import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../../storage/schema.js'
 import { listServers, planServerList, type ListPermissions, type Query } from '../../compute/server-list.js'
-import { bookmarkBase, hostStatusOf, loadHostState, loadHostStates, serverGroupIds, serverModels } from '../../compute/server-model.js'
+import { bookmarkBase, hostStatusOf, loadHostStates, serverModels } from '../../compute/server-model.js'
+import { hostStatus } from '../../hosts/host-status.js'
 import { ViewCache } from '../../http/view-cache.js'
 import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
@@ -148,25 +149,31 @@ async function showBody(deps: AppDeps, request: FastifyRequest, key: LiveServerS
     cache.set(entries, key.id, { rev: row.rev, viewRev: key.view_rev }, kept)
   }
   return fillHoles(kept, {
-    [HOST_STATUS_HOLE]: async () => Buffer.from(JSON.stringify(await loadHostState(db, key.host, deps.config.hostDownAfterSeconds * 1000))),
-    [GROUPS_HOLE]: async () => Buffer.from(JSON.stringify(await serverGroupIds(db, key.id))),
+    [HOST_STATUS_HOLE]: JSON.stringify(key.host ? (key.hostRecord ? hostStatus(key.hostRecord, Date.now(), deps.config.hostDownAfterSeconds * 1000) : 'UNKNOWN') : ''),
+    [GROUPS_HOLE]: JSON.stringify(key.groupIds),
   })
 }
 
+/** Where each hole lies in a kept view, found once per kept view rather than searched on every answer. */
+const holesFound = new WeakMap<Buffer, { hole: string; at: number; length: number }[]>()
+
 /** `json` with each hole that appears in it replaced by its value (each appears at most once). */
-async function fillHoles(json: Buffer, holes: Record<string, () => Promise<Buffer>>): Promise<Buffer> {
-  const found = Object.entries(holes)
-    .map(([hole, value]) => ({ at: json.indexOf(hole), length: Buffer.byteLength(hole), value }))
-    .filter((h) => h.at >= 0)
-    .sort((a, b) => a.at - b.at)
+function fillHoles(json: Buffer, values: Record<string, string>): Buffer {
+  let found = holesFound.get(json)
+  if (!found) {
+    found = Object.keys(values)
+      .map((hole) => ({ hole, at: json.indexOf(hole), length: Buffer.byteLength(hole) }))
+      .filter((h) => h.at >= 0)
+      .sort((a, b) => a.at - b.at)
+    holesFound.set(json, found)
+  }
   if (found.length === 0) return json
-  const values = await Promise.all(found.map((h) => h.value()))
   const parts: Buffer[] = []
   let from = 0
-  found.forEach((h, i) => {
-    parts.push(json.subarray(from, h.at), values[i])
+  for (const h of found) {
+    parts.push(json.subarray(from, h.at), Buffer.from(values[h.hole]))
     from = h.at + h.length
-  })
+  }
   parts.push(json.subarray(from))
   return Buffer.concat(parts)
 }
