@@ -25,7 +25,7 @@ export async function ensureDefaultFlavors(db: Db): Promise<void> {
   for (const f of DEFAULT_FLAVORS) {
     await db
       .insertInto('flavors')
-      .values({ ...f, ephemeral: 0, swap: 0, rxtx_factor: 1, is_public: 1, disabled: 0, description: null, extra_specs: '{}', created_at: now, deleted: 0 })
+      .values({ ...f, rev: 0, ephemeral: 0, swap: 0, rxtx_factor: 1, is_public: 1, disabled: 0, description: null, extra_specs: '{}', created_at: now, deleted: 0 })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute()
   }

@@ -14,6 +14,12 @@
  * JSON held about 100 MiB. Entries of resources deleted since (in any process) are dropped by a sweep that runs at
  * most once a minute, when the cache is used and was given `live`; without it they wait for eviction.
  */
+/** The query string of a URL as the client sent it ('' when none): what a kept list answer is kept under. */
+export function queryAsSent(url: string): string {
+  const at = url.indexOf('?')
+  return at < 0 ? '' : url.slice(at + 1)
+}
+
 export const DEFAULT_BUDGET_BYTES = 32 * 1024 * 1024
 /** What an entry costs beyond its bytes: the Map slot, the entry and Buffer objects, the id, the eviction slot. */
 export const ENTRY_OVERHEAD_BYTES = 200
@@ -22,6 +28,8 @@ const SWEEP_EVERY_MS = 60_000
 export interface Stamp {
   rev: number
   viewRev: number
+  /** A kept list's stamp: the rows it shows, each with its revision (network/ports.ts keptPortList). */
+  rows?: string
 }
 
 interface Entry extends Stamp {
@@ -66,7 +74,7 @@ export class ViewCache {
 
   static lookup(entries: Map<string, Entry>, id: string, stamp: Stamp): Buffer | undefined {
     const entry = entries.get(id)
-    return entry && entry.rev === stamp.rev && entry.viewRev === stamp.viewRev ? entry.json : undefined
+    return entry && entry.rev === stamp.rev && entry.viewRev === stamp.viewRev && entry.rows === stamp.rows ? entry.json : undefined
   }
 
   set(entries: Map<string, Entry>, id: string, stamp: Stamp, json: Buffer): void {
@@ -157,4 +165,5 @@ export class ViewCache {
   }
 }
 
-const cost = (entry: Entry) => entry.json.length + ENTRY_OVERHEAD_BYTES
+// A list's row stamp is a one-byte string: its length is its size.
+const cost = (entry: Entry) => entry.json.length + (entry.rows?.length ?? 0) + ENTRY_OVERHEAD_BYTES

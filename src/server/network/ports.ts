@@ -12,7 +12,9 @@ import { networkTarget, owningProject, visibleNetwork } from './networks.js'
 import { checkQuota } from './quotas.js'
 import { fixedIpsByPort, lockNetwork, securityGroupIdsByPort, touched } from './queries.js'
 import { ensureDefaultSecurityGroup } from './security-groups.js'
-import { portView, type View } from './views.js'
+import { portView, type FixedIp, type View } from './views.js'
+import { prepared } from '../storage/prepared.js'
+import type { Db } from '../storage/store.js'
 
 export interface AddressPair {
   ip_address: string
@@ -131,6 +133,7 @@ export async function insertPort(ctx: NetCtx, network: NetworkTable, projectId: 
     auto_delete: spec.auto_delete ? 1 : 0,
     tags: JSON.stringify(spec.tags ?? []),
     revision_number: 1,
+    rev: 0,
     created_at: ctx.now,
     updated_at: ctx.now,
   }
@@ -172,6 +175,91 @@ export async function listPorts(ctx: NetCtx, actor: Actor, query: { device_id?: 
     .filter((r) => can(actor, 'get_port', { projectId: r.project_id, networkProjectId: r.net_project }))
     .map(({ net_project: _n, ...port }) => port)
   return renderPorts(ctx, rows, can(actor, 'get_port:binding'))
+}
+
+/**
+ * A list answer that may be kept (http/view-cache.ts): the rows it shows, read in one statement, as a stamp to
+ * compare with what was kept, and its items rendered from those very rows when it must be rendered again.
+ */
+export interface KeptListRows {
+  /** What else the answer depends on: the caller's rights. */
+  variant: string
+  stamp: string
+  items: () => View[]
+}
+
+type JoinedPortRow = PortTable & { net_project: string; ip_subnet: string | null; ip_address: string | null; subnet_created: number | null; group_id: string | null }
+
+/**
+ * A port with its addresses and groups, one row per (address, group) pair, in the order the view lists them: the
+ * rows a kept list is stamped with and rendered from, so what is kept is exactly what its stamp says (a stamp read
+ * before other statements rendered the view could be of another moment).
+ */
+const joinedPorts = (db: Db) =>
+  db
+    .selectFrom('ports')
+    .innerJoin('networks', 'networks.id', 'ports.network_id')
+    .leftJoin('ip_allocations', 'ip_allocations.port_id', 'ports.id')
+    .leftJoin('subnets', 'subnets.id', 'ip_allocations.subnet_id')
+    .leftJoin('port_security_groups', 'port_security_groups.port_id', 'ports.id')
+    .selectAll('ports')
+    .select([
+      'networks.project_id as net_project',
+      'ip_allocations.subnet_id as ip_subnet',
+      'ip_allocations.ip_address as ip_address',
+      'subnets.created_at as subnet_created',
+      'port_security_groups.security_group_id as group_id',
+    ])
+    // As fixedIpsByPort and securityGroupIdsByPort order them.
+    .orderBy('ports.id')
+    .orderBy('ip_allocations.created_at')
+    .orderBy('subnets.created_at')
+    .orderBy('subnets.id')
+    .orderBy('ip_allocations.ip_address')
+    .orderBy('port_security_groups.security_group_id')
+
+// Compiled once: the two list shapes clients poll (a network's ports; a server's ports, openstacksdk's waits).
+const joinedPortsOfNetwork = prepared((db: Db, networkId: string) => joinedPorts(db).where('ports.network_id', '=', networkId))
+const joinedPortsOfDevice = prepared((db: Db, deviceId: string) => joinedPorts(db).where('ports.device_id', '=', deviceId))
+
+/** The ports of joined rows (grouped by port, in their order), as portView shows them. */
+function portsOfJoinedRows(rows: JoinedPortRow[], showBinding: boolean): View[] {
+  const views: View[] = []
+  for (let i = 0; i < rows.length; ) {
+    const port = rows[i]
+    const ips: FixedIp[] = []
+    const groups: string[] = []
+    for (; i < rows.length && rows[i].id === port.id; i++) {
+      const r = rows[i]
+      // An address whose subnet is gone is not shown (fixedIpsByPort joins the subnets).
+      if (r.ip_address !== null && r.subnet_created !== null && !ips.some((ip) => ip.subnet_id === r.ip_subnet && ip.ip_address === r.ip_address)) ips.push({ subnet_id: r.ip_subnet!, ip_address: r.ip_address })
+      if (r.group_id !== null && !groups.includes(r.group_id)) groups.push(r.group_id)
+    }
+    views.push(portView(port, ips, groups, showBinding))
+  }
+  return views
+}
+
+/**
+ * `GET /ports?network_id=X` or `?device_id=X` (one value, not both) as a list that may be kept; undefined for any
+ * other query, which listPorts answers. The rows are those listPorts reads for the same query, cut to what the
+ * caller may see; the stamp holds each one's revision (raised on any change of the row, migration 0129), its
+ * address and group.
+ */
+export async function keptPortList(ctx: NetCtx, actor: Actor, query: { device_id?: string[]; network_id?: string[] }): Promise<KeptListRows | undefined> {
+  const byNetwork = query.network_id?.length === 1 && !query.device_id?.length
+  const byDevice = query.device_id?.length === 1 && !query.network_id?.length
+  if (!byNetwork && !byDevice) return undefined
+  const joined = (await (byNetwork ? joinedPortsOfNetwork(ctx.db, query.network_id![0]) : joinedPortsOfDevice(ctx.db, query.device_id![0]))) as JoinedPortRow[]
+  const rows = joined.filter((r) => can(actor, 'get_port', { projectId: r.project_id, networkProjectId: r.net_project }))
+  let stamp = ''
+  for (const r of rows) stamp += `${r.id} ${r.rev} ${r.ip_subnet} ${r.ip_address} ${r.group_id}\n`
+  const showBinding = can(actor, 'get_port:binding')
+  return {
+    variant: `ports|${showBinding ? 'binding' : ''}|${actor.projectId}|${actor.principal.roles.join(',')}`,
+    stamp,
+    items: () => portsOfJoinedRows(rows, showBinding),
+  }
 }
 
 /** `fixed_ips=ip_address=…`, `fixed_ips=subnet_id=…`, `fixed_ips=ip_address_substr=…`: every criterion must hold. */

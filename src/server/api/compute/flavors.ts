@@ -1,6 +1,7 @@
 /** /flavors, /flavors/{id}/os-extra_specs, /flavors/{id}/os-flavor-access and the flavor access actions. */
 import { randomUUID } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { queryAsSent, ViewCache } from '../../http/view-cache.js'
 import { Type as T } from '@sinclair/typebox'
 import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
 import { project } from '../../../contracts/compute/fields.js'
@@ -106,13 +107,12 @@ export function flavorRoutes(deps: AppDeps) {
   const manage = (request: FastifyRequest) => must(request, 'flavors:manage')
 
   return async (scope: FastifyInstance): Promise<void> => {
-    const list = (view: FlavorView) => async (request: FastifyRequest<{ Querystring: SingleQuery }>) => {
-      const caller = callerOf(request)
+    /** The list's answer, from the rows read for it (every live flavor, the private ones the project was given). */
+    const listBody = (request: FastifyRequest<{ Querystring: SingleQuery }>, view: FlavorView, found: { rows: FlavorTable[]; accessible: Set<string> }, allFlavors: boolean) => {
       const q = request.query
-      const found = await flavorsWithAccess(db, caller.projectId)
       let rows = found.rows
       const accessible = found.accessible
-      if (can(request, 'os-flavor-access')) {
+      if (allFlavors) {
         const raw = (q.is_public ?? 'true').toLowerCase()
         if (raw !== 'none') {
           const want = ['1', 't', 'true', 'on', 'y', 'yes'].includes(raw)
@@ -154,6 +154,23 @@ export function flavorRoutes(deps: AppDeps) {
       }
       return body
     }
+    /**
+     * A kept answer per query as sent and variant, stamped with the rows it is rendered from: each flavor's
+     * revision (raised on any change of its row, migration 0129; extra specs live in the row) and, for a member,
+     * the private flavors its project was given. Clients that pick a flavor by name poll this list.
+     */
+    const lists = new ViewCache({ budgetBytes: deps.config.viewCacheMb * 1024 * 1024 })
+    const list = (view: FlavorView) => async (request: FastifyRequest<{ Querystring: SingleQuery }>, reply: FastifyReply) => {
+      const found = await flavorsWithAccess(db, callerOf(request).projectId)
+      const allFlavors = can(request, 'os-flavor-access')
+      let stamp = ''
+      for (const f of found.rows) stamp += `${f.id} ${f.rev}\n`
+      if (!allFlavors) for (const id of found.accessible) stamp += `+${id}\n`
+      const variant = `${view}|${request.api.text}|${allFlavors ? 'all' : 'member'}`
+      const body = await lists.keep(variant, queryAsSent(request.url), { rev: 0, viewRev: 0, rows: stamp }, async () => listBody(request, view, found, allFlavors))
+      // The header Fastify gives the object this route answers otherwise.
+      return reply.type('application/json; charset=utf-8').send(body)
+    }
     scope.get<{ Querystring: SingleQuery }>('/v2.1/flavors', DOCS.list('summary'), list('summary'))
     scope.get<{ Querystring: SingleQuery }>('/v2.1/flavors/detail', DOCS.list('detail'), list('detail'))
     scope.get<{ Params: { id: string } }>('/v2.1/flavors/:id', DOCS.show, async (request) => ({ flavor: render(request, await visible(request, request.params.id), 'detail') }))
@@ -169,6 +186,7 @@ export function flavorRoutes(deps: AppDeps) {
       const isPublic = f['os-flavor-access:is_public'] === undefined ? true : ['true', '1', 't', 'yes', 'y', 'on'].includes(String(f['os-flavor-access:is_public']).toLowerCase())
       const row: FlavorTable = {
         id,
+        rev: 0,
         name: f.name,
         vcpus: Number(f.vcpus),
         ram: Number(f.ram),

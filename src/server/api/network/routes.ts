@@ -17,7 +17,7 @@ import { must } from '../../network/context.js'
 import { neutron } from '../../network/errors.js'
 import { fieldsOf, listResponse, projectFields, type CustomFilter, type Query } from '../../network/listing.js'
 import type { View } from '../../network/views.js'
-import { ViewCache } from '../../http/view-cache.js'
+import { queryAsSent, ViewCache } from '../../http/view-cache.js'
 import type { Db } from '../../storage/store.js'
 import * as networks from '../../network/networks.js'
 import * as subnets from '../../network/subnets.js'
@@ -48,6 +48,8 @@ interface Resource<CS, US> {
   collection: string
   member: string
   list: (ctx: NetCtx, actor: Actor, query: Query) => Promise<View[]>
+  /** The list's rows for a query whose answer may be kept, undefined for other queries (list answers them). */
+  keptList?: (ctx: NetCtx, actor: Actor, query: Query) => Promise<ports.KeptListRows | undefined>
   show: (ctx: NetCtx, actor: Actor, id: string) => Promise<View>
   /** The show answer as kept bytes (`{member: view}`), from a view cache of its own (http/view-cache.ts). */
   keptShow?: { answer: (ctx: NetCtx, actor: Actor, id: string, views: ViewCache) => Promise<Buffer>; live: (db: Db, ids: string[]) => Promise<Set<string>> }
@@ -100,6 +102,7 @@ function resources(add: AddResource): void {
   add({
     path: 'ports', collection: 'ports', member: 'port',
     list: (ctx, actor, query) => ports.listPorts(ctx, actor, { device_id: asList(query.device_id), network_id: asList(query.network_id) }),
+    keptList: (ctx, actor, query) => ports.keptPortList(ctx, actor, { device_id: asList(query.device_id), network_id: asList(query.network_id) }),
     show: ports.showPort, create: ports.createPort, update: ports.updatePort, remove: ports.deletePort,
     createSchema: schemas.portCreate, updateSchema: schemas.portUpdate, custom: { fixed_ips: ports.fixedIpsFilter },
   })
@@ -165,11 +168,25 @@ export function networkRoutes(deps: AppDeps) {
         const url = `${base}/v2.0/${r.path}`
         const name = r.member.replaceAll('_', ' ')
         const read = r.readsWrite ? service.run.bind(service) : service.read.bind(service)
-        api.get<{ Querystring: Query }>(`/v2.0/${r.path}`, documented({ summary: `List ${r.path.replaceAll('-', ' ')}`, querystring: LIST_QUERY, response: { 200: many(r.collection, r.member) } }), async (request) => {
-          const query = request.query
-          const items = await read(request.principal, (ctx, actor) => r.list(ctx, actor, query))
+        const answer = (items: View[], query: Query) => {
           const attributes = [...new Set(items.flatMap((i) => Object.keys(i)))]
           return listResponse(items, query, { collection: r.collection, url, attributes, custom: r.custom })
+        }
+        const keptList = r.keptList
+        // Entries keyed by the query as sent, per caller variant: a poll that repeats itself finds its answer.
+        const lists = keptList && new ViewCache({ budgetBytes: deps.config.viewCacheMb * 1024 * 1024 })
+        api.get<{ Querystring: Query }>(`/v2.0/${r.path}`, documented({ summary: `List ${r.path.replaceAll('-', ' ')}`, querystring: LIST_QUERY, response: { 200: many(r.collection, r.member) } }), async (request, reply) => {
+          const query = request.query
+          if (keptList && lists) {
+            const body = await read(request.principal, async (ctx, actor) => {
+              const rows = await keptList(ctx, actor, query)
+              if (!rows) return undefined
+              return lists.keep(rows.variant, queryAsSent(request.url), { rev: 0, viewRev: 0, rows: rows.stamp }, async () => answer(rows.items(), query))
+            })
+            // The header Fastify gives the object this route answers otherwise.
+            if (body) return reply.type('application/json; charset=utf-8').send(body)
+          }
+          return answer(await read(request.principal, (ctx, actor) => r.list(ctx, actor, query)), query)
         })
         const kept = r.keptShow
         const views = kept && new ViewCache({ budgetBytes: deps.config.viewCacheMb * 1024 * 1024, live: (ids) => kept.live(deps.store.db, ids) })

@@ -50,6 +50,7 @@ import * as m0125 from './0125-volume-backup-keys.js'
 import * as m0126 from './0126-snapshot-exports.js'
 import * as m0127 from './0127-volume-default-types.js'
 import * as m0128 from './0128-view-revisions.js'
+import * as m0129 from './0129-row-revisions.js'
 import { ADVISORY_LOCKS } from '../locks.js'
 
 export interface Migration {
@@ -104,6 +105,7 @@ export const MIGRATIONS: Migration[] = [
   { id: '0126', name: 'snapshot-exports', up: m0126.up },
   { id: '0127', name: 'volume-default-types', up: m0127.up },
   { id: '0128', name: 'view-revisions', up: m0128.up },
+  { id: '0129', name: 'row-revisions', up: m0129.up },
 ]
 
 export interface MigrationReport {

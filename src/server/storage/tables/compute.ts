@@ -110,6 +110,8 @@ export interface InstanceActionEventTable {
 export interface FlavorTable {
   /** Nova's flavorid: a string chosen by the creator (often a number or a uuid). */
   id: string
+  /** Raised by the database on every UPDATE of the row (migration 0129, for kept lists); 0 when inserted. */
+  rev: number
   name: string
   vcpus: number
   ram: number

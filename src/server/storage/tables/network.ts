@@ -99,6 +99,8 @@ export interface AddressScopeTable {
 
 export interface PortTable {
   id: string
+  /** Raised by the database on every UPDATE of the row (migration 0129, for kept lists); 0 when inserted. */
+  rev: number
   network_id: string
   /** '' for ports Neutron owns on behalf of nobody (router gateways, floating IPs). */
   project_id: string
