@@ -14,6 +14,7 @@ import { inRange, type ApiVersion } from '../../contracts/compute/versions.js'
 import { parseIsoTime } from '../../contracts/compute/time.js'
 import type { Database, ServerTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
+import { preparedShapes } from '../storage/prepared.js'
 import { SERVER_STATUSES, vmStatesForStatus, type ServerStatus } from './server-states.js'
 
 export type Query = Record<string, string | string[] | undefined>
@@ -44,9 +45,29 @@ export interface ListResult {
 }
 
 type Eb = ExpressionBuilder<Database, 'servers'>
-type Cond = (eb: Eb) => Expression<SqlBool>
+/**
+ * A condition of the list's statement: its shape (what it writes in SQL, values left out) and its values. The
+ * statement is compiled once per shape of the whole plan (storage/prepared.ts preparedShapes); `build` gets markers
+ * in place of the values, in the same order.
+ */
+interface Cond {
+  shape: string
+  values: unknown[]
+  build: (eb: Eb, values: unknown[]) => Expression<SqlBool>
+}
+
+function cond<V extends unknown[]>(shape: string, values: V, build: (eb: Eb, values: V) => Expression<SqlBool>): Cond {
+  // The markers stand in for values of the very types V names.
+  return { shape, values, build: build as unknown as Cond['build'] }
+}
 
 const BATCH = 500
+
+const LIVE = cond('live', [], (eb) => eb('deleted', '=', 0))
+const NOT_SOFT_DELETED = cond('not-soft-deleted', [], (eb) => eb('vm_state', '!=', 'soft-delete'))
+
+// The page statement, compiled once per shape of plan: lists are polled all day (issue 30).
+const pageStatement = preparedShapes<Db, ServerTable>()
 
 function single(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[v.length - 1] : v
@@ -119,10 +140,10 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
     allTenants = v === '' ? true : strictBool('all_tenants', v)
     if (allTenants && !caller.may.allTenants) throw forbidden("Policy doesn't allow os_compute_api:servers:index:get_all_tenants to be performed.")
   }
-  if (!allTenants) conds.push((eb) => eb('project_id', '=', caller.projectId))
+  if (!allTenants) conds.push(cond('project', [caller.projectId], (eb, [p]) => eb('project_id', '=', p)))
   else {
     const projects = [...many(query.project_id), ...many(query.tenant_id)]
-    if (projects.length) conds.push((eb) => eb('project_id', 'in', projects))
+    if (projects.length) conds.push(cond(`projects:${projects.length}`, projects, (eb, ps) => eb('project_id', 'in', ps)))
   }
 
   // Deleted rows.
@@ -133,23 +154,23 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
   if (changesSince !== undefined) {
     since = parseIsoTime(changesSince)
     if (since === undefined) throw badRequest(`Invalid input for query parameters changes-since. Value: ${changesSince}. '${changesSince}' is not a 'date-time'`)
-    conds.push((eb) => eb('updated_at', '>=', since!))
+    conds.push(cond('since', [since], (eb, [t]) => eb('updated_at', '>=', t)))
   }
   if (changesBefore !== undefined) {
     before = parseIsoTime(changesBefore)
     if (before === undefined) throw badRequest(`Invalid input for query parameters changes-before. Value: ${changesBefore}. '${changesBefore}' is not a 'date-time'`)
     if (since !== undefined && before < since) throw badRequest('The value of changes-since must be less than or equal to changes-before.')
-    conds.push((eb) => eb('updated_at', '<=', before!))
+    conds.push(cond('before', [before], (eb, [t]) => eb('updated_at', '<=', t)))
   }
   const deletedParam = caller.may.deleted ? single(query.deleted) : undefined
   const statuses = many(query.status).map((s) => s.toUpperCase())
   if (statuses.includes('DELETED') && !caller.may.deleted) throw forbidden('Only administrators may list deleted instances')
   if (deletedParam !== undefined) {
-    if (lenientBool(deletedParam)) conds.push((eb) => eb.or([eb('deleted', '=', 1), eb('vm_state', '=', 'soft-delete')]))
-    else conds.push((eb) => eb('deleted', '=', 0), (eb) => eb('vm_state', '!=', 'soft-delete'))
+    if (lenientBool(deletedParam)) conds.push(cond('deleted', [], (eb) => eb.or([eb('deleted', '=', 1), eb('vm_state', '=', 'soft-delete')])))
+    else conds.push(LIVE, NOT_SOFT_DELETED)
   } else if (since === undefined && before === undefined && !statuses.includes('DELETED') && !statuses.includes('SOFT_DELETED')) {
-    conds.push((eb) => eb('deleted', '=', 0))
-    if (!(caller.may.deleted && query.soft_deleted)) conds.push((eb) => eb('vm_state', '!=', 'soft-delete'))
+    conds.push(LIVE)
+    if (!(caller.may.deleted && query.soft_deleted)) conds.push(NOT_SOFT_DELETED)
   }
 
   // Status.
@@ -157,7 +178,7 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
     const unknown = statuses.filter((s) => !(SERVER_STATUSES as readonly string[]).includes(s))
     if (unknown.length && api.has('invalidStatusIs400')) throw badRequest(`Invalid status value: ${unknown[0]}`)
     const known = statuses.filter((s) => !unknown.includes(s)) as ServerStatus[]
-    conds.push((eb) => {
+    conds.push(cond(`status:${known.join(',')}`, [], (eb) => {
       const alts: Expression<SqlBool>[] = []
       for (const status of known) {
         if (status === 'DELETED') alts.push(eb('deleted', '=', 1))
@@ -169,7 +190,7 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
       }
       // No known status: nothing matches (an id is never null).
       return alts.length ? eb.or(alts) : eb('id', 'is', null)
-    })
+    }))
   }
 
   // Column filters.
@@ -179,10 +200,10 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
     const column = spec.column as keyof ServerTable & string
     if (spec.match === 'exact') {
       const values = many(raw).flatMap((v) => v.split(','))
-      conds.push((eb) => eb(column as 'id', 'in', values))
+      conds.push(cond(`${column}:${values.length}`, values, (eb, vs) => eb(column as 'id', 'in', vs)))
     } else if (spec.match === 'bool') {
       const value = strictBool(name, single(raw)!) ? 1 : 0
-      conds.push((eb) => eb(column as 'locked', '=', value))
+      conds.push(cond(`${column}=`, [value], (eb, [v]) => eb(column as 'locked', '=', v)))
     } else {
       const re = regexOf(name, single(raw)!)
       post.push((row) => {
@@ -196,7 +217,7 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
   // Flavor: the snapshot's id (the row keeps the flavor as JSON).
   const flavor = single(query.flavor)
   if (flavor !== undefined) {
-    conds.push((eb) => eb('flavor', 'like', `%"id":${JSON.stringify(flavor)}%`))
+    conds.push(cond('flavor', [`%"id":${JSON.stringify(flavor)}%`], (eb, [pattern]) => eb('flavor', 'like', pattern)))
     post.push((row) => (JSON.parse(row.flavor) as { id: string }).id === flavor)
   }
 
@@ -222,10 +243,10 @@ export function planServerList(query: Query, caller: ListCaller, api: ApiVersion
     const any = list('tags-any')
     const notAll = list('not-tags')
     const notAny = list('not-tags-any')
-    if (all.length) conds.push((eb) => hasAll(eb, all))
-    if (any.length) conds.push((eb) => hasAny(eb, any))
-    if (notAll.length) conds.push((eb) => eb.not(hasAll(eb, notAll)))
-    if (notAny.length) conds.push((eb) => eb.not(hasAny(eb, notAny)))
+    if (all.length) conds.push(cond(`tags:${all.length}`, all, (eb, tags) => hasAll(eb, tags)))
+    if (any.length) conds.push(cond(`tags-any:${any.length}`, any, (eb, tags) => hasAny(eb, tags)))
+    if (notAll.length) conds.push(cond(`not-tags:${notAll.length}`, notAll, (eb, tags) => eb.not(hasAll(eb, tags))))
+    if (notAny.length) conds.push(cond(`not-tags-any:${notAny.length}`, notAny, (eb, tags) => eb.not(hasAny(eb, tags))))
   }
 
   // Sorting.
@@ -268,17 +289,18 @@ function sortExpr(column: string, nullAs?: string | number): Expression<unknown>
   return nullAs === undefined ? sql.ref(column) : sql`coalesce(${sql.ref(column)}, ${nullAs})`
 }
 
-/** Rows strictly after `row` in the plan's order. */
+/** Rows strictly after `row` in the plan's order: one value per sort expression, each used where its expression is. */
 function after(plan: Plan, row: ServerTable): Cond {
-  return (eb) =>
+  const values = plan.order.map((o) => (row[o.column] ?? o.nullAs) as string | number)
+  return cond('after', values, (eb, marks) =>
     eb.or(
       plan.order.map((o, i) => {
-        const value = (row[o.column] ?? o.nullAs) as string | number
-        const parts: Expression<SqlBool>[] = plan.order.slice(0, i).map((p) => eb(p.expr as never, '=', (row[p.column] ?? p.nullAs) as never))
-        parts.push(eb(o.expr as never, o.dir === 'asc' ? '>' : '<', value as never))
+        const parts: Expression<SqlBool>[] = plan.order.slice(0, i).map((p, j) => eb(p.expr as never, '=', marks[j] as never))
+        parts.push(eb(o.expr as never, o.dir === 'asc' ? '>' : '<', marks[i] as never))
         return eb.and(parts)
       }),
-    )
+    ),
+  )
 }
 
 export interface ListOptions {
@@ -297,7 +319,7 @@ export async function listServers(db: Db, plan: Plan, options: ListOptions = {})
     if (!resolveIps) throw new Error('ip filters need the network service')
     const ids = await resolveIps(plan.ips, plan.scopeProject)
     if (ids.size === 0) return { rows: [] }
-    plan = ids.size <= IP_IDS_IN_SQL ? { ...plan, conds: [...plan.conds, (eb) => eb('id', 'in', [...ids])] } : { ...plan, post: [...plan.post, (row) => ids.has(row.id)] }
+    plan = ids.size <= IP_IDS_IN_SQL ? { ...plan, conds: [...plan.conds, cond(`ids:${ids.size}`, [...ids], (eb, vs) => eb('id', 'in', vs))] } : { ...plan, post: [...plan.post, (row) => ids.has(row.id)] }
   }
   let cursor: ServerTable | undefined
   if (plan.marker !== undefined) {
@@ -306,14 +328,23 @@ export async function listServers(db: Db, plan: Plan, options: ListOptions = {})
   }
   const rows: ServerTable[] = []
   const batch = plan.post.length ? BATCH : plan.limit
+  const wanted = columns && plan.post.length === 0 ? [...new Set([...columns, ...plan.order.map((o) => o.column)])] : undefined
   for (;;) {
-    const wanted = columns && plan.post.length === 0 ? [...new Set([...columns, ...plan.order.map((o) => o.column)])] : undefined
-    let q = wanted ? db.selectFrom('servers').select(wanted) : db.selectFrom('servers').selectAll()
-    if (viewRevisions) q = q.select((eb) => eb.fn.coalesce(eb.selectFrom('server_view_revisions').select('rev').whereRef('server_id', '=', 'servers.id'), eb.lit(0)).as('view_rev'))
-    for (const c of plan.conds) q = q.where(c)
-    if (cursor) q = q.where(after(plan, cursor))
-    for (const o of plan.order) q = q.orderBy(o.expr as never, o.dir)
-    const page = (await q.limit(batch).execute()) as ServerTable[]
+    const conds = cursor ? [...plan.conds, after(plan, cursor)] : plan.conds
+    // Everything the statement writes but its values: the columns, each condition's shape, the sort.
+    const shape = [wanted?.join(',') ?? '*', viewRevisions ? 'view_rev' : '', ...conds.map((c) => c.shape), plan.order.map((o) => `${o.key} ${o.dir}`).join(',')].join('|')
+    const values = [...conds.flatMap((c) => c.values), batch]
+    const page = (await pageStatement(db, shape, values, (marks) => {
+      let q = wanted ? db.selectFrom('servers').select(wanted) : db.selectFrom('servers').selectAll()
+      if (viewRevisions) q = q.select((eb) => eb.fn.coalesce(eb.selectFrom('server_view_revisions').select('rev').whereRef('server_id', '=', 'servers.id'), eb.lit(0)).as('view_rev'))
+      let at = 0
+      for (const c of conds) {
+        const mine = marks.slice(at, (at += c.values.length))
+        q = q.where((eb) => c.build(eb, mine))
+      }
+      for (const o of plan.order) q = q.orderBy(o.expr as never, o.dir)
+      return q.limit(marks[at] as number)
+    }))
     for (const row of page) {
       if (plan.post.every((p) => p(row))) rows.push(row)
       if (rows.length === plan.limit) break

@@ -7,6 +7,7 @@ import type { ServerModel } from '../../contracts/compute/server.fields.js'
 import type { ServerTable } from '../storage/schema.js'
 import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
+import { prepared } from '../storage/prepared.js'
 import { serverStatus } from './server-states.js'
 import { hostStatus } from '../hosts/host-status.js'
 import type { NetworkService } from '../network/service.js'
@@ -163,9 +164,12 @@ export async function serverModels(db: Db, rows: ServerTable[], ctx: ModelContex
 /** The `host_status` of every host by hostname (Nova's, from heartbeats: it changes with time, not with rows). */
 export async function loadHostStates(db: Db, hostDownAfterMs: number): Promise<Map<string, string>> {
   const now = Date.now()
-  const hosts = await db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']).execute()
+  const hosts = await hostRecords(db)
   return new Map(hosts.map((h) => [h.hostname, hostStatus(h, now, hostDownAfterMs)]))
 }
+
+// Compiled once: every page of the detail list reads it (storage/prepared.ts).
+const hostRecords = prepared((db: Db) => db.selectFrom('hosts').select(['hostname', 'service_status', 'forced_down', 'last_heartbeat_at']))
 
 export function hostStatusOf(states: Map<string, string>, host: string | null): string {
   return host ? (states.get(host) ?? 'UNKNOWN') : ''

@@ -34,20 +34,49 @@ export function prepared<D extends AnyDb, P extends Value[], R>(build: (db: D, .
   const arity = build.length - 1
   // Per adapter, that is per dialect: a transaction shares its database's adapter and compiles alike.
   const kept = new WeakMap<object, Kept>()
-  const compile = (db: D): Kept => {
-    const markers = Array.from({ length: arity }, (_, i) => new Marker(i))
-    const compiled = build(db, ...(markers as unknown as P)).compile()
-    const found = new Set(compiled.parameters.filter((p): p is Marker => p instanceof Marker).map((m) => m.position))
-    if (found.size !== arity) throw new Error(`prepared statement: ${arity - found.size} of its values are not parameters of ${compiled.sql}`)
-    return { compiled, sources: [...compiled.parameters] }
-  }
   return async (db, ...values) => {
     const adapter = db.getExecutor().adapter
     let entry = kept.get(adapter)
-    if (!entry) kept.set(adapter, (entry = compile(db)))
-    const parameters = entry.sources.map((p) => (p instanceof Marker ? values[p.position] : p))
-    // A query id of its own, as every built query has (plugins key their state by it).
-    const result = await db.executeQuery<R>({ ...entry.compiled, queryId: createQueryId(), parameters } as CompiledQuery<R>)
-    return result.rows
+    if (!entry) kept.set(adapter, (entry = compileWithMarkers(arity, (markers) => build(db, ...(markers as P)))))
+    return run(db, entry, values)
   }
+}
+
+/** Shapes of one statement kept compiled; past this many, the least recently compiled is dropped. */
+const SHAPES_KEPT = 200
+
+/**
+ * As `prepared`, for a statement whose shape varies with the request (a list's filters, its sort, whether it has a
+ * marker): compiled once per shape, named by the caller, and run with each call's values. The shape must name
+ * everything the builder writes other than the values (which filters, how many values an `in` list has, the
+ * constants); the builder gets markers in place of the values, each to be used only as a value of the query.
+ */
+export function preparedShapes<D extends AnyDb, R>(): (db: D, shape: string, values: unknown[], build: (markers: unknown[]) => Compilable<R>) => Promise<R[]> {
+  const kept = new WeakMap<object, Map<string, Kept>>()
+  return async (db, shape, values, build) => {
+    const adapter = db.getExecutor().adapter
+    let shapes = kept.get(adapter)
+    if (!shapes) kept.set(adapter, (shapes = new Map()))
+    let entry = shapes.get(shape)
+    if (!entry) {
+      if (shapes.size >= SHAPES_KEPT) shapes.delete(shapes.keys().next().value!)
+      shapes.set(shape, (entry = compileWithMarkers(values.length, build)))
+    }
+    return run(db, entry, values)
+  }
+}
+
+function compileWithMarkers(arity: number, build: (markers: unknown[]) => Compilable<unknown>): Kept {
+  const markers = Array.from({ length: arity }, (_, i) => new Marker(i))
+  const compiled = build(markers).compile()
+  const found = new Set(compiled.parameters.filter((p): p is Marker => p instanceof Marker).map((m) => m.position))
+  if (found.size !== arity) throw new Error(`prepared statement: ${arity - found.size} of its values are not parameters of ${compiled.sql}`)
+  return { compiled, sources: [...compiled.parameters] }
+}
+
+async function run<R>(db: AnyDb, entry: Kept, values: readonly unknown[]): Promise<R[]> {
+  const parameters = entry.sources.map((p) => (p instanceof Marker ? values[p.position] : p))
+  // A query id of its own, as every built query has (plugins key their state by it).
+  const result = await db.executeQuery<R>({ ...entry.compiled, queryId: createQueryId(), parameters } as CompiledQuery<R>)
+  return result.rows
 }
