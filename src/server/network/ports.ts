@@ -178,38 +178,42 @@ export async function listPorts(ctx: NetCtx, actor: Actor, query: { device_id?: 
 }
 
 /**
- * A list answer that may be kept (http/view-cache.ts): the rows it shows, read in one statement, as a stamp to
- * compare with what was kept, and its items rendered from those very rows when it must be rendered again.
+ * A list answer that may be kept (http/view-cache.ts): the stamp of the rows it shows, read in one narrow statement,
+ * to compare with what was kept; and, when it must be rendered again, its items with the stamp of the very rows
+ * they were rendered from (a stamp read before another statement rendered them could be of another moment).
  */
 export interface KeptListRows {
   /** What else the answer depends on: the caller's rights. */
   variant: string
   stamp: string
-  items: () => View[]
+  render: () => Promise<{ stamp: string; items: View[] }>
 }
 
-type JoinedPortRow = PortTable & { net_project: string; ip_subnet: string | null; ip_address: string | null; subnet_created: number | null; group_id: string | null }
+/** What a port list shows of a port and what decides who sees it, one row per (address, group) pair. */
+interface StampRow {
+  id: string
+  rev: number
+  project_id: string
+  net_project: string
+  ip_subnet: string | null
+  ip_address: string | null
+  group_id: string | null
+}
+type JoinedPortRow = PortTable & StampRow & { subnet_created: number | null }
 
 /**
- * A port with its addresses and groups, one row per (address, group) pair, in the order the view lists them: the
- * rows a kept list is stamped with and rendered from, so what is kept is exactly what its stamp says (a stamp read
- * before other statements rendered the view could be of another moment).
+ * Ports with their addresses and groups in the order the views list them: the stamp's columns only, or with every
+ * column of the port (a render). Both read the same rows in the same order, so their stamps compare.
  */
-const joinedPorts = (db: Db) =>
-  db
+function joinedPorts(db: Db, full: boolean) {
+  const joined = db
     .selectFrom('ports')
     .innerJoin('networks', 'networks.id', 'ports.network_id')
     .leftJoin('ip_allocations', 'ip_allocations.port_id', 'ports.id')
     .leftJoin('subnets', 'subnets.id', 'ip_allocations.subnet_id')
     .leftJoin('port_security_groups', 'port_security_groups.port_id', 'ports.id')
-    .selectAll('ports')
-    .select([
-      'networks.project_id as net_project',
-      'ip_allocations.subnet_id as ip_subnet',
-      'ip_allocations.ip_address as ip_address',
-      'subnets.created_at as subnet_created',
-      'port_security_groups.security_group_id as group_id',
-    ])
+    .select(['ports.id', 'ports.rev', 'ports.project_id', 'networks.project_id as net_project', 'ip_allocations.subnet_id as ip_subnet', 'ip_allocations.ip_address as ip_address'])
+    .select('port_security_groups.security_group_id as group_id')
     // As fixedIpsByPort and securityGroupIdsByPort order them.
     .orderBy('ports.id')
     .orderBy('ip_allocations.created_at')
@@ -217,10 +221,21 @@ const joinedPorts = (db: Db) =>
     .orderBy('subnets.id')
     .orderBy('ip_allocations.ip_address')
     .orderBy('port_security_groups.security_group_id')
+  return full ? joined.selectAll('ports').select('subnets.created_at as subnet_created') : joined
+}
 
 // Compiled once: the two list shapes clients poll (a network's ports; a server's ports, openstacksdk's waits).
-const joinedPortsOfNetwork = prepared((db: Db, networkId: string) => joinedPorts(db).where('ports.network_id', '=', networkId))
-const joinedPortsOfDevice = prepared((db: Db, deviceId: string) => joinedPorts(db).where('ports.device_id', '=', deviceId))
+const PORT_LIST_STATEMENTS = {
+  network: { stamp: prepared((db: Db, id: string) => joinedPorts(db, false).where('ports.network_id', '=', id)), full: prepared((db: Db, id: string) => joinedPorts(db, true).where('ports.network_id', '=', id)) },
+  device: { stamp: prepared((db: Db, id: string) => joinedPorts(db, false).where('ports.device_id', '=', id)), full: prepared((db: Db, id: string) => joinedPorts(db, true).where('ports.device_id', '=', id)) },
+}
+
+/** A port list's stamp: each row's revision, address and group (an address whose subnet is gone is not shown). */
+function stampOf(rows: StampRow[]): string {
+  let stamp = ''
+  for (const r of rows) stamp += `${r.id} ${r.rev} ${r.ip_subnet} ${r.ip_address} ${r.group_id}\n`
+  return stamp
+}
 
 /** The ports of joined rows (grouped by port, in their order), as portView shows them. */
 function portsOfJoinedRows(rows: JoinedPortRow[], showBinding: boolean): View[] {
@@ -250,15 +265,17 @@ export async function keptPortList(ctx: NetCtx, actor: Actor, query: { device_id
   const byNetwork = query.network_id?.length === 1 && !query.device_id?.length
   const byDevice = query.device_id?.length === 1 && !query.network_id?.length
   if (!byNetwork && !byDevice) return undefined
-  const joined = (await (byNetwork ? joinedPortsOfNetwork(ctx.db, query.network_id![0]) : joinedPortsOfDevice(ctx.db, query.device_id![0]))) as JoinedPortRow[]
-  const rows = joined.filter((r) => can(actor, 'get_port', { projectId: r.project_id, networkProjectId: r.net_project }))
-  let stamp = ''
-  for (const r of rows) stamp += `${r.id} ${r.rev} ${r.ip_subnet} ${r.ip_address} ${r.group_id}\n`
+  const statements = byNetwork ? PORT_LIST_STATEMENTS.network : PORT_LIST_STATEMENTS.device
+  const key = byNetwork ? query.network_id![0] : query.device_id![0]
+  const visible = <R extends StampRow>(rows: R[]) => rows.filter((r) => can(actor, 'get_port', { projectId: r.project_id, networkProjectId: r.net_project }))
   const showBinding = can(actor, 'get_port:binding')
   return {
     variant: `ports|${showBinding ? 'binding' : ''}|${actor.projectId}|${actor.principal.roles.join(',')}`,
-    stamp,
-    items: () => portsOfJoinedRows(rows, showBinding),
+    stamp: stampOf(visible(await statements.stamp(ctx.db, key))),
+    render: async () => {
+      const rows = visible((await statements.full(ctx.db, key)) as JoinedPortRow[])
+      return { stamp: stampOf(rows), items: portsOfJoinedRows(rows, showBinding) }
+    },
   }
 }
 

@@ -181,7 +181,15 @@ export function networkRoutes(deps: AppDeps) {
             const body = await read(request.principal, async (ctx, actor) => {
               const rows = await keptList(ctx, actor, query)
               if (!rows) return undefined
-              return lists.keep(rows.variant, queryAsSent(request.url), { rev: 0, viewRev: 0, rows: rows.stamp }, async () => answer(rows.items(), query))
+              const entries = lists.variant(rows.variant)
+              const sent = queryAsSent(request.url)
+              const kept = ViewCache.lookup(entries, sent, { rev: 0, viewRev: 0, rows: rows.stamp })
+              if (kept) return kept
+              // Kept at the stamp of the rows it was rendered from, which may be newer than the one just read.
+              const fresh = await rows.render()
+              const json = ViewCache.encode(JSON.stringify(answer(fresh.items, query)))
+              lists.set(entries, sent, { rev: 0, viewRev: 0, rows: fresh.stamp }, json)
+              return json
             })
             // The header Fastify gives the object this route answers otherwise.
             if (body) return reply.type('application/json; charset=utf-8').send(body)
