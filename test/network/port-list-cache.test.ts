@@ -63,7 +63,7 @@ for (const dialect of DIALECTS) {
       const subnet = await a.create('subnets', 'subnet', { network_id: id, ip_version: 4, cidr: '10.72.0.0/24' })
       const port = await a.create('ports', 'port', { network_id: id, name: 'p1' })
       const portId = String(port.id)
-      let ports = await agree(id, 'port create')
+      const ports = await agree(id, 'port create')
       assert.equal(ports.length, 1)
       assert.equal(ports[0].fixed_ips.length, 1)
       const res = await fetch(`${server.url}/network/v2.0/ports?network_id=${id}`, { headers: { 'x-auth-token': alice.token } })

@@ -71,7 +71,24 @@ function compileWithMarkers(arity: number, build: (markers: unknown[]) => Compil
   const compiled = build(markers).compile()
   const found = new Set(compiled.parameters.filter((p): p is Marker => p instanceof Marker).map((m) => m.position))
   if (found.size !== arity) throw new Error(`prepared statement: ${arity - found.size} of its values are not parameters of ${compiled.sql}`)
+  // Not a `*`: a plan kept for it would fail once another process adds a column ("cached plan must not change
+  // result type"), and inside a transaction there is no running it again.
+  // Two shapes may compile to the same SQL: one text, one name.
+  if (!compiled.sql.includes('*') && !statementNames.has(compiled.sql) && statementNames.size < NAMED_STATEMENTS) statementNames.set(compiled.sql, `pcc_${statementNames.size + 1}`)
   return { compiled, sources: [...compiled.parameters] }
+}
+
+/**
+ * Names for the SQL of the statements compiled here, which a PostgreSQL connection prepares once under its name
+ * (storage/store.ts): an unnamed statement is parsed and planned on every call. Bounded, as each connection keeps
+ * what it prepared; beyond the bound statements run unnamed, as do those that select `*`.
+ */
+const statementNames = new Map<string, string>()
+const NAMED_STATEMENTS = 1000
+
+/** The name of this SQL if a statement compiled here has it. */
+export function statementName(sql: string): string | undefined {
+  return statementNames.get(sql)
 }
 
 async function run<R>(db: AnyDb, entry: Kept, values: readonly unknown[]): Promise<R[]> {

@@ -14,6 +14,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase, type 
 import type { Database } from './schema.js'
 import { POSTGRES_CAPABILITIES, SQLITE_CAPABILITIES, type Capabilities } from './capabilities.js'
 import { startCheckpointer } from './sqlite-checkpointer.js'
+import { statementName } from './prepared.js'
 import { withCodeName, withSqliteErrorCodes } from './sqlite-error-codes.js'
 
 export type Db = Kysely<Database>
@@ -169,7 +170,10 @@ async function openPostgres(url: string, poolSize: number): Promise<Store> {
   // error; a checked-out client emits its own 'error' besides failing its query, and with no listener that would
   // be an uncaught exception. The failed query already tells its caller.
   pool.on('error', () => {})
-  pool.on('connect', (client) => client.on('error', () => {}))
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+    nameCompiledStatements(client)
+  })
   const warnings: string[] = []
   try {
     const client = await pool.connect()
@@ -202,6 +206,18 @@ async function openPostgres(url: string, poolSize: number): Promise<Store> {
     },
     close: () => db.destroy(),
   }
+}
+
+/**
+ * The statements compiled once (storage/prepared.ts) run as named prepared statements, so a connection parses and
+ * plans each once: PostgreSQL plans an unnamed statement on every call, most of the work of a one-row read by key.
+ */
+function nameCompiledStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (config: unknown, values?: unknown) => Promise<unknown>
+  client.query = ((config: unknown, values?: unknown) => {
+    const name = typeof config === 'string' ? statementName(config) : undefined
+    return name === undefined ? query(config, values) : query({ name, text: config, values })
+  }) as typeof client.query
 }
 
 /** A database URL with its password removed, for messages and logs. */
