@@ -67,10 +67,10 @@ export function flavorSnapshot(f: FlavorTable): FlavorSnapshot {
   }
 }
 
-/** Every flavor that is not deleted, and the ids of the private ones `projectId` was given access to. */
-export async function flavorsWithAccess(db: Db, projectId: string): Promise<{ rows: FlavorTable[]; accessible: Set<string> }> {
+/** Every flavor that is not deleted, and the ids of the private ones `projectId` was given access to (none asked: none read). */
+export async function flavorsWithAccess(db: Db, projectId: string | undefined): Promise<{ rows: FlavorTable[]; accessible: Set<string> }> {
   const rows = await liveFlavors(db)
-  const accessible = new Set((await flavorsOfProject(db, projectId)).map((a) => a.flavor_id))
+  const accessible = new Set(projectId === undefined ? [] : (await flavorsOfProject(db, projectId)).map((a) => a.flavor_id))
   return { rows, accessible }
 }
 
