@@ -1,6 +1,7 @@
 /**
  * Rendered views kept by one process, so a view is not rendered again when nothing in it changed: the servers of
- * the detail list and show (compute, migration 0080), and the shows of networks (migration 0128). An entry is the
+ * the detail list and show (compute, migration 0080), the shows of networks, volumes and images (migration 0128),
+ * and whole answers of the port and flavor lists (migration 0129, stamped with their rows). An entry is the
  * UTF-8 JSON of one resource at one variant (for servers: microversion, admin or not; for networks: provider
  * attributes shown or not; whatever else the view depends on) with the stamp it was rendered at: revisions the
  * database raises on every change of what the view shows, whichever process made it. A stale entry is never
@@ -14,12 +15,6 @@
  * JSON held about 100 MiB. Entries of resources deleted since (in any process) are dropped by a sweep that runs at
  * most once a minute, when the cache is used and was given `live`; without it they wait for eviction.
  */
-/** The query string of a URL as the client sent it ('' when none): what a kept list answer is kept under. */
-export function queryAsSent(url: string): string {
-  const at = url.indexOf('?')
-  return at < 0 ? '' : url.slice(at + 1)
-}
-
 export const DEFAULT_BUDGET_BYTES = 32 * 1024 * 1024
 /** What an entry costs beyond its bytes: the Map slot, the entry and Buffer objects, the id, the eviction slot. */
 export const ENTRY_OVERHEAD_BYTES = 200
@@ -28,7 +23,7 @@ const SWEEP_EVERY_MS = 60_000
 export interface Stamp {
   rev: number
   viewRev: number
-  /** A kept list's stamp: the rows it shows, each with its revision (network/ports.ts keptPortList). */
+  /** A kept list's stamp: the rows it shows, each with its revision (docs/architecture.md, "Kept lists"). */
   rows?: string
 }
 
@@ -163,6 +158,12 @@ export class ViewCache {
     for (const entries of this.variants.values()) n += entries.size
     return n
   }
+}
+
+/** The query string of a URL as the client sent it ('' when none): what a kept list answer is kept under. */
+export function queryAsSent(url: string): string {
+  const at = url.indexOf('?')
+  return at < 0 ? '' : url.slice(at + 1)
 }
 
 // A list's row stamp is a one-byte string: its length is its size.
