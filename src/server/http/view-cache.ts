@@ -94,12 +94,18 @@ export class ViewCache {
    * One resource's view as bytes: the kept entry when its stamp matches, else `render`'s answer, kept at `stamp`.
    * The caller reads the stamp before `render` reads the rows, so what is kept is never older than its stamp.
    */
-  async keep(variant: string, id: string, stamp: Stamp, render: () => Promise<unknown>): Promise<Buffer> {
+  keep(variant: string, id: string, stamp: Stamp, render: () => Promise<unknown>): Promise<Buffer> {
+    return this.keepRendered(variant, id, stamp, async () => ({ body: await render(), stamp }))
+  }
+
+  /** As `keep`, for a render that reads its rows anew and says the stamp they had: the answer is kept at that one. */
+  async keepRendered(variant: string, id: string, stamp: Stamp, render: () => Promise<{ body: unknown; stamp: Stamp }>): Promise<Buffer> {
     const entries = this.variant(variant)
     const kept = ViewCache.lookup(entries, id, stamp)
     if (kept) return kept
-    const json = ViewCache.encode(JSON.stringify(await render()))
-    this.set(entries, id, stamp, json)
+    const rendered = await render()
+    const json = ViewCache.encode(JSON.stringify(rendered.body))
+    this.set(entries, id, rendered.stamp, json)
     return json
   }
 
@@ -159,6 +165,9 @@ export class ViewCache {
     return n
   }
 }
+
+/** A kept list's stamp: the rows it shows, no revision of its own. */
+export const rowsStamp = (rows: string): Stamp => ({ rev: 0, viewRev: 0, rows })
 
 /** The query string of a URL as the client sent it ('' when none): what a kept list answer is kept under. */
 export function queryAsSent(url: string): string {

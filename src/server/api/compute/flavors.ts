@@ -1,7 +1,7 @@
 /** /flavors, /flavors/{id}/os-extra_specs, /flavors/{id}/os-flavor-access and the flavor access actions. */
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { queryAsSent, ViewCache } from '../../http/view-cache.js'
+import { queryAsSent, rowsStamp, ViewCache } from '../../http/view-cache.js'
 import { Type as T } from '@sinclair/typebox'
 import { badRequest, conflict, notFound } from '../../../contracts/errors.js'
 import { project } from '../../../contracts/compute/fields.js'
@@ -168,7 +168,7 @@ export function flavorRoutes(deps: AppDeps) {
       for (const f of found.rows) stamp += `${f.id} ${f.rev}\n`
       if (!allFlavors) for (const id of found.accessible) stamp += `+${id}\n`
       const variant = `${view}|${request.api.text}|${allFlavors ? 'all' : 'member'}`
-      const body = await lists.keep(variant, queryAsSent(request.url), { rev: 0, viewRev: 0, rows: stamp }, async () => listBody(request, view, found, allFlavors))
+      const body = await lists.keep(variant, queryAsSent(request.url), rowsStamp(stamp), async () => listBody(request, view, found, allFlavors))
       // The header Fastify gives the object this route answers otherwise.
       return reply.type('application/json; charset=utf-8').send(body)
     }

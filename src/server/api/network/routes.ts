@@ -17,7 +17,7 @@ import { must } from '../../network/context.js'
 import { neutron } from '../../network/errors.js'
 import { fieldsOf, listResponse, projectFields, type CustomFilter, type Query } from '../../network/listing.js'
 import type { View } from '../../network/views.js'
-import { queryAsSent, ViewCache } from '../../http/view-cache.js'
+import { queryAsSent, rowsStamp, ViewCache } from '../../http/view-cache.js'
 import type { Db } from '../../storage/store.js'
 import * as networks from '../../network/networks.js'
 import * as subnets from '../../network/subnets.js'
@@ -181,15 +181,11 @@ export function networkRoutes(deps: AppDeps) {
             const body = await read(request.principal, async (ctx, actor) => {
               const rows = await keptList(ctx, actor, query)
               if (!rows) return undefined
-              const entries = lists.variant(rows.variant)
-              const sent = queryAsSent(request.url)
-              const kept = ViewCache.lookup(entries, sent, { rev: 0, viewRev: 0, rows: rows.stamp })
-              if (kept) return kept
               // Kept at the stamp of the rows it was rendered from, which may be newer than the one just read.
-              const fresh = await rows.render()
-              const json = ViewCache.encode(JSON.stringify(answer(fresh.items, query)))
-              lists.set(entries, sent, { rev: 0, viewRev: 0, rows: fresh.stamp }, json)
-              return json
+              return lists.keepRendered(rows.variant, queryAsSent(request.url), rowsStamp(rows.stamp), async () => {
+                const fresh = await rows.render()
+                return { body: answer(fresh.items, query), stamp: rowsStamp(fresh.stamp) }
+              })
             })
             // The header Fastify gives the object this route answers otherwise.
             if (body) return reply.type('application/json; charset=utf-8').send(body)
