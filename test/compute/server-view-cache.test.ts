@@ -179,6 +179,13 @@ for (const dialect of DIALECTS) {
       assert.equal((await call(tb, tb.admin, 'PUT', `/os-services/${services[0].id}`, { forced_down: false }, '2.53')).status, 200)
       assert.equal((await listed(tb, tb.admin, serverId, '2.96')).host_status, 'UP')
       assert.equal((await shown(tb, tb.admin, serverId, '2.96')).host_status, 'UP')
+      // A host with no record is UNKNOWN, as Nova shows a server whose compute service is gone.
+      const db = tb.server.deps.store.db
+      await db.updateTable('servers').set({ host: 'gone' }).where('id', '=', serverId).execute()
+      assert.equal((await listed(tb, tb.admin, serverId, '2.96')).host_status, 'UNKNOWN')
+      assert.equal((await shown(tb, tb.admin, serverId, '2.96')).host_status, 'UNKNOWN')
+      await db.updateTable('servers').set({ host }).where('id', '=', serverId).execute()
+      assert.equal((await listed(tb, tb.admin, serverId, '2.96')).host_status, 'UP')
     })
 
     it('shows the server groups it joins and leaves, and never another project its server', async () => {

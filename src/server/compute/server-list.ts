@@ -12,7 +12,7 @@ import {
 } from '../../contracts/compute/server.params.js'
 import { inRange, type ApiVersion } from '../../contracts/compute/versions.js'
 import { parseIsoTime } from '../../contracts/compute/time.js'
-import type { Database, ServerTable } from '../storage/schema.js'
+import type { Database, HostTable, ServerTable } from '../storage/schema.js'
 import type { Db } from '../storage/store.js'
 import { preparedShapes } from '../storage/prepared.js'
 import { SERVER_STATUSES, vmStatesForStatus, type ServerStatus } from './server-states.js'
@@ -37,9 +37,16 @@ export interface ListPermissions {
   adminSortKeys: boolean
 }
 
+/** A row's host record as `hostLiveness` reads it, each null when the server's host has no record. */
+export interface HostLivenessColumns {
+  host_service_status: HostTable['service_status'] | null
+  host_forced_down: number | null
+  host_last_heartbeat_at: number | null
+}
+
 export interface ListResult {
-  /** With `view_rev` (0 when none) when the caller asked for view revisions. */
-  rows: (ServerTable & { view_rev?: number })[]
+  /** With `view_rev` (0 when none) and the host's liveness (null when no host record) when the caller asked for them. */
+  rows: (ServerTable & { view_rev?: number } & Partial<HostLivenessColumns>)[]
   /** Query for the next page link (marker set), or undefined when there is none. */
   next?: [string, string][]
 }
@@ -100,7 +107,7 @@ function timeText(ms: number | null): string {
   return ms === null ? '' : new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, '')
 }
 
-interface Plan {
+export interface Plan {
   conds: Cond[]
   post: ((row: ServerTable) => boolean)[]
   order: { key: string; expr: Expression<unknown>; column: keyof ServerTable; nullAs?: string | number; dir: 'asc' | 'desc' }[]
@@ -309,11 +316,13 @@ export interface ListOptions {
   resolveIps?: IpResolver
   /** Each row also carries its view revision (server_view_revisions), read in the same statement. */
   viewRevisions?: boolean
+  /** Each row also carries its host's liveness (for host_status), read in the same statement. */
+  hostLiveness?: boolean
 }
 
 /** Runs the plan. */
 export async function listServers(db: Db, plan: Plan, options: ListOptions = {}): Promise<ListResult> {
-  const { columns, resolveIps, viewRevisions } = options
+  const { columns, resolveIps, viewRevisions, hostLiveness } = options
   if (plan.limit === 0) return { rows: [] }
   if (plan.ips.length) {
     if (!resolveIps) throw new Error('ip filters need the network service')
@@ -332,11 +341,17 @@ export async function listServers(db: Db, plan: Plan, options: ListOptions = {})
   for (;;) {
     const conds = cursor ? [...plan.conds, after(plan, cursor)] : plan.conds
     // Everything the statement writes but its values: the columns, each condition's shape, the sort.
-    const shape = [wanted?.join(',') ?? '*', viewRevisions ? 'view_rev' : '', ...conds.map((c) => c.shape), plan.order.map((o) => `${o.key} ${o.dir}`).join(',')].join('|')
+    const shape = [wanted?.join(',') ?? '*', viewRevisions ? 'view_rev' : '', hostLiveness ? 'host' : '', ...conds.map((c) => c.shape), plan.order.map((o) => `${o.key} ${o.dir}`).join(',')].join('|')
     const values = [...conds.flatMap((c) => c.values), batch]
     const page = (await pageStatement(db, shape, values, (marks) => {
       let q = wanted ? db.selectFrom('servers').select(wanted) : db.selectFrom('servers').selectAll()
       if (viewRevisions) q = q.select((eb) => eb.fn.coalesce(eb.selectFrom('server_view_revisions').select('rev').whereRef('server_id', '=', 'servers.id'), eb.lit(0)).as('view_rev'))
+      // Subqueries, not a join: the conditions and the sort name servers' columns unqualified, and hosts has some of the same names.
+      if (hostLiveness) {
+        const ofHost = <C extends 'service_status' | 'forced_down' | 'last_heartbeat_at'>(column: C) => (eb: ExpressionBuilder<Database, 'servers'>) =>
+          eb.selectFrom('hosts').select(column).whereRef('hosts.hostname', '=', 'servers.host').as(`host_${column}`)
+        q = q.select(ofHost('service_status')).select(ofHost('forced_down')).select(ofHost('last_heartbeat_at'))
+      }
       let at = 0
       for (const c of conds) {
         const mine = marks.slice(at, (at += c.values.length))

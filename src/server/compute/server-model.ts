@@ -9,7 +9,7 @@ import type { FlavorSnapshot } from '../../contracts/host/compute-driver.js'
 import type { Db } from '../storage/store.js'
 import { prepared } from '../storage/prepared.js'
 import { serverStatus } from './server-states.js'
-import { hostStatus } from '../hosts/host-status.js'
+import { hostStatus, type HostLiveness, type HostStatus } from '../hosts/host-status.js'
 import type { NetworkService } from '../network/service.js'
 import { loadNetworkViews, type NetworkViews } from './server-network.js'
 import { volumesAttachedOf } from './block-devices.js'
@@ -173,6 +173,11 @@ const hostRecords = prepared((db: Db) => db.selectFrom('hosts').select(['hostnam
 
 export function hostStatusOf(states: Map<string, string>, host: string | null): string {
   return host ? (states.get(host) ?? 'UNKNOWN') : ''
+}
+
+/** The same `host_status` from the host's record read with the server (undefined when the host has none). */
+export function hostStatusOfRecord(host: string | null, record: HostLiveness | undefined, hostDownAfterMs: number): HostStatus | '' {
+  return host ? (record ? hostStatus(record, Date.now(), hostDownAfterMs) : 'UNKNOWN') : ''
 }
 
 /** Runs `fn` over slices small enough for any driver's parameter limit. */

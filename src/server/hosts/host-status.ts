@@ -8,7 +8,7 @@ import type { Db } from '../storage/store.js'
 /** Nova's host_status: UP, DOWN, MAINTENANCE (service disabled), UNKNOWN (never heard from). */
 export type HostStatus = 'UP' | 'DOWN' | 'MAINTENANCE' | 'UNKNOWN'
 
-type HostLiveness = Pick<HostTable, 'forced_down' | 'last_heartbeat_at' | 'service_status'>
+export type HostLiveness = Pick<HostTable, 'forced_down' | 'last_heartbeat_at' | 'service_status'>
 
 /** True when the host heartbeated within `downAfterMs` and is not forced down (os-services `state: up`). */
 export function isUp(host: HostLiveness, now: number, downAfterMs: number): boolean {

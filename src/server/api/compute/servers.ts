@@ -6,10 +6,10 @@ import { fieldsFor, projector } from '../../../contracts/compute/fields.js'
 import { serverFields, type ServerModel, type ServerView } from '../../../contracts/compute/server.fields.js'
 import { createBodySchema, updateBodySchema } from '../../../contracts/compute/server-create.params.js'
 import type { ServerTable } from '../../storage/schema.js'
-import { listServers, planServerList, type ListPermissions, type Query } from '../../compute/server-list.js'
-import { bookmarkBase, hostStatusOf, loadHostStates, serverModels } from '../../compute/server-model.js'
-import { hostStatus } from '../../hosts/host-status.js'
-import { ViewCache } from '../../http/view-cache.js'
+import { listServers, planServerList, type HostLivenessColumns, type ListCaller, type ListPermissions, type Plan, type Query } from '../../compute/server-list.js'
+import { bookmarkBase, hostStatusOfRecord, serverModels } from '../../compute/server-model.js'
+import type { HostStatus } from '../../hosts/host-status.js'
+import { queryAsSent, ViewCache } from '../../http/view-cache.js'
 import { createServers } from '../../compute/server-create.js'
 import { serversMatchingIps } from '../../compute/server-network.js'
 import { acceptServerDelete, findLiveServer, findLiveServerStamp, liveServerIds, serverRowsByIds, updateServerFields, type LiveServerStamp } from '../../compute/server-rows.js'
@@ -69,7 +69,7 @@ const CLOSE = Buffer.from('}')
  * lacks the closing brace: `host_status` changes with the hosts' heartbeats rather than with any row, so it is
  * added to each answer, after what was kept.
  */
-async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<ServerTable, 'id' | 'rev' | 'host'> & { view_rev?: number })[], cache: ViewCache): Promise<Buffer[]> {
+async function detailPage(deps: AppDeps, request: FastifyRequest, rows: DetailKeyRow[], cache: ViewCache): Promise<Buffer[]> {
   const db = deps.store.db
   const rights = serverViewRights(request)
   const entries = cache.variant(`${request.api.text}|${rights.adminFields ? 'admin' : 'member'}${rights.faultDetails ? '+faults' : ''}`)
@@ -97,23 +97,52 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: (Pick<Se
     }
     rows.forEach((r, i) => (kept[i] ??= rendered.get(r.id)))
   }
-  let close = (_host: string | null): Buffer => CLOSE
-  if (fieldsFor(serverFields, { version: request.api.version, view: 'detail', admin: rights.adminFields }).some((f) => f.key === 'host_status')) {
-    const states = await loadHostStates(db, deps.config.hostDownAfterSeconds * 1000)
-    const ends = new Map<string, Buffer>()
-    close = (host) => {
-      const status = hostStatusOf(states, host)
-      let end = ends.get(status)
-      if (!end) ends.set(status, (end = Buffer.from(`,"host_status":${JSON.stringify(status)}}`)))
-      return end
+  let close = (_row: DetailKeyRow): Buffer => CLOSE
+  if (showsHostStatus(request)) {
+    const downAfterMs = deps.config.hostDownAfterSeconds * 1000
+    close = (row) => {
+      const record = row.host_service_status == null ? undefined : { service_status: row.host_service_status, forced_down: row.host_forced_down!, last_heartbeat_at: row.host_last_heartbeat_at! }
+      return HOST_STATUS_ENDS[hostStatusOfRecord(row.host, record, downAfterMs)]
     }
   }
   const pieces: Buffer[] = []
   for (let i = 0; i < rows.length; i++) {
     if (i > 0) pieces.push(COMMA)
-    pieces.push(kept[i]!, close(rows[i].host))
+    pieces.push(kept[i]!, close(rows[i]))
   }
   return pieces
+}
+
+/** Plans kept; past this many, the oldest is planned again when next asked for. */
+const PLANS_KEPT = 500
+const plans = new Map<string, Plan>()
+
+/**
+ * The list's plan, made once per query as sent, caller's project and rights, and microversion (all a plan depends
+ * on): clients poll the same list all day. A plan holds values and pure filters, so it serves any number of
+ * requests; a query that fails to plan is not kept and fails again.
+ */
+function plannedList(request: FastifyRequest<{ Querystring: Query }>, caller: ListCaller, maxLimit: number): Plan {
+  const may = caller.may
+  const key = `${request.api.text}|${caller.projectId}|${+may.allTenants}${+may.allFilters}${+may.deleted}${+may.adminSortKeys}|${queryAsSent(request.url)}`
+  let plan = plans.get(key)
+  if (!plan) {
+    plan = planServerList(request.query, caller, request.api, maxLimit)
+    if (plans.size >= PLANS_KEPT) plans.delete(plans.keys().next().value!)
+    plans.set(key, plan)
+  }
+  return plan
+}
+
+/** What the detail list's page statement reads of each row: its key columns, view revision and host's liveness. */
+type DetailKeyRow = Pick<ServerTable, 'id' | 'rev' | 'host'> & { view_rev?: number } & Partial<HostLivenessColumns>
+
+/** The ends of a detail view with host_status, one per status ('' for a server on no host). */
+const HOST_STATUS_ENDS = Object.fromEntries((['', 'UP', 'DOWN', 'MAINTENANCE', 'UNKNOWN'] as const).map((s) => [s, Buffer.from(`,"host_status":${JSON.stringify(s)}}`)])) as Record<HostStatus | '', Buffer>
+
+/** Whether the caller's detail view shows host_status (admins, from 2.16). */
+function showsHostStatus(request: FastifyRequest): boolean {
+  return fieldsFor(serverFields, { version: request.api.version, view: 'detail', admin: serverViewRights(request).adminFields }).some((f) => f.key === 'host_status')
 }
 
 /**
@@ -149,7 +178,7 @@ async function showBody(deps: AppDeps, request: FastifyRequest, key: LiveServerS
     cache.set(entries, key.id, { rev: row.rev, viewRev: key.view_rev }, kept)
   }
   return fillHoles(kept, {
-    [HOST_STATUS_HOLE]: JSON.stringify(key.host ? (key.hostRecord ? hostStatus(key.hostRecord, Date.now(), deps.config.hostDownAfterSeconds * 1000) : 'UNKNOWN') : ''),
+    [HOST_STATUS_HOLE]: JSON.stringify(hostStatusOfRecord(key.host, key.hostRecord, deps.config.hostDownAfterSeconds * 1000)),
     [GROUPS_HOLE]: JSON.stringify(key.groupIds),
   })
 }
@@ -239,10 +268,11 @@ export function serverRoutes(deps: ServerRouteDeps) {
         deleted: can(request, 'servers:index:deleted'),
         adminSortKeys: can(request, 'servers:index:admin_sort_keys'),
       }
-      const plan = planServerList(request.query, { projectId: caller.projectId, may }, request.api, deps.config.computeMaxLimit)
+      const plan = plannedList(request, { projectId: caller.projectId, may }, deps.config.computeMaxLimit)
       const result = await listServers(db, plan, {
         columns: view === 'summary' ? ['id', 'name'] : DETAIL_KEY_COLUMNS,
         viewRevisions: view === 'detail',
+        hostLiveness: view === 'detail' && showsHostStatus(request),
         resolveIps: (filters, projectId) => serversMatchingIps(deps.network, filters, projectId),
       })
       const links = result.next ? { servers_links: [{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }] } : {}
