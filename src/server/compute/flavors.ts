@@ -75,8 +75,8 @@ export async function flavorsWithAccess(db: Db, projectId: string | undefined): 
 }
 
 // Compiled once: flavors/detail is polled by every client that picks a flavor by name (storage/prepared.ts).
-const liveFlavors = prepared((db: Db) => db.selectFrom('flavors').selectAll().where('deleted', '=', 0))
-const flavorsOfProject = prepared((db: Db, projectId: string) => db.selectFrom('flavor_access').select('flavor_id').where('project_id', '=', projectId))
+const liveFlavors = prepared((db: Db) => db.selectFrom('flavors').selectAll().where('deleted', '=', 0), { keepWhileUnchanged: true })
+const flavorsOfProject = prepared((db: Db, projectId: string) => db.selectFrom('flavor_access').select('flavor_id').where('project_id', '=', projectId), { keepWhileUnchanged: true })
 
 /** A live flavor with this id or this name (either makes a new flavor a duplicate). */
 export async function findFlavorClash(db: Db, id: string, name: string): Promise<Pick<FlavorTable, 'id' | 'name'> | undefined> {

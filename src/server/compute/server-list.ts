@@ -74,7 +74,7 @@ const LIVE = cond('live', [], (eb) => eb('deleted', '=', 0))
 const NOT_SOFT_DELETED = cond('not-soft-deleted', [], (eb) => eb('vm_state', '!=', 'soft-delete'))
 
 // The page statement, compiled once per shape of plan: lists are polled all day (issue 30).
-const pageStatement = preparedShapes<Db, ServerTable>()
+const pageStatement = preparedShapes<Db, ServerTable>({ keepWhileUnchanged: true })
 
 function single(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[v.length - 1] : v

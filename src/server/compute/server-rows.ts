@@ -54,6 +54,7 @@ const liveServerStamp = prepared((db: Db, id: string) =>
     .select((eb) => eb.fn.coalesce(eb.selectFrom('server_view_revisions').select('rev').whereRef('server_id', '=', 'servers.id'), eb.lit(0)).as('view_rev'))
     .where('servers.id', '=', id)
     .where('servers.deleted', '=', 0),
+  { keepWhileUnchanged: true },
 )
 
 /** What os-instance-actions needs of a server, deleted or not (its actions outlive it from 2.21). */

@@ -75,6 +75,7 @@ const imageStamp = prepared((db: Db, id: string) =>
     .select(['id', 'owner', 'visibility', 'rev'])
     .select((eb) => eb.fn.coalesce(eb.selectFrom('view_revisions').select('rev').where('kind', '=', 'image').whereRef('view_revisions.id', '=', 'images.id'), eb.lit(0)).as('view_rev'))
     .where('images.id', '=', id),
+  { keepWhileUnchanged: true },
 )
 const tagsOfImage = prepared((db: Db, id: string) => db.selectFrom('image_tags').select('tag').where('image_id', '=', id))
 

@@ -146,6 +146,7 @@ const networkStampById = prepared((db: Db, id: string) =>
         .as('view_rev'),
     )
     .where('networks.id', '=', id),
+  { keepWhileUnchanged: true },
 )
 
 /** Of these network ids, the ones that exist (the view cache's sweep). */

@@ -226,8 +226,8 @@ function joinedPorts(db: Db, full: boolean) {
 
 // Compiled once: the two list shapes clients poll (a network's ports; a server's ports, openstacksdk's waits).
 const PORT_LIST_STATEMENTS = {
-  network: { stamp: prepared((db: Db, id: string) => joinedPorts(db, false).where('ports.network_id', '=', id)), full: prepared((db: Db, id: string) => joinedPorts(db, true).where('ports.network_id', '=', id)) },
-  device: { stamp: prepared((db: Db, id: string) => joinedPorts(db, false).where('ports.device_id', '=', id)), full: prepared((db: Db, id: string) => joinedPorts(db, true).where('ports.device_id', '=', id)) },
+  network: { stamp: prepared((db: Db, id: string) => joinedPorts(db, false).where('ports.network_id', '=', id), { keepWhileUnchanged: true }), full: prepared((db: Db, id: string) => joinedPorts(db, true).where('ports.network_id', '=', id)) },
+  device: { stamp: prepared((db: Db, id: string) => joinedPorts(db, false).where('ports.device_id', '=', id), { keepWhileUnchanged: true }), full: prepared((db: Db, id: string) => joinedPorts(db, true).where('ports.device_id', '=', id)) },
 }
 
 /** A port list's stamp: each row's revision, address and group (an address whose subnet is gone is not shown). */

@@ -30,15 +30,26 @@ interface Kept {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any database schema: the builder's own types check the query
 type AnyDb = Kysely<any>
 
-export function prepared<D extends AnyDb, P extends Value[], R>(build: (db: D, ...values: P) => Compilable<R>): (db: D, ...values: P) => Promise<R[]> {
+export interface PreparedOptions {
+  /**
+   * Keep each answer, by the call's values, for as long as the database has had no commit: on a database whose
+   * store watches for commits (SQLite, `watchCommits`), outside transactions. For the stamps of reads clients poll
+   * all day, which then cost no statement until something changes. Kept answers are shared, so they are frozen.
+   */
+  keepWhileUnchanged?: boolean
+}
+
+export function prepared<D extends AnyDb, P extends Value[], R>(build: (db: D, ...values: P) => Compilable<R>, options: PreparedOptions = {}): (db: D, ...values: P) => Promise<R[]> {
   const arity = build.length - 1
   // Per adapter, that is per dialect: a transaction shares its database's adapter and compiles alike.
   const kept = new WeakMap<object, Kept>()
+  const answers = options.keepWhileUnchanged ? new KeptAnswers() : undefined
   return async (db, ...values) => {
     const adapter = db.getExecutor().adapter
     let entry = kept.get(adapter)
     if (!entry) kept.set(adapter, (entry = compileWithMarkers(arity, (markers) => build(db, ...(markers as P)))))
-    return run(db, entry, values)
+    const compiled = entry
+    return answers ? answers.answer(db, JSON.stringify(values), () => run(db, compiled, values)) : run(db, compiled, values)
   }
 }
 
@@ -51,8 +62,9 @@ const SHAPES_KEPT = 200
  * everything the builder writes other than the values (which filters, how many values an `in` list has, the
  * constants); the builder gets markers in place of the values, each to be used only as a value of the query.
  */
-export function preparedShapes<D extends AnyDb, R>(): (db: D, shape: string, values: unknown[], build: (markers: unknown[]) => Compilable<R>) => Promise<R[]> {
+export function preparedShapes<D extends AnyDb, R>(options: PreparedOptions = {}): (db: D, shape: string, values: unknown[], build: (markers: unknown[]) => Compilable<R>) => Promise<R[]> {
   const kept = new WeakMap<object, Map<string, Kept>>()
+  const answers = options.keepWhileUnchanged ? new KeptAnswers() : undefined
   return async (db, shape, values, build) => {
     const adapter = db.getExecutor().adapter
     let shapes = kept.get(adapter)
@@ -62,7 +74,8 @@ export function preparedShapes<D extends AnyDb, R>(): (db: D, shape: string, val
       if (shapes.size >= SHAPES_KEPT) shapes.delete(shapes.keys().next().value!)
       shapes.set(shape, (entry = compileWithMarkers(values.length, build)))
     }
-    return run(db, entry, values)
+    const compiled = entry
+    return answers ? answers.answer(db, `${shape}\n${JSON.stringify(values)}`, () => run(db, compiled, values)) : run(db, compiled, values)
   }
 }
 
@@ -96,4 +109,47 @@ async function run<R>(db: AnyDb, entry: Kept, values: readonly unknown[]): Promi
   // A query id of its own, as every built query has (plugins key their state by it).
   const result = await db.executeQuery<R>({ ...entry.compiled, queryId: createQueryId(), parameters } as CompiledQuery<R>)
   return result.rows
+}
+
+/** What tells whether a database has had a commit since it last answered (storage/sqlite-change-watch.ts). */
+export interface CommitWatch {
+  /** The same number for as long as there has been no commit. */
+  generation(): number
+}
+
+/** Each store's watch, by its Kysely adapter (which its transactions share: they check `isTransaction`). */
+const watches = new WeakMap<object, CommitWatch>()
+
+/** Lets the statements prepared with `keepWhileUnchanged` keep their answers on this database. */
+export function watchCommits(db: AnyDb, watch: CommitWatch): void {
+  watches.set(db.getExecutor().adapter, watch)
+}
+
+/** Rows kept in one statement's answers (a list's page holds up to a thousand); past this, all are read again. */
+const ROWS_KEPT = 20_000
+
+/** One statement's answers under the generation they were read in, per database. */
+class KeptAnswers {
+  private readonly byDb = new WeakMap<CommitWatch, { generation: number; rows: number; byKey: Map<string, unknown[]> }>()
+
+  async answer<R>(db: AnyDb, key: string, read: () => Promise<R[]>): Promise<R[]> {
+    const watch = db.isTransaction ? undefined : watches.get(db.getExecutor().adapter)
+    if (!watch) return read()
+    // Asked before the statement runs: a commit during it makes its answer one generation too old to keep.
+    const generation = watch.generation()
+    let kept = this.byDb.get(watch)
+    if (!kept || kept.generation !== generation) this.byDb.set(watch, (kept = { generation, rows: 0, byKey: new Map() }))
+    const answer = kept.byKey.get(key) as R[] | undefined
+    if (answer) return answer
+    const rows = await read()
+    for (const row of rows) Object.freeze(row)
+    Object.freeze(rows)
+    // Kept only if no other call has seen a newer generation meanwhile.
+    if (this.byDb.get(watch) === kept && rows.length <= ROWS_KEPT) {
+      if (kept.rows + rows.length > ROWS_KEPT) [kept.byKey, kept.rows] = [new Map(), 0]
+      kept.byKey.set(key, rows)
+      kept.rows += rows.length
+    }
+    return rows
+  }
 }

@@ -14,7 +14,8 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase, type 
 import type { Database } from './schema.js'
 import { POSTGRES_CAPABILITIES, SQLITE_CAPABILITIES, type Capabilities } from './capabilities.js'
 import { startCheckpointer } from './sqlite-checkpointer.js'
-import { statementName } from './prepared.js'
+import { statementName, watchCommits } from './prepared.js'
+import { SqliteChangeWatch } from './sqlite-change-watch.js'
 import { withCodeName, withSqliteErrorCodes } from './sqlite-error-codes.js'
 
 export type Db = Kysely<Database>
@@ -65,6 +66,8 @@ function openSqlite(dataDir: string, onWarning: (message: string) => void): Stor
     throw new StoreOpenError(`cannot open the SQLite database ${file}: ${(err as Error).message}`)
   }
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) })
+  const commits = new SqliteChangeWatch(`${file}-shm`)
+  watchCommits(db, commits)
   const checkpointer = startCheckpointer(raw, file, (err) => onWarning(`WAL checkpoints are back on the main thread: ${err.message}`))
   return {
     db,
@@ -78,6 +81,7 @@ function openSqlite(dataDir: string, onWarning: (message: string) => void): Stor
       // The worker's connection closes first, so the main one is the last and can take the WAL away (closeLast).
       await checkpointer.stop()
       await db.destroy()
+      commits.close()
     },
   }
 }

@@ -44,6 +44,7 @@ export const volumeStamp = prepared((db: Db, id: string) =>
       eb.fn.coalesce(eb.selectFrom('view_revisions').select('rev').where('kind', '=', 'volume').whereRef('view_revisions.id', '=', 'volumes.id'), eb.lit(0)).as('view_rev'),
     )
     .where('volumes.id', '=', id),
+  { keepWhileUnchanged: true },
 )
 /** Of these volume ids, the ones that exist (the view cache's sweep). */
 export async function existingVolumeIds(db: Db, ids: string[]): Promise<Set<string>> {

@@ -110,7 +110,8 @@ export function flavorRoutes(deps: AppDeps) {
     /** The list's answer, from the rows read for it (every live flavor, the private ones the project was given). */
     const listBody = (request: FastifyRequest<{ Querystring: SingleQuery }>, view: FlavorView, found: { rows: FlavorTable[]; accessible: Set<string> }, allFlavors: boolean) => {
       const q = request.query
-      let rows = found.rows
+      // A copy: the rows read are shared (kept while the database is unchanged) and this sorts in place.
+      let rows = [...found.rows]
       const accessible = found.accessible
       if (allFlavors) {
         const raw = (q.is_public ?? 'true').toLowerCase()
