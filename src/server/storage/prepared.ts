@@ -125,8 +125,11 @@ export function watchCommits(db: AnyDb, watch: CommitWatch): void {
   watches.set(db.getExecutor().adapter, watch)
 }
 
-/** Rows kept in one statement's answers (a list's page holds up to a thousand); past this, all are read again. */
-const ROWS_KEPT = 20_000
+/**
+ * Rows kept in one statement's answers; past this, all are read again. Five pages of a thousand servers' key
+ * columns, or of whole rows when a list filters in JavaScript (~2 KiB each: ~10 MiB at most).
+ */
+const ROWS_KEPT = 5_000
 
 /** One statement's answers under the generation they were read in, per database. */
 class KeptAnswers {
@@ -135,7 +138,8 @@ class KeptAnswers {
   async answer<R>(db: AnyDb, key: string, read: () => Promise<R[]>): Promise<R[]> {
     const watch = db.isTransaction ? undefined : watches.get(db.getExecutor().adapter)
     if (!watch) return read()
-    // Asked before the statement runs: a commit during it makes its answer one generation too old to keep.
+    // Asked before the statement runs: an answer is kept under a generation no newer than what it read, so a
+    // commit during the statement makes the next call read again.
     const generation = watch.generation()
     let kept = this.byDb.get(watch)
     if (!kept || kept.generation !== generation) this.byDb.set(watch, (kept = { generation, rows: 0, byKey: new Map() }))
