@@ -69,7 +69,7 @@ const CLOSE = Buffer.from('}')
  * lacks the closing brace: `host_status` changes with the hosts' heartbeats rather than with any row, so it is
  * added to each answer, after what was kept.
  */
-async function detailPage(deps: AppDeps, request: FastifyRequest, rows: DetailKeyRow[], cache: ViewCache): Promise<Buffer[]> {
+async function detailPage(deps: AppDeps, request: FastifyRequest, rows: DetailKeyRow[], cache: ViewCache, withHostStatus: boolean): Promise<Buffer[]> {
   const db = deps.store.db
   const rights = serverViewRights(request)
   const entries = cache.variant(`${request.api.text}|${rights.adminFields ? 'admin' : 'member'}${rights.faultDetails ? '+faults' : ''}`)
@@ -98,7 +98,7 @@ async function detailPage(deps: AppDeps, request: FastifyRequest, rows: DetailKe
     rows.forEach((r, i) => (kept[i] ??= rendered.get(r.id)))
   }
   let close = (_row: DetailKeyRow): Buffer => CLOSE
-  if (showsHostStatus(request)) {
+  if (withHostStatus) {
     const downAfterMs = deps.config.hostDownAfterSeconds * 1000
     close = (row) => {
       const record = row.host_service_status == null ? undefined : { service_status: row.host_service_status, forced_down: row.host_forced_down!, last_heartbeat_at: row.host_last_heartbeat_at! }
@@ -269,15 +269,16 @@ export function serverRoutes(deps: ServerRouteDeps) {
         adminSortKeys: can(request, 'servers:index:admin_sort_keys'),
       }
       const plan = plannedList(request, { projectId: caller.projectId, may }, deps.config.computeMaxLimit)
+      const withHostStatus = view === 'detail' && showsHostStatus(request)
       const result = await listServers(db, plan, {
         columns: view === 'summary' ? ['id', 'name'] : DETAIL_KEY_COLUMNS,
         viewRevisions: view === 'detail',
-        hostLiveness: view === 'detail' && showsHostStatus(request),
+        hostLiveness: withHostStatus,
         resolveIps: (filters, projectId) => serversMatchingIps(deps.network, filters, projectId),
       })
       const links = result.next ? { servers_links: [{ rel: 'next', href: `${deps.urls.compute}${path}?${new URLSearchParams(result.next).toString()}` }] } : {}
       if (view === 'summary') return { servers: renderSummaries(deps, request, result.rows), ...links }
-      const servers = await detailPage(deps, request, result.rows, views)
+      const servers = await detailPage(deps, request, result.rows, views, withHostStatus)
       const tail = `]${result.next ? `,${JSON.stringify(links).slice(1, -1)}` : ''}}`
       return reply.type('application/json').send(Buffer.concat([Buffer.from('{"servers":['), ...servers, Buffer.from(tail)]))
     }
